@@ -1,0 +1,1 @@
+"""The `sapo` command line: thin typer commands that parse, call the client and print."""

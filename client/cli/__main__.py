@@ -1,0 +1,3 @@
+from client.cli.main import app
+
+app(prog_name="sapo")

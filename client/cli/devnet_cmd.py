@@ -1,0 +1,105 @@
+"""`sapo devnet`: a complete local swarm on loopback, started and stopped with one command."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from client.cli.config_cmd import load_or_exit
+from client.cli.console import ConfigOption, Exit, JsonOption, fail, out
+from client.devnet import Anvil, AnvilNotFound, ServerStartError
+
+app = typer.Typer(help="Run a local swarm on this machine (loopback only).", no_args_is_help=True)
+
+# Parts of a full devnet that later work brings; `up` lists them instead of pretending.
+NOT_YET = [
+    ("ledger", "SwarmLedger deployed with a funded reward pool", "ledger"),
+    ("ipfs", "IPFS daemon (js-ipfs, offline)", "store"),
+    ("nodes", "node processes with registered, staked keystores", "node"),
+    ("tui", "the operator's TUI watching the swarm", "TUI"),
+]
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@app.command("up")
+def up(
+    config: ConfigOption = None,
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="Where logs, pid files and state go.")
+    ] = Path(".devnet"),
+    port: Annotated[
+        int | None,
+        typer.Option("--port", min=1, max=65_535, help="Chain RPC port (default: a free one)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Start the local swarm in the foreground; Ctrl-C stops everything it started."""
+    cfg = load_or_exit(config)
+    data_dir = data_dir.absolute()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # SIGTERM (kill, systemd) and SIGHUP (a closed SSH session) stop as cleanly as Ctrl-C.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+
+    anvil = Anvil(
+        data_dir,
+        port=port,
+        chain_id=cfg.devnet.chain_id,
+        accounts=cfg.devnet.accounts,
+        balance_eth=cfg.devnet.balance_eth,
+    )
+    try:
+        try:
+            anvil.start()
+        except AnvilNotFound as exc:
+            fail(str(exc), Exit.USAGE)
+        except ServerStartError as exc:
+            fail(str(exc), Exit.CHECK_FAILED)
+        _report(anvil, data_dir, as_json)
+        while anvil.running:
+            time.sleep(0.2)
+        fail(
+            f"anvil (pid {anvil.pid}) exited unexpectedly; its log ends with:\n{anvil.log_tail()}",
+            Exit.CHECK_FAILED,
+        )
+    except KeyboardInterrupt:
+        if not as_json:
+            out.print("\nstopping the devnet…")
+    finally:
+        anvil.stop()
+    if not as_json:
+        out.print(f"stopped; logs kept in {data_dir}")
+
+
+def _report(anvil: Anvil, data_dir: Path, as_json: bool) -> None:
+    if as_json:
+        ready = {
+            "rpc_url": anvil.url,
+            "chain_id": anvil.chain_id,
+            "anvil_pid": anvil.pid,
+            "data_dir": str(data_dir),
+            "not_yet": [name for name, _, _ in NOT_YET],
+        }
+        print(json.dumps(ready), flush=True)
+        return
+    out.print(f"[bold]devnet up[/]  data in {data_dir}", markup=True)
+    out.print(
+        f"  chain   anvil at {anvil.url}  chain id {anvil.chain_id}  pid {anvil.pid}  "
+        f"log {data_dir / 'anvil.log'}"
+    )
+    out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
+    out.print("[yellow]not there yet:[/]", markup=True)
+    for name, what, work in NOT_YET:
+        out.print(f"  {name:<7} {what} (lands with the {work} work)")
+    out.print("Press Ctrl-C to stop.")
+    sys.stdout.flush()

@@ -1,0 +1,38 @@
+"""The `sapo` entry point: one typer app, one sub-app per command group."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from client import __version__
+from client.cli import config_cmd, devnet_cmd, pending
+
+app = typer.Typer(
+    name="sapo",
+    help="sapo-swarm: a node client for a blockchain-anchored SAPO swarm "
+    "(GRPO on verifiable tasks, rollouts on IPFS, peer-verified rewards on an EVM ledger).",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # locals may hold secrets
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(config_cmd.app, name="config")
+app.add_typer(devnet_cmd.app, name="devnet")
+pending.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"sapo-swarm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """sapo-swarm node client."""

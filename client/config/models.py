@@ -1,0 +1,233 @@
+"""The node's configuration: one pydantic model per TOML section, every key typed and bounded.
+
+Unknown keys are refused everywhere (a typo must never silently fall back to a default). Paths
+are resolved by the loader (relative to the file that names them), so every consumer sees
+absolute paths. Amounts of ether accept what `cast` users write: an integer number of wei, or a
+string with a unit ("1 ether", "0.5 ether", "20 gwei").
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+_UNITS = {"wei": 0, "gwei": 9, "ether": 18, "eth": 18}
+
+
+def parse_wei(value: object) -> int:
+    """Returns wei from an int, a digit string, or "<number> <unit>" (wei, gwei, ether)."""
+    if isinstance(value, bool):
+        raise ValueError("expected an amount such as 1000000000000000000 or '1 ether'")
+    if isinstance(value, int):
+        amount = value
+    elif isinstance(value, str):
+        text = value.strip().lower().replace("_", "")
+        unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if text.endswith(u)), "wei")
+        number = text[: len(text) - len(unit)].strip() if text.endswith(unit) else text
+        try:
+            scaled = Decimal(number) * (Decimal(10) ** _UNITS[unit])
+        except InvalidOperation:
+            raise ValueError(
+                f"expected an amount such as 1000000000000000000 or '1 ether', got {value!r}"
+            ) from None
+        if scaled != scaled.to_integral_value():
+            raise ValueError(f"{value!r} is not a whole number of wei")
+        amount = int(scaled)
+    else:
+        raise ValueError("expected an amount such as 1000000000000000000 or '1 ether'")
+    if amount < 0:
+        raise ValueError("an amount cannot be negative")
+    return amount
+
+
+Wei = Annotated[int, BeforeValidator(parse_wei)]
+Bps = Annotated[int, Field(ge=0, le=10_000, description="basis points, 10000 = 100%")]
+
+
+def _check_rpc_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
+        raise ValueError(
+            f"expected an http(s):// or ws(s):// RPC URL such as http://127.0.0.1:8545, got {url!r}"
+        )
+    return url
+
+
+def _check_address(value: str) -> str:
+    text = value.strip()
+    if len(text) != 42 or not text.startswith("0x"):
+        raise ValueError(f"expected a 0x-prefixed 20-byte hex address, got {value!r}")
+    try:
+        int(text[2:], 16)
+    except ValueError:
+        raise ValueError(f"expected a 0x-prefixed 20-byte hex address, got {value!r}") from None
+    # Mixed case means the writer meant an EIP-55 checksum; a wrong one is a typo, not a style.
+    from eth_utils import is_checksum_address, to_checksum_address
+
+    if (
+        text[2:] != text[2:].lower()
+        and text[2:] != text[2:].upper()
+        and not is_checksum_address(text)
+    ):
+        raise ValueError(f"{value!r} fails its EIP-55 checksum (a typo?)")
+    return to_checksum_address(text)
+
+
+def _check_multiaddr(value: str) -> str:
+    # The IPFS HTTP RPC address, as kubo prints it: /ip4/127.0.0.1/tcp/5001[/http]
+    parts = value.strip("/").split("/")
+    ok = (
+        len(parts) in (4, 5)
+        and parts[0] in ("ip4", "ip6", "dns", "dns4", "dns6")
+        and parts[2] == "tcp"
+        and parts[3].isdigit()
+        and 0 < int(parts[3]) < 65536
+        and (len(parts) == 4 or parts[4] in ("http", "https"))
+    )
+    if not ok:
+        raise ValueError(
+            f"expected an IPFS API multiaddr such as /ip4/127.0.0.1/tcp/5001/http, got {value!r}"
+        )
+    return value
+
+
+RpcUrl = Annotated[str, AfterValidator(_check_rpc_url)]
+Address = Annotated[str, AfterValidator(_check_address)]
+Multiaddr = Annotated[str, AfterValidator(_check_multiaddr)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class NodeSection(Section):
+    """Where the node keeps its journal, checkpoints and logs."""
+
+    data_dir: Path = Path(".sapo/node")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class ChainSection(Section):
+    """The EVM chain and the deployed SwarmLedger this node talks to."""
+
+    rpc_url: RpcUrl | None = Field(None, description="None: the devnet starts its own anvil")
+    chain_id: int | None = Field(None, gt=0, description="checked against eth_chainId")
+    ledger_address: Address | None = None
+    keystore: Path | None = Field(None, description="encrypted JSON keystore (never a raw key)")
+    password_file: Path | None = None
+    request_timeout_s: float = Field(10.0, gt=0, le=300)
+    receipt_timeout_s: float = Field(120.0, gt=0, le=3600)
+    max_fee_gwei: float = Field(50.0, gt=0, description="cap on the EIP-1559 max fee")
+    priority_fee_gwei: float = Field(1.0, ge=0)
+    log_chunk_blocks: int = Field(2_000, gt=0, le=100_000, description="eth_getLogs range")
+
+    @model_validator(mode="after")
+    def _fees(self) -> ChainSection:
+        if self.priority_fee_gwei > self.max_fee_gwei:
+            raise ValueError(
+                f"priority_fee_gwei ({self.priority_fee_gwei}) exceeds max_fee_gwei "
+                f"({self.max_fee_gwei}); raise the cap or lower the tip"
+            )
+        return self
+
+
+class StoreSection(Section):
+    """Where rollout batches live: a real IPFS node (kubo or js-ipfs) or a local blockstore."""
+
+    backend: Literal["ipfs", "local"] = "ipfs"
+    ipfs_api: Multiaddr = "/ip4/127.0.0.1/tcp/5001/http"
+    store_dir: Path = Path(".sapo/blocks")
+    timeout_s: float = Field(10.0, gt=0, le=600)
+    max_batch_bytes: int = Field(1 << 20, ge=1024, le=1 << 20, description="at most 1 MiB")
+    retain_rounds: int = Field(100, gt=0, description="unpin batches older than this")
+
+
+class LedgerSection(Section):
+    """SwarmLedger deployment parameters (fixed for the contract's life once deployed)."""
+
+    round_length_s: int = Field(60, gt=0, le=86_400)
+    min_stake: Wei = Field(default_factory=lambda: 10**18)
+    unbonding_period_s: int = Field(3_600, ge=0)
+    challenge_rounds: int = Field(3, gt=0, le=10_000)
+    reward_per_round: Wei = Field(default_factory=lambda: 10**18)
+    slash_bps: Bps = 1_000
+    agree_tolerance_bps: Bps = 50
+
+
+class SapoSection(Section):
+    """The SAPO mix: I local and J external questions a round, L completions per question."""
+
+    local_items: int = Field(4, ge=1, le=256, description="I: own questions per round")
+    external_items: int = Field(4, ge=0, le=256, description="J: peers' questions per round")
+    completions: int = Field(8, ge=2, le=64, description="L: completions per question")
+    lookback_rounds: int = Field(2, ge=0, le=100, description="how many past rounds to sample")
+    max_fetch_per_round: int = Field(8, ge=0, le=256, description="peer batches fetched a round")
+    attest_budget: int = Field(8, ge=0, le=256, description="attestations sent a round")
+
+
+class PolicySection(Section):
+    """The model being trained and how it generates."""
+
+    model: str = Field("seed", min_length=1, description="HF name, local dir, or 'seed'")
+    backend: Literal["transformers", "vllm"] = "transformers"
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    max_new_tokens: int = Field(64, gt=0, le=8_192)
+    temperature: float = Field(1.0, gt=0, le=5)
+    top_p: float = Field(1.0, gt=0, le=1)
+
+
+class TrainSection(Section):
+    """The GRPO update (the paper: no KL, asymmetric clip 0.2 / 0.28, Adam)."""
+
+    learning_rate: float = Field(1e-5, gt=0, le=1)
+    eps_low: float = Field(0.2, gt=0, lt=1)
+    eps_high: float = Field(0.28, gt=0, lt=10)
+    kl_coef: float = Field(0.0, ge=0)
+    grad_clip: float = Field(1.0, gt=0)
+    micro_batch: int = Field(16, gt=0, le=4_096)
+    loss_agg: Literal["token-mean", "seq-mean"] = "token-mean"
+    checkpoint_every: int = Field(10, gt=0, description="rounds between checkpoints")
+
+
+class TasksSection(Section):
+    """Which task catalog (configs/tasks/<name>.toml, or a path) tasks are drawn from."""
+
+    catalog: str = Field("tiny", min_length=1)
+
+
+class DevnetSection(Section):
+    """The local swarm that `sapo devnet up` starts (anvil, IPFS, N nodes) on loopback."""
+
+    nodes: int = Field(3, ge=1, le=64)
+    chain_id: int = Field(31_337, gt=0)
+    accounts: int = Field(10, ge=1, le=256, description="funded dev accounts")
+    balance_eth: int = Field(10_000, gt=0)
+    reward_pool: Wei = Field(default_factory=lambda: 100 * 10**18)
+
+    @model_validator(mode="after")
+    def _enough_accounts(self) -> DevnetSection:
+        # account 0 deploys and funds the pool; every node needs an account of its own
+        if self.accounts < self.nodes + 1:
+            raise ValueError(
+                f"accounts ({self.accounts}) must be at least nodes + 1 ({self.nodes + 1})"
+            )
+        return self
+
+
+class NodeConfigModel(Section):
+    """Every section of a node config; the shape `sapo config show` prints."""
+
+    node: NodeSection = NodeSection()
+    chain: ChainSection = ChainSection()
+    store: StoreSection = StoreSection()
+    ledger: LedgerSection = LedgerSection()
+    sapo: SapoSection = SapoSection()
+    policy: PolicySection = PolicySection()
+    train: TrainSection = TrainSection()
+    tasks: TasksSection = TasksSection()
+    devnet: DevnetSection = DevnetSection()

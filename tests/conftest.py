@@ -1,0 +1,48 @@
+"""Shared fixtures: real parts only (anvil from the project's node_modules, real processes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from client.devnet import Anvil
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def anvil(tmp_path: Path) -> Iterator[Anvil]:
+    """A running anvil on a free loopback port, stopped after the test."""
+    with Anvil(tmp_path / "chain") as chain:
+        yield chain
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 15.0, what: str = "") -> None:
+    """Polls predicate until true; fails the test naming `what` if it never becomes true."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what or predicate}")
+
+
+def sapo_process(*args: str, **kwargs) -> subprocess.Popen[str]:
+    """Starts `sapo ARGS` as a real child process (stdout/stderr piped, text mode)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.Popen(
+        [sys.executable, "-m", "client.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=kwargs.pop("cwd", REPO),
+        env=env | kwargs.pop("env", {}),
+        **kwargs,
+    )

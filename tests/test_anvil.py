@@ -1,0 +1,181 @@
+"""The local chain's process control: anvil starts on loopback, answers, and never outlives us."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import REPO, sapo_process, wait_until
+
+from client.devnet import (
+    Anvil,
+    AnvilNotFound,
+    ServerStartError,
+    find_anvil,
+    pid_alive,
+    port_is_listening,
+    rpc_call,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Returns the local addresses with a TCP socket listening on `port` (from /proc/net)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            host, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A = LISTEN
+                found.add(host)
+    return found
+
+
+def test_anvil_answers_on_loopback_only(anvil: Anvil) -> None:
+    assert int(rpc_call(anvil.url, "eth_chainId"), 16) == 31_337
+    assert anvil.url.startswith("http://127.0.0.1:")
+    # 0100007F is 127.0.0.1 as /proc/net/tcp spells it; nothing on 0.0.0.0 or ::
+    assert listening_addresses(anvil.port) == {"0100007F"}
+
+
+def test_dev_accounts_are_funded(anvil: Anvil) -> None:
+    accounts = rpc_call(anvil.url, "eth_accounts")
+    assert len(accounts) == 10
+    assert (
+        int(rpc_call(anvil.url, "eth_getBalance", [accounts[0], "latest"]), 16) == 10_000 * 10**18
+    )
+
+
+def test_stop_reaps_the_process_and_frees_the_port(tmp_path: Path) -> None:
+    chain = Anvil(tmp_path).start()
+    pid, port = chain.pid, chain.port
+    assert pid_alive(pid)
+    assert (tmp_path / "anvil.pid").read_text().strip() == str(pid)
+    chain.stop()
+    assert not pid_alive(pid)
+    assert not port_is_listening(port)
+    assert not (tmp_path / "anvil.pid").exists()
+    chain.stop()  # idempotent
+
+
+def test_two_chains_side_by_side(tmp_path: Path) -> None:
+    with Anvil(tmp_path / "a") as a, Anvil(tmp_path / "b", chain_id=1337) as b:
+        assert a.port != b.port
+        assert int(rpc_call(b.url, "eth_chainId"), 16) == 1337
+
+
+def test_busy_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ServerStartError, match=f"127.0.0.1:{port}: the port is in use"):
+            Anvil(tmp_path, port=port, ready_timeout_s=10).start()
+
+
+def test_missing_binary_says_how_to_get_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAPO_ANVIL", "/nonexistent/anvil")
+    with pytest.raises(AnvilNotFound, match="SAPO_ANVIL=/nonexistent/anvil"):
+        find_anvil()
+    monkeypatch.delenv("SAPO_ANVIL")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.chdir("/")
+    with pytest.raises(AnvilNotFound, match="run scripts/setup"):
+        find_anvil(root=Path("/nonexistent"))
+
+
+def test_a_program_that_exits_early_reports_its_log(tmp_path: Path) -> None:
+    fake = tmp_path / "anvil"
+    fake.write_text("#!/bin/sh\necho 'boom: cannot start' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(ServerStartError, match=r"exited with code 3(.|\n)*boom: cannot start"):
+        Anvil(tmp_path, binary=fake).start()
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from client.devnet import Anvil
+    chain = Anvil(Path(sys.argv[1])).start()
+    print(chain.pid, chain.port, flush=True)
+    if sys.argv[2] == "exit":
+        sys.exit(0)          # no stop(): the atexit hook must do it
+    time.sleep(600)
+    """
+)
+
+
+def start_holder(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], int, int]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    line = holder.stdout.readline()
+    assert line, f"holder printed nothing: {holder.stderr.read()}"
+    pid, port = map(int, line.split())
+    return holder, pid, port
+
+
+def test_no_orphan_after_a_normal_exit(tmp_path: Path) -> None:
+    holder, pid, port = start_holder(tmp_path, "exit")
+    assert holder.wait(timeout=30) == 0
+    wait_until(lambda: not pid_alive(pid), what=f"anvil pid {pid} to be gone")
+    assert not port_is_listening(port)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_no_orphan_when_the_parent_is_killed(tmp_path: Path, sig: signal.Signals) -> None:
+    holder, pid, port = start_holder(tmp_path, "hold")
+    assert pid_alive(pid) and port_is_listening(port)
+    os.kill(holder.pid, sig)
+    holder.wait(timeout=30)
+    wait_until(lambda: not pid_alive(pid), what=f"anvil pid {pid} to die with its parent")
+    assert not port_is_listening(port)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
+    proc = sapo_process(
+        "devnet", "up", "--config", "configs/devnet.toml", "--data-dir", str(tmp_path), "--json"
+    )
+    ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
+    assert ready["rpc_url"].startswith("http://127.0.0.1:")
+    assert int(rpc_call(ready["rpc_url"], "eth_chainId"), 16) == 31_337
+    assert "nodes" in ready["not_yet"]  # it says what it does not start yet
+    pid = ready["anvil_pid"]
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    assert not pid_alive(pid)
+    assert (tmp_path / "anvil.log").exists()
+
+
+@pytest.mark.e2e
+def test_devnet_up_killed_hard_leaves_no_chain(tmp_path: Path) -> None:
+    proc = sapo_process("devnet", "up", "--data-dir", str(tmp_path), "--json")
+    ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
+    proc.kill()
+    proc.wait(timeout=30)
+    wait_until(lambda: not pid_alive(ready["anvil_pid"]), what="anvil to die with devnet up")
+
+
+@pytest.mark.e2e
+def test_devnet_up_with_a_bad_config_starts_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[devnet]\nnodes = 0\n")
+    proc = sapo_process("devnet", "up", "--config", str(bad), "--data-dir", str(tmp_path / "d"))
+    assert proc.wait(timeout=60) == 2
+    assert "[devnet].nodes" in proc.stderr.read()
+    assert not (tmp_path / "d").exists()

@@ -1,0 +1,212 @@
+"""Config files and SAPO_* overrides: good files load, bad ones fail naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client.config import ConfigError, load_config, masked_rpc_url, public_view
+from client.config.models import parse_wei
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("SAPO_"):
+            monkeypatch.delenv(name)
+
+
+def write(tmp_path: Path, text: str, name: str = "node.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["devnet.toml", "testnet.example.toml"])
+def test_shipped_configs_load(name: str) -> None:
+    config = load_config(REPO / "configs" / name)
+    assert config.sapo.completions == 8
+    assert config.train.eps_low == 0.2 and config.train.eps_high == 0.28
+
+
+def test_devnet_config_is_the_papers_best_split() -> None:
+    config = load_config(REPO / "configs" / "devnet.toml")
+    assert (config.sapo.local_items, config.sapo.external_items) == (4, 4)
+    assert config.devnet.nodes == 3
+    assert config.ledger.min_stake == 10**18
+
+
+def test_defaults_without_a_file() -> None:
+    config = load_config()
+    assert config.store.backend == "ipfs"
+    assert config.node.data_dir.is_absolute()
+
+
+def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
+    sub = tmp_path / "conf"
+    sub.mkdir()
+    path = write(sub, '[node]\ndata_dir = "../data/n0"\n[chain]\nkeystore = "key.json"\n')
+    config = load_config(path)
+    assert config.node.data_dir == tmp_path / "data" / "n0"
+    assert config.chain.keystore == sub / "key.json"
+
+
+def test_unknown_key_is_refused_with_a_suggestion(tmp_path: Path) -> None:
+    path = write(tmp_path, "[sapo]\nexternal_itemz = 2\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "[sapo].external_itemz: unknown key" in message
+    assert "did you mean 'external_items'" in message
+
+
+def test_unknown_section_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"\[trainer\]: unknown section"):
+        load_config(write(tmp_path, "[trainer]\nlearning_rate = 1\n"))
+
+
+def test_negative_round_length_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, "[ledger]\nround_length_s = -5\n"))
+    assert "[ledger].round_length_s" in str(info.value)
+    assert "greater than 0" in str(info.value)
+    assert "(got -5)" in str(info.value)
+
+
+def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
+    path = write(tmp_path, '[sapo]\ncompletions = 1\n[store]\nbackend = "s3"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert len(info.value.problems) == 2
+    assert any("[sapo].completions" in p for p in info.value.problems)
+    assert any("[store].backend" in p and "'ipfs' or 'local'" in p for p in info.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('[chain]\nrpc_url = "ftp://example.org"\n', "[chain].rpc_url"),
+        ('[chain]\nledger_address = "0x1234"\n', "[chain].ledger_address"),
+        # a mixed-case address with a broken EIP-55 checksum is a typo
+        (
+            '[chain]\nledger_address = "0x5FbDB2315678afecb367f032d93F642f64180aA3"\n',
+            "[chain].ledger_address",
+        ),
+        ("[chain]\nchain_id = 0\n", "[chain].chain_id"),
+        ("[chain]\nmax_fee_gwei = 1\npriority_fee_gwei = 2\n", "priority_fee_gwei"),
+        ('[store]\nipfs_api = "localhost:5001"\n', "[store].ipfs_api"),
+        ("[store]\nmax_batch_bytes = 2000000\n", "[store].max_batch_bytes"),
+        ("[ledger]\nslash_bps = 10001\n", "[ledger].slash_bps"),
+        ('[ledger]\nmin_stake = "1 dogecoin"\n', "[ledger].min_stake"),
+        ('[ledger]\nmin_stake = "-1 ether"\n', "[ledger].min_stake"),
+        ("[sapo]\nlocal_items = 0\n", "[sapo].local_items"),
+        ("[policy]\ntop_p = 1.5\n", "[policy].top_p"),
+        ('[train]\nloss_agg = "sum"\n', "[train].loss_agg"),
+        ("[devnet]\nnodes = 12\naccounts = 10\n", "accounts (10) must be at least nodes + 1"),
+        ("[node]\nlog_level = 3\n", "[node].log_level"),
+    ],
+)
+def test_bad_values_name_the_field(tmp_path: Path, text: str, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert field in str(info.value)
+
+
+def test_malformed_toml_says_where(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"not valid TOML: .*line 2"):
+        load_config(write(tmp_path, "[sapo]\nlocal_items = = 3\n"))
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "bin.toml"
+    path.write_bytes(b'[node]\nlog_level = "\xff"\n')
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path / "absent.toml")
+
+
+def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "[sapo]\nlocal_items = 6\nexternal_items = 2\n")
+    monkeypatch.setenv("SAPO_SAPO__EXTERNAL_ITEMS", "0")
+    config = load_config(path)
+    assert (config.sapo.local_items, config.sapo.external_items) == (6, 0)
+
+
+def test_bad_environment_value_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAPO_TRAIN__EPS_LOW", "abc")
+    with pytest.raises(ConfigError, match="environment variable SAPO_TRAIN__EPS_LOW"):
+        load_config(write(tmp_path, ""))
+
+
+def test_misspelt_environment_override_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAPO_SAPO__EXTERNAL_ITEMZ", "0")
+    monkeypatch.setenv("SAPO_SAPPO__LOCAL_ITEMS", "1")
+    with pytest.raises(ConfigError) as info:
+        load_config()
+    text = str(info.value)
+    assert "SAPO_SAPO__EXTERNAL_ITEMZ" in text
+    assert "SAPO_SAPPO__LOCAL_ITEMS: unknown section 'sappo'; did you mean SAPO_SAPO__" in text
+
+
+def test_non_config_sapo_variables_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # read by other parts (keystore password, anvil binary), never config keys
+    monkeypatch.setenv("SAPO_KEYSTORE_PASSWORD", "hunter2")
+    monkeypatch.setenv("SAPO_ANVIL", "/nonexistent")
+    assert load_config().sapo.local_items == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "wei"),
+    [
+        (0, 0),
+        (12, 12),
+        ("1 ether", 10**18),
+        ("0.5ether", 5 * 10**17),
+        ("20 gwei", 20 * 10**9),
+        ("1_000 wei", 1000),
+        ("3", 3),
+    ],
+)
+def test_amounts(text: object, wei: int) -> None:
+    assert parse_wei(text) == wei
+
+
+@pytest.mark.parametrize("text", ["1.5 wei", "x ether", True, -1, 1.5])
+def test_bad_amounts(text: object) -> None:
+    with pytest.raises(ValueError):
+        parse_wei(text)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:8545", "http://127.0.0.1:8545"),
+        (
+            "https://eth-sepolia.g.alchemy.com/v2/abcdEFGH12345678xyz",
+            "https://eth-sepolia.g.alchemy.com/v2/***",
+        ),
+        ("https://user:pa55word@rpc.example.org/", "https://***@rpc.example.org/"),
+        ("https://rpc.example.org/?apikey=s3cr3t", "https://rpc.example.org/?apikey=***"),
+    ],
+)
+def test_rpc_credentials_are_masked(url: str, shown: str) -> None:
+    assert masked_rpc_url(url) == shown
+
+
+def test_public_view_masks_the_rpc_url(tmp_path: Path) -> None:
+    key = "0123456789abcdef0123456789abcdef"
+    path = write(tmp_path, f'[chain]\nrpc_url = "https://mainnet.infura.io/v3/{key}"\n')
+    view = public_view(load_config(path))
+    assert key not in str(view)

@@ -1,0 +1,1 @@
+"""The operator's Textual app (lands with the TUI issue)."""
