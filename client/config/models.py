@@ -218,16 +218,3 @@ class DevnetSection(Section):
             )
         return self
 
-
-class NodeConfigModel(Section):
-    """Every section of a node config; the shape `sapo config show` prints."""
-
-    node: NodeSection = NodeSection()
-    chain: ChainSection = ChainSection()
-    store: StoreSection = StoreSection()
-    ledger: LedgerSection = LedgerSection()
-    sapo: SapoSection = SapoSection()
-    policy: PolicySection = PolicySection()
-    train: TrainSection = TrainSection()
-    tasks: TasksSection = TasksSection()
-    devnet: DevnetSection = DevnetSection()
