@@ -124,6 +124,7 @@ class ChainSection(Section):
     max_fee_gwei: float = Field(50.0, gt=0, description="cap on the EIP-1559 max fee")
     priority_fee_gwei: float = Field(1.0, ge=0)
     log_chunk_blocks: int = Field(2_000, gt=0, le=100_000, description="eth_getLogs range")
+    ledger_deploy_block: int = Field(0, ge=0, description="event scans start here")
 
     @model_validator(mode="after")
     def _fees(self) -> ChainSection:
@@ -151,11 +152,25 @@ class LedgerSection(Section):
 
     round_length_s: int = Field(60, gt=0, le=86_400)
     min_stake: Wei = Field(default_factory=lambda: 10**18)
-    unbonding_period_s: int = Field(3_600, ge=0)
+    unbonding_period_s: int = Field(3_600, ge=0, description="seconds before unstaked ether frees")
     challenge_rounds: int = Field(3, gt=0, le=10_000)
     reward_per_round: Wei = Field(default_factory=lambda: 10**18)
     slash_bps: Bps = 1_000
     agree_tolerance_bps: Bps = 50
+
+    @model_validator(mode="after")
+    def _slashable_until_settled(self) -> LedgerSection:
+        # The contract enforces it too: stake must outlast a challenge window and a settlement
+        # period of as many rounds, or unstaking would dodge a slash.
+        least = (2 * self.challenge_rounds + 1) * self.round_length_s
+        if self.unbonding_period_s < least:
+            raise ValueError(
+                f"unbonding_period_s ({self.unbonding_period_s}) must be at least "
+                f"(2 * challenge_rounds + 1) * round_length_s = {least}"
+            )
+        if self.min_stake < 10**9 or self.min_stake >= 2**96:
+            raise ValueError("min_stake must be between 1 gwei and 2^96 wei")
+        return self
 
 
 class SapoSection(Section):
@@ -217,4 +232,3 @@ class DevnetSection(Section):
                 f"accounts ({self.accounts}) must be at least nodes + 1 ({self.nodes + 1})"
             )
         return self
-

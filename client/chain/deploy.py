@@ -1,0 +1,62 @@
+"""Deploying a SwarmLedger: the parameters are fixed for its life, so they are checked first."""
+
+from __future__ import annotations
+
+from eth_abi import encode
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+
+from client.chain.artifacts import load_artifact
+from client.chain.errors import ErrorDecoder
+from client.chain.ledger import CONTRACT, Ledger, _bytes32
+from client.chain.models import TxResult
+from client.chain.tx import TxSender
+from client.config.models import LedgerSection
+
+
+def deploy_ledger(
+    w3: Web3,
+    account: LocalAccount,
+    params: LedgerSection,
+    catalog_digest: bytes | str,
+    *,
+    max_fee_gwei: float = 50.0,
+    priority_fee_gwei: float = 1.0,
+    receipt_timeout_s: float = 120.0,
+) -> tuple[Ledger, TxResult]:
+    """Deploys a SwarmLedger with `params`; returns a Ledger bound to it (signing as `account`)."""
+    artifact = load_artifact(CONTRACT)
+    constructor = next(item for item in artifact["abi"] if item["type"] == "constructor")
+    args = encode(
+        [inp["type"] for inp in constructor["inputs"]],
+        [
+            params.round_length_s,
+            params.min_stake,
+            params.unbonding_period_s,
+            params.challenge_rounds,
+            params.reward_per_round,
+            params.slash_bps,
+            params.agree_tolerance_bps,
+            _bytes32(catalog_digest),
+        ],
+    )
+    data = artifact["bytecode"] + args.hex()
+    sender = TxSender(
+        w3,
+        account,
+        ErrorDecoder(artifact["abi"]),
+        max_fee_gwei=max_fee_gwei,
+        priority_fee_gwei=priority_fee_gwei,
+        receipt_timeout_s=receipt_timeout_s,
+    )
+    result = sender.send({"data": data, "value": 0}, "deploy SwarmLedger")
+    assert result.contract_address, "a contract creation receipt carries the new address"
+    ledger = Ledger(
+        w3,
+        result.contract_address,
+        account=account,
+        max_fee_gwei=max_fee_gwei,
+        priority_fee_gwei=priority_fee_gwei,
+        receipt_timeout_s=receipt_timeout_s,
+    )
+    return ledger, result

@@ -1,0 +1,249 @@
+"""`Ledger`: the SwarmLedger contract as typed Python calls, used by every other layer.
+
+Reads work without a key; writes need a LocalAccount (from an encrypted keystore). Every read
+and write goes through TxSender.rpc, so transient RPC failures are retried and every revert
+arrives as the contract's named error (client.chain.errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from eth_utils import is_address, to_checksum_address
+from web3 import Web3
+from web3.contract import Contract
+
+from client.chain.artifacts import load_artifact
+from client.chain.errors import ErrorDecoder, WrongChain
+from client.chain.models import LedgerParams, NodeInfo, RoundInfo, SubmissionInfo, TxResult
+from client.chain.tx import TxSender
+
+CONTRACT = "SwarmLedger"
+
+
+def connect(rpc_url: str, request_timeout_s: float = 10.0) -> Web3:
+    """Returns a Web3 over HTTP with a request timeout and web3's own retries off (ours apply)."""
+    provider = Web3.HTTPProvider(
+        rpc_url, request_kwargs={"timeout": request_timeout_s}, exception_retry_configuration=None
+    )
+    return Web3(provider)
+
+
+def matches_runtime(code: bytes, artifact: dict[str, Any]) -> bool:
+    """Returns whether deployed `code` is the artifact's runtime code, immutables aside."""
+    expected = bytearray(bytes.fromhex(artifact["deployedBytecode"].removeprefix("0x")))
+    if len(code) != len(expected):
+        return False
+    actual = bytearray(code)
+    for ref in artifact.get("immutableReferences", []):
+        start, length = ref["start"], ref["length"]
+        actual[start : start + length] = expected[start : start + length] = bytes(length)
+    return actual == expected
+
+
+def _bytes32(value: bytes | str) -> bytes:
+    raw = bytes.fromhex(value.removeprefix("0x")) if isinstance(value, str) else bytes(value)
+    if len(raw) != 32:
+        raise ValueError(f"expected 32 bytes, got {len(raw)}")
+    return raw
+
+
+def _address(value: str) -> str:
+    if not is_address(value):
+        raise ValueError(f"not an address: {value!r}")
+    return to_checksum_address(value)
+
+
+class Ledger:
+    """One deployed SwarmLedger on one chain, read-only unless an account is given."""
+
+    def __init__(
+        self,
+        w3: Web3,
+        address: str,
+        *,
+        account: LocalAccount | None = None,
+        max_fee_gwei: float = 50.0,
+        priority_fee_gwei: float = 1.0,
+        receipt_timeout_s: float = 120.0,
+        attempts: int = 4,
+    ):
+        artifact = load_artifact(CONTRACT)
+        self.w3 = w3
+        self.address = _address(address)
+        self.contract: Contract = w3.eth.contract(address=self.address, abi=artifact["abi"])
+        self.decoder = ErrorDecoder(artifact["abi"])
+        self.tx = TxSender(
+            w3,
+            account,
+            self.decoder,
+            max_fee_gwei=max_fee_gwei,
+            priority_fee_gwei=priority_fee_gwei,
+            receipt_timeout_s=receipt_timeout_s,
+            attempts=attempts,
+        )
+        self._params: LedgerParams | None = None
+
+    @property
+    def account_address(self) -> str:
+        """The signing account's address (raises NoSigner when read-only)."""
+        return self.tx.address
+
+    # ----------------------------------------------------------------------------- plumbing
+
+    def _view(self, name: str, *args: Any) -> Any:
+        fn = self.contract.functions[name](*args)
+        return self.tx.rpc(fn.call, f"{name}()")
+
+    def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
+        data = self.contract.encode_abi(name, args=list(args))
+        return self.tx.send({"to": self.address, "data": data, "value": value}, name)
+
+    def check(self, expected_chain_id: int | None = None) -> LedgerParams:
+        """Returns the deployment parameters after checking chain id and code at the address.
+
+        Raises WrongChain when the endpoint serves another chain or no ledger is deployed there.
+        """
+        chain_id = self.tx.rpc(lambda: self.w3.eth.chain_id, "eth_chainId")
+        if expected_chain_id is not None and chain_id != expected_chain_id:
+            raise WrongChain(
+                f"the RPC serves chain {chain_id} but the config names chain {expected_chain_id}"
+            )
+        code = bytes(self.tx.rpc(lambda: self.w3.eth.get_code(self.address), "eth_getCode"))
+        if not code:
+            raise WrongChain(f"no contract at {self.address} on chain {chain_id}")
+        if not matches_runtime(code, load_artifact(CONTRACT)):
+            raise WrongChain(
+                f"the contract at {self.address} is not this client's SwarmLedger "
+                "(a different build or another contract)"
+            )
+        return self.params()
+
+    # --------------------------------------------------------------------------------- views
+
+    def params(self) -> LedgerParams:
+        """Returns the deployment parameters (cached: they never change)."""
+        if self._params is None:
+            self._params = LedgerParams(
+                round_length=self._view("roundLength"),
+                min_stake=self._view("minStake"),
+                unbonding_period=self._view("unbondingPeriod"),
+                challenge_rounds=self._view("challengeRounds"),
+                reward_per_round=self._view("rewardPerRound"),
+                slash_bps=self._view("slashBps"),
+                agree_tolerance_bps=self._view("agreeToleranceBps"),
+                catalog_digest="0x" + self._view("catalogDigest").hex(),
+                genesis=self._view("genesis"),
+            )
+        return self._params
+
+    def current_round(self) -> int:
+        return self._view("currentRound")
+
+    def task_seed(self, round_: int, node: str) -> bytes:
+        return bytes(self._view("taskSeed", round_, _address(node)))
+
+    def node_info(self, node: str) -> NodeInfo:
+        v = self._view("nodeInfo", _address(node))
+        return NodeInfo(
+            address=_address(node),
+            registered=v[0],
+            active_stake=v[1],
+            unbonding=v[2],
+            unbonding_end=v[3],
+            metadata=v[4],
+            total_paid=v[5],
+        )
+
+    def submission(self, round_: int, node: str) -> SubmissionInfo:
+        v = self._view("submissionOf", round_, _address(node))
+        return SubmissionInfo(
+            round=round_,
+            node=_address(node),
+            digest="0x" + bytes(v[0]).hex(),
+            rollouts=v[1],
+            claimed=v[2],
+            agree_stake=v[3],
+            dispute_stake=v[4],
+            attestations=v[5],
+            credited=v[6],
+            settled=v[7],
+            paid=v[8],
+        )
+
+    def round_info(self, round_: int) -> RoundInfo:
+        submissions, total, final = self._view("roundInfo", round_)
+        return RoundInfo(round=round_, submissions=submissions, total_credited=total, final=final)
+
+    def has_attested(self, attester: str, round_: int, node: str) -> bool:
+        return self._view("hasAttested", _address(attester), round_, _address(node))
+
+    def node_count(self) -> int:
+        return self._view("nodeCount")
+
+    def nodes(self, page_size: int = 500) -> list[str]:
+        """Returns every registered node's address, in registration order."""
+        total, found = self.node_count(), []
+        while len(found) < total:
+            page = self._view("nodesPage", len(found), page_size)
+            if not page:
+                break
+            found.extend(page)
+        return found
+
+    def reward_pool(self) -> int:
+        return self._view("rewardPool")
+
+    def total_staked(self) -> int:
+        return self._view("totalStaked")
+
+    def totals(self) -> dict[str, int]:
+        """Returns the ledger's money totals (wei): stake, pool, funded, slashed, paid out."""
+        active, unbonding = self._view("stakeTotals")
+        return {
+            "active": active,
+            "unbonding": unbonding,
+            "reward_pool": self.reward_pool(),
+            "funded": self._view("totalFunded"),
+            "slashed": self._view("totalSlashed"),
+            "paid_out": self._view("totalPaidOut"),
+        }
+
+    def claimable(self, node: str, rounds: list[int]) -> int:
+        return self._view("claimable", _address(node), list(rounds))
+
+    def balance(self, address: str) -> int:
+        return self.tx.rpc(lambda: self.w3.eth.get_balance(_address(address)), "eth_getBalance")
+
+    # ---------------------------------------------------------------------------- transactions
+
+    def register(self, metadata: str, stake: int) -> TxResult:
+        return self._send("register", metadata, value=stake)
+
+    def add_stake(self, amount: int) -> TxResult:
+        return self._send("addStake", value=amount)
+
+    def request_unstake(self, amount: int) -> TxResult:
+        return self._send("requestUnstake", amount)
+
+    def withdraw(self) -> TxResult:
+        return self._send("withdraw")
+
+    def set_metadata(self, metadata: str) -> TxResult:
+        return self._send("setMetadata", metadata)
+
+    def submit(self, round_: int, digest: bytes | str, rollouts: int, score: int) -> TxResult:
+        return self._send("submit", round_, _bytes32(digest), rollouts, score)
+
+    def attest(self, round_: int, node: str, score: int) -> TxResult:
+        return self._send("attest", round_, _address(node), score)
+
+    def settle(self, round_: int, node: str) -> TxResult:
+        return self._send("settle", round_, _address(node))
+
+    def fund(self, amount: int) -> TxResult:
+        return self._send("fund", value=amount)
+
+    def claim(self, rounds: list[int]) -> TxResult:
+        return self._send("claim", list(rounds))

@@ -1,0 +1,80 @@
+"""Typed results of ledger calls: what every other layer receives from the chain."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCORE_SCALE = 10_000
+
+
+class ChainModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LedgerParams(ChainModel):
+    """The deployment parameters, fixed for the contract's life."""
+
+    round_length: int = Field(gt=0)
+    min_stake: int
+    unbonding_period: int
+    challenge_rounds: int = Field(gt=0)
+    reward_per_round: int
+    slash_bps: int = Field(ge=0, le=10_000)
+    agree_tolerance_bps: int = Field(ge=0, le=10_000)
+    catalog_digest: str
+    genesis: int
+
+
+class NodeInfo(ChainModel):
+    """A node's on-chain record; stakes and payouts in wei. (Submissions and credit: events.)"""
+
+    address: str
+    registered: bool
+    active_stake: int
+    unbonding: int
+    unbonding_end: int
+    metadata: str
+    total_paid: int
+
+
+class SubmissionInfo(ChainModel):
+    """One submission: the batch digest, its claim, the attestation tallies and the outcome."""
+
+    round: int
+    node: str
+    digest: str
+    rollouts: int
+    claimed: int
+    agree_stake: int
+    dispute_stake: int
+    attestations: int
+    credited: int
+    settled: bool
+    paid: int
+
+    @property
+    def exists(self) -> bool:
+        return self.rollouts > 0
+
+    @property
+    def disputed(self) -> bool:
+        return self.dispute_stake > self.agree_stake
+
+
+class RoundInfo(ChainModel):
+    """A round's submission count and credited total, and whether the credit is final."""
+
+    round: int
+    submissions: int
+    total_credited: int
+    final: bool
+
+
+class TxResult(ChainModel):
+    """A mined transaction."""
+
+    tx_hash: str
+    block_number: int
+    gas_used: int
+    effective_gas_price: int
+    contract_address: str | None = None

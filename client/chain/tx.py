@@ -1,0 +1,210 @@
+"""Signed transactions from a local key: EIP-1559 fees under a cap, local nonces, receipts.
+
+- Every transaction is simulated first (eth_estimateGas); a revert is decoded into the
+  contract's named error before anything is signed.
+- Nonces are tracked locally (several transactions per block) and re-read from the chain after
+  any send error, so a node never wedges on a nonce gap.
+- Fees: maxFeePerGas = min(cap, 2 * baseFee + tip); if the base fee alone is above the cap the
+  transaction is not sent (FeeCapExceeded) rather than left to hang.
+- Transient RPC failures (connection, timeout, HTTP 429/5xx, rate-limit codes) are retried with
+  exponential backoff; reverts never are.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import requests
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+from web3.exceptions import (
+    ContractCustomError,
+    ContractLogicError,
+    ContractPanicError,
+    TimeExhausted,
+    Web3RPCError,
+)
+
+from client.chain.errors import (
+    ChainError,
+    ErrorDecoder,
+    LedgerRevert,
+    NoSigner,
+    RpcUnavailable,
+    TransactionTimeout,
+)
+from client.chain.models import TxResult
+
+T = TypeVar("T")
+GWEI = 10**9
+# JSON-RPC error codes public endpoints use for "try again later".
+_TRANSIENT_CODES = {-32005, 429}
+_NONCE_TROUBLE = ("nonce too low", "already known", "replacement transaction underpriced")
+
+
+class FeeCapExceeded(ChainError):
+    """The chain's base fee is above the configured max fee; sending would only hang."""
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return True
+    if isinstance(exc, requests.exceptions.HTTPError):
+        status = exc.response.status_code if exc.response is not None else 0
+        return status == 429 or status >= 500
+    if isinstance(exc, Web3RPCError) and not isinstance(exc, ContractLogicError):
+        code = (exc.rpc_response or {}).get("error", {}).get("code")
+        return code in _TRANSIENT_CODES
+    return isinstance(exc, ConnectionError | TimeoutError)
+
+
+def with_retries(call: Callable[[], T], *, what: str, attempts: int, backoff_s: float = 0.25) -> T:
+    """Returns call(), retrying transient RPC failures; raises RpcUnavailable when they persist."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as exc:
+            if not _is_transient(exc):
+                raise
+            if attempt + 1 == attempts:
+                raise RpcUnavailable(
+                    f"{what}: RPC unavailable after {attempts} attempts ({type(exc).__name__}: "
+                    f"{str(exc)[:200]})"
+                ) from None
+            time.sleep(backoff_s * (2**attempt))
+    raise AssertionError("unreachable")
+
+
+def revert_data(exc: BaseException) -> str | None:
+    """Returns the 0x revert data a web3 contract error carries, if any."""
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict):
+        data = data.get("data")
+    return data if isinstance(data, str) and data.startswith("0x") else None
+
+
+class TxSender:
+    """Signs and sends transactions for one account; thread-safe (one nonce sequence)."""
+
+    def __init__(
+        self,
+        w3: Web3,
+        account: LocalAccount | None,
+        decoder: ErrorDecoder,
+        *,
+        max_fee_gwei: float = 50.0,
+        priority_fee_gwei: float = 1.0,
+        receipt_timeout_s: float = 120.0,
+        attempts: int = 4,
+    ):
+        self.w3 = w3
+        self.account = account
+        self._decoder = decoder
+        self._max_fee = int(max_fee_gwei * GWEI)
+        self._tip = int(priority_fee_gwei * GWEI)
+        self._receipt_timeout_s = receipt_timeout_s
+        self._attempts = attempts
+        self._nonce: int | None = None
+        self._lock = threading.Lock()
+        self._chain_id: int | None = None
+
+    @property
+    def address(self) -> str:
+        if self.account is None:
+            raise NoSigner("this ledger is read-only: configure a keystore to send transactions")
+        return self.account.address
+
+    def rpc(self, call: Callable[[], T], what: str) -> T:
+        """Returns call() with transient failures retried and reverts decoded."""
+        try:
+            return with_retries(call, what=what, attempts=self._attempts)
+        except (ContractCustomError, ContractLogicError, ContractPanicError) as exc:
+            raise self._revert(exc, what) from None
+
+    def _revert(self, exc: BaseException, action: str) -> LedgerRevert:
+        data = revert_data(exc)
+        if data and len(data) >= 10:
+            return self._decoder.decode(data, action)
+        return LedgerRevert("Revert", {"reason": str(exc)[:200]}, action)
+
+    def send(self, tx: dict[str, Any], action: str) -> TxResult:
+        """Simulates, signs, sends and waits for `tx` ({to?, data, value}); returns its receipt."""
+        sender = self.address
+        tx = {**tx, "from": sender}
+        gas = self.rpc(lambda: self.w3.eth.estimate_gas(tx), action)
+        with self._lock:
+            if self._chain_id is None:
+                self._chain_id = self.rpc(lambda: self.w3.eth.chain_id, "eth_chainId")
+            base_fee = self.rpc(
+                lambda: self.w3.eth.get_block("latest")["baseFeePerGas"], "eth_getBlockByNumber"
+            )
+            if base_fee + self._tip > self._max_fee:
+                raise FeeCapExceeded(
+                    f"{action}: base fee {base_fee / GWEI:.3f} gwei + tip exceeds the cap of "
+                    f"{self._max_fee / GWEI:.3f} gwei; raise [chain].max_fee_gwei or wait"
+                )
+            tx_hash = self._sign_and_send(
+                {
+                    **tx,
+                    "gas": int(gas * 1.25) + 10_000,
+                    "maxPriorityFeePerGas": self._tip,
+                    "maxFeePerGas": min(self._max_fee, 2 * base_fee + self._tip),
+                    "chainId": self._chain_id,
+                    "type": 2,
+                },
+                action,
+            )
+        return self._wait(tx_hash, tx, action)
+
+    def _sign_and_send(self, tx: dict[str, Any], action: str) -> str:
+        for attempt in range(2):
+            if self._nonce is None:
+                self._nonce = self.rpc(
+                    lambda: self.w3.eth.get_transaction_count(self.address, "pending"),
+                    "eth_getTransactionCount",
+                )
+            signed = self.account.sign_transaction({**tx, "nonce": self._nonce})
+            try:
+                tx_hash = self.rpc(
+                    lambda signed=signed: self.w3.eth.send_raw_transaction(signed.raw_transaction),
+                    action,
+                )
+            except Web3RPCError as exc:
+                self._nonce = None  # resync from the chain before anything else is sent
+                if attempt == 0 and any(t in str(exc).lower() for t in _NONCE_TROUBLE):
+                    continue
+                raise ChainError(f"{action}: the node refused the transaction: {exc}") from None
+            except RpcUnavailable:
+                self._nonce = None
+                raise
+            self._nonce += 1
+            return "0x" + bytes(tx_hash).hex()
+        raise AssertionError("unreachable")
+
+    def _wait(self, tx_hash: str, tx: dict[str, Any], action: str) -> TxResult:
+        try:
+            receipt = self.w3.eth.wait_for_transaction_receipt(
+                tx_hash, timeout=self._receipt_timeout_s, poll_latency=0.05
+            )
+        except TimeExhausted:
+            raise TransactionTimeout(
+                f"{action}: transaction {tx_hash} not mined within "
+                f"{self._receipt_timeout_s:.0f} s; it may still be pending"
+            ) from None
+        if receipt["status"] != 1:
+            # Replay at the mined block to learn why (state changed since the simulation).
+            try:
+                self.w3.eth.call(tx, block_identifier=receipt["blockNumber"])
+            except (ContractCustomError, ContractLogicError, ContractPanicError) as exc:
+                raise self._revert(exc, action) from None
+            raise LedgerRevert("Revert", {"tx": tx_hash}, action)
+        return TxResult(
+            tx_hash=tx_hash,
+            block_number=receipt["blockNumber"],
+            gas_used=receipt["gasUsed"],
+            effective_gas_price=receipt.get("effectiveGasPrice", 0),
+            contract_address=receipt.get("contractAddress"),
+        )

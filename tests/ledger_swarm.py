@@ -1,0 +1,100 @@
+"""Test helper: a freshly deployed SwarmLedger on a real anvil, with funded accounts and a clock.
+
+Accounts are made fresh per test (Account.create) and funded with anvil_setBalance; their keys
+never leave memory. Time moves with evm_setNextBlockTimestamp, always to the middle of a round
+so that wall-clock drift during a test cannot cross a round boundary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+
+from client.chain import Ledger, connect, deploy_ledger
+from client.config.models import LedgerSection
+from client.devnet import Anvil, rpc_call
+
+ETH = 10**18
+CATALOG = hashlib.sha256(b"tests catalog").digest()
+PARAMS = {
+    "round_length_s": 1_000,
+    "min_stake": ETH,
+    "unbonding_period_s": 5_000,  # (2 * challenge_rounds + 1) * round_length_s
+    "challenge_rounds": 2,
+    "reward_per_round": ETH,
+    "slash_bps": 1_000,
+    "agree_tolerance_bps": 50,
+}
+
+
+def digest(label: str | int) -> bytes:
+    return hashlib.sha256(str(label).encode()).digest()
+
+
+class Swarm:
+    def __init__(self, anvil: Anvil, **overrides: Any):
+        self.url = anvil.url
+        self.w3 = connect(self.url)
+        self.params = LedgerSection(**(PARAMS | overrides))
+        self.deployer = self.account()
+        self.ledger, self.deploy_tx = deploy_ledger(self.w3, self.deployer, self.params, CATALOG)
+        self.genesis = self.ledger.params().genesis
+        self.goto(0)
+
+    def account(self, eth: int = 1_000) -> LocalAccount:
+        account = Account.create()
+        rpc_call(self.url, "anvil_setBalance", [account.address, hex(eth * ETH)])
+        return account
+
+    def bind(self, account: LocalAccount) -> Ledger:
+        return Ledger(self.w3, self.ledger.address, account=account)
+
+    def node(self, stake: int = 2 * ETH, *, register: bool = True) -> Ledger:
+        ledger = self.bind(self.account())
+        if register:
+            ledger.register('{"model":"test"}', stake)
+        return ledger
+
+    def now(self) -> int:
+        return self.w3.eth.get_block("latest")["timestamp"]
+
+    def goto(self, round_: int, fraction: float = 0.5) -> None:
+        target = self.genesis + round_ * self.params.round_length_s
+        target += int(fraction * self.params.round_length_s)
+        if target <= self.now():
+            raise AssertionError(f"cannot go back in time to round {round_}")
+        self.set_time(target)
+
+    def set_time(self, timestamp: int) -> None:
+        rpc_call(self.url, "evm_setNextBlockTimestamp", [hex(timestamp)])
+        rpc_call(self.url, "evm_mine")
+
+    def advance(self, rounds: int = 1) -> None:
+        self.goto(self.ledger.current_round() + rounds)
+
+
+def deploy_artifact(swarm: Swarm, name: str, *args: Any) -> str:
+    """Deploys a compiled test contract (contracts/test) and returns its address."""
+    from eth_abi import encode
+
+    from client.chain.artifacts import load_artifact
+    from client.chain.errors import ErrorDecoder
+    from client.chain.tx import TxSender
+
+    artifact = load_artifact(name)
+    ctor = next(i for i in artifact["abi"] if i["type"] == "constructor")
+    data = artifact["bytecode"] + encode([i["type"] for i in ctor["inputs"]], list(args)).hex()
+    sender = TxSender(swarm.w3, swarm.deployer, ErrorDecoder(artifact["abi"]))
+    return sender.send({"data": data, "value": 0}, f"deploy {name}").contract_address
+
+
+def check_invariants(swarm: Swarm) -> None:
+    """The ledger's money invariants, read from the chain."""
+    totals = swarm.ledger.totals()
+    balance = swarm.w3.eth.get_balance(swarm.ledger.address)
+    held = totals["active"] + totals["unbonding"] + totals["reward_pool"]
+    assert balance == held, f"balance {balance} != stake + pool {held} ({totals})"
+    assert totals["paid_out"] <= totals["funded"] + totals["slashed"], totals

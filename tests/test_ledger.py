@@ -1,0 +1,403 @@
+"""SwarmLedger's rules, each from both sides of its boundary, on a real anvil."""
+
+from __future__ import annotations
+
+import pytest
+from eth_abi import encode
+from eth_utils import keccak
+from ledger_swarm import CATALOG, ETH, Swarm, check_invariants, deploy_artifact, digest
+
+from client.chain import Ledger, LedgerRevert, WrongChain
+from client.chain import errors as E
+from client.chain.deploy import deploy_ledger
+from client.config.models import LedgerSection
+from client.devnet import Anvil
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory):
+    with Anvil(tmp_path_factory.mktemp("ledger-chain")) as anvil:
+        yield anvil
+
+
+@pytest.fixture
+def swarm(chain: Anvil) -> Swarm:
+    return Swarm(chain)
+
+
+# ----------------------------------------------------------------------------- deployment, clock
+
+
+def test_parameters_are_fixed_at_deployment(swarm: Swarm) -> None:
+    p = swarm.ledger.check(expected_chain_id=31_337)
+    assert (p.round_length, p.min_stake, p.challenge_rounds) == (1_000, ETH, 2)
+    assert (p.slash_bps, p.agree_tolerance_bps, p.reward_per_round) == (1_000, 50, ETH)
+    assert p.catalog_digest == "0x" + CATALOG.hex()
+    block = swarm.w3.eth.get_block(swarm.deploy_tx.block_number)
+    assert p.genesis == block["timestamp"]
+    assert swarm.ledger._view("SCORE_SCALE") == 10_000
+
+
+def test_check_refuses_the_wrong_chain_or_contract(swarm: Swarm) -> None:
+    with pytest.raises(WrongChain, match="serves chain 31337 but the config names chain 1"):
+        swarm.ledger.check(expected_chain_id=1)
+    with pytest.raises(WrongChain, match="no contract at"):
+        Ledger(swarm.w3, swarm.deployer.address).check()
+    other = deploy_artifact(swarm, "ReentrantNode", swarm.ledger.address)
+    with pytest.raises(WrongChain, match="not this client's SwarmLedger"):
+        Ledger(swarm.w3, other).check()
+
+
+def test_constructor_refuses_an_unbonding_period_that_would_dodge_slashes(chain: Anvil) -> None:
+    swarm = Swarm(chain)
+    bad = LedgerSection.model_construct(**(swarm.params.model_dump() | {"unbonding_period_s": 10}))
+    with pytest.raises(E.InvalidParameter, match="unbondingPeriod"):
+        deploy_ledger(swarm.w3, swarm.deployer, bad, CATALOG)
+
+
+def test_rounds_follow_block_time(swarm: Swarm) -> None:
+    assert swarm.ledger.current_round() == 0
+    swarm.goto(7, 0.0)
+    assert swarm.ledger.current_round() == 7
+    swarm.set_time(swarm.genesis + 8 * 1_000 - 1)
+    assert swarm.ledger.current_round() == 7
+
+
+def test_task_seed_is_reproducible_by_anyone(swarm: Swarm) -> None:
+    node = swarm.account().address
+    expected = keccak(
+        encode(["uint256", "address", "uint64", "address"], [31_337, swarm.ledger.address, 5, node])
+    )
+    assert swarm.ledger.task_seed(5, node) == expected
+    assert swarm.ledger.task_seed(6, node) != expected
+
+
+# ------------------------------------------------------------------------------------------ stake
+
+
+def test_register_rules(swarm: Swarm) -> None:
+    node = swarm.node(register=False)
+    with pytest.raises(E.StakeTooLow, match="minStake"):
+        node.register("{}", ETH - 1)
+    with pytest.raises(E.MetadataTooLong):
+        node.register("x" * 1025, ETH)
+    node.register('{"model":"m"}', ETH)
+    with pytest.raises(E.AlreadyRegistered):
+        node.register("{}", ETH)
+    info = node.node_info(node.account_address)
+    assert info.registered and info.active_stake == ETH and info.metadata == '{"model":"m"}'
+    assert swarm.ledger.nodes() == [node.account_address]
+    node.set_metadata('{"model":"n"}')
+    assert node.node_info(node.account_address).metadata == '{"model":"n"}'
+    check_invariants(swarm)
+
+
+def test_add_stake_rules(swarm: Swarm) -> None:
+    with pytest.raises(E.NotRegistered):
+        swarm.node(register=False).add_stake(ETH)
+    node = swarm.node()
+    with pytest.raises(E.ZeroAmount):
+        node.add_stake(0)
+    node.add_stake(3 * ETH)
+    assert node.node_info(node.account_address).active_stake == 5 * ETH
+    assert swarm.ledger.total_staked() == 5 * ETH
+
+
+def test_unstake_and_withdraw_follow_the_clock(swarm: Swarm) -> None:
+    node = swarm.node(4 * ETH)
+    with pytest.raises(E.InsufficientActiveStake):
+        node.request_unstake(5 * ETH)
+    with pytest.raises(E.NothingToWithdraw):
+        node.withdraw()
+    node.request_unstake(ETH)
+    first_end = node.node_info(node.account_address).unbonding_end
+    with pytest.raises(E.StillUnbonding):
+        node.withdraw()
+    swarm.set_time(first_end - 10)
+    node.request_unstake(ETH)  # the clock restarts for the whole unbonding amount
+    info = node.node_info(node.account_address)
+    assert info.unbonding == 2 * ETH and info.unbonding_end > first_end
+    swarm.set_time(first_end + 1)
+    with pytest.raises(E.StillUnbonding):
+        node.withdraw()
+    swarm.set_time(info.unbonding_end)
+    before = node.balance(node.account_address)
+    tx = node.withdraw()
+    after = node.balance(node.account_address)
+    assert after - before == 2 * ETH - tx.gas_used * tx.effective_gas_price
+    with pytest.raises(E.NothingToWithdraw):
+        node.withdraw()
+    check_invariants(swarm)
+
+
+# ----------------------------------------------------------------------------------------- submit
+
+
+def test_submit_needs_registration_and_stake(swarm: Swarm) -> None:
+    with pytest.raises(E.NotRegistered):
+        swarm.node(register=False).submit(0, digest(1), 8, 0)
+    node = swarm.node(ETH)
+    node.request_unstake(1)
+    with pytest.raises(E.StakeTooLow):
+        node.submit(0, digest(1), 8, 0)
+
+
+def test_submit_window_is_this_round_and_the_one_before(swarm: Swarm) -> None:
+    node = swarm.node()
+    swarm.goto(5)
+    with pytest.raises(E.RoundNotOpen, match="round=3, current=5"):
+        node.submit(3, digest(3), 8, 0)
+    with pytest.raises(E.RoundNotOpen):
+        node.submit(6, digest(6), 8, 0)
+    node.submit(4, digest(4), 8, 0)
+    node.submit(5, digest(5), 8, 0)
+    with pytest.raises(E.AlreadySubmitted, match="round=5"):
+        node.submit(5, digest("again"), 8, 0)
+
+
+def test_submit_checks_its_fields(swarm: Swarm) -> None:
+    node = swarm.node()
+    with pytest.raises(E.ZeroDigest):
+        node.submit(0, bytes(32), 8, 0)
+    with pytest.raises(E.ZeroRollouts):
+        node.submit(0, digest(0), 0, 0)
+    with pytest.raises(E.ScoreOutOfRange, match="score=80001, max=80000"):
+        node.submit(0, digest(0), 8, 80_001)
+    node.submit(0, digest(0), 8, 80_000)
+    sub = node.submission(0, node.account_address)
+    assert (sub.digest, sub.rollouts, sub.claimed, sub.credited) == (
+        "0x" + digest(0).hex(),
+        8,
+        80_000,
+        80_000,
+    )
+    info = node.round_info(0)
+    assert (info.submissions, info.total_credited, info.final) == (1, 80_000, False)
+
+
+# ----------------------------------------------------------------------------------------- attest
+
+
+def test_attest_refusals(swarm: Swarm) -> None:
+    a, b = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 40_000)
+    with pytest.raises(E.SelfAttestation):
+        a.attest(0, a.account_address, 40_000)
+    with pytest.raises(E.NotRegistered):
+        swarm.node(register=False).attest(0, a.account_address, 40_000)
+    poor = swarm.node(ETH)
+    poor.request_unstake(ETH // 2)
+    with pytest.raises(E.StakeTooLow):
+        poor.attest(0, a.account_address, 40_000)
+    with pytest.raises(E.NoSubmission):
+        b.attest(0, swarm.deployer.address, 0)
+    with pytest.raises(E.ScoreOutOfRange):
+        b.attest(0, a.account_address, 80_001)
+    b.attest(0, a.account_address, 40_000)
+    with pytest.raises(E.AlreadyAttested):
+        b.attest(0, a.account_address, 40_000)
+    assert swarm.ledger.has_attested(b.account_address, 0, a.account_address)
+
+
+def test_challenge_window_last_round_allowed_next_refused(swarm: Swarm) -> None:
+    a, b, c = swarm.node(), swarm.node(), swarm.node()
+    swarm.goto(3)
+    a.submit(3, digest("a"), 8, 0)
+    swarm.goto(5)  # round + challengeRounds: still open
+    b.attest(3, a.account_address, 0)
+    swarm.goto(6)
+    with pytest.raises(E.ChallengeWindowClosed, match="round=3, current=6"):
+        c.attest(3, a.account_address, 0)
+
+
+@pytest.mark.parametrize(
+    ("attested", "agrees"),
+    [(33_200, True), (33_201, False), (26_800, True), (26_799, False), (30_000, True)],
+)
+def test_agreement_tolerance_edge_is_exact(swarm: Swarm, attested: int, agrees: bool) -> None:
+    # 64 rollouts: max 640,000; 50 bps of it = 3,200 either side of the 30,000 claimed
+    a, b = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 64, 30_000)
+    b.attest(0, a.account_address, attested)
+    sub = a.submission(0, a.account_address)
+    assert (sub.agree_stake > 0) is agrees and (sub.dispute_stake > 0) is not agrees
+
+
+def test_credit_moves_with_attesting_stake(swarm: Swarm) -> None:
+    a = swarm.node()
+    small, big, bigger = swarm.node(2 * ETH), swarm.node(5 * ETH), swarm.node(9 * ETH)
+    a.submit(0, digest("a"), 8, 40_000)
+    small.attest(0, a.account_address, 40_000)
+    big.attest(0, a.account_address, 0)  # 5 disputes > 2 agrees: credit taken away
+    assert a.submission(0, a.account_address).credited == 0
+    assert a.round_info(0).total_credited == 0
+    bigger.attest(0, a.account_address, 40_100)  # 11 agree >= 5: credited again
+    sub = a.submission(0, a.account_address)
+    assert (sub.credited, sub.agree_stake, sub.dispute_stake, sub.attestations) == (
+        40_000,
+        11 * ETH,
+        5 * ETH,
+        3,
+    )
+    assert a.round_info(0).total_credited == 40_000
+
+
+def test_sybil_small_stakes_cannot_outweigh_larger_honest_stake(swarm: Swarm) -> None:
+    honest = swarm.node()
+    confirmers = [swarm.node(10 * ETH) for _ in range(2)]
+    sybils = [swarm.node(ETH) for _ in range(8)]
+    honest.submit(0, digest("h"), 8, 50_000)
+    for sybil in sybils:
+        sybil.attest(0, honest.account_address, 0)
+    assert honest.submission(0, honest.account_address).credited == 0  # until honest stake speaks
+    for confirmer in confirmers:
+        confirmer.attest(0, honest.account_address, 50_000)
+    sub = honest.submission(0, honest.account_address)
+    assert sub.credited == 50_000 and sub.agree_stake == 20 * ETH and sub.dispute_stake == 8 * ETH
+    swarm.advance(3)
+    honest.settle(0, honest.account_address)
+    assert honest.node_info(honest.account_address).active_stake == 2 * ETH  # not slashed
+
+
+# ------------------------------------------------------------------------------- settle and slash
+
+
+def test_settle_slashes_a_disputed_submission_once(swarm: Swarm) -> None:
+    cheat, judge = swarm.node(10 * ETH), swarm.node(20 * ETH)
+    cheat.submit(0, digest("c"), 8, 80_000)
+    judge.attest(0, cheat.account_address, 10_000)
+    with pytest.raises(E.RoundNotFinal):
+        judge.settle(0, cheat.account_address)
+    swarm.goto(3)  # 0 + challengeRounds(2) < 3: final
+    judge.settle(0, cheat.account_address)
+    assert cheat.node_info(cheat.account_address).active_stake == 9 * ETH
+    assert swarm.ledger.reward_pool() == ETH
+    with pytest.raises(E.AlreadySettled):
+        judge.settle(0, cheat.account_address)
+    with pytest.raises(E.NoSubmission):
+        judge.settle(0, judge.account_address)
+    check_invariants(swarm)
+
+
+def test_unstaking_before_settlement_does_not_dodge_the_slash(swarm: Swarm) -> None:
+    cheat, judge = swarm.node(10 * ETH), swarm.node(20 * ETH)
+    cheat.submit(0, digest("c"), 8, 80_000)
+    judge.attest(0, cheat.account_address, 0)
+    cheat.request_unstake(10 * ETH)  # everything into unbonding right away
+    swarm.goto(3)
+    with pytest.raises(E.StillUnbonding):  # the unbonding period outlasts window + settlement
+        cheat.withdraw()
+    judge.settle(0, cheat.account_address)
+    info = cheat.node_info(cheat.account_address)
+    assert (info.active_stake, info.unbonding) == (0, 9 * ETH)
+    check_invariants(swarm)
+
+
+# ----------------------------------------------------------------------------------------- claim
+
+
+def test_claim_pays_pro_rata_once(swarm: Swarm) -> None:
+    funder = swarm.bind(swarm.account())
+    funder.fund(10 * ETH)
+    a, b = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 30_000)
+    b.submit(0, digest("b"), 8, 10_000)
+    with pytest.raises(E.RoundNotFinal):
+        a.claim([0])
+    assert a.claimable(a.account_address, [0]) == 0
+    swarm.goto(3)
+    assert a.claimable(a.account_address, [0]) == 3 * ETH // 4
+    tx = a.claim([0])
+    assert a.submission(0, a.account_address).paid == 3 * ETH // 4
+    assert a.node_info(a.account_address).total_paid == 3 * ETH // 4
+    assert tx.gas_used > 0
+    with pytest.raises(E.AlreadyClaimed):
+        a.claim([0])
+    with pytest.raises(E.AlreadyClaimed):
+        b.claim([0, 0])
+    b.claim([0])
+    assert swarm.ledger.totals()["paid_out"] == ETH  # the round paid exactly rewardPerRound
+    check_invariants(swarm)
+
+
+def test_claim_refuses_what_the_pool_cannot_cover(swarm: Swarm) -> None:
+    a = swarm.node()
+    a.submit(0, digest("a"), 8, 10_000)
+    swarm.bind(swarm.account()).fund(ETH // 2)
+    swarm.goto(3)
+    before = a.balance(swarm.ledger.address)
+    with pytest.raises(E.PoolInsufficient, match=f"needed={ETH}, available={ETH // 2}"):
+        a.claim([0])
+    assert a.balance(swarm.ledger.address) == before
+    assert a.submission(0, a.account_address).paid == 0
+
+
+def test_disputed_or_missing_rounds_pay_nothing(swarm: Swarm) -> None:
+    swarm.bind(swarm.account()).fund(5 * ETH)
+    cheat, judge = swarm.node(), swarm.node(5 * ETH)
+    cheat.submit(0, digest("c"), 8, 10_000)
+    judge.attest(0, cheat.account_address, 0)
+    swarm.goto(3)
+    with pytest.raises(E.NothingToClaim):
+        cheat.claim([0])
+    with pytest.raises(E.NoSubmission):
+        cheat.claim([1])
+
+
+@pytest.mark.parametrize(("mode", "what"), [(1, "claim"), (2, "withdraw")])
+def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
+    swarm.bind(swarm.account()).fund(5 * ETH)
+    address = deploy_artifact(swarm, "ReentrantNode", swarm.ledger.address)
+    from client.chain.artifacts import load_artifact
+
+    attacker = swarm.w3.eth.contract(address=address, abi=load_artifact("ReentrantNode")["abi"])
+    driver = swarm.bind(swarm.account())
+
+    def call(fn: str, *args, value: int = 0):
+        data = attacker.encode_abi(fn, args=list(args))
+        return driver.tx.send({"to": address, "data": data, "value": value}, fn)
+
+    call("join", value=2 * ETH)
+    call("submit", 0, digest("x"), 8, 40_000)
+    if what == "withdraw":
+        call("unstake", 2 * ETH)
+        swarm.set_time(swarm.now() + 5_001)
+    else:
+        swarm.goto(3)
+    call("attack", mode, [0])
+    assert attacker.functions.reentries().call() == 1
+    assert attacker.functions.reentriesBlocked().call() == 1
+    expected = 2 * ETH if what == "withdraw" else ETH  # paid exactly once
+    assert attacker.functions.received().call() == expected
+    check_invariants(swarm)
+
+
+def test_events_record_every_step(swarm: Swarm) -> None:
+    from client.chain.events import EventReader
+
+    a, b = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 10_000)
+    b.attest(0, a.account_address, 0)
+    names = [e.name for e in EventReader(swarm.ledger).read()]
+    assert names == ["Registered", "Registered", "Submitted", "CreditChanged", "Attested"]
+
+
+def test_reverts_are_named_and_say_what_to_do(swarm: Swarm) -> None:
+    node = swarm.node()
+    node.submit(0, digest(0), 8, 0)
+    with pytest.raises(LedgerRevert) as info:
+        node.submit(0, digest(0), 8, 0)
+    message = str(info.value)
+    assert message.startswith("submit: ledger refused with AlreadySubmitted(round=0, node=0x")
+    assert "one submission per node and round" in message
+    assert info.value.round == 0
+
+
+def test_every_contract_error_has_a_named_exception_and_a_hint() -> None:
+    from client.chain.artifacts import load_artifact
+
+    names = {i["name"] for i in load_artifact("SwarmLedger")["abi"] if i["type"] == "error"}
+    missing = sorted(n for n in names if n not in E.REVERTS or not E.REVERTS[n].hint)
+    assert not missing, f"errors without a Python class or hint: {missing}"
