@@ -157,7 +157,26 @@ class Ledger:
         )
 
     def submission(self, round_: int, node: str) -> SubmissionInfo:
-        v = self._view("submissionOf", round_, _address(node))
+        return self._submission(round_, node, self._view("submissionOf", round_, _address(node)))
+
+    def submissions(self, keys: list[tuple[int, str]], batch: int = 200) -> list[SubmissionInfo]:
+        """Returns submissionOf for many (round, node) pairs, in JSON-RPC batches of `batch`."""
+        found: list[SubmissionInfo] = []
+        for start in range(0, len(keys), batch):
+            chunk = keys[start : start + batch]
+
+            def call(chunk=chunk):
+                with self.w3.batch_requests() as requests:
+                    for round_, node in chunk:
+                        requests.add(self.contract.functions.submissionOf(round_, _address(node)))
+                    return requests.execute()
+
+            values = self.tx.rpc(call, "submissionOf() batch")
+            found += [self._submission(r, n, v) for (r, n), v in zip(chunk, values, strict=True)]
+        return found
+
+    @staticmethod
+    def _submission(round_: int, node: str, v: Any) -> SubmissionInfo:
         return SubmissionInfo(
             round=round_,
             node=_address(node),

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from client import __version__
-from client.cli import config_cmd, devnet_cmd, pending
+from client.cli import audit_cmd, chain_cmd, config_cmd, devnet_cmd, pending, stake_cmd
 
 app = typer.Typer(
     name="sapo",
@@ -19,6 +19,10 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(devnet_cmd.app, name="devnet")
+app.add_typer(chain_cmd.app, name="chain")
+app.add_typer(stake_cmd.stake_app, name="stake")
+app.add_typer(stake_cmd.rewards_app, name="rewards")
+app.add_typer(audit_cmd.app, name="audit")
 pending.register(app)
 
 

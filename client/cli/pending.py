@@ -14,11 +14,7 @@ PENDING: dict[str, tuple[str, str]] = {
     "node": ("Run a node: the SAPO round loop across chain and IPFS.", "node"),
     "tui": ("The operator's terminal UI: stake, peers, reward progress.", "TUI"),
     "wallet": ("Encrypted keystores: new, import, address.", "node"),
-    "stake": ("Add stake, request unstake, withdraw.", "ledger"),
-    "rewards": ("Show and claim rewards.", "ledger"),
-    "audit": ("Audit nodes, rounds and submissions through contract queries.", "ledger"),
     "store": ("Put, get and check rollout batches on IPFS or a local blockstore.", "store"),
-    "chain": ("Deploy and query the SwarmLedger contract.", "ledger"),
     "policy": ("Build the seed policy, evaluate policies.", "trainer"),
     "experiment": ("Reproduce the SAPO paper's controlled experiment.", "replication"),
 }

@@ -1,0 +1,202 @@
+"""`sapo audit`: anyone's view of the record, from contract queries and events alone."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from client.chain import SubmissionInfo
+from client.chain.audit import Auditor
+from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, ether, open_ledger, score
+from client.cli.console import ConfigOption, JsonOption, out, print_json
+from client.store.cid import digest_to_cid
+
+app = typer.Typer(
+    help="Audit nodes, rounds and submissions through contract queries.", no_args_is_help=True
+)
+
+AddressArg = Annotated[str, typer.Argument(help="Node address (0x…).")]
+RoundArg = Annotated[int, typer.Argument(min=0, help="Round number.")]
+
+
+def _auditor(config, rpc, ledger) -> Auditor:
+    _, bound, reader = open_ledger(config, rpc, ledger)
+    return Auditor(bound, reader)
+
+
+def _submission_json(sub: SubmissionInfo) -> dict:
+    return {
+        "round": sub.round,
+        "node": sub.node,
+        "digest": sub.digest,
+        "cid": digest_to_cid(sub.digest) if sub.exists else None,
+        "rollouts": sub.rollouts,
+        "claimed": sub.claimed,
+        "credited": sub.credited,
+        "attestations": sub.attestations,
+        "agree_stake": sub.agree_stake,
+        "dispute_stake": sub.dispute_stake,
+        "settled": sub.settled,
+        "paid": sub.paid,
+    }
+
+
+def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "node") -> Table:
+    table = Table(title=title)
+    for column in (
+        first,
+        "cid",
+        "rollouts",
+        "claimed",
+        "credited",
+        "att",
+        "agree",
+        "dispute",
+        "settled",
+    ):
+        table.add_column(column, justify="left" if column in (first, "cid") else "right")
+    for s in subs:
+        table.add_row(
+            s.node if first == "node" else str(s.round),
+            digest_to_cid(s.digest),
+            str(s.rollouts),
+            score(s.claimed),
+            score(s.credited),
+            str(s.attestations),
+            ether(s.agree_stake),
+            ether(s.dispute_stake),
+            "yes" if s.settled else "no",
+        )
+    return table
+
+
+@app.command("round")
+def round_(
+    number: RoundArg,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Every submission of a round with its attestation tallies and credit."""
+    auditor = _auditor(config, rpc, ledger)
+    with chain_errors():
+        report = auditor.round(number)
+    if as_json:
+        print_json(
+            {
+                "round": report.round,
+                "final": report.final,
+                "total_credited": report.total_credited,
+                "submissions": [_submission_json(s) for s in report.submissions],
+            }
+        )
+        return
+    state = "final" if report.final else "open to attestations"
+    out.print(_submissions_table(f"round {number} ({state})", report.submissions))
+    out.print(f"total credited: {score(report.total_credited)}")
+
+
+@app.command("submission")
+def submission(
+    number: RoundArg,
+    address: AddressArg,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One submission: digest/CID, claim, tallies, outcome and every attestation."""
+    auditor = _auditor(config, rpc, ledger)
+    with chain_errors():
+        report = auditor.submission(number, address)
+    if as_json:
+        print_json(
+            {
+                **_submission_json(report.submission),
+                "final": report.final,
+                "attestation_list": [a.model_dump() for a in report.attestations],
+            }
+        )
+        return
+    if not report.submission.exists:
+        out.print(f"no submission of {address} in round {number}")
+        return
+    out.print(_submissions_table(f"round {number}", [report.submission]))
+    table = Table(title="attestations")
+    for column in ("attester", "score", "agrees", "block", "tx"):
+        table.add_column(column)
+    for a in report.attestations:
+        table.add_row(
+            a.attester, score(a.score), "yes" if a.agrees else "NO", str(a.block_number), a.tx_hash
+        )
+    out.print(table)
+
+
+@app.command("node")
+def node(
+    address: AddressArg,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """A node's stake, submissions (claimed vs credited), attestations and payouts."""
+    auditor = _auditor(config, rpc, ledger)
+    with chain_errors():
+        report = auditor.node(address)
+    if as_json:
+        data = report.model_dump()
+        data["submissions"] = [_submission_json(s) for s in report.submissions]
+        print_json(data)
+        return
+    info = report.info
+    out.print(f"node {info.address}: " + ("registered" if info.registered else "not registered"))
+    out.print(
+        f"  stake {ether(info.active_stake)} active, {ether(info.unbonding)} unbonding; "
+        f"paid {ether(info.total_paid)}; metadata {info.metadata or '-'}"
+    )
+    out.print(
+        f"  {len(report.submissions)} submissions: claimed {score(report.total_claimed)}, "
+        f"credited {score(report.total_credited)}"
+    )
+    out.print(_submissions_table("submissions", report.submissions, first="round"))
+    agreed = sum(a.agrees for a in report.attestations_received)
+    out.print(
+        f"  attestations received: {len(report.attestations_received)} "
+        f"({agreed} agreeing); given: {len(report.attestations_given)}; "
+        f"payouts: {len(report.payouts)}"
+    )
+
+
+@app.command("leaderboard")
+def leaderboard(
+    first: Annotated[int | None, typer.Option("--from", min=0, help="First round.")] = None,
+    last: Annotated[int | None, typer.Option("--to", min=0, help="Last round.")] = None,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Nodes ranked by credited score over a range of rounds."""
+    auditor = _auditor(config, rpc, ledger)
+    with chain_errors():
+        rows = auditor.leaderboard(first, last)
+    if as_json:
+        print_json({"from": first, "to": last, "nodes": [r.model_dump() for r in rows]})
+        return
+    table = Table(title="leaderboard")
+    for column in ("#", "node", "submissions", "claimed", "credited", "disputed"):
+        table.add_column(column, justify="left" if column == "node" else "right")
+    for rank, r in enumerate(rows, 1):
+        table.add_row(
+            str(rank),
+            r.node,
+            str(r.submissions),
+            score(r.claimed),
+            score(r.credited),
+            str(r.disputed),
+        )
+    out.print(table)

@@ -1,0 +1,140 @@
+"""`sapo chain`: deploy a SwarmLedger and read its parameters and totals."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from client.chain import connect, deploy_ledger
+from client.cli.chain_ctx import (
+    KeystoreOption,
+    LedgerOption,
+    RpcOption,
+    chain_errors,
+    ether,
+    open_account,
+    open_ledger,
+)
+from client.cli.config_cmd import load_or_exit
+from client.cli.console import ConfigOption, JsonOption, fail, out, print_json
+from client.config.models import LedgerSection
+
+app = typer.Typer(help="Deploy and query the SwarmLedger contract.", no_args_is_help=True)
+
+
+@app.command("deploy")
+def deploy(
+    catalog_digest: Annotated[
+        str,
+        typer.Option(
+            "--catalog-digest",
+            help="sha256 (0x + 64 hex) of the task catalog nodes must draw from; fixed forever.",
+        ),
+    ],
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    keystore: KeystoreOption = None,
+    round_length: Annotated[int | None, typer.Option(help="Seconds per round.")] = None,
+    min_stake: Annotated[str | None, typer.Option(help="Least stake: '1 ether', wei...")] = None,
+    unbonding_period: Annotated[int | None, typer.Option(help="Seconds to unbond.")] = None,
+    challenge_rounds: Annotated[
+        int | None, typer.Option(help="Rounds a batch can be attested.")
+    ] = None,
+    reward_per_round: Annotated[str | None, typer.Option(help="Reward split per round.")] = None,
+    slash_bps: Annotated[int | None, typer.Option(help="Share of stake slashed, in bps.")] = None,
+    tolerance_bps: Annotated[int | None, typer.Option(help="Agreement tolerance, in bps.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Deploy a SwarmLedger; parameters default to the config's [ledger] section."""
+    cfg = load_or_exit(config)
+    overrides = {
+        "round_length_s": round_length,
+        "min_stake": min_stake,
+        "unbonding_period_s": unbonding_period,
+        "challenge_rounds": challenge_rounds,
+        "reward_per_round": reward_per_round,
+        "slash_bps": slash_bps,
+        "agree_tolerance_bps": tolerance_bps,
+    }
+    try:
+        params = LedgerSection(
+            **(cfg.ledger.model_dump() | {k: v for k, v in overrides.items() if v is not None})
+        )
+    except ValidationError as exc:
+        fail(
+            "; ".join(f"{e['loc'][0] if e['loc'] else 'ledger'}: {e['msg']}" for e in exc.errors())
+        )
+    digest = catalog_digest.removeprefix("0x")
+    if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
+        fail(f"--catalog-digest: expected 0x and 64 hex digits, got {catalog_digest!r}")
+    rpc_url = rpc or cfg.chain.rpc_url or fail("no RPC URL: pass --rpc or set [chain].rpc_url")
+    with chain_errors():
+        account = open_account(cfg, keystore)
+        w3 = connect(rpc_url, cfg.chain.request_timeout_s)
+        ledger, tx = deploy_ledger(
+            w3,
+            account,
+            params,
+            bytes.fromhex(digest),
+            max_fee_gwei=cfg.chain.max_fee_gwei,
+            priority_fee_gwei=cfg.chain.priority_fee_gwei,
+            receipt_timeout_s=cfg.chain.receipt_timeout_s,
+        )
+        chain_id = w3.eth.chain_id
+    if as_json:
+        print_json(
+            {
+                "address": ledger.address,
+                "chain_id": chain_id,
+                "tx_hash": tx.tx_hash,
+                "block_number": tx.block_number,
+                "gas_used": tx.gas_used,
+                "params": ledger.params().model_dump(),
+            }
+        )
+        return
+    out.print(f"SwarmLedger deployed at {ledger.address} (chain {chain_id})")
+    out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")
+    out.print("Add to the node config:")
+    out.print(f'  [chain]\n  ledger_address = "{ledger.address}"')
+    out.print(f"  ledger_deploy_block = {tx.block_number}")
+
+
+@app.command("info")
+def info(
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the ledger's parameters, clock and money totals."""
+    _, bound, _ = open_ledger(config, rpc, ledger)
+    with chain_errors():
+        params = bound.params()
+        data = {
+            "address": bound.address,
+            "current_round": bound.current_round(),
+            "node_count": bound.node_count(),
+            "params": params.model_dump(),
+            "totals": bound.totals(),
+        }
+    if as_json:
+        print_json(data)
+        return
+    table = Table(title=f"SwarmLedger {bound.address}", show_header=False)
+    table.add_row("current round", str(data["current_round"]))
+    table.add_row("nodes", str(data["node_count"]))
+    table.add_row("round length", f"{params.round_length} s")
+    table.add_row("min stake", ether(params.min_stake))
+    table.add_row("unbonding period", f"{params.unbonding_period} s")
+    table.add_row("challenge window", f"{params.challenge_rounds} rounds")
+    table.add_row("reward per round", ether(params.reward_per_round))
+    table.add_row("slash", f"{params.slash_bps / 100:.2f}% of stake")
+    table.add_row("agreement tolerance", f"{params.agree_tolerance_bps / 100:.2f}% of max score")
+    table.add_row("catalog digest", params.catalog_digest)
+    for key, value in data["totals"].items():
+        table.add_row(key.replace("_", " "), ether(value))
+    out.print(table)

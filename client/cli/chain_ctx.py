@@ -1,0 +1,119 @@
+"""What every chain command shares: its options, opening the ledger, and how failures print."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import TypeAdapter, ValidationError
+
+from client.chain import ChainError, Ledger, connect
+from client.chain.events import EventReader
+from client.chain.keystore import KeystoreError, load_account
+from client.cli.config_cmd import load_or_exit
+from client.cli.console import Exit, fail
+from client.config import NodeConfig
+from client.config.models import Address, RpcUrl, parse_wei
+
+RpcOption = Annotated[
+    str | None, typer.Option("--rpc", help="EVM JSON-RPC URL (overrides [chain].rpc_url).")
+]
+LedgerOption = Annotated[
+    str | None,
+    typer.Option("--ledger", help="SwarmLedger address (overrides [chain].ledger_address)."),
+]
+KeystoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--keystore",
+        help="Encrypted keystore (overrides [chain].keystore). Password: SAPO_KEYSTORE_PASSWORD, "
+        "[chain].password_file, or a prompt.",
+    ),
+]
+
+
+@contextlib.contextmanager
+def chain_errors() -> Iterator[None]:
+    """Turns chain and keystore failures into one-line errors with meaningful exit codes."""
+    try:
+        yield
+    except KeystoreError as exc:
+        fail(str(exc), Exit.USAGE)
+    except ChainError as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+
+
+def _validated(adapter: TypeAdapter, value: str, flag: str) -> str:
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        fail(f"{flag}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
+
+
+def amount(text: str, flag: str = "AMOUNT") -> int:
+    """Returns wei from '1.5 ether', '20 gwei' or a wei integer; exits 2 on anything else."""
+    try:
+        value = parse_wei(int(text) if text.strip().isdigit() else text)
+    except ValueError as exc:
+        fail(f"{flag}: {exc}")
+    if value == 0:
+        fail(f"{flag}: must be above zero")
+    return value
+
+
+def ether(wei: int) -> str:
+    """Returns wei as a short ether figure for people ('2.5 ETH')."""
+    text = f"{Decimal(wei) / Decimal(10**18):.6f}".rstrip("0").rstrip(".")
+    return f"{text} ETH"
+
+
+def score(units: int) -> str:
+    """Returns score units as the summed verifier reward they stand for (10,000 = 1.0)."""
+    return f"{units / 10_000:.4f}"
+
+
+def open_ledger(
+    config: Path | None,
+    rpc: str | None,
+    ledger: str | None,
+    keystore: Path | None = None,
+    *,
+    signer: bool = False,
+) -> tuple[NodeConfig, Ledger, EventReader]:
+    """Returns the config, a checked Ledger (signing when `signer`) and an event reader."""
+    cfg = load_or_exit(config)
+    rpc_url = rpc or cfg.chain.rpc_url
+    if not rpc_url:
+        fail("no RPC URL: pass --rpc or set [chain].rpc_url in the config")
+    rpc_url = _validated(TypeAdapter(RpcUrl), rpc_url, "--rpc")
+    address = ledger or cfg.chain.ledger_address
+    if not address:
+        fail("no ledger address: pass --ledger or set [chain].ledger_address in the config")
+    address = _validated(TypeAdapter(Address), address, "--ledger")
+    with chain_errors():
+        account = open_account(cfg, keystore) if signer else None
+        bound = Ledger(
+            connect(rpc_url, cfg.chain.request_timeout_s),
+            address,
+            account=account,
+            max_fee_gwei=cfg.chain.max_fee_gwei,
+            priority_fee_gwei=cfg.chain.priority_fee_gwei,
+            receipt_timeout_s=cfg.chain.receipt_timeout_s,
+        )
+        bound.check(cfg.chain.chain_id)
+    reader = EventReader(
+        bound, chunk_blocks=cfg.chain.log_chunk_blocks, start_block=cfg.chain.ledger_deploy_block
+    )
+    return cfg, bound, reader
+
+
+def open_account(cfg: NodeConfig, keystore: Path | None):
+    """Returns the LocalAccount of --keystore or [chain].keystore; exits 2 without one."""
+    path = keystore or cfg.chain.keystore
+    if path is None:
+        fail("no keystore: pass --keystore or set [chain].keystore (create one: sapo wallet new)")
+    return load_account(path, password_file=cfg.chain.password_file)

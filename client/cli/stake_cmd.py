@@ -1,0 +1,171 @@
+"""`sapo stake` and `sapo rewards`: a node's money on the ledger."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from client.chain import Ledger, TxResult
+from client.chain.events import EventReader
+from client.cli.chain_ctx import (
+    KeystoreOption,
+    LedgerOption,
+    RpcOption,
+    amount,
+    chain_errors,
+    ether,
+    open_ledger,
+    score,
+)
+from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+
+stake_app = typer.Typer(help="Add stake, request unstake, withdraw.", no_args_is_help=True)
+rewards_app = typer.Typer(help="Show and claim rewards.", no_args_is_help=True)
+
+AmountArg = Annotated[str, typer.Argument(help="Amount: '1.5 ether', '20 gwei', or wei.")]
+
+
+def _done(action: str, tx: TxResult, bound: Ledger, as_json: bool) -> None:
+    info = bound.node_info(bound.account_address)
+    if as_json:
+        print_json({"action": action, **tx.model_dump(), "node": info.model_dump()})
+        return
+    out.print(f"{action}: tx {tx.tx_hash} (block {tx.block_number}, gas {tx.gas_used:,})")
+    out.print(
+        f"  active {ether(info.active_stake)}, unbonding {ether(info.unbonding)}"
+        + (f" (frees at unix time {info.unbonding_end})" if info.unbonding else "")
+    )
+
+
+@stake_app.command("add")
+def add(
+    value: AmountArg,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add to the node's active stake."""
+    wei = amount(value)
+    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    with chain_errors():
+        _done("stake added", bound.add_stake(wei), bound, as_json)
+
+
+@stake_app.command("unstake")
+def unstake(
+    value: AmountArg,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Move active stake into unbonding (the unbonding clock restarts for the whole amount)."""
+    wei = amount(value)
+    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    with chain_errors():
+        _done("unstake requested", bound.request_unstake(wei), bound, as_json)
+
+
+@stake_app.command("withdraw")
+def withdraw(
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Withdraw unbonded stake once its clock has run."""
+    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    with chain_errors():
+        _done("withdrawn", bound.withdraw(), bound, as_json)
+
+
+def _reward_rows(bound: Ledger, reader: EventReader, node: str) -> list[dict]:
+    current = bound.current_round()
+    challenge = bound.params().challenge_rounds
+    rows = []
+    for event in reader.read(["Submitted"], node=node):
+        sub = bound.submission(event.args["round"], node)
+        final = current > sub.round + challenge
+        claimable = bound.claimable(node, [sub.round]) if final and not sub.paid else 0
+        rows.append(
+            {
+                "round": sub.round,
+                "claimed": sub.claimed,
+                "credited": sub.credited,
+                "final": final,
+                "paid": sub.paid,
+                "claimable": claimable,
+            }
+        )
+    return rows
+
+
+@rewards_app.command("show")
+def show(
+    address: Annotated[
+        str | None, typer.Argument(help="Node address (default: the keystore's).")
+    ] = None,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Per round: claimed and credited score, whether final, paid and claimable rewards."""
+    _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=address is None)
+    with chain_errors():
+        node = address or bound.account_address
+        rows = _reward_rows(bound, reader, node)
+        pool = bound.reward_pool()
+    total = sum(r["claimable"] for r in rows)
+    if as_json:
+        print_json({"node": node, "claimable": total, "reward_pool": pool, "rounds": rows})
+        return
+    table = Table(title=f"rewards of {node}")
+    for column in ("round", "claimed", "credited", "final", "paid", "claimable"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        table.add_row(
+            str(r["round"]),
+            score(r["claimed"]),
+            score(r["credited"]),
+            "yes" if r["final"] else "no",
+            ether(r["paid"]),
+            ether(r["claimable"]),
+        )
+    out.print(table)
+    out.print(f"claimable now: {ether(total)} (reward pool {ether(pool)})")
+
+
+@rewards_app.command("claim")
+def claim(
+    rounds: Annotated[
+        list[int] | None, typer.Option("--round", help="Claim this round (repeatable).")
+    ] = None,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Claim rewards of final rounds in one transaction (default: every claimable round)."""
+    _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=True)
+    with chain_errors():
+        node = bound.account_address
+        if not rounds:
+            rounds = [r["round"] for r in _reward_rows(bound, reader, node) if r["claimable"]]
+        if not rounds:
+            fail("nothing to claim: no final, credited, unpaid round", Exit.CHECK_FAILED)
+        before = bound.node_info(node).total_paid
+        tx = bound.claim(rounds)
+        paid = bound.node_info(node).total_paid - before
+    if as_json:
+        print_json({"node": node, "rounds": rounds, "paid": paid, **tx.model_dump()})
+        return
+    out.print(f"claimed {ether(paid)} for rounds {', '.join(map(str, rounds))}: tx {tx.tx_hash}")

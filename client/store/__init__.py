@@ -1,0 +1,1 @@
+"""The rollout store: batch format, content addressing, IPFS and local backends."""

@@ -1,0 +1,229 @@
+"""The chain commands as an operator and an auditor use them, against a real anvil."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+from ledger_swarm import ETH, Swarm, digest
+from typer.testing import CliRunner
+
+from client.cli.main import app
+from client.devnet import Anvil, free_loopback_port, rpc_call
+from client.store.cid import digest_to_cid
+
+pytestmark = pytest.mark.slow
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory):
+    with Anvil(tmp_path_factory.mktemp("cli-chain")) as anvil:
+        yield anvil
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    for name in list(os.environ):
+        if name.startswith("SAPO_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SAPO_KEYSTORE_PASSWORD", PASSWORD)
+    monkeypatch.setenv("COLUMNS", "200")
+    return CliRunner()
+
+
+class Operator:
+    """A node operator: a funded account, its encrypted keystore and a config file."""
+
+    def __init__(self, swarm: Swarm, tmp: Path, name: str):
+        self.account = swarm.account()
+        self.keystore = tmp / f"{name}.json"
+        # a cheap scrypt cost keeps the test fast; `sapo wallet new` uses the default cost
+        self.keystore.write_text(
+            json.dumps(Account.encrypt(self.account.key, PASSWORD, kdf="scrypt", iterations=2**10))
+        )
+        self.config = tmp / f"{name}.toml"
+        self.config.write_text(
+            f'[chain]\nrpc_url = "{swarm.url}"\nchain_id = 31337\n'
+            f'ledger_address = "{swarm.ledger.address}"\nkeystore = "{self.keystore.name}"\n'
+            "receipt_timeout_s = 20\n"
+        )
+        self.ledger = swarm.bind(self.account)
+
+
+def run(cli: CliRunner, *args: str) -> tuple[int, str]:
+    result = cli.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_deploy_prints_the_address_and_the_config_lines(
+    cli: CliRunner, chain: Anvil, tmp_path: Path
+) -> None:
+    swarm = Swarm(chain)
+    op = Operator(swarm, tmp_path, "deployer")
+    config = ["--config", str(op.config)]
+    code, output = run(
+        cli,
+        "chain",
+        "deploy",
+        *config,
+        "--catalog-digest",
+        "0x" + "ab" * 32,
+        "--round-length",
+        "1000",
+        "--unbonding-period",
+        "7000",
+        "--json",
+    )
+    assert code == 0, output
+    deployed = json.loads(output)
+    assert deployed["params"]["round_length"] == 1000
+    assert deployed["params"]["catalog_digest"] == "0x" + "ab" * 32
+    code, output = run(cli, "chain", "info", *config, "--ledger", deployed["address"], "--json")
+    assert code == 0, output
+    assert json.loads(output)["params"]["unbonding_period"] == 7000
+    code, output = run(cli, "chain", "deploy", *config, "--catalog-digest", "0x" + "ab" * 32)
+    assert code == 0 and "ledger_deploy_block = " in output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--catalog-digest", "0x1234"], "expected 0x and 64 hex digits"),
+        (
+            ["--catalog-digest", "0x" + "ab" * 32, "--unbonding-period", "10"],
+            "unbonding_period_s (10) must be at least",
+        ),
+        (["--catalog-digest", "0x" + "ab" * 32, "--min-stake", "lots"], "min_stake"),
+    ],
+)
+def test_deploy_refuses_bad_parameters(
+    cli: CliRunner, chain: Anvil, tmp_path: Path, args: list[str], message: str
+) -> None:
+    op = Operator(Swarm(chain), tmp_path, "deployer")
+    code, output = run(cli, "chain", "deploy", "--config", str(op.config), *args)
+    assert code == 2
+    assert message in output
+
+
+def test_stake_commands(cli: CliRunner, chain: Anvil, tmp_path: Path) -> None:
+    swarm = Swarm(chain)
+    op = Operator(swarm, tmp_path, "op")
+    op.ledger.register("{}", ETH)
+    config = ["--config", str(op.config), "--json"]
+    code, output = run(cli, "stake", "add", "1.5 ether", *config)
+    assert code == 0, output
+    assert json.loads(output)["node"]["active_stake"] == 5 * ETH // 2
+    code, output = run(cli, "stake", "unstake", "0.5 ether", *config)
+    assert code == 0, output
+    assert json.loads(output)["node"]["unbonding"] == ETH // 2
+    code, output = run(cli, "stake", "withdraw", "--config", str(op.config))
+    assert code == 1
+    assert "StillUnbonding" in output and "wait until the unbonding period ends" in output
+    code, output = run(cli, "stake", "add", "nothing", *config)
+    assert code == 2 and "AMOUNT" in output
+    assert op.account.key.hex() not in output
+
+
+def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path: Path) -> None:
+    swarm = Swarm(chain)
+    swarm.bind(swarm.account()).fund(10 * ETH)
+    ops = [Operator(swarm, tmp_path, f"op{i}") for i in range(3)]
+    for op in ops:
+        op.ledger.register('{"model":"tiny"}', 2 * ETH)
+    claims = [30_000, 10_000, 64_000]
+    for op, claim in zip(ops, claims, strict=True):
+        op.ledger.submit(0, digest(op.account.address), 8, claim)
+    cheat = ops[2]
+    ops[0].ledger.attest(0, ops[1].account.address, 10_000)
+    ops[0].ledger.attest(0, cheat.account.address, 0)
+    ops[1].ledger.attest(0, cheat.account.address, 0)
+    config = ["--config", str(ops[0].config)]
+
+    code, output = run(cli, "audit", "round", "0", *config, "--json")
+    assert code == 0, output
+    report = json.loads(output)
+    assert set(report) == {"round", "final", "total_credited", "submissions"}
+    assert report["final"] is False and report["total_credited"] == 40_000
+    rows = {row["node"]: row for row in report["submissions"]}
+    first = rows[ops[0].account.address]
+    assert set(first) >= {
+        "node",
+        "digest",
+        "cid",
+        "rollouts",
+        "claimed",
+        "credited",
+        "attestations",
+        "agree_stake",
+        "dispute_stake",
+        "settled",
+    }
+    assert first["cid"] == digest_to_cid(digest(ops[0].account.address))
+    assert rows[cheat.account.address]["credited"] == 0
+    assert rows[cheat.account.address]["dispute_stake"] == 4 * ETH
+
+    code, output = run(cli, "audit", "round", "0", *config)
+    assert code == 0 and "open to attestations" in output and first["cid"] in output
+
+    code, output = run(cli, "audit", "submission", "0", cheat.account.address, *config, "--json")
+    assert code == 0, output
+    assert [a["agrees"] for a in json.loads(output)["attestation_list"]] == [False, False]
+
+    code, output = run(cli, "audit", "leaderboard", *config, "--json")
+    board = json.loads(output)["nodes"]
+    assert [r["node"] for r in board][:2] == [ops[0].account.address, ops[1].account.address]
+    assert board[-1]["node"] == cheat.account.address and board[-1]["disputed"] == 1
+
+    swarm.goto(3)
+    code, output = run(cli, "rewards", "show", *config, "--json")
+    assert code == 0, output
+    assert json.loads(output)["claimable"] == 3 * ETH // 4
+    code, output = run(cli, "rewards", "claim", *config, "--json")
+    assert code == 0, output
+    assert json.loads(output)["paid"] == 3 * ETH // 4
+    code, output = run(cli, "rewards", "claim", *config)
+    assert code == 1 and "nothing to claim" in output
+
+    code, output = run(cli, "audit", "node", ops[0].account.address, *config, "--json")
+    node = json.loads(output)
+    assert node["info"]["total_paid"] == 3 * ETH // 4
+    assert len(node["attestations_given"]) == 2 and node["total_credited"] == 30_000
+    code, output = run(cli, "audit", "node", ops[0].account.address, *config)
+    assert code == 0 and "1 submissions" in output
+
+
+def test_chain_command_errors_are_one_line_and_name_the_fix(
+    cli: CliRunner, chain: Anvil, tmp_path: Path
+) -> None:
+    swarm = Swarm(chain)
+    op = Operator(swarm, tmp_path, "op")
+    bare = tmp_path / "bare.toml"
+    bare.write_text(f'[chain]\nrpc_url = "{swarm.url}"\n')
+    code, output = run(cli, "audit", "round", "0", "--config", str(bare))
+    assert code == 2 and "no ledger address: pass --ledger" in output
+    code, output = run(cli, "audit", "round", "0", "--config", str(op.config), "--rpc", "ftp://x")
+    assert code == 2 and "--rpc" in output
+    dead = f"http://127.0.0.1:{free_loopback_port()}"
+    code, output = run(cli, "chain", "info", "--config", str(op.config), "--rpc", dead)
+    assert code == 1 and "RPC unavailable" in output
+    code, output = run(
+        cli, "chain", "info", "--config", str(op.config), "--ledger", swarm.deployer.address
+    )
+    assert code == 1 and "no contract at" in output
+    cli_bad = CliRunner()
+    result = cli_bad.invoke(
+        app,
+        ["stake", "add", "1 ether", "--config", str(op.config)],
+        env={"SAPO_KEYSTORE_PASSWORD": "wrong"},
+    )
+    assert result.exit_code == 2 and "wrong password" in result.output
+    assert op.account.key.hex() not in result.output
+
+
+def test_anvil_rpc_helper_rejects_other_schemes() -> None:
+    with pytest.raises(ValueError):
+        rpc_call("file:///etc/passwd", "eth_chainId")
