@@ -16,6 +16,21 @@ from client.devnet import Anvil
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Anvil]:
+    """One anvil shared by a test module; each test deploys its own ledger on it."""
+    with Anvil(tmp_path_factory.mktemp("chain")) as anvil:
+        yield anvil
+
+
+@pytest.fixture
+def swarm(chain: Anvil):
+    """A freshly deployed SwarmLedger with funded accounts (see ledger_swarm.Swarm)."""
+    from ledger_swarm import Swarm
+
+    return Swarm(chain)
+
+
 @pytest.fixture
 def anvil(tmp_path: Path) -> Iterator[Anvil]:
     """A running anvil on a free loopback port, stopped after the test."""

@@ -19,12 +19,6 @@ pytestmark = pytest.mark.slow
 PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory):
-    with Anvil(tmp_path_factory.mktemp("cli-chain")) as anvil:
-        yield anvil
-
-
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     for name in list(os.environ):

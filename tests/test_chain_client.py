@@ -17,17 +17,6 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory):
-    with Anvil(tmp_path_factory.mktemp("client-chain")) as anvil:
-        yield anvil
-
-
-@pytest.fixture
-def swarm(chain: Anvil) -> Swarm:
-    return Swarm(chain)
-
-
 def test_committed_artifacts_match_the_sources() -> None:
     result = subprocess.run(
         ["node", "scripts/build-contracts", "--check"], cwd=REPO, capture_output=True, text=True

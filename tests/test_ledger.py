@@ -16,17 +16,6 @@ from client.devnet import Anvil
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory):
-    with Anvil(tmp_path_factory.mktemp("ledger-chain")) as anvil:
-        yield anvil
-
-
-@pytest.fixture
-def swarm(chain: Anvil) -> Swarm:
-    return Swarm(chain)
-
-
 # ----------------------------------------------------------------------------- deployment, clock
 
 

@@ -355,12 +355,6 @@ class LedgerMachine(RuleBasedStateMachine):
             assert self.swarm.ledger.round_info(r).total_credited == total
 
 
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory):
-    with Anvil(tmp_path_factory.mktemp("stateful-chain")) as anvil:
-        yield anvil
-
-
 def test_random_operation_sequences_keep_the_ledger_consistent(chain: Anvil) -> None:
     LedgerMachine.chain = chain
     run_state_machine_as_test(
