@@ -61,3 +61,15 @@ def sapo_process(*args: str, **kwargs) -> subprocess.Popen[str]:
         env=env | kwargs.pop("env", {}),
         **kwargs,
     )
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Returns the local addresses with a TCP socket listening on `port` (from /proc/net)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            host, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A = LISTEN
+                found.add(host)
+    return found

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, sapo_process, wait_until
+from conftest import REPO, listening_addresses, sapo_process, wait_until
 
 from client.devnet import (
     Anvil,
@@ -25,18 +25,6 @@ from client.devnet import (
 )
 
 pytestmark = pytest.mark.slow
-
-
-def listening_addresses(port: int) -> set[str]:
-    """Returns the local addresses with a TCP socket listening on `port` (from /proc/net)."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            host, hex_port = local.split(":")
-            if state == "0A" and int(hex_port, 16) == port:  # 0A = LISTEN
-                found.add(host)
-    return found
 
 
 def test_anvil_answers_on_loopback_only(anvil: Anvil) -> None:

@@ -19,7 +19,7 @@ from client.cli.chain_ctx import (
     open_ledger,
 )
 from client.cli.config_cmd import load_or_exit
-from client.cli.console import ConfigOption, JsonOption, fail, out, print_json
+from client.cli.console import ConfigOption, JsonOption, fail, fail_validation, out, print_json
 from client.config.models import LedgerSection
 
 app = typer.Typer(help="Deploy and query the SwarmLedger contract.", no_args_is_help=True)
@@ -64,9 +64,7 @@ def deploy(
             **(cfg.ledger.model_dump() | {k: v for k, v in overrides.items() if v is not None})
         )
     except ValidationError as exc:
-        fail(
-            "; ".join(f"{e['loc'][0] if e['loc'] else 'ledger'}: {e['msg']}" for e in exc.errors())
-        )
+        fail_validation(exc)
     digest = catalog_digest.removeprefix("0x")
     if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
         fail(f"--catalog-digest: expected 0x and 64 hex digits, got {catalog_digest!r}")

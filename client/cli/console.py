@@ -27,6 +27,17 @@ def fail(message: str, code: Exit = Exit.USAGE) -> NoReturn:
     raise typer.Exit(int(code))
 
 
+def fail_validation(exc: Any, flags: dict[str, str] | None = None) -> NoReturn:
+    """Exits 2 naming each invalid field (as its CLI flag when `flags` maps it) and why."""
+    flags = flags or {}
+    problems = []
+    for e in exc.errors():
+        field = str(e["loc"][0]) if e["loc"] else "value"
+        message = e["msg"].removeprefix("Value error, ")
+        problems.append(f"{flags.get(field, field)}: {message}")
+    fail("; ".join(problems))
+
+
 def print_json(data: Any) -> None:
     """Prints data as JSON on stdout, nothing else, for scripts."""
     print(json.dumps(data, indent=2, sort_keys=False, default=str))

@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 
 from client import __version__
-from client.cli import audit_cmd, chain_cmd, config_cmd, devnet_cmd, pending, stake_cmd
+from client.cli import (
+    audit_cmd,
+    chain_cmd,
+    config_cmd,
+    devnet_cmd,
+    pending,
+    stake_cmd,
+    store_cmd,
+)
 
 app = typer.Typer(
     name="sapo",
@@ -23,6 +31,7 @@ app.add_typer(chain_cmd.app, name="chain")
 app.add_typer(stake_cmd.stake_app, name="stake")
 app.add_typer(stake_cmd.rewards_app, name="rewards")
 app.add_typer(audit_cmd.app, name="audit")
+app.add_typer(store_cmd.app, name="store")
 pending.register(app)
 
 

@@ -1,0 +1,315 @@
+"""Two block stores behind one small interface: a real IPFS node, or a local directory.
+
+Both name a block by its CIDv1 (raw, sha2-256), verify every byte they return against it, refuse
+oversized blocks before reading them whole, and keep a pin index for the retention rule. The
+node never knows which one it has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import tempfile
+import warnings
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from client.store.cid import cid_to_digest, digest_to_cid
+from client.store.errors import (
+    BatchDigestMismatch,
+    BatchTooLarge,
+    BlockNotFound,
+    StoreTimeout,
+    StoreUnavailable,
+)
+from client.store.pins import PinIndex
+
+
+class StoreStatus(BaseModel):
+    backend: str
+    address: str
+    reachable: bool
+    pinned: int
+    pinned_bytes: int
+    detail: str = ""
+
+
+def _verified(cid: str, data: bytes) -> bytes:
+    expected = cid_to_digest(cid)
+    got = hashlib.sha256(data).digest()
+    if got != expected:
+        raise BatchDigestMismatch("0x" + expected.hex(), "0x" + got.hex(), cid)
+    return data
+
+
+class BlockStore(ABC):
+    """put, get, pin, unpin, has; plus status and the retention rule (gc)."""
+
+    name: str
+
+    def __init__(self, pins: PinIndex, max_bytes: int):
+        self.pins = pins
+        self.max_bytes = max_bytes
+
+    def put(self, data: bytes, round_: int) -> str:
+        """Stores and pins `data` for `round_`; returns its CID. Safe to retry."""
+        if len(data) > self.max_bytes:
+            raise BatchTooLarge(len(data), self.max_bytes)
+        cid = digest_to_cid(hashlib.sha256(data).digest())
+        self._put(cid, data)
+        self.pins.add(cid, round_)
+        return cid
+
+    def get(self, cid: str) -> bytes:
+        """Returns the verified bytes of `cid` (BatchDigestMismatch if they hash otherwise)."""
+        cid_to_digest(cid)  # refuses other codecs and hashes before any I/O
+        return _verified(cid, self._get(cid))
+
+    def pin(self, cid: str, round_: int) -> None:
+        """Keeps `cid` (which must be stored) until the retention rule drops `round_`."""
+        if not self.has(cid):
+            raise BlockNotFound(cid, self.name)
+        self._pin(cid)
+        self.pins.add(cid, round_)
+
+    def unpin(self, cid: str) -> None:
+        self._unpin(cid)
+        self.pins.remove(cid)
+
+    def gc(self, current_round: int, retain_rounds: int) -> list[str]:
+        """Unpins batches of rounds older than current_round - retain_rounds; returns them."""
+        dropped = self.pins.older_than(current_round - retain_rounds)
+        for cid in dropped:
+            self.unpin(cid)
+        return dropped
+
+    @abstractmethod
+    def has(self, cid: str) -> bool: ...
+
+    @abstractmethod
+    def status(self) -> StoreStatus: ...
+
+    @abstractmethod
+    def _put(self, cid: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def _get(self, cid: str) -> bytes: ...
+
+    @abstractmethod
+    def _pin(self, cid: str) -> None: ...
+
+    @abstractmethod
+    def _unpin(self, cid: str) -> None: ...
+
+
+class LocalStore(BlockStore):
+    """A directory blockstore for one machine; several processes may share it.
+
+    Blocks live at blocks/<next-to-last two characters of the CID>/<CID> (kubo's flatfs
+    sharding), written to a temp file, fsynced and renamed into place, so a reader sees a whole
+    block or none. Unpinning deletes the block: nothing else would collect it.
+    """
+
+    name = "local"
+
+    def __init__(self, root: Path, max_bytes: int = 1 << 20):
+        self.root = Path(root)
+        self.blocks = self.root / "blocks"
+        super().__init__(PinIndex(self.root / "pins.json"), max_bytes)
+
+    def _path(self, cid: str) -> Path:
+        return self.blocks / cid[-3:-1] / cid
+
+    def _put(self, cid: str, data: bytes) -> None:
+        path = self._path(cid)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() and path.stat().st_size == len(data):
+                return  # content-addressed: the same name holds the same bytes
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".put-")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            raise StoreUnavailable(f"local store {self.root}: {exc.strerror or exc}") from None
+
+    def _get(self, cid: str) -> bytes:
+        path = self._path(cid)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise BlockNotFound(cid, self.name) from None
+        if size > self.max_bytes:
+            raise BatchTooLarge(size, self.max_bytes, cid)
+        with open(path, "rb") as handle:
+            data = handle.read(self.max_bytes + 1)
+        if len(data) > self.max_bytes:  # grew since stat
+            raise BatchTooLarge(len(data), self.max_bytes, cid)
+        return data
+
+    def has(self, cid: str) -> bool:
+        return self._path(cid).is_file()
+
+    def _pin(self, cid: str) -> None:
+        pass  # presence in the pin index is the pin
+
+    def _unpin(self, cid: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(cid).unlink()
+
+    def status(self) -> StoreStatus:
+        pins = self.pins.all()
+        size = sum(p.stat().st_size for c in pins if (p := self._path(c)).is_file())
+        writable = os.access(self.root, os.W_OK) if self.root.exists() else True
+        return StoreStatus(
+            backend=self.name,
+            address=str(self.root),
+            reachable=writable,
+            pinned=len(pins),
+            pinned_bytes=size,
+            detail="" if writable else "directory not writable",
+        )
+
+
+class IpfsStore(BlockStore):
+    """A real IPFS node (kubo, or js-ipfs which speaks the same RPC API) via ipfshttpclient.
+
+    Blocks go in with block/put (format raw, sha2-256, pinned); the CID the daemon answers must
+    be the one computed here. Reads stat the block first (size cap), then stream it with a
+    time-out: a daemon asked for a CID nobody has waits forever otherwise.
+    """
+
+    name = "ipfs"
+
+    def __init__(
+        self, api: str, index_dir: Path, timeout_s: float = 10.0, max_bytes: int = 1 << 20
+    ):
+        self.api = api
+        self.timeout_s = timeout_s
+        self._client = None
+        super().__init__(PinIndex(Path(index_dir) / "ipfs-pins.json"), max_bytes)
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        import ipfshttpclient
+        from ipfshttpclient import exceptions as ipfs_errors
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # urllib3 noise inside the client
+                if self._client is None:
+                    self._client = ipfshttpclient.Client(self.api, timeout=self.timeout_s)
+                return fn(self._client, *args, **kwargs)
+        except ipfs_errors.TimeoutError:
+            raise StoreTimeout(
+                f"IPFS {what} timed out after {self.timeout_s:.0f} s at {self.api}"
+            ) from None
+        except ipfs_errors.ConnectionError:
+            self._client = None
+            raise StoreUnavailable(
+                f"IPFS daemon not reachable at {self.api}: start it (`ipfs daemon`) or fix "
+                "[store].ipfs_api"
+            ) from None
+        except ipfs_errors.Error as exc:
+            raise StoreUnavailable(f"IPFS {what} failed at {self.api}: {exc}") from None
+
+    def _put(self, cid: str, data: bytes) -> None:
+        answer = self._call(
+            "block/put",
+            lambda c: c.block.put(
+                io.BytesIO(data), opts={"format": "raw", "mhtype": "sha2-256", "pin": "true"}
+            ),
+        )
+        returned = str(answer["Key"])
+        try:
+            same = cid_to_digest(returned) == cid_to_digest(cid)
+        except ValueError:
+            same = False
+        if not same:
+            raise BatchDigestMismatch(cid, returned, cid)
+
+    def _get(self, cid: str) -> bytes:
+        size = self._stat(cid)
+        if size is None:
+            raise BlockNotFound(cid, self.name)
+        if size > self.max_bytes:
+            raise BatchTooLarge(size, self.max_bytes, cid)
+
+        def read(client) -> bytes:
+            chunks, total = [], 0
+            for chunk in client.block.get(cid, stream=True, timeout=self.timeout_s):
+                total += len(chunk)
+                if total > self.max_bytes:
+                    raise BatchTooLarge(total, self.max_bytes, cid)
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+        return self._call("block/get", read)
+
+    def _stat(self, cid: str) -> int | None:
+        """Returns the block's size, or None when this daemon does not hold it."""
+        from ipfshttpclient import exceptions as ipfs_errors
+
+        def stat(client):
+            try:
+                # offline: only what this daemon holds (kubo answers "not found" at once)
+                return int(client.block.stat(cid, offline=True, timeout=self.timeout_s)["Size"])
+            except ipfs_errors.ErrorResponse:
+                return None
+
+        try:
+            return self._call("block/stat", stat)
+        except StoreTimeout:
+            # js-ipfs ignores `offline` and waits for a block it lacks. If the daemon answers
+            # anything else at once, the silence meant "not here"; if not, it is the daemon.
+            self._call("version", lambda c: c.version(timeout=min(self.timeout_s, 5.0)))
+            return None
+
+    def has(self, cid: str) -> bool:
+        return self._stat(cid) is not None
+
+    def _pin(self, cid: str) -> None:
+        self._call("pin/add", lambda c: c.pin.add(cid))
+
+    def _unpin(self, cid: str) -> None:
+        from ipfshttpclient import exceptions as ipfs_errors
+
+        def rm(client):
+            with contextlib.suppress(ipfs_errors.ErrorResponse):  # not pinned: nothing to do
+                client.pin.rm(cid)
+
+        self._call("pin/rm", rm)
+
+    def status(self) -> StoreStatus:
+        pins = self.pins.all()
+        try:
+            stat = self._call("repo/stat", lambda c: c.repo.stat())
+            version = self._call("version", lambda c: c.version())
+        except (StoreUnavailable, StoreTimeout) as exc:
+            return StoreStatus(
+                backend=self.name,
+                address=self.api,
+                reachable=False,
+                pinned=len(pins),
+                pinned_bytes=0,
+                detail=str(exc),
+            )
+        sizes = [self._stat(cid) or 0 for cid in pins]
+        return StoreStatus(
+            backend=self.name,
+            address=self.api,
+            reachable=True,
+            pinned=len(pins),
+            pinned_bytes=sum(sizes),
+            detail=f"IPFS {version.get('Version', '?')}, repo {stat.get('RepoSize', '?')} bytes",
+        )

@@ -1,0 +1,216 @@
+"""The rollout batch: schema `sapo.rollouts/1`, its canonical bytes; a decoder trusting nothing.
+
+A batch is one node's rollouts for one round: the header binds it to a chain, a ledger, a round
+and a node (so it cannot be replayed elsewhere), the task catalog and the model; each item holds
+a task reference (enough to regenerate the question and its reference answer), the question, the
+completions and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach the
+hashed bytes.
+
+Canonical encoding: UTF-8 JSON, keys sorted, no insignificant whitespace, non-ASCII kept as is.
+The decoder accepts only bytes that re-encode to themselves, so one batch has exactly one digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from client.store.errors import (
+    BatchTooLarge,
+    MalformedBatch,
+    RecordMismatch,
+    SchemaMismatch,
+    UnsupportedSchema,
+)
+
+SCHEMA = "sapo.rollouts/1"
+SCORE_SCALE = 10_000
+MAX_BATCH_BYTES = 1 << 20
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
+_ENTRY = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+class BatchLimits(BaseModel):
+    """Bounds a decoder enforces; each can be lowered, none raised above the hard caps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_bytes: int = Field(MAX_BATCH_BYTES, ge=256, le=MAX_BATCH_BYTES)
+    max_items: int = Field(256, ge=1, le=256)
+    max_completions: int = Field(64, ge=1, le=64)
+    max_question_chars: int = Field(8_192, ge=16, le=8_192)
+    max_completion_chars: int = Field(8_192, ge=16, le=8_192)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+Text = Annotated[str, Field(max_length=256)]
+U64 = Annotated[int, Field(ge=0, lt=2**64)]
+
+
+class TaskRef(_Strict):
+    """Where a question comes from: catalog entry, dataset seed, index in the dataset."""
+
+    entry: Annotated[str, Field(pattern=_ENTRY.pattern)]
+    seed: U64
+    index: Annotated[int, Field(ge=0, lt=2**32)]
+
+
+class ModelDescriptor(_Strict):
+    name: Annotated[str, Field(min_length=1, max_length=256)]
+    parameters: U64
+    tokenizer: Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class Item(_Strict):
+    """One question and the L completions the node's model wrote for it, with their rewards."""
+
+    task: TaskRef
+    question: Annotated[str, Field(min_length=1, max_length=8_192)]
+    completions: Annotated[
+        list[Annotated[str, Field(max_length=8_192)]], Field(min_length=1, max_length=64)
+    ]
+    rewards: Annotated[
+        list[Annotated[int, Field(ge=0, le=SCORE_SCALE)]], Field(min_length=1, max_length=64)
+    ]
+
+    @model_validator(mode="after")
+    def _one_reward_per_completion(self) -> Item:
+        if len(self.rewards) != len(self.completions):
+            raise ValueError(f"{len(self.completions)} completions but {len(self.rewards)} rewards")
+        return self
+
+
+class RolloutBatch(_Strict):
+    """A node's rollouts for one round, as published on IPFS and hashed on chain."""
+
+    schema_: Literal["sapo.rollouts/1"] = Field(SCHEMA, alias="schema")
+    chain_id: Annotated[int, Field(gt=0, lt=2**64)]
+    ledger: Annotated[str, Field(pattern=_ADDRESS.pattern)]
+    round: U64
+    node: Annotated[str, Field(pattern=_ADDRESS.pattern)]
+    catalog_digest: Annotated[str, Field(pattern=_DIGEST.pattern)]
+    model: ModelDescriptor
+    items: Annotated[list[Item], Field(min_length=1, max_length=256)]
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+    @field_validator("ledger", "node")
+    @classmethod
+    def _lowercase_address(cls, value: str) -> str:
+        # One spelling per address, or two encodings of one batch would hash differently.
+        if value != value.lower():
+            raise ValueError("addresses are written in lowercase hex in a batch")
+        return value
+
+    @property
+    def rollouts(self) -> int:
+        """Completions in the batch: the `rollouts` the ledger records."""
+        return sum(len(item.completions) for item in self.items)
+
+    @property
+    def score(self) -> int:
+        """Summed rewards in SCORE_SCALE units: the score the ledger records."""
+        return sum(sum(item.rewards) for item in self.items)
+
+    def encode(self) -> bytes:
+        """Returns the canonical bytes (what is hashed, pinned and fetched)."""
+        return canonical_json(self.model_dump(by_alias=True, mode="json"))
+
+    def digest(self) -> bytes:
+        """Returns sha256 of the canonical bytes: the ledger's digest and the CID's hash."""
+        return hashlib.sha256(self.encode()).digest()
+
+
+def canonical_json(document: Any) -> bytes:
+    """Returns the canonical encoding of a JSON document."""
+    return json.dumps(
+        document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def _no_constants(name: str) -> None:
+    raise MalformedBatch(f"{name} is not JSON (only finite numbers are)")
+
+
+def decode_batch(data: bytes, limits: BatchLimits | None = None) -> RolloutBatch:
+    """Returns the batch in `data`, or raises the StoreError that names what is wrong.
+
+    Checks, in order: size (before anything is parsed), UTF-8, JSON, schema version, schema and
+    limits, canonical form (the bytes must be exactly what encode() gives).
+    """
+    limits = limits or BatchLimits()
+    if len(data) > limits.max_bytes:
+        raise BatchTooLarge(len(data), limits.max_bytes)
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedBatch(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        document = json.loads(text, parse_constant=_no_constants)
+    except RecursionError:
+        raise MalformedBatch("JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise MalformedBatch(
+            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    if not isinstance(document, dict):
+        raise MalformedBatch(f"a batch is a JSON object, got {type(document).__name__}")
+    if document.get("schema") != SCHEMA:
+        raise UnsupportedSchema(document.get("schema"))
+    try:
+        batch = RolloutBatch.model_validate(document)
+    except ValidationError as exc:
+        raise SchemaMismatch([_problem(e) for e in exc.errors()]) from None
+    except RecursionError:
+        raise MalformedBatch("JSON nested too deeply") from None
+    _check_limits(batch, limits)
+    if batch.encode() != bytes(data):
+        raise MalformedBatch("not in canonical form (sorted keys, no spaces, UTF-8, no duplicates)")
+    return batch
+
+
+def _problem(err: dict[str, Any]) -> str:
+    where = ".".join(str(p) for p in err["loc"]) or "(document)"
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "unknown field"
+    return f"{where}: {message}"
+
+
+def _check_limits(batch: RolloutBatch, limits: BatchLimits) -> None:
+    problems = []
+    if len(batch.items) > limits.max_items:
+        problems.append(f"items: {len(batch.items)} over the limit of {limits.max_items}")
+    for i, item in enumerate(batch.items):
+        if len(item.completions) > limits.max_completions:
+            problems.append(f"items.{i}.completions: over the limit of {limits.max_completions}")
+        if len(item.question) > limits.max_question_chars:
+            problems.append(f"items.{i}.question: over {limits.max_question_chars} characters")
+        longest = max(len(c) for c in item.completions)
+        if longest > limits.max_completion_chars:
+            problems.append(f"items.{i}.completions: over {limits.max_completion_chars} characters")
+    if problems:
+        raise SchemaMismatch(problems)
+
+
+def check_record(
+    batch: RolloutBatch, *, chain_id: int, ledger: str, round_: int, node: str
+) -> None:
+    """Raises RecordMismatch unless the batch header matches the on-chain record it came from."""
+    for field, expected, got in (
+        ("chain_id", chain_id, batch.chain_id),
+        ("ledger", ledger.lower(), batch.ledger),
+        ("round", round_, batch.round),
+        ("node", node.lower(), batch.node),
+    ):
+        if expected != got:
+            raise RecordMismatch(field, expected, got)

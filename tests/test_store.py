@@ -1,0 +1,195 @@
+"""Both block stores against one suite: the local directory and a real js-ipfs daemon.
+
+Faults are real: a block file is tampered on disk (the local store's, or inside the daemon's
+own repo), the daemon is stopped and restarted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from batches import LEDGER, NODE, make_batch
+
+from client.devnet import IpfsDaemon
+from client.store import (
+    BatchDigestMismatch,
+    BatchTooLarge,
+    BlockNotFound,
+    BlockStore,
+    InvalidCid,
+    IpfsStore,
+    LocalStore,
+    RecordMismatch,
+    StoreTimeout,
+    StoreUnavailable,
+    digest_to_cid,
+    fetch_batch,
+    publish_batch,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory):
+    with IpfsDaemon(tmp_path_factory.mktemp("ipfs")) as running:
+        yield running
+
+
+@pytest.fixture(params=["local", "ipfs"])
+def store(request, tmp_path: Path) -> BlockStore:
+    if request.param == "local":
+        return LocalStore(tmp_path / "blocks", max_bytes=64 * 1024)
+    daemon = request.getfixturevalue("daemon")
+    return IpfsStore(daemon.api, index_dir=tmp_path, timeout_s=3, max_bytes=64 * 1024)
+
+
+def test_round_trip_of_a_realistic_batch(store: BlockStore) -> None:
+    batch = make_batch()
+    cid, digest = publish_batch(store, batch)
+    assert cid == digest_to_cid(digest) and cid.startswith("bafkrei")
+    assert store.has(cid)
+    fetched = fetch_batch(store, digest, chain_id=31_337, ledger=LEDGER, round_=3, node=NODE)
+    assert fetched == batch
+    assert store.pins.all() == {cid: 3}
+    again, _ = publish_batch(store, batch)  # a retried put is harmless
+    assert again == cid and store.status().pinned == 1
+
+
+def test_fetch_refuses_a_batch_recorded_for_another_round(store: BlockStore) -> None:
+    _, digest = publish_batch(store, make_batch(round_=3))
+    with pytest.raises(RecordMismatch, match="round is 3 but the ledger record says 4"):
+        fetch_batch(store, digest, chain_id=31_337, ledger=LEDGER, round_=4, node=NODE)
+
+
+def test_missing_block(store: BlockStore) -> None:
+    cid = digest_to_cid(hashlib.sha256(b"nobody has this").digest())
+    assert not store.has(cid)
+    with pytest.raises(BlockNotFound):
+        store.get(cid)
+
+
+def test_oversized_payloads_are_refused(store: BlockStore) -> None:
+    with pytest.raises(BatchTooLarge, match="over the 65536-byte limit"):
+        store.put(b"x" * (64 * 1024 + 1), round_=1)
+
+
+def test_cids_of_other_codecs_or_hashes_are_refused(store: BlockStore) -> None:
+    with pytest.raises(InvalidCid):
+        store.get("QmRaaUwTNfwgFZpeUy8qrZwrp2dY4kCKmmB5xEqvH3vtD1")  # CIDv0, dag-pb
+
+
+def test_retention_unpins_old_rounds(store: BlockStore) -> None:
+    cids = {r: store.put(make_batch(round_=r).encode(), round_=r) for r in range(6)}
+    dropped = store.gc(current_round=6, retain_rounds=3)  # keep rounds 3, 4, 5
+    assert sorted(dropped) == sorted(cids[r] for r in range(3))
+    assert set(store.pins.all()) == {cids[r] for r in range(3, 6)}
+    if isinstance(store, LocalStore):
+        assert not store.has(cids[0])
+
+
+def test_tampered_local_block_is_caught(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    cid = store.put(make_batch().encode(), round_=3)
+    path = store._path(cid)
+    path.write_bytes(path.read_bytes().replace(b"basic_arithmetic", b"basic_arithmetiX"))
+    with pytest.raises(BatchDigestMismatch, match=cid):
+        store.get(cid)
+
+
+def test_tampered_block_inside_the_daemons_repo_is_caught(
+    daemon: IpfsDaemon, tmp_path: Path
+) -> None:
+    # A lying daemon, for real: rewrite the block in js-ipfs's own blockstore on disk.
+    store = IpfsStore(daemon.api, index_dir=tmp_path, timeout_s=3)
+    data = make_batch(round_=77).encode()
+    cid = store.put(data, round_=77)
+    files = [p for p in (daemon.repo / "blocks").rglob("*.data") if p.read_bytes() == data]
+    assert files, "the block is stored in the daemon's repo"
+    files[0].write_bytes(data.replace(b'"round":77', b'"round":78'))
+    with pytest.raises(BatchDigestMismatch, match=cid):
+        store.get(cid)
+
+
+def test_daemon_answers_the_cid_we_compute(daemon: IpfsDaemon, tmp_path: Path) -> None:
+    import io
+
+    import ipfshttpclient
+
+    data = make_batch(round_=5).encode()
+    client = ipfshttpclient.Client(daemon.api, timeout=5)
+    answer = client.block.put(io.BytesIO(data), opts={"format": "raw", "mhtype": "sha2-256"})
+    assert answer["Key"] == digest_to_cid(hashlib.sha256(data).digest())
+
+
+def _write_blocks(root: str, worker: int) -> list[str]:
+    store = LocalStore(Path(root))
+    return [
+        store.put(make_batch(round_=r, items=1).encode(), round_=r)
+        for r in range(worker, worker + 10)
+    ]
+
+
+def test_concurrent_writers_share_a_local_store(tmp_path: Path) -> None:
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        results = pool.starmap(_write_blocks, [(str(tmp_path), w) for w in range(4)])
+    cids = {cid for batch in results for cid in batch}
+    assert len(cids) == 13  # rounds 0..12, several written by two or more processes at once
+    store = LocalStore(tmp_path)
+    assert set(store.pins.all()) == cids
+    for cid in cids:
+        store.get(cid)  # every block whole and verified
+    assert not list(tmp_path.rglob(".put-*")), "no temp file left behind"
+
+
+def test_daemon_stopped_then_restarted(tmp_path: Path) -> None:
+    daemon = IpfsDaemon(tmp_path / "d").start()
+    store = IpfsStore(daemon.api, index_dir=tmp_path, timeout_s=3)
+    cid = store.put(make_batch().encode(), round_=3)
+    daemon.stop()
+    with pytest.raises(StoreUnavailable, match="not reachable"):
+        store.get(cid)
+    assert store.status().reachable is False
+    restarted = IpfsDaemon(tmp_path / "d").start()  # same repo, so the pinned block is still there
+    try:
+        store = IpfsStore(restarted.api, index_dir=tmp_path, timeout_s=3)
+        assert store.get(cid) == make_batch().encode()
+        assert store.status().reachable
+    finally:
+        restarted.stop()
+
+
+def test_unwritable_local_store_is_named(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StoreUnavailable, match="local store"):
+        LocalStore(blocker / "sub").put(b"data", round_=0)
+
+
+def test_a_daemon_that_never_answers_times_out(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        store = IpfsStore(f"/ip4/127.0.0.1/tcp/{port}/http", index_dir=tmp_path, timeout_s=1)
+        with pytest.raises(StoreTimeout, match="timed out after 1 s"):
+            store.has(digest_to_cid(hashlib.sha256(b"x").digest()))
+
+
+def test_ipfs_daemon_listens_on_loopback_only_and_dies_with_us(tmp_path: Path) -> None:
+    from conftest import listening_addresses
+
+    from client.devnet import pid_alive
+
+    with IpfsDaemon(tmp_path) as daemon:
+        assert daemon.api.startswith("/ip4/127.0.0.1/tcp/")
+        assert listening_addresses(daemon.api_port) == {"0100007F"}
+        pid = daemon.pid
+        config = (daemon.repo / "config").read_text()
+        assert '"Bootstrap": []' in config and '"Swarm": []' in config
+    assert not pid_alive(pid)
