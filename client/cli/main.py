@@ -15,6 +15,7 @@ from client.cli import (
     pending,
     stake_cmd,
     store_cmd,
+    tasks_cmd,
 )
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ app.add_typer(stake_cmd.stake_app, name="stake")
 app.add_typer(stake_cmd.rewards_app, name="rewards")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(store_cmd.app, name="store")
+app.add_typer(tasks_cmd.app, name="tasks")
 pending.register(app)
 
 
