@@ -1,0 +1,17 @@
+"""The SAPO algorithm, pure: group advantages, the swarm sampler, the GRPO loss (torch only)."""
+
+from client.sapo.advantages import group_advantages, has_signal
+from client.sapo.loss import GrpoStats, grpo_loss, token_logprobs
+from client.sapo.sampler import Candidate, Selection, UniformSampler, training_set
+
+__all__ = [
+    "Candidate",
+    "GrpoStats",
+    "Selection",
+    "UniformSampler",
+    "grpo_loss",
+    "group_advantages",
+    "has_signal",
+    "token_logprobs",
+    "training_set",
+]
