@@ -3,14 +3,18 @@
 from client.sapo.advantages import group_advantages, has_signal
 from client.sapo.loss import GrpoStats, grpo_loss, token_logprobs
 from client.sapo.sampler import Candidate, Selection, UniformSampler, training_set
+from client.sapo.step import StepStats, TokenBatch, grpo_step
 
 __all__ = [
     "Candidate",
     "GrpoStats",
     "Selection",
+    "StepStats",
+    "TokenBatch",
     "UniformSampler",
     "group_advantages",
     "grpo_loss",
+    "grpo_step",
     "has_signal",
     "token_logprobs",
     "training_set",

@@ -1,0 +1,22 @@
+"""Policies: model loading, generation backends, checkpoints, and the CPU seed policy."""
+
+from client.policy.evaluate import evaluate
+from client.policy.generate import Completions, GenerationBackend, TransformersBackend
+from client.policy.policy import Policy, PolicyError, load_checkpoint, load_policy, save_checkpoint
+from client.policy.seed import SeedSpec, build_seed_policy, ensure_seed_policy, seed_policy_dir
+
+__all__ = [
+    "Completions",
+    "GenerationBackend",
+    "Policy",
+    "PolicyError",
+    "SeedSpec",
+    "TransformersBackend",
+    "build_seed_policy",
+    "ensure_seed_policy",
+    "evaluate",
+    "load_checkpoint",
+    "load_policy",
+    "save_checkpoint",
+    "seed_policy_dir",
+]

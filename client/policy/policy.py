@@ -1,0 +1,117 @@
+"""A policy: a Hugging Face causal LM and its tokenizer, loaded offline, checkpointed exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from client.policy.device import pick_device, pick_dtype
+
+CHECKPOINT_STATE = "trainer_state.pt"
+
+
+class PolicyError(Exception):
+    """A policy cannot be loaded or saved; the message says what to do."""
+
+
+@dataclass
+class Policy:
+    name: str
+    model: Any  # transformers PreTrainedModel
+    tokenizer: Any  # transformers PreTrainedTokenizerBase
+    device: torch.device
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def descriptor(self) -> dict[str, Any]:
+        """Returns (name, parameter count, tokenizer) as a rollout batch records them."""
+        tok = self.tokenizer
+        label = getattr(tok, "name_or_path", "") or type(tok).__name__
+        return {
+            "name": self.name,
+            "parameters": self.parameters,
+            "tokenizer": f"{Path(str(label)).name or label}:{len(tok)}",
+        }
+
+
+def load_policy(name_or_path: str | Path, device: str = "auto", dtype: str = "auto") -> Policy:
+    """Returns a policy from a local directory or a Hugging Face name (cached, offline-first)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = torch_device = pick_device(device)
+    torch_dtype = pick_dtype(dtype, torch_device)
+    source = str(name_or_path)
+    local = Path(source).is_dir()
+    offline = local or os.environ.get("HF_HUB_OFFLINE") == "1"
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, local_files_only=offline, dtype=torch_dtype
+        )
+    except OSError as exc:
+        raise PolicyError(
+            f"cannot load policy {source!r}: {str(exc).splitlines()[0]} (a local directory, a "
+            "cached Hugging Face model, or `sapo policy seed` for the CPU seed policy)"
+        ) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model.to(target)
+    return Policy(
+        name=Path(source).name if local else source, model=model, tokenizer=tokenizer, device=target
+    )
+
+
+def save_checkpoint(
+    policy: Policy, optimizer: torch.optim.Optimizer | None, step: int, directory: Path
+) -> Path:
+    """Writes model (safetensors), tokenizer, optimizer and step to `directory` atomically."""
+    tmp = directory.with_name(directory.name + ".partial")
+    if tmp.exists():
+        import shutil
+
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    policy.model.save_pretrained(tmp, safe_serialization=True)
+    policy.tokenizer.save_pretrained(tmp)
+    state = {
+        "step": step,
+        "optimizer": optimizer.state_dict() if optimizer else None,
+        "rng": torch.get_rng_state(),
+    }
+    torch.save(state, tmp / CHECKPOINT_STATE)
+    (tmp / "sapo.json").write_text(json.dumps({"name": policy.name, "step": step}))
+    if directory.exists():
+        import shutil
+
+        old = directory.with_name(directory.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        directory.rename(old)
+        tmp.rename(directory)
+        shutil.rmtree(old)
+    else:
+        tmp.rename(directory)
+    return directory
+
+
+def load_checkpoint(
+    directory: Path, optimizer_factory, device: str = "cpu", dtype: str = "float32"
+) -> tuple[Policy, torch.optim.Optimizer, int]:
+    """Returns (policy, optimizer with its state, step) from a checkpoint directory."""
+    policy = load_policy(directory, device=device, dtype=dtype)
+    meta = json.loads((directory / "sapo.json").read_text())
+    policy.name = meta["name"]
+    state = torch.load(directory / CHECKPOINT_STATE, map_location=policy.device, weights_only=False)
+    optimizer = optimizer_factory(policy.model)
+    if state["optimizer"] is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    return policy, optimizer, int(state["step"])

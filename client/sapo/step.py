@@ -1,0 +1,131 @@
+"""One GRPO update over a round's mixed items, micro-batched so memory is bounded by config.
+
+Input is already tokenized (the policy layer re-encodes every item, local or external, with the
+node's own tokenizer): N sequences of prompt + completion, right-padded.
+
+    input_ids        (N, S)   prompt then completion tokens
+    attention_mask   (N, S)   1 on real tokens
+    completion_mask  (N, S)   1 on completion tokens (the ones the loss is about)
+    advantages       (N,)     group advantage of each sequence (own verifier's rewards)
+
+The log-probs of the policy before the update (pi_old) are taken first, without gradients;
+then each micro-batch's loss is scaled by its share of the batch (tokens for token-mean,
+sequences for seq-mean), gradients accumulate, are clipped, and Adam takes one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from client.sapo.loss import grpo_loss, token_logprobs
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    completion_mask: torch.Tensor
+    advantages: torch.Tensor
+    rewards: torch.Tensor  # (N,) each sequence's reward, for reporting
+    external: torch.Tensor  # (N,) bool, for reporting the local/external mix
+
+
+@dataclass(frozen=True)
+class StepStats:
+    loss: float
+    clip_fraction: float
+    grad_norm: float
+    tokens: int
+    sequences: int
+    reward_local: float | None
+    reward_external: float | None
+    kl: float
+
+
+def sequence_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Returns log p(token t+1 | tokens <= t): (N, S) -> (N, S-1)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # (N, S, V)
+    return token_logprobs(logits[:, :-1], input_ids[:, 1:])
+
+
+def _chunks(n: int, size: int) -> list[slice]:
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def grpo_step(
+    model,
+    optimizer: torch.optim.Optimizer,
+    batch: TokenBatch,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.28,
+    agg: Literal["token-mean", "seq-mean"] = "token-mean",
+    micro_batch: int = 16,
+    grad_clip: float = 1.0,
+    ref_model=None,
+    kl_coef: float = 0.0,
+) -> StepStats:
+    """Takes one optimizer step on `batch`; returns what happened."""
+    n = batch.input_ids.shape[0]
+    target_mask = batch.completion_mask[:, 1:].float()  # (N, S-1)
+    total_tokens = target_mask.sum().clamp(min=1)
+    parts = _chunks(n, micro_batch)
+
+    model.eval()  # dropout off for both passes: pi_old and pi_theta must agree at the start
+    with torch.no_grad():
+        old = torch.cat(
+            [sequence_logprobs(model, batch.input_ids[p], batch.attention_mask[p]) for p in parts]
+        )
+        ref = None
+        if ref_model is not None and kl_coef > 0:
+            ref = torch.cat(
+                [
+                    sequence_logprobs(ref_model, batch.input_ids[p], batch.attention_mask[p])
+                    for p in parts
+                ]
+            )
+
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum, clipped, kl_sum = 0.0, 0.0, 0.0
+    for p in parts:
+        new = sequence_logprobs(model, batch.input_ids[p], batch.attention_mask[p])
+        loss, stats = grpo_loss(
+            new,
+            old[p],
+            batch.advantages[p],
+            target_mask[p],
+            eps_low=eps_low,
+            eps_high=eps_high,
+            agg=agg,
+            logp_ref=None if ref is None else ref[p],
+            kl_coef=kl_coef,
+        )
+        share = (
+            (target_mask[p].sum() / total_tokens)
+            if agg == "token-mean"
+            else ((p.stop - p.start) / n)
+        )
+        (loss * share).backward()
+        loss_sum += stats.loss * float(share)
+        clipped += stats.clip_fraction * stats.tokens
+        kl_sum += stats.kl * stats.tokens
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))
+    optimizer.step()
+
+    def mean_of(selector: torch.Tensor) -> float | None:
+        return float(batch.rewards[selector].mean()) if bool(selector.any()) else None
+
+    tokens = int(total_tokens)
+    return StepStats(
+        loss=loss_sum,
+        clip_fraction=clipped / max(tokens, 1),
+        grad_norm=grad_norm,
+        tokens=tokens,
+        sequences=n,
+        reward_local=mean_of(~batch.external),
+        reward_external=mean_of(batch.external),
+        kl=kl_sum / max(tokens, 1),
+    )
