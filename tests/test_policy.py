@@ -126,3 +126,40 @@ def test_checkpoint_round_trip_gives_the_identical_next_step(seed_dir: Path, tmp
     assert resumed.loss == pytest.approx(continued.loss, abs=1e-7)
     for a, b in zip(policy.model.parameters(), resumed_policy.model.parameters(), strict=True):
         assert torch.allclose(a, b, atol=1e-7)
+
+
+def test_policy_cli_builds_once_and_evaluates(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from client.cli.main import app
+
+    runner = CliRunner()
+    args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    built = json.loads(first.stdout)
+    assert built["cached"] is False and built["parameters"] > 0
+    second = json.loads(runner.invoke(app, args).stdout)
+    assert second["cached"] is True and second["path"] == built["path"]
+    result = runner.invoke(
+        app,
+        [
+            "policy",
+            "eval",
+            "--policy",
+            built["path"],
+            "--questions",
+            "10",
+            "--device",
+            "cpu",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report["per_dataset"]) <= {e.id for e in load_catalog("tiny").entries}
+    assert 0.0 <= report["greedy"] <= 1.0 and report["seen_in_pretraining"] is not None
+    missing = runner.invoke(app, ["policy", "eval", "--policy", str(tmp_path / "none")])
+    assert missing.exit_code == 2 and "cannot load policy" in missing.output

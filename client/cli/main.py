@@ -13,6 +13,7 @@ from client.cli import (
     config_cmd,
     devnet_cmd,
     pending,
+    policy_cmd,
     stake_cmd,
     store_cmd,
     tasks_cmd,
@@ -34,6 +35,7 @@ app.add_typer(stake_cmd.rewards_app, name="rewards")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(tasks_cmd.app, name="tasks")
+app.add_typer(policy_cmd.app, name="policy")
 pending.register(app)
 
 

@@ -14,7 +14,6 @@ PENDING: dict[str, tuple[str, str]] = {
     "node": ("Run a node: the SAPO round loop across chain and IPFS.", "node"),
     "tui": ("The operator's terminal UI: stake, peers, reward progress.", "TUI"),
     "wallet": ("Encrypted keystores: new, import, address.", "node"),
-    "policy": ("Build the seed policy, evaluate policies.", "trainer"),
     "experiment": ("Reproduce the SAPO paper's controlled experiment.", "replication"),
 }
 

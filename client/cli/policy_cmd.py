@@ -1,0 +1,112 @@
+"""`sapo policy`: build the CPU seed policy, evaluate any policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from client.cli.console import Exit, JsonOption, fail, out, print_json
+
+app = typer.Typer(help="Build the seed policy, evaluate policies.", no_args_is_help=True)
+
+DataDirOption = Annotated[
+    Path, typer.Option("--data-dir", help="Where built policies are cached (policies/ below).")
+]
+
+
+@app.command("seed")
+def seed(
+    seed_: Annotated[int, typer.Option("--seed", min=0, help="Seed: corpus, init, order.")] = 0,
+    minutes: Annotated[
+        float | None, typer.Option("--minutes", min=0.1, help="Stop early after this long.")
+    ] = None,
+    data_dir: DataDirOption = Path(".sapo"),
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if cached.")] = False,
+    size: Annotated[
+        Literal["small", "test"],
+        typer.Option("--size", help="small: the swarm's default; test: seconds, for tests."),
+    ] = "small",
+    as_json: JsonOption = False,
+) -> None:
+    """Build (once, then cached) the tiny Qwen2 seed policy on the `tiny` catalog; no download."""
+    from client.policy import SeedSpec, build_seed_policy, seed_policy_dir
+
+    spec = SeedSpec(seed=seed_) if size == "small" else SeedSpec.tiny_test(seed_)
+    directory = seed_policy_dir(data_dir.absolute(), spec)
+    record_path = directory / "seed-build.json"
+    if record_path.is_file() and not force:
+        record = json.loads(record_path.read_text())
+        cached = True
+    else:
+        cached = False
+        with Progress(
+            TextColumn("building seed policy"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} steps  loss {task.fields[loss]:.3f}"),
+            TimeElapsedColumn(),
+            transient=as_json,
+            disable=as_json,
+        ) as progress:
+            task = progress.add_task("seed", total=spec.steps, loss=float("nan"))
+            record = build_seed_policy(
+                spec,
+                directory,
+                minutes=minutes,
+                progress=lambda step, total, loss: progress.update(task, completed=step, loss=loss),
+            )
+    summary = {k: v for k, v in record.items() if k != "corpus_questions"}
+    summary |= {"path": str(directory), "cached": cached}
+    if as_json:
+        print_json(summary)
+        return
+    state = "cached" if cached else "built"
+    out.print(f"seed policy {state}: {directory}")
+    out.print(
+        f"  {summary['parameters']:,} parameters, {summary['steps']} steps, "
+        f"{summary['tokens']:,} tokens, final loss {summary['final_loss']:.3f}, "
+        f"{summary['seconds']} s" + (" (cut short by --minutes)" if summary["cut_short"] else "")
+    )
+
+
+@app.command("eval")
+def eval_(
+    policy: Annotated[str, typer.Option("--policy", help="Policy directory or HF name.")],
+    catalog: Annotated[str, typer.Option("--catalog", help="Catalog name or path.")] = "tiny",
+    questions: Annotated[int, typer.Option("--questions", min=1, max=4096)] = 100,
+    seed_: Annotated[int, typer.Option("--seed", min=0, help="Evaluation set.")] = 0,
+    device: Annotated[str, typer.Option("--device")] = "auto",
+    as_json: JsonOption = False,
+) -> None:
+    """Mean verifier reward per dataset and overall, greedy and sampled, on fresh questions."""
+    from client.policy import PolicyError, evaluate, load_policy
+    from client.tasks import CatalogError, load_catalog
+
+    try:
+        cat = load_catalog(catalog)
+        loaded = load_policy(policy, device=device)
+    except (CatalogError, PolicyError, RuntimeError) as exc:
+        fail(str(exc))
+    try:
+        report = evaluate(loaded, cat, questions=questions, seed=seed_)
+    except Exception as exc:
+        fail(f"evaluation failed: {type(exc).__name__}: {exc}", Exit.CHECK_FAILED)
+    if as_json:
+        print_json({"policy": policy, "catalog": cat.name, **report})
+        return
+    table = Table(title=f"{policy} on {cat.name} ({questions} fresh questions, seed {seed_})")
+    for column in ("dataset", "questions", "greedy", "sampled"):
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for name, row in report["per_dataset"].items():
+        table.add_row(name, str(row["questions"]), f"{row['greedy']:.3f}", f"{row['sampled']:.3f}")
+    table.add_row("overall", str(questions), f"{report['greedy']:.3f}", f"{report['sampled']:.3f}")
+    out.print(table)
+    if report["seen_in_pretraining"] is not None:
+        out.print(
+            f"{report['seen_in_pretraining']} of {questions} questions were in the seed "
+            "policy's pretraining corpus"
+        )
