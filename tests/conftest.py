@@ -16,6 +16,18 @@ from client.devnet import Anvil
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch):
+    """A typer CliRunner with no SAPO_* variable leaking in from the caller's environment."""
+    from typer.testing import CliRunner
+
+    for name in list(os.environ):
+        if name.startswith("SAPO_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "200")
+    return CliRunner()
+
+
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Anvil]:
     """One anvil shared by a test module; each test deploys its own ledger on it."""

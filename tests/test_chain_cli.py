@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,13 +19,9 @@ PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for name in list(os.environ):
-        if name.startswith("SAPO_"):
-            monkeypatch.delenv(name)
+def cli(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     monkeypatch.setenv("SAPO_KEYSTORE_PASSWORD", PASSWORD)
-    monkeypatch.setenv("COLUMNS", "200")
-    return CliRunner()
+    return cli
 
 
 class Operator:

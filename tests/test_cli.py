@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,15 +28,6 @@ GROUPS = [
     "policy",
     "experiment",
 ]
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for name in list(os.environ):
-        if name.startswith("SAPO_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("COLUMNS", "120")
-    return CliRunner()
 
 
 def test_help_lists_every_group(cli: CliRunner) -> None:

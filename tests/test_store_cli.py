@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ pytestmark = pytest.mark.slow
 def daemon(tmp_path_factory: pytest.TempPathFactory):
     with IpfsDaemon(tmp_path_factory.mktemp("ipfs-cli")) as running:
         yield running
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for name in list(os.environ):
-        if name.startswith("SAPO_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("COLUMNS", "200")
-    return CliRunner()
 
 
 @pytest.fixture(params=["local", "ipfs"])

@@ -14,7 +14,13 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from client.devnet.process import LOOPBACK, ServerProcess, ServerStartError, free_loopback_port
+from client.devnet.process import (
+    LOOPBACK,
+    ManagedServer,
+    ServerProcess,
+    ServerStartError,
+    free_loopback_port,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Anvil's default mnemonic: its accounts are public knowledge, fit for a devnet and nothing else.
@@ -69,7 +75,7 @@ def rpc_call(url: str, method: str, params: list[object] | None = None, timeout_
     return answer["result"]
 
 
-class Anvil:
+class Anvil(ManagedServer):
     """An anvil chain on 127.0.0.1; use as a context manager or call start()/stop()."""
 
     def __init__(
@@ -98,14 +104,6 @@ class Anvil:
         if self.port is None:
             raise RuntimeError("anvil is not started")
         return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._server.pid if self._server else None
-
-    @property
-    def running(self) -> bool:
-        return self._server is not None and self._server.running
 
     def start(self) -> Anvil:
         """Starts anvil and returns once it answers eth_chainId with the expected chain id."""
@@ -158,18 +156,3 @@ class Anvil:
                 f"expected {self.chain_id}: another chain holds this port"
             )
         return True
-
-    def log_tail(self, lines: int = 20) -> str:
-        """Returns the last lines of anvil's log."""
-        return self._server.log_tail(lines) if self._server else "(not started)"
-
-    def stop(self) -> None:
-        """Stops anvil (SIGTERM, then SIGKILL) and reaps it; idempotent."""
-        if self._server is not None:
-            self._server.stop()
-
-    def __enter__(self) -> Anvil:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

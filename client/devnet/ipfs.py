@@ -16,7 +16,13 @@ import urllib.request
 from pathlib import Path
 
 from client.devnet.anvil import PROJECT_ROOT
-from client.devnet.process import LOOPBACK, ServerProcess, ServerStartError, free_loopback_port
+from client.devnet.process import (
+    LOOPBACK,
+    ManagedServer,
+    ServerProcess,
+    ServerStartError,
+    free_loopback_port,
+)
 
 POLYFILL = Path(__file__).with_name("js") / "promise-with-resolvers.cjs"
 
@@ -43,7 +49,7 @@ def _api_answers(port: int) -> bool:
         return response.status == 200
 
 
-class IpfsDaemon:
+class IpfsDaemon(ManagedServer):
     """js-ipfs on 127.0.0.1 with its repo under data_dir/ipfs; a context manager."""
 
     def __init__(self, data_dir: Path, *, ready_timeout_s: float = 60.0):
@@ -59,14 +65,6 @@ class IpfsDaemon:
         if self.api_port is None:
             raise RuntimeError("the IPFS daemon is not started")
         return f"/ip4/{LOOPBACK}/tcp/{self.api_port}/http"
-
-    @property
-    def pid(self) -> int | None:
-        return self._server.pid if self._server else None
-
-    @property
-    def running(self) -> bool:
-        return self._server is not None and self._server.running
 
     def _env(self) -> dict[str, str]:
         return os.environ | {"IPFS_PATH": str(self.repo), "IPFS_MONITORING": ""}
@@ -118,16 +116,3 @@ class IpfsDaemon:
         server.start()
         self._server = server
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-
-    def log_tail(self, lines: int = 20) -> str:
-        return self._server.log_tail(lines) if self._server else "(not started)"
-
-    def __enter__(self) -> IpfsDaemon:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

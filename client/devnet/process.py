@@ -216,3 +216,38 @@ class ServerProcess:
 
     def __repr__(self) -> str:
         return f"ServerProcess({self.name!r}, pid={self.pid}, running={self.running})"
+
+
+class ManagedServer:
+    """What a local part (anvil, the IPFS daemon) shares: one ServerProcess, stopped by pid.
+
+    Subclasses implement start(), which sets self._server, and return self from it.
+    """
+
+    _server: ServerProcess | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._server.pid if self._server else None
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None and self._server.running
+
+    def start(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stops the server (SIGTERM, then SIGKILL) and reaps it; idempotent."""
+        if self._server is not None:
+            self._server.stop()
+
+    def log_tail(self, lines: int = 20) -> str:
+        """Returns the last lines of the server's log."""
+        return self._server.log_tail(lines) if self._server else "(not started)"
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
