@@ -143,11 +143,13 @@ def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     assert ready["rpc_url"].startswith("http://127.0.0.1:")
     assert int(rpc_call(ready["rpc_url"], "eth_chainId"), 16) == 31_337
     assert "nodes" in ready["not_yet"]  # it says what it does not start yet
-    pid = ready["anvil_pid"]
+    import ipfshttpclient
+
+    assert ipfshttpclient.Client(ready["ipfs_api"], timeout=5).version()["Version"]
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 0, proc.stderr.read()
-    assert not pid_alive(pid)
-    assert (tmp_path / "anvil.log").exists()
+    assert not pid_alive(ready["anvil_pid"]) and not pid_alive(ready["ipfs_pid"])
+    assert (tmp_path / "anvil.log").exists() and (tmp_path / "ipfs.log").exists()
 
 
 @pytest.mark.e2e
@@ -157,6 +159,7 @@ def test_devnet_up_killed_hard_leaves_no_chain(tmp_path: Path) -> None:
     proc.kill()
     proc.wait(timeout=30)
     wait_until(lambda: not pid_alive(ready["anvil_pid"]), what="anvil to die with devnet up")
+    wait_until(lambda: not pid_alive(ready["ipfs_pid"]), what="ipfs to die with devnet up")
 
 
 @pytest.mark.e2e
@@ -167,3 +170,14 @@ def test_devnet_up_with_a_bad_config_starts_nothing(tmp_path: Path) -> None:
     assert proc.wait(timeout=60) == 2
     assert "[devnet].nodes" in proc.stderr.read()
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.e2e
+def test_devnet_up_with_a_local_store_starts_no_ipfs_daemon(tmp_path: Path) -> None:
+    proc = sapo_process(
+        "devnet", "up", "--data-dir", str(tmp_path), "--json", env={"SAPO_STORE__BACKEND": "local"}
+    )
+    ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
+    assert ready["ipfs_api"] is None and ready["ipfs_pid"] is None
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0

@@ -14,7 +14,7 @@ import typer
 
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out
-from client.devnet import Anvil, AnvilNotFound, ServerStartError
+from client.devnet import Anvil, AnvilNotFound, IpfsDaemon, IpfsNotFound, ServerStartError
 
 app = typer.Typer(help="Run a local swarm on this machine (loopback only).", no_args_is_help=True)
 
@@ -23,7 +23,6 @@ NOT_YET = [
     # `sapo chain deploy` works against this chain today; the devnet deploys its own ledger
     # once the task catalog (whose digest the ledger pins) exists.
     ("ledger", "SwarmLedger deployed with a funded reward pool", "node"),
-    ("ipfs", "IPFS daemon (js-ipfs, offline)", "store"),
     ("nodes", "node processes with registered, staked keystores", "node"),
     ("tui", "the operator's TUI watching the swarm", "TUI"),
 ]
@@ -60,35 +59,44 @@ def up(
         accounts=cfg.devnet.accounts,
         balance_eth=cfg.devnet.balance_eth,
     )
+    # The local swarm's IPFS daemon, unless its nodes share a local blockstore instead.
+    ipfs = IpfsDaemon(data_dir) if cfg.store.backend == "ipfs" else None
+    parts = [p for p in (anvil, ipfs) if p is not None]
     try:
         try:
-            anvil.start()
-        except AnvilNotFound as exc:
+            for part in parts:
+                part.start()
+        except (AnvilNotFound, IpfsNotFound) as exc:
             fail(str(exc), Exit.USAGE)
         except ServerStartError as exc:
             fail(str(exc), Exit.CHECK_FAILED)
-        _report(anvil, data_dir, as_json)
-        while anvil.running:
+        _report(anvil, ipfs, data_dir, as_json)
+        while all(part.running for part in parts):
             time.sleep(0.2)
+        dead = next(part for part in parts if not part.running)
         fail(
-            f"anvil (pid {anvil.pid}) exited unexpectedly; its log ends with:\n{anvil.log_tail()}",
+            f"{type(dead).__name__} (pid {dead.pid}) exited unexpectedly; its log ends with:\n"
+            f"{dead.log_tail()}",
             Exit.CHECK_FAILED,
         )
     except KeyboardInterrupt:
         if not as_json:
             out.print("\nstopping the devnet…")
     finally:
-        anvil.stop()
+        for part in reversed(parts):
+            part.stop()
     if not as_json:
         out.print(f"stopped; logs kept in {data_dir}")
 
 
-def _report(anvil: Anvil, data_dir: Path, as_json: bool) -> None:
+def _report(anvil: Anvil, ipfs: IpfsDaemon | None, data_dir: Path, as_json: bool) -> None:
     if as_json:
         ready = {
             "rpc_url": anvil.url,
             "chain_id": anvil.chain_id,
             "anvil_pid": anvil.pid,
+            "ipfs_api": ipfs.api if ipfs else None,
+            "ipfs_pid": ipfs.pid if ipfs else None,
             "data_dir": str(data_dir),
             "not_yet": [name for name, _, _ in NOT_YET],
         }
@@ -100,6 +108,13 @@ def _report(anvil: Anvil, data_dir: Path, as_json: bool) -> None:
         f"log {data_dir / 'anvil.log'}"
     )
     out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
+    if ipfs is not None:
+        out.print(
+            f"  ipfs    js-ipfs API {ipfs.api} (offline)  pid {ipfs.pid}  "
+            f"log {data_dir / 'ipfs.log'}"
+        )
+    else:
+        out.print("  store   local blockstore (no IPFS daemon)")
     out.print("[yellow]not there yet:[/]", markup=True)
     for name, what, work in NOT_YET:
         out.print(f"  {name:<7} {what} (lands with the {work} work)")
