@@ -62,7 +62,9 @@ def test_same_batch_hashes_the_same_in_another_process() -> None:
         (b"\xff\xfe{}", MalformedBatch, "not UTF-8"),
         (b'{"schema": ', MalformedBatch, "not JSON"),
         (b"[1,2]", MalformedBatch, "a batch is a JSON object"),
-        (b"[" * 100_000 + b"]" * 100_000, MalformedBatch, "nested too deeply|not JSON"),
+        # json's C parser would recurse 100k levels and crash the process: refused before it
+        (b"[" * 100_000 + b"]" * 100_000, MalformedBatch, "nested 17 levels deep"),
+        (b'{"a":' * 50_000 + b"1" + b"}" * 50_000, MalformedBatch, "nested 17 levels deep"),
         (b'{"schema":"sapo.rollouts/2"}', UnsupportedSchema, "sapo.rollouts/2"),
         (b'{"x":NaN}', MalformedBatch, "NaN is not JSON"),
     ],
@@ -70,6 +72,16 @@ def test_same_batch_hashes_the_same_in_another_process() -> None:
 def test_malformed_bytes_are_refused(data: bytes, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         decode_batch(data, BatchLimits(max_bytes=1 << 20))
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    from client.store.batch import _nesting_depth
+
+    assert _nesting_depth(b'["[[[[", {"a": [1]}]') == 3
+    assert _nesting_depth(rb'["a\"[[[", [1]]') == 2  # an escaped quote does not end the string
+    # hostile shapes stay linear: a megabyte of quotes or backslashes is one pass
+    assert _nesting_depth(b'"' + b'\\"' * 300_000) == 0
+    assert _nesting_depth(b'"' * 1_000_000) == 0
 
 
 def mutate(path: list, value: object, *, delete: bool = False) -> bytes:

@@ -30,6 +30,7 @@ from client.store.errors import (
 SCHEMA = "sapo.rollouts/1"
 SCORE_SCALE = 10_000
 MAX_BATCH_BYTES = 1 << 20
+MAX_DEPTH = 16  # a valid batch nests 5 deep (root, items, item, completions/task, ...)
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
@@ -154,6 +155,10 @@ def decode_batch(data: bytes, limits: BatchLimits | None = None) -> RolloutBatch
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedBatch(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    depth = _nesting_depth(data)
+    if depth > MAX_DEPTH:
+        # json's C parser recurses per level: 100k nested brackets crash the interpreter.
+        raise MalformedBatch(f"JSON nested {depth} levels deep; a batch nests at most {MAX_DEPTH}")
     try:
         document = json.loads(text, parse_constant=_no_constants)
     except RecursionError:
@@ -176,6 +181,40 @@ def decode_batch(data: bytes, limits: BatchLimits | None = None) -> RolloutBatch
     if batch.encode() != bytes(data):
         raise MalformedBatch("not in canonical form (sorted keys, no spaces, UTF-8, no duplicates)")
     return batch
+
+
+# The bytes that matter to nesting: brackets, quotes, backslashes. One pass, no backtracking.
+_SPECIAL = re.compile(rb'[\[\]{}"\\]')
+
+
+def _nesting_depth(data: bytes) -> int:
+    """Returns how deep brackets nest outside string literals (checked before parsing).
+
+    Linear in the input whatever it holds, and stops once past MAX_DEPTH.
+    """
+    depth = deepest = 0
+    in_string = False
+    escaped_at = -1  # position of a character a backslash escapes
+    for match in _SPECIAL.finditer(data):
+        position, char = match.start(), match.group()
+        if position == escaped_at:
+            continue
+        if in_string:
+            if char == b"\\":
+                escaped_at = position + 1
+            elif char == b'"':
+                in_string = False
+        elif char == b'"':
+            in_string = True
+        elif char in (b"[", b"{"):
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_DEPTH:
+                    break
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return deepest
 
 
 def _problem(err: dict[str, Any]) -> str:
