@@ -161,5 +161,6 @@ def test_policy_cli_builds_once_and_evaluates(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert set(report["per_dataset"]) <= {e.id for e in load_catalog("tiny").entries}
     assert 0.0 <= report["greedy"] <= 1.0 and report["seen_in_pretraining"] is not None
+    assert report["unseen"]["questions"] == 10 - report["seen_in_pretraining"]
     missing = runner.invoke(app, ["policy", "eval", "--policy", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "cannot load policy" in missing.output

@@ -105,8 +105,10 @@ def eval_(
         table.add_row(name, str(row["questions"]), f"{row['greedy']:.3f}", f"{row['sampled']:.3f}")
     table.add_row("overall", str(questions), f"{report['greedy']:.3f}", f"{report['sampled']:.3f}")
     out.print(table)
-    if report["seen_in_pretraining"] is not None:
+    if report["unseen"] is not None:
+        unseen = report["unseen"]
         out.print(
             f"{report['seen_in_pretraining']} of {questions} questions were in the seed "
-            "policy's pretraining corpus"
+            f"policy's pretraining corpus; on the {unseen['questions']} others: greedy "
+            f"{unseen['greedy']:.3f}, sampled {unseen['sampled']:.3f}"
         )

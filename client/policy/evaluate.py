@@ -27,37 +27,53 @@ def evaluate(
     samples: int = 4,
     max_new_tokens: int = 24,
 ) -> dict:
-    """Returns {"greedy", "sampled", "per_dataset", "questions", "seen_in_pretraining"}."""
+    """Returns mean rewards overall, per dataset, and on questions unseen in pretraining."""
     tasks = draw(eval_seed(seed), questions, catalog)
     prompts = [render_prompt(t.question, policy.tokenizer) for t in tasks]
     backend = TransformersBackend(policy)
     greedy = backend.generate(prompts, 1, max_new_tokens, 0.0, 1.0, seed)
     sampled = backend.generate(prompts, samples, max_new_tokens, 1.0, 1.0, seed)
+    corpus = _pretraining_prompts(policy)
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"greedy": [], "sampled": []})
-    for task, g, s in zip(tasks, greedy.texts, sampled.texts, strict=True):
-        per[task.entry]["greedy"].append(reward(task, g[0]))
-        per[task.entry]["sampled"].extend(reward(task, c) for c in s)
-    mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-    seen = _seen_in_pretraining(policy, prompts)
+    unseen: dict[str, list[float]] = {"greedy": [], "sampled": []}
+    for task, prompt, g, s in zip(tasks, prompts, greedy.texts, sampled.texts, strict=True):
+        g_reward, s_rewards = reward(task, g[0]), [reward(task, c) for c in s]
+        per[task.entry]["greedy"].append(g_reward)
+        per[task.entry]["sampled"].extend(s_rewards)
+        if corpus is not None and prompt not in corpus:
+            unseen["greedy"].append(g_reward)
+            unseen["sampled"].extend(s_rewards)
     return {
         "questions": questions,
-        "greedy": mean([r for d in per.values() for r in d["greedy"]]),
-        "sampled": mean([r for d in per.values() for r in d["sampled"]]),
+        "greedy": _mean([r for d in per.values() for r in d["greedy"]]),
+        "sampled": _mean([r for d in per.values() for r in d["sampled"]]),
         "per_dataset": {
             k: {
-                "greedy": mean(v["greedy"]),
-                "sampled": mean(v["sampled"]),
+                "greedy": _mean(v["greedy"]),
+                "sampled": _mean(v["sampled"]),
                 "questions": len(v["greedy"]),
             }
             for k, v in sorted(per.items())
         },
-        "seen_in_pretraining": seen,
+        # tiny catalogs have tiny problem spaces: count the questions the seed policy was
+        # pretrained on, and score the others on their own
+        "seen_in_pretraining": None if corpus is None else questions - len(unseen["greedy"]),
+        "unseen": None
+        if corpus is None
+        else {
+            "questions": len(unseen["greedy"]),
+            "greedy": _mean(unseen["greedy"]),
+            "sampled": _mean(unseen["sampled"]),
+        },
     }
 
 
-def _seen_in_pretraining(policy: Policy, prompts: list[str]) -> int | None:
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _pretraining_prompts(policy: Policy) -> set[str] | None:
     path = Path(str(getattr(policy.tokenizer, "name_or_path", ""))) / "seed-build.json"
     if not path.is_file():
         return None
-    corpus = set(json.loads(path.read_text())["corpus_questions"])
-    return sum(p in corpus for p in prompts)
+    return set(json.loads(path.read_text())["corpus_questions"])
