@@ -193,3 +193,13 @@ def test_ipfs_daemon_listens_on_loopback_only_and_dies_with_us(tmp_path: Path) -
         config = (daemon.repo / "config").read_text()
         assert '"Bootstrap": []' in config and '"Swarm": []' in config
     assert not pid_alive(pid)
+
+
+def test_putting_again_repairs_a_damaged_local_block(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    data = make_batch().encode()
+    cid = store.put(data, round_=3)
+    path = store._path(cid)
+    path.write_bytes(data.replace(b"sapo-seed-tiny", b"sapo-seed-huge"))  # same size
+    assert store.put(data, round_=3) == cid
+    assert store.get(cid) == data
