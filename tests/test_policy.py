@@ -164,3 +164,18 @@ def test_policy_cli_builds_once_and_evaluates(tmp_path: Path) -> None:
     assert report["unseen"]["questions"] == 10 - report["seen_in_pretraining"]
     missing = runner.invoke(app, ["policy", "eval", "--policy", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "cannot load policy" in missing.output
+
+
+def test_later_steps_of_a_round_clip_against_the_generating_policy(seed_dir: Path) -> None:
+    from client.sapo import batch_logprobs
+
+    policy = load_policy(seed_dir, device="cpu", dtype="float32")
+    batch = rollout_batch(policy)
+    optimizer = torch.optim.Adam(policy.model.parameters(), lr=0.05)  # big: the ratio moves
+    old = batch_logprobs(policy.model, batch)
+    first = grpo_step(policy.model, optimizer, batch, old_logprobs=old)
+    second = grpo_step(policy.model, optimizer, batch, old_logprobs=old)
+    fresh = grpo_step(policy.model, optimizer, batch)  # pi_old = now: nothing to clip
+    assert first.clip_fraction == 0.0
+    assert second.clip_fraction > 0.0
+    assert fresh.clip_fraction == 0.0

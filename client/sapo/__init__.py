@@ -3,7 +3,7 @@
 from client.sapo.advantages import group_advantages, has_signal
 from client.sapo.loss import GrpoStats, grpo_loss, token_logprobs
 from client.sapo.sampler import Candidate, Selection, UniformSampler, training_set
-from client.sapo.step import StepStats, TokenBatch, grpo_step
+from client.sapo.step import StepStats, TokenBatch, batch_logprobs, grpo_step
 
 __all__ = [
     "Candidate",
@@ -12,6 +12,7 @@ __all__ = [
     "StepStats",
     "TokenBatch",
     "UniformSampler",
+    "batch_logprobs",
     "group_advantages",
     "grpo_loss",
     "grpo_step",

@@ -55,6 +55,19 @@ def _chunks(n: int, size: int) -> list[slice]:
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
+@torch.no_grad()
+def batch_logprobs(model, batch: TokenBatch, micro_batch: int = 16) -> torch.Tensor:
+    """Returns the model's next-token log-probs for the whole batch, (N, S-1), no gradients.
+
+    Take them once, before a round's first update, to make them pi_old for several steps.
+    """
+    model.eval()
+    parts = _chunks(batch.input_ids.shape[0], micro_batch)
+    return torch.cat(
+        [sequence_logprobs(model, batch.input_ids[p], batch.attention_mask[p]) for p in parts]
+    )
+
+
 def grpo_step(
     model,
     optimizer: torch.optim.Optimizer,
@@ -67,26 +80,24 @@ def grpo_step(
     grad_clip: float = 1.0,
     ref_model=None,
     kl_coef: float = 0.0,
+    old_logprobs: torch.Tensor | None = None,
 ) -> StepStats:
-    """Takes one optimizer step on `batch`; returns what happened."""
+    """Takes one optimizer step on `batch`; returns what happened.
+
+    `old_logprobs` (from batch_logprobs before the round's first step) makes later steps of the
+    same round clip against the policy that generated the rollouts; without it, pi_old is the
+    model as it is now (ratio 1: a plain policy-gradient step).
+    """
     n = batch.input_ids.shape[0]
     target_mask = batch.completion_mask[:, 1:].float()  # (N, S-1)
     total_tokens = target_mask.sum().clamp(min=1)
     parts = _chunks(n, micro_batch)
 
     model.eval()  # dropout off for both passes: pi_old and pi_theta must agree at the start
-    with torch.no_grad():
-        old = torch.cat(
-            [sequence_logprobs(model, batch.input_ids[p], batch.attention_mask[p]) for p in parts]
-        )
-        ref = None
-        if ref_model is not None and kl_coef > 0:
-            ref = torch.cat(
-                [
-                    sequence_logprobs(ref_model, batch.input_ids[p], batch.attention_mask[p])
-                    for p in parts
-                ]
-            )
+    old = batch_logprobs(model, batch, micro_batch) if old_logprobs is None else old_logprobs
+    ref = None
+    if ref_model is not None and kl_coef > 0:
+        ref = batch_logprobs(ref_model, batch, micro_batch)
 
     optimizer.zero_grad(set_to_none=True)
     loss_sum, clipped, kl_sum = 0.0, 0.0, 0.0
