@@ -43,6 +43,15 @@ def swarm(chain: Anvil):
     return Swarm(chain)
 
 
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory):
+    """One js-ipfs daemon (offline, loopback) shared by a test module."""
+    from client.devnet import IpfsDaemon
+
+    with IpfsDaemon(tmp_path_factory.mktemp("ipfs")) as running:
+        yield running
+
+
 @pytest.fixture
 def anvil(tmp_path: Path) -> Iterator[Anvil]:
     """A running anvil on a free loopback port, stopped after the test."""

@@ -33,12 +33,6 @@ from client.store import (
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory):
-    with IpfsDaemon(tmp_path_factory.mktemp("ipfs")) as running:
-        yield running
-
-
 @pytest.fixture(params=["local", "ipfs"])
 def store(request, tmp_path: Path) -> BlockStore:
     if request.param == "local":

@@ -10,15 +10,9 @@ from batches import make_batch
 from typer.testing import CliRunner
 
 from client.cli.main import app
-from client.devnet import IpfsDaemon, free_loopback_port
+from client.devnet import free_loopback_port
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory):
-    with IpfsDaemon(tmp_path_factory.mktemp("ipfs-cli")) as running:
-        yield running
 
 
 @pytest.fixture(params=["local", "ipfs"])

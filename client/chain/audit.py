@@ -154,11 +154,12 @@ class Auditor:
         rows: dict[str, dict[str, int]] = defaultdict(
             lambda: {"submissions": 0, "claimed": 0, "credited": 0, "disputed": 0}
         )
-        for (_, node), claim in claims.items():
+        for key, claim in claims.items():
+            node = key[1]
             row = rows[node]
             row["submissions"] += 1
             row["claimed"] += claim
-            if credited[(_, node)]:
+            if credited[key]:
                 row["credited"] += claim
             else:
                 row["disputed"] += 1

@@ -8,7 +8,7 @@ from web3 import Web3
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder
-from client.chain.ledger import CONTRACT, Ledger, _bytes32
+from client.chain.ledger import CONTRACT, Ledger, bytes32
 from client.chain.models import TxResult
 from client.chain.tx import TxSender
 from client.config.models import LedgerSection
@@ -37,7 +37,7 @@ def deploy_ledger(
             params.reward_per_round,
             params.slash_bps,
             params.agree_tolerance_bps,
-            _bytes32(catalog_digest),
+            bytes32(catalog_digest),
         ],
     )
     data = artifact["bytecode"] + args.hex()

@@ -42,7 +42,7 @@ def matches_runtime(code: bytes, artifact: dict[str, Any]) -> bool:
     return actual == expected
 
 
-def _bytes32(value: bytes | str) -> bytes:
+def bytes32(value: bytes | str) -> bytes:
     raw = bytes.fromhex(value.removeprefix("0x")) if isinstance(value, str) else bytes(value)
     if len(raw) != 32:
         raise ValueError(f"expected 32 bytes, got {len(raw)}")
@@ -253,7 +253,7 @@ class Ledger:
         return self._send("setMetadata", metadata)
 
     def submit(self, round_: int, digest: bytes | str, rollouts: int, score: int) -> TxResult:
-        return self._send("submit", round_, _bytes32(digest), rollouts, score)
+        return self._send("submit", round_, bytes32(digest), rollouts, score)
 
     def attest(self, round_: int, node: str, score: int) -> TxResult:
         return self._send("attest", round_, _address(node), score)

@@ -26,6 +26,7 @@ from client.store import (
     StoreError,
     cid_to_digest,
     decode_batch,
+    digest_to_cid,
     open_store,
 )
 
@@ -113,8 +114,6 @@ def get(
     as_json: JsonOption = False,
 ) -> None:
     """Fetch a batch, verify it against its hash (and schema), write it; exit 1 on any mismatch."""
-    from client.store import digest_to_cid
-
     store, section = _store(config, backend, api, store_dir)
     try:
         if cid.startswith("0x"):
