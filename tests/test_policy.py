@@ -74,6 +74,43 @@ def test_batched_generation_is_seeded_and_shaped(seed_dir: Path) -> None:
     assert 0 < first.new_tokens <= 3 * 4 * 6
 
 
+def test_greedy_generation_matches_transformers_generate(seed_dir: Path) -> None:
+    """The written-out loop (shared prefill, left padding, finished rows leaving the batch) gives
+    exactly what `model.generate` gives for each prompt on its own."""
+    policy = load_policy(seed_dir, device="cpu", dtype="float32")
+    tok = policy.tokenizer
+    prompts = [
+        render_prompt(t.question, tok) for t in draw("0x" + "02" * 32, 6, load_catalog("tiny"))
+    ]
+    assert len({len(tok.encode(p)) for p in prompts}) > 1  # so left padding is exercised
+    ours = TransformersBackend(policy, batch_size=8).generate(prompts, 2, 12, 0.0, 1.0, seed=0)
+    stops = [tok.eos_token_id, tok.convert_tokens_to_ids("</answer>")]
+    for prompt, pair in zip(prompts, ours.texts, strict=True):
+        ids = tok(prompt, return_tensors="pt")
+        out = policy.model.generate(
+            **ids,
+            max_new_tokens=12,
+            do_sample=False,
+            eos_token_id=stops,
+            pad_token_id=tok.pad_token_id,
+        )
+        new = [t for t in out[0, ids["input_ids"].shape[1] :].tolist() if t not in stops[:1]]
+        new = [t for t in new if t != tok.pad_token_id]
+        assert pair == [tok.decode(new)] * 2
+
+
+def test_sampled_completions_end_at_the_answer_tag(seed_dir: Path) -> None:
+    policy = load_policy(seed_dir, device="cpu", dtype="float32")
+    prompts = [
+        render_prompt(t.question, policy.tokenizer)
+        for t in draw("0x" + "03" * 32, 4, load_catalog("tiny"))
+    ]
+    out = TransformersBackend(policy).generate(prompts, 8, 24, 1.0, 0.9, seed=1)
+    texts = [t for group in out.texts for t in group]
+    assert all(t.count("</answer>") <= 1 for t in texts)
+    assert all(t.endswith("</answer>") for t in texts if "</answer>" in t)
+
+
 def rollout_batch(policy, seed: int = 3):
     tasks = draw(bytes([seed]) * 32, 4, load_catalog("tiny"))
     backend = TransformersBackend(policy)

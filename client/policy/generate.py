@@ -1,7 +1,8 @@
 """Generation backends: `generate(prompts, n, max_new_tokens, temperature, top_p, seed)`.
 
-The transformers backend runs all prompts x n completions as batches with a KV cache and left
-padding, and stops a sequence at `</answer>` or EOS. (A vLLM backend is planned for GPUs; it is
+The transformers backend samples all prompts x n completions in batches with a KV cache and left
+padding, prefills each prompt once for its n completions, and stops a sequence at `</answer>` or
+EOS. (A vLLM backend is planned for GPUs; it is
 not part of this build.)
 """
 
@@ -36,16 +37,26 @@ class GenerationBackend(Protocol):
 
 
 class TransformersBackend:
-    """Batched sampling with transformers' generate on the policy's device."""
+    """Batched sampling on the policy's device, written out (nanoGPT-style) rather than through
+    `model.generate`, for two savings that matter on a CPU:
+
+    1. each distinct prompt is prefilled once and its KV cache copied to its n completions (the
+       n samples of a GRPO group share the prompt, so this divides the prefill work by n);
+    2. a sequence that stops (at `</answer>` or EOS) leaves the batch, so the remaining steps run
+       only on the sequences still going.
+
+    Prompts are left-padded; position ids follow the attention mask, as in `generate`.
+    """
 
     def __init__(self, policy: Policy, batch_size: int = 64):
         self.policy = policy
         self.batch_size = batch_size
         tok = policy.tokenizer
         stop_ids = tok.encode(STOP, add_special_tokens=False)
-        # one token in the seed tokenizer; for other tokenizers, stop on the string
+        # one token in the seed tokenizer; for other tokenizers, stop on the decoded string
         self._stop_ids = [tok.eos_token_id] + (stop_ids if len(stop_ids) == 1 else [])
-        self._stop_strings = None if len(stop_ids) == 1 else [STOP]
+        self._stop_text = None if len(stop_ids) == 1 else STOP
+        self._tail = len(stop_ids) + 2  # tokens to decode when looking for the stop string
 
     @torch.no_grad()
     def generate(
@@ -57,34 +68,77 @@ class TransformersBackend:
         top_p: float,
         seed: int,
     ) -> Completions:
-        tok, model = self.policy.tokenizer, self.policy.model
-        expanded = [p for p in prompts for _ in range(n)]
-        torch.manual_seed(seed)
-        texts: list[str] = []
-        new_tokens = 0
-        model.eval()
-        for start in range(0, len(expanded), self.batch_size):
-            chunk = expanded[start : start + self.batch_size]
-            enc = tok(chunk, return_tensors="pt", padding=True).to(self.policy.device)
-            sampling = temperature > 0
-            out = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=sampling,
-                temperature=temperature if sampling else None,
-                top_p=top_p if sampling else None,
-                top_k=0 if sampling else None,
-                pad_token_id=tok.pad_token_id,
-                eos_token_id=self._stop_ids,
-                stop_strings=self._stop_strings,
-                tokenizer=tok if self._stop_strings else None,
-            )
-            generated = out[:, enc["input_ids"].shape[1] :]  # (b, new)
-            for row in generated:
-                ids = row.tolist()
-                cut = next((i + 1 for i, t in enumerate(ids) if t in self._stop_ids), len(ids))
-                ids = [t for t in ids[:cut] if t not in (tok.pad_token_id, tok.eos_token_id)]
-                new_tokens += cut
-                texts.append(tok.decode(ids, skip_special_tokens=False))
+        generator = torch.Generator(device=self.policy.device).manual_seed(seed)
+        per_chunk = max(1, self.batch_size // n)
+        rows: list[list[int]] = []
+        self.policy.model.eval()
+        for start in range(0, len(prompts), per_chunk):
+            chunk = prompts[start : start + per_chunk]
+            rows += self._sample(chunk, n, max_new_tokens, temperature, top_p, generator)
+        tok = self.policy.tokenizer
+        texts = [
+            tok.decode([t for t in ids if t not in (tok.pad_token_id, tok.eos_token_id)])
+            for ids in rows
+        ]
         grouped = [texts[i * n : (i + 1) * n] for i in range(len(prompts))]
-        return Completions(texts=grouped, new_tokens=new_tokens)
+        return Completions(texts=grouped, new_tokens=sum(len(ids) for ids in rows))
+
+    def _sample(self, prompts, n, max_new_tokens, temperature, top_p, generator):
+        """Returns the new token ids of each prompt's n completions (prompt-major order)."""
+        tok, model, device = self.policy.tokenizer, self.policy.model, self.policy.device
+        enc = tok(prompts, return_tensors="pt", padding=True).to(device)
+        mask = enc["attention_mask"]
+        out = model(
+            input_ids=enc["input_ids"],
+            attention_mask=mask,
+            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+            use_cache=True,
+        )
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(n)  # the n completions of a prompt share its prefill
+        logits = out.logits[:, -1].repeat_interleave(n, dim=0)  # (B, V), B = prompts * n
+        mask = mask.repeat_interleave(n, dim=0)
+        positions = mask.sum(-1) - 1  # position of each row's last token
+        alive = torch.arange(logits.shape[0], device=device)  # original row of each batch row
+        rows: list[list[int]] = [[] for _ in range(logits.shape[0])]
+        stop = torch.tensor(self._stop_ids, device=device)
+        for step in range(max_new_tokens):
+            nxt = _pick(logits, temperature, top_p, generator)  # (b,)
+            done = torch.isin(nxt, stop)
+            for row, token in zip(alive.tolist(), nxt.tolist(), strict=True):
+                rows[row].append(token)
+            if self._stop_text is not None:
+                done |= torch.tensor(
+                    [self._stop_text in tok.decode(rows[r][-self._tail :]) for r in alive.tolist()],
+                    device=device,
+                )
+            keep = (~done).nonzero().squeeze(-1)
+            if keep.numel() == 0 or step == max_new_tokens - 1:
+                break
+            if keep.numel() < alive.numel():  # finished rows leave the batch
+                cache.batch_select_indices(keep)
+                alive, nxt, mask, positions = alive[keep], nxt[keep], mask[keep], positions[keep]
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+            positions = positions + 1
+            out = model(
+                input_ids=nxt[:, None],
+                attention_mask=mask,
+                position_ids=positions[:, None],
+                past_key_values=cache,
+                use_cache=True,
+            )
+            logits = out.logits[:, -1]
+        return rows
+
+
+def _pick(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
+    """Next tokens (b,): argmax at temperature 0, else a sample from the top-p nucleus."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # keep the first token always
+        sorted_probs = sorted_probs.masked_fill(outside, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
