@@ -137,12 +137,20 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path: Path, sig: signal.Signals
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     proc = sapo_process(
-        "devnet", "up", "--config", "configs/devnet.toml", "--data-dir", str(tmp_path), "--json"
+        "devnet",
+        "up",
+        "--config",
+        "configs/devnet.toml",
+        "--data-dir",
+        str(tmp_path),
+        "--json",
+        "--nodes",
+        "0",
     )
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
     assert ready["rpc_url"].startswith("http://127.0.0.1:")
     assert int(rpc_call(ready["rpc_url"], "eth_chainId"), 16) == 31_337
-    assert "nodes" in ready["not_yet"]  # it says what it does not start yet
+    assert ready["ledger"].startswith("0x") and ready["nodes"] == []
     import ipfshttpclient
 
     assert ipfshttpclient.Client(ready["ipfs_api"], timeout=5).version()["Version"]
@@ -154,7 +162,7 @@ def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
 
 @pytest.mark.e2e
 def test_devnet_up_killed_hard_leaves_no_chain(tmp_path: Path) -> None:
-    proc = sapo_process("devnet", "up", "--data-dir", str(tmp_path), "--json")
+    proc = sapo_process("devnet", "up", "--data-dir", str(tmp_path), "--json", "--nodes", "0")
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
     proc.kill()
     proc.wait(timeout=30)
@@ -175,7 +183,14 @@ def test_devnet_up_with_a_bad_config_starts_nothing(tmp_path: Path) -> None:
 @pytest.mark.e2e
 def test_devnet_up_with_a_local_store_starts_no_ipfs_daemon(tmp_path: Path) -> None:
     proc = sapo_process(
-        "devnet", "up", "--data-dir", str(tmp_path), "--json", env={"SAPO_STORE__BACKEND": "local"}
+        "devnet",
+        "up",
+        "--data-dir",
+        str(tmp_path),
+        "--json",
+        "--nodes",
+        "0",
+        env={"SAPO_STORE__BACKEND": "local"},
     )
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
     assert ready["ipfs_api"] is None and ready["ipfs_pid"] is None

@@ -69,3 +69,28 @@ def load_account(
     except Exception as exc:
         raise KeystoreError(f"cannot decrypt keystore {path}: {type(exc).__name__}") from None
     return Account.from_key(key)
+
+
+def write_keystore(path: Path, private_key: bytes | str, password: str) -> str:
+    """Encrypts `private_key` (scrypt) into a new keystore file with mode 0600; returns the
+    address. Refuses to overwrite an existing file: a lost key cannot be recovered."""
+    if not password:
+        raise KeystoreError("refusing an empty keystore password")
+    path = Path(path)
+    if path.exists():
+        raise KeystoreError(f"{path} exists; choose another path (a keystore is never overwritten)")
+    try:
+        account = Account.from_key(private_key)
+    except Exception:
+        raise KeystoreError("not a valid secp256k1 private key (64 hex digits)") from None
+    document = Account.encrypt(account.key, password, kdf="scrypt")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(document, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.link(tmp, path)  # fails if `path` appeared meanwhile; never replaces a keystore
+    tmp.unlink()
+    return account.address

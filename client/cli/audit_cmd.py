@@ -10,8 +10,11 @@ from rich.table import Table
 from client.chain import SubmissionInfo
 from client.chain.audit import Auditor
 from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, ether, open_ledger, score
-from client.cli.console import ConfigOption, JsonOption, out, print_json
+from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.node.rollouts import task_seed, verify_batch
+from client.store import StoreError, fetch_batch, open_store
 from client.store.cid import digest_to_cid
+from client.tasks import CatalogError, check_against_ledger, load_catalog
 
 app = typer.Typer(
     help="Audit nodes, rounds and submissions through contract queries.", no_args_is_help=True
@@ -200,3 +203,89 @@ def leaderboard(
             str(r.disputed),
         )
     out.print(table)
+
+
+@app.command("verify")
+def verify(
+    round_: RoundArg,
+    address: AddressArg,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Re-verify a submission: fetch its batch by the on-chain digest, regenerate every task
+    from the seed, re-score every completion; exit 1 on any mismatch."""
+    cfg, bound, _ = open_ledger(config, rpc, ledger)
+    with chain_errors():
+        sub = bound.submission(round_, address)
+        chain_id = bound.w3.eth.chain_id
+    if not sub.exists:
+        fail(f"{address} has no submission in round {round_}", Exit.CHECK_FAILED)
+    try:
+        catalog = load_catalog(cfg.tasks.catalog)
+        check_against_ledger(catalog, bound.params().catalog_digest)
+    except CatalogError as exc:
+        fail(str(exc))
+    try:
+        batch = fetch_batch(
+            open_store(cfg.store),
+            sub.digest,
+            chain_id=chain_id,
+            ledger=bound.address,
+            round_=round_,
+            node=address,
+        )
+    except StoreError as exc:
+        fail(f"batch {digest_to_cid(sub.digest)} cannot be verified: {exc}", Exit.CHECK_FAILED)
+    check = verify_batch(batch, catalog, task_seed(chain_id, bound.address, round_, address))
+    mismatch = not check.valid or check.recomputed != sub.claimed or batch.score != sub.claimed
+    if as_json:
+        print_json(
+            {
+                "round": round_,
+                "node": address,
+                "cid": digest_to_cid(sub.digest),
+                "claimed_on_chain": sub.claimed,
+                "claimed_in_batch": check.claimed,
+                "recomputed": check.recomputed,
+                "valid": check.valid,
+                "reason": check.reason,
+                "ok": not mismatch,
+                "items": [
+                    {
+                        "index": c.index,
+                        "entry": c.entry,
+                        "claimed": c.claimed,
+                        "recomputed": c.recomputed,
+                        "problem": c.problem,
+                    }
+                    for c in check.items
+                ],
+            }
+        )
+    else:
+        table = Table(title=f"round {round_}  node {address}  batch {digest_to_cid(sub.digest)}")
+        for column in ("item", "task", "claimed", "recomputed", ""):
+            table.add_column(
+                column, justify="right" if column in ("claimed", "recomputed") else "left"
+            )
+        for c in check.items:
+            flag = c.problem or ("" if c.claimed == c.recomputed else "[red]differs[/]")
+            table.add_row(str(c.index), c.entry, score(c.claimed), score(c.recomputed), flag)
+        table.add_row(
+            "total",
+            "",
+            score(sub.claimed),
+            score(check.recomputed),
+            "" if not mismatch else "[red]MISMATCH[/]",
+            end_section=True,
+        )
+        out.print(table)
+        if check.reason:
+            out.print(f"[red]invalid batch:[/] {check.reason}", markup=True)
+        out.print(
+            "verified: the claim holds" if not mismatch else "[red]the claim does not hold[/]"
+        )
+    if mismatch:
+        raise typer.Exit(int(Exit.CHECK_FAILED))

@@ -12,11 +12,13 @@ from client.cli import (
     chain_cmd,
     config_cmd,
     devnet_cmd,
+    node_cmd,
     pending,
     policy_cmd,
     stake_cmd,
     store_cmd,
     tasks_cmd,
+    wallet_cmd,
 )
 
 app = typer.Typer(
@@ -36,6 +38,8 @@ app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(policy_cmd.app, name="policy")
+app.add_typer(node_cmd.app, name="node")
+app.add_typer(wallet_cmd.app, name="wallet")
 pending.register(app)
 
 

@@ -11,9 +11,7 @@ import typer
 from client.cli.console import Exit, err
 
 PENDING: dict[str, tuple[str, str]] = {
-    "node": ("Run a node: the SAPO round loop across chain and IPFS.", "node"),
     "tui": ("The operator's terminal UI: stake, peers, reward progress.", "TUI"),
-    "wallet": ("Encrypted keystores: new, import, address.", "node"),
     "experiment": ("Reproduce the SAPO paper's controlled experiment.", "replication"),
 }
 

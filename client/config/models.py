@@ -187,7 +187,13 @@ class SapoSection(Section):
 class PolicySection(Section):
     """The model being trained and how it generates."""
 
-    model: str = Field("seed", min_length=1, description="HF name, local dir, or 'seed'")
+    model: str = Field(
+        "seed",
+        min_length=1,
+        description="HF name, local dir, 'seed' (the CPU seed policy), 'seed-test' (smaller)",
+    )
+    seed: int = Field(0, ge=0, description="which seed policy ('seed' models only)")
+    cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
     backend: Literal["transformers", "vllm"] = "transformers"
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
@@ -205,6 +211,9 @@ class TrainSection(Section):
     kl_coef: float = Field(0.0, ge=0)
     grad_clip: float = Field(1.0, gt=0)
     micro_batch: int = Field(16, gt=0, le=4_096)
+    updates_per_round: int = Field(
+        1, ge=1, le=64, description="optimizer steps on each round's batch (TRL num_iterations)"
+    )
     loss_agg: Literal["token-mean", "seq-mean"] = "token-mean"
     checkpoint_every: int = Field(10, gt=0, description="rounds between checkpoints")
 

@@ -88,6 +88,7 @@ class Anvil(ManagedServer):
         balance_eth: int = 10_000,
         binary: Path | None = None,
         ready_timeout_s: float = 30.0,
+        block_time_s: int | None = None,
     ):
         self.data_dir = Path(data_dir)
         self.chain_id = chain_id
@@ -96,6 +97,9 @@ class Anvil(ManagedServer):
         self._balance_eth = balance_eth
         self._binary = binary
         self._ready_timeout_s = ready_timeout_s
+        # None: a block per transaction (tests set the clock); a number: a block every so many
+        # seconds, so block.timestamp follows the wall clock as on a live chain (the devnet)
+        self._block_time_s = block_time_s
         self.port: int | None = None
         self._server: ServerProcess | None = None
 
@@ -128,6 +132,7 @@ class Anvil(ManagedServer):
                     str(self._balance_eth),
                     "--mnemonic",
                     DEV_MNEMONIC,
+                    *(["--block-time", str(self._block_time_s)] if self._block_time_s else []),
                 ],
                 log_path=self.data_dir / "anvil.log",
                 ready=lambda port=port: self._answers(port),

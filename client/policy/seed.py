@@ -48,16 +48,18 @@ class SeedSpec:
     @classmethod
     def tiny_test(cls, seed: int = 0) -> SeedSpec:
         """An even smaller policy that builds in seconds, by the same code (for tests)."""
+        # ~0.1M parameters, ~10 s on 2 cores; enough to answer a few percent of questions, so
+        # that a devnet of test policies has groups with signal to share
         return cls(
             seed=seed,
             vocab_size=320,
-            hidden=32,
-            layers=1,
+            hidden=64,
+            layers=2,
             heads=2,
-            intermediate=64,
-            corpus=600,
-            steps=25,
-            batch=16,
+            intermediate=128,
+            corpus=4_000,
+            steps=150,
+            batch=32,
         )
 
 
@@ -208,8 +210,18 @@ def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
 
 
 def ensure_seed_policy(data_root: Path, spec: SeedSpec, **kwargs) -> Path:
-    """Returns the cached seed policy's directory, building it first if absent."""
+    """Returns the cached seed policy's directory, building it first if absent.
+
+    Processes sharing a cache (a devnet's nodes) build it once: the first holds a lock while the
+    others wait, then find it built."""
+    import fcntl
+
     directory = seed_policy_dir(data_root, spec)
-    if not (directory / "seed-build.json").is_file():
-        build_seed_policy(spec, directory, **kwargs)
+    if (directory / "seed-build.json").is_file():
+        return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / f".{directory.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (directory / "seed-build.json").is_file():
+            build_seed_policy(spec, directory, **kwargs)
     return directory

@@ -1,0 +1,107 @@
+"""`sapo node`: register a node on the ledger and run it headless.
+
+`run` logs one human-readable line per event on stderr and appends the same events as JSON lines
+to `<data_dir>/events.jsonl`; Ctrl-C or SIGTERM finishes the current step, checkpoints, flushes
+the outbox and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+from client import __version__
+from client.chain import ChainError
+from client.chain.keystore import KeystoreError
+from client.cli.chain_ctx import amount, chain_errors, ether
+from client.cli.config_cmd import load_or_exit
+from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.node.assemble import NodeConfigError, open_node, signing_ledger
+from client.policy import PolicyError
+from client.store import StoreError
+from client.tasks import CatalogError
+
+app = typer.Typer(help="Register and run a SAPO node.", no_args_is_help=True)
+
+
+@app.command("register")
+def register(
+    config: ConfigOption = None,
+    stake: Annotated[
+        str | None,
+        typer.Option("--stake", help="Stake to lock, e.g. '2 ether' (default: the minimum)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Stake and register this node with its metadata (model, store, client version)."""
+    cfg = load_or_exit(config)
+    try:
+        ledger = signing_ledger(cfg)
+    except (NodeConfigError, KeystoreError) as exc:
+        fail(str(exc))
+    with chain_errors():
+        params = ledger.check(cfg.chain.chain_id)
+        value = amount(stake, "--stake") if stake else params.min_stake
+        info = ledger.node_info(ledger.account_address)
+        if info.registered:
+            fail(
+                f"{ledger.account_address} is already registered (stake more: sapo stake add)",
+                Exit.CHECK_FAILED,
+            )
+        metadata = json.dumps(
+            {
+                "model": cfg.policy.model,
+                "store": cfg.store.backend,
+                "client": f"sapo-swarm/{__version__}",
+            },
+            separators=(",", ":"),
+        )
+        result = ledger.register(metadata, value)
+    if as_json:
+        print_json({"address": ledger.account_address, "stake": value, "tx_hash": result.tx_hash})
+    else:
+        out.print(f"registered {ledger.account_address} with {ether(value)} in {result.tx_hash}")
+
+
+@app.command("run")
+def run(
+    config: ConfigOption = None,
+    rounds: Annotated[
+        int | None, typer.Option("--rounds", min=1, help="Stop after this many rounds.")
+    ] = None,
+) -> None:
+    """Run the node headless: the SAPO round loop until Ctrl-C / SIGTERM."""
+    cfg = load_or_exit(config)
+    logging.basicConfig(
+        level=cfg.node.log_level.upper(),
+        format="%(asctime)s %(levelname)-7s %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    stop = threading.Event()
+
+    def request_stop(signum, frame) -> None:
+        if stop.is_set():
+            return
+        logging.getLogger("sapo.node").info("stopping after the current step…")
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, request_stop)
+    try:
+        if cfg.policy.model.startswith("seed"):
+            logging.getLogger("sapo.node").info(
+                "policy: the %s policy (built once under %s if absent)",
+                cfg.policy.model,
+                cfg.policy.cache_dir,
+            )
+        node = open_node(cfg)
+    except (NodeConfigError, KeystoreError, CatalogError, PolicyError) as exc:
+        fail(str(exc))
+    except (ChainError, StoreError) as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    node.run(stop, rounds=rounds)

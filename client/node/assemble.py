@@ -1,0 +1,78 @@
+"""Assembling a node from its config: account, ledger (checked), catalog (checked against the
+ledger), store, and the policy to resume (last checkpoint, else the configured base model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from client.chain import Ledger, connect
+from client.chain.keystore import load_account
+from client.config import NodeConfig
+from client.node.node import Node, resume_policy
+from client.policy import Policy, SeedSpec, ensure_seed_policy, load_policy
+from client.store import open_store
+from client.tasks import check_against_ledger, load_catalog
+
+SEED_MODELS = {"seed": SeedSpec, "seed-test": SeedSpec.tiny_test}
+
+
+class NodeConfigError(Exception):
+    """The config cannot make a node; the message says what to set."""
+
+
+def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
+    """Returns the base model's path or name; builds the seed policy first if it is absent."""
+    if cfg.policy.model in SEED_MODELS:
+        spec = SEED_MODELS[cfg.policy.model](seed=cfg.policy.seed)
+        return ensure_seed_policy(Path(cfg.policy.cache_dir), spec, progress=progress)
+    return cfg.policy.model
+
+
+def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
+    """Returns the configured ledger, signing with the node's keystore, checked on chain."""
+    if not cfg.chain.rpc_url or not cfg.chain.ledger_address:
+        raise NodeConfigError("set [chain].rpc_url and [chain].ledger_address to run a node")
+    if cfg.chain.keystore is None:
+        raise NodeConfigError(
+            "set [chain].keystore to the node's encrypted keystore (create one: sapo wallet new)"
+        )
+    account = load_account(
+        Path(cfg.chain.keystore), password=password, password_file=cfg.chain.password_file
+    )
+    ledger = Ledger(
+        connect(cfg.chain.rpc_url, cfg.chain.request_timeout_s),
+        cfg.chain.ledger_address,
+        account=account,
+        max_fee_gwei=cfg.chain.max_fee_gwei,
+        priority_fee_gwei=cfg.chain.priority_fee_gwei,
+        receipt_timeout_s=cfg.chain.receipt_timeout_s,
+    )
+    return ledger
+
+
+def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) -> Node:
+    """Returns a ready node: every check that can fail is done before any round starts."""
+    ledger = signing_ledger(cfg, password)
+    params = ledger.check(cfg.chain.chain_id)
+    catalog = load_catalog(cfg.tasks.catalog)
+    check_against_ledger(catalog, params.catalog_digest)
+    if not ledger.node_info(ledger.account_address).registered:
+        raise NodeConfigError(
+            f"{ledger.account_address} is not registered on ledger {ledger.address}: run "
+            "`sapo node register --config …` first"
+        )
+    store = open_store(cfg.store)
+    device, dtype = cfg.policy.device, cfg.policy.dtype
+
+    def make_optimizer(model) -> torch.optim.Optimizer:
+        return torch.optim.Adam(model.parameters(), lr=cfg.train.learning_rate)
+
+    def load_base() -> Policy:
+        return load_policy(base_policy_path(cfg, progress), device=device, dtype=dtype)
+
+    policy, optimizer, step = resume_policy(
+        Path(cfg.node.data_dir), None, make_optimizer, device, dtype, load_base
+    )
+    return Node(cfg, ledger, params, store, catalog, policy, optimizer, trained_steps=step)

@@ -1,0 +1,177 @@
+"""The node's parts on real things: the journal (SQLite), batch re-verification on a real tiny
+policy and real verifiers, the task seed against the real contract, and wallet keystores."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from client.cli.main import app
+from client.node.journal import Journal
+from client.node.rollouts import generate_round, task_seed, verify_batch
+from client.policy import SeedSpec, TransformersBackend, build_seed_policy, load_policy
+from client.store import Item, RolloutBatch
+from client.tasks import load_catalog
+
+LEDGER = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
+NODE = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+
+
+# ------------------------------------------------------------------------------------ journal
+
+
+def test_outbox_keys_are_idempotent_and_survive_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite"
+    journal = Journal(path)
+    assert journal.enqueue("submit:3", "submit", 3, {"digest": "0xab"})
+    assert not journal.enqueue("submit:3", "submit", 3, {"digest": "0xcd"})  # first one wins
+    journal.attempted("submit:3", "connection refused")
+    journal.close()
+    again = Journal(path)
+    [entry] = again.pending()
+    assert entry.payload == {"digest": "0xab"} and entry.attempts == 1
+    assert entry.error == "connection refused"
+    again.done("submit:3", "0xfeed")
+    assert again.pending() == [] and again.outbox("submit:3").tx_hash == "0xfeed"
+
+
+def test_a_round_only_moves_forward_and_a_miss_keeps_its_first_reason(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite")
+    journal.generated(5, b"batch-bytes", "0x01", 100)
+    journal.generated(5, b"other-bytes", "0x02", 7)  # a second batch for a round is ignored
+    journal.advance(5, "confirmed", tx_hash="0xaa")
+    journal.advance(5, "pinned", cid="bafy")  # later news of an earlier phase: cid kept only
+    record = journal.round(5)
+    assert (record.phase, record.batch, record.tx_hash, record.cid) == (
+        "confirmed",
+        b"batch-bytes",
+        "0xaa",
+        "bafy",
+    )
+    journal.missed(6, "chain unreachable")
+    journal.missed(6, "something later")
+    assert journal.round(6).reason == "chain unreachable"
+    reader = Journal.read_only(tmp_path / "j.sqlite")  # another process's view
+    assert [r.round for r in reader.rounds()] == [5, 6]
+    with pytest.raises(FileNotFoundError, match="has this node run here"):
+        Journal.read_only(tmp_path / "nope.sqlite")
+
+
+# ---------------------------------------------------------------------------- verification
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory):
+    directory = tmp_path_factory.mktemp("seed") / "seed-test"
+    build_seed_policy(SeedSpec.tiny_test(), directory)
+    return load_policy(directory, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def honest(policy):
+    return generate_round(
+        policy,
+        TransformersBackend(policy),
+        load_catalog("tiny"),
+        chain_id=31_337,
+        ledger=LEDGER,
+        round_=7,
+        node=NODE,
+        items=4,
+        completions=4,
+        max_new_tokens=12,
+        temperature=1.0,
+        top_p=1.0,
+    )
+
+
+def replaced_item(batch: RolloutBatch, index: int, **changes) -> RolloutBatch:
+    items = list(batch.items)
+    items[index] = Item(**{**items[index].model_dump(), **changes})
+    return batch.model_copy(update={"items": items})
+
+
+@pytest.mark.slow
+def test_an_honest_batch_reverifies_to_exactly_its_claim(honest) -> None:
+    seed = task_seed(31_337, LEDGER, 7, NODE)
+    check = verify_batch(honest.batch, load_catalog("tiny"), seed)
+    assert check.valid and check.agrees, check.reason
+    assert check.recomputed == honest.batch.score == sum(c.claimed for c in check.items)
+
+
+@pytest.mark.slow
+def test_an_inflated_claim_is_caught_and_attested_at_our_score(honest) -> None:
+    batch = honest.batch
+    item = batch.items[0]
+    inflated = replaced_item(batch, 0, rewards=[10_000] * len(item.completions))
+    check = verify_batch(inflated, load_catalog("tiny"), task_seed(31_337, LEDGER, 7, NODE))
+    assert check.valid and not check.agrees
+    assert check.attest_score == batch.score  # what the honest batch scores, not the claim
+
+
+@pytest.mark.slow
+def test_foreign_tasks_make_a_batch_invalid(honest) -> None:
+    catalog = load_catalog("tiny")
+    seed = task_seed(31_337, LEDGER, 7, NODE)
+    # the questions of another node's seed: easy tasks picked by the sender
+    other = verify_batch(honest.batch, catalog, task_seed(31_337, LEDGER, 7, LEDGER))
+    assert not other.valid and "is not the seed's task" in other.reason
+    assert other.attest_score == 0
+    swapped = replaced_item(honest.batch, 1, question="What is 1 + 1?")
+    check = verify_batch(swapped, catalog, seed)
+    assert not check.valid and "item 1: question differs" in check.reason
+    wrong_catalog = honest.batch.model_copy(update={"catalog_digest": "0x" + "00" * 32})
+    assert "catalog" in verify_batch(wrong_catalog, catalog, seed).reason
+
+
+@pytest.mark.e2e
+def test_local_task_seed_is_the_ledgers(swarm) -> None:
+    node = swarm.node()
+    round_ = 3
+    on_chain = node.task_seed(round_, node.account_address)
+    local = task_seed(swarm.w3.eth.chain_id, node.address, round_, node.account_address)
+    assert local == on_chain
+
+
+# ------------------------------------------------------------------------------------ wallet
+
+
+def test_wallet_new_writes_an_encrypted_0600_keystore(tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = {"SAPO_KEYSTORE_PASSWORD": "correct horse"}
+    path = tmp_path / "keys" / "node.json"
+    made = runner.invoke(app, ["wallet", "new", "--keystore", str(path), "--json"], env=env)
+    assert made.exit_code == 0, made.output
+    address = json.loads(made.stdout)["address"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "crypto" in json.loads(path.read_text())
+    shown = runner.invoke(app, ["wallet", "address", "--keystore", str(path)])
+    assert shown.stdout.strip() == address
+    again = runner.invoke(app, ["wallet", "new", "--keystore", str(path)], env=env)
+    assert again.exit_code == 2 and "never overwritten" in again.output
+
+
+def test_wallet_import_reads_the_key_from_a_file_and_never_prints_it(tmp_path: Path) -> None:
+    key = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"  # anvil dev #1
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(key + "\n")
+    path = tmp_path / "imported.json"
+    result = CliRunner().invoke(
+        app,
+        ["wallet", "import", "--keystore", str(path), "--key-file", str(key_file)],
+        env={"SAPO_KEYSTORE_PASSWORD": "pw"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" in result.stdout
+    assert key[2:] not in result.output and key[2:] not in path.read_text()
+    bad = CliRunner().invoke(
+        app,
+        ["wallet", "import", "--keystore", str(tmp_path / "b.json"), "--key-file", str(path)],
+        env={"SAPO_KEYSTORE_PASSWORD": "pw"},
+    )
+    assert bad.exit_code == 2 and "not a valid secp256k1 private key" in bad.output

@@ -1,0 +1,194 @@
+"""A whole local swarm, end to end on the real parts: `sapo devnet up --detach` (anvil, js-ipfs,
+the ledger, 3 node processes on tiny policies), then what an operator and an auditor would check:
+every node submits every round and its digest is the batch on IPFS, every node trains on its
+peers' items, attestations agree, `sapo audit verify` passes, a node SIGKILLed and restarted
+loses and repeats nothing, no private key is written anywhere, `devnet down` leaves no process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, wait_until
+
+from client.chain import Ledger, connect
+from client.chain.events import EventReader
+from client.devnet.process import pid_alive
+from client.node.devnet import dev_account
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+NODES, ROUNDS, ROUND_S = 3, 4, 12
+
+
+def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
+    return subprocess.run(
+        [sys.executable, "-m", "client.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env | ENV,
+        timeout=timeout,
+    )
+
+
+ENV = {"SAPO_POLICY__MODEL": "seed-test", "PYTHONUNBUFFERED": "1"}
+
+
+def confirmed_rounds(node_dir: Path) -> list[int]:
+    """Rounds whose submission the node saw confirmed on chain (its outbox says so)."""
+    rows = journal_rows(
+        node_dir, "SELECT round FROM outbox WHERE kind = 'submit' AND status = 'done'"
+    )
+    return sorted(r for (r,) in rows)
+
+
+def journal_rows(node_dir: Path, sql: str, *args) -> list[tuple]:
+    with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
+        return db.execute(sql, args).fetchall()
+
+
+@pytest.fixture(scope="module")
+def devnet(tmp_path_factory: pytest.TempPathFactory):
+    data_dir = tmp_path_factory.mktemp("devnet")
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
+    up = sapo(
+        "devnet",
+        "up",
+        "--config",
+        "configs/devnet.toml",
+        "--data-dir",
+        str(data_dir),
+        "--nodes",
+        str(NODES),
+        "--round-length",
+        str(ROUND_S),
+        "--detach",
+        "--json",
+    )
+    assert up.returncode == 0, up.stderr + up.stdout
+    state = json.loads(up.stdout.strip().splitlines()[-1])
+    yield data_dir, state
+    sapo("devnet", "down", "--data-dir", str(data_dir))
+
+
+def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
+    data_dir, state = devnet
+    node_dirs = [Path(n["data_dir"]) for n in state["nodes"]]
+    wait_until(
+        lambda: all(len(confirmed_rounds(d)) >= ROUNDS for d in node_dirs),
+        timeout_s=ROUND_S * (ROUNDS + 6) + 120,
+        what=f"{ROUNDS} confirmed rounds on every node",
+    )
+    w3 = connect(state["rpc_url"])
+    ledger = Ledger(w3, state["ledger"])
+    events = list(EventReader(ledger).read(["Submitted", "Attested"]))
+    submitted = {
+        (e.args["round"], e.args["node"].lower()): e for e in events if e.name == "Submitted"
+    }
+    for node, node_dir in zip(state["nodes"], node_dirs, strict=True):
+        rounds = confirmed_rounds(node_dir)
+        first = rounds[0]
+        assert rounds[:ROUNDS] == list(range(first, first + ROUNDS)), f"{node_dir}: gaps {rounds}"
+        for round_ in rounds[:ROUNDS]:
+            digest, cid = journal_rows(
+                node_dir, "SELECT digest, cid FROM rounds WHERE round = ?", round_
+            )[0]
+            on_chain = submitted[(round_, node["address"].lower())]
+            assert on_chain.args["digest"] == digest  # the batch pinned is the one recorded
+            verified = sapo(
+                "audit",
+                "verify",
+                str(round_),
+                node["address"],
+                "--config",
+                state["config"],
+                "--json",
+            )
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+            assert json.loads(verified.stdout)["cid"] == cid
+        used = journal_rows(node_dir, "SELECT SUM(used) FROM peer_batches")[0][0] or 0
+        assert used > 0, f"{node_dir}: never trained on a peer's item"
+        trained_external = journal_rows(node_dir, "SELECT data FROM metrics")
+        assert any(json.loads(d)["external_items"] > 0 for (d,) in trained_external)
+    attestations = [e for e in events if e.name == "Attested"]
+    assert attestations and all(e.args["agrees"] for e in attestations)
+
+    status = sapo("devnet", "status", "--data-dir", str(data_dir), "--json")
+    rows = json.loads(status.stdout)["nodes"]
+    assert {r["address"] for r in rows} == {n["address"] for n in state["nodes"]}
+    assert all(r["running"] and r["credited"] > 0 and r["peers_used"] >= 1 for r in rows)
+
+
+def test_a_node_killed_hard_resumes_without_losing_or_repeating(devnet) -> None:
+    _, state = devnet
+    node = state["nodes"][0]
+    node_dir = Path(node["data_dir"])
+    before = confirmed_rounds(node_dir)
+    os.kill(node["pid"], signal.SIGKILL)
+    wait_until(lambda: not pid_alive(node["pid"]), what="node-0 to die")
+    restarted = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "client.cli",
+            "node",
+            "run",
+            "--config",
+            node["config"],
+            "--rounds",
+            "2",
+        ],
+        cwd=REPO,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SAPO_")} | ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output, _ = restarted.communicate(timeout=ROUND_S * 6 + 120)
+    assert restarted.returncode == 0, output
+    after = confirmed_rounds(node_dir)
+    assert set(before) <= set(after) and len(after) >= len(before) + 1, output
+    dropped = journal_rows(node_dir, "SELECT key, error FROM outbox WHERE status = 'dropped'")
+    assert not [d for d in dropped if "another batch" in (d[1] or "")], dropped
+    # training resumed from the checkpoint it left (the step count never goes back to 0)
+    started = [
+        json.loads(line)
+        for line in (node_dir / "events.jsonl").read_text().splitlines()
+        if '"node.started"' in line
+    ]
+    assert len(started) >= 2 and started[-1]["step"] > 0
+
+
+def test_no_private_key_is_written_anywhere(devnet) -> None:
+    data_dir, _ = devnet
+    keys = [dev_account(i + 1).key.hex().removeprefix("0x") for i in range(NODES)]
+    keys.append(dev_account(0).key.hex().removeprefix("0x"))
+    # anvil.log is anvil's own output, which lists its public test mnemonic's dev keys
+    written = [p for p in data_dir.rglob("*") if p.is_file() and p.name != "anvil.log"]
+    assert any(p.name == "events.jsonl" for p in written) and any(
+        p.name == "journal.sqlite" for p in written
+    )
+    for path in written:
+        if path.stat().st_size < 50 << 20:
+            text = path.read_bytes().decode("latin-1").lower()
+            for key in keys:
+                assert key not in text, f"a private key appears in {path}"
+
+
+def test_devnet_down_leaves_no_process(devnet) -> None:
+    data_dir, state = devnet
+    down = sapo("devnet", "down", "--data-dir", str(data_dir))
+    assert down.returncode == 0, down.stderr
+    pids = [state["anvil_pid"], state["ipfs_pid"], state["supervisor_pid"]]
+    pids += [n["pid"] for n in state["nodes"]]
+    wait_until(lambda: not any(pid_alive(p) for p in pids), what="every devnet process to stop")
+    assert (data_dir / "node-0" / "journal.sqlite").exists()  # data kept without --wipe
