@@ -137,6 +137,8 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     if node.round_ends_at(round_) - time.time() < 5:
         time.sleep(node.round_ends_at(round_) - time.time() + 0.2)
         round_ = node.current_round()
+    # the cheaters submit directly: wait for the round's first block (a block a second)
+    wait_until(lambda: node.ledger.current_round() >= round_, what="the round's first block")
 
     def honest(address: str, as_node: str | None = None):
         return generate_round(
@@ -155,14 +157,16 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
         ).batch
 
     # tasks drawn from someone else's seed (easy ones picked), relabelled as its own
+    def all_correct(batch):  # every completion claimed right
+        items = [
+            Item(**{**i.model_dump(), "rewards": [10_000] * len(i.completions)})
+            for i in batch.items
+        ]
+        return batch.model_copy(update={"items": items})
+
     stolen = honest(foreign.account_address, as_node=node.address)
-    stolen = stolen.model_copy(update={"node": foreign.account_address.lower()})
-    # its own tasks, every completion claimed correct
-    batch = honest(inflated.account_address)
-    items = [
-        Item(**{**i.model_dump(), "rewards": [10_000] * len(i.completions)}) for i in batch.items
-    ]
-    lie = batch.model_copy(update={"items": items})
+    stolen = all_correct(stolen.model_copy(update={"node": foreign.account_address.lower()}))
+    lie = all_correct(honest(inflated.account_address))  # its own tasks, answers claimed right
     for ledger, published in ((foreign, stolen), (inflated, lie)):
         _, digest = publish_batch(store, published)
         ledger.submit(round_, digest, published.rollouts, published.score)
@@ -186,5 +190,14 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     assert attested[inflated.account_address.lower()]["score"] == wrong["recomputed"]
     assert not attested[inflated.account_address.lower()]["agrees"]
     assert missing.account_address.lower() not in attested  # unavailable: no attestation
-    info = node.ledger.submission(round_, inflated.account_address)
-    assert info.dispute_stake > 0 and info.credited == 0
+    for cheat in (foreign, inflated):
+        info = node.ledger.submission(round_, cheat.account_address)
+        assert info.dispute_stake > 0 and info.credited == 0, cheat.account_address
+    # after the challenge window anyone may settle: a disputed submission is slashed
+    final = round_ + node.params.challenge_rounds + 1
+    time.sleep(max(0.0, node.params.genesis + final * ROUND_S - time.time() + 1.5))
+    for cheat in (foreign, inflated):
+        stake = node.ledger.node_info(cheat.account_address).active_stake
+        node.ledger.settle(round_, cheat.account_address)
+        after = node.ledger.node_info(cheat.account_address).active_stake
+        assert after == stake - stake * node.params.slash_bps // 10_000 < stake

@@ -192,3 +192,11 @@ def test_devnet_down_leaves_no_process(devnet) -> None:
     pids += [n["pid"] for n in state["nodes"]]
     wait_until(lambda: not any(pid_alive(p) for p in pids), what="every devnet process to stop")
     assert (data_dir / "node-0" / "journal.sqlite").exists()  # data kept without --wipe
+    for node in state["nodes"][1:]:  # stopped by SIGTERM: checkpointed, outbox flushed, exit 0
+        node_dir = Path(node["data_dir"])
+        events = [json.loads(x) for x in (node_dir / "events.jsonl").read_text().splitlines()]
+        assert events[-1]["kind"] == "node.stopped", events[-3:]
+        assert (node_dir / "checkpoint" / "sapo.json").is_file()
+        assert journal_rows(node_dir, "SELECT COUNT(*) FROM outbox WHERE status = 'pending'") == [
+            (0,)
+        ]

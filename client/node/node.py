@@ -14,10 +14,12 @@ closes, recorded as missed with the reason).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,18 @@ class Node:
         self.paused = threading.Event()
         self.chain_ok = True
         self.store_ok = True
+        self.timings: dict[str, list[float]] = {}  # phase -> [wall s, CPU s] since the last round
+
+    @contextlib.contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        """Adds the wall and CPU time of the block to this round's timings (for bench-node)."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            spent = self.timings.setdefault(phase, [0.0, 0.0])
+            spent[0] += time.perf_counter() - wall
+            spent[1] += time.process_time() - cpu
 
     # ------------------------------------------------------------------------------- clock
 
@@ -192,23 +206,25 @@ class Node:
             batch = decode_batch(record.batch)
         else:
             self._set_phase("generating")
-            local = generate_round(
-                self.policy,
-                self.backend,
-                self.catalog,
-                chain_id=self.chain_id,
-                ledger=self.ledger.address,
-                round_=round_,
-                node=self.address,
-                items=self.cfg.sapo.local_items,
-                completions=self.cfg.sapo.completions,
-                max_new_tokens=self.cfg.policy.max_new_tokens,
-                temperature=self.cfg.policy.temperature,
-                top_p=self.cfg.policy.top_p,
-            )
+            with self._timed("generate"):
+                local = generate_round(
+                    self.policy,
+                    self.backend,
+                    self.catalog,
+                    chain_id=self.chain_id,
+                    ledger=self.ledger.address,
+                    round_=round_,
+                    node=self.address,
+                    items=self.cfg.sapo.local_items,
+                    completions=self.cfg.sapo.completions,
+                    max_new_tokens=self.cfg.policy.max_new_tokens,
+                    temperature=self.cfg.policy.temperature,
+                    top_p=self.cfg.policy.top_p,
+                )
             batch = local.batch
-            digest = "0x" + batch.digest().hex()
-            self.journal.generated(round_, batch.encode(), digest, batch.score)
+            with self._timed("encode"):
+                data, digest = batch.encode(), "0x" + batch.digest().hex()
+            self.journal.generated(round_, data, digest, batch.score)
             self.journal.enqueue(f"pin:{round_}", "pin", round_, {})
             self.journal.enqueue(
                 f"submit:{round_}",
@@ -260,7 +276,8 @@ class Node:
             return True
         self._set_phase("pinning")
         try:
-            cid = self.store.put(record.batch, round_)
+            with self._timed("pin"):
+                cid = self.store.put(record.batch, round_)
         except StoreError as exc:
             self.journal.attempted(key, str(exc))
             self._store_status(False, str(exc))
@@ -275,10 +292,11 @@ class Node:
         """Sends one submit or attest; returns False when the chain is unreachable."""
         self._set_phase("submitting" if entry.kind == "submit" else "verifying peers")
         try:
-            if entry.kind == "submit":
-                self._submit(entry)
-            else:
-                self._attest(entry)
+            with self._timed(entry.kind):
+                if entry.kind == "submit":
+                    self._submit(entry)
+                else:
+                    self._attest(entry)
         except _CHAIN_DOWN as exc:
             self.journal.attempted(entry.key, str(exc))
             self._chain_status(False, str(exc))
@@ -394,7 +412,8 @@ class Node:
     def _verify_peers(self, round_: int) -> None:
         self._set_phase("verifying peers")
         try:
-            self._discover()
+            with self._timed("discover"):
+                self._discover()
             self._chain_status(True)
         except ChainError as exc:
             self._chain_status(False, str(exc))
@@ -433,14 +452,15 @@ class Node:
     def _check_peer(self, sub: Submission) -> tuple[str, int]:
         """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
         try:
-            batch = fetch_batch(
-                self.store,
-                sub.digest,
-                chain_id=self.chain_id,
-                ledger=self.ledger.address,
-                round_=sub.round,
-                node=sub.node,
-            )
+            with self._timed("fetch"):
+                batch = fetch_batch(
+                    self.store,
+                    sub.digest,
+                    chain_id=self.chain_id,
+                    ledger=self.ledger.address,
+                    round_=sub.round,
+                    node=sub.node,
+                )
         except _NOT_THE_PEERS_FAULT as exc:
             self.journal.peer_batch(sub.round, sub.node, sub.digest, UNAVAILABLE, reason=str(exc))
             self.events.emit(
@@ -472,7 +492,8 @@ class Node:
             )
             return BAD, 0
         seed = task_seed(self.chain_id, self.ledger.address, sub.round, sub.node)
-        check = verify_batch(batch, self.catalog, seed)
+        with self._timed("verify"):
+            check = verify_batch(batch, self.catalog, seed)
         if not check.valid:
             self.journal.peer_batch(
                 sub.round,
@@ -548,24 +569,8 @@ class Node:
         )
         groups = [by_key[c.key] for c in chosen]
         external_used = [c.key for c in selection.items]
-        stats = None
-        if groups:
-            batch = encode_groups(self.policy.tokenizer, groups)
-            old = batch_logprobs(self.policy.model, batch, self.cfg.train.micro_batch)
-            for _ in range(self.cfg.train.updates_per_round):
-                stats = grpo_step(
-                    self.policy.model,
-                    self.optimizer,
-                    batch,
-                    eps_low=self.cfg.train.eps_low,
-                    eps_high=self.cfg.train.eps_high,
-                    agg=self.cfg.train.loss_agg,
-                    micro_batch=self.cfg.train.micro_batch,
-                    grad_clip=self.cfg.train.grad_clip,
-                    old_logprobs=old,
-                )
-            self.steps += 1
-            self.since_checkpoint += 1
+        with self._timed("train"):
+            stats = self._update(groups)
         for key in external_used:
             self.used_items.add(key)
         for (r, node), n in _count_by_batch(external_used).items():
@@ -588,7 +593,9 @@ class Node:
             "tokens": stats.tokens if stats else 0,
             "step": self.steps,
             "seconds": round(time.perf_counter() - began, 3),
+            "timings": {k: [round(w, 4), round(c, 4)] for k, (w, c) in self.timings.items()},
         }
+        self.timings = {}
         self.journal.metrics(round_, metrics)
         self.journal.advance(round_, "trained")
         self.events.emit(
@@ -603,9 +610,36 @@ class Node:
             self.checkpoint()
             self.journal.advance(round_, "checkpointed")
 
+    def _update(self, groups: list[Group]):
+        """Takes the round's GRPO step(s) on `groups`; returns the last step's stats (None when
+        no group has signal)."""
+        if not groups:
+            return None
+        batch = encode_groups(self.policy.tokenizer, groups)
+        # pi_old: the policy that generated the rollouts, for every step of the round
+        old = batch_logprobs(self.policy.model, batch, self.cfg.train.micro_batch)
+        for _ in range(self.cfg.train.updates_per_round):
+            stats = grpo_step(
+                self.policy.model,
+                self.optimizer,
+                batch,
+                eps_low=self.cfg.train.eps_low,
+                eps_high=self.cfg.train.eps_high,
+                agg=self.cfg.train.loss_agg,
+                micro_batch=self.cfg.train.micro_batch,
+                grad_clip=self.cfg.train.grad_clip,
+                old_logprobs=old,
+            )
+        self.steps += 1
+        self.since_checkpoint += 1
+        return stats
+
     def checkpoint(self) -> Path:
         self._set_phase("checkpointing")
-        path = save_checkpoint(self.policy, self.optimizer, self.steps, self.data_dir / CHECKPOINT)
+        with self._timed("checkpoint"):
+            path = save_checkpoint(
+                self.policy, self.optimizer, self.steps, self.data_dir / CHECKPOINT
+            )
         self.since_checkpoint = 0
         self.events.emit(
             "node.checkpoint", f"checkpoint at step {self.steps}", step=self.steps, path=str(path)
