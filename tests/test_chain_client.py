@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,31 @@ def test_nonce_resyncs_after_another_client_used_the_account(swarm: Swarm) -> No
     second.add_stake(ETH)  # nonce 1 used behind first's back
     first.add_stake(ETH)  # "nonce too low": resync and succeed
     assert first.node_info(account.address).active_stake == 3 * ETH
+
+
+def test_a_stuck_transaction_is_replaced_with_a_higher_fee(swarm: Swarm) -> None:
+    account = swarm.account()
+    ledger = Ledger(swarm.w3, swarm.ledger.address, account=account, receipt_timeout_s=1.0)
+    rpc_call(swarm.url, "evm_setAutomine", [False])  # the chain stops including transactions
+
+    def mine_after_the_replacement() -> None:
+        deadline = time.monotonic() + 30
+        while ledger.tx.replaced == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rpc_call(swarm.url, "evm_mine")
+
+    miner = threading.Thread(target=mine_after_the_replacement)
+    miner.start()
+    try:
+        result = ledger.register("{}", ETH)
+    finally:
+        miner.join()
+        rpc_call(swarm.url, "evm_setAutomine", [True])
+    assert ledger.tx.replaced >= 1
+    mined = swarm.w3.eth.get_transaction(result.tx_hash)
+    assert mined["nonce"] == 0 and mined["maxPriorityFeePerGas"] > 10**9  # the bumped version
+    assert swarm.w3.eth.get_transaction_count(account.address) == 1  # one of them, once
+    assert ledger.node_info(account.address).registered
 
 
 def test_fee_cap_refuses_to_send_into_a_base_fee_above_it(swarm: Swarm) -> None:

@@ -8,6 +8,9 @@
   transaction is not sent (FeeCapExceeded) rather than left to hang.
 - Transient RPC failures (connection, timeout, HTTP 429/5xx, rate-limit codes) are retried with
   exponential backoff; reverts never are.
+- A transaction not mined within the receipt time-out is replaced: the same nonce re-signed with
+  both fees raised by 12.5% (what geth's and anvil's pools require), up to `replacements` times
+  and never above the cap; whichever version is mined is the result.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from web3.exceptions import (
     ContractCustomError,
     ContractLogicError,
     ContractPanicError,
-    TimeExhausted,
+    TransactionNotFound,
     Web3RPCError,
 )
 
@@ -99,6 +102,7 @@ class TxSender:
         priority_fee_gwei: float = 1.0,
         receipt_timeout_s: float = 120.0,
         attempts: int = 4,
+        replacements: int = 2,
     ):
         self.w3 = w3
         self.account = account
@@ -107,6 +111,8 @@ class TxSender:
         self._tip = int(priority_fee_gwei * GWEI)
         self._receipt_timeout_s = receipt_timeout_s
         self._attempts = attempts
+        self._replacements = replacements
+        self.replaced = 0  # transactions replaced for a higher fee so far (for operators)
         self._nonce: int | None = None
         self._lock = threading.Lock()
         self._chain_id: int | None = None
@@ -146,20 +152,18 @@ class TxSender:
                     f"{action}: base fee {base_fee / GWEI:.3f} gwei + tip exceeds the cap of "
                     f"{self._max_fee / GWEI:.3f} gwei; raise [chain].max_fee_gwei or wait"
                 )
-            tx_hash = self._sign_and_send(
-                {
-                    **tx,
-                    "gas": int(gas * 1.25) + 10_000,
-                    "maxPriorityFeePerGas": self._tip,
-                    "maxFeePerGas": min(self._max_fee, 2 * base_fee + self._tip),
-                    "chainId": self._chain_id,
-                    "type": 2,
-                },
-                action,
-            )
-        return self._wait(tx_hash, tx, action)
+            signed = {
+                **tx,
+                "gas": int(gas * 1.25) + 10_000,
+                "maxPriorityFeePerGas": self._tip,
+                "maxFeePerGas": min(self._max_fee, 2 * base_fee + self._tip),
+                "chainId": self._chain_id,
+                "type": 2,
+            }
+            tx_hash, nonce = self._sign_and_send(signed, action)
+        return self._wait([tx_hash], tx, {**signed, "nonce": nonce}, action)
 
-    def _sign_and_send(self, tx: dict[str, Any], action: str) -> str:
+    def _sign_and_send(self, tx: dict[str, Any], action: str) -> tuple[str, int]:
         for attempt in range(2):
             if self._nonce is None:
                 self._nonce = self.rpc(
@@ -181,28 +185,69 @@ class TxSender:
                 self._nonce = None
                 raise
             self._nonce += 1
-            return "0x" + bytes(tx_hash).hex()
+            return "0x" + bytes(tx_hash).hex(), self._nonce - 1
         raise AssertionError("unreachable")
 
-    def _wait(self, tx_hash: str, tx: dict[str, Any], action: str) -> TxResult:
-        try:
-            receipt = self.w3.eth.wait_for_transaction_receipt(
-                tx_hash, timeout=self._receipt_timeout_s, poll_latency=0.05
-            )
-        except TimeExhausted:
-            raise TransactionTimeout(
-                f"{action}: transaction {tx_hash} not mined within "
-                f"{self._receipt_timeout_s:.0f} s; it may still be pending"
-            ) from None
+    def _receipt_of_any(self, hashes: list[str]) -> Any | None:
+        """Returns the receipt of whichever of `hashes` is mined within the time-out, or None."""
+        deadline = time.monotonic() + self._receipt_timeout_s
+        while True:
+            for tx_hash in hashes:
+                try:
+                    return self.rpc(
+                        lambda h=tx_hash: self.w3.eth.get_transaction_receipt(h),
+                        "eth_getTransactionReceipt",
+                    )
+                except TransactionNotFound:
+                    continue
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+    def _wait(
+        self, hashes: list[str], tx: dict[str, Any], signed: dict[str, Any], action: str
+    ) -> TxResult:
+        """Waits for any of `hashes` (versions of one nonce); replaces a stuck one."""
+        for replacement in range(self._replacements + 1):
+            receipt = self._receipt_of_any(hashes)
+            if receipt is not None:
+                break
+            if replacement == self._replacements:
+                self._nonce = None  # resync: the pool may have dropped it
+                raise TransactionTimeout(
+                    f"{action}: transaction {hashes[-1]} not mined within "
+                    f"{self._receipt_timeout_s:.0f} s after {self._replacements} fee bumps; it "
+                    "may still be pending"
+                )
+            signed = {
+                **signed,
+                "maxPriorityFeePerGas": signed["maxPriorityFeePerGas"] * 9 // 8 + 1,
+                "maxFeePerGas": signed["maxFeePerGas"] * 9 // 8 + 1,
+            }
+            if signed["maxFeePerGas"] > self._max_fee:
+                raise TransactionTimeout(
+                    f"{action}: transaction {hashes[-1]} is stuck and a higher fee would pass the "
+                    f"cap of {self._max_fee / GWEI:.3f} gwei; raise [chain].max_fee_gwei"
+                )
+            raw = self.account.sign_transaction(signed).raw_transaction
+            try:
+                new = self.rpc(lambda raw=raw: self.w3.eth.send_raw_transaction(raw), action)
+            except Web3RPCError as exc:
+                if "nonce too low" in str(exc).lower():
+                    continue  # an earlier version was just mined: its receipt comes next
+                raise ChainError(f"{action}: the node refused the replacement: {exc}") from None
+            hashes.append("0x" + bytes(new).hex())
+            self.replaced += 1
+        mined = "0x" + bytes(receipt["transactionHash"]).hex()
         if receipt["status"] != 1:
             # Replay at the mined block to learn why (state changed since the simulation).
             try:
                 self.w3.eth.call(tx, block_identifier=receipt["blockNumber"])
             except (ContractCustomError, ContractLogicError, ContractPanicError) as exc:
                 raise self._revert(exc, action) from None
-            raise LedgerRevert("Revert", {"tx": tx_hash}, action)
+            raise LedgerRevert("Revert", {"tx": mined}, action)
         return TxResult(
-            tx_hash=tx_hash,
+            tx_hash=mined,
             block_number=receipt["blockNumber"],
             gas_used=receipt["gasUsed"],
             effective_gas_price=receipt.get("effectiveGasPrice", 0),
