@@ -157,8 +157,9 @@ def up(
         return
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / STATE).unlink(missing_ok=True)
-    # SIGTERM (kill, `devnet down`) and SIGHUP (a closed SSH session) stop as cleanly as Ctrl-C.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    # SIGTERM (kill, `devnet down`) and SIGHUP (a closed SSH session) stop as cleanly as Ctrl-C;
+    # SIGINT is set too, as a shell that starts us in the background leaves it ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     (data_dir / SUPERVISOR_PID).write_text(f"{os.getpid()}\n")
 
