@@ -119,6 +119,10 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
         assert used > 0, f"{node_dir}: never trained on a peer's item"
         trained_external = journal_rows(node_dir, "SELECT data FROM metrics")
         assert any(json.loads(d)["external_items"] > 0 for (d,) in trained_external)
+    for node in state["nodes"]:  # registered with what peers need to reach its IPFS node
+        metadata = json.loads(ledger.node_info(node["address"]).metadata)
+        assert metadata["model"] == "seed-test" and metadata["client"].startswith("sapo-swarm/")
+        assert metadata["ipfs"]["id"] and metadata["ipfs"]["addresses"] is not None
     attestations = [e for e in events if e.name == "Attested"]
     assert attestations and all(e.args["agrees"] for e in attestations)
 

@@ -7,7 +7,6 @@ the outbox and exits 0.
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
@@ -15,15 +14,14 @@ from typing import Annotated
 
 import typer
 
-from client import __version__
 from client.chain import ChainError
 from client.chain.keystore import KeystoreError
 from client.cli.chain_ctx import amount, chain_errors, ether
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
-from client.node.assemble import NodeConfigError, open_node, signing_ledger
+from client.node.assemble import NodeConfigError, node_metadata, open_node, signing_ledger
 from client.policy import PolicyError
-from client.store import StoreError
+from client.store import StoreError, open_store
 from client.tasks import CatalogError
 
 app = typer.Typer(help="Register and run a SAPO node.", no_args_is_help=True)
@@ -53,14 +51,7 @@ def register(
                 f"{ledger.account_address} is already registered (stake more: sapo stake add)",
                 Exit.CHECK_FAILED,
             )
-        metadata = json.dumps(
-            {
-                "model": cfg.policy.model,
-                "store": cfg.store.backend,
-                "client": f"sapo-swarm/{__version__}",
-            },
-            separators=(",", ":"),
-        )
+        metadata = node_metadata(cfg, open_store(cfg.store))
         result = ledger.register(metadata, value)
     if as_json:
         print_json({"address": ledger.account_address, "stake": value, "tx_hash": result.tx_hash})

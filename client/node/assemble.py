@@ -3,6 +3,8 @@ ledger), store, and the policy to resume (last checkpoint, else the configured b
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 
 import torch
@@ -76,3 +78,27 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
         Path(cfg.node.data_dir), None, make_optimizer, device, dtype, load_base
     )
     return Node(cfg, ledger, params, store, catalog, policy, optimizer, trained_steps=step)
+
+
+MAX_METADATA_BYTES = 1024  # SwarmLedger.MAX_METADATA_BYTES
+
+
+def node_metadata(cfg: NodeConfig, store=None) -> str:
+    """Returns the compact JSON a node registers with: model, client version, and for an IPFS
+    store the daemon's peer id and (as many as fit) its addresses, so peers can connect."""
+    from client import __version__
+    from client.store import IpfsStore, StoreError
+
+    data: dict = {"model": cfg.policy.model, "client": f"sapo-swarm/{__version__}"}
+    if cfg.policy.model in SEED_MODELS:
+        data["seed"] = cfg.policy.seed
+    data["store"] = cfg.store.backend
+    if isinstance(store, IpfsStore):
+        # registering does not need the store; without it the metadata just has no peer id
+        with contextlib.suppress(StoreError):
+            data["ipfs"] = store.peer()
+    text = json.dumps(data, separators=(",", ":"))
+    while len(text.encode()) > MAX_METADATA_BYTES and data.get("ipfs", {}).get("addresses"):
+        data["ipfs"]["addresses"].pop()
+        text = json.dumps(data, separators=(",", ":"))
+    return text

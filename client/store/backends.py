@@ -15,6 +15,7 @@ import tempfile
 import warnings
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -291,6 +292,14 @@ class IpfsStore(BlockStore):
                 client.pin.rm(cid)
 
         self._call("pin/rm", rm)
+
+    def peer(self) -> dict[str, Any]:
+        """Returns the daemon's peer id and listen addresses (for a node's on-chain metadata)."""
+        answer = self._call("id", lambda c: c.id())
+        if not isinstance(answer, dict) or not isinstance(answer.get("ID"), str):
+            raise StoreUnavailable(f"IPFS id at {self.api} gave no peer id")
+        addresses = [a for a in answer.get("Addresses") or [] if isinstance(a, str)]
+        return {"id": answer["ID"], "addresses": addresses[:8]}
 
     def status(self) -> StoreStatus:
         pins = self.pins.all()
