@@ -42,6 +42,7 @@ from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout
 from client.tasks import SCORE_SCALE, Catalog
 
 CHECKPOINT = "checkpoint"
+SHUTDOWN_FLUSH_S = 10.0
 PHASE_IDLE = "idle"
 # Store failures that say nothing about the peer (the block may exist, we could not get it).
 _NOT_THE_PEERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
@@ -170,7 +171,23 @@ class Node:
         """Checkpoints unsaved training and flushes the outbox once more."""
         if self.since_checkpoint:
             self.checkpoint()
+        # A submission made in a round's first second waits for that round's first block: give
+        # such entries a few seconds. Anything left (an outage) stays in the journal for the next
+        # start.
+        deadline = time.monotonic() + SHUTDOWN_FLUSH_S
         self.flush_outbox()
+        while self.journal.pending() and self.chain_ok and self.store_ok:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+            self.flush_outbox()
+        if left := len(self.journal.pending()):
+            self.events.emit(
+                "node.pending",
+                f"{left} outbox entries kept for the next start",
+                logging.WARNING,
+                pending=left,
+            )
         self._set_phase("stopped")
         self.events.emit("node.stopped", f"node stopped at step {self.steps}", step=self.steps)
 
