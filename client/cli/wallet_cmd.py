@@ -17,7 +17,13 @@ from typing import Annotated
 import typer
 from eth_account import Account
 
-from client.chain.keystore import PASSWORD_ENV, KeystoreError, load_account, write_keystore
+from client.chain.keystore import (
+    PASSWORD_ENV,
+    KeystoreError,
+    load_account,
+    resolve_password,
+    write_keystore,
+)
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 
@@ -41,16 +47,13 @@ def _path(keystore: Path | None, config: Path | None) -> Path:
     return Path(cfg.chain.keystore)
 
 
-def _new_password(password_file: Path | None) -> str:
-    if PASSWORD_ENV in os.environ:
-        return os.environ[PASSWORD_ENV]
-    if password_file is not None:
+def _new_password(path: Path, password_file: Path | None) -> str:
+    """Returns the new keystore's password: from the usual sources, or asked twice."""
+    if PASSWORD_ENV in os.environ or password_file is not None or not sys.stdin.isatty():
         try:
-            return password_file.read_text().rstrip("\r\n")
-        except OSError as exc:
-            fail(f"cannot read password file {password_file}: {exc.strerror}")
-    if not sys.stdin.isatty():
-        fail(f"no password: set {PASSWORD_ENV}, pass --password-file, or run in a terminal")
+            return resolve_password(path, None, password_file)
+        except KeystoreError as exc:
+            fail(str(exc))
     first = getpass.getpass("new keystore password: ")
     if first != getpass.getpass("repeat the password: "):
         fail("the passwords differ; nothing was written")
@@ -80,7 +83,7 @@ def new(
     path = _path(keystore, config)
     if path.exists():
         fail(f"{path} exists; choose another path (a keystore is never overwritten)")
-    _write(path, Account.create().key, _new_password(password_file), as_json)
+    _write(path, Account.create().key, _new_password(path, password_file), as_json)
 
 
 @app.command("import")
@@ -107,7 +110,7 @@ def import_(
         key = getpass.getpass("private key (hex, not echoed): ").strip()
     else:
         key = sys.stdin.readline().strip()
-    _write(path, key, _new_password(password_file), as_json)
+    _write(path, key, _new_password(path, password_file), as_json)
 
 
 @app.command("address")

@@ -394,24 +394,22 @@ class Node:
         )
 
     def _chain_status(self, ok: bool, reason: str = "") -> None:
-        if ok != self.chain_ok:
-            self.chain_ok = ok
-            self.events.emit(
-                "chain.status",
-                "chain reachable again" if ok else f"chain unreachable: {reason}",
-                logging.INFO if ok else logging.WARNING,
-                ok=ok,
-            )
+        self._part_status("chain", ok, reason)
 
     def _store_status(self, ok: bool, reason: str = "") -> None:
-        if ok != self.store_ok:
-            self.store_ok = ok
-            self.events.emit(
-                "store.status",
-                "store reachable again" if ok else f"store unreachable: {reason}",
-                logging.INFO if ok else logging.WARNING,
-                ok=ok,
-            )
+        self._part_status("store", ok, reason)
+
+    def _part_status(self, part: str, ok: bool, reason: str) -> None:
+        """Records the chain's or the store's reachability; an event when it changes."""
+        if ok == getattr(self, f"{part}_ok"):
+            return
+        setattr(self, f"{part}_ok", ok)
+        self.events.emit(
+            f"{part}.status",
+            f"{part} reachable again" if ok else f"{part} unreachable: {reason}",
+            logging.INFO if ok else logging.WARNING,
+            ok=ok,
+        )
 
     # ------------------------------------------------------------------------ 3: peers
 
