@@ -108,6 +108,11 @@ def test_tampered_block_inside_the_daemons_repo_is_caught(
         store.get(cid)
 
 
+def test_the_daemons_peer_id_for_a_nodes_metadata(daemon: IpfsDaemon, tmp_path: Path) -> None:
+    peer = IpfsStore(daemon.api, index_dir=tmp_path).peer()
+    assert peer["id"].startswith(("12D3Koo", "Qm")) and isinstance(peer["addresses"], list)
+
+
 def test_daemon_answers_the_cid_we_compute(daemon: IpfsDaemon, tmp_path: Path) -> None:
     import io
 

@@ -295,7 +295,7 @@ class IpfsStore(BlockStore):
 
     def peer(self) -> dict[str, Any]:
         """Returns the daemon's peer id and listen addresses (for a node's on-chain metadata)."""
-        answer = self._call("id", lambda c: c.id())
+        answer = self._call("id", lambda c: dict(c.id()))  # a Mapping, not a dict
         if not isinstance(answer, dict) or not isinstance(answer.get("ID"), str):
             raise StoreUnavailable(f"IPFS id at {self.api} gave no peer id")
         addresses = [a for a in answer.get("Addresses") or [] if isinstance(a, str)]
