@@ -69,11 +69,26 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 15.0, what: str
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what or predicate}")
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_sapo_process_outlives_its_test() -> Iterator[None]:
+    """Kills what `sapo_process` started and a failed test left running (its servers die with
+    it: PR_SET_PDEATHSIG)."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 def sapo_process(*args: str, **kwargs) -> subprocess.Popen[str]:
     """Starts `sapo ARGS` as a real child process (stdout/stderr piped, text mode)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
     env["PYTHONUNBUFFERED"] = "1"
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "client.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -82,6 +97,8 @@ def sapo_process(*args: str, **kwargs) -> subprocess.Popen[str]:
         env=env | kwargs.pop("env", {}),
         **kwargs,
     )
+    _STARTED.append(proc)
+    return proc
 
 
 def listening_addresses(port: int) -> set[str]:
