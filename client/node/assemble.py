@@ -75,7 +75,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
         return load_policy(base_policy_path(cfg, progress), device=device, dtype=dtype)
 
     policy, optimizer, step = resume_policy(
-        Path(cfg.node.data_dir), None, make_optimizer, device, dtype, load_base
+        Path(cfg.node.data_dir), make_optimizer, device, dtype, load_base
     )
     return Node(cfg, ledger, params, store, catalog, policy, optimizer, trained_steps=step)
 

@@ -277,10 +277,12 @@ class Journal:
 
     # ---------------------------------------------------------------------------- peer batches
 
-    def seen_peer(self, round_: int, node: str) -> bool:
-        return bool(
-            self._all("SELECT 1 FROM peer_batches WHERE round = ? AND node = ?", round_, node)
+    def peer_verdict(self, round_: int, node: str) -> str | None:
+        """Returns the verdict recorded for a peer's batch of a round, or None."""
+        rows = self._all(
+            "SELECT verdict FROM peer_batches WHERE round = ? AND node = ?", round_, node
         )
+        return rows[0][0] if rows else None
 
     def peer_batch(
         self,

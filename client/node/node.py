@@ -458,11 +458,7 @@ class Node:
 
     def _settled_peer(self, round_: int, node: str) -> bool:
         """True when a peer batch was fetched before with a verdict (unavailable ones retry)."""
-        return any(
-            v["verdict"] != UNAVAILABLE
-            for v in self.journal.peer_verdicts(round_)
-            if v["round"] == round_ and v["node"] == node
-        )
+        return self.journal.peer_verdict(round_, node) not in (None, UNAVAILABLE)
 
     def _check_peer(self, sub: Submission) -> tuple[str, int]:
         """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
@@ -488,46 +484,12 @@ class Node:
             )
             return UNAVAILABLE, 0
         except StoreError as exc:  # the peer published something that is not a valid batch
-            self.journal.peer_batch(
-                sub.round,
-                sub.node,
-                sub.digest,
-                BAD,
-                reason=str(exc),
-                claimed=sub.score,
-                recomputed=0,
-            )
-            self.events.emit(
-                "peer.bad",
-                f"round {sub.round}: bad batch from {sub.node[:10]}…: {exc}",
-                logging.WARNING,
-                round=sub.round,
-                node=sub.node,
-                reason=str(exc),
-            )
-            return BAD, 0
+            return self._reject(sub, str(exc), sub.score)
         seed = task_seed(self.chain_id, self.ledger.address, sub.round, sub.node)
         with self._timed("verify"):
             check = verify_batch(batch, self.catalog, seed)
         if not check.valid:
-            self.journal.peer_batch(
-                sub.round,
-                sub.node,
-                sub.digest,
-                BAD,
-                reason=check.reason,
-                claimed=check.claimed,
-                recomputed=0,
-            )
-            self.events.emit(
-                "peer.bad",
-                f"round {sub.round}: bad batch from {sub.node[:10]}…: {check.reason}",
-                logging.WARNING,
-                round=sub.round,
-                node=sub.node,
-                reason=check.reason,
-            )
-            return BAD, 0
+            return self._reject(sub, check.reason or "invalid batch", check.claimed)
         items = [
             {"question": item.question, "completions": list(item.completions), "rewards": c.rewards}
             for item, c in zip(batch.items, check.items, strict=True)
@@ -557,6 +519,21 @@ class Node:
             recomputed=check.recomputed,
         )
         return VERIFIED, check.recomputed
+
+    def _reject(self, sub: Submission, reason: str, claimed: int) -> tuple[str, int]:
+        """Journals a peer batch that is available but not valid; we attest 0 for it."""
+        self.journal.peer_batch(
+            sub.round, sub.node, sub.digest, BAD, reason=reason, claimed=claimed, recomputed=0
+        )
+        self.events.emit(
+            "peer.bad",
+            f"round {sub.round}: bad batch from {sub.node[:10]}…: {reason}",
+            logging.WARNING,
+            round=sub.round,
+            node=sub.node,
+            reason=reason,
+        )
+        return BAD, 0
 
     # ------------------------------------------------------------------------ 4-5: training
 
@@ -670,7 +647,7 @@ def _count_by_batch(keys: list[Any]) -> dict[tuple[int, str], int]:
 
 
 def resume_policy(
-    data_dir: Path, base: Policy | None, make_optimizer, device: str, dtype: str, load_base
+    data_dir: Path, make_optimizer, device: str, dtype: str, load_base
 ) -> tuple[Policy, torch.optim.Optimizer, int]:
     """Returns (policy, optimizer, step) from the node's last checkpoint, or the base policy.
 
@@ -680,5 +657,5 @@ def resume_policy(
     for candidate in (data_dir / CHECKPOINT, data_dir / f"{CHECKPOINT}.old"):
         if (candidate / "sapo.json").is_file():
             return load_checkpoint(candidate, make_optimizer, device=device, dtype=dtype)
-    policy = base if base is not None else load_base()
+    policy = load_base()
     return policy, make_optimizer(policy.model), 0
