@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_utils import is_address, to_checksum_address
 
 PASSWORD_ENV = "SAPO_KEYSTORE_PASSWORD"  # noqa: S105 - the variable's name, not a secret
 MAX_KEYSTORE_BYTES = 64 * 1024
@@ -45,10 +46,7 @@ def resolve_password(path: Path, password: str | None, password_file: Path | Non
     )
 
 
-def load_account(
-    path: Path, *, password: str | None = None, password_file: Path | None = None
-) -> LocalAccount:
-    """Returns the account in the encrypted keystore at `path`."""
+def _read_keystore(path: Path) -> dict:
     try:
         if path.stat().st_size > MAX_KEYSTORE_BYTES:
             raise KeystoreError(f"{path} is too large to be a keystore")
@@ -61,6 +59,14 @@ def load_account(
         raise KeystoreError(f"{path} is not a JSON keystore") from None
     if not isinstance(document, dict) or "crypto" not in {k.lower() for k in document}:
         raise KeystoreError(f"{path} is not an encrypted keystore (no 'crypto' section)")
+    return document
+
+
+def load_account(
+    path: Path, *, password: str | None = None, password_file: Path | None = None
+) -> LocalAccount:
+    """Returns the account in the encrypted keystore at `path`."""
+    document = _read_keystore(path)
     secret = resolve_password(path, password, password_file)
     try:
         key = Account.decrypt(document, secret)
@@ -69,6 +75,16 @@ def load_account(
     except Exception as exc:
         raise KeystoreError(f"cannot decrypt keystore {path}: {type(exc).__name__}") from None
     return Account.from_key(key)
+
+
+def keystore_address(path: Path) -> str:
+    """Returns the address a keystore names in its clear `address` field (no password needed;
+    a watcher's way to know whose node it shows)."""
+    value = str(_read_keystore(path).get("address", ""))
+    value = value if value.startswith("0x") else "0x" + value
+    if not is_address(value):
+        raise KeystoreError(f"{path} names no valid address (field 'address')")
+    return to_checksum_address(value)
 
 
 def write_keystore(path: Path, private_key: bytes | str, password: str) -> str:

@@ -145,7 +145,15 @@ class Ledger:
         return bytes(self._view("taskSeed", round_, _address(node)))
 
     def node_info(self, node: str) -> NodeInfo:
-        v = self._view("nodeInfo", _address(node))
+        return self._node_info(node, self._view("nodeInfo", _address(node)))
+
+    def node_infos(self, nodes: list[str], batch: int = 200) -> list[NodeInfo]:
+        """Returns nodeInfo for many nodes, in JSON-RPC batches of `batch`."""
+        values = self._batched("nodeInfo", [(_address(n),) for n in nodes], batch)
+        return [self._node_info(n, v) for n, v in zip(nodes, values, strict=True)]
+
+    @staticmethod
+    def _node_info(node: str, v: Any) -> NodeInfo:
         return NodeInfo(
             address=_address(node),
             registered=v[0],
@@ -161,18 +169,22 @@ class Ledger:
 
     def submissions(self, keys: list[tuple[int, str]], batch: int = 200) -> list[SubmissionInfo]:
         """Returns submissionOf for many (round, node) pairs, in JSON-RPC batches of `batch`."""
-        found: list[SubmissionInfo] = []
-        for start in range(0, len(keys), batch):
-            chunk = keys[start : start + batch]
+        values = self._batched("submissionOf", [(r, _address(n)) for r, n in keys], batch)
+        return [self._submission(r, n, v) for (r, n), v in zip(keys, values, strict=True)]
+
+    def _batched(self, name: str, calls: list[tuple], batch: int) -> list[Any]:
+        """Returns the answers of view `name` for each argument tuple, `batch` per request."""
+        found: list[Any] = []
+        for start in range(0, len(calls), batch):
+            chunk = calls[start : start + batch]
 
             def call(chunk=chunk):
                 with self.w3.batch_requests() as requests:
-                    for round_, node in chunk:
-                        requests.add(self.contract.functions.submissionOf(round_, _address(node)))
+                    for args in chunk:
+                        requests.add(self.contract.functions[name](*args))
                     return requests.execute()
 
-            values = self.tx.rpc(call, "submissionOf() batch")
-            found += [self._submission(r, n, v) for (r, n), v in zip(chunk, values, strict=True)]
+            found += self.tx.rpc(call, f"{name}() batch")
         return found
 
     @staticmethod

@@ -9,8 +9,10 @@ from rich.table import Table
 
 from client.chain import SubmissionInfo
 from client.chain.audit import Auditor
-from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, ether, open_ledger, score
+from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, open_ledger
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.config.models import format_ether as ether
+from client.config.models import format_score as score
 from client.node.rollouts import task_seed, verify_batch
 from client.store import StoreError, fetch_batch, open_store
 from client.store.cid import digest_to_cid

@@ -14,13 +14,13 @@ from client.cli.chain_ctx import (
     LedgerOption,
     RpcOption,
     chain_errors,
-    ether,
     open_account,
     open_ledger,
 )
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, JsonOption, fail, fail_validation, out, print_json
 from client.config.models import LedgerSection
+from client.config.models import format_ether as ether
 
 app = typer.Typer(help="Deploy and query the SwarmLedger contract.", no_args_is_help=True)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Annotated
 
@@ -63,17 +62,6 @@ def amount(text: str, flag: str = "AMOUNT") -> int:
     if value == 0:
         fail(f"{flag}: must be above zero")
     return value
-
-
-def ether(wei: int) -> str:
-    """Returns wei as a short ether figure for people ('2.5 ETH')."""
-    text = f"{Decimal(wei) / Decimal(10**18):.6f}".rstrip("0").rstrip(".")
-    return f"{text} ETH"
-
-
-def score(units: int) -> str:
-    """Returns score units as the summed verifier reward they stand for (10,000 = 1.0)."""
-    return f"{units / 10_000:.4f}"
 
 
 def open_ledger(

@@ -25,10 +25,11 @@ from rich.table import Table
 
 from client.chain import ChainError
 from client.chain.audit import Auditor
-from client.cli.chain_ctx import open_ledger, score
+from client.cli.chain_ctx import open_ledger
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
 from client.config import NodeConfig
+from client.config.models import format_score as score
 from client.devnet import Anvil, AnvilNotFound, IpfsDaemon, IpfsNotFound, ServerStartError
 from client.devnet.process import ServerProcess, pid_alive
 from client.node.assemble import SEED_MODELS, base_policy_path

@@ -18,6 +18,7 @@ from client.cli import (
     stake_cmd,
     store_cmd,
     tasks_cmd,
+    tui_cmd,
     wallet_cmd,
 )
 
@@ -40,6 +41,7 @@ app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(policy_cmd.app, name="policy")
 app.add_typer(node_cmd.app, name="node")
 app.add_typer(wallet_cmd.app, name="wallet")
+app.command("tui")(tui_cmd.tui)
 pending.register(app)
 
 

@@ -11,7 +11,6 @@ import typer
 from client.cli.console import Exit, err
 
 PENDING: dict[str, tuple[str, str]] = {
-    "tui": ("The operator's terminal UI: stake, peers, reward progress.", "TUI"),
     "experiment": ("Reproduce the SAPO paper's controlled experiment.", "replication"),
 }
 

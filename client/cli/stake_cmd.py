@@ -15,11 +15,11 @@ from client.cli.chain_ctx import (
     RpcOption,
     amount,
     chain_errors,
-    ether,
     open_ledger,
-    score,
 )
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.config.models import format_ether as ether
+from client.config.models import format_score as score
 
 stake_app = typer.Typer(help="Add stake, request unstake, withdraw.", no_args_is_help=True)
 rewards_app = typer.Typer(help="Show and claim rewards.", no_args_is_help=True)

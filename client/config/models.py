@@ -44,6 +44,17 @@ def parse_wei(value: object) -> int:
     return amount
 
 
+def format_ether(wei: int) -> str:
+    """Returns wei as a short ether figure for people ('2.5 ETH')."""
+    text = f"{Decimal(wei) / Decimal(10**18):.6f}".rstrip("0").rstrip(".")
+    return f"{text} ETH"
+
+
+def format_score(units: int) -> str:
+    """Returns score units as the summed verifier reward they stand for (10,000 = 1.0)."""
+    return f"{units / 10_000:.4f}"
+
+
 Wei = Annotated[int, BeforeValidator(parse_wei)]
 Bps = Annotated[int, Field(ge=0, le=10_000, description="basis points, 10000 = 100%")]
 

@@ -95,6 +95,11 @@ class BlockStore(ABC):
     def status(self) -> StoreStatus: ...
 
     @abstractmethod
+    def ping(self) -> None:
+        """Returns when the store answers; raises StoreUnavailable / StoreTimeout otherwise
+        (cheap: for health badges, unlike `status`, which sizes every pin)."""
+
+    @abstractmethod
     def _put(self, cid: str, data: bytes) -> None: ...
 
     @abstractmethod
@@ -170,6 +175,10 @@ class LocalStore(BlockStore):
     def _unpin(self, cid: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self._path(cid).unlink()
+
+    def ping(self) -> None:
+        if self.root.exists() and not os.access(self.root, os.W_OK):
+            raise StoreUnavailable(f"local store {self.root}: directory not writable")
 
     def status(self) -> StoreStatus:
         pins = self.pins.all()
@@ -300,6 +309,9 @@ class IpfsStore(BlockStore):
             raise StoreUnavailable(f"IPFS id at {self.api} gave no peer id")
         addresses = [a for a in answer.get("Addresses") or [] if isinstance(a, str)]
         return {"id": answer["ID"], "addresses": addresses[:8]}
+
+    def ping(self) -> None:
+        self._call("version", lambda c: c.version())
 
     def status(self) -> StoreStatus:
         pins = self.pins.all()

@@ -1,0 +1,102 @@
+"""`sapo tui`: run a node with the operator's terminal UI, or watch one that runs elsewhere.
+
+`--config PATH` opens the node here (the same checks as `sapo node run`, before the screen
+starts), runs its round loop in a thread and shows it; its log goes to `<data_dir>/node.log`.
+`--attach DATA_DIR` watches a node that runs headless on this machine, read-only: its journal and
+`events.jsonl` in DATA_DIR, and the chain (its config from DATA_DIR/node.toml or --config).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from client.chain import ChainError
+from client.chain.keystore import KeystoreError, keystore_address
+from client.cli.config_cmd import load_or_exit
+from client.cli.console import ConfigOption, Exit, fail
+from client.config import NodeConfig
+from client.node.assemble import NodeConfigError, open_node
+from client.node.eventlog import read_events
+from client.policy import PolicyError
+from client.store import StoreError
+from client.tasks import CatalogError
+
+
+def tui(
+    config: ConfigOption = None,
+    attach: Annotated[
+        Path | None,
+        typer.Option(
+            "--attach",
+            help="Watch the node whose data dir this is, read-only (it runs elsewhere).",
+            file_okay=False,
+        ),
+    ] = None,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.2, max=60, help="Seconds between refreshes.")
+    ] = 1.0,
+) -> None:
+    """Run a node with the terminal UI (--config), or watch a running one (--attach DIR)."""
+    from tui.app import SapoApp
+    from tui.live import LiveNode, log_to_file
+    from tui.watch import Watcher
+
+    if attach is not None:
+        cfg, address = _attached(attach, config)
+        app = SapoApp(
+            Watcher(cfg, address, mode="attached"),
+            interval_s=interval,
+        )
+    elif config is not None:
+        cfg = load_or_exit(config)
+        _need_chain(cfg, config)
+        log_to_file(Path(cfg.node.data_dir) / "node.log", cfg.node.log_level)
+        try:
+            node = open_node(cfg)
+        except (NodeConfigError, KeystoreError, CatalogError, PolicyError) as exc:
+            fail(str(exc))
+        except (ChainError, StoreError) as exc:
+            fail(str(exc), Exit.CHECK_FAILED)
+        app = SapoApp(
+            Watcher(cfg, node.address, mode="live"),
+            LiveNode(node),
+            interval_s=interval,
+        )
+    else:
+        fail("give --config PATH to run a node here, or --attach DATA_DIR to watch one")
+    app.run()
+
+
+def _need_chain(cfg: NodeConfig, source: Path) -> None:
+    if not cfg.chain.rpc_url or not cfg.chain.ledger_address:
+        fail(f"{source}: set [chain].rpc_url and [chain].ledger_address (the ledger to show)")
+
+
+def _attached(data_dir: Path, config: Path | None) -> tuple[NodeConfig, str]:
+    """Returns the watched node's config (its data dir forced to DATA_DIR) and address."""
+    if not data_dir.is_dir():
+        fail(f"--attach {data_dir}: no such directory (a node's data dir, e.g. .devnet/node-0)")
+    source = config or data_dir / "node.toml"
+    if not Path(source).is_file():
+        fail(f"--attach {data_dir}: no node.toml there; pass the node's config with --config PATH")
+    cfg = load_or_exit(source)
+    _need_chain(cfg, Path(source))
+    cfg = cfg.model_copy(
+        update={"node": cfg.node.model_copy(update={"data_dir": data_dir.absolute()})}
+    )
+    if cfg.chain.keystore is not None:
+        try:
+            return cfg, keystore_address(Path(cfg.chain.keystore))
+        except KeystoreError as exc:
+            fail(f"{source}: {exc}")
+    started = [e for e in read_events(data_dir / "events.jsonl") if e["kind"] == "node.started"]
+    if started and isinstance(started[-1].get("address"), str):
+        return cfg, started[-1]["address"]
+    fail(
+        f"--attach {data_dir}: cannot tell whose node this is: set [chain].keystore in "
+        f"{source} (its address is read without the password)"
+    )
+    raise AssertionError  # fail() exits; this keeps type checkers honest

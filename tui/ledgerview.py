@@ -1,0 +1,222 @@
+"""What the ledger says about every node and about us, kept current by reading only new events.
+
+Each refresh reads the events since the last one (one `eth_getLogs` walk), folds them into
+per-node records, and re-reads `nodeInfo` only for the nodes whose stake or metadata an event
+touched (all of them, batched, the first time): a swarm of 1,000 nodes costs a handful of
+requests a refresh, not a thousand.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from client.chain import Ledger
+from client.chain.events import EventCursor, EventReader, LedgerEvent
+from client.chain.models import NodeInfo
+from tui.format import short
+from tui.state import Account, Activity, Payout, PeerRow
+
+_STAKE_EVENTS = {"Registered", "StakeAdded", "UnstakeRequested", "Withdrawn", "Slashed"}
+_MODEL_CHARS = 40
+
+
+def model_of(metadata: str) -> str:
+    """Returns the model a node's metadata names ('?' when it names none or is not JSON).
+
+    Metadata is whatever a peer registered: only printable characters of the `model` field are
+    kept, and at most 40 of them."""
+    try:
+        value = json.loads(metadata).get("model", "?")
+    except (ValueError, AttributeError):
+        return "?"
+    text = "".join(ch for ch in str(value) if ch.isprintable())
+    return text[:_MODEL_CHARS] or "?"
+
+
+@dataclass
+class _NodeRecord:
+    address: str
+    metadata: str = ""
+    info: NodeInfo | None = None
+    submissions: dict[int, list] = field(default_factory=dict)  # round -> [claimed, credited?]
+    agreed: int = 0  # our attestations of it that agreed
+    disputed: int = 0
+
+
+class LedgerView:
+    """The ledger's nodes and our own record, refreshed from new events."""
+
+    def __init__(self, ledger: Ledger, me: str, *, start_block: int = 0, chunk_blocks: int = 2000):
+        self.ledger = ledger
+        self.me = me.lower()
+        self.reader = EventReader(ledger, chunk_blocks=chunk_blocks, start_block=start_block)
+        self.cursor = EventCursor(next_block=start_block)
+        self.nodes: dict[str, _NodeRecord] = {}
+        self._stale: set[str] = set()  # nodes whose nodeInfo must be read again
+        self.payouts: list[Payout] = []
+        self.paid_rounds: set[int] = set()
+        self._mined: dict[int, int] = {}  # block -> timestamp, for this refresh's claims
+        self.account: Account | None = None
+        self.reward_pool: int | None = None
+
+    def refresh(self) -> list[Activity]:
+        """Reads what changed; returns the new activity about us. Raises ChainError when the
+        chain does not answer (nothing is half-applied: events are folded only once all were
+        read)."""
+        cursor = self.cursor.model_copy()
+        events = self.reader.poll(cursor)
+        # claims are dated by their block: read those first, so a failure folds nothing
+        self._mined = {
+            e.block_number: self._block_time(e.block_number)
+            for e in events
+            if e.name == "Claimed" and str(e.args["node"]).lower() == self.me
+        }
+        self.cursor = cursor
+        activity = [a for e in events if (a := self._fold(e)) is not None]
+        self._stale.add(self.me)
+        stale = sorted(self._stale)
+        for info in self.ledger.node_infos(stale):
+            self._record(info.address).info = info
+        self._stale.clear()
+        params = self.ledger.params()
+        current = int((time.time() - params.genesis) // params.round_length)
+        ours = self.nodes[self.me].submissions
+        unpaid = sorted(
+            r for r in ours if r not in self.paid_rounds and current > r + params.challenge_rounds
+        )
+        mine = self.nodes[self.me].info
+        assert mine is not None
+        self.account = Account(
+            address=mine.address,
+            registered=mine.registered,
+            balance=self.ledger.balance(mine.address),
+            active_stake=mine.active_stake,
+            unbonding=mine.unbonding,
+            unbonding_end=mine.unbonding_end,
+            total_paid=mine.total_paid,
+            claimable=self.ledger.claimable(mine.address, unpaid) if unpaid else 0,
+            claimable_rounds=tuple(unpaid),
+        )
+        self.reward_pool = self.ledger.reward_pool()
+        return activity
+
+    def peers(self, journal_counts: dict[str, dict[str, int]]) -> list[PeerRow]:
+        """Returns a row per registered node; `journal_counts` adds what our journal knows
+        (node -> {used, bad, unavailable})."""
+        rows = []
+        for key, rec in self.nodes.items():
+            if rec.info is not None and not rec.info.registered:
+                continue
+            counts = journal_counts.get(key, {})
+            rows.append(
+                PeerRow(
+                    address=rec.info.address if rec.info else rec.address,
+                    model=model_of(rec.metadata),
+                    stake=rec.info.active_stake if rec.info else 0,
+                    last_round=max(rec.submissions) if rec.submissions else None,
+                    submissions=len(rec.submissions),
+                    credited=sum(c for c, ok in rec.submissions.values() if ok),
+                    used=counts.get("used", 0),
+                    agreed=rec.agreed,
+                    disputed=rec.disputed,
+                    bad=counts.get("bad", 0),
+                    unavailable=counts.get("unavailable", 0),
+                    me=key == self.me,
+                )
+            )
+        return rows
+
+    def our_submissions(self) -> dict[int, tuple[int, bool]]:
+        """Returns round -> (claimed score, credited now?) for our submissions."""
+        rec = self.nodes.get(self.me)
+        return {} if rec is None else {r: (c, ok) for r, (c, ok) in rec.submissions.items()}
+
+    # --------------------------------------------------------------------------------- folding
+
+    def _block_time(self, number: int) -> int:
+        block = self.ledger.tx.rpc(
+            lambda: self.ledger.w3.eth.get_block(number), "eth_getBlockByNumber"
+        )
+        return int(block["timestamp"])
+
+    def _record(self, address: str) -> _NodeRecord:
+        key = address.lower()
+        if key not in self.nodes:
+            self.nodes[key] = _NodeRecord(address)
+        return self.nodes[key]
+
+    def _fold(self, e: LedgerEvent) -> Activity | None:
+        a, name = e.args, e.name
+        now = time.time()
+        node = str(a.get("node", "")).lower()
+        if name in _STAKE_EVENTS:
+            self._stale.add(node)
+        if name in ("Registered", "MetadataSet"):
+            self._record(node).metadata = a["metadata"]
+        elif name == "Submitted":
+            self._record(node).submissions[a["round"]] = [a["score"], True]
+        elif name == "CreditChanged":
+            sub = self._record(node).submissions.get(a["round"])
+            if sub is not None:
+                sub[1] = a["credited"]
+            if node == self.me:
+                state = "credited again" if a["credited"] else "no longer credited (disputed)"
+                return Activity(
+                    now, "credit", f"round {a['round']}: our submission is {state}", a["round"]
+                )
+        elif name == "Attested":
+            attester = str(a["attester"]).lower()
+            if attester == self.me:
+                rec = self._record(node)
+                if a["agrees"]:
+                    rec.agreed += 1
+                else:
+                    rec.disputed += 1
+                    return Activity(
+                        now,
+                        "dispute",
+                        f"round {a['round']}: we dispute {short(a['node'])}'s claim "
+                        f"(our score {a['score'] / 10_000:.4f})",
+                        a["round"],
+                        "warning",
+                    )
+            elif node == self.me:
+                verdict = "agrees" if a["agrees"] else "DISPUTES our claim"
+                return Activity(
+                    now,
+                    "received",
+                    f"round {a['round']}: {short(a['attester'])} attested {a['score'] / 10_000:.4f}"
+                    f" — {verdict}",
+                    a["round"],
+                    "info" if a["agrees"] else "warning",
+                )
+        elif name == "Settled" and node == self.me:
+            text = f"round {a['round']}: settled" + (
+                f", disputed: slashed {a['slashed'] / 10**18:g} ETH" if a["disputed"] else ""
+            )
+            return Activity(
+                now, "settled", text, a["round"], "warning" if a["disputed"] else "info"
+            )
+        elif name == "Slashed" and node == self.me:
+            return Activity(
+                now,
+                "slash",
+                f"round {a['round']}: slashed {a['amount'] / 10**18:g} ETH",
+                a["round"],
+                "error",
+            )
+        elif name == "Claimed" and node == self.me:
+            self.paid_rounds.update(a["rounds"])
+            params = self.ledger.params()
+            mined_round = int((self._mined[e.block_number] - params.genesis) // params.round_length)
+            self.payouts.append(Payout(mined_round, a["amount"]))
+            return Activity(
+                now,
+                "claim",
+                f"claimed {a['amount'] / 10**18:g} ETH for rounds "
+                f"{', '.join(map(str, a['rounds']))} (tx {e.tx_hash[:12]}…)",
+                mined_round,
+            )
+        return None

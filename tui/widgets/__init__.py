@@ -1,0 +1,1 @@
+"""One widget per panel; each renders a `tui.state.Snapshot` and nothing else."""
