@@ -298,6 +298,16 @@ async def test_chain_unreachable_keeps_last_values_with_their_age(world) -> None
 # ------------------------------------------------------------------ rendering (fixed model)
 
 
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch):
+    """Activity times are local times: render them in UTC so the pictures match anywhere."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
 async def shown(pilot) -> None:
     """Waits for the first snapshot to reach the widgets (it comes from a worker thread)."""
     await until(pilot, lambda: pilot.app.snap is not None, 10, "the first snapshot")
@@ -308,12 +318,12 @@ async def shown(pilot) -> None:
     [[], ["2"], ["3"], ["4"], ["5"], ["question_mark"]],
     ids=["overview", "peers", "rewards", "activity", "training", "help"],
 )
-def test_screen_snapshots(snap_compare, keys: list[str]) -> None:
+def test_screen_snapshots(snap_compare, utc, keys: list[str]) -> None:
     app = SapoApp(FixedWatcher(snapshot()))
     assert snap_compare(app, press=keys, run_before=shown, terminal_size=SIZE)
 
 
-def test_chain_down_snapshot(snap_compare) -> None:
+def test_chain_down_snapshot(snap_compare, utc) -> None:
     app = SapoApp(FixedWatcher(snapshot(chain_ok=False)))
     assert snap_compare(app, run_before=shown, terminal_size=SIZE)
 

@@ -110,7 +110,7 @@ def _detach(data_dir: Path, as_json: bool) -> None:
                 Exit.CHECK_FAILED,
             )
         time.sleep(0.2)
-    _report(json.loads((data_dir / STATE).read_text()), as_json)
+    _report(json.loads((data_dir / STATE).read_text()), as_json, foreground=False)
     if not as_json:
         out.print(
             f"running in the background (pid {proc.pid}); "
@@ -275,7 +275,7 @@ def _state(anvil, ipfs, data_dir: Path, swarm, node_procs) -> dict:
     }
 
 
-def _report(state: dict, as_json: bool) -> None:
+def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
     if as_json:
         print(json.dumps(state), flush=True)
         return
@@ -297,7 +297,8 @@ def _report(state: dict, as_json: bool) -> None:
             f"log {Path(node['data_dir']) / 'node.log'}"
         )
     out.print(f"  config  {state['config']}  (use it with --config, e.g. sapo audit leaderboard)")
-    out.print("Press Ctrl-C to stop." if os.isatty(1) else "")
+    if foreground and os.isatty(1):
+        out.print("Press Ctrl-C to stop.")
     sys.stdout.flush()
 
 

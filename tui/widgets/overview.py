@@ -17,9 +17,9 @@ RECENT = 14  # activity lines on the overview
 LEVEL_STYLES = {"warning": "yellow", "error": "bold red"}
 
 
-def _grid() -> Table:
+def _grid(label_width: int) -> Table:
     table = Table.grid(padding=(0, 1))
-    table.add_column(style="dim", no_wrap=True, min_width=15)
+    table.add_column(style="dim", no_wrap=True, min_width=label_width)
     table.add_column(no_wrap=True, overflow="ellipsis")
     return table
 
@@ -54,7 +54,7 @@ class Overview(Grid):
     def show(self, snap: Snapshot) -> None:
         now = snap.taken_at
         a = snap.account
-        account = _grid()
+        account = _grid(12)
         account.add_row("address", snap.address)
         if a is None:
             account.add_row("", Text("waiting for the chain…", style="dim"))
@@ -75,7 +75,7 @@ class Overview(Grid):
                 account.add_row("", Text("not registered on this ledger", style="bold red"))
         self.query_one("#account-card", Static).update(account)
 
-        round_ = _grid()
+        round_ = _grid(12)
         round_.add_row("round", "?" if snap.round is None else str(snap.round))
         if snap.round_length:
             round_.add_row("round length", f"{snap.round_length} s")
@@ -87,14 +87,14 @@ class Overview(Grid):
         round_.add_row("peers", str(peers))
         self.query_one("#round-card", Static).update(round_)
 
-        health = _grid()
+        health = _grid(8)
         health.add_row("chain", _health("chain", snap.chain, now))
         health.add_row("store", _health("store", snap.store, now))
         health.add_row("ledger", snap.ledger or "?")
         health.add_row("data dir", snap.data_dir)
         self.query_one("#health-card", Static).update(health)
 
-        latest = _grid()
+        latest = _grid(15)
         confirmed = [p for p in snap.rounds if p.claimed is not None]
         if confirmed:
             last = confirmed[-1]
@@ -116,9 +116,7 @@ class Overview(Grid):
         latest.add_row("credited score", f"{format_score(credited)} over {len(confirmed)} rounds")
         self.query_one("#latest-card", Static).update(latest)
 
-        recent = Table.grid(padding=(0, 1))
-        recent.add_column(style="dim", no_wrap=True)
-        recent.add_column(no_wrap=True, overflow="ellipsis")
+        recent = _grid(8)
         for line in snap.activity[-RECENT:]:
             when = dt.datetime.fromtimestamp(line.time).strftime("%H:%M:%S")
             recent.add_row(when, Text(line.text, style=LEVEL_STYLES.get(line.level, "")))
