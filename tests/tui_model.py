@@ -82,10 +82,12 @@ def snapshot(peers: int = 0, chain_ok: bool = True) -> Snapshot:
         Activity(
             T0 - 27,
             "attestation",
-            "round 11: attested 0x3c44cddd…93bc score 2.5000 · tx 0x8d2e44f01a…02ab",
+            "round 11: we attested 0x3c44cddd…93bc's batch 2.5000 · tx 0x8d2e44f01a…02ab",
             11,
         ),
-        Activity(T0 - 25, "received", "round 10: 0x3C44CdDd…93BC attested 3.1000 — agrees", 10),
+        Activity(
+            T0 - 25, "received", "round 10: 0x3C44CdDd…93BC attested our batch 3.1000 — agrees", 10
+        ),
         Activity(
             T0 - 20,
             "dispute",

@@ -187,8 +187,8 @@ class LedgerView:
                 return Activity(
                     now,
                     "received",
-                    f"round {a['round']}: {short(a['attester'])} attested {a['score'] / 10_000:.4f}"
-                    f" — {verdict}",
+                    f"round {a['round']}: {short(a['attester'])} attested our batch "
+                    f"{a['score'] / 10_000:.4f} — {verdict}",
                     a["round"],
                     "info" if a["agrees"] else "warning",
                 )

@@ -80,7 +80,7 @@ def activity_of(event: dict[str, Any]) -> Activity | None:
         return Activity(
             t,
             "attestation",
-            f"round {r}: attested {short(str(event.get('node')))} score "
+            f"round {r}: we attested {short(str(event.get('node')))}'s batch "
             f"{int(event.get('score') or 0) / 10_000:.4f} · tx {_short_hash(event.get('tx_hash'))}",
             r,
         )
