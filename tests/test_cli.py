@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from client.cli.main import app
-from client.cli.pending import PENDING
 
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = [
@@ -42,17 +41,6 @@ def test_installed_console_script_runs() -> None:
     result = subprocess.run([str(sapo), "--version"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("sapo-swarm ")
-
-
-@pytest.mark.parametrize("group", sorted(PENDING))
-def test_pending_groups_say_so_and_fail(cli: CliRunner, group: str) -> None:
-    helped = cli.invoke(app, [group, "--help"])
-    assert helped.exit_code == 0
-    assert "not available yet" in helped.output
-    ran = cli.invoke(app, [group, "anything", "--flag"])
-    assert ran.exit_code == 2, f"`sapo {group}` must not pretend to succeed"
-    assert "not available in this version yet" in ran.output
-    assert "nothing was done" in ran.output
 
 
 def test_config_show_prints_the_devnet_config(cli: CliRunner) -> None:

@@ -12,8 +12,8 @@ from client.cli import (
     chain_cmd,
     config_cmd,
     devnet_cmd,
+    experiment_cmd,
     node_cmd,
-    pending,
     policy_cmd,
     stake_cmd,
     store_cmd,
@@ -41,8 +41,8 @@ app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(policy_cmd.app, name="policy")
 app.add_typer(node_cmd.app, name="node")
 app.add_typer(wallet_cmd.app, name="wallet")
+app.add_typer(experiment_cmd.app, name="experiment")
 app.command("tui")(tui_cmd.tui)
-pending.register(app)
 
 
 def _version(value: bool) -> None:

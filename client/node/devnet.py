@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,8 +54,11 @@ def provision(
     chain_id: int,
     ipfs_api: str | None,
     nodes: int,
+    node_sections: Callable[[int], dict[str, dict]] | None = None,
 ) -> Provisioned:
-    """Deploys and funds the ledger, creates and registers the nodes, writes the configs."""
+    """Deploys and funds the ledger, creates and registers the nodes, writes the configs.
+
+    `node_sections(i)` may change sections of node i's config (e.g. its policy seed)."""
     data_dir = Path(data_dir).absolute()
     data_dir.mkdir(parents=True, exist_ok=True)
     w3 = connect(rpc_url, cfg.chain.request_timeout_s)
@@ -111,6 +115,8 @@ def provision(
             node={"data_dir": node_dir},
             policy=policy,
         )
+        if node_sections is not None:
+            node_cfg = _with(node_cfg, **node_sections(i))
         node_ledger = Ledger(w3, ledger.address, account=account)
         if not node_ledger.node_info(account.address).registered:
             node_ledger.register(node_metadata(node_cfg, open_store(node_cfg.store)), stake)

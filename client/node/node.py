@@ -42,6 +42,9 @@ from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout
 from client.tasks import SCORE_SCALE, Catalog
 
 CHECKPOINT = "checkpoint"
+# The phases `_timed` records, by kind: the node's own compute, and what the swarm costs it.
+COMPUTE_PHASES = ("generate", "train", "checkpoint")
+SWARM_PHASES = ("encode", "pin", "submit", "discover", "fetch", "verify", "attest")
 SHUTDOWN_FLUSH_S = 10.0
 PHASE_IDLE = "idle"
 # Store failures that say nothing about the peer (the block may exist, we could not get it).

@@ -1,0 +1,101 @@
+"""`sapo experiment`: the SAPO paper's controlled experiment, through the real node code.
+
+`run` plays every configuration of an experiment file (configs/experiments/<name>.toml) once per
+seed on a fresh devnet (anvil, N node processes, the ledger recording everything) and writes
+results/<name>/: summary.json, table.md, curves.png, and cells/<cell>/ with every node's journal
+and the ledger's final state. Interrupted, it resumes at the first cell not done.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from client.chain import ChainError
+from client.cli.console import Exit, JsonOption, fail, out, print_json
+from client.devnet import AnvilNotFound, IpfsNotFound
+from client.devnet.process import ServerStartError
+from client.experiment import ExperimentError, load_experiment, run_experiment
+from client.experiment.cell import CellFailed
+from client.experiment.report import summarize
+
+app = typer.Typer(help="Reproduce the SAPO paper's controlled experiment.", no_args_is_help=True)
+
+ExperimentOption = Annotated[
+    str,
+    typer.Option(
+        "--config", "-c", help="An experiment: a name under configs/experiments/ or a TOML path."
+    ),
+]
+OutOption = Annotated[
+    Path | None, typer.Option("--out", help="Results directory (default: results/<name>).")
+]
+
+
+@app.command("run")
+def run(
+    config: ExperimentOption,
+    out_dir: OutOption = None,
+    cache_dir: Annotated[
+        Path, typer.Option("--cache-dir", help="Where seed policies are built and cached.")
+    ] = Path(".sapo"),
+    as_json: JsonOption = False,
+) -> None:
+    """Play every configuration x seed not done yet, then write the report."""
+    exp = _load(config)
+    target = out_dir or Path("results") / exp.name
+    cells = exp.cells()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=as_json,
+    ) as bar:
+        overall = bar.add_task(f"{exp.name}: cells", total=len(cells))
+        rounds = bar.add_task("rounds", total=exp.rounds)
+
+        def on_cell(cell, state: str) -> None:
+            if state == "playing":
+                bar.update(rounds, completed=0, description=f"{cell.key}: rounds")
+            else:
+                bar.advance(overall)
+
+        def progress(cell, done: int, total: int) -> None:
+            bar.update(rounds, completed=done, total=total)
+
+        try:
+            summary = run_experiment(
+                exp, target, cache_dir.absolute(), on_cell=on_cell, progress=progress
+            )
+        except (AnvilNotFound, IpfsNotFound) as exc:
+            fail(str(exc))
+        except (CellFailed, ServerStartError, ChainError) as exc:
+            fail(f"{exc} (done cells are kept; run again to resume)", Exit.CHECK_FAILED)
+    _print(summary, target, as_json)
+
+
+@app.command("report")
+def report(config: ExperimentOption, out_dir: OutOption = None, as_json: JsonOption = False):
+    """Write the report again from the cells done so far."""
+    exp = _load(config)
+    target = out_dir or Path("results") / exp.name
+    _print(summarize(exp, target), target, as_json)
+
+
+def _load(config: str):
+    try:
+        return load_experiment(config)
+    except ExperimentError as exc:
+        fail(str(exc))
+
+
+def _print(summary: dict, target: Path, as_json: bool) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    out.print((target / "table.md").read_text())
+    out.print(f"results in {target}: summary.json, table.md, curves.png, cells/")

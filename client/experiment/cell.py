@@ -1,0 +1,226 @@
+"""Playing one configuration with one seed: a fresh devnet, N real node processes, R rounds.
+
+The cell's directory keeps everything: each node's journal, events and checkpoint
+(`node-<i>/`), the ledger's final state (`ledger-state.json`, anvil's dump: reload it with
+`anvil --load-state`), and `cell.json`, the record the report is made from, written last (its
+presence is what makes a cell done; an interrupted cell is played again from scratch).
+
+Seeds: a cell's seed decides the ledger's address (the deployer sends `seed` empty transactions
+first), and with it every task seed and sampling seed of every node; configurations played with
+the same seed therefore draw the same questions. Rounds are scored from the first round that
+opens after every node has started; rounds a node played before that are warm-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from client.chain import Ledger, connect
+from client.chain.events import EventReader
+from client.config import NodeConfig, load_config
+from client.devnet import Anvil, IpfsDaemon, rpc_call
+from client.devnet.process import ServerProcess
+from client.experiment.config import REPO, Cell, ExperimentConfig
+from client.node.assemble import base_policy_path
+from client.node.devnet import _with, dev_account, provision
+from client.node.node import COMPUTE_PHASES, SWARM_PHASES
+from client.tasks import SCORE_SCALE
+
+RECORD = "cell.json"
+
+
+class CellFailed(Exception):
+    """A cell could not be played (a part died, nodes did not finish); the message says which."""
+
+
+def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfig:
+    """The nodes' config for a cell: configs/devnet.toml, the experiment's scale and overrides."""
+    cfg = load_config(REPO / "configs" / "devnet.toml")
+    challenge = cfg.ledger.challenge_rounds
+    cfg = _with(
+        cfg,
+        ledger={
+            "round_length_s": exp.round_length_s,
+            "unbonding_period_s": (2 * challenge + 1) * exp.round_length_s,
+        },
+        sapo={
+            "local_items": cell.local,
+            "external_items": cell.external,
+            "completions": exp.completions,
+        },
+        store={"backend": exp.store},
+        policy={"cache_dir": cache_dir},
+        devnet={"nodes": exp.nodes},
+    )
+    return _with(cfg, **exp.node) if exp.node else cfg
+
+
+def node_sections(cell: Cell, base: NodeConfig) -> Callable[[int], dict[str, dict]]:
+    def sections(i: int) -> dict[str, dict]:
+        seed = base.policy.seed + (i if cell.variant == "seeds" else 0)
+        return {"policy": {"seed": seed}}
+
+    return sections
+
+
+def play_cell(
+    exp: ExperimentConfig,
+    cell: Cell,
+    cell_dir: Path,
+    cache_dir: Path,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Plays the cell in `cell_dir` (emptied first); returns its record, also in cell.json."""
+    if cell_dir.exists():
+        shutil.rmtree(cell_dir)
+    cell_dir.mkdir(parents=True)
+    base = base_config(exp, cell, cache_dir)
+    sections = node_sections(cell, base)
+    for i in range(exp.nodes):  # build every starting policy before the clock starts
+        base_policy_path(_with(base, **sections(i)))
+    anvil = Anvil(
+        cell_dir, chain_id=base.devnet.chain_id, accounts=max(10, exp.nodes + 2), block_time_s=1
+    )
+    ipfs = IpfsDaemon(cell_dir / "ipfs") if exp.store == "ipfs" else None
+    parts = [p for p in (anvil, ipfs) if p is not None]
+    nodes: list[ServerProcess] = []
+    began = time.time()
+    try:
+        for part in parts:
+            part.start()
+        _bump_nonce(anvil.url, cell.seed)
+        swarm = provision(
+            base,
+            cell_dir,
+            rpc_url=anvil.url,
+            chain_id=anvil.chain_id,
+            ipfs_api=ipfs.api if ipfs else None,
+            nodes=exp.nodes,
+            node_sections=sections,
+        )
+        for i, path in enumerate(swarm.node_configs):
+            proc = ServerProcess(
+                f"node-{i}",
+                [sys.executable, "-m", "client.cli", "node", "run", "--config", str(path)],
+                log_path=path.parent / "node.log",
+                ready=lambda d=path.parent: (d / "events.jsonl").exists(),
+                ready_timeout_s=300,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+            proc.start()
+            nodes.append(proc)
+        ledger = Ledger(connect(anvil.url), swarm.ledger)
+        params = ledger.params()
+        first = int((time.time() - params.genesis) // params.round_length) + 1
+        last = first + exp.rounds - 1
+        deadline = params.genesis + (last + 3) * params.round_length
+        dirs = [p.parent for p in swarm.node_configs]
+        while True:
+            done = min(len(_trained(d, first, last)) for d in dirs)
+            if progress:
+                progress(done, exp.rounds)
+            if done >= exp.rounds:
+                break
+            dead = [n.name for n in nodes if not n.running] + [
+                type(p).__name__ for p in parts if not p.running
+            ]
+            if dead:
+                raise CellFailed(f"{cell.key}: {', '.join(dead)} exited; logs in {cell_dir}")
+            if time.time() > deadline:
+                raise CellFailed(
+                    f"{cell.key}: the nodes did not train rounds {first}..{last} in time "
+                    f"(round length {exp.round_length_s} s too short for {exp.nodes} nodes on "
+                    "this machine? see node-*/node.log)"
+                )
+            time.sleep(1)
+        for proc in nodes:  # gracefully: checkpoint and flush, as `devnet down` does
+            proc.stop(timeout_s=60)
+        (cell_dir / "ledger-state.json").write_text(
+            json.dumps(rpc_call(anvil.url, "anvil_dumpState", timeout_s=60))
+        )
+        record = collect(exp, cell, swarm.addresses, dirs, ledger, swarm.deploy_block, first, last)
+    finally:
+        for proc in nodes:
+            proc.stop(timeout_s=60)
+        for part in reversed(parts):
+            part.stop()
+    record["wall_s"] = round(time.time() - began, 1)
+    (cell_dir / RECORD).write_text(json.dumps(record, indent=1))
+    return record
+
+
+def _bump_nonce(url: str, count: int) -> None:
+    """Sends `count` empty transactions from the deployer: its next contract (the ledger) then
+    lands at another address, so every task seed of the cell differs from other seeds'."""
+    deployer = dev_account(0).address
+    for _ in range(count):
+        rpc_call(url, "eth_sendTransaction", [{"from": deployer, "to": deployer, "value": "0x0"}])
+    while count and int(rpc_call(url, "eth_getTransactionCount", [deployer, "latest"]), 16) < count:
+        time.sleep(0.2)
+
+
+def _metrics(node_dir: Path) -> dict[int, dict[str, Any]]:
+    with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT round, data FROM metrics").fetchall()
+    return {r: json.loads(d) for r, d in rows}
+
+
+def _trained(node_dir: Path, first: int, last: int) -> list[int]:
+    if not (node_dir / "journal.sqlite").is_file():
+        return []
+    return [r for r in _metrics(node_dir) if first <= r <= last]
+
+
+def collect(
+    exp: ExperimentConfig,
+    cell: Cell,
+    addresses: list[str],
+    dirs: list[Path],
+    ledger: Ledger,
+    deploy_block: int,
+    first: int,
+    last: int,
+) -> dict[str, Any]:
+    """The cell's record: per node and round, the journal's numbers and the ledger's."""
+    reader = EventReader(ledger, start_block=deploy_block)
+    on_chain: dict[tuple[str, int], float] = {}
+    for event in reader.read(["Submitted"]):
+        a = event.args
+        on_chain[(a["node"].lower(), a["round"])] = a["score"] / SCORE_SCALE / a["rollouts"]
+    nodes = []
+    for address, node_dir in zip(addresses, dirs, strict=True):
+        metrics = _metrics(node_dir)
+        rounds = []
+        for r in range(first, last + 1):
+            m = metrics.get(r, {})
+            timings = m.get("timings") or {}
+            rounds.append(
+                {
+                    "round": r,
+                    "reward_local": m.get("reward_local"),
+                    "reward_on_chain": on_chain.get((address.lower(), r)),
+                    "reward_external": m.get("reward_external"),
+                    "local_items": m.get("local_items"),
+                    "external_items": m.get("external_items"),
+                    "external_shortfall": m.get("external_shortfall"),
+                    "compute_s": sum(timings.get(p, [0, 0])[0] for p in COMPUTE_PHASES),
+                    "swarm_s": sum(timings.get(p, [0, 0])[0] for p in SWARM_PHASES),
+                }
+            )
+        nodes.append({"address": address, "data_dir": str(node_dir), "rounds": rounds})
+    return {
+        "cell": cell.model_dump(),
+        "configuration": cell.configuration,
+        "ledger": ledger.address,
+        "first_round": first,
+        "last_round": last,
+        "nodes": nodes,
+    }

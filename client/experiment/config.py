@@ -1,0 +1,115 @@
+"""An experiment file (`configs/experiments/<name>.toml`): the SAPO paper's controlled experiment
+at a chosen scale.
+
+Every configuration (a variant of the nodes' starting policies × an I/J split) is played once
+per seed on a fresh devnet through the real node code; the same seeds are used for every
+configuration, so configurations differ only in what they are meant to differ in.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+REPO = Path(__file__).resolve().parents[2]
+EXPERIMENTS = REPO / "configs" / "experiments"
+# How the nodes' starting policies differ:
+#   homogeneous  every node starts from seed policy 0 (the paper: 8 copies of one model)
+#   seeds        node i starts from seed policy i (same recipe, different initialisation and data
+#                order: heterogeneous models of one architecture)
+VARIANTS = ("homogeneous", "seeds")
+
+
+class ExperimentError(Exception):
+    """An experiment file cannot be used; the message names the file and what is wrong."""
+
+
+class ExperimentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = ""
+    nodes: int = Field(8, ge=1, le=32)
+    rounds: int = Field(ge=1, le=100_000, description="rounds scored per configuration and seed")
+    round_length_s: int = Field(ge=2, le=3_600)
+    questions: int = Field(8, ge=1, le=256, description="I + J, the questions a node trains on")
+    completions: int = Field(8, ge=2, le=64, description="L")
+    splits: list[tuple[int, int]] = Field(
+        default_factory=lambda: [(8, 0), (6, 2), (4, 4), (2, 6)], min_length=1
+    )
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    variants: list[Literal["homogeneous", "seeds"]] = Field(
+        default_factory=lambda: ["homogeneous"], min_length=1
+    )
+    store: Literal["local", "ipfs"] = "local"
+    # sections of the nodes' config to override (validated when applied), e.g. policy.model
+    node: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> ExperimentConfig:
+        for i, j in self.splits:
+            if i < 1 or j < 0 or i + j != self.questions:
+                raise ValueError(
+                    f"split {i}/{j}: I >= 1, J >= 0 and I + J must equal questions "
+                    f"({self.questions})"
+                )
+        if len(set(self.splits)) != len(self.splits) or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("splits and seeds must not repeat")
+        return self
+
+    @property
+    def baseline(self) -> tuple[int, int]:
+        """The split gains are measured against: no external items (the paper's 8/0)."""
+        return (self.questions, 0)
+
+    def cells(self) -> list[Cell]:
+        """Every (variant, split, seed) to play, in the order they are played."""
+        return [
+            Cell(variant=variant, local=i, external=j, seed=seed)
+            for variant in self.variants
+            for i, j in self.splits
+            for seed in self.seeds
+        ]
+
+
+class Cell(BaseModel):
+    """One configuration played with one seed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    variant: str
+    local: int
+    external: int
+    seed: int
+
+    @property
+    def configuration(self) -> str:
+        return f"{self.variant} {self.local}/{self.external}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant}-{self.local}x{self.external}-s{self.seed}"
+
+
+def load_experiment(name_or_path: str | Path) -> ExperimentConfig:
+    """Loads `configs/experiments/<name>.toml`, or a path to such a file."""
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        path = EXPERIMENTS / f"{name_or_path}.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        known = ", ".join(sorted(p.stem for p in EXPERIMENTS.glob("*.toml")))
+        raise ExperimentError(f"{path}: no such experiment file (presets: {known})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ExperimentError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(file)'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ExperimentError(f"{path}: {problems}") from None

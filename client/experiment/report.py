@@ -1,0 +1,160 @@
+"""The experiment's results: `summary.json`, `table.md` and `curves.png` from the cells' records.
+
+The metric is the paper's cumulative reward, stated precisely: for one configuration and seed,
+the sum over the scored rounds r and over the nodes n of the mean verifier reward of n's local
+rollouts in round r (its I x L completions; the same number the node recorded on the ledger as
+its claim divided by its rollouts). Across seeds we report the mean, the sample standard deviation
+and the range, so that a difference between configurations can be told from noise.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from client.experiment.cell import RECORD
+from client.experiment.config import Cell, ExperimentConfig
+
+TOLERANCE = 1e-6  # the journal's reward and the ledger's claim/rollouts are one number
+
+
+def load_records(exp: ExperimentConfig, out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Returns the records of the cells that are done, by cell key."""
+    found = {}
+    for cell in exp.cells():
+        path = out_dir / "cells" / cell.key / RECORD
+        if path.is_file():
+            found[cell.key] = json.loads(path.read_text())
+    return found
+
+
+def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
+    rounds = len(record["nodes"][0]["rounds"])
+    per_round = [0.0] * rounds
+    missing = mismatched = 0
+    compute = swarm = 0.0
+    for node in record["nodes"]:
+        for k, r in enumerate(node["rounds"]):
+            if r["reward_local"] is None:
+                missing += 1
+                continue
+            per_round[k] += r["reward_local"]
+            chain = r["reward_on_chain"]
+            if chain is None or abs(chain - r["reward_local"]) > TOLERANCE:
+                mismatched += 1
+            compute += r["compute_s"]
+            swarm += r["swarm_s"]
+    return {
+        "cumulative": sum(per_round),
+        "per_round": per_round,
+        "missing_node_rounds": missing,
+        "not_on_chain_or_different": mismatched,
+        "compute_s": compute,
+        "swarm_s": swarm,
+        "wall_s": record.get("wall_s", 0.0),
+    }
+
+
+def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
+    """Aggregates the done cells per configuration; writes summary.json, table.md, curves.png."""
+    records = load_records(exp, out_dir)
+    configurations: dict[str, dict[str, Any]] = {}
+    for cell in exp.cells():
+        if cell.key not in records:
+            continue
+        numbers = _cell_numbers(records[cell.key])
+        entry = configurations.setdefault(
+            cell.configuration,
+            {"variant": cell.variant, "local": cell.local, "external": cell.external, "seeds": {}},
+        )
+        entry["seeds"][str(cell.seed)] = numbers
+    for entry in configurations.values():
+        values = [s["cumulative"] for s in entry["seeds"].values()]
+        curves = [s["per_round"] for s in entry["seeds"].values()]
+        entry["cumulative_mean"] = statistics.fmean(values)
+        entry["cumulative_std"] = statistics.stdev(values) if len(values) > 1 else None
+        entry["cumulative_min"], entry["cumulative_max"] = min(values), max(values)
+        entry["curve_mean"] = [
+            statistics.fmean(c[k] for c in curves) for k in range(len(curves[0]))
+        ]
+        compute = sum(s["compute_s"] for s in entry["seeds"].values())
+        swarm = sum(s["swarm_s"] for s in entry["seeds"].values())
+        entry["swarm_share"] = swarm / (compute + swarm) if compute + swarm else None
+        entry["wall_s"] = sum(s["wall_s"] for s in entry["seeds"].values())
+        entry["missing_node_rounds"] = sum(
+            s["missing_node_rounds"] for s in entry["seeds"].values()
+        )
+        entry["not_on_chain_or_different"] = sum(
+            s["not_on_chain_or_different"] for s in entry["seeds"].values()
+        )
+    for entry in configurations.values():
+        base = configurations.get(
+            Cell(variant=entry["variant"], local=exp.baseline[0], external=0, seed=0).configuration
+        )
+        entry["gain_vs_baseline"] = (
+            entry["cumulative_mean"] / base["cumulative_mean"] - 1
+            if base and base["cumulative_mean"]
+            else None
+        )
+    summary = {
+        "experiment": exp.model_dump(mode="json"),
+        "metric": "sum over scored rounds and nodes of the mean verifier reward of each node's "
+        "local rollouts (I x L per node and round); mean and spread over seeds",
+        "cells_done": len(records),
+        "cells_total": len(exp.cells()),
+        "configurations": configurations,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out_dir / "table.md").write_text(markdown_table(exp, summary))
+    if configurations:
+        plot_curves(exp, summary, out_dir / "curves.png")
+    return summary
+
+
+def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
+    lines = [
+        f"Experiment `{exp.name}`: {exp.nodes} nodes, {exp.rounds} scored rounds of "
+        f"{exp.round_length_s} s, {exp.questions} questions x {exp.completions} completions per "
+        f"node and round, seeds {', '.join(map(str, exp.seeds))} "
+        f"({summary['cells_done']}/{summary['cells_total']} cells done).",
+        "",
+        "| configuration | I/J | cumulative reward (mean ± sd) | range | gain vs "
+        f"{exp.baseline[0]}/0 | swarm share | wall |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for e in summary["configurations"].values():
+        sd = f" ± {e['cumulative_std']:.2f}" if e["cumulative_std"] is not None else ""
+        gain = f"{100 * e['gain_vs_baseline']:+.1f}%" if e["gain_vs_baseline"] is not None else "-"
+        share = f"{100 * e['swarm_share']:.1f}%" if e["swarm_share"] is not None else "-"
+        lines.append(
+            f"| {e['variant']} | {e['local']}/{e['external']} | {e['cumulative_mean']:.2f}{sd} | "
+            f"{e['cumulative_min']:.2f} – {e['cumulative_max']:.2f} | {gain} | {share} | "
+            f"{e['wall_s'] / 60:.1f} min |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = sorted({e["variant"] for e in summary["configurations"].values()})
+    fig, axes = plt.subplots(1, len(variants), figsize=(6 * len(variants), 4), squeeze=False)
+    for ax, variant in zip(axes[0], variants, strict=True):
+        for e in summary["configurations"].values():
+            if e["variant"] != variant:
+                continue
+            ys = [y / exp.nodes for y in e["curve_mean"]]
+            ax.plot(range(1, len(ys) + 1), ys, label=f"{e['local']}/{e['external']}")
+        ax.set_title(f"{exp.name}: {variant}")
+        ax.set_xlabel("scored round")
+        ax.set_ylabel("mean local reward per node (mean over seeds)")
+        ax.legend(title="I/J")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,140 @@
+"""`sapo experiment`: the smoke experiment end to end through the real CLI (devnets, node
+processes, the ledger), its outputs checked against the nodes' journals and the chain's record;
+resuming; and clear errors for bad experiment files."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from client.experiment import ExperimentError, load_experiment
+
+
+def sapo(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "client.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=900,
+        check=False,
+    )
+
+
+def journal_rewards(node_dir: Path, first: int, last: int) -> dict[int, float]:
+    with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT round, data FROM metrics").fetchall()
+    return {r: json.loads(d)["reward_local"] for r, d in rows if first <= r <= last}
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> None:
+    out, cache = tmp_path / "results", tmp_path / "cache"
+    ran = sapo(
+        "experiment", "run", "--config", "smoke", "--out", str(out), "--cache-dir", str(cache)
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:] + ran.stdout[-2000:]
+    for name in ("summary.json", "table.md", "curves.png"):
+        assert (out / name).is_file(), f"{name} was not written"
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = json.loads((out / "summary.json").read_text())
+    exp = load_experiment("smoke")
+    assert summary["cells_done"] == summary["cells_total"] == len(exp.cells())
+    table = (out / "table.md").read_text()
+    for i, j in exp.splits:
+        assert f"| homogeneous | {i}/{j} |" in table, table
+
+    for cell in exp.cells():
+        cell_dir = out / "cells" / cell.key
+        record = json.loads((cell_dir / "cell.json").read_text())
+        assert (cell_dir / "ledger-state.json").stat().st_size > 0, "the ledger's state is kept"
+        first, last = record["first_round"], record["last_round"]
+        assert last - first + 1 == exp.rounds
+        cumulative = 0.0
+        for node in record["nodes"]:
+            # the journal kept in the cell says the same as the record ...
+            rewards = journal_rewards(Path(node["data_dir"]), first, last)
+            assert sorted(rewards) == list(range(first, last + 1)), "a scored round was not trained"
+            for r in node["rounds"]:
+                assert r["reward_local"] == pytest.approx(rewards[r["round"]])
+                # ... and the ledger recorded the same number (claim / rollouts)
+                assert r["reward_on_chain"] == pytest.approx(r["reward_local"], abs=1e-6)
+                assert r["local_items"] is not None
+            cumulative += sum(rewards.values())
+        entry = summary["configurations"][cell.configuration]
+        assert entry["seeds"][str(cell.seed)]["cumulative"] == pytest.approx(cumulative)
+        assert entry["not_on_chain_or_different"] == 0
+        if cell.external == 0:  # no external item is ever trained on in an I/0 split
+            assert all(r["external_items"] == 0 for n in record["nodes"] for r in n["rounds"])
+
+    # resuming: done cells are not played again; a cell without its record is
+    again = sapo(
+        "experiment",
+        "run",
+        "--config",
+        "smoke",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        "--json",
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads(again.stdout)["configurations"] == summary["configurations"]
+    replayed, untouched = exp.cells()[-1], exp.cells()[0]
+    kept = (out / "cells" / untouched.key / "cell.json").read_text()
+    before = (out / "cells" / replayed.key / "cell.json").read_text()
+    (out / "cells" / replayed.key / "cell.json").unlink()
+    third = sapo(
+        "experiment",
+        "run",
+        "--config",
+        "smoke",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        "--json",
+    )
+    assert third.returncode == 0, third.stderr[-2000:]
+    after = json.loads((out / "cells" / replayed.key / "cell.json").read_text())
+    assert after["first_round"] >= 1 and after != json.loads(before), "the cell was played again"
+    assert (out / "cells" / untouched.key / "cell.json").read_text() == kept, (
+        "a done cell was replayed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('name = "x"\nrounds = 2\nround_length_s = 5\nsplits = [[5, 2]]\n', "I + J must equal"),
+        ('name = "x"\nrounds = 2\nround_length_s = 5\nvariants = ["mixed"]\n', "variants"),
+        ('name = "x"\nround_length_s = 5\n', "rounds"),
+        ('name = "x"\nrounds = 2\nround_length_s = 5\nwhat = 1\n', "what"),
+        ("name = \n", "not valid TOML"),
+    ],
+)
+def test_bad_experiment_files_are_refused_with_the_reason(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ExperimentError, match=re.escape(expected)):
+        load_experiment(path)
+    ran = sapo("experiment", "run", "--config", str(path), "--out", str(tmp_path / "o"))
+    said = "".join(ran.stderr.split())  # the console may wrap a long line anywhere
+    assert ran.returncode == 2, ran.stderr
+    assert "".join(str(path).split()) in said and "".join(expected.split()) in said, ran.stderr
+
+
+def test_unknown_experiment_names_the_presets() -> None:
+    with pytest.raises(ExperimentError, match=r"presets: .*smoke"):
+        load_experiment("no-such-experiment")
