@@ -15,6 +15,10 @@ import pytest
 from conftest import REPO
 
 from client.experiment import ExperimentError, load_experiment
+from client.experiment.cell import base_config, node_sections
+from client.experiment.config import Cell
+from client.node.assemble import NodeConfigError, base_policy_path
+from client.node.devnet import _with
 
 
 def sapo(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -138,3 +142,23 @@ def test_bad_experiment_files_are_refused_with_the_reason(
 def test_unknown_experiment_names_the_presets() -> None:
     with pytest.raises(ExperimentError, match=r"presets: .*smoke"):
         load_experiment("no-such-experiment")
+
+
+def test_specialist_seed_policies_are_pretrained_on_their_entries_only(tmp_path: Path) -> None:
+    exp = load_experiment("smoke")
+    cell = Cell(variant="specialties", local=2, external=0, seed=0)
+    base = base_config(exp, cell, tmp_path / "cache")
+    sections = node_sections(cell, base)
+    pairs = [sections(i)["policy"]["seed_datasets"] for i in range(3)]
+    assert pairs == [
+        ["basic_arithmetic", "chain_sum"],
+        ["count_bits", "leg_counting"],
+        ["basic_arithmetic", "fraction_simplification"],
+    ]
+    path = base_policy_path(_with(base, **sections(1)))
+    assert path.name.endswith("-on-count_bits+leg_counting")
+    build = json.loads((path / "seed-build.json").read_text())
+    questions = build["corpus_questions"]
+    assert questions and all("bits" in q or "legs" in q for q in questions), questions[:3]
+    with pytest.raises(NodeConfigError, match="no entries"):
+        base_policy_path(_with(base, policy={"seed_datasets": ["no_such_task"]}))

@@ -204,6 +204,11 @@ class PolicySection(Section):
         description="HF name, local dir, 'seed' (the CPU seed policy), 'seed-test' (smaller)",
     )
     seed: int = Field(0, ge=0, description="which seed policy ('seed' models only)")
+    seed_datasets: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="pretrain the seed policy on these catalog entries only (a specialist)",
+    )
     cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
     backend: Literal["transformers", "vllm"] = "transformers"
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"

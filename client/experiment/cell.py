@@ -32,7 +32,7 @@ from client.experiment.config import REPO, Cell, ExperimentConfig
 from client.node.assemble import base_policy_path
 from client.node.devnet import _with, dev_account, provision
 from client.node.node import COMPUTE_PHASES, SWARM_PHASES
-from client.tasks import SCORE_SCALE
+from client.tasks import SCORE_SCALE, load_catalog
 
 RECORD = "cell.json"
 
@@ -64,9 +64,16 @@ def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfi
 
 
 def node_sections(cell: Cell, base: NodeConfig) -> Callable[[int], dict[str, dict]]:
+    """How node i's starting policy differs from the others' in the cell's variant."""
+    entries = [e.id for e in load_catalog(base.tasks.catalog).entries]
+
     def sections(i: int) -> dict[str, dict]:
-        seed = base.policy.seed + (i if cell.variant == "seeds" else 0)
-        return {"policy": {"seed": seed}}
+        if cell.variant == "seeds":
+            return {"policy": {"seed": base.policy.seed + i}}
+        if cell.variant == "specialties":
+            pair = sorted({entries[(2 * i) % len(entries)], entries[(2 * i + 1) % len(entries)]})
+            return {"policy": {"seed": base.policy.seed, "seed_datasets": pair}}
+        return {"policy": {"seed": base.policy.seed}}
 
     return sections
 

@@ -20,7 +20,9 @@ EXPERIMENTS = REPO / "configs" / "experiments"
 #   homogeneous  every node starts from seed policy 0 (the paper: 8 copies of one model)
 #   seeds        node i starts from seed policy i (same recipe, different initialisation and data
 #                order: heterogeneous models of one architecture)
-VARIANTS = ("homogeneous", "seeds")
+#   specialties  node i starts from seed policy 0's recipe pretrained on two catalog entries only
+#                (entries 2i and 2i+1, cyclically): specialists that must learn the rest
+VARIANTS = ("homogeneous", "seeds", "specialties")
 
 
 class ExperimentError(Exception):
@@ -40,8 +42,10 @@ class ExperimentConfig(BaseModel):
     splits: list[tuple[int, int]] = Field(
         default_factory=lambda: [(8, 0), (6, 2), (4, 4), (2, 6)], min_length=1
     )
+    # the splits of the heterogeneous variants (seeds, specialties); default: `splits`
+    hetero_splits: list[tuple[int, int]] | None = None
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    variants: list[Literal["homogeneous", "seeds"]] = Field(
+    variants: list[Literal["homogeneous", "seeds", "specialties"]] = Field(
         default_factory=lambda: ["homogeneous"], min_length=1
     )
     store: Literal["local", "ipfs"] = "local"
@@ -50,7 +54,7 @@ class ExperimentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentConfig:
-        for i, j in self.splits:
+        for i, j in self.splits + (self.hetero_splits or []):
             if i < 1 or j < 0 or i + j != self.questions:
                 raise ValueError(
                     f"split {i}/{j}: I >= 1, J >= 0 and I + J must equal questions "
@@ -70,9 +74,14 @@ class ExperimentConfig(BaseModel):
         return [
             Cell(variant=variant, local=i, external=j, seed=seed)
             for variant in self.variants
-            for i, j in self.splits
+            for i, j in self.splits_of(variant)
             for seed in self.seeds
         ]
+
+    def splits_of(self, variant: str) -> list[tuple[int, int]]:
+        if variant != "homogeneous" and self.hetero_splits:
+            return self.hetero_splits
+        return self.splits
 
 
 class Cell(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -28,7 +29,12 @@ def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
     """Returns the base model's path or name; builds the seed policy first if it is absent."""
     if cfg.policy.model in SEED_MODELS:
         spec = SEED_MODELS[cfg.policy.model](seed=cfg.policy.seed)
-        return ensure_seed_policy(Path(cfg.policy.cache_dir), spec, progress=progress)
+        if cfg.policy.seed_datasets:
+            spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
+        try:
+            return ensure_seed_policy(Path(cfg.policy.cache_dir), spec, progress=progress)
+        except ValueError as exc:  # an entry the catalog does not have
+            raise NodeConfigError(f"[policy].seed_datasets: {exc}") from None
     return cfg.policy.model
 
 

@@ -44,6 +44,8 @@ class SeedSpec:
     batch: int = 64
     lr: float = 2e-3
     warmup: int = 30
+    # pretrain on these catalog entries only (a specialist); empty: every entry
+    entries: tuple[str, ...] = ()
 
     @classmethod
     def tiny_test(cls, seed: int = 0) -> SeedSpec:
@@ -66,10 +68,14 @@ class SeedSpec:
 def corpus(spec: SeedSpec) -> list[tuple[str, str]]:
     """Returns (prompt, answer) pairs from the catalog for the spec's seed."""
     catalog = load_catalog(spec.catalog)
+    known = [e.id for e in catalog.entries]
+    if unknown := sorted(set(spec.entries) - set(known)):
+        raise ValueError(f"no entries {unknown} in catalog {spec.catalog!r} (it has {known})")
+    entries = [e for e in catalog.entries if not spec.entries or e.id in spec.entries]
     rng = random.Random(spec.seed)
     pairs = []
-    per_entry = math.ceil(spec.corpus / len(catalog.entries))
-    for entry in catalog.entries:
+    per_entry = math.ceil(spec.corpus / len(entries))
+    for entry in entries:
         for _ in range(math.ceil(per_entry / 64)):
             seed = rng.getrandbits(62)
             for index in range(64):
@@ -206,7 +212,10 @@ def build_seed_policy(
 
 def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
     """Returns where the seed policy of `spec` is cached."""
-    return data_root / "policies" / f"seed-{spec.catalog}-{spec.seed}-h{spec.hidden}l{spec.layers}"
+    name = f"seed-{spec.catalog}-{spec.seed}-h{spec.hidden}l{spec.layers}"
+    if spec.entries:
+        name += "-on-" + "+".join(sorted(spec.entries))
+    return data_root / "policies" / name
 
 
 def ensure_seed_policy(data_root: Path, spec: SeedSpec, **kwargs) -> Path:
