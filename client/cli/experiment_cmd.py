@@ -8,6 +8,7 @@ and the ledger's final state. Interrupted, it resumes at the first cell not done
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from client.chain import ChainError
-from client.cli.console import Exit, JsonOption, fail, out, print_json
+from client.cli.console import Exit, JsonOption, err, fail, out, print_json
 from client.devnet import AnvilNotFound, IpfsNotFound
 from client.devnet.process import ServerStartError
 from client.experiment import ExperimentError, load_experiment, run_experiment
@@ -48,6 +49,9 @@ def run(
     exp = _load(config)
     target = out_dir or Path("results") / exp.name
     cells = exp.cells()
+    # SIGTERM and SIGHUP (a closed SSH session) stop like Ctrl-C: nodes and devnet shut down
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -75,6 +79,13 @@ def run(
             fail(str(exc))
         except (CellFailed, ServerStartError, ChainError) as exc:
             fail(f"{exc} (done cells are kept; run again to resume)", Exit.CHECK_FAILED)
+        except KeyboardInterrupt:
+            bar.stop()
+            err.print(
+                f"interrupted: the cell being played was stopped (its devnet and nodes too); "
+                f"done cells are kept in {target}; run the same command again to resume"
+            )
+            raise typer.Exit(130) from None
     _print(summary, target, as_json)
 
 
@@ -84,6 +95,10 @@ def report(config: ExperimentOption, out_dir: OutOption = None, as_json: JsonOpt
     exp = _load(config)
     target = out_dir or Path("results") / exp.name
     _print(summarize(exp, target), target, as_json)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _load(config: str):
