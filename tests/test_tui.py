@@ -109,10 +109,14 @@ def live_app(world) -> SapoApp:
     return SapoApp(Watcher(cfg, node.address, mode="live"), LiveNode(node), interval_s=0.5)
 
 
-def attached_app(world, rpc_port: int | None = None) -> SapoApp:
+def attached_app(world, rpc_port: int | None = None, ipfs_port: int | None = None) -> SapoApp:
     cfg = load_config(world["configs"][1])
     if rpc_port is not None:
         cfg = _with(cfg, chain={"rpc_url": f"http://127.0.0.1:{rpc_port}"})
+    if ipfs_port is not None:  # the watcher's store check goes to a real IPFS daemon
+        cfg = _with(
+            cfg, store={"backend": "ipfs", "ipfs_api": f"/ip4/127.0.0.1/tcp/{ipfs_port}/http"}
+        )
     address = keystore_address(Path(cfg.chain.keystore))
     return SapoApp(Watcher(cfg, address, mode="attached"), interval_s=0.5)
 
@@ -291,6 +295,26 @@ async def test_chain_unreachable_keeps_last_values_with_their_age(world) -> None
             await pilot.press(key)  # every screen renders with the chain gone
         gate.open()
         await until(pilot, lambda: app.snap.chain.ok, 20, "the chain badge to turn green again")
+        await pilot.press("q")
+    gate.close()
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_ipfs_unreachable_turns_its_badge_red(world, daemon) -> None:
+    gate = TcpGate(daemon.api_port)
+    app = attached_app(world, ipfs_port=gate.port)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.snap and app.snap.store.ok, 20, "the IPFS badge green")
+        gate.close()
+        await until(pilot, lambda: app.snap.store.ok is False, 20, "the IPFS badge to go red")
+        await pilot.pause(1.5)
+        assert "IPFS ● DOWN" in text(app.query_one("#store-badge", Static))
+        assert "chain ● up" in text(app.query_one("#chain-badge", Static))
+        assert "not reachable" in app.snap.store.detail, app.snap.store.detail
+        gate.open()
+        await until(pilot, lambda: app.snap.store.ok, 20, "the IPFS badge green again")
         await pilot.press("q")
     gate.close()
 
