@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from eth_account import Account
 from gate import TcpGate
 from rich.console import Console
 from textual.widgets import DataTable, Static
@@ -369,3 +370,16 @@ async def test_peers_table_with_1000_nodes_sorts_and_responds() -> None:
         assert table.cursor_row == 3
         await pilot.press("1")  # still answering keys after 1,000-row refreshes
         assert app.query_one("#tabs").active == "overview"
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_watching_an_unregistered_address_says_so(world) -> None:
+    cfg = load_config(world["configs"][1])
+    stranger = Account.create().address
+    watcher = Watcher(cfg, stranger, mode="attached")
+    snap = watcher.snapshot()
+    assert snap.chain.ok, snap.chain.detail
+    assert snap.account is not None and not snap.account.registered
+    assert all(p.address != stranger for p in snap.peers), "an unregistered address is no peer"
+    watcher.close()

@@ -82,7 +82,7 @@ class LedgerView:
         self._stale.clear()
         params = self.ledger.params()
         current = int((time.time() - params.genesis) // params.round_length)
-        ours = self.nodes[self.me].submissions
+        ours = self._record(self.me).submissions  # (a node not registered yet has none)
         unpaid = sorted(
             r for r in ours if r not in self.paid_rounds and current > r + params.challenge_rounds
         )

@@ -10,6 +10,7 @@ and `events.jsonl` in the data dir; a live node adds its in-memory phase and pau
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections import defaultdict, deque
@@ -207,6 +208,13 @@ class Watcher:
         return replace(snap, store=self.store_health)
 
     def _journal(self, snap: Snapshot) -> Snapshot:
+        try:
+            return self._read_journal(snap)
+        except sqlite3.Error as exc:  # e.g. locked for longer than the time-out: keep the last
+            self._add(Activity(time.time(), "error", f"journal not readable: {exc}", None, "error"))
+            return snap
+
+    def _read_journal(self, snap: Snapshot) -> Snapshot:
         if self.journal is None:
             try:
                 self.journal = Journal.read_only(self.data_dir / "journal.sqlite")
