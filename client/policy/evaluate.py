@@ -26,8 +26,10 @@ def evaluate(
     seed: int = 0,
     samples: int = 4,
     max_new_tokens: int = 24,
+    trained: set[str] | None = None,
 ) -> dict:
-    """Returns mean rewards overall, per dataset, and on questions unseen in pretraining."""
+    """Returns mean rewards overall, per dataset, and on questions unseen in pretraining (and,
+    given the questions RL trained on, on the ones it never trained on: `untrained`)."""
     tasks = draw(eval_seed(seed), questions, catalog)
     prompts = [render_prompt(t.question, policy.tokenizer) for t in tasks]
     backend = TransformersBackend(policy)
@@ -36,6 +38,7 @@ def evaluate(
     corpus = _pretraining_prompts(policy)
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"greedy": [], "sampled": []})
     unseen: dict[str, list[float]] = {"greedy": [], "sampled": []}
+    untrained: dict[str, list[float]] = {"greedy": [], "sampled": []}
     for task, prompt, g, s in zip(tasks, prompts, greedy.texts, sampled.texts, strict=True):
         g_reward, s_rewards = reward(task, g[0]), [reward(task, c) for c in s]
         per[task.entry]["greedy"].append(g_reward)
@@ -43,7 +46,10 @@ def evaluate(
         if corpus is not None and prompt not in corpus:
             unseen["greedy"].append(g_reward)
             unseen["sampled"].extend(s_rewards)
-    return {
+        if trained is not None and task.question not in trained:
+            untrained["greedy"].append(g_reward)
+            untrained["sampled"].extend(s_rewards)
+    result = {
         "questions": questions,
         "greedy": _mean([r for d in per.values() for r in d["greedy"]]),
         "sampled": _mean([r for d in per.values() for r in d["sampled"]]),
@@ -66,6 +72,13 @@ def evaluate(
             "sampled": _mean(unseen["sampled"]),
         },
     }
+    if trained is not None:
+        result["untrained"] = {
+            "questions": len(untrained["greedy"]),
+            "greedy": _mean(untrained["greedy"]),
+            "sampled": _mean(untrained["sampled"]),
+        }
+    return result
 
 
 def _mean(values: list[float]) -> float:
