@@ -201,3 +201,20 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
         node.ledger.settle(round_, cheat.account_address)
         after = node.ledger.node_info(cheat.account_address).active_stake
         assert after == stake - stake * node.params.slash_bps // 10_000 < stake
+
+
+def test_rounds_per_update_gathers_rounds_into_one_step(world) -> None:
+    # not a fault: a training knob, checked here on the same devnet (a real round loop)
+    node = open_node(_with(gated_config(world, 1), train={"rounds_per_update": 2}))
+    steps = node.steps
+    thread, _ = run_in_thread(node, rounds=2)
+    thread.join(timeout=6 * ROUND_S)
+    assert not thread.is_alive()
+    played = [
+        e for e in read_events(node.data_dir / "events.jsonl") if e["kind"] == "round.trained"
+    ]
+    first, second = played[-2:]
+    assert first["gathered_rounds"] == 1 and first["loss"] is None, first
+    assert "gathering (1/2 rounds)" in first["message"]
+    assert second["gathered_rounds"] == 0, second
+    assert node.steps - steps <= 1, "two rounds gathered make at most one step"

@@ -230,6 +230,13 @@ class TrainSection(Section):
     updates_per_round: int = Field(
         1, ge=1, le=64, description="optimizer steps on each round's batch (TRL num_iterations)"
     )
+    rounds_per_update: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="gather this many rounds' items into one GRPO step: a tiny policy needs ~64 "
+        "questions a step to learn rather than drift",
+    )
     loss_agg: Literal["token-mean", "seq-mean"] = "token-mean"
     checkpoint_every: int = Field(10, gt=0, description="rounds between checkpoints")
 

@@ -99,6 +99,7 @@ class Node:
         self.next_block = cfg.chain.ledger_deploy_block
         self.submissions: dict[tuple[int, str], Submission] = {}
         self.used_items: set[tuple[int, str, int]] = set()
+        self.gathered: list[list[Group]] = []  # groups of rounds waiting for the next step
         self.steps = trained_steps
         self.since_checkpoint = 0
         self.phase = PHASE_IDLE
@@ -564,8 +565,14 @@ class Node:
         )
         groups = [by_key[c.key] for c in chosen]
         external_used = [c.key for c in selection.items]
-        with self._timed("train"):
-            stats = self._update(groups)
+        # rounds_per_update > 1: the step waits for k rounds of items (no update in between, so
+        # every gathered rollout is still on-policy when the step comes)
+        self.gathered.append(groups)
+        stats = None
+        if len(self.gathered) >= self.cfg.train.rounds_per_update:
+            with self._timed("train"):
+                stats = self._update([g for round_groups in self.gathered for g in round_groups])
+            self.gathered = []
         for key in external_used:
             self.used_items.add(key)
         for (r, node), n in _count_by_batch(external_used).items():
@@ -582,6 +589,7 @@ class Node:
             "external_items": len(external_used),
             "external_eligible": selection.eligible,
             "external_shortfall": selection.shortfall,
+            "gathered_rounds": len(self.gathered),
             "loss": stats.loss if stats else None,
             "clip_fraction": stats.clip_fraction if stats else None,
             "grad_norm": stats.grad_norm if stats else None,
@@ -598,7 +606,13 @@ class Node:
             f"round {round_}: trained on {metrics['local_items']} local + "
             f"{metrics['external_items']} external items (shortfall "
             f"{selection.shortfall}), reward {local_reward:.3f}"
-            + (f", loss {stats.loss:.4f}" if stats else ", no item with signal: no step"),
+            + (
+                f", loss {stats.loss:.4f}"
+                if stats
+                else f", gathering ({len(self.gathered)}/{self.cfg.train.rounds_per_update} rounds)"
+                if self.gathered
+                else ", no item with signal: no step"
+            ),
             **metrics,
         )
         if self.since_checkpoint >= self.cfg.train.checkpoint_every:
