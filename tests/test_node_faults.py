@@ -41,6 +41,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
         sapo={"local_items": 2, "external_items": 2, "completions": 4},
         chain={"request_timeout_s": 2.0, "receipt_timeout_s": 15.0},
         store={"timeout_s": 2.0},
+        train={"rounds_per_update": 1},
     )
     base_policy_path(base)
     swarm = provision(

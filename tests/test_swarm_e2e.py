@@ -40,7 +40,12 @@ def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     )
 
 
-ENV = {"SAPO_POLICY__MODEL": "seed-test", "PYTHONUNBUFFERED": "1"}
+# the mechanics are under test here, not learning: a step every round
+ENV = {
+    "SAPO_POLICY__MODEL": "seed-test",
+    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 def confirmed_rounds(node_dir: Path) -> list[int]:

@@ -80,7 +80,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
         sapo={"local_items": 2, "external_items": 2, "completions": 4},
         chain={"request_timeout_s": 3.0, "receipt_timeout_s": 20.0},
         store={"backend": "local", "store_dir": root / "blocks"},
-        train={"checkpoint_every": 2},
+        train={"checkpoint_every": 2, "rounds_per_update": 1},
     )
     base_policy_path(base)
     swarm = provision(

@@ -238,7 +238,7 @@ class TrainSection(Section):
         "questions a step to learn rather than drift",
     )
     loss_agg: Literal["token-mean", "seq-mean"] = "token-mean"
-    checkpoint_every: int = Field(10, gt=0, description="rounds between checkpoints")
+    checkpoint_every: int = Field(10, gt=0, description="training steps between checkpoints")
 
 
 class TasksSection(Section):
