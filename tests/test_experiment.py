@@ -32,6 +32,20 @@ def sapo(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_smoke(out: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return sapo(
+        "experiment",
+        "run",
+        "--config",
+        "smoke",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        *extra,
+    )
+
+
 def journal_rewards(node_dir: Path, first: int, last: int) -> dict[int, float]:
     with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
         rows = db.execute("SELECT round, data FROM metrics").fetchall()
@@ -42,9 +56,7 @@ def journal_rewards(node_dir: Path, first: int, last: int) -> dict[int, float]:
 @pytest.mark.slow
 def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> None:
     out, cache = tmp_path / "results", tmp_path / "cache"
-    ran = sapo(
-        "experiment", "run", "--config", "smoke", "--out", str(out), "--cache-dir", str(cache)
-    )
+    ran = run_smoke(out, cache)
     assert ran.returncode == 0, ran.stderr[-3000:] + ran.stdout[-2000:]
     for name in ("summary.json", "table.md", "curves.png"):
         assert (out / name).is_file(), f"{name} was not written"
@@ -80,34 +92,14 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
             assert all(r["external_items"] == 0 for n in record["nodes"] for r in n["rounds"])
 
     # resuming: done cells are not played again; a cell without its record is
-    again = sapo(
-        "experiment",
-        "run",
-        "--config",
-        "smoke",
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cache),
-        "--json",
-    )
+    again = run_smoke(out, cache, "--json")
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads(again.stdout)["configurations"] == summary["configurations"]
     replayed, untouched = exp.cells()[-1], exp.cells()[0]
     kept = (out / "cells" / untouched.key / "cell.json").read_text()
     before = (out / "cells" / replayed.key / "cell.json").read_text()
     (out / "cells" / replayed.key / "cell.json").unlink()
-    third = sapo(
-        "experiment",
-        "run",
-        "--config",
-        "smoke",
-        "--out",
-        str(out),
-        "--cache-dir",
-        str(cache),
-        "--json",
-    )
+    third = run_smoke(out, cache, "--json")
     assert third.returncode == 0, third.stderr[-2000:]
     after = json.loads((out / "cells" / replayed.key / "cell.json").read_text())
     assert after["first_round"] >= 1 and after != json.loads(before), "the cell was played again"

@@ -33,7 +33,7 @@ from client.config.models import format_score as score
 from client.devnet import Anvil, AnvilNotFound, IpfsDaemon, IpfsNotFound, ServerStartError
 from client.devnet.process import ServerProcess, pid_alive
 from client.node.assemble import SEED_MODELS, base_policy_path
-from client.node.devnet import _with, provision
+from client.node.devnet import _with, node_process, provision
 from client.node.journal import Journal
 
 app = typer.Typer(help="Run a local swarm on this machine (loopback only).", no_args_is_help=True)
@@ -195,22 +195,7 @@ def up(
                 nodes=count,
             )
             for i, node_config in enumerate(swarm.node_configs):
-                proc = ServerProcess(
-                    f"node-{i}",
-                    [
-                        sys.executable,
-                        "-m",
-                        "client.cli",
-                        "node",
-                        "run",
-                        "--config",
-                        str(node_config),
-                    ],
-                    log_path=data_dir / f"node-{i}" / "node.log",
-                    ready=lambda d=node_config.parent: (d / "events.jsonl").exists(),
-                    ready_timeout_s=300,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                )
+                proc = node_process(f"node-{i}", node_config)
                 proc.start()
                 node_procs.append(proc)
         except (AnvilNotFound, IpfsNotFound) as exc:

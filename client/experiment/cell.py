@@ -14,10 +14,8 @@ opens after every node has started; rounds a node played before that are warm-up
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +28,7 @@ from client.devnet import Anvil, IpfsDaemon, rpc_call
 from client.devnet.process import ServerProcess
 from client.experiment.config import REPO, Cell, ExperimentConfig
 from client.node.assemble import base_policy_path
-from client.node.devnet import _with, dev_account, provision
+from client.node.devnet import _with, dev_account, node_process, provision
 from client.node.node import COMPUTE_PHASES, SWARM_PHASES
 from client.tasks import SCORE_SCALE, load_catalog
 
@@ -114,14 +112,7 @@ def play_cell(
             node_sections=sections,
         )
         for i, path in enumerate(swarm.node_configs):
-            proc = ServerProcess(
-                f"node-{i}",
-                [sys.executable, "-m", "client.cli", "node", "run", "--config", str(path)],
-                log_path=path.parent / "node.log",
-                ready=lambda d=path.parent: (d / "events.jsonl").exists(),
-                ready_timeout_s=300,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+            proc = node_process(f"node-{i}", path)
             proc.start()
             nodes.append(proc)
         ledger = Ledger(connect(anvil.url), swarm.ledger)

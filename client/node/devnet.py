@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from client.chain.keystore import write_keystore
 from client.config import NodeConfig
 from client.config.writer import dump_toml
 from client.devnet.anvil import DEV_MNEMONIC
+from client.devnet.process import ServerProcess
 from client.node.assemble import node_metadata
 from client.store import open_store
 from client.tasks import load_catalog
@@ -125,6 +127,19 @@ def provision(
         node_configs.append(path)
         addresses.append(account.address)
     return Provisioned(config_path, node_configs, ledger.address, deployed.block_number, addresses)
+
+
+def node_process(name: str, config_path: Path) -> ServerProcess:
+    """Returns (not started) `sapo node run --config config_path` as a server process: its log
+    beside its config, ready once it has written its first event."""
+    return ServerProcess(
+        name,
+        [sys.executable, "-m", "client.cli", "node", "run", "--config", str(config_path)],
+        log_path=config_path.parent / "node.log",
+        ready=lambda: (config_path.parent / "events.jsonl").exists(),
+        ready_timeout_s=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def _with(cfg: NodeConfig, **sections: dict) -> NodeConfig:
