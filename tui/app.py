@@ -327,13 +327,10 @@ class SapoApp(App):
         self.call_from_thread(self.notify, f"{label}: sending…", timeout=3)
         try:
             tx = send()
-        except ChainError as exc:
-            line = Activity(time.time(), "action", f"{label} failed: {exc}", level="error")
-            self.watcher.note(line)
-            self.call_from_thread(self.notify, line.text, severity="error", timeout=10)
-            return
         except Exception as exc:  # shown, never raised into the UI
-            line = Activity(time.time(), "action", f"{label} failed: {exc!r}", level="error")
+            # the chain's own errors name the contract error and what to do; others, their type
+            reason = str(exc) if isinstance(exc, ChainError) else repr(exc)
+            line = Activity(time.time(), "action", f"{label} failed: {reason}", level="error")
             self.watcher.note(line)
             self.call_from_thread(self.notify, line.text, severity="error", timeout=10)
             return
