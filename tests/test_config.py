@@ -107,6 +107,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ('[ledger]\nmin_stake = "-1 ether"\n', "[ledger].min_stake"),
         ("[sapo]\nlocal_items = 0\n", "[sapo].local_items"),
         ("[policy]\ntop_p = 1.5\n", "[policy].top_p"),
+        ("[policy]\ncpu_threads = -1\n", "[policy].cpu_threads"),
         ('[train]\nloss_agg = "sum"\n', "[train].loss_agg"),
         ("[devnet]\nnodes = 12\naccounts = 10\n", "accounts (10) must be at least nodes + 1"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),

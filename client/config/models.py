@@ -214,6 +214,13 @@ class PolicySection(Section):
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     max_new_tokens: int = Field(64, gt=0, le=8_192)
+    cpu_threads: int = Field(
+        0,
+        ge=0,
+        le=1_024,
+        description="torch CPU threads (0: torch's default, one per core); several nodes on one "
+        "machine each taking every core slow each other down",
+    )
     temperature: float = Field(1.0, gt=0, le=5)
     top_p: float = Field(1.0, gt=0, le=1)
 

@@ -73,6 +73,8 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
         )
     store = open_store(cfg.store)
     device, dtype = cfg.policy.device, cfg.policy.dtype
+    if cfg.policy.cpu_threads:
+        torch.set_num_threads(cfg.policy.cpu_threads)
 
     def make_optimizer(model) -> torch.optim.Optimizer:
         return torch.optim.Adam(model.parameters(), lr=cfg.train.learning_rate)

@@ -89,7 +89,10 @@ def provision(
         store["ipfs_api"] = ipfs_api
     # one seed-policy cache for the devnet and its nodes (a relative default would move with
     # each generated file)
-    policy = {"cache_dir": Path(cfg.policy.cache_dir).absolute()}
+    policy: dict = {"cache_dir": Path(cfg.policy.cache_dir).absolute()}
+    if not cfg.policy.cpu_threads:
+        # the nodes share this machine: torch's default (every core each) oversubscribes it
+        policy["cpu_threads"] = max(1, (os.cpu_count() or 1) // max(1, nodes))
     swarm_cfg = _with(
         cfg, chain=chain, store=store, node={"data_dir": data_dir / "node-0"}, policy=policy
     )
