@@ -22,6 +22,7 @@ from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.devnet.process import pid_alive
 from client.node.devnet import dev_account
+from client.node.eventlog import read_events
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -130,6 +131,26 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
         assert metadata["ipfs"]["id"] and metadata["ipfs"]["addresses"] is not None
     attestations = [e for e in events if e.name == "Attested"]
     assert attestations and all(e.args["agrees"] for e in attestations)
+    # every node re-verified and attested every peer's batch (a round's attestations go out
+    # together; none may be lost on the way); rounds late in the run may still be in flight
+    addresses = [n["address"].lower() for n in state["nodes"]]
+    attested = {
+        (e.args["round"], e.args["attester"].lower(), e.args["node"].lower()) for e in attestations
+    }
+    common = set.intersection(*(set(confirmed_rounds(d)[:ROUNDS]) for d in node_dirs))
+    for round_ in sorted(common)[: ROUNDS - 2]:
+        missing = [
+            (a[:10], b[:10])
+            for a in addresses
+            for b in addresses
+            if a != b and (round_, a, b) not in attested
+        ]
+        assert not missing, f"round {round_}: attester/peer pairs not attested: {missing}"
+    # the devnet's nodes share this machine's cores instead of each taking all of them
+    threads = max(1, (os.cpu_count() or 1) // NODES)
+    for node_dir in node_dirs:
+        started = [e for e in read_events(node_dir / "events.jsonl") if e["kind"] == "node.started"]
+        assert started and started[0]["cpu_threads"] == threads, started[:1]
 
     status = sapo("devnet", "status", "--data-dir", str(data_dir), "--json")
     rows = json.loads(status.stdout)["nodes"]

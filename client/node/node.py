@@ -20,6 +20,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ CHECKPOINT = "checkpoint"
 COMPUTE_PHASES = ("generate", "train", "checkpoint")
 SWARM_PHASES = ("encode", "pin", "submit", "discover", "fetch", "verify", "attest")
 SHUTDOWN_FLUSH_S = 10.0
+MAX_CONCURRENT_TX = 8  # attestations in flight at once (each waits for its own receipt)
 PHASE_IDLE = "idle"
 # Store failures that say nothing about the peer (the block may exist, we could not get it).
 _NOT_THE_PEERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
@@ -106,6 +108,7 @@ class Node:
         self.paused = threading.Event()
         self.chain_ok = True
         self.store_ok = True
+        self._status_lock = threading.Lock()
         self.timings: dict[str, list[float]] = {}  # phase -> [wall s, CPU s] since the last round
 
     @contextlib.contextmanager
@@ -136,10 +139,12 @@ class Node:
             "node.started",
             f"node {self.address} started at round {self.current_round()} "
             f"(I={self.cfg.sapo.local_items} J={self.cfg.sapo.external_items} "
-            f"L={self.cfg.sapo.completions}, step {self.steps})",
+            f"L={self.cfg.sapo.completions}, step {self.steps}, "
+            f"{torch.get_num_threads()} CPU threads)",
             address=self.address,
             round=self.current_round(),
             step=self.steps,
+            cpu_threads=torch.get_num_threads(),
         )
         self.flush_outbox()
         played = 0
@@ -271,8 +276,14 @@ class Node:
     # ------------------------------------------------------------------------------- outbox
 
     def flush_outbox(self) -> None:
-        """Sends what the outbox holds, oldest first; what cannot go yet stays pending."""
+        """Sends what the outbox holds, oldest first; what cannot go yet stays pending.
+
+        Attestations go last and together: their transactions are sent one after another (one
+        nonce sequence) and their receipts awaited at once, so a round's attestations cost about
+        one block rather than one block each (on a 12 s chain, 8 peers: ~12 s instead of ~96 s).
+        """
         chain_down = store_down = False
+        attestations = []
         for entry in self.journal.pending():
             if entry.kind == "pin" and not store_down:
                 store_down = not self._pin(entry.round, entry.key)
@@ -287,8 +298,17 @@ class Node:
                         )
                     continue  # a digest nobody can fetch earns nothing: pin first
                 chain_down = not self._send(entry)
-            elif entry.kind == "attest" and not chain_down:
-                chain_down = not self._send(entry)
+            elif entry.kind == "attest":
+                attestations.append(entry)
+        if attestations and not chain_down:
+            self._set_phase("verifying peers")
+            with (
+                self._timed("attest"),
+                ThreadPoolExecutor(
+                    min(len(attestations), MAX_CONCURRENT_TX), thread_name_prefix="attest"
+                ) as pool,
+            ):
+                list(pool.map(lambda e: self._send(e, timed=False), attestations))
 
     def _pin(self, round_: int, key: str) -> bool:
         record = self.journal.round(round_)
@@ -309,11 +329,12 @@ class Node:
         self.events.emit("round.pinned", f"round {round_}: pinned {cid}", round=round_, cid=cid)
         return True
 
-    def _send(self, entry) -> bool:
+    def _send(self, entry, timed: bool = True) -> bool:
         """Sends one submit or attest; returns False when the chain is unreachable."""
-        self._set_phase("submitting" if entry.kind == "submit" else "verifying peers")
+        if timed:
+            self._set_phase("submitting" if entry.kind == "submit" else "verifying peers")
         try:
-            with self._timed(entry.kind):
+            with self._timed(entry.kind) if timed else contextlib.nullcontext():
                 if entry.kind == "submit":
                     self._submit(entry)
                 else:
@@ -405,9 +426,10 @@ class Node:
 
     def _part_status(self, part: str, ok: bool, reason: str) -> None:
         """Records the chain's or the store's reachability; an event when it changes."""
-        if ok == getattr(self, f"{part}_ok"):
-            return
-        setattr(self, f"{part}_ok", ok)
+        with self._status_lock:  # attestations report from several threads
+            if ok == getattr(self, f"{part}_ok"):
+                return
+            setattr(self, f"{part}_ok", ok)
         self.events.emit(
             f"{part}.status",
             f"{part} reachable again" if ok else f"{part} unreachable: {reason}",
