@@ -23,6 +23,7 @@ from client.devnet import (
     port_is_listening,
     rpc_call,
 )
+from client.devnet.process import ServerProcess, start_together
 
 pytestmark = pytest.mark.slow
 
@@ -196,3 +197,40 @@ def test_devnet_up_with_a_local_store_starts_no_ipfs_daemon(tmp_path: Path) -> N
     assert ready["ipfs_api"] is None and ready["ipfs_pid"] is None
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
+
+
+def _starter(tmp_path: Path, name: str, code: str) -> ServerProcess:
+    """A process that writes its ready-file after a moment (as a node writes its first event)."""
+    ready = tmp_path / f"{name}.ready"
+    script = (
+        f"import time, sys; time.sleep(0.5); {code}; open({str(ready)!r}, 'w'); time.sleep(600)"
+    )
+    return ServerProcess(
+        name,
+        [sys.executable, "-c", script],
+        log_path=tmp_path / f"{name}.log",
+        ready=ready.exists,
+        ready_timeout_s=60,
+    )
+
+
+def test_processes_started_together_are_all_ready(tmp_path: Path) -> None:
+    procs = [_starter(tmp_path, f"p{i}", "pass") for i in range(3)]
+    try:
+        start_together(procs)
+        assert all(p.running for p in procs)
+    finally:
+        for p in procs:
+            p.stop()
+    assert not any(p.running for p in procs)
+
+
+def test_one_that_dies_before_ready_stops_the_others_and_is_named(tmp_path: Path) -> None:
+    procs = [
+        _starter(tmp_path, "good", "pass"),
+        _starter(tmp_path, "bad", "print('no config', file=sys.stderr); sys.exit(2)"),
+        _starter(tmp_path, "late", "time.sleep(1)"),
+    ]
+    with pytest.raises(ServerStartError, match=r"bad exited with code 2(.|\n)*no config"):
+        start_together(procs)
+    assert not any(p.running for p in procs), "a process was left running"

@@ -31,7 +31,7 @@ from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, p
 from client.config import NodeConfig
 from client.config.models import format_score as score
 from client.devnet import Anvil, AnvilNotFound, IpfsDaemon, IpfsNotFound, ServerStartError
-from client.devnet.process import ServerProcess, pid_alive
+from client.devnet.process import ServerProcess, pid_alive, start_together
 from client.node.assemble import SEED_MODELS, base_policy_path
 from client.node.devnet import _with, node_process, provision
 from client.node.journal import Journal
@@ -194,10 +194,10 @@ def up(
                 ipfs_api=ipfs.api if ipfs else None,
                 nodes=count,
             )
-            for i, node_config in enumerate(swarm.node_configs):
-                proc = node_process(f"node-{i}", node_config)
-                proc.start()
-                node_procs.append(proc)
+            node_procs += [
+                node_process(f"node-{i}", path) for i, path in enumerate(swarm.node_configs)
+            ]
+            start_together(node_procs)
         except (AnvilNotFound, IpfsNotFound) as exc:
             fail(str(exc), Exit.USAGE)
         except (ServerStartError, ChainError) as exc:

@@ -94,6 +94,21 @@ _running: set[ServerProcess] = set()
 _running_lock = threading.Lock()
 
 
+def start_together(processes: list[ServerProcess]) -> None:
+    """Spawns every process, then waits for each to be ready: N slow starters (node processes
+    import torch) take about as long as the slowest, not N times as long. On a failure the
+    ones already spawned are stopped."""
+    try:
+        for proc in processes:
+            proc.spawn()
+        for proc in processes:
+            proc.wait_ready()
+    except BaseException:
+        for proc in processes:
+            proc.stop()
+        raise
+
+
 @atexit.register
 def _stop_all() -> None:
     with _running_lock:
@@ -136,6 +151,10 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         """Starts the process and returns once it is ready; raises ServerStartError otherwise."""
+        return self.spawn().wait_ready()
+
+    def spawn(self) -> ServerProcess:
+        """Starts the process without waiting for it to be ready (see `wait_ready`)."""
         if self.running:
             return self
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,7 +172,15 @@ class ServerProcess:
         with _running_lock:
             _running.add(self)
         self.pid_path.write_text(f"{self._proc.pid}\n")
-        deadline = time.monotonic() + self._ready_timeout_s
+        self._spawned_at = time.monotonic()
+        return self
+
+    def wait_ready(self) -> ServerProcess:
+        """Returns once the spawned process is ready; stops it and raises ServerStartError when
+        it exits first or is not ready within the time-out (counted from its spawn)."""
+        if self._proc is None:
+            raise ServerStartError(f"{self.name} was not started")
+        deadline = self._spawned_at + self._ready_timeout_s
         while True:
             if self._proc.poll() is not None:
                 code = self._proc.returncode
