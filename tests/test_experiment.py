@@ -79,17 +79,34 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
             # the journal kept in the cell says the same as the record ...
             rewards = journal_rewards(Path(node["data_dir"]), first, last)
             assert sorted(rewards) == list(range(first, last + 1)), "a scored round was not trained"
+            assert node["policy"]["seed"] == 0, "the record says where the node started"
             for r in node["rounds"]:
                 assert r["reward_local"] == pytest.approx(rewards[r["round"]])
                 # ... and the ledger recorded the same number (claim / rollouts)
                 assert r["reward_on_chain"] == pytest.approx(r["reward_local"], abs=1e-6)
                 assert r["local_items"] is not None
+                # the per-dataset split covers the node's whole batch: I x L rollouts
+                by_entry = r["reward_by_entry"]
+                rollouts = sum(n for _, n in by_entry.values())
+                assert rollouts == cell.local * exp.completions, by_entry
+                weighted = sum(mean * n for mean, n in by_entry.values()) / rollouts
+                assert weighted == pytest.approx(r["reward_local"]), by_entry
             cumulative += sum(rewards.values())
         entry = summary["configurations"][cell.configuration]
         assert entry["seeds"][str(cell.seed)]["cumulative"] == pytest.approx(cumulative)
         assert entry["not_on_chain_or_different"] == 0
         if cell.external == 0:  # no external item is ever trained on in an I/0 split
             assert all(r["external_items"] == 0 for n in record["nodes"] for r in n["rounds"])
+    # a split is compared with the baseline seed by seed (same seed: same questions)
+    configurations = summary["configurations"]
+    baseline = configurations[f"homogeneous {exp.baseline[0]}/0"]
+    for entry in configurations.values():
+        paired = entry["paired_vs_baseline"]
+        for seed, delta in paired["per_seed"].items():
+            expected = entry["seeds"][seed]["cumulative"] - baseline["seeds"][seed]["cumulative"]
+            assert delta == pytest.approx(expected)
+        assert paired["seeds"] == len(exp.seeds)
+    assert "paired Δ" in table and "first → last quarter" in table, table
 
     # resuming: done cells are not played again; a cell without its record is
     again = run_smoke(out, cache, "--json")

@@ -25,11 +25,12 @@ from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.config import NodeConfig, load_config
 from client.devnet import Anvil, IpfsDaemon, rpc_call
-from client.devnet.process import ServerProcess
+from client.devnet.process import ServerProcess, start_together
 from client.experiment.config import REPO, Cell, ExperimentConfig
 from client.node.assemble import base_policy_path
 from client.node.devnet import _with, dev_account, node_process, provision
 from client.node.node import COMPUTE_PHASES, SWARM_PHASES
+from client.store import decode_batch
 from client.tasks import SCORE_SCALE, load_catalog
 
 RECORD = "cell.json"
@@ -111,10 +112,8 @@ def play_cell(
             nodes=exp.nodes,
             node_sections=sections,
         )
-        for i, path in enumerate(swarm.node_configs):
-            proc = node_process(f"node-{i}", path)
-            proc.start()
-            nodes.append(proc)
+        nodes += [node_process(f"node-{i}", path) for i, path in enumerate(swarm.node_configs)]
+        start_together(nodes)
         ledger = Ledger(connect(anvil.url), swarm.ledger)
         params = ledger.params()
         first = int((time.time() - params.genesis) // params.round_length) + 1
@@ -145,6 +144,8 @@ def play_cell(
             json.dumps(rpc_call(anvil.url, "anvil_dumpState", timeout_s=60))
         )
         record = collect(exp, cell, swarm.addresses, dirs, ledger, swarm.deploy_block, first, last)
+        for i, node in enumerate(record["nodes"]):  # where each node started from
+            node["policy"] = sections(i)["policy"]
     finally:
         for proc in nodes:
             proc.stop(timeout_s=60)
@@ -169,6 +170,25 @@ def _metrics(node_dir: Path) -> dict[int, dict[str, Any]]:
     with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
         rows = db.execute("SELECT round, data FROM metrics").fetchall()
     return {r: json.loads(d) for r, d in rows}
+
+
+def _reward_by_entry(node_dir: Path, first: int, last: int) -> dict[int, dict[str, list]]:
+    """Returns, per round, [mean reward, rollouts] of the node's local rollouts on each catalog
+    entry (from the batches it journalled: the bytes it pinned and hashed on chain)."""
+    with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT round, batch FROM rounds WHERE batch IS NOT NULL AND round BETWEEN ? AND ?",
+            (first, last),
+        ).fetchall()
+    out = {}
+    for round_, data in rows:
+        totals: dict[str, list[float]] = {}
+        for item in decode_batch(data).items:
+            t = totals.setdefault(item.task.entry, [0.0, 0])
+            t[0] += sum(item.rewards) / SCORE_SCALE
+            t[1] += len(item.rewards)
+        out[round_] = {entry: [s / n, n] for entry, (s, n) in sorted(totals.items())}
+    return out
 
 
 def _trained(node_dir: Path, first: int, last: int) -> list[int]:
@@ -196,6 +216,7 @@ def collect(
     nodes = []
     for address, node_dir in zip(addresses, dirs, strict=True):
         metrics = _metrics(node_dir)
+        by_entry = _reward_by_entry(node_dir, first, last)
         rounds = []
         for r in range(first, last + 1):
             m = metrics.get(r, {})
@@ -205,6 +226,7 @@ def collect(
                     "round": r,
                     "reward_local": m.get("reward_local"),
                     "reward_on_chain": on_chain.get((address.lower(), r)),
+                    "reward_by_entry": by_entry.get(r),
                     "reward_external": m.get("reward_external"),
                     "local_items": m.get("local_items"),
                     "external_items": m.get("external_items"),

@@ -18,6 +18,11 @@ from client.experiment.cell import RECORD
 from client.experiment.config import Cell, ExperimentConfig
 
 TOLERANCE = 1e-6  # the journal's reward and the ledger's claim/rollouts are one number
+# mean local reward per node-round in the first and the last quarter of the scored rounds; for
+# specialists also on the entries they were pretrained on (home) and on the others (foreign)
+LEARNING_KEYS = tuple(
+    f"{part}{q}_quarter" for part in ("", "home_", "foreign_") for q in ("first", "last")
+)
 
 
 def load_records(exp: ExperimentConfig, out_dir: Path) -> dict[str, dict[str, Any]]:
@@ -30,12 +35,35 @@ def load_records(exp: ExperimentConfig, out_dir: Path) -> dict[str, dict[str, An
     return found
 
 
+def _quarters(values: list[float | None]) -> tuple[float | None, float | None]:
+    """Returns the mean of the first and of the last quarter of a run's values (Nones skipped)."""
+    q = max(1, len(values) // 4)
+
+    def mean(part: list[float | None]) -> float | None:
+        kept = [v for v in part if v is not None]
+        return statistics.fmean(kept) if kept else None
+
+    return mean(values[:q]), mean(values[-q:])
+
+
+def _entry_reward(rounds: list[dict[str, Any]], keep) -> list[float | None]:
+    """Per round, the mean local reward over the catalog entries `keep` accepts (None: none
+    drawn that round)."""
+    out = []
+    for r in rounds:
+        values = [mean for e, (mean, _) in (r.get("reward_by_entry") or {}).items() if keep(e)]
+        out.append(statistics.fmean(values) if values else None)
+    return out
+
+
 def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
     rounds = len(record["nodes"][0]["rounds"])
     per_round = [0.0] * rounds
     missing = mismatched = 0
     compute = swarm = 0.0
+    node_curves, home, foreign = [], [], []
     for node in record["nodes"]:
+        node_curves.append([r["reward_local"] for r in node["rounds"]])
         for k, r in enumerate(node["rounds"]):
             if r["reward_local"] is None:
                 missing += 1
@@ -46,15 +74,31 @@ def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
                 mismatched += 1
             compute += r["compute_s"]
             swarm += r["swarm_s"]
-    return {
+        specialties = set((node.get("policy") or {}).get("seed_datasets") or ())
+        if specialties:  # a specialist: its pretrained entries and the others, apart
+            home.append(_entry_reward(node["rounds"], lambda e, s=specialties: e in s))
+            foreign.append(_entry_reward(node["rounds"], lambda e, s=specialties: e not in s))
+    numbers = {
         "cumulative": sum(per_round),
         "per_round": per_round,
+        "first_quarter": _mean_of(_quarters(c)[0] for c in node_curves),
+        "last_quarter": _mean_of(_quarters(c)[1] for c in node_curves),
         "missing_node_rounds": missing,
         "not_on_chain_or_different": mismatched,
         "compute_s": compute,
         "swarm_s": swarm,
         "wall_s": record.get("wall_s", 0.0),
     }
+    if home:
+        for name, curves in (("home", home), ("foreign", foreign)):
+            numbers[f"{name}_first_quarter"] = _mean_of(_quarters(c)[0] for c in curves)
+            numbers[f"{name}_last_quarter"] = _mean_of(_quarters(c)[1] for c in curves)
+    return numbers
+
+
+def _mean_of(values) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.fmean(kept) if kept else None
 
 
 def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
@@ -89,6 +133,10 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
         entry["not_on_chain_or_different"] = sum(
             s["not_on_chain_or_different"] for s in entry["seeds"].values()
         )
+        for key in LEARNING_KEYS:
+            values = [s[key] for s in entry["seeds"].values() if s.get(key) is not None]
+            if values:
+                entry[f"{key}_mean"] = statistics.fmean(values)
     for entry in configurations.values():
         base = configurations.get(
             Cell(variant=entry["variant"], local=exp.baseline[0], external=0, seed=0).configuration
@@ -98,6 +146,19 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
             if base and base["cumulative_mean"]
             else None
         )
+        # Configurations played with one seed drew the same questions: compare seed by seed.
+        diffs = {
+            seed: numbers["cumulative"] - base["seeds"][seed]["cumulative"]
+            for seed, numbers in entry["seeds"].items()
+            if base and seed in base["seeds"]
+        }
+        entry["paired_vs_baseline"] = {
+            "per_seed": diffs,
+            "mean": statistics.fmean(diffs.values()) if diffs else None,
+            "std": statistics.stdev(diffs.values()) if len(diffs) > 1 else None,
+            "seeds_better": sum(d > 0 for d in diffs.values()),
+            "seeds": len(diffs),
+        }
     summary = {
         "experiment": exp.model_dump(mode="json"),
         "metric": "sum over scored rounds and nodes of the mean verifier reward of each node's "
@@ -122,17 +183,44 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
         f"({summary['cells_done']}/{summary['cells_total']} cells done).",
         "",
         "| configuration | I/J | cumulative reward (mean ± sd) | range | gain vs "
-        f"{exp.baseline[0]}/0 | swarm share | wall |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: |",
+        f"{exp.baseline[0]}/0 | paired Δ (mean ± sd) | seeds better | swarm share | wall |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for e in summary["configurations"].values():
         sd = f" ± {e['cumulative_std']:.2f}" if e["cumulative_std"] is not None else ""
         gain = f"{100 * e['gain_vs_baseline']:+.1f}%" if e["gain_vs_baseline"] is not None else "-"
         share = f"{100 * e['swarm_share']:.1f}%" if e["swarm_share"] is not None else "-"
+        paired = e["paired_vs_baseline"]
+        delta, better = "-", "-"
+        if paired["seeds"] and e["external"]:
+            delta = f"{paired['mean']:+.2f}" + (
+                f" ± {paired['std']:.2f}" if paired["std"] is not None else ""
+            )
+            better = f"{paired['seeds_better']}/{paired['seeds']}"
         lines.append(
             f"| {e['variant']} | {e['local']}/{e['external']} | {e['cumulative_mean']:.2f}{sd} | "
-            f"{e['cumulative_min']:.2f} – {e['cumulative_max']:.2f} | {gain} | {share} | "
-            f"{e['wall_s'] / 60:.1f} min |"
+            f"{e['cumulative_min']:.2f} – {e['cumulative_max']:.2f} | {gain} | {delta} | "
+            f"{better} | {share} | {e['wall_s'] / 60:.1f} min |"
+        )
+    lines += [
+        "",
+        "Learning within the run: mean local reward per node and round in the first and the last "
+        "quarter of the scored rounds (mean over seeds); specialists also on the datasets they "
+        "were pretrained on (home) and on the others (foreign).",
+        "",
+        "| configuration | I/J | first → last quarter | home: first → last "
+        "| foreign: first → last |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+
+    def span(e: dict[str, Any], part: str) -> str:
+        a, b = e.get(f"{part}first_quarter_mean"), e.get(f"{part}last_quarter_mean")
+        return "-" if a is None or b is None else f"{a:.3f} → {b:.3f} ({b - a:+.3f})"
+
+    for e in summary["configurations"].values():
+        lines.append(
+            f"| {e['variant']} | {e['local']}/{e['external']} | {span(e, '')} | "
+            f"{span(e, 'home_')} | {span(e, 'foreign_')} |"
         )
     return "\n".join(lines) + "\n"
 
