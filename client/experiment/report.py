@@ -20,8 +20,9 @@ from client.experiment.config import Cell, ExperimentConfig
 TOLERANCE = 1e-6  # the journal's reward and the ledger's claim/rollouts are one number
 # mean local reward per node-round in the first and the last quarter of the scored rounds; for
 # specialists also on the entries they were pretrained on (home) and on the others (foreign)
-LEARNING_KEYS = tuple(
-    f"{part}{q}_quarter" for part in ("", "home_", "foreign_") for q in ("first", "last")
+LEARNING_KEYS = (
+    *(f"{part}{q}_quarter" for part in ("", "home_", "foreign_") for q in ("first", "last")),
+    "external_used_per_round",
 )
 
 
@@ -61,13 +62,14 @@ def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
     per_round = [0.0] * rounds
     missing = mismatched = 0
     compute = swarm = 0.0
-    node_curves, home, foreign = [], [], []
+    node_curves, home, foreign, external_used = [], [], [], []
     for node in record["nodes"]:
         node_curves.append([r["reward_local"] for r in node["rounds"]])
         for k, r in enumerate(node["rounds"]):
             if r["reward_local"] is None:
                 missing += 1
                 continue
+            external_used.append(r["external_items"] or 0)
             per_round[k] += r["reward_local"]
             chain = r["reward_on_chain"]
             if chain is None or abs(chain - r["reward_local"]) > TOLERANCE:
@@ -83,6 +85,8 @@ def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
         "per_round": per_round,
         "first_quarter": _mean_of(_quarters(c)[0] for c in node_curves),
         "last_quarter": _mean_of(_quarters(c)[1] for c in node_curves),
+        # J asked for, J got: the sampler falls short when peers publish too few items with signal
+        "external_used_per_round": _mean_of(external_used),
         "missing_node_rounds": missing,
         "not_on_chain_or_different": mismatched,
         "compute_s": compute,
@@ -208,9 +212,9 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
         "quarter of the scored rounds (mean over seeds); specialists also on the datasets they "
         "were pretrained on (home) and on the others (foreign).",
         "",
-        "| configuration | I/J | first → last quarter | home: first → last "
-        "| foreign: first → last |",
-        "| --- | --- | --- | --- | --- |",
+        "| configuration | I/J | external items used a round | first → last quarter "
+        "| home: first → last | foreign: first → last |",
+        "| --- | --- | ---: | --- | --- | --- |",
     ]
 
     def span(e: dict[str, Any], part: str) -> str:
@@ -218,30 +222,49 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
         return "-" if a is None or b is None else f"{a:.3f} → {b:.3f} ({b - a:+.3f})"
 
     for e in summary["configurations"].values():
+        used = e.get("external_used_per_round_mean")
         lines.append(
-            f"| {e['variant']} | {e['local']}/{e['external']} | {span(e, '')} | "
+            f"| {e['variant']} | {e['local']}/{e['external']} | "
+            f"{'-' if used is None else f'{used:.2f}'} | {span(e, '')} | "
             f"{span(e, 'home_')} | {span(e, 'foreign_')} |"
         )
     return "\n".join(lines) + "\n"
 
 
+def _rolling(values: list[float], window: int) -> list[float]:
+    """Trailing mean over `window` values (fewer at the start)."""
+    return [statistics.fmean(values[max(0, k - window + 1) : k + 1]) for k in range(len(values))]
+
+
 def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> None:
+    """One panel per variant: each split's mean local reward per node and round, as a trailing
+    mean over a few rounds (mean over seeds: line; the seeds' range: band)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    window = max(1, exp.rounds // 8)
     variants = sorted({e["variant"] for e in summary["configurations"].values()})
     fig, axes = plt.subplots(1, len(variants), figsize=(6 * len(variants), 4), squeeze=False)
     for ax, variant in zip(axes[0], variants, strict=True):
         for e in summary["configurations"].values():
             if e["variant"] != variant:
                 continue
-            ys = [y / exp.nodes for y in e["curve_mean"]]
-            ax.plot(range(1, len(ys) + 1), ys, label=f"{e['local']}/{e['external']}")
-        ax.set_title(f"{exp.name}: {variant}")
+            per_seed = [
+                _rolling([y / exp.nodes for y in s["per_round"]], window)
+                for s in e["seeds"].values()
+            ]
+            xs = range(1, len(per_seed[0]) + 1)
+            mean = [statistics.fmean(c[k] for c in per_seed) for k in range(len(xs))]
+            (line,) = ax.plot(xs, mean, label=f"{e['local']}/{e['external']}")
+            if len(per_seed) > 1:
+                low = [min(c[k] for c in per_seed) for k in range(len(xs))]
+                high = [max(c[k] for c in per_seed) for k in range(len(xs))]
+                ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.15)
+        ax.set_title(f"{exp.name}: {variant} ({len(exp.seeds)} seeds)")
         ax.set_xlabel("scored round")
-        ax.set_ylabel("mean local reward per node (mean over seeds)")
+        ax.set_ylabel(f"local reward per node ({window}-round mean)")
         ax.legend(title="I/J")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
