@@ -17,6 +17,7 @@ from conftest import REPO
 from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, node_sections
 from client.experiment.config import Cell
+from client.experiment.run import _remember_scale
 from client.node.assemble import NodeConfigError, base_policy_path
 from client.node.devnet import _with
 
@@ -124,6 +125,17 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
         "a done cell was replayed"
     )
 
+    # resuming at another scale is refused before anything is played: the cells would not add up
+    longer = tmp_path / "smoke.toml"
+    text = (REPO / "configs" / "experiments" / "smoke.toml").read_text()
+    longer.write_text(text.replace("rounds = 3\n", "rounds = 4\n"))
+    refused = sapo(
+        "experiment", "run", "--config", str(longer), "--out", str(out), "--cache-dir", str(cache)
+    )
+    assert refused.returncode != 0
+    assert "rounds: 3 there, 4 now" in refused.stderr and "--out" in refused.stderr, refused.stderr
+    assert (out / "cells" / untouched.key / "cell.json").read_text() == kept
+
 
 @pytest.mark.parametrize(
     ("text", "expected"),
@@ -146,6 +158,21 @@ def test_bad_experiment_files_are_refused_with_the_reason(
     said = "".join(ran.stderr.split())  # the console may wrap a long line anywhere
     assert ran.returncode == 2, ran.stderr
     assert "".join(str(path).split()) in said and "".join(expected.split()) in said, ran.stderr
+
+
+def test_more_seeds_or_splits_extend_a_results_directory_but_another_scale_does_not(
+    tmp_path: Path,
+) -> None:
+    exp = load_experiment("smoke")
+    _remember_scale(exp, tmp_path)
+    wider = exp.model_copy(update={"seeds": [0, 1], "splits": [(2, 0), (1, 1)]})
+    _remember_scale(wider, tmp_path)  # the done cells stay comparable: accepted
+    for change in ({"completions": 8}, {"node": {"policy": {"max_new_tokens": 9}}}):
+        with pytest.raises(ExperimentError, match="another scale"):
+            _remember_scale(exp.model_copy(update=change), tmp_path)
+    (tmp_path / "experiment.json").write_text("{not json")
+    with pytest.raises(ExperimentError, match="unreadable"):
+        _remember_scale(exp, tmp_path)
 
 
 def test_unknown_experiment_names_the_presets() -> None:

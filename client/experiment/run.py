@@ -1,17 +1,22 @@
 """Running an experiment: every cell not done yet, one after another, then the report.
 
 Resumable: a cell is done once its `cell.json` exists; an interrupted run skips the done cells
-and plays the interrupted one again from scratch (its devnet cannot be resumed mid-run).
+and plays the interrupted one again from scratch (its devnet cannot be resumed mid-run). The
+results directory remembers the scale its cells were played at (`experiment.json`) and refuses
+to resume at another: cells played at different scales must not be summed into one table.
+Adding splits, seeds or variants is fine: the cells done stay comparable.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from client.experiment.cell import RECORD, play_cell
-from client.experiment.config import Cell, ExperimentConfig
+from client.experiment.config import Cell, ExperimentConfig, ExperimentError
 from client.experiment.report import summarize
 
 
@@ -24,6 +29,7 @@ def run_experiment(
     progress: Callable[[Cell, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Plays the cells not done yet; returns the summary (also written under out_dir)."""
+    _remember_scale(exp, out_dir)
     for cell in exp.cells():
         cell_dir = out_dir / "cells" / cell.key
         if (cell_dir / RECORD).is_file():
@@ -43,3 +49,37 @@ def run_experiment(
         if on_cell:
             on_cell(cell, "played")
     return summarize(exp, out_dir)
+
+
+SCALE_RECORD = "experiment.json"
+# what every cell is played with: a done cell is only comparable with cells played at this scale
+CELL_SCALE = ("nodes", "rounds", "round_length_s", "questions", "completions", "store", "node")
+
+
+def _remember_scale(exp: ExperimentConfig, out_dir: Path) -> None:
+    """Records the scale in out_dir; refuses a directory whose cells were played at another."""
+    path = out_dir / SCALE_RECORD
+    scale = exp.model_dump(mode="json", include=set(CELL_SCALE))
+    if path.is_file():
+        try:
+            before = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ExperimentError(
+                f"{path} is unreadable ({exc}); remove it only if every cell under "
+                f"{out_dir / 'cells'} was played with the experiment file as it is now"
+            ) from exc
+        changed = [
+            f"{key}: {before.get(key)!r} there, {scale[key]!r} now"
+            for key in CELL_SCALE
+            if before.get(key) != scale[key]
+        ]
+        if changed:
+            raise ExperimentError(
+                f"{out_dir} holds cells played at another scale ({'; '.join(changed)}); "
+                f"give the run another --out, or delete {out_dir} to play every cell again"
+            )
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(scale, indent=1, sort_keys=True))
+    os.replace(tmp, path)
