@@ -175,6 +175,22 @@ def test_more_seeds_or_splits_extend_a_results_directory_but_another_scale_does_
         _remember_scale(exp, tmp_path)
 
 
+def test_committed_paper_cpu_results_are_complete_and_at_the_configs_scale() -> None:
+    # docs/results/paper-cpu is what README and the comparison quote: if paper-cpu.toml changes
+    # scale, or loses a cell, those results no longer describe it and must be played again
+    exp = load_experiment("paper-cpu")
+    committed = REPO / "docs" / "results" / "paper-cpu"
+    _remember_scale(exp, committed)  # refuses when the committed cells were played at another
+    summary = json.loads((committed / "summary.json").read_text())
+    assert summary["cells_done"] == summary["cells_total"] == len(exp.cells())
+    assert {p.stem for p in (committed / "cells").glob("*.json")} == {
+        cell.key for cell in exp.cells()
+    }
+    for entry in summary["configurations"].values():
+        assert entry["missing_node_rounds"] == 0 and entry["not_on_chain_or_different"] == 0
+        assert len(entry["seeds"]) == len(exp.seeds)
+
+
 def test_unknown_experiment_names_the_presets() -> None:
     with pytest.raises(ExperimentError, match=r"presets: .*smoke"):
         load_experiment("no-such-experiment")
