@@ -78,7 +78,7 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
         cumulative = 0.0
         for node in record["nodes"]:
             # the journal kept in the cell says the same as the record ...
-            rewards = journal_rewards(Path(node["data_dir"]), first, last)
+            rewards = journal_rewards(cell_dir / node["data_dir"], first, last)
             assert sorted(rewards) == list(range(first, last + 1)), "a scored round was not trained"
             assert node["policy"]["seed"] == 0, "the record says where the node started"
             for r in node["rounds"]:
@@ -180,6 +180,7 @@ def test_committed_paper_cpu_results_are_complete_and_at_the_configs_scale() -> 
     # scale, or loses a cell, those results no longer describe it and must be played again
     exp = load_experiment("paper-cpu")
     committed = REPO / "docs" / "results" / "paper-cpu"
+    assert (committed / "experiment.json").is_file(), "the committed results must name their scale"
     _remember_scale(exp, committed)  # refuses when the committed cells were played at another
     summary = json.loads((committed / "summary.json").read_text())
     assert summary["cells_done"] == summary["cells_total"] == len(exp.cells())
@@ -189,6 +190,9 @@ def test_committed_paper_cpu_results_are_complete_and_at_the_configs_scale() -> 
     for entry in summary["configurations"].values():
         assert entry["missing_node_rounds"] == 0 and entry["not_on_chain_or_different"] == 0
         assert len(entry["seeds"]) == len(exp.seeds)
+    for path in (committed / "cells").glob("*.json"):  # the records name no machine's paths
+        for node in json.loads(path.read_text())["nodes"]:
+            assert node["data_dir"] == Path(node["data_dir"]).name, (path, node["data_dir"])
 
 
 def test_unknown_experiment_names_the_presets() -> None:

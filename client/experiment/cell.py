@@ -14,6 +14,7 @@ opens after every node has started; rounds a node played before that are warm-up
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
@@ -34,6 +35,18 @@ from client.store import decode_batch
 from client.tasks import SCORE_SCALE, load_catalog
 
 RECORD = "cell.json"
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Writes a file that marks something done: temp file, fsync, rename, so that a crash
+    leaves either no file or the whole one, never a half-written marker."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
 
 
 class CellFailed(Exception):
@@ -152,7 +165,7 @@ def play_cell(
         for part in reversed(parts):
             part.stop()
     record["wall_s"] = round(time.time() - began, 1)
-    (cell_dir / RECORD).write_text(json.dumps(record, indent=1))
+    write_whole(cell_dir / RECORD, json.dumps(record, indent=1))
     return record
 
 
@@ -235,7 +248,8 @@ def collect(
                     "swarm_s": sum(timings.get(p, [0, 0])[0] for p in SWARM_PHASES),
                 }
             )
-        nodes.append({"address": address, "data_dir": str(node_dir), "rounds": rounds})
+        # relative to the cell's directory: the record moves with it and names no machine's paths
+        nodes.append({"address": address, "data_dir": node_dir.name, "rounds": rounds})
     return {
         "cell": cell.model_dump(),
         "configuration": cell.configuration,

@@ -10,12 +10,11 @@ Adding splits, seeds or variants is fine: the cells done stay comparable.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from client.experiment.cell import RECORD, play_cell
+from client.experiment.cell import RECORD, play_cell, write_whole
 from client.experiment.config import Cell, ExperimentConfig, ExperimentError
 from client.experiment.report import summarize
 
@@ -79,7 +78,4 @@ def _remember_scale(exp: ExperimentConfig, out_dir: Path) -> None:
                 f"give the run another --out, or delete {out_dir} to play every cell again"
             )
         return
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(scale, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(scale, indent=1, sort_keys=True))
