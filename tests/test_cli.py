@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,56 @@ def test_config_show_rejects_bad_files_with_exit_2(
 def test_unknown_command_is_a_usage_error(cli: CliRunner) -> None:
     result = cli.invoke(app, ["frobnicate"])
     assert result.exit_code == 2
+
+
+HEAVY = ("torch", "transformers", "reasoning_gym")
+
+
+def imported_heavy(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """Runs `sapo ARGS` in a fresh interpreter; returns the training-stack packages it imported."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "client.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=base | (env or {}),
+        timeout=120,
+    )
+    names = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "client" in names, proc.stderr[-2000:]
+    return names & set(HEAVY)
+
+
+def test_query_commands_do_not_import_the_training_stack(swarm, tmp_path: Path) -> None:
+    """`sapo --help` took 2.9 CPU-s when every command imported torch and transformers."""
+    from client.chain.keystore import write_keystore
+
+    keystore = tmp_path / "k.json"
+    account = swarm.account()
+    write_keystore(keystore, account.key, "pw")
+    chain = {
+        "SAPO_CHAIN__RPC_URL": swarm.url,
+        "SAPO_CHAIN__LEDGER_ADDRESS": swarm.ledger.address,
+    }
+    devnet_toml = str(REPO / "configs/devnet.toml")
+    commands = [
+        ["--help"],
+        ["config", "show", "--config", devnet_toml],
+        ["audit", "round", "0", "--config", devnet_toml],
+        ["audit", "leaderboard", "--config", devnet_toml],
+        ["devnet", "status", "--data-dir", str(tmp_path / "no-devnet")],
+        ["devnet", "ps"],
+        ["rewards", "show", account.address, "--config", devnet_toml],
+        ["stake", "--help"],
+        ["chain", "info", "--config", devnet_toml],
+        ["wallet", "address", "--keystore", str(keystore)],
+        ["node", "--help"],
+    ]
+    for args in commands:
+        heavy = imported_heavy(*args, env=chain)
+        assert not heavy, f"`sapo {' '.join(args)}` imported {sorted(heavy)}"

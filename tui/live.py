@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from client.chain import Ledger
-from client.node import Node
+from client.node.node import Node
 
 log = logging.getLogger("sapo.node")
 

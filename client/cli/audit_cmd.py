@@ -18,9 +18,7 @@ from client.store import StoreError, fetch_batch, open_store
 from client.store.cid import digest_to_cid
 from client.tasks import CatalogError, check_against_ledger, load_catalog
 
-app = typer.Typer(
-    help="Audit nodes, rounds and submissions through contract queries.", no_args_is_help=True
-)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 AddressArg = Annotated[str, typer.Argument(help="Node address (0x…).")]
 RoundArg = Annotated[int, typer.Argument(min=0, help="Round number.")]

@@ -22,7 +22,7 @@ from client.cli.console import ConfigOption, JsonOption, fail, fail_validation, 
 from client.config.models import LedgerSection
 from client.config.models import format_ether as ether
 
-app = typer.Typer(help="Deploy and query the SwarmLedger contract.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 
 @app.command("deploy")

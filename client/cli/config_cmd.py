@@ -10,7 +10,7 @@ import typer
 from client.cli.console import ConfigOption, JsonOption, fail, out, print_json
 from client.config import ConfigError, load_config, public_view
 
-app = typer.Typer(help="Inspect the node configuration.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 
 def load_or_exit(path: Any) -> Any:

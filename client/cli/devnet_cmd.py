@@ -36,7 +36,7 @@ from client.node.assemble import SEED_MODELS, base_policy_path
 from client.node.devnet import _with, node_process, provision
 from client.node.journal import Journal
 
-app = typer.Typer(help="Run a local swarm on this machine (loopback only).", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 STATE = "devnet.json"  # what runs: addresses, pids, config paths (present while up)
 SUPERVISOR_PID = "devnet.pid"

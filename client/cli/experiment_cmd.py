@@ -23,7 +23,7 @@ from client.experiment import ExperimentError, load_experiment, run_experiment
 from client.experiment.cell import CellFailed
 from client.experiment.report import summarize
 
-app = typer.Typer(help="Reproduce the SAPO paper's controlled experiment.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 ExperimentOption = Annotated[
     str,

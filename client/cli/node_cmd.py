@@ -21,11 +21,10 @@ from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
 from client.node.assemble import NodeConfigError, node_metadata, open_node, signing_ledger
-from client.policy import PolicyError
 from client.store import StoreError, open_store
 from client.tasks import CatalogError
 
-app = typer.Typer(help="Register and run a SAPO node.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 
 @app.command("register")
@@ -84,6 +83,8 @@ def run(
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, request_stop)
+    from client.policy import PolicyError
+
     try:
         if cfg.policy.model.startswith("seed"):
             logging.getLogger("sapo.node").info(

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from client.cli.console import Exit, JsonOption, fail, out, print_json
 
-app = typer.Typer(help="Build the seed policy, evaluate policies.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 DataDirOption = Annotated[
     Path, typer.Option("--data-dir", help="Where built policies are cached (policies/ below).")

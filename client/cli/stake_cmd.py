@@ -21,8 +21,8 @@ from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_
 from client.config.models import format_ether as ether
 from client.config.models import format_score as score
 
-stake_app = typer.Typer(help="Add stake, request unstake, withdraw.", no_args_is_help=True)
-rewards_app = typer.Typer(help="Show and claim rewards.", no_args_is_help=True)
+stake_app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
+rewards_app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 AmountArg = Annotated[str, typer.Argument(help="Amount: '1.5 ether', '20 gwei', or wei.")]
 

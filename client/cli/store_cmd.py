@@ -30,9 +30,7 @@ from client.store import (
     open_store,
 )
 
-app = typer.Typer(
-    help="Put, get and check rollout batches on IPFS or a local blockstore.", no_args_is_help=True
-)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 BackendOption = Annotated[
     Literal["ipfs", "local"] | None,

@@ -10,9 +10,7 @@ from rich.table import Table
 from client.cli.console import Exit, JsonOption, fail, out, print_json
 from client.tasks import CatalogError, draw, load_catalog, reference_answer
 
-app = typer.Typer(
-    help="Task catalogs and the seeded draw of a round's tasks.", no_args_is_help=True
-)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 CatalogOption = Annotated[
     str, typer.Option("--catalog", help="Catalog name (configs/tasks/<name>.toml) or path.")

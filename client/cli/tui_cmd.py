@@ -18,9 +18,7 @@ from client.chain.keystore import KeystoreError, keystore_address
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, fail
 from client.config import NodeConfig
-from client.node.assemble import NodeConfigError, open_node
 from client.node.eventlog import read_events
-from client.policy import PolicyError
 from client.store import StoreError
 from client.tasks import CatalogError
 
@@ -51,6 +49,9 @@ def tui(
             interval_s=interval,
         )
     elif config is not None:
+        from client.node.assemble import NodeConfigError, open_node
+        from client.policy import PolicyError
+
         cfg = load_or_exit(config)
         _need_chain(cfg, config)
         log_to_file(Path(cfg.node.data_dir) / "node.log", cfg.node.log_level)

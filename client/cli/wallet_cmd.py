@@ -27,7 +27,7 @@ from client.chain.keystore import (
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 
-app = typer.Typer(help="Encrypted keystores: new, import, address.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 KeystorePath = Annotated[
     Path | None,

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 
-from client.policy import GenerationBackend, Policy
 from client.store import Item, ModelDescriptor, RolloutBatch, TaskRef
 from client.tasks import Catalog, Task, draw, draw_refs, regenerate, render_prompt, reward, to_units
+
+if TYPE_CHECKING:  # generation needs the training stack; verification (audits) does not
+    from client.policy import GenerationBackend, Policy
 
 
 def task_seed(chain_id: int, ledger: str, round_: int, node: str) -> bytes:
