@@ -211,3 +211,13 @@ def test_public_view_masks_the_rpc_url(tmp_path: Path) -> None:
     path = write(tmp_path, f'[chain]\nrpc_url = "https://mainnet.infura.io/v3/{key}"\n')
     view = public_view(load_config(path))
     assert key not in str(view)
+
+
+def test_the_vllm_backend_is_refused_until_one_exists(tmp_path: Path) -> None:
+    """It used to be accepted and silently ignored: the node always generated with transformers."""
+    path = write(tmp_path, '[policy]\nbackend = "vllm"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert "[policy].backend" in message and "not supported by this version" in message
+    assert 'backend = "transformers"' in message

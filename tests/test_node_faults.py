@@ -219,3 +219,49 @@ def test_rounds_per_update_gathers_rounds_into_one_step(world) -> None:
     assert "gathering (1/2 rounds)" in first["message"]
     assert second["gathered_rounds"] == 0, second
     assert node.steps - steps <= 1, "two rounds gathered make at most one step"
+
+
+def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
+    """`[store].retain_rounds` used to be read by nothing: a node kept every batch forever."""
+    from client.node.assemble import NodeConfigError
+
+    base = _with(
+        world["base"],
+        ledger={"challenge_rounds": 1, "unbonding_period_s": 3 * ROUND_S},
+        store={"retain_rounds": 2},
+    )
+    swarm = provision(
+        base,
+        Path(world["swarm"].config_path).parent.parent / "retain",
+        rpc_url=world["anvil"].url,
+        chain_id=31_337,
+        ipfs_api=world["daemon"].api,
+        nodes=1,
+    )
+    cfg = load_config(swarm.node_configs[0])
+    with pytest.raises(
+        NodeConfigError, match=r"retain_rounds \(1\) must exceed .*window \(1 round\)"
+    ):
+        open_node(_with(cfg, store={"retain_rounds": 1}))
+    node = open_node(cfg)
+    thread, _ = run_in_thread(node, rounds=5)
+    thread.join(timeout=10 * ROUND_S)
+    assert not thread.is_alive()
+    pinned = {r.round: r.cid for r in node.journal.rounds() if r.cid}
+    assert len(pinned) >= 5, pinned
+    last = max(pinned)
+    import ipfshttpclient
+    from multiformats import CID
+
+    daemon = ipfshttpclient.Client(world["daemon"].api, timeout=10)
+    # js-ipfs lists CIDv1 in base58btc (zb2…): compare what they name, not how they are spelt
+    on_daemon = {
+        str(CID.decode(k).set(base="base32")) for k in daemon.pin.ls(type="recursive")["Keys"]
+    }
+    index = node.store.pins.all()
+    for round_, cid in pinned.items():
+        kept = round_ >= last - 2  # gc(last, 2) keeps rounds last-2 .. last
+        assert (cid in index) == kept, f"round {round_} of {last}: pin index {cid in index}"
+        assert (cid in on_daemon) == kept, f"round {round_} of {last}: daemon pin {cid}"
+    unpinned = [e for e in read_events(node.events.path) if e["kind"] == "store.unpinned"]
+    assert sum(len(e["cids"]) for e in unpinned) == sum(r < last - 2 for r in pinned)

@@ -140,14 +140,18 @@ def test_grpo_step_on_reencoded_rollouts(seed_dir: Path) -> None:
 
 
 def test_micro_batching_does_not_change_the_update(seed_dir: Path) -> None:
+    # compared on the gradient the step applied, not on Adam's result: Adam's first step is
+    # lr * g / (|g| + eps), which turns the rounding of another summation order into a full-size
+    # step wherever |g| is near eps
     results = []
     for micro in (16, 3):
         policy = load_policy(seed_dir, device="cpu", dtype="float32")
         torch.manual_seed(0)
         batch = rollout_batch(policy)
         grpo_step(policy.model, adam(policy.model), batch, micro_batch=micro)
-        results.append(torch.cat([p.detach().flatten() for p in policy.model.parameters()]))
-    assert torch.allclose(results[0], results[1], atol=1e-6)
+        results.append(torch.cat([p.grad.flatten() for p in policy.model.parameters()]))
+    assert results[0].abs().max() > 0
+    assert torch.allclose(results[0], results[1], rtol=1e-4, atol=1e-7)
 
 
 def test_checkpoint_round_trip_gives_the_identical_next_step(seed_dir: Path, tmp_path: Path):

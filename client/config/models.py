@@ -106,6 +106,17 @@ def _check_multiaddr(value: str) -> str:
     return value
 
 
+def _check_backend(value: str) -> str:
+    if value == "transformers":
+        return value
+    if value == "vllm":
+        raise ValueError(
+            "'vllm' is not supported by this version of sapo-swarm: generation runs on "
+            'transformers only; set backend = "transformers"'
+        )
+    raise ValueError(f"expected 'transformers', got {value!r}")
+
+
 RpcUrl = Annotated[str, AfterValidator(_check_rpc_url)]
 Address = Annotated[str, AfterValidator(_check_address)]
 Multiaddr = Annotated[str, AfterValidator(_check_multiaddr)]
@@ -210,7 +221,9 @@ class PolicySection(Section):
         description="pretrain the seed policy on these catalog entries only (a specialist)",
     )
     cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
-    backend: Literal["transformers", "vllm"] = "transformers"
+    backend: Annotated[str, AfterValidator(_check_backend)] = Field(
+        "transformers", description="generation backend: transformers (vLLM: not yet)"
+    )
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     max_new_tokens: int = Field(64, gt=0, le=8_192)

@@ -1,5 +1,8 @@
 """Assembling a node from its config: account, ledger (checked), catalog (checked against the
-ledger), store, and the policy to resume (last checkpoint, else the configured base model)."""
+ledger), store, and the policy to resume (last checkpoint, else the configured base model).
+
+The training stack (torch, transformers) is imported only by the functions that load a policy,
+so `sapo node register` and the devnet's query commands start in a fraction of a second."""
 
 from __future__ import annotations
 
@@ -7,18 +10,21 @@ import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from client.chain import Ledger, connect
 from client.chain.keystore import load_account
 from client.config import NodeConfig
-from client.node.node import Node, resume_policy
-from client.policy import Policy, SeedSpec, ensure_seed_policy, load_policy
 from client.store import open_store
 from client.tasks import check_against_ledger, load_catalog
 
-SEED_MODELS = {"seed": SeedSpec, "seed-test": SeedSpec.tiny_test}
+if TYPE_CHECKING:
+    from client.node.node import Node
+    from client.node.training import Trainer
+
+# [policy].model names that mean "the locally built seed policy": the default size, and the
+# test size that builds in seconds
+SEED_MODELS = ("seed", "seed-test")
 
 
 class NodeConfigError(Exception):
@@ -28,7 +34,10 @@ class NodeConfigError(Exception):
 def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
     """Returns the base model's path or name; builds the seed policy first if it is absent."""
     if cfg.policy.model in SEED_MODELS:
-        spec = SEED_MODELS[cfg.policy.model](seed=cfg.policy.seed)
+        from client.policy import SeedSpec, ensure_seed_policy
+
+        size = SeedSpec if cfg.policy.model == "seed" else SeedSpec.tiny_test
+        spec = size(seed=cfg.policy.seed)
         if cfg.policy.seed_datasets:
             spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
         try:
@@ -62,6 +71,11 @@ def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
 
 def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) -> Node:
     """Returns a ready node: every check that can fail is done before any round starts."""
+    import torch
+
+    from client.node.node import Node, resume_policy
+    from client.policy import Policy, load_policy
+
     ledger = signing_ledger(cfg, password)
     params = ledger.check(cfg.chain.chain_id)
     catalog = load_catalog(cfg.tasks.catalog)
@@ -70,6 +84,13 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
         raise NodeConfigError(
             f"{ledger.account_address} is not registered on ledger {ledger.address}: run "
             "`sapo node register --config …` first"
+        )
+    if cfg.store.retain_rounds <= params.challenge_rounds:
+        raise NodeConfigError(
+            f"[store].retain_rounds ({cfg.store.retain_rounds}) must exceed the ledger's "
+            f"challenge window ({params.challenge_rounds} round"
+            f"{'s' if params.challenge_rounds != 1 else ''}): peers fetch and attest a batch "
+            "until its window closes, and a batch they cannot fetch earns no credit"
         )
     store = open_store(cfg.store)
     device, dtype = cfg.policy.device, cfg.policy.dtype
@@ -85,7 +106,23 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
     policy, optimizer, step = resume_policy(
         Path(cfg.node.data_dir), make_optimizer, device, dtype, load_base
     )
-    return Node(cfg, ledger, params, store, catalog, policy, optimizer, trained_steps=step)
+    trainer = make_trainer(cfg, policy, optimizer, step, load_base)
+    return Node(cfg, ledger, params, store, catalog, trainer)
+
+
+def make_trainer(cfg: NodeConfig, policy, optimizer, step: int, load_base) -> Trainer:
+    """Returns the node's trainer as [train] and [policy] say; `load_base()` loads the base
+    model again, as the frozen reference of the KL term when kl_coef > 0 (as in TRL)."""
+    from client.node.training import Trainer
+
+    return Trainer(
+        policy,
+        optimizer,
+        cfg.train,
+        max_completion_tokens=cfg.policy.max_new_tokens,
+        reference=load_base() if cfg.train.kl_coef > 0 else None,
+        steps=step,
+    )
 
 
 MAX_METADATA_BYTES = 1024  # SwarmLedger.MAX_METADATA_BYTES

@@ -35,9 +35,10 @@ from client.config import NodeConfig
 from client.node.eventlog import EventLog
 from client.node.journal import BAD, UNAVAILABLE, VERIFIED, Journal
 from client.node.rollouts import generate_round, task_seed, verify_batch
+from client.node.training import Trainer
 from client.policy import Policy, TransformersBackend, load_checkpoint, save_checkpoint
-from client.policy.encode import Group, encode_groups
-from client.sapo import Candidate, batch_logprobs, grpo_step, training_set
+from client.policy.encode import Group
+from client.sapo import Candidate, training_set
 from client.store import BlockStore, StoreError, decode_batch, fetch_batch
 from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout, StoreUnavailable
 from client.tasks import SCORE_SCALE, Catalog
@@ -75,19 +76,16 @@ class Node:
         params: LedgerParams,
         store: BlockStore,
         catalog: Catalog,
-        policy: Policy,
-        optimizer: torch.optim.Optimizer,
-        *,
-        trained_steps: int = 0,
+        trainer: Trainer,
     ):
         self.cfg = cfg
         self.ledger = ledger
         self.params = params
         self.store = store
         self.catalog = catalog
-        self.policy = policy
-        self.optimizer = optimizer
-        self.backend = TransformersBackend(policy)
+        self.trainer = trainer
+        self.policy = trainer.policy
+        self.backend = TransformersBackend(self.policy)
         self.address = ledger.account_address
         self.chain_id = ledger.w3.eth.chain_id if cfg.chain.chain_id is None else cfg.chain.chain_id
         self.data_dir = Path(cfg.node.data_dir)
@@ -102,14 +100,18 @@ class Node:
         self.submissions: dict[tuple[int, str], Submission] = {}
         self.used_items: set[tuple[int, str, int]] = set()
         self.gathered: list[list[Group]] = []  # groups of rounds waiting for the next step
-        self.steps = trained_steps
-        self.since_checkpoint = 0
+        self._fits: dict[tuple[int, str, int], bool] = {}  # peer item -> fits the trainer
         self.phase = PHASE_IDLE
         self.paused = threading.Event()
         self.chain_ok = True
         self.store_ok = True
         self._status_lock = threading.Lock()
         self.timings: dict[str, list[float]] = {}  # phase -> [wall s, CPU s] since the last round
+
+    @property
+    def steps(self) -> int:
+        """GRPO steps taken so far (checkpointed ones included)."""
+        return self.trainer.steps
 
     @contextlib.contextmanager
     def _timed(self, phase: str) -> Iterator[None]:
@@ -139,11 +141,11 @@ class Node:
             "node.started",
             f"node {self.address} started at round {self.current_round()} "
             f"(I={self.cfg.sapo.local_items} J={self.cfg.sapo.external_items} "
-            f"L={self.cfg.sapo.completions}, step {self.steps}, "
+            f"L={self.cfg.sapo.completions}, step {self.trainer.steps}, "
             f"{torch.get_num_threads()} CPU threads)",
             address=self.address,
             round=self.current_round(),
-            step=self.steps,
+            step=self.trainer.steps,
             cpu_threads=torch.get_num_threads(),
         )
         self.flush_outbox()
@@ -174,11 +176,29 @@ class Node:
         if stop.is_set():
             return
         self._train(round_, local_groups, local_reward, began)
+        self._retain(round_)
         self._set_phase(PHASE_IDLE)
+
+    def _retain(self, round_: int) -> None:
+        """Unpins what is older than `[store].retain_rounds` (peers had their challenge window
+        to fetch it: open_node checks retain_rounds against it)."""
+        try:
+            dropped = self.store.gc(round_, self.cfg.store.retain_rounds)
+        except StoreError as exc:
+            self._store_status(False, str(exc))
+            return
+        if dropped:
+            self.events.emit(
+                "store.unpinned",
+                f"unpinned {len(dropped)} batch(es) older than round "
+                f"{round_ - self.cfg.store.retain_rounds}",
+                round=round_,
+                cids=dropped,
+            )
 
     def shutdown(self) -> None:
         """Checkpoints unsaved training and flushes the outbox once more."""
-        if self.since_checkpoint:
+        if self.trainer.since_checkpoint:
             self.checkpoint()
         # A submission made in a round's first second waits for that round's first block: give
         # such entries a few seconds. Anything left (an outage) stays in the journal for the next
@@ -198,7 +218,8 @@ class Node:
                 pending=left,
             )
         self._set_phase("stopped")
-        self.events.emit("node.stopped", f"node stopped at step {self.steps}", step=self.steps)
+        steps = self.trainer.steps
+        self.events.emit("node.stopped", f"node stopped at step {steps}", step=steps)
 
     def _wait_for_round(self, round_: int, stop: threading.Event) -> None:
         self._set_phase(PHASE_IDLE)
@@ -573,13 +594,21 @@ class Node:
         ]
         by_key: dict[Any, Group] = {}
         local_candidates = []
+        too_long = 0  # peers' groups longer than we generate ourselves: left out, never cut
         for i, g in enumerate(local):
             by_key[("local", i)] = g
             local_candidates.append(Candidate(("local", i), tuple(g.rewards), external=False))
         external_candidates = []
+        self._fits = {k: v for k, v in self._fits.items() if k[0] >= first}
         for p in peer_items:
             key = (p.round, p.node, p.index)
-            by_key[key] = Group(p.question, p.completions, p.rewards, True)
+            group = Group(p.question, p.completions, p.rewards, True)
+            if key not in self._fits:
+                self._fits[key] = self.trainer.fits(group)
+            if not self._fits[key]:
+                too_long += 1
+                continue
+            by_key[key] = group
             external_candidates.append(Candidate(key, tuple(p.rewards)))
         rng = random.Random(f"sapo.sample:{self.address.lower()}:{round_}")  # noqa: S311
         chosen, selection, dropped_local = training_set(
@@ -593,7 +622,7 @@ class Node:
         stats = None
         if len(self.gathered) >= self.cfg.train.rounds_per_update:
             with self._timed("train"):
-                stats = self._update([g for round_groups in self.gathered for g in round_groups])
+                stats = self.trainer.step([g for gathered in self.gathered for g in gathered])
             self.gathered = []
         for key in external_used:
             self.used_items.add(key)
@@ -608,6 +637,7 @@ class Node:
             ),
             "local_items": len(local) - dropped_local,
             "local_dropped": dropped_local,
+            "too_long": too_long,
             "external_items": len(external_used),
             "external_eligible": selection.eligible,
             "external_shortfall": selection.shortfall,
@@ -615,8 +645,9 @@ class Node:
             "loss": stats.loss if stats else None,
             "clip_fraction": stats.clip_fraction if stats else None,
             "grad_norm": stats.grad_norm if stats else None,
+            "kl": stats.kl if stats and self.cfg.train.kl_coef > 0 else None,
             "tokens": stats.tokens if stats else 0,
-            "step": self.steps,
+            "step": self.trainer.steps,
             "seconds": round(time.perf_counter() - began, 3),
             "timings": {k: [round(w, 4), round(c, 4)] for k, (w, c) in self.timings.items()},
         }
@@ -637,43 +668,20 @@ class Node:
             ),
             **metrics,
         )
-        if self.since_checkpoint >= self.cfg.train.checkpoint_every:
+        if self.trainer.since_checkpoint >= self.cfg.train.checkpoint_every:
             self.checkpoint()
             self.journal.advance(round_, "checkpointed")
-
-    def _update(self, groups: list[Group]):
-        """Takes the round's GRPO step(s) on `groups`; returns the last step's stats (None when
-        no group has signal)."""
-        if not groups:
-            return None
-        batch = encode_groups(self.policy.tokenizer, groups)
-        # pi_old: the policy that generated the rollouts, for every step of the round
-        old = batch_logprobs(self.policy.model, batch, self.cfg.train.micro_batch)
-        for _ in range(self.cfg.train.updates_per_round):
-            stats = grpo_step(
-                self.policy.model,
-                self.optimizer,
-                batch,
-                eps_low=self.cfg.train.eps_low,
-                eps_high=self.cfg.train.eps_high,
-                agg=self.cfg.train.loss_agg,
-                micro_batch=self.cfg.train.micro_batch,
-                grad_clip=self.cfg.train.grad_clip,
-                old_logprobs=old,
-            )
-        self.steps += 1
-        self.since_checkpoint += 1
-        return stats
 
     def checkpoint(self) -> Path:
         self._set_phase("checkpointing")
         with self._timed("checkpoint"):
             path = save_checkpoint(
-                self.policy, self.optimizer, self.steps, self.data_dir / CHECKPOINT
+                self.policy, self.trainer.optimizer, self.trainer.steps, self.data_dir / CHECKPOINT
             )
-        self.since_checkpoint = 0
+        self.trainer.since_checkpoint = 0
+        steps = self.trainer.steps
         self.events.emit(
-            "node.checkpoint", f"checkpoint at step {self.steps}", step=self.steps, path=str(path)
+            "node.checkpoint", f"checkpoint at step {steps}", step=steps, path=str(path)
         )
         return path
 

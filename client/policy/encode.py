@@ -1,5 +1,11 @@
 """Re-encoding rollouts with the node's own tokenizer for training (local and external alike,
-as the paper does): prompt (own template) + completion text -> a right-padded TokenBatch."""
+as the paper does): prompt (own template) + completion text -> a right-padded TokenBatch.
+
+A completion reaches the loss whole, never cut: its reward was computed on the whole text, so
+training on a prefix would credit (or blame) tokens for an answer they never contained. What
+bounds the trainer's memory is the choice of groups (the node leaves out peers' completions
+longer than it would generate itself: `completion_tokens`), not truncation here.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +28,14 @@ class Group:
     external: bool
 
 
-def encode_groups(tokenizer, groups: list[Group], max_completion_tokens: int = 64) -> TokenBatch:
-    """Returns the TokenBatch of every completion of every group (advantages per group)."""
+def completion_tokens(tokenizer, group: Group) -> int:
+    """Returns the length of the group's longest completion in this tokenizer's tokens."""
+    ids = tokenizer(list(group.completions), add_special_tokens=False)["input_ids"]
+    return max((len(x) for x in ids), default=0)
+
+
+def encode_groups(tokenizer, groups: list[Group]) -> TokenBatch:
+    """Returns the TokenBatch of every whole completion of every group (advantages per group)."""
     rows: list[tuple[list[int], int]] = []
     advantages, rewards, external = [], [], []
     for group in groups:
@@ -32,7 +44,7 @@ def encode_groups(tokenizer, groups: list[Group], max_completion_tokens: int = 6
         )
         adv = group_advantages(torch.tensor([group.rewards]))[0]  # (L,)
         for text, a, r in zip(group.completions, adv.tolist(), group.rewards, strict=True):
-            completion = tokenizer.encode(text, add_special_tokens=False)[:max_completion_tokens]
+            completion = tokenizer.encode(text, add_special_tokens=False)
             if not completion:
                 completion = [tokenizer.eos_token_id]
             rows.append((prompt + completion, len(prompt)))

@@ -1,0 +1,107 @@
+"""The node's trainer as its config makes it (`make_trainer`), on a real tiny policy: whole
+completions reach the loss, `[train].kl_coef` pulls the update toward the base model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from client.config import NodeConfig
+from client.node.assemble import make_trainer
+from client.node.devnet import _with
+from client.policy import SeedSpec, build_seed_policy, load_policy
+from client.policy.encode import Group, completion_tokens, encode_groups
+from client.sapo import batch_logprobs
+
+LR = 1e-2  # large, so that a few steps move a 0.1M-parameter policy measurably
+
+
+@pytest.fixture(scope="module")
+def seed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("seed") / "seed-test"
+    build_seed_policy(SeedSpec.tiny_test(), directory)
+    return directory
+
+
+def trainer_for(seed_dir: Path, **sections: dict):
+    train = {"learning_rate": LR, "micro_batch": 4} | sections.pop("train", {})
+    cfg = _with(NodeConfig(), train=train, **sections)
+    policy = load_policy(seed_dir, device="cpu", dtype="float32")
+    optimizer = torch.optim.Adam(policy.model.parameters(), lr=cfg.train.learning_rate)
+    return make_trainer(
+        cfg, policy, optimizer, 0, lambda: load_policy(seed_dir, device="cpu", dtype="float32")
+    )
+
+
+def flat(model) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def groups() -> list[Group]:
+    return [
+        Group("What is 2 + 3?", ["<answer>5</answer>", "<answer>6</answer>"], [1.0, 0.0], False),
+        Group("What is 7 - 4?", ["<answer>1</answer>", "<answer>3</answer>"], [0.0, 1.0], True),
+    ]
+
+
+def test_a_512_token_completion_reaches_the_loss_whole(seed_dir: Path) -> None:
+    """The testnet config generates up to 512 tokens; training once cut every completion to 64."""
+    trainer = trainer_for(seed_dir, policy={"max_new_tokens": 512})
+    long = "<answer>" + "7" * 510 + "</answer>"  # each digit and each tag is one token
+    group = Group("What is 3 + 4?", [long, "<answer>7</answer>"], [0.0, 1.0], False)
+    length = completion_tokens(trainer.policy.tokenizer, group)
+    assert length == 512, f"the test's completion is {length} tokens, not 512"
+    stats = trainer.step([group])
+    assert stats is not None
+    assert stats.tokens == 512 + 3, "every completion token must be in the loss"
+
+
+def test_a_peers_completion_longer_than_we_generate_is_left_out_not_cut(seed_dir: Path) -> None:
+    trainer = trainer_for(seed_dir, policy={"max_new_tokens": 32})
+    within = Group("q", ["<answer>" + "1" * 30 + "</answer>", "x"], [1.0, 0.0], True)
+    beyond = Group("q", ["<answer>" + "1" * 31 + "</answer>", "x"], [1.0, 0.0], True)
+    assert trainer.fits(within) and not trainer.fits(beyond)
+
+
+def kl_to(trainer, reference) -> float:
+    """Returns the mean k3 estimate of KL(policy || reference) over the batch's completion
+    tokens (the quantity the KL term penalises)."""
+    batch = encode_groups(trainer.policy.tokenizer, groups())
+    d = batch_logprobs(reference.model, batch) - batch_logprobs(trainer.policy.model, batch)
+    mask = batch.completion_mask[:, 1:].float()
+    return float(((torch.exp(d) - d - 1) * mask).sum() / mask.sum())
+
+
+def test_kl_coef_pulls_the_update_toward_the_reference(seed_dir: Path) -> None:
+    plain = trainer_for(seed_dir, train={"kl_coef": 0.0, "learning_rate": 3e-3})
+    pulled = trainer_for(seed_dir, train={"kl_coef": 2.0, "learning_rate": 3e-3})
+    assert plain.reference is None and pulled.reference is not None
+    reference = flat(pulled.reference.model)
+    assert torch.equal(flat(plain.policy.model), reference)
+    # at the reference the k3 KL term has zero gradient: the first updates are the same
+    plain.step(groups())
+    first = pulled.step(groups())
+    assert torch.allclose(flat(plain.policy.model), flat(pulled.policy.model), atol=1e-6)
+    assert first.kl == pytest.approx(0.0, abs=1e-9)
+    for _ in range(7):
+        plain.step(groups())
+        last = pulled.step(groups())
+    assert last.kl > 0, "the KL to the reference is measured once the policy moved"
+    drift_plain, drift_pulled = kl_to(plain, pulled.reference), kl_to(pulled, pulled.reference)
+    assert drift_pulled < drift_plain / 10, (
+        f"after 8 steps KL to the reference is {drift_pulled:.4g} with kl_coef 2.0 and "
+        f"{drift_plain:.4g} without"
+    )
+    assert torch.equal(flat(pulled.reference.model), reference), "the reference is frozen"
+
+
+def test_kl_without_a_reference_is_refused(seed_dir: Path) -> None:
+    from client.node.training import Trainer
+
+    cfg = _with(NodeConfig(), train={"kl_coef": 0.1})
+    policy = load_policy(seed_dir, device="cpu", dtype="float32")
+    optimizer = torch.optim.Adam(policy.model.parameters())
+    with pytest.raises(ValueError, match=r"kl_coef = 0.1 needs a reference policy"):
+        Trainer(policy, optimizer, cfg.train, max_completion_tokens=32)
