@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from client.devnet import Anvil
+from client.devnet.process import die_with_parent
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -84,21 +86,85 @@ def _no_sapo_process_outlives_its_test() -> Iterator[None]:
             proc.wait(timeout=30)
 
 
-def sapo_process(*args: str, **kwargs) -> subprocess.Popen[str]:
-    """Starts `sapo ARGS` as a real child process (stdout/stderr piped, text mode)."""
+def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(
+    return env | {"PYTHONUNBUFFERED": "1"} | (extra or {})
+
+
+def _spawn(*args: str, **kwargs) -> subprocess.Popen[str]:
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen(
         [sys.executable, "-m", "client.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         text=True,
         cwd=kwargs.pop("cwd", REPO),
-        env=env | kwargs.pop("env", {}),
+        env=_clean_env(kwargs.pop("env", None)),
+        preexec_fn=die_with_parent(os.getpid()),
         **kwargs,
     )
+
+
+def sapo_process(*args: str, **kwargs) -> subprocess.Popen[str]:
+    """Starts `sapo ARGS` as a real child process (stdout/stderr piped, text mode) that dies
+    with the test run, however the run ends (PR_SET_PDEATHSIG: a SIGKILLed pytest too), and is
+    killed after its test if still running."""
+    proc = _spawn(*args, **kwargs)
     _STARTED.append(proc)
     return proc
+
+
+def sapo_run(
+    *args: str, timeout: float = 600, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
+    """Runs `sapo ARGS` to completion (output captured); it dies with the test run too."""
+    return subprocess.run(
+        [sys.executable, "-m", "client.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=_clean_env(env),
+        timeout=timeout,
+        check=False,
+        preexec_fn=die_with_parent(os.getpid()),
+    )
+
+
+def start_devnet(
+    data_dir: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = 900
+) -> tuple[subprocess.Popen[str], dict]:
+    """Starts `sapo devnet up` in the foreground as a child of the test run and returns
+    (process, its state) once it runs. Not --detach: a detached devnet outlives whatever
+    started it, so a killed test run would leave a swarm behind; this one ends with the run
+    (its parts die with it in turn). Stop it with `stop_devnet` or `sapo devnet down`."""
+    from client.devnet.state import read_state
+
+    log = (Path(data_dir).parent / f"{Path(data_dir).name}-devnet.out").open("w")
+    # not killed after the test that started it: a module's devnet serves all its tests
+    proc = _spawn(
+        "devnet",
+        "up",
+        "--data-dir",
+        str(data_dir),
+        "--json",
+        *args,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    log.close()
+    deadline = time.monotonic() + timeout_s
+    while (state := read_state(data_dir) or {}).get("status") != "running":
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"devnet up did not start: {Path(log.name).read_text()[-3000:]}")
+        time.sleep(0.2)
+    return proc, state
+
+
+def stop_devnet(proc: subprocess.Popen[str], timeout_s: float = 120) -> int:
+    """Stops a devnet started by start_devnet as Ctrl-C would; returns its exit code."""
+    proc.send_signal(signal.SIGINT)
+    return proc.wait(timeout=timeout_s)
 
 
 def listening_addresses(port: int) -> set[str]:

@@ -8,11 +8,10 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, sapo_run
 
 from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, node_sections
@@ -23,14 +22,7 @@ from client.node.devnet import _with
 
 
 def sapo(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "client.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=900,
-        check=False,
-    )
+    return sapo_run(*args, cwd=cwd, timeout=900)
 
 
 def run_smoke(out: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:

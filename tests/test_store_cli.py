@@ -86,3 +86,23 @@ def test_unreachable_daemon(cli: CliRunner, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "IPFS daemon not reachable" in result.output
     bad = cli.invoke(app, ["store", "status", "--ipfs-api", "localhost:5001"])
     assert bad.exit_code == 2 and "multiaddr" in bad.output
+
+
+def test_a_file_that_is_no_batch_is_refused_with_the_way_to_store_it(
+    cli: CliRunner, backend: list[str], tmp_path: Path
+) -> None:
+    """`store put` of a binary file said only "not UTF-8: invalid start byte at byte 2"."""
+    binary = tmp_path / "weights.bin"
+    binary.write_bytes(b"\x00\x01\xff\xfe" * 64)
+    result = cli.invoke(app, ["store", "put", str(binary), *backend])
+    assert result.exit_code == 1
+    assert "is not a sapo.rollouts/1 batch" in result.output and "pass --raw" in result.output
+    other = tmp_path / "package.json"
+    other.write_text('{"name": "x"}')
+    result = cli.invoke(app, ["store", "put", str(other), *backend])
+    assert "no schema field" in result.output and "pass --raw" in result.output
+    stored = cli.invoke(app, ["store", "put", str(binary), "--raw", "--json", *backend])
+    cid = json.loads(stored.stdout)["cid"]
+    fetched = cli.invoke(app, ["store", "get", cid, "-o", str(tmp_path / "o"), *backend])
+    assert fetched.exit_code == 1 and "to fetch them as they are, pass --raw" in fetched.output
+    assert not (tmp_path / "o").exists()

@@ -1,5 +1,6 @@
-"""A whole local swarm, end to end on the real parts: `sapo devnet up --detach` (anvil, js-ipfs,
-the ledger, 3 node processes on tiny policies), then what an operator and an auditor would check:
+"""A whole local swarm, end to end on the real parts: `sapo devnet up` (anvil, js-ipfs, the
+ledger, 3 node processes on tiny policies; in the foreground as a child of the test run, so it
+ends with the run however the run ends), then what an operator and an auditor would check:
 every node submits every round and its digest is the batch on IPFS, every node trains on its
 peers' items, attestations agree, `sapo audit verify` passes, a node SIGKILLed and restarted
 loses and repeats nothing, no private key is written anywhere, `devnet down` leaves no process.
@@ -12,11 +13,10 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, wait_until
+from conftest import sapo_process, sapo_run, start_devnet, stop_devnet, wait_until
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
@@ -30,15 +30,7 @@ NODES, ROUNDS, ROUND_S = 3, 4, 12
 
 
 def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
-    return subprocess.run(
-        [sys.executable, "-m", "client.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env | ENV,
-        timeout=timeout,
-    )
+    return sapo_run(*args, timeout=timeout, env=ENV)
 
 
 # the mechanics are under test here, not learning: a step every round
@@ -66,24 +58,19 @@ def journal_rows(node_dir: Path, sql: str, *args) -> list[tuple]:
 def devnet(tmp_path_factory: pytest.TempPathFactory):
     data_dir = tmp_path_factory.mktemp("devnet")
     ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
-    up = sapo(
-        "devnet",
-        "up",
+    proc, state = start_devnet(
+        data_dir,
         "--config",
         "configs/devnet.toml",
-        "--data-dir",
-        str(data_dir),
         "--nodes",
         str(NODES),
         "--round-length",
         str(ROUND_S),
-        "--detach",
-        "--json",
+        env=ENV,
     )
-    assert up.returncode == 0, up.stderr + up.stdout
-    state = json.loads(up.stdout.strip().splitlines()[-1])
     yield data_dir, state
-    sapo("devnet", "down", "--data-dir", str(data_dir))
+    if proc.poll() is None:
+        stop_devnet(proc)
 
 
 def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
@@ -165,23 +152,15 @@ def test_a_node_killed_hard_resumes_without_losing_or_repeating(devnet) -> None:
     before = confirmed_rounds(node_dir)
     os.kill(node["pid"], signal.SIGKILL)
     wait_until(lambda: not pid_alive(node["pid"]), what="node-0 to die")
-    restarted = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "client.cli",
-            "node",
-            "run",
-            "--config",
-            node["config"],
-            "--rounds",
-            "2",
-        ],
-        cwd=REPO,
-        env={k: v for k, v in os.environ.items() if not k.startswith("SAPO_")} | ENV,
-        stdout=subprocess.PIPE,
+    restarted = sapo_process(
+        "node",
+        "run",
+        "--config",
+        node["config"],
+        "--rounds",
+        "2",
+        env=ENV,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     output, _ = restarted.communicate(timeout=ROUND_S * 6 + 120)
     assert restarted.returncode == 0, output

@@ -12,12 +12,11 @@ from __future__ import annotations
 import io
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, sapo_process
 from eth_account import Account
 from gate import TcpGate
 from rich.console import Console
@@ -88,11 +87,8 @@ def world(tmp_path_factory: pytest.TempPathFactory):
     )
     configs = swarm.node_configs
     log = (root / "node-1.out").open("w")
-    peer = subprocess.Popen(
-        [sys.executable, "-m", "client.cli", "node", "run", "--config", str(configs[1])],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=REPO,
+    peer = sapo_process(
+        "node", "run", "--config", str(configs[1]), stdout=log, stderr=subprocess.STDOUT
     )
     yield {"anvil": anvil, "configs": configs, "peer": peer}
     peer.terminate()

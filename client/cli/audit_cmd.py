@@ -13,10 +13,7 @@ from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, open_led
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
 from client.config.models import format_score as score
-from client.node.rollouts import task_seed, verify_batch
-from client.store import StoreError, fetch_batch, open_store
 from client.store.cid import digest_to_cid
-from client.tasks import CatalogError, check_against_ledger, load_catalog
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
@@ -216,12 +213,20 @@ def verify(
 ) -> None:
     """Re-verify a submission: fetch its batch by the on-chain digest, regenerate every task
     from the seed, re-score every completion; exit 1 on any mismatch."""
+    from client.node.rollouts import task_seed, verify_batch
+    from client.store import StoreError, fetch_batch, open_store
+    from client.tasks import CatalogError, check_against_ledger, load_catalog
+
     cfg, bound, _ = open_ledger(config, rpc, ledger)
     with chain_errors():
         sub = bound.submission(round_, address)
         chain_id = bound.w3.eth.chain_id
     if not sub.exists:
-        fail(f"{address} has no submission in round {round_}", Exit.CHECK_FAILED)
+        fail(
+            f"{address} has no submission in round {round_} (who submitted: sapo audit round "
+            f"{round_})",
+            Exit.CHECK_FAILED,
+        )
     try:
         catalog = load_catalog(cfg.tasks.catalog)
         check_against_ledger(catalog, bound.params().catalog_digest)

@@ -1,22 +1,26 @@
-"""What every chain command shares: its options, opening the ledger, and how failures print."""
+"""What every chain command shares: its options, opening the ledger, and how failures print.
+
+web3 (~0.6 CPU-s to import) is imported when a ledger is opened, not when a command group is
+loaded, so `--help` of a chain group stays instant."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from client.chain import ChainError, Ledger, connect
-from client.chain.events import EventReader
-from client.chain.keystore import KeystoreError, load_account
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import Exit, fail
 from client.config import NodeConfig
 from client.config.models import Address, RpcUrl, parse_wei
+
+if TYPE_CHECKING:
+    from client.chain import Ledger
+    from client.chain.events import EventReader
 
 RpcOption = Annotated[
     str | None, typer.Option("--rpc", help="EVM JSON-RPC URL (overrides [chain].rpc_url).")
@@ -38,6 +42,9 @@ KeystoreOption = Annotated[
 @contextlib.contextmanager
 def chain_errors() -> Iterator[None]:
     """Turns chain and keystore failures into one-line errors with meaningful exit codes."""
+    from client.chain import ChainError
+    from client.chain.keystore import KeystoreError
+
     try:
         yield
     except KeystoreError as exc:
@@ -73,6 +80,9 @@ def open_ledger(
     signer: bool = False,
 ) -> tuple[NodeConfig, Ledger, EventReader]:
     """Returns the config, a checked Ledger (signing when `signer`) and an event reader."""
+    from client.chain import Ledger, connect
+    from client.chain.events import EventReader
+
     cfg = load_or_exit(config)
     rpc_url = rpc or cfg.chain.rpc_url
     if not rpc_url:
@@ -101,6 +111,8 @@ def open_ledger(
 
 def open_account(cfg: NodeConfig, keystore: Path | None):
     """Returns the LocalAccount of --keystore or [chain].keystore; exits 2 without one."""
+    from client.chain.keystore import load_account
+
     path = keystore or cfg.chain.keystore
     if path is None:
         fail("no keystore: pass --keystore or set [chain].keystore (create one: sapo wallet new)")

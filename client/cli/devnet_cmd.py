@@ -1,10 +1,12 @@
 """`sapo devnet`: a complete local swarm on loopback, started and stopped with one command.
 
-`up` starts anvil, the IPFS daemon (unless the store is local), deploys the ledger with a funded
-reward pool, creates, registers and stakes N nodes and runs them as child processes; it writes
-DIR/devnet.toml for every other command. In the foreground Ctrl-C stops it; with --detach it runs
-in the background (its own log: DIR/devnet.log) until `sapo devnet down`. `status` shows each
-node's progress from its journal and the chain.
+`up` runs the supervisor (client.node.supervisor): anvil, the IPFS daemon (unless the store is
+local), the seed policy (built once, with its progress shown), the ledger with a funded reward
+pool, N registered and staked nodes as child processes; it writes DIR/devnet.toml for every
+other command. In the foreground Ctrl-C stops it; with --detach it runs in the background (its
+own log: DIR/devnet.log) until `sapo devnet down`. `status` shows where a devnet stands (its
+stage while it starts, each node's progress once it runs); `ps` lists every devnet this user
+runs, wherever its data dir.
 """
 
 from __future__ import annotations
@@ -23,23 +25,21 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from client.chain import ChainError
-from client.chain.audit import Auditor
 from client.cli.chain_ctx import open_ledger
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
 from client.config import NodeConfig
 from client.config.models import format_score as score
-from client.devnet import Anvil, AnvilNotFound, IpfsDaemon, IpfsNotFound, ServerStartError
-from client.devnet.process import ServerProcess, pid_alive, start_together
-from client.node.assemble import SEED_MODELS, base_policy_path
-from client.node.devnet import _with, node_process, provision
+from client.devnet import registry
+from client.devnet.process import pid_alive
+from client.devnet.state import STATE, read_state, supervisor_alive
 from client.node.journal import Journal
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
-STATE = "devnet.json"  # what runs: addresses, pids, config paths (present while up)
-SUPERVISOR_PID = "devnet.pid"
+# `up --detach` waits while the background devnet makes progress; after this long without any
+# (no stage change, no build step) it stops waiting, and leaves the devnet running.
+STALL_S = 600
 
 DataDirOption = Annotated[
     Path, typer.Option("--data-dir", help="Where the devnet's state, logs and nodes live.")
@@ -54,6 +54,8 @@ def _devnet_config(
     cfg: NodeConfig, nodes: int | None, round_length: int | None, store: str | None
 ) -> NodeConfig:
     """Applies the command's options to the config (validated like the file)."""
+    from client.node.devnet import _with
+
     changes: dict[str, dict] = {}
     if store is not None:
         if store not in ("ipfs", "local"):
@@ -70,52 +72,82 @@ def _devnet_config(
     return _with(cfg, **changes) if changes else cfg
 
 
-def _supervisor_alive(data_dir: Path) -> int | None:
-    try:
-        pid = int((data_dir / SUPERVISOR_PID).read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
-    return pid if pid_alive(pid) else None
-
-
 def _detach(data_dir: Path, as_json: bool) -> None:
-    """Re-runs this `up` in the background (own session) and returns once it is ready."""
+    """Re-runs this `up` in the background (own session) and returns once it runs, showing
+    where it stands meanwhile; it never stops a devnet that is still making progress."""
+    from client.cli.progress import ProgressOutput
+    from client.policy.seed import read_progress
+
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / STATE).unlink(missing_ok=True)
     argv = [sys.executable, "-m", "client.cli", *[a for a in sys.argv[1:] if a != "--detach"]]
     if "--data-dir" not in argv:
         argv += ["--data-dir", str(data_dir)]
-    argv = [a for a in argv if a != "--json"] + ["--json"]
-    with open(data_dir / "devnet.log", "ab") as log:
+    argv = [a for a in argv if a != "--json"] + ["--json", "--background"]
+    log_path = data_dir / "devnet.log"
+    with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True,  # a detached devnet outlives this command on purpose
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-    deadline = time.monotonic() + 900
-    while not (data_dir / STATE).is_file():
-        if proc.poll() is not None:
-            tail = "\n".join((data_dir / "devnet.log").read_text().splitlines()[-15:])
-            fail(
-                f"the devnet did not start (exit {proc.returncode}); devnet.log ends with:\n{tail}",
-                Exit.CHECK_FAILED,
-            )
-        if time.monotonic() > deadline:
-            proc.terminate()
-            fail(
-                "the devnet did not become ready within 15 minutes; see devnet.log",
-                Exit.CHECK_FAILED,
-            )
-        time.sleep(0.2)
-    _report(json.loads((data_dir / STATE).read_text()), as_json, foreground=False)
+    seen, changed = None, time.monotonic()
+    try:
+        with ProgressOutput("starting the devnet", json_mode=as_json) as shown:
+            while (state := read_state(data_dir) or {}).get("status") != "running":
+                if proc.poll() is not None:
+                    tail = "\n".join(log_path.read_text().splitlines()[-15:])
+                    fail(
+                        f"the devnet did not start (exit {proc.returncode}); {log_path} ends "
+                        f"with:\n{tail}",
+                        Exit.CHECK_FAILED,
+                    )
+                build = read_progress(Path(state["policy_dir"])) if "policy_dir" in state else None
+                now = (state.get("stage"), build and (build.stage, build.step))
+                if now != seen:
+                    seen, changed = now, time.monotonic()
+                    _show_stage(shown, state, build)
+                elif time.monotonic() - changed > STALL_S:
+                    fail(
+                        f"no progress for {STALL_S // 60} minutes at stage "
+                        f"{state.get('stage', 'starting')!r}; the devnet keeps running in the "
+                        f"background (pid {proc.pid}): see {log_path}, stop it with "
+                        f"sapo devnet down --data-dir {data_dir}",
+                        Exit.CHECK_FAILED,
+                    )
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        err.print(
+            f"\nstopped waiting; the devnet goes on starting in the background (pid {proc.pid}): "
+            f"sapo devnet status --data-dir {data_dir}; stop it: sapo devnet down --data-dir "
+            f"{data_dir}"
+        )
+        raise typer.Exit(130) from None
+    _report(state, as_json, foreground=False)
     if not as_json:
         out.print(
             f"running in the background (pid {proc.pid}); "
             f"stop: sapo devnet down --data-dir {data_dir}"
         )
+
+
+def _show_stage(shown, state: dict, build) -> None:
+    """Puts a starting devnet's stage (and its seed build's progress) on the progress output."""
+    stage = state.get("stage", "starting")
+    if build is not None and stage == "building the seed policy":
+        shown.update(
+            build.step, build.steps, f"{stage} {build.policy}: {build.describe()}", stage=stage
+        )
+    else:
+        shown.update(0, None, stage, stage=stage)
+
+
+def _interrupted_up(as_json: bool) -> None:
+    if not as_json:
+        out.print("\nstopping the devnet…")
 
 
 @app.command("up")
@@ -139,6 +171,9 @@ def up(
     detach: Annotated[
         bool, typer.Option("--detach", help="Start in the background and return; stop with down.")
     ] = False,
+    background: Annotated[
+        bool, typer.Option("--background", hidden=True, help="Set by --detach for its child.")
+    ] = False,
     port: Annotated[
         int | None,
         typer.Option("--port", min=1, max=65_535, help="Chain RPC port (default: a free one)."),
@@ -146,118 +181,60 @@ def up(
     as_json: JsonOption = False,
 ) -> None:
     """Start the local swarm: anvil, IPFS, the ledger, N nodes. Ctrl-C (or `down`) stops it."""
+    from client.chain import ChainError
+    from client.cli.progress import ProgressOutput, seed_progress
+    from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
+    from client.node.assemble import NodeConfigError
+    from client.node.supervisor import Supervisor
+
     cfg = _devnet_config(load_or_exit(config), nodes, round_length, store)
     count = cfg.devnet.nodes if nodes is None else nodes
     data_dir = data_dir.absolute()
-    if _supervisor_alive(data_dir):
+    if running := supervisor_alive(data_dir):
         fail(
-            f"a devnet already runs in {data_dir} (stop it: sapo devnet down --data-dir {data_dir})"
+            f"a devnet already runs in {data_dir} (pid {running}; stop it: sapo devnet down "
+            f"--data-dir {data_dir})"
         )
     if detach:
         _detach(data_dir, as_json)
         return
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / STATE).unlink(missing_ok=True)
     # SIGTERM (kill, `devnet down`) and SIGHUP (a closed SSH session) stop as cleanly as Ctrl-C;
     # SIGINT is set too, as a shell that starts us in the background leaves it ignored.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
-    (data_dir / SUPERVISOR_PID).write_text(f"{os.getpid()}\n")
-
-    anvil = Anvil(
+    shown = ProgressOutput("seed policy", json_mode=as_json)
+    supervisor = Supervisor(
+        cfg,
         data_dir,
+        nodes=count,
         port=port,
-        chain_id=cfg.devnet.chain_id,
-        accounts=cfg.devnet.accounts,
-        balance_eth=cfg.devnet.balance_eth,
-        block_time_s=1,  # block.timestamp follows the wall clock: rounds advance on chain
+        detached=background,
+        seed_progress=seed_progress(shown),
     )
-    # The local swarm's IPFS daemon, unless its nodes share a local blockstore instead.
-    ipfs = IpfsDaemon(data_dir) if cfg.store.backend == "ipfs" else None
-    parts: list = [p for p in (anvil, ipfs) if p is not None]
-    node_procs: list[ServerProcess] = []
     try:
         try:
-            for part in parts:
-                part.start()
-            if count and cfg.policy.model in SEED_MODELS:
-                if not as_json:
-                    out.print(
-                        f"seed policy: {cfg.policy.model} (built once under {cfg.policy.cache_dir})"
-                    )
-                base_policy_path(cfg)
-            swarm = provision(
-                cfg,
-                data_dir,
-                rpc_url=anvil.url,
-                chain_id=anvil.chain_id,
-                ipfs_api=ipfs.api if ipfs else None,
-                nodes=count,
-            )
-            node_procs += [
-                node_process(f"node-{i}", path) for i, path in enumerate(swarm.node_configs)
-            ]
-            start_together(node_procs)
-        except (AnvilNotFound, IpfsNotFound) as exc:
+            state = supervisor.start()
+        except (AnvilNotFound, IpfsNotFound, NodeConfigError) as exc:
             fail(str(exc), Exit.USAGE)
         except (ServerStartError, ChainError) as exc:
             fail(str(exc), Exit.CHECK_FAILED)
-        state = _state(anvil, ipfs, data_dir, swarm, node_procs)
-        (data_dir / STATE).write_text(json.dumps(state, indent=1))
+        finally:
+            shown.close()
         _report(state, as_json)
-        # A dead chain or IPFS daemon ends the devnet; a node that exits is reported and the
-        # swarm goes on without it (restart it with `sapo node run --config DIR/node-<i>/...`).
-        reported: set[str] = set()
-        while all(p.running for p in parts):
-            for proc in node_procs:
-                if not proc.running and proc.name not in reported:
-                    reported.add(proc.name)
-                    err.print(f"{proc.name} exited; its log: {proc.log_path}")
-            time.sleep(0.2)
-        dead = next(p for p in parts if not p.running)
+        dead = supervisor.watch(
+            lambda proc: err.print(f"{proc.name} exited; its log: {proc.log_path}")
+        )
         fail(
             f"{type(dead).__name__} (pid {dead.pid}) exited unexpectedly; its log ends with:\n"
             f"{dead.log_tail()}",
             Exit.CHECK_FAILED,
         )
     except KeyboardInterrupt:
-        if not as_json:
-            out.print("\nstopping the devnet…")
+        _interrupted_up(as_json)
     finally:
-        for proc in node_procs:  # nodes first: they checkpoint and flush their outbox
-            proc.stop(timeout_s=60)
-        for part in reversed(parts):
-            part.stop()
-        (data_dir / STATE).unlink(missing_ok=True)
-        (data_dir / SUPERVISOR_PID).unlink(missing_ok=True)
+        supervisor.stop()
     if not as_json:
         out.print(f"stopped; logs and data kept in {data_dir}")
-
-
-def _state(anvil, ipfs, data_dir: Path, swarm, node_procs) -> dict:
-    return {
-        "rpc_url": anvil.url,
-        "chain_id": anvil.chain_id,
-        "anvil_pid": anvil.pid,
-        "ipfs_api": ipfs.api if ipfs else None,
-        "ipfs_pid": ipfs.pid if ipfs else None,
-        "data_dir": str(data_dir),
-        "config": str(swarm.config_path),
-        "ledger": swarm.ledger,
-        "supervisor_pid": os.getpid(),
-        "nodes": [
-            {
-                "index": i,
-                "address": address,
-                "pid": proc.pid,
-                "config": str(path),
-                "data_dir": str(path.parent),
-            }
-            for i, (address, path, proc) in enumerate(
-                zip(swarm.addresses, swarm.node_configs, node_procs, strict=True)
-            )
-        ],
-    }
 
 
 def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
@@ -289,6 +266,9 @@ def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
 
 def _node_rows(state: dict) -> list[dict]:
     """Returns each node's progress from its journal, plus its credited total from the chain."""
+    from client.chain import ChainError
+    from client.chain.audit import Auditor
+
     credited: dict[str, int] = {}
     with contextlib.suppress(ChainError, SystemExit, typer.Exit):
         _, ledger, reader = open_ledger(Path(state["config"]), None, None)
@@ -323,18 +303,78 @@ def _node_rows(state: dict) -> list[dict]:
     return rows
 
 
+def _starting_view(state: dict) -> dict:
+    """Returns what a starting devnet is doing: its stage, and its seed build's progress."""
+    from client.policy.seed import read_progress
+
+    view = {
+        "status": "starting",
+        "stage": state.get("stage"),
+        "supervisor_pid": state.get("supervisor_pid"),
+        "seconds": round(time.time() - state.get("started_at", time.time())),
+    }
+    if "policy_dir" in state and (build := read_progress(Path(state["policy_dir"]))):
+        view["build"] = {
+            "policy": build.policy,
+            "stage": build.stage,
+            "step": build.step,
+            "steps": build.steps,
+            "loss": build.loss,
+            "eta_s": build.eta_s,
+            "builder_pid": build.builder_pid,
+            "resumed_from": build.resumed_from,
+            "text": build.describe(),
+        }
+    return view
+
+
+def _current_state(data_dir: Path) -> dict:
+    """Returns the state of the devnet that runs in data_dir, or exits 1 naming why none does."""
+    state = read_state(data_dir)
+    if state is None:
+        fail(
+            f"no devnet runs in {data_dir} (start one: sapo devnet up --detach; see all: "
+            "sapo devnet ps)",
+            Exit.CHECK_FAILED,
+        )
+    pid = state.get("supervisor_pid")
+    if not isinstance(pid, int) or not pid_alive(pid):
+        fail(
+            f"the devnet in {data_dir} is not running: its supervisor (pid {pid}) is gone and its "
+            "parts went with it; data kept (start again: sapo devnet up)",
+            Exit.CHECK_FAILED,
+        )
+    return state
+
+
 @app.command("status")
 def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = False) -> None:
-    """Show each node: address, round, last submission, credited score, peers used."""
+    """Where the devnet stands: its stage while it starts, then each node's progress."""
     data_dir = data_dir.absolute()
-    if not (data_dir / STATE).is_file():
-        fail(
-            f"no devnet runs in {data_dir} (start one: sapo devnet up --detach)", Exit.CHECK_FAILED
+    state = _current_state(data_dir)
+    if state.get("status") == "starting":
+        view = _starting_view(state)
+        if as_json:
+            print_json({"data_dir": str(data_dir), **view})
+            return
+        line = (
+            f"devnet {data_dir} is starting (pid {view['supervisor_pid']}, {view['seconds']} s): "
         )
-    state = json.loads((data_dir / STATE).read_text())
+        line += view["stage"] or "starting"
+        if build := view.get("build"):
+            line += f" {build['policy']}: {build['text']}"
+        out.print(line)
+        return
     rows = _node_rows(state)
     if as_json:
-        print_json({"data_dir": str(data_dir), "ledger": state["ledger"], "nodes": rows})
+        print_json(
+            {
+                "data_dir": str(data_dir),
+                "status": "running",
+                "ledger": state["ledger"],
+                "nodes": rows,
+            }
+        )
         return
     table = Table(title=f"devnet {data_dir}  ledger {state['ledger']}")
     for column in (
@@ -366,25 +406,73 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
     out.print(table)
 
 
-@app.command("down")
-def down(
-    data_dir: DataDirOption = Path(".devnet"),
-    wipe: Annotated[bool, typer.Option("--wipe", help="Also delete the devnet's data.")] = False,
-) -> None:
-    """Stop everything a detached `devnet up` started (by pid); data kept unless --wipe."""
-    data_dir = data_dir.absolute()
-    pids = []
-    supervisor = _supervisor_alive(data_dir)
-    if supervisor:
-        os.kill(supervisor, signal.SIGTERM)  # it stops its nodes, IPFS and anvil in order
-        deadline = time.monotonic() + 120
-        while pid_alive(supervisor) and time.monotonic() < deadline:
+@app.command("ps")
+def ps(as_json: JsonOption = False) -> None:
+    """List every devnet this user runs, wherever its data dir (foreground and background)."""
+    rows = []
+    for entry in registry.running():
+        state = read_state(Path(entry.data_dir)) or {}
+        rows.append(
+            {
+                "pid": entry.pid,
+                "data_dir": entry.data_dir,
+                "mode": "background" if entry.detached else "foreground",
+                "status": state.get("status", "starting"),
+                "stage": state.get("stage"),
+                "nodes": len(state.get("nodes", [])) or state.get("nodes_wanted"),
+                "rpc_url": state.get("rpc_url"),
+                "up_s": round(time.time() - entry.started_at),
+            }
+        )
+    if as_json:
+        print_json({"devnets": rows})
+        return
+    if not rows:
+        out.print("no devnet runs for this user")
+        return
+    table = Table(title=f"devnets of this user ({registry.registry_dir()})")
+    for column in ("pid", "data dir", "mode", "status", "nodes", "rpc", "up"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            str(r["pid"]),
+            r["data_dir"],
+            r["mode"],
+            r["status"] if r["status"] == "running" else f"starting: {r['stage']}",
+            str(r["nodes"] if r["nodes"] is not None else "-"),
+            r["rpc_url"] or "-",
+            f"{r['up_s'] // 60} min" if r["up_s"] >= 120 else f"{r['up_s']} s",
+        )
+    out.print(table)
+
+
+def _stop_supervisor(pid: int, timeout_s: float = 120) -> bool:
+    """SIGTERMs a devnet's supervisor (it stops its nodes, IPFS and anvil in order); returns
+    whether it is gone. After `timeout_s` it is SIGKILLed: its parts die with it (PDEATHSIG)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-    # Anything left (a supervisor killed hard): stop by the pid files the servers left.
+    return not pid_alive(pid)
+
+
+def _stop_leftovers(data_dir: Path) -> list[int]:
+    """Stops servers whose pid files a supervisor killed hard left behind (a process that
+    started after its pid file was written reuses the pid: it is not ours and is spared)."""
+    from client.devnet.process import started_after
+
+    pids = []
     for pid_file in [*data_dir.glob("*.pid"), *data_dir.glob("node-*/*.pid")]:
         with contextlib.suppress(ValueError, OSError):
             pid = int(pid_file.read_text().strip())
-            if pid_alive(pid):
+            if pid_alive(pid) and not started_after(pid, pid_file.stat().st_mtime + 1):
                 os.kill(pid, signal.SIGTERM)
                 pids.append(pid)
             pid_file.unlink(missing_ok=True)
@@ -395,10 +483,31 @@ def down(
         if pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    (data_dir / STATE).unlink(missing_ok=True)
-    if wipe and data_dir.exists():
-        import shutil
+    return pids
 
-        shutil.rmtree(data_dir)
-    stopped = "stopped" if supervisor or pids else "nothing was running"
-    out.print(f"devnet {stopped}; " + ("data wiped" if wipe else f"data kept in {data_dir}"))
+
+@app.command("down")
+def down(
+    data_dir: DataDirOption = Path(".devnet"),
+    all_: Annotated[
+        bool, typer.Option("--all", help="Stop every devnet of this user (see sapo devnet ps).")
+    ] = False,
+    wipe: Annotated[bool, typer.Option("--wipe", help="Also delete the devnet's data.")] = False,
+) -> None:
+    """Stop a devnet (foreground or detached) by pid; data kept unless --wipe."""
+    targets = [Path(e.data_dir) for e in registry.running()] if all_ else [data_dir.absolute()]
+    if all_ and not targets:
+        out.print("no devnet runs for this user")
+        return
+    for target in targets:
+        supervisor = supervisor_alive(target)
+        if supervisor and not _stop_supervisor(supervisor):
+            fail(f"could not stop the devnet supervisor pid {supervisor} in {target}")
+        left = _stop_leftovers(target)
+        (target / STATE).unlink(missing_ok=True)
+        if wipe and target.exists():
+            import shutil
+
+            shutil.rmtree(target)
+        stopped = "stopped" if supervisor or left else "nothing was running"
+        out.print(f"devnet {target} {stopped}; " + ("data wiped" if wipe else "data kept"))

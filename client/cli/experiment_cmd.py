@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from client.chain import ChainError
 from client.cli.console import Exit, JsonOption, err, fail, out, print_json
@@ -52,35 +51,48 @@ def run(
     # SIGTERM and SIGHUP (a closed SSH session) stop like Ctrl-C: nodes and devnet shut down
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        disable=as_json,
-    ) as bar:
-        overall = bar.add_task(f"{exp.name}: cells", total=len(cells))
-        rounds = bar.add_task("rounds", total=exp.rounds)
+    from client.cli.progress import ProgressOutput, seed_progress
+
+    count = {"done": 0}
+    with ProgressOutput(f"{exp.name}", json_mode=as_json) as shown:
+        show_build = seed_progress(shown)
 
         def on_cell(cell, state: str) -> None:
-            if state == "playing":
-                bar.update(rounds, completed=0, description=f"{cell.key}: rounds")
+            if state != "playing":
+                count["done"] += 1
             else:
-                bar.advance(overall)
+                shown.update(
+                    0,
+                    exp.rounds,
+                    f"cell {count['done'] + 1}/{len(cells)} {cell.key}: starting",
+                    stage=cell.key,
+                    title=exp.name,
+                )
 
         def progress(cell, done: int, total: int) -> None:
-            bar.update(rounds, completed=done, total=total)
+            shown.update(
+                done,
+                total,
+                f"cell {count['done'] + 1}/{len(cells)} {cell.key}: round {done}/{total}",
+                stage=cell.key,
+                title=exp.name,
+            )
 
         try:
             summary = run_experiment(
-                exp, target, cache_dir.absolute(), on_cell=on_cell, progress=progress
+                exp,
+                target,
+                cache_dir.absolute(),
+                on_cell=on_cell,
+                progress=progress,
+                seed_progress=show_build,
             )
         except (AnvilNotFound, IpfsNotFound) as exc:
             fail(str(exc))
         except (CellFailed, ServerStartError, ChainError) as exc:
             fail(f"{exc} (done cells are kept; run again to resume)", Exit.CHECK_FAILED)
         except KeyboardInterrupt:
-            bar.stop()
+            shown.close()
             err.print(
                 f"interrupted: the cell being played was stopped (its devnet and nodes too); "
                 f"done cells are kept in {target}; run the same command again to resume"

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from client.cli.console import Exit, JsonOption, fail, out, print_json
@@ -33,32 +32,31 @@ def seed(
     ] = "small",
     as_json: JsonOption = False,
 ) -> None:
-    """Build (once, then cached) the tiny Qwen2 seed policy on the `tiny` catalog; no download."""
-    from client.policy import SeedSpec, build_seed_policy, seed_policy_dir
+    """Build (once, then cached) the tiny Qwen2 seed policy on the `tiny` catalog; no download.
+
+    A stopped build resumes where it last saved; a second caller waits for a build under way
+    and shows its progress."""
+    from client.cli.progress import ProgressOutput, seed_progress
+    from client.policy import SeedSpec, ensure_seed_policy, seed_policy_dir
+    from client.policy.seed import SeedBuildBusy
 
     spec = SeedSpec(seed=seed_) if size == "small" else SeedSpec.tiny_test(seed_)
     directory = seed_policy_dir(data_dir.absolute(), spec)
-    record_path = directory / "seed-build.json"
-    if record_path.is_file() and not force:
-        record = json.loads(record_path.read_text())
-        cached = True
-    else:
-        cached = False
-        with Progress(
-            TextColumn("building seed policy"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} steps  loss {task.fields[loss]:.3f}"),
-            TimeElapsedColumn(),
-            transient=as_json,
-            disable=as_json,
-        ) as progress:
-            task = progress.add_task("seed", total=spec.steps, loss=float("nan"))
-            record = build_seed_policy(
-                spec,
-                directory,
-                minutes=minutes,
-                progress=lambda step, total, loss: progress.update(task, completed=step, loss=loss),
-            )
+    cached = (directory / "seed-build.json").is_file() and not force
+    if not cached:
+        try:
+            title = f"building seed policy {directory.name}"
+            with ProgressOutput(title, json_mode=as_json) as shown:
+                ensure_seed_policy(
+                    data_dir.absolute(),
+                    spec,
+                    force=force,
+                    minutes=minutes,
+                    progress=seed_progress(shown),
+                )
+        except SeedBuildBusy as exc:
+            fail(str(exc), Exit.CHECK_FAILED)
+    record = json.loads((directory / "seed-build.json").read_text())
     summary = {k: v for k, v in record.items() if k != "corpus_questions"}
     summary |= {"path": str(directory), "cached": cached}
     if as_json:
@@ -69,7 +67,9 @@ def seed(
     out.print(
         f"  {summary['parameters']:,} parameters, {summary['steps']} steps, "
         f"{summary['tokens']:,} tokens, final loss {summary['final_loss']:.3f}, "
-        f"{summary['seconds']} s" + (" (cut short by --minutes)" if summary["cut_short"] else "")
+        f"{summary['seconds']} s"
+        + (" (cut short by --minutes)" if summary["cut_short"] else "")
+        + (f" (resumed at step {r})" if (r := summary.get("resumed_from")) else "")
     )
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from client.chain import Ledger, TxResult
-from client.chain.events import EventReader
 from client.cli.chain_ctx import (
     KeystoreOption,
     LedgerOption,
@@ -20,6 +18,10 @@ from client.cli.chain_ctx import (
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
 from client.config.models import format_score as score
+
+if TYPE_CHECKING:
+    from client.chain import Ledger, TxResult
+    from client.chain.events import EventReader
 
 stake_app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 rewards_app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
@@ -161,7 +163,11 @@ def claim(
         if not rounds:
             rounds = [r["round"] for r in _reward_rows(bound, reader, node) if r["claimable"]]
         if not rounds:
-            fail("nothing to claim: no final, credited, unpaid round", Exit.CHECK_FAILED)
+            fail(
+                "nothing to claim: no final, credited, unpaid round (a round is final once its "
+                "challenge window has closed; see sapo rewards show)",
+                Exit.CHECK_FAILED,
+            )
         before = bound.node_info(node).total_paid
         tx = bound.claim(rounds)
         paid = bound.node_info(node).total_paid - before

@@ -29,6 +29,10 @@ from client.store import (
     digest_to_cid,
     open_store,
 )
+from client.store.errors import MalformedBatch, SchemaMismatch, UnsupportedSchema
+
+# what decode_batch raises for bytes that are not a batch (as opposed to a store failure)
+NOT_A_BATCH = (MalformedBatch, SchemaMismatch, UnsupportedSchema)
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
@@ -86,10 +90,16 @@ def put(
         data = file.read_bytes()
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror}")
-    try:
-        if not raw:
+    if not raw:
+        try:
             batch = decode_batch(data, BatchLimits(max_bytes=section.max_batch_bytes))
-            round_ = round_ or batch.round
+        except NOT_A_BATCH as exc:
+            fail(
+                f"{file} is not a sapo.rollouts/1 batch ({exc}); to store any bytes, pass --raw",
+                Exit.CHECK_FAILED,
+            )
+        round_ = round_ or batch.round
+    try:
         cid = store.put(data, round_)
     except StoreError as exc:
         fail(str(exc), Exit.CHECK_FAILED)
@@ -123,7 +133,14 @@ def get(
         data = store.get(cid)
         summary = {}
         if not raw:
-            batch = decode_batch(data, BatchLimits(max_bytes=section.max_batch_bytes))
+            try:
+                batch = decode_batch(data, BatchLimits(max_bytes=section.max_batch_bytes))
+            except NOT_A_BATCH as exc:
+                fail(
+                    f"{cid} holds {len(data)} bytes that are not a sapo.rollouts/1 batch ({exc}); "
+                    "to fetch them as they are, pass --raw",
+                    Exit.CHECK_FAILED,
+                )
             summary = {
                 "round": batch.round,
                 "node": batch.node,

@@ -55,8 +55,12 @@ def tui(
         cfg = load_or_exit(config)
         _need_chain(cfg, config)
         log_to_file(Path(cfg.node.data_dir) / "node.log", cfg.node.log_level)
+        from client.cli.progress import ProgressOutput, seed_progress
+
         try:
-            node = open_node(cfg)
+            # a first start may build the seed policy: its progress shows here, before the screen
+            with ProgressOutput("seed policy") as shown:
+                node = open_node(cfg, progress=seed_progress(shown))
         except (NodeConfigError, KeystoreError, CatalogError, PolicyError) as exc:
             fail(str(exc))
         except (ChainError, StoreError) as exc:

@@ -127,7 +127,9 @@ def address(
     except FileNotFoundError:
         fail(f"keystore {path} not found; create one with `sapo wallet new`")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        fail(f"{path} is not a JSON keystore")
+        fail(
+            f"{path} is not a JSON keystore (one made by `sapo wallet new`, geth or `cast wallet`)"
+        )
     if not value:  # some tools omit the address: decrypting tells it
         try:
             value = load_account(path).address

@@ -75,11 +75,26 @@ def pid_alive(pid: int) -> bool:
     return False
 
 
+def started_after(pid: int, when: float) -> bool:
+    """Returns whether process `pid` started after unix time `when` (Linux; False elsewhere or
+    when it cannot be told): a pid file older than its process names a reused pid."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
+    return boot + ticks / os.sysconf("SC_CLK_TCK") > when
+
+
 # Loaded before any fork: the child between fork and exec must not take the dynamic loader's lock.
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+def die_with_parent(parent_pid: int) -> Callable[[], None]:
     def preexec() -> None:
         if _libc is not None:
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -167,7 +182,7 @@ class ServerProcess:
                 env=self._env,
                 cwd=self._cwd,
                 start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
+                preexec_fn=die_with_parent(os.getpid()),
             )
         with _running_lock:
             _running.add(self)

@@ -96,15 +96,18 @@ def play_cell(
     cell_dir: Path,
     cache_dir: Path,
     progress: Callable[[int, int], None] | None = None,
+    seed_progress: Callable | None = None,
 ) -> dict[str, Any]:
-    """Plays the cell in `cell_dir` (emptied first); returns its record, also in cell.json."""
+    """Plays the cell in `cell_dir` (emptied first); returns its record, also in cell.json.
+    `progress(rounds done, rounds)` follows the cell; `seed_progress` gets a seed policy's
+    BuildProgress while one is built first."""
     if cell_dir.exists():
         shutil.rmtree(cell_dir)
     cell_dir.mkdir(parents=True)
     base = base_config(exp, cell, cache_dir)
     sections = node_sections(cell, base)
     for i in range(exp.nodes):  # build every starting policy before the clock starts
-        base_policy_path(_with(base, **sections(i)))
+        base_policy_path(_with(base, **sections(i)), seed_progress)
     anvil = Anvil(
         cell_dir, chain_id=base.devnet.chain_id, accounts=max(10, exp.nodes + 2), block_time_s=1
     )

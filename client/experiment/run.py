@@ -26,6 +26,7 @@ def run_experiment(
     *,
     on_cell: Callable[[Cell, str], None] | None = None,
     progress: Callable[[Cell, int, int], None] | None = None,
+    seed_progress: Callable | None = None,
 ) -> dict[str, Any]:
     """Plays the cells not done yet; returns the summary (also written under out_dir)."""
     _remember_scale(exp, out_dir)
@@ -43,6 +44,7 @@ def run_experiment(
             cell_dir,
             cache_dir,
             progress=None if progress is None else lambda d, t, c=cell: progress(c, d, t),
+            seed_progress=seed_progress,
         )
         summarize(exp, out_dir)  # the report grows as cells finish
         if on_cell:

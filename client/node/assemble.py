@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from client.chain import Ledger, connect
 from client.chain.keystore import load_account
 from client.config import NodeConfig
+from client.node.eventlog import EventLog
 from client.store import open_store
 from client.tasks import check_against_ledger, load_catalog
 
@@ -31,20 +33,31 @@ class NodeConfigError(Exception):
     """The config cannot make a node; the message says what to set."""
 
 
-def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
-    """Returns the base model's path or name; builds the seed policy first if it is absent."""
-    if cfg.policy.model in SEED_MODELS:
-        from client.policy import SeedSpec, ensure_seed_policy
+def seed_spec(cfg: NodeConfig):
+    """Returns the SeedSpec that [policy] names, or None when its model is not a seed policy."""
+    if cfg.policy.model not in SEED_MODELS:
+        return None
+    from client.policy import SeedSpec
 
-        size = SeedSpec if cfg.policy.model == "seed" else SeedSpec.tiny_test
-        spec = size(seed=cfg.policy.seed)
-        if cfg.policy.seed_datasets:
-            spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
-        try:
-            return ensure_seed_policy(Path(cfg.policy.cache_dir), spec, progress=progress)
-        except ValueError as exc:  # an entry the catalog does not have
-            raise NodeConfigError(f"[policy].seed_datasets: {exc}") from None
-    return cfg.policy.model
+    size = SeedSpec if cfg.policy.model == "seed" else SeedSpec.tiny_test
+    spec = size(seed=cfg.policy.seed)
+    if cfg.policy.seed_datasets:
+        spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
+    return spec
+
+
+def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
+    """Returns the base model's path or name; builds the seed policy first if it is absent
+    (`progress` gets the build's BuildProgress, or another process's build we wait for)."""
+    spec = seed_spec(cfg)
+    if spec is None:
+        return cfg.policy.model
+    from client.policy import ensure_seed_policy
+
+    try:
+        return ensure_seed_policy(Path(cfg.policy.cache_dir), spec, progress=progress)
+    except ValueError as exc:  # an entry the catalog does not have
+        raise NodeConfigError(f"[policy].seed_datasets: {exc}") from None
 
 
 def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
@@ -100,14 +113,39 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
     def make_optimizer(model) -> torch.optim.Optimizer:
         return torch.optim.Adam(model.parameters(), lr=cfg.train.learning_rate)
 
+    events = EventLog(Path(cfg.node.data_dir) / "events.jsonl")
+
     def load_base() -> Policy:
-        return load_policy(base_policy_path(cfg, progress), device=device, dtype=dtype)
+        announce = _building_phase(events, progress)
+        return load_policy(base_policy_path(cfg, announce), device=device, dtype=dtype)
 
     policy, optimizer, step = resume_policy(
         Path(cfg.node.data_dir), make_optimizer, device, dtype, load_base
     )
     trainer = make_trainer(cfg, policy, optimizer, step, load_base)
     return Node(cfg, ledger, params, store, catalog, trainer)
+
+
+def _building_phase(events: EventLog, progress, every_s: float = 5.0):
+    """Returns a build-progress callback that also tells the node's event log (the TUI shows it
+    as the node's phase) at most every `every_s` seconds, and passes each update to `progress`."""
+    last = {"at": 0.0, "stage": None}
+
+    def show(p) -> None:
+        now = time.monotonic()
+        if p.stage != last["stage"] or now - last["at"] >= every_s:
+            last.update(at=now, stage=p.stage)
+            who = f"waiting for pid {p.builder_pid}'s build of" if p.waiting else "building"
+            events.emit(
+                "node.phase",
+                f"{who} the seed policy {p.policy}: {p.describe()}",
+                phase=f"{who} the seed policy: {p.describe()}",
+                build={"step": p.step, "steps": p.steps, "stage": p.stage},
+            )
+        if progress:
+            progress(p)
+
+    return show
 
 
 def make_trainer(cfg: NodeConfig, policy, optimizer, step: int, load_base) -> Trainer:

@@ -134,12 +134,14 @@ def provision(
 
 def node_process(name: str, config_path: Path) -> ServerProcess:
     """Returns (not started) `sapo node run --config config_path` as a server process: its log
-    beside its config, ready once it has written its first event."""
+    beside its config, ready once it has said `node.started` (a node still preparing, e.g.
+    building its policy, writes other events before)."""
+    events = config_path.parent / "events.jsonl"
     return ServerProcess(
         name,
         [sys.executable, "-m", "client.cli", "node", "run", "--config", str(config_path)],
         log_path=config_path.parent / "node.log",
-        ready=lambda: (config_path.parent / "events.jsonl").exists(),
+        ready=lambda: events.is_file() and '"kind": "node.started"' in events.read_text(),
         ready_timeout_s=300,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )

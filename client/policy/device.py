@@ -14,11 +14,16 @@ def pick_device(requested: str = "auto") -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("[policy].device = 'cuda' but no CUDA device is available")
+        raise RuntimeError(
+            "[policy].device = 'cuda' but no CUDA device is available (check the driver with "
+            'nvidia-smi, or set device = "auto" or "cpu")'
+        )
     if requested == "mps" and not (
         getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()
     ):
-        raise RuntimeError("[policy].device = 'mps' but MPS is not available")
+        raise RuntimeError(
+            '[policy].device = \'mps\' but MPS is not available (set device = "auto" or "cpu")'
+        )
     return torch.device(requested)
 
 

@@ -45,7 +45,10 @@ def load_policy(name_or_path: str | Path, device: str = "auto", dtype: str = "au
     """Returns a policy from a local directory or a Hugging Face name (cached, offline-first)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = torch_device = pick_device(device)
+    try:
+        target = torch_device = pick_device(device)
+    except RuntimeError as exc:  # a device this machine does not have: the message says what to set
+        raise PolicyError(str(exc)) from None
     torch_dtype = pick_dtype(dtype, torch_device)
     source = str(name_or_path)
     local = Path(source).is_dir()

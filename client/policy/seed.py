@@ -8,16 +8,23 @@ CPU swarms start from it. It is built once per seed and cached:
 3. a Qwen2ForCausalLM trained with AdamW (cosine schedule) on prompt -> "<answer>A</answer>",
    the loss on the answer tokens only, for a fixed number of steps (deterministic for a seed).
 The `--minutes` cap can end a build early; the build's record then says it was cut short.
+
+A build reports its progress (stage, step, loss) to a file beside the policy, keeps what it has
+done in `<name>.partial/` so that a stopped build resumes where it last saved (to the same
+weights), and publishes the finished policy by one rename. Processes sharing a cache build a
+policy once: the others wait on a lock and follow the builder's progress (ensure_seed_policy).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -125,21 +132,142 @@ def _examples(tokenizer, pairs: list[tuple[str, str]]) -> list[tuple[list[int], 
     return out
 
 
+@dataclass(frozen=True)
+class BuildProgress:
+    """Where a seed policy's build stands, as the builder last reported it.
+
+    The builder writes it to a file beside the policy (`progress_path`), so that a caller that
+    waits for another process's build, and `sapo devnet status`, can show it too."""
+
+    policy: str  # the policy's directory name
+    stage: str  # corpus, tokenizer, training, saving, done
+    step: int
+    steps: int
+    loss: float | None
+    elapsed_s: float  # since this build process started
+    builder_pid: int
+    resumed_from: int = 0  # the step a resumed build started from (0: from scratch)
+    saved_step: int = 0  # the last step a resumable state was written for
+    waiting: bool = False  # set for a caller that waits for this build: not its own
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left, from this process's pace (None before training has a pace)."""
+        done = self.step - self.resumed_from
+        if self.stage != "training" or done <= 0:
+            return None
+        return self.elapsed_s / done * (self.steps - self.step)
+
+    def describe(self) -> str:
+        """Returns one line for people: stage, step, loss and time left."""
+        if self.stage != "training":
+            text = {
+                "corpus": "drawing the corpus",
+                "tokenizer": "training the tokenizer",
+                "saving": "saving",
+                "done": "done",
+            }.get(self.stage, self.stage)
+        else:
+            text = f"step {self.step}/{self.steps}"
+            if self.loss is not None:
+                text += f", loss {self.loss:.3f}"
+            if (eta := self.eta_s) is not None and self.step < self.steps:
+                text += f", ~{_duration(eta)} left"
+        if self.resumed_from:
+            text += f" (resumed at step {self.resumed_from})"
+        return text
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def progress_path(directory: Path) -> Path:
+    """Returns the file where the build of `directory` reports its progress."""
+    return directory.with_name(f".{directory.name}.progress.json")
+
+
+def read_progress(directory: Path) -> BuildProgress | None:
+    """Returns the last progress the build of `directory` reported (None: none reported)."""
+    try:
+        return BuildProgress(**json.loads(progress_path(directory).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Writes `data` whole or not at all (temp file, rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _save_torch(path: Path, state: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
 def build_seed_policy(
     spec: SeedSpec,
     directory: Path,
     *,
     minutes: float | None = None,
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: Callable[[BuildProgress], None] | None = None,
 ) -> dict:
-    """Builds the seed policy into `directory`; returns its build record (also saved)."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    """Builds the seed policy into `directory`; returns its build record (also saved).
+
+    The build works in `<directory>.partial/` and keeps what it has done there (the corpus, the
+    tokenizer, and every `save_every` training steps the model, optimizer and sampling state),
+    so a build that is stopped resumes where it was saved and ends with the same weights as an
+    uninterrupted one. The finished policy appears in `directory` by one rename: a reader never
+    sees half a policy.
+    """
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
     began = time.perf_counter()
+    work = directory.with_name(directory.name + ".partial")
+    work.mkdir(parents=True, exist_ok=True)
+    spec_json = json.dumps(asdict(spec), sort_keys=True)
+    if (work / "spec.json").is_file() and (work / "spec.json").read_text() != spec_json:
+        shutil.rmtree(work)  # a leftover of another spec under this name: start over
+        work.mkdir(parents=True)
+    (work / "spec.json").write_text(spec_json)
+    state = {"stage": "corpus", "step": 0, "loss": None, "resumed_from": 0, "saved_step": 0}
+
+    def report(**changes) -> None:
+        state.update(changes)
+        update = BuildProgress(
+            policy=directory.name,
+            stage=state["stage"],
+            step=state["step"],
+            steps=spec.steps,
+            loss=state["loss"],
+            elapsed_s=round(time.perf_counter() - began, 1),
+            builder_pid=os.getpid(),
+            resumed_from=state["resumed_from"],
+            saved_step=state["saved_step"],
+        )
+        _write_json(progress_path(directory), asdict(update))
+        if progress:
+            progress(update)
+
+    report()
     torch.manual_seed(spec.seed)
     random.seed(spec.seed)
-    pairs = corpus(spec)
-    tokenizer = train_tokenizer(pairs, spec.vocab_size)
+    if (work / "corpus.json").is_file():
+        pairs = [tuple(p) for p in json.loads((work / "corpus.json").read_text())]
+    else:
+        pairs = corpus(spec)
+        _write_json(work / "corpus.json", pairs)
+    report(stage="tokenizer")
+    if (work / "tokenizer" / "tokenizer.json").is_file():
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(work / "tokenizer")
+    else:
+        tokenizer = train_tokenizer(pairs, spec.vocab_size)
+        tokenizer.save_pretrained(work / "tokenizer.tmp")
+        shutil.rmtree(work / "tokenizer", ignore_errors=True)
+        os.replace(work / "tokenizer.tmp", work / "tokenizer")
     examples = _examples(tokenizer, pairs)
     longest = max(len(ids) for ids, _ in examples)
     config = Qwen2Config(
@@ -165,9 +293,20 @@ def build_seed_policy(
         return spec.lr * 0.5 * (1 + math.cos(math.pi * progress_))
 
     order = random.Random(spec.seed)
+    tokens_seen, first, loss_value = 0, 0, float("nan")
+    if (work / "train-state.pt").is_file():
+        saved = torch.load(work / "train-state.pt", weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        order.setstate(saved["order"])
+        torch.set_rng_state(saved["torch_rng"])
+        first, tokens_seen, loss_value = saved["step"], saved["tokens"], saved["loss"]
+        state.update(resumed_from=first, saved_step=first)
+    save_every = max(10, spec.steps // 20)
     model.train()
-    tokens_seen, steps_done, cut_short, loss_value = 0, 0, False, float("nan")
-    for step in range(spec.steps):
+    steps_done, cut_short = first, False
+    report(stage="training", step=first, loss=None if first == 0 else loss_value)
+    for step in range(first, spec.steps):
         if minutes is not None and time.perf_counter() - began > minutes * 60:
             cut_short = True
             break
@@ -189,12 +328,27 @@ def build_seed_policy(
         optimizer.step()
         tokens_seen += int(attention.sum())
         steps_done, loss_value = step + 1, float(loss.detach())
-        if progress:
-            progress(step + 1, spec.steps, loss_value)
+        if steps_done % save_every == 0 and steps_done < spec.steps:
+            _save_torch(
+                work / "train-state.pt",
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "order": order.getstate(),
+                    "torch_rng": torch.get_rng_state(),
+                    "step": steps_done,
+                    "tokens": tokens_seen,
+                    "loss": loss_value,
+                },
+            )
+            state["saved_step"] = steps_done
+        report(step=steps_done, loss=loss_value)
 
-    directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory, safe_serialization=True)
-    tokenizer.save_pretrained(directory)
+    report(stage="saving")
+    out = work / "policy"
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
     record = {
         "spec": asdict(spec),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -203,10 +357,22 @@ def build_seed_policy(
         "final_loss": loss_value,
         "seconds": round(time.perf_counter() - began, 1),
         "cut_short": cut_short,
+        "resumed_from": state["resumed_from"],
         "corpus_questions": sorted({p for p, _ in pairs}),
     }
-    (directory / "seed-build.json").write_text(json.dumps(record))
-    (directory / "sapo.json").write_text(json.dumps({"name": directory.name, "step": 0}))
+    (out / "seed-build.json").write_text(json.dumps(record))
+    (out / "sapo.json").write_text(json.dumps({"name": directory.name, "step": 0}))
+    if directory.exists():  # a forced rebuild: the old policy stays in place until the new one is
+        old = directory.with_name(directory.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(directory, old)
+        os.replace(out, directory)
+        shutil.rmtree(old)
+    else:
+        os.replace(out, directory)
+    shutil.rmtree(work)
+    report(stage="done")
+    progress_path(directory).unlink(missing_ok=True)
     return record
 
 
@@ -218,19 +384,54 @@ def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
     return data_root / "policies" / name
 
 
-def ensure_seed_policy(data_root: Path, spec: SeedSpec, **kwargs) -> Path:
-    """Returns the cached seed policy's directory, building it first if absent.
+def ensure_seed_policy(
+    data_root: Path,
+    spec: SeedSpec,
+    *,
+    force: bool = False,
+    minutes: float | None = None,
+    progress: Callable[[BuildProgress], None] | None = None,
+    poll_s: float = 1.0,
+) -> Path:
+    """Returns the cached seed policy's directory, building it first if absent (or `force`).
 
-    Processes sharing a cache (a devnet's nodes) build it once: the first holds a lock while the
-    others wait, then find it built."""
+    Processes sharing a cache (a devnet's nodes, a second `sapo policy seed`) build it once: the
+    first holds a lock while it builds; the others wait, passing the builder's progress to their
+    own `progress` (with `waiting` set) so they can say what they wait for, then find it built.
+    A build that was stopped resumes from what it saved (see build_seed_policy).
+    """
     import fcntl
 
     directory = seed_policy_dir(data_root, spec)
-    if (directory / "seed-build.json").is_file():
+    if (directory / "seed-build.json").is_file() and not force:
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.parent / f".{directory.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (directory / "seed-build.json").is_file():
-            build_seed_policy(spec, directory, **kwargs)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process builds it: follow its progress meanwhile
+            if force:
+                raise SeedBuildBusy(directory) from None
+            while True:
+                if progress and (seen := read_progress(directory)) is not None:
+                    progress(replace(seen, waiting=True))
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    time.sleep(poll_s)
+        if force or not (directory / "seed-build.json").is_file():
+            build_seed_policy(spec, directory, minutes=minutes, progress=progress)
     return directory
+
+
+class SeedBuildBusy(RuntimeError):
+    """A forced rebuild was asked for while another process builds the same policy."""
+
+    def __init__(self, directory: Path):
+        seen = read_progress(directory)
+        who = f" (pid {seen.builder_pid}: {seen.describe()})" if seen else ""
+        super().__init__(
+            f"another process is building {directory.name}{who}; wait for it to finish, "
+            "then rebuild with --force"
+        )

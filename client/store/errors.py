@@ -32,9 +32,14 @@ class SchemaMismatch(StoreError):
 class UnsupportedSchema(StoreError):
     def __init__(self, version: object):
         self.version = version
-        super().__init__(
-            f"unknown batch schema {version!r}; this client reads sapo.rollouts/1 (upgrade it?)"
-        )
+        if version is None:
+            text = "no schema field: a JSON document, but not a rollout batch"
+        else:
+            text = (
+                f"batch schema {version!r} is not sapo.rollouts/1, the one this client reads "
+                "(a newer sapo-swarm may read it)"
+            )
+        super().__init__(text)
 
 
 class BatchDigestMismatch(StoreError):
