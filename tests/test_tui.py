@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, sapo_process
+from conftest import REPO, sapo_process, wait_until
 from eth_account import Account
 from gate import TcpGate
 from rich.console import Console
@@ -25,6 +25,7 @@ from tui_model import ETH, PEERS, FixedWatcher, snapshot
 
 from client.chain.keystore import keystore_address
 from client.config import load_config
+from client.config.writer import dump_toml
 from client.devnet import Anvil
 from client.node.assemble import base_policy_path, open_node
 from client.node.devnet import _with, provision
@@ -379,3 +380,32 @@ def test_watching_an_unregistered_address_says_so(world) -> None:
     assert snap.account is not None and not snap.account.registered
     assert all(p.address != stranger for p in snap.peers), "an unregistered address is no peer"
     watcher.close()
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_attach_shows_a_first_start_building_its_policy(world, tmp_path: Path) -> None:
+    """A node started on a fresh machine builds the seed policy before its first round: the
+    TUI attached to it shows that build as the node's phase, with its progress."""
+    config = tmp_path / "node.toml"
+    cfg = _with(
+        load_config(world["configs"][0]),
+        node={"data_dir": tmp_path / "node"},
+        policy={"cache_dir": tmp_path / "fresh-cache"},
+    )
+    config.write_text(dump_toml(cfg, "a fresh machine's node"))
+    node = sapo_process("node", "run", "--config", str(config), stderr=subprocess.STDOUT)
+    watcher = Watcher(cfg, keystore_address(Path(cfg.chain.keystore)), mode="attached")
+    try:
+        seen: list[str] = []
+
+        def building() -> bool:
+            seen.append(watcher.snapshot().phase)
+            return seen[-1].startswith("building the seed policy: step ")
+
+        wait_until(building, timeout_s=120, what="the attached TUI's phase to show the build")
+        assert "/150" in seen[-1], seen[-1]
+    finally:
+        node.kill()
+        node.wait(timeout=30)
+        watcher.close()
