@@ -7,9 +7,11 @@ pragma solidity 0.8.37;
 /// attested, what was credited, slashed and paid. It is also the swarm's clock (rounds derive from
 /// block time) and its bulletin board (nodes find each other's batches through its events).
 /// @dev No owner, no admin function, no upgrade path: every parameter is fixed at deployment.
-/// A submission's claimed score is credited while the stake of the peers who disputed it does not
-/// outweigh the stake of those who agreed; once its challenge window closes the credit is final,
-/// a disputed submission is slashed at settlement, and the round's reward is split pro rata.
+/// A batch of round r may be submitted until round r + submitRounds (slow hardware submits late
+/// rather than never) and attested until round r + submitRounds + challengeRounds; after that its
+/// credit is final. A submission's claimed score is credited while the stake of the peers who
+/// disputed it does not outweigh the stake of those who agreed; a disputed submission is slashed
+/// at settlement, and the round's reward is split pro rata.
 contract SwarmLedger {
     // ------------------------------------------------------------------ constants and parameters
 
@@ -24,6 +26,7 @@ contract SwarmLedger {
     uint256 public immutable minStake;
     uint64 public immutable unbondingPeriod;
     uint64 public immutable challengeRounds;
+    uint64 public immutable submitRounds;
     uint256 public immutable rewardPerRound;
     uint16 public immutable slashBps;
     uint16 public immutable agreeToleranceBps;
@@ -160,7 +163,9 @@ contract SwarmLedger {
     /// @param roundLength_ Seconds per round (> 0).
     /// @param minStake_ Least active stake, in wei, to submit or attest (>= 1 gwei).
     /// @param unbondingPeriod_ Seconds between `requestUnstake` and `withdraw`.
-    /// @param challengeRounds_ Rounds after a submission's round during which it can be attested.
+    /// @param challengeRounds_ Rounds, after the submission window, during which a submission can
+    /// be attested.
+    /// @param submitRounds_ Rounds after a round during which its batches are still accepted (>= 1).
     /// @param rewardPerRound_ Wei split pro rata among a round's credited submissions.
     /// @param slashBps_ Share of a disputed node's stake moved to the reward pool at settlement.
     /// @param agreeToleranceBps_ Largest attested-vs-claimed gap that still agrees, in bps of the
@@ -171,6 +176,7 @@ contract SwarmLedger {
         uint256 minStake_,
         uint64 unbondingPeriod_,
         uint64 challengeRounds_,
+        uint64 submitRounds_,
         uint256 rewardPerRound_,
         uint16 slashBps_,
         uint16 agreeToleranceBps_,
@@ -179,18 +185,24 @@ contract SwarmLedger {
         if (roundLength_ == 0) revert InvalidParameter("roundLength");
         if (minStake_ < GWEI || minStake_ > type(uint96).max) revert InvalidParameter("minStake");
         if (challengeRounds_ == 0) revert InvalidParameter("challengeRounds");
+        if (submitRounds_ == 0 || submitRounds_ > 10_000) revert InvalidParameter("submitRounds");
         if (slashBps_ > BPS) revert InvalidParameter("slashBps");
         if (agreeToleranceBps_ > BPS) revert InvalidParameter("agreeToleranceBps");
         if (catalogDigest_ == bytes32(0)) revert InvalidParameter("catalogDigest");
-        // Stake that was active when a submission was made must still be here when it can be
-        // slashed: after its challenge window plus a settlement period of as many rounds.
-        if (uint256(unbondingPeriod_) < (2 * uint256(challengeRounds_) + 1) * roundLength_) {
+        // Stake that was active when a submission was made (as early as its round) must still be
+        // here when it can be slashed: after the submission and challenge windows, plus a
+        // settlement period as long as the challenge window.
+        if (
+            uint256(unbondingPeriod_)
+                < (uint256(submitRounds_) + 2 * uint256(challengeRounds_) + 1) * roundLength_
+        ) {
             revert InvalidParameter("unbondingPeriod");
         }
         roundLength = roundLength_;
         minStake = minStake_;
         unbondingPeriod = unbondingPeriod_;
         challengeRounds = challengeRounds_;
+        submitRounds = submitRounds_;
         rewardPerRound = rewardPerRound_;
         slashBps = slashBps_;
         agreeToleranceBps = agreeToleranceBps_;
@@ -294,13 +306,13 @@ contract SwarmLedger {
 
     /// @notice Records the caller's rollout batch for a round: its sha256 (the CIDv1 of the batch
     /// is derived from it), its number of rollouts, and the summed verifier score it claims.
-    /// @param round currentRound() or the one before.
+    /// @param round A round from currentRound() - submitRounds to currentRound().
     /// @param digest sha256 of the canonical batch bytes.
     /// @param rollouts Completions in the batch (questions x completions), > 0.
     /// @param score Sum of every rollout's verifier reward, at most rollouts * SCORE_SCALE.
     function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score) external {
         uint64 current = currentRound();
-        if (round != current && round + 1 != current) revert RoundNotOpen(round, current);
+        if (round > current || current - round > submitRounds) revert RoundNotOpen(round, current);
         Node storage n = _nodes[msg.sender];
         _requireStaked(n);
         Submission storage s = _submissions[round][msg.sender];
@@ -322,7 +334,8 @@ contract SwarmLedger {
     /// @notice Reports the score the caller computed when it re-verified `node`'s batch. It agrees
     /// when within the tolerance of the claim; the caller's active stake joins that side's tally,
     /// which may move the submission's credit either way.
-    /// @param round The submission's round; attestable until currentRound() > round + challengeRounds.
+    /// @param round The submission's round; attestable while currentRound() <= round +
+    /// submitRounds + challengeRounds.
     /// @param node The node whose batch was re-verified (not the caller).
     /// @param score The summed verifier score the caller computed, at most rollouts * SCORE_SCALE.
     function attest(uint64 round, address node, uint64 score) external {
@@ -333,7 +346,9 @@ contract SwarmLedger {
         uint256 rollouts = s.rollouts;
         if (rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
-        if (current > round + challengeRounds) revert ChallengeWindowClosed(round, current);
+        if (current > round + submitRounds + challengeRounds) {
+            revert ChallengeWindowClosed(round, current);
+        }
         uint256 maxScore = rollouts * SCORE_SCALE;
         if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
         mapping(address => bool) storage seen = _attested[msg.sender][round];
@@ -371,7 +386,7 @@ contract SwarmLedger {
         Submission storage s = _submissions[round][node];
         if (s.rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
-        if (current <= round + challengeRounds) revert RoundNotFinal(round, current);
+        if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
         if (s.settled) revert AlreadySettled(round, node);
 
         s.settled = true;
@@ -416,7 +431,7 @@ contract SwarmLedger {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][msg.sender];
             if (s.rollouts == 0) revert NoSubmission(round, msg.sender);
-            if (current <= round + challengeRounds) revert RoundNotFinal(round, current);
+            if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
             if (s.paid) revert AlreadyClaimed(round, msg.sender);
             s.paid = true;
             amount += _share(s, round);
@@ -440,7 +455,7 @@ contract SwarmLedger {
         for (uint256 i; i < roundList.length; ++i) {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][node];
-            if (s.rollouts == 0 || s.paid || current <= round + challengeRounds) continue;
+            if (s.rollouts == 0 || s.paid || current <= round + submitRounds + challengeRounds) continue;
             amount += _share(s, round);
         }
     }
@@ -487,10 +502,10 @@ contract SwarmLedger {
     /// @param round The round.
     /// @return submissions Number of submissions.
     /// @return totalCredited Sum of the credited claims.
-    /// @return isFinal Whether currentRound() > round + challengeRounds.
+    /// @return isFinal Whether currentRound() > round + submitRounds + challengeRounds.
     function roundInfo(uint64 round) external view returns (uint32 submissions, uint256 totalCredited, bool isFinal) {
         Round storage r = _rounds[round];
-        return (r.submissions, r.totalCredited, currentRound() > round + challengeRounds);
+        return (r.submissions, r.totalCredited, currentRound() > round + submitRounds + challengeRounds);
     }
 
     /// @notice Whether `attester` attested `node`'s submission of `round`.

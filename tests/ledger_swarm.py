@@ -22,8 +22,9 @@ CATALOG = hashlib.sha256(b"tests catalog").digest()
 PARAMS = {
     "round_length_s": 1_000,
     "min_stake": ETH,
-    "unbonding_period_s": 5_000,  # (2 * challenge_rounds + 1) * round_length_s
+    "unbonding_period_s": 6_000,  # (submit_rounds + 2 * challenge_rounds + 1) * round_length_s
     "challenge_rounds": 2,
+    "submit_rounds": 1,
     "reward_per_round": ETH,
     "slash_bps": 1_000,
     "agree_tolerance_bps": 50,

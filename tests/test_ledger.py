@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def test_parameters_are_fixed_at_deployment(swarm: Swarm) -> None:
     p = swarm.ledger.check(expected_chain_id=31_337)
-    assert (p.round_length, p.min_stake, p.challenge_rounds) == (1_000, ETH, 2)
+    assert (p.round_length, p.min_stake, p.challenge_rounds, p.submit_rounds) == (1_000, ETH, 2, 1)
     assert (p.slash_bps, p.agree_tolerance_bps, p.reward_per_round) == (1_000, 50, ETH)
     assert p.catalog_digest == "0x" + CATALOG.hex()
     block = swarm.w3.eth.get_block(swarm.deploy_tx.block_number)
@@ -194,11 +194,32 @@ def test_challenge_window_last_round_allowed_next_refused(swarm: Swarm) -> None:
     a, b, c = swarm.node(), swarm.node(), swarm.node()
     swarm.goto(3)
     a.submit(3, digest("a"), 8, 0)
-    swarm.goto(5)  # round + challengeRounds: still open
+    swarm.goto(6)  # round + submitRounds + challengeRounds: still open
     b.attest(3, a.account_address, 0)
-    swarm.goto(6)
-    with pytest.raises(E.ChallengeWindowClosed, match="round=3, current=6"):
+    swarm.goto(7)
+    with pytest.raises(E.ChallengeWindowClosed, match="round=3, current=7"):
         c.attest(3, a.account_address, 0)
+
+
+def test_a_wider_submission_window_takes_late_batches_and_moves_every_deadline(
+    chain: Anvil,
+) -> None:
+    """Slow hardware submits round r until r + W; attestation and finality follow."""
+    swarm = Swarm(chain, submit_rounds=3, unbonding_period_s=8_000)
+    late, judge = swarm.node(), swarm.node()
+    swarm.goto(5)
+    with pytest.raises(E.RoundNotOpen, match="round=1, current=5"):
+        late.submit(1, digest(1), 8, 0)
+    late.submit(2, digest(2), 8, 8_000)  # 3 rounds late: still in the window
+    swarm.goto(7)  # 2 + W + C
+    judge.attest(2, late.account_address, 8_000)
+    with pytest.raises(E.RoundNotFinal):
+        judge.settle(2, late.account_address)
+    swarm.goto(8)
+    with pytest.raises(E.ChallengeWindowClosed):
+        swarm.node().attest(2, late.account_address, 8_000)
+    judge.settle(2, late.account_address)
+    assert swarm.ledger.params().submit_rounds == 3
 
 
 @pytest.mark.parametrize(
@@ -245,7 +266,7 @@ def test_sybil_small_stakes_cannot_outweigh_larger_honest_stake(swarm: Swarm) ->
         confirmer.attest(0, honest.account_address, 50_000)
     sub = honest.submission(0, honest.account_address)
     assert sub.credited == 50_000 and sub.agree_stake == 20 * ETH and sub.dispute_stake == 8 * ETH
-    swarm.advance(3)
+    swarm.advance(4)
     honest.settle(0, honest.account_address)
     assert honest.node_info(honest.account_address).active_stake == 2 * ETH  # not slashed
 
@@ -259,7 +280,7 @@ def test_settle_slashes_a_disputed_submission_once(swarm: Swarm) -> None:
     judge.attest(0, cheat.account_address, 10_000)
     with pytest.raises(E.RoundNotFinal):
         judge.settle(0, cheat.account_address)
-    swarm.goto(3)  # 0 + challengeRounds(2) < 3: final
+    swarm.goto(4)  # 0 + submitRounds(1) + challengeRounds(2) < 4: final
     judge.settle(0, cheat.account_address)
     assert cheat.node_info(cheat.account_address).active_stake == 9 * ETH
     assert swarm.ledger.reward_pool() == ETH
@@ -275,7 +296,7 @@ def test_unstaking_before_settlement_does_not_dodge_the_slash(swarm: Swarm) -> N
     cheat.submit(0, digest("c"), 8, 80_000)
     judge.attest(0, cheat.account_address, 0)
     cheat.request_unstake(10 * ETH)  # everything into unbonding right away
-    swarm.goto(3)
+    swarm.goto(4)
     with pytest.raises(E.StillUnbonding):  # the unbonding period outlasts window + settlement
         cheat.withdraw()
     judge.settle(0, cheat.account_address)
@@ -296,7 +317,7 @@ def test_claim_pays_pro_rata_once(swarm: Swarm) -> None:
     with pytest.raises(E.RoundNotFinal):
         a.claim([0])
     assert a.claimable(a.account_address, [0]) == 0
-    swarm.goto(3)
+    swarm.goto(4)
     assert a.claimable(a.account_address, [0]) == 3 * ETH // 4
     tx = a.claim([0])
     assert a.submission(0, a.account_address).paid == 3 * ETH // 4
@@ -315,7 +336,7 @@ def test_claim_refuses_what_the_pool_cannot_cover(swarm: Swarm) -> None:
     a = swarm.node()
     a.submit(0, digest("a"), 8, 10_000)
     swarm.bind(swarm.account()).fund(ETH // 2)
-    swarm.goto(3)
+    swarm.goto(4)
     before = a.balance(swarm.ledger.address)
     with pytest.raises(E.PoolInsufficient, match=f"needed={ETH}, available={ETH // 2}"):
         a.claim([0])
@@ -328,7 +349,7 @@ def test_disputed_or_missing_rounds_pay_nothing(swarm: Swarm) -> None:
     cheat, judge = swarm.node(), swarm.node(5 * ETH)
     cheat.submit(0, digest("c"), 8, 10_000)
     judge.attest(0, cheat.account_address, 0)
-    swarm.goto(3)
+    swarm.goto(4)
     with pytest.raises(E.NothingToClaim):
         cheat.claim([0])
     with pytest.raises(E.NoSubmission):
@@ -352,9 +373,9 @@ def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
     call("submit", 0, digest("x"), 8, 40_000)
     if what == "withdraw":
         call("unstake", 2 * ETH)
-        swarm.set_time(swarm.now() + 5_001)
+        swarm.set_time(swarm.now() + 6_001)
     else:
-        swarm.goto(3)
+        swarm.goto(4)
     call("attack", mode, [0])
     assert attacker.functions.reentries().call() == 1
     assert attacker.functions.reentriesBlocked().call() == 1

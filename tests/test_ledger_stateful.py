@@ -65,6 +65,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.swarm = Swarm(self.chain)
         p = self.swarm.params
         self.L, self.C, self.min_stake = p.round_length_s, p.challenge_rounds, p.min_stake
+        self.W = p.submit_rounds  # a batch of round r is accepted until r + W, attested until
+        # r + W + C, final after that
         self.tol, self.slash_bps, self.unbond = (
             p.agree_tolerance_bps,
             p.slash_bps,
@@ -184,7 +186,7 @@ class LedgerMachine(RuleBasedStateMachine):
             return
         score = int(rollouts * SCALE * fraction) + (1 if fraction > 1 else 0)
         error = None
-        if which not in (0, 1):
+        if not 0 <= which <= self.W:
             error = "RoundNotOpen"
         elif staked := self.staked_error(i):
             error = staked
@@ -226,7 +228,8 @@ class LedgerMachine(RuleBasedStateMachine):
         delta=st.sampled_from([0, 40, 160, 640, -640, 10**6]),
     )
     def attest(self, i: int, pick: int, delta: int) -> None:
-        self.attest_submission(i, sorted(self.subs)[pick % len(self.subs)], delta)
+        # newest first: most picks land on submissions whose window is still open
+        self.attest_submission(i, sorted(self.subs, reverse=True)[pick % len(self.subs)], delta)
 
     def attest_submission(self, i: int, key: tuple[int, int], delta: int) -> None:
         (round_, j), sub = key, self.subs[key]
@@ -237,7 +240,7 @@ class LedgerMachine(RuleBasedStateMachine):
             error = "SelfAttestation"
         elif staked := self.staked_error(i):
             error = staked
-        elif self.current() > round_ + self.C:
+        elif self.current() > round_ + self.W + self.C:
             error = "ChallengeWindowClosed"
         elif score > max_score:
             error = "ScoreOutOfRange"
@@ -263,13 +266,15 @@ class LedgerMachine(RuleBasedStateMachine):
     def settle(self, pick: int) -> None:
         # Mostly a submission that can be settled, sometimes any (for the refusals).
         ready = [
-            k for k, v in self.subs.items() if not v.settled and k[0] + self.C < self.current()
+            k
+            for k, v in self.subs.items()
+            if not v.settled and k[0] + self.W + self.C < self.current()
         ]
         keys = sorted(ready) if ready and pick % 4 else sorted(self.subs)
         (round_, j) = keys[pick % len(keys)]
         sub = self.subs[(round_, j)]
         error = None
-        if self.current() <= round_ + self.C:
+        if self.current() <= round_ + self.W + self.C:
             error = "RoundNotFinal"
         elif sub.settled:
             error = "AlreadySettled"
@@ -292,7 +297,7 @@ class LedgerMachine(RuleBasedStateMachine):
         final = [
             r
             for (r, j), v in self.subs.items()
-            if j == i and not v.paid and r + self.C < self.current()
+            if j == i and not v.paid and r + self.W + self.C < self.current()
         ]
         mine = sorted(
             final if final and picks[0] % 3 else [r for (r, j) in self.subs if j == i]
@@ -303,7 +308,7 @@ class LedgerMachine(RuleBasedStateMachine):
             sub = self.subs.get((r, i))
             if sub is None:
                 error = "NoSubmission"
-            elif current <= r + self.C:
+            elif current <= r + self.W + self.C:
                 error = "RoundNotFinal"
             elif sub.paid or r in seen:
                 error = "AlreadyClaimed"
@@ -322,7 +327,7 @@ class LedgerMachine(RuleBasedStateMachine):
             self.pool -= amount
             self.paid_out += amount
 
-    @rule(rounds=st.sampled_from([0, 1, 1, 2, 3, 6]), fraction=st.sampled_from([0.2, 0.5, 0.8]))
+    @rule(rounds=st.sampled_from([0, 1, 1, 2, 4, 7]), fraction=st.sampled_from([0.2, 0.5, 0.8]))
     def advance(self, rounds: int, fraction: float) -> None:
         target = self.current() + rounds
         moment = self.swarm.genesis + target * self.L + int(fraction * self.L)

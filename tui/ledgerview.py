@@ -81,10 +81,10 @@ class LedgerView:
             self._record(info.address).info = info
         self._stale.clear()
         params = self.ledger.params()
-        current = int((time.time() - params.genesis) // params.round_length)
+        current = params.round_at(time.time())
         ours = self._record(self.me).submissions  # (a node not registered yet has none)
         unpaid = sorted(
-            r for r in ours if r not in self.paid_rounds and current > r + params.challenge_rounds
+            r for r in ours if r not in self.paid_rounds and params.is_final(r, current)
         )
         mine = self.nodes[self.me].info
         assert mine is not None

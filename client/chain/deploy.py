@@ -34,6 +34,7 @@ def deploy_ledger(
             params.min_stake,
             params.unbonding_period_s,
             params.challenge_rounds,
+            params.submit_rounds,
             params.reward_per_round,
             params.slash_bps,
             params.agree_tolerance_bps,

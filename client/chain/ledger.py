@@ -130,6 +130,7 @@ class Ledger:
                 min_stake=self._view("minStake"),
                 unbonding_period=self._view("unbondingPeriod"),
                 challenge_rounds=self._view("challengeRounds"),
+                submit_rounds=self._view("submitRounds"),
                 reward_per_round=self._view("rewardPerRound"),
                 slash_bps=self._view("slashBps"),
                 agree_tolerance_bps=self._view("agreeToleranceBps"),

@@ -12,17 +12,42 @@ class ChainModel(BaseModel):
 
 
 class LedgerParams(ChainModel):
-    """The deployment parameters, fixed for the contract's life."""
+    """The deployment parameters, fixed for the contract's life, and the ledger's clock.
+
+    The round formulas live here once (they mirror SwarmLedger.sol): round r runs from
+    genesis + r * round_length; its batches are accepted until round r + submit_rounds and
+    attested until round r + submit_rounds + challenge_rounds; after that its credit is final.
+    """
 
     round_length: int = Field(gt=0)
     min_stake: int
     unbonding_period: int
     challenge_rounds: int = Field(gt=0)
+    submit_rounds: int = Field(gt=0)
     reward_per_round: int
     slash_bps: int = Field(ge=0, le=10_000)
     agree_tolerance_bps: int = Field(ge=0, le=10_000)
     catalog_digest: str
     genesis: int
+
+    def round_at(self, t: float) -> int:
+        """Returns the round at unix time t (currentRound() at a block of that timestamp)."""
+        return int((t - self.genesis) // self.round_length)
+
+    def round_start(self, round_: int) -> float:
+        return self.genesis + round_ * self.round_length
+
+    def submit_open(self, round_: int, current: int) -> bool:
+        """Whether a batch of `round_` is still accepted in round `current`."""
+        return round_ <= current <= round_ + self.submit_rounds
+
+    def attest_open(self, round_: int, current: int) -> bool:
+        """Whether a submission of `round_` can still be attested in round `current`."""
+        return current <= round_ + self.submit_rounds + self.challenge_rounds
+
+    def is_final(self, round_: int, current: int) -> bool:
+        """Whether the credit of `round_` is final (settle and claim accept it) in `current`."""
+        return not self.attest_open(round_, current)
 
 
 class NodeInfo(ChainModel):

@@ -41,7 +41,11 @@ def deploy(
     min_stake: Annotated[str | None, typer.Option(help="Least stake: '1 ether', wei...")] = None,
     unbonding_period: Annotated[int | None, typer.Option(help="Seconds to unbond.")] = None,
     challenge_rounds: Annotated[
-        int | None, typer.Option(help="Rounds a batch can be attested.")
+        int | None,
+        typer.Option(help="Rounds, after the submission window, a batch can be attested."),
+    ] = None,
+    submit_rounds: Annotated[
+        int | None, typer.Option(help="Rounds after a round in which its batch is accepted (W).")
     ] = None,
     reward_per_round: Annotated[str | None, typer.Option(help="Reward split per round.")] = None,
     slash_bps: Annotated[int | None, typer.Option(help="Share of stake slashed, in bps.")] = None,
@@ -55,6 +59,7 @@ def deploy(
         "min_stake": min_stake,
         "unbonding_period_s": unbonding_period,
         "challenge_rounds": challenge_rounds,
+        "submit_rounds": submit_rounds,
         "reward_per_round": reward_per_round,
         "slash_bps": slash_bps,
         "agree_tolerance_bps": tolerance_bps,
@@ -128,7 +133,13 @@ def info(
     table.add_row("round length", f"{params.round_length} s")
     table.add_row("min stake", ether(params.min_stake))
     table.add_row("unbonding period", f"{params.unbonding_period} s")
-    table.add_row("challenge window", f"{params.challenge_rounds} rounds")
+    w = params.submit_rounds
+    table.add_row("submission window", f"{w} rounds (a batch of round r until round r + {w})")
+    table.add_row(
+        "challenge window",
+        f"{params.challenge_rounds} rounds after it (final after round "
+        f"r + {params.submit_rounds + params.challenge_rounds})",
+    )
     table.add_row("reward per round", ether(params.reward_per_round))
     table.add_row("slash", f"{params.slash_bps / 100:.2f}% of stake")
     table.add_row("agreement tolerance", f"{params.agree_tolerance_bps / 100:.2f}% of max score")

@@ -62,7 +62,7 @@ def _devnet_config(
             fail(f"--store: expected ipfs or local, got {store!r}")
         changes["store"] = {"backend": store}
     if round_length is not None:
-        least = (2 * cfg.ledger.challenge_rounds + 1) * round_length
+        least = cfg.ledger.model_copy(update={"round_length_s": round_length}).least_unbonding_s()
         changes["ledger"] = {
             "round_length_s": round_length,
             "unbonding_period_s": max(cfg.ledger.unbonding_period_s, least),

@@ -89,11 +89,11 @@ def withdraw(
 
 def _reward_rows(bound: Ledger, reader: EventReader, node: str) -> list[dict]:
     current = bound.current_round()
-    challenge = bound.params().challenge_rounds
+    params = bound.params()
     rows = []
     for event in reader.read(["Submitted"], node=node):
         sub = bound.submission(event.args["round"], node)
-        final = current > sub.round + challenge
+        final = params.is_final(sub.round, current)
         claimable = bound.claimable(node, [sub.round]) if final and not sub.paid else 0
         rows.append(
             {

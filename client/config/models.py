@@ -169,26 +169,46 @@ class StoreSection(Section):
     retain_rounds: int = Field(100, gt=0, description="unpin batches older than this")
 
 
+def least_unbonding_s(round_length_s: int, submit_rounds: int, challenge_rounds: int) -> int:
+    """The contract's rule: stake that backed a submission (made as early as its round) stays
+    until the submission and challenge windows and a settlement period as long as the challenge
+    window have passed."""
+    return (submit_rounds + 2 * challenge_rounds + 1) * round_length_s
+
+
 class LedgerSection(Section):
     """SwarmLedger deployment parameters (fixed for the contract's life once deployed)."""
 
     round_length_s: int = Field(60, gt=0, le=86_400)
     min_stake: Wei = Field(default_factory=lambda: 10**18)
     unbonding_period_s: int = Field(3_600, ge=0, description="seconds before unstaked ether frees")
-    challenge_rounds: int = Field(3, gt=0, le=10_000)
+    challenge_rounds: int = Field(
+        3, gt=0, le=10_000, description="rounds, after the submission window, to attest a batch"
+    )
+    submit_rounds: int = Field(
+        2,
+        gt=0,
+        le=10_000,
+        description="rounds after a round in which its batch is still accepted (W: slow "
+        "hardware submits late rather than never)",
+    )
     reward_per_round: Wei = Field(default_factory=lambda: 10**18)
     slash_bps: Bps = 1_000
     agree_tolerance_bps: Bps = 50
 
+    def least_unbonding_s(self) -> int:
+        """Returns the shortest unbonding period the contract accepts for these windows."""
+        return least_unbonding_s(self.round_length_s, self.submit_rounds, self.challenge_rounds)
+
     @model_validator(mode="after")
     def _slashable_until_settled(self) -> LedgerSection:
-        # The contract enforces it too: stake must outlast a challenge window and a settlement
-        # period of as many rounds, or unstaking would dodge a slash.
-        least = (2 * self.challenge_rounds + 1) * self.round_length_s
+        # The contract enforces it too: stake must outlast the submission and challenge windows
+        # and a settlement period, or unstaking would dodge a slash.
+        least = self.least_unbonding_s()
         if self.unbonding_period_s < least:
             raise ValueError(
                 f"unbonding_period_s ({self.unbonding_period_s}) must be at least "
-                f"(2 * challenge_rounds + 1) * round_length_s = {least}"
+                f"(submit_rounds + 2 * challenge_rounds + 1) * round_length_s = {least}"
             )
         if self.min_stake < 10**9 or self.min_stake >= 2**96:
             raise ValueError("min_stake must be between 1 gwei and 2^96 wei")

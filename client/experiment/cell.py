@@ -56,12 +56,12 @@ class CellFailed(Exception):
 def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfig:
     """The nodes' config for a cell: configs/devnet.toml, the experiment's scale and overrides."""
     cfg = load_config(REPO / "configs" / "devnet.toml")
-    challenge = cfg.ledger.challenge_rounds
+    windows = cfg.ledger.model_copy(update={"round_length_s": exp.round_length_s})
     cfg = _with(
         cfg,
         ledger={
             "round_length_s": exp.round_length_s,
-            "unbonding_period_s": (2 * challenge + 1) * exp.round_length_s,
+            "unbonding_period_s": windows.least_unbonding_s(),
         },
         sapo={
             "local_items": cell.local,

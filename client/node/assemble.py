@@ -98,12 +98,12 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
             f"{ledger.account_address} is not registered on ledger {ledger.address}: run "
             "`sapo node register --config …` first"
         )
-    if cfg.store.retain_rounds <= params.challenge_rounds:
+    windows = params.submit_rounds + params.challenge_rounds
+    if cfg.store.retain_rounds <= windows:
         raise NodeConfigError(
             f"[store].retain_rounds ({cfg.store.retain_rounds}) must exceed the ledger's "
-            f"challenge window ({params.challenge_rounds} round"
-            f"{'s' if params.challenge_rounds != 1 else ''}): peers fetch and attest a batch "
-            "until its window closes, and a batch they cannot fetch earns no credit"
+            f"submission and challenge windows ({windows} rounds): peers fetch and attest a "
+            "batch until they close, and a batch they cannot fetch earns no credit"
         )
     store = open_store(cfg.store)
     device, dtype = cfg.policy.device, cfg.policy.dtype
