@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from client.store import Item, ModelDescriptor, RolloutBatch, TaskRef
+from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, TaskRef
 
 LEDGER = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
 NODE = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 
 
 def make_batch(
-    *, items: int = 4, completions: int = 8, round_: int = 3, text: str = "", node: str = NODE
+    *,
+    items: int = 4,
+    completions: int = 8,
+    round_: int = 3,
+    text: str = "",
+    node: str = NODE,
+    local_rounds: int = 1,
 ) -> RolloutBatch:
-    """Returns a batch like a node writes: `items` questions x `completions` answers."""
+    """Returns a batch like a node writes: `local_rounds` local rounds of `items` questions x
+    `completions` answers."""
     return RolloutBatch(
         chain_id=31_337,
         ledger=LEDGER,
@@ -19,16 +26,24 @@ def make_batch(
         node=node,
         catalog_digest="0x" + "ab" * 32,
         model=ModelDescriptor(name="sapo-seed-tiny", parameters=1_870_000, tokenizer="bpe-512"),
-        items=[
-            Item(
-                task=TaskRef(entry="basic_arithmetic", seed=1234 + i, index=i),
-                question=f"What is {i} + {i + 1}? Answer inside <answer></answer>. é→✓ {text}",
-                completions=[
-                    f"<answer>{2 * i + 1 + (c % 2)}</answer>{text}" for c in range(completions)
+        local_rounds=[
+            LocalRound(
+                k=k,
+                items=[
+                    Item(
+                        task=TaskRef(entry="basic_arithmetic", seed=1234 + i + 100 * k, index=i),
+                        question=f"What is {i} + {i + 1}? Answer inside <answer></answer>. "
+                        f"é→✓ {text}",
+                        completions=[
+                            f"<answer>{2 * i + 1 + (c % 2)}</answer>{text}"
+                            for c in range(completions)
+                        ],
+                        rewards=[10_000 if c % 2 == 0 else 0 for c in range(completions)],
+                    )
+                    for i in range(items)
                 ],
-                rewards=[10_000 if c % 2 == 0 else 0 for c in range(completions)],
             )
-            for i in range(items)
+            for k in range(local_rounds)
         ],
     )
 

@@ -177,3 +177,24 @@ def listening_addresses(port: int) -> set[str]:
             if state == "0A" and int(hex_port, 16) == port:  # 0A = LISTEN
                 found.add(host)
     return found
+
+
+class Warp:
+    """Moves a test's chain and its in-process nodes' clock forward together, so that a test
+    jumps rounds instead of sleeping through them (anvil's evm_increaseTime + WarpClock)."""
+
+    def __init__(self, anvil: Anvil):
+        from client.node.clock import WarpClock
+
+        self.anvil = anvil
+        self.clock = WarpClock()
+
+    def to(self, params, round_: int, fraction: float = 0.2) -> None:
+        """Moves to `fraction` into `round_` (never backwards)."""
+        import math
+
+        target = params.round_start(round_) + fraction * params.round_length
+        seconds = math.ceil(target - self.clock.now())
+        if seconds > 0:
+            self.anvil.warp(seconds)
+            self.clock.warp(seconds)

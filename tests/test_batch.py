@@ -65,7 +65,7 @@ def test_same_batch_hashes_the_same_in_another_process() -> None:
         # json's C parser would recurse 100k levels and crash the process: refused before it
         (b"[" * 100_000 + b"]" * 100_000, MalformedBatch, "nested 17 levels deep"),
         (b'{"a":' * 50_000 + b"1" + b"}" * 50_000, MalformedBatch, "nested 17 levels deep"),
-        (b'{"schema":"sapo.rollouts/2"}', UnsupportedSchema, "sapo.rollouts/2"),
+        (b'{"schema":"sapo.rollouts/1"}', UnsupportedSchema, "sapo.rollouts/1"),
         (b'{"x":NaN}', MalformedBatch, "NaN is not JSON"),
     ],
 )
@@ -107,12 +107,14 @@ def mutate(path: list, value: object, *, delete: bool = False) -> bytes:
         (["node"], "0x1234", False, "node"),
         (["node"], NODE.upper().replace("0X", "0x"), False, "lowercase"),
         (["catalog_digest"], "0x" + "AB" * 32, False, "catalog_digest"),
-        (["items"], [], False, "items"),
-        (["items", 0, "rewards", 0], 10_001, False, "items.0.rewards.0"),
-        (["items", 0, "rewards", 0], 0.5, False, "items.0.rewards.0"),
-        (["items", 0, "rewards"], [0], False, "8 completions but 1 rewards"),
-        (["items", 0, "task", "entry"], "../etc", False, "items.0.task.entry"),
-        (["items", 0, "question"], "", False, "items.0.question"),
+        (["local_rounds"], [], False, "local_rounds"),
+        (["local_rounds", 0, "k"], 1, False, "numbered 0, 1, … with no gap, got [1]"),
+        (["local_rounds", 0, "items"], [], False, "local_rounds.0.items"),
+        (["local_rounds", 0, "items", 0, "rewards", 0], 10_001, False, "items.0.rewards.0"),
+        (["local_rounds", 0, "items", 0, "rewards", 0], 0.5, False, "items.0.rewards.0"),
+        (["local_rounds", 0, "items", 0, "rewards"], [0], False, "8 completions but 1 rewards"),
+        (["local_rounds", 0, "items", 0, "task", "entry"], "../etc", False, "task.entry"),
+        (["local_rounds", 0, "items", 0, "question"], "", False, "items.0.question"),
         (["model", "parameters"], 2**64, False, "model.parameters"),
     ],
 )
@@ -132,12 +134,25 @@ def test_non_canonical_bytes_are_refused() -> None:
             decode_batch(variant)
 
 
+def test_local_rounds_must_be_contiguous_from_zero() -> None:
+    """A node cannot leave out the local rounds that went badly (k 0, 2 without 1)."""
+    doc = json.loads(make_batch(local_rounds=3).encode())
+    del doc["local_rounds"][1]
+    with pytest.raises(SchemaMismatch, match=r"no gap, got \[0, 2\]"):
+        decode_batch(canonical_json(doc))
+    batch = decode_batch(make_batch(local_rounds=3).encode())
+    assert [lr.k for lr in batch.local_rounds] == [0, 1, 2]
+    assert batch.rollouts == 3 * 4 * 8 and len(batch.items) == 12
+
+
 def test_limits_refuse_before_parsing_and_can_be_lowered() -> None:
     data = make_batch().encode()
     with pytest.raises(BatchTooLarge, match=f"{len(data)} bytes, over the 1024-byte limit"):
         decode_batch(data, BatchLimits(max_bytes=1024))
     with pytest.raises(SchemaMismatch, match="over the limit of 2"):
         decode_batch(data, BatchLimits(max_items=2))
+    with pytest.raises(SchemaMismatch, match="local_rounds: 3 over the limit of 2"):
+        decode_batch(make_batch(local_rounds=3).encode(), BatchLimits(max_local_rounds=2))
     with pytest.raises(SchemaMismatch, match="completions: over the limit of 4"):
         decode_batch(data, BatchLimits(max_completions=4))
     with pytest.raises(ValueError):

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from client.cli.main import app
-from client.node.journal import Journal
-from client.node.rollouts import generate_round, task_seed, verify_batch
+from client.node.journal import Journal, LocalRoundRecord
+from client.node.rollouts import generate_local_round, make_batch, task_seed, verify_batch
 from client.policy import SeedSpec, TransformersBackend, build_seed_policy, load_policy
 from client.store import Item, RolloutBatch
 from client.tasks import load_catalog
@@ -40,26 +40,62 @@ def test_outbox_keys_are_idempotent_and_survive_reopening(tmp_path: Path) -> Non
     assert again.pending() == [] and again.outbox("submit:3").tx_hash == "0xfeed"
 
 
-def test_a_round_only_moves_forward_and_a_miss_keeps_its_first_reason(tmp_path: Path) -> None:
-    journal = Journal(tmp_path / "j.sqlite")
-    journal.generated(5, b"batch-bytes", "0x01", 100)
-    journal.generated(5, b"other-bytes", "0x02", 7)  # a second batch for a round is ignored
+def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.sqlite")
+    for k in range(3):
+        journal.add_local_round(LocalRoundRecord(5, k, b"part%d" % k, 8, 100 * k, 1.0, 2.0))
+    assert journal.collecting() == [5] and journal.open_batch(5) == (3, 15)
+    assert journal.next_k(5) == 3 and journal.next_k(6) == 0
+    journal.seal(5, b"batch-bytes", "0x01", 300, 24, 3)
+    journal.seal(5, b"other-bytes", "0x02", 7, 8, 1)  # a sealed round is never sealed again
+    assert [e.key for e in journal.pending()] == ["pin:5", "submit:5"]
     journal.advance(5, "confirmed", tx_hash="0xaa")
     journal.advance(5, "pinned", cid="bafy")  # later news of an earlier phase: cid kept only
     record = journal.round(5)
-    assert (record.phase, record.batch, record.tx_hash, record.cid) == (
+    assert (record.phase, record.batch, record.tx_hash, record.cid, record.local_rounds) == (
         "confirmed",
         b"batch-bytes",
         "0xaa",
         "bafy",
+        3,
     )
-    journal.missed(6, "chain unreachable")
-    journal.missed(6, "something later")
+    journal.end(6, "missed", "chain unreachable")
+    journal.end(6, "missed", "something later")
     assert journal.round(6).reason == "chain unreachable"
-    reader = Journal.read_only(tmp_path / "j.sqlite")  # another process's view
-    assert [r.round for r in reader.rounds()] == [5, 6]
+    reader = Journal.read_only(tmp_path / "journal.sqlite")  # another process's view
+    assert [r.round for r in reader.rounds()] == [5, 6] and reader.collecting() == []
     with pytest.raises(FileNotFoundError, match="has this node run here"):
         Journal.read_only(tmp_path / "nope.sqlite")
+
+
+def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> None:
+    """Where the event scan stopped and which peer items were trained on are kept: a restart
+    neither rescans the chain from its deployment nor trains on an item twice."""
+    from client.node.peerbook import VERIFIED, PeerSubmission
+
+    journal = Journal(tmp_path / "journal.sqlite")
+    journal.peers.discovered([PeerSubmission(4, "0xpeer", "0xd1", 8, 4_000)], next_block=77)
+    items = [{"question": "q", "completions": ["a", "b"], "rewards": [1.0, 0.0]}] * 3
+    journal.peers.peer_batch(4, "0xpeer", "0xd1", VERIFIED, items=items)
+    journal.peers.used([(4, "0xpeer", 1)])
+    journal.close()
+    again = Journal(tmp_path / "journal.sqlite")
+    assert again.peers.event_cursor() == 77
+    assert [s.round for s in again.peers.peer_submissions(0)] == [4]
+    assert [i.index for i in again.peers.verified_items(0, 10)] == [0, 2]
+    assert again.peers.peer_verdicts()[0]["used"] == 1
+
+
+def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Path) -> None:
+    import sqlite3
+
+    from client.node.journal import JournalVersionError
+
+    path = tmp_path / "journal.sqlite"
+    with sqlite3.connect(path) as db:  # what version 1 of the client wrote
+        db.execute("CREATE TABLE rounds (round INTEGER PRIMARY KEY, phase TEXT NOT NULL)")
+    with pytest.raises(JournalVersionError, match="move it aside to start a fresh journal"):
+        Journal(path)
 
 
 # ---------------------------------------------------------------------------- verification
@@ -72,28 +108,52 @@ def policy(tmp_path_factory: pytest.TempPathFactory):
     return load_policy(directory, device="cpu", dtype="float32")
 
 
+class Honest:
+    """Two local rounds of a node's chain round 7, as its batch publishes them."""
+
+    def __init__(self, policy):
+        catalog = load_catalog("tiny")
+        seed = task_seed(31_337, LEDGER, 7, NODE)
+        self.local = [
+            generate_local_round(
+                policy,
+                TransformersBackend(policy),
+                catalog,
+                seed=seed,
+                round_=7,
+                node=NODE,
+                k=k,
+                items=4,
+                completions=4,
+                max_new_tokens=12,
+                temperature=1.0,
+                top_p=1.0,
+            )
+            for k in range(2)
+        ]
+        self.batch = make_batch(
+            chain_id=31_337,
+            ledger=LEDGER,
+            round_=7,
+            node=NODE,
+            catalog=catalog,
+            model=policy.descriptor(),
+            local_rounds=[lr.part for lr in self.local],
+        )
+
+
 @pytest.fixture(scope="module")
 def honest(policy):
-    return generate_round(
-        policy,
-        TransformersBackend(policy),
-        load_catalog("tiny"),
-        chain_id=31_337,
-        ledger=LEDGER,
-        round_=7,
-        node=NODE,
-        items=4,
-        completions=4,
-        max_new_tokens=12,
-        temperature=1.0,
-        top_p=1.0,
-    )
+    return Honest(policy)
 
 
-def replaced_item(batch: RolloutBatch, index: int, **changes) -> RolloutBatch:
-    items = list(batch.items)
+def replaced_item(batch: RolloutBatch, index: int, k: int = 0, **changes) -> RolloutBatch:
+    """Returns the batch with item `index` of local round `k` changed."""
+    rounds = list(batch.local_rounds)
+    items = list(rounds[k].items)
     items[index] = Item(**{**items[index].model_dump(), **changes})
-    return batch.model_copy(update={"items": items})
+    rounds[k] = rounds[k].model_copy(update={"items": items})
+    return batch.model_copy(update={"local_rounds": rounds})
 
 
 @pytest.mark.slow
@@ -102,6 +162,24 @@ def test_an_honest_batch_reverifies_to_exactly_its_claim(honest) -> None:
     check = verify_batch(honest.batch, load_catalog("tiny"), seed)
     assert check.valid and check.agrees, check.reason
     assert check.recomputed == honest.batch.score == sum(c.claimed for c in check.items)
+    assert [c.k for c in check.items] == [0] * 4 + [1] * 4  # every local round re-verified
+
+
+@pytest.mark.slow
+def test_each_local_round_draws_fresh_questions_bound_to_the_chain_round(honest) -> None:
+    first, second = ([t.question for t in lr.tasks] for lr in honest.local)
+    assert first != second
+    # a local round relabelled as another (k 1's items as k 0's) is not the seed's
+    swapped = honest.batch.model_copy(
+        update={
+            "local_rounds": [
+                honest.batch.local_rounds[1].model_copy(update={"k": 0}),
+                honest.batch.local_rounds[0].model_copy(update={"k": 1}),
+            ]
+        }
+    )
+    check = verify_batch(swapped, load_catalog("tiny"), task_seed(31_337, LEDGER, 7, NODE))
+    assert not check.valid and "local round 0 item 0: task" in check.reason
 
 
 @pytest.mark.slow
@@ -124,7 +202,7 @@ def test_foreign_tasks_make_a_batch_invalid(honest) -> None:
     assert other.attest_score == 0
     swapped = replaced_item(honest.batch, 1, question="What is 1 + 1?")
     check = verify_batch(swapped, catalog, seed)
-    assert not check.valid and "item 1: question differs" in check.reason
+    assert not check.valid and "local round 0 item 1: question differs" in check.reason
     wrong_catalog = honest.batch.model_copy(update={"catalog_digest": "0x" + "00" * 32})
     assert "catalog" in verify_batch(wrong_catalog, catalog, seed).reason
 

@@ -30,10 +30,10 @@ from client.devnet import Anvil
 from client.node.assemble import base_policy_path, open_node
 from client.node.devnet import _with, provision
 from client.node.eventlog import read_events
+from client.node.view import Watcher
 from tui.app import SapoApp
 from tui.dialogs import AmountScreen, ConfirmScreen, HelpScreen
 from tui.live import LiveNode
-from tui.watch import Watcher
 from tui.widgets.activity import ActivityLog
 from tui.widgets.peers import PeersTable
 
@@ -74,10 +74,11 @@ def world(tmp_path_factory: pytest.TempPathFactory):
         ledger={
             "round_length_s": ROUND_S,
             "challenge_rounds": 1,
-            "unbonding_period_s": 3 * ROUND_S,
+            "submit_rounds": 1,
+            "unbonding_period_s": 4 * ROUND_S,
         },
         policy={"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
-        sapo={"local_items": 2, "external_items": 2, "completions": 4},
+        sapo={"local_items": 2, "external_items": 2, "completions": 4, "max_local_rounds": 3},
         chain={"request_timeout_s": 3.0, "receipt_timeout_s": 20.0},
         store={"backend": "local", "store_dir": root / "blocks"},
         train={"checkpoint_every": 2, "rounds_per_update": 1},
@@ -232,7 +233,7 @@ async def test_live_node_screens_and_actions(world) -> None:
 
         # --- withdraw once the unbonding period has run
         end = app.snap.account.unbonding_end
-        await until(pilot, lambda: time.time() > end + 1, 3 * ROUND_S + 10, "unbonding to end")
+        await until(pilot, lambda: time.time() > end + 1, 4 * ROUND_S + 10, "unbonding to end")
         await pilot.press("w")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")

@@ -1,6 +1,6 @@
 """A fixed read model for the TUI's rendering tests (snapshots, a 1,000-peer table).
 
-Not a fake chain or node: the widgets render `tui.state.Snapshot` values and nothing else, so
+Not a fake chain or node: the widgets render `client.node.view.Snapshot` values and nothing else, so
 rendering is tested on a fixed one (numbers of the kind a devnet shows, addresses of anvil's dev
 accounts) to get the same picture on every run. What feeds snapshots from the real journal,
 event log and ledger is tested against a devnet in test_tui.py.
@@ -8,7 +8,16 @@ event log and ledger is tested against a devnet in test_tui.py.
 
 from __future__ import annotations
 
-from tui.state import Account, Activity, Health, Payout, PeerRow, RoundPoint, Snapshot, Training
+from client.node.view import (
+    Account,
+    Activity,
+    Health,
+    Payout,
+    PeerRow,
+    RoundPoint,
+    Snapshot,
+    Training,
+)
 
 ETH = 10**18
 T0 = 1_795_000_000.0  # a fixed "now"
@@ -23,6 +32,7 @@ PEERS = [
 def training(round_: int) -> Training:
     return Training(
         round=round_,
+        k=round_ % 4,
         step=round_,
         loss=0.01 * ((round_ % 5) - 2),
         clip_fraction=0.02 * (round_ % 3),
@@ -112,6 +122,7 @@ def snapshot(peers: int = 0, chain_ok: bool = True) -> Snapshot:
         round_length=10,
         genesis=GENESIS,
         challenge_rounds=3,
+        submit_rounds=2,
         unbonding_period=600,
         min_stake=ETH,
         phase="training",
@@ -137,6 +148,7 @@ def snapshot(peers: int = 0, chain_ok: bool = True) -> Snapshot:
                 t.reward_external,
                 7_000 + 100 * r,
                 0 if r == 7 else 7_000 + 100 * r,
+                local_rounds=3 + r % 2,
             )
             for r, t in zip(range(1, 12), history, strict=True)
         ),
@@ -145,4 +157,7 @@ def snapshot(peers: int = 0, chain_ok: bool = True) -> Snapshot:
         activity_total=len(activity),
         training=history[-1],
         history=history,
+        busy_share=0.96,
+        blocked_share=0.0,
+        local_rounds_per_round=3.5,
     )

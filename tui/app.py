@@ -19,11 +19,10 @@ from textual.worker import get_current_worker
 
 from client.chain import ChainError, Ledger
 from client.chain.models import TxResult
+from client.node.view import Activity, Snapshot, Watcher
 from tui.dialogs import AmountScreen, ConfirmScreen, HelpScreen
 from tui.format import format_ether, short
 from tui.live import LiveNode
-from tui.state import Activity, Snapshot
-from tui.watch import Watcher
 from tui.widgets.activity import ActivityLog
 from tui.widgets.badges import StatusBar
 from tui.widgets.overview import Overview

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from client.config.models import format_ether, format_score
+from client.config.models import format_ether
+from client.node.view import short
+from client.units import format_score
 
 __all__ = ["age", "format_ether", "format_score", "short"]
-
-
-def short(address: str) -> str:
-    """0x70997970…79C8: enough to tell nodes apart on a screen."""
-    return f"{address[:10]}…{address[-4:]}" if len(address) > 16 else address
 
 
 def age(seconds: float | None) -> str:

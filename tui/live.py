@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 
 from client.chain import Ledger
+from client.node.eventlog import Event
 from client.node.node import Node
 
 log = logging.getLogger("sapo.node")
@@ -50,7 +51,7 @@ class LiveNode:
 
     @property
     def phase(self) -> str:
-        return "failed" if self.error else self.node.phase
+        return "failed" if self.error else str(self.node.phase)
 
     @property
     def paused(self) -> bool:
@@ -69,7 +70,7 @@ class LiveNode:
         except Exception as exc:  # shown on screen; the node's journal keeps what it had done
             self.error = f"{type(exc).__name__}: {exc}"
             log.error("node stopped by an error: %s\n%s", self.error, traceback.format_exc())
-            self.node.events.emit("node.error", f"node stopped by an error: {self.error}")
+            self.node.events.emit(Event.NODE_ERROR, f"node stopped by an error: {self.error}")
 
     def pause(self) -> None:
         """The node finishes its current round, then idles until resumed (its outbox still

@@ -248,6 +248,11 @@ class Ledger:
     def balance(self, address: str) -> int:
         return self.tx.rpc(lambda: self.w3.eth.get_balance(_address(address)), "eth_getBalance")
 
+    def block_time(self, number: int) -> int:
+        """Returns the timestamp of block `number`."""
+        block = self.tx.rpc(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")
+        return int(block["timestamp"])
+
     # ---------------------------------------------------------------------------- transactions
 
     def register(self, metadata: str, stake: int) -> TxResult:

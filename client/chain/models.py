@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORE_SCALE = 10_000
+from client.units import SCORE_SCALE  # noqa: F401 - re-exported: client.chain.SCORE_SCALE
 
 
 class ChainModel(BaseModel):

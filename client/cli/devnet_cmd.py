@@ -33,7 +33,7 @@ from client.config.models import format_score as score
 from client.devnet import registry
 from client.devnet.process import pid_alive
 from client.devnet.state import STATE, read_state, supervisor_alive
-from client.node.journal import Journal
+from client.node.view import short
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
@@ -265,41 +265,35 @@ def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
 
 
 def _node_rows(state: dict) -> list[dict]:
-    """Returns each node's progress from its journal, plus its credited total from the chain."""
+    """Returns each node's progress and shares of time (its journal, through the read model),
+    plus its credited total from the chain."""
+    from dataclasses import asdict
+
     from client.chain import ChainError
     from client.chain.audit import Auditor
+    from client.node.view_journal import NodeView
 
     credited: dict[str, int] = {}
+    genesis = round_length = None
     with contextlib.suppress(ChainError, SystemExit, typer.Exit):
         _, ledger, reader = open_ledger(Path(state["config"]), None, None)
+        params = ledger.params()
+        genesis, round_length = params.genesis, params.round_length
         credited = {row.node.lower(): row.credited for row in Auditor(ledger, reader).leaderboard()}
     rows = []
     for node in state["nodes"]:
-        row = {
-            "address": node["address"],
-            "pid": node["pid"],
-            "running": pid_alive(node["pid"]),
-            "round": None,
-            "last_submission": None,
-            "missed": 0,
-            "credited": credited.get(node["address"].lower(), 0),
-            "external_items_used": 0,
-            "peers_used": 0,
-        }
-        path = Path(node["data_dir"]) / "journal.sqlite"
-        with contextlib.suppress(FileNotFoundError, OSError, Exception):
-            journal = Journal.read_only(path)
-            rounds = journal.rounds()
-            if rounds:
-                row["round"] = rounds[-1].round
-            confirmed = journal.confirmed_rounds()
-            row["last_submission"] = confirmed[-1] if confirmed else None
-            row["missed"] = sum(1 for r in rounds if r.phase == "missed")
-            verdicts = journal.peer_verdicts()
-            row["external_items_used"] = sum(v["used"] for v in verdicts)
-            row["peers_used"] = len({v["node"] for v in verdicts if v["used"]})
-            journal.close()
-        rows.append(row)
+        view = NodeView(Path(node["data_dir"]))
+        summary = view.summary(genesis, round_length, time.time()) if genesis is not None else None
+        view.close()
+        rows.append(
+            {
+                "address": node["address"],
+                "pid": node["pid"],
+                "running": pid_alive(node["pid"]),
+                "credited": credited.get(node["address"].lower(), 0),
+                **(asdict(summary) if summary else {}),
+            }
+        )
     return rows
 
 
@@ -377,33 +371,36 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
         )
         return
     table = Table(title=f"devnet {data_dir}  ledger {state['ledger']}")
-    for column in (
-        "node",
-        "address",
-        "state",
-        "round",
-        "last submission",
-        "missed",
-        "credited",
-        "external items",
-        "peers used",
-    ):
+    columns = ("node", "address", "state", "round", "last sub.", "missed", "skipped", "credited")
+    for column in (*columns, "local/round", "busy", "blocked", "ext. items", "peers used"):
         table.add_column(
             column, justify="left" if column in ("node", "address", "state") else "right"
         )
+
+    def number(value, spec: str = "") -> str:
+        return "-" if value is None else format(value, spec)
+
     for i, r in enumerate(rows):
         table.add_row(
             f"node-{i}",
-            r["address"],
+            short(r["address"]),
             "running" if r["running"] else "[red]stopped[/]",
-            str(r["round"] if r["round"] is not None else "-"),
-            str(r["last_submission"] if r["last_submission"] is not None else "-"),
-            str(r["missed"]),
+            number(r.get("round")),
+            number(r.get("last_submission")),
+            number(r.get("missed")),
+            number(r.get("skipped")),
             score(r["credited"]),
-            str(r["external_items_used"]),
-            str(r["peers_used"]),
+            number(r.get("local_rounds_per_round"), ".1f"),
+            number(r.get("busy_share"), ".0%"),
+            number(r.get("blocked_share"), ".0%"),
+            number(r.get("external_items_used")),
+            number(r.get("peers_used")),
         )
     out.print(table)
+    out.print(
+        "busy: the share of the last 10 rounds a node spent generating or training; blocked: "
+        "waiting on chain or IPFS with work to do"
+    )
 
 
 @app.command("ps")

@@ -29,6 +29,7 @@ from client.store import (
     digest_to_cid,
     open_store,
 )
+from client.store.batch import SCHEMA
 from client.store.errors import MalformedBatch, SchemaMismatch, UnsupportedSchema
 
 # what decode_batch raises for bytes that are not a batch (as opposed to a store failure)
@@ -51,7 +52,7 @@ DirOption = Annotated[
     ),
 ]
 RawOption = Annotated[
-    bool, typer.Option("--raw", help="Any bytes, not only sapo.rollouts/1 batches.")
+    bool, typer.Option("--raw", help="Any bytes, not only sapo.rollouts batches.")
 ]
 
 
@@ -69,7 +70,7 @@ def _store(config: Path | None, backend, api, store_dir) -> tuple[BlockStore, St
 
 @app.command("put")
 def put(
-    file: Annotated[Path, typer.Argument(help="Batch file (canonical sapo.rollouts/1 JSON).")],
+    file: Annotated[Path, typer.Argument(help="Batch file (canonical sapo.rollouts JSON).")],
     round_: Annotated[int, typer.Option("--round", min=0, help="Round it is kept for.")] = 0,
     raw: RawOption = False,
     config: ConfigOption = None,
@@ -95,7 +96,7 @@ def put(
             batch = decode_batch(data, BatchLimits(max_bytes=section.max_batch_bytes))
         except NOT_A_BATCH as exc:
             fail(
-                f"{file} is not a sapo.rollouts/1 batch ({exc}); to store any bytes, pass --raw",
+                f"{file} is not a {SCHEMA} batch ({exc}); to store any bytes, pass --raw",
                 Exit.CHECK_FAILED,
             )
         round_ = round_ or batch.round
@@ -137,7 +138,7 @@ def get(
                 batch = decode_batch(data, BatchLimits(max_bytes=section.max_batch_bytes))
             except NOT_A_BATCH as exc:
                 fail(
-                    f"{cid} holds {len(data)} bytes that are not a sapo.rollouts/1 batch ({exc}); "
+                    f"{cid} holds {len(data)} bytes that are not a {SCHEMA} batch ({exc}); "
                     "to fetch them as they are, pass --raw",
                     Exit.CHECK_FAILED,
                 )

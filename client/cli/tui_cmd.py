@@ -38,9 +38,9 @@ def tui(
     ] = 1.0,
 ) -> None:
     """Run a node with the terminal UI (--config), or watch a running one (--attach DIR)."""
+    from client.node.view import Watcher
     from tui.app import SapoApp
     from tui.live import LiveNode, log_to_file
-    from tui.watch import Watcher
 
     if attach is not None:
         cfg, address = _attached(attach, config)

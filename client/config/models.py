@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from client.units import format_score  # noqa: F401 - re-exported for the CLI
+
 _UNITS = {"wei": 0, "gwei": 9, "ether": 18, "eth": 18}
 
 
@@ -48,11 +50,6 @@ def format_ether(wei: int) -> str:
     """Returns wei as a short ether figure for people ('2.5 ETH')."""
     text = f"{Decimal(wei) / Decimal(10**18):.6f}".rstrip("0").rstrip(".")
     return f"{text} ETH"
-
-
-def format_score(units: int) -> str:
-    """Returns score units as the summed verifier reward they stand for (10,000 = 1.0)."""
-    return f"{units / 10_000:.4f}"
 
 
 Wei = Annotated[int, BeforeValidator(parse_wei)]
@@ -216,14 +213,30 @@ class LedgerSection(Section):
 
 
 class SapoSection(Section):
-    """The SAPO mix: I local and J external questions a round, L completions per question."""
+    """The SAPO mix: I local and J external questions a local round, L completions per question;
+    how many local rounds a chain round holds, and how fresh external items are."""
 
     local_items: int = Field(4, ge=1, le=256, description="I: own questions per round")
     external_items: int = Field(4, ge=0, le=256, description="J: peers' questions per round")
     completions: int = Field(8, ge=2, le=64, description="L: completions per question")
-    lookback_rounds: int = Field(2, ge=0, le=100, description="how many past rounds to sample")
-    max_fetch_per_round: int = Field(8, ge=0, le=256, description="peer batches fetched a round")
-    attest_budget: int = Field(8, ge=0, le=256, description="attestations sent a round")
+    lookback_rounds: int = Field(
+        2,
+        ge=0,
+        le=100,
+        description="external items come from peers' batches of the last this many chain "
+        "rounds (their staleness)",
+    )
+    max_fetch_per_round: int = Field(
+        8, ge=0, le=256, description="peer batches fetched per chain round"
+    )
+    attest_budget: int = Field(8, ge=0, le=256, description="attestations sent per chain round")
+    max_local_rounds: int = Field(
+        0,
+        ge=0,
+        le=512,
+        description="local rounds per chain round (0: as many as the hardware allows; 1: one "
+        "round of the paper per chain round, as the experiments play it)",
+    )
 
 
 class PolicySection(Section):

@@ -161,3 +161,10 @@ class Anvil(ManagedServer):
                 f"expected {self.chain_id}: another chain holds this port"
             )
         return True
+
+    def warp(self, seconds: int) -> None:
+        """Moves the chain's clock forward by `seconds` (evm_increaseTime) and mines a block at
+        the new time: tests jump rounds instead of sleeping through them (pair it with a node's
+        client.node.clock.WarpClock moved by the same amount)."""
+        rpc_call(self.url, "evm_increaseTime", [int(seconds)])
+        rpc_call(self.url, "evm_mine")

@@ -8,7 +8,9 @@ presence is what makes a cell done; an interrupted cell is played again from scr
 Seeds: a cell's seed decides the ledger's address (the deployer sends `seed` empty transactions
 first), and with it every task seed and sampling seed of every node; configurations played with
 the same seed therefore draw the same questions. Rounds are scored from the first round that
-opens after every node has started; rounds a node played before that are warm-up.
+opens after every node has started; rounds a node played before that are warm-up. Each chain
+round holds one local round ([sapo].max_local_rounds = 1): every split generates the same
+completions and takes the same steps per round, as in the paper's protocol.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,8 +31,8 @@ from client.devnet.process import ServerProcess, start_together
 from client.experiment.config import REPO, Cell, ExperimentConfig
 from client.node.assemble import base_policy_path
 from client.node.devnet import _with, dev_account, node_process, provision
-from client.node.node import COMPUTE_PHASES, SWARM_PHASES
-from client.store import decode_batch
+from client.node.eventlog import Stage
+from client.node.view_journal import NodeView
 from client.tasks import SCORE_SCALE, load_catalog
 
 RECORD = "cell.json"
@@ -67,6 +68,7 @@ def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfi
             "local_items": cell.local,
             "external_items": cell.external,
             "completions": exp.completions,
+            "max_local_rounds": 1,
         },
         store={"backend": exp.store},
         policy={"cache_dir": cache_dir},
@@ -132,7 +134,7 @@ def play_cell(
         start_together(nodes)
         ledger = Ledger(connect(anvil.url), swarm.ledger)
         params = ledger.params()
-        first = int((time.time() - params.genesis) // params.round_length) + 1
+        first = params.round_at(time.time()) + 1
         last = first + exp.rounds - 1
         deadline = params.genesis + (last + 3) * params.round_length
         dirs = [p.parent for p in swarm.node_configs]
@@ -182,35 +184,17 @@ def _bump_nonce(url: str, count: int) -> None:
         time.sleep(0.2)
 
 
-def _metrics(node_dir: Path) -> dict[int, dict[str, Any]]:
-    with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
-        rows = db.execute("SELECT round, data FROM metrics").fetchall()
-    return {r: json.loads(d) for r, d in rows}
-
-
-def _reward_by_entry(node_dir: Path, first: int, last: int) -> dict[int, dict[str, list]]:
-    """Returns, per round, [mean reward, rollouts] of the node's local rollouts on each catalog
-    entry (from the batches it journalled: the bytes it pinned and hashed on chain)."""
-    with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
-        rows = db.execute(
-            "SELECT round, batch FROM rounds WHERE batch IS NOT NULL AND round BETWEEN ? AND ?",
-            (first, last),
-        ).fetchall()
-    out = {}
-    for round_, data in rows:
-        totals: dict[str, list[float]] = {}
-        for item in decode_batch(data).items:
-            t = totals.setdefault(item.task.entry, [0.0, 0])
-            t[0] += sum(item.rewards) / SCORE_SCALE
-            t[1] += len(item.rewards)
-        out[round_] = {entry: [s / n, n] for entry, (s, n) in sorted(totals.items())}
-    return out
-
-
 def _trained(node_dir: Path, first: int, last: int) -> list[int]:
-    if not (node_dir / "journal.sqlite").is_file():
-        return []
-    return [r for r in _metrics(node_dir) if first <= r <= last]
+    """The chain rounds first..last whose batch the node sealed (it moved on from them)."""
+    view = NodeView(node_dir)
+    try:
+        return [
+            r.round
+            for r in view.rounds()
+            if first <= r.round <= last and r.local_rounds and r.phase != "collecting"
+        ]
+    finally:
+        view.close()
 
 
 def collect(
@@ -229,14 +213,17 @@ def collect(
     for event in reader.read(["Submitted"]):
         a = event.args
         on_chain[(a["node"].lower(), a["round"])] = a["score"] / SCORE_SCALE / a["rollouts"]
+    params = ledger.params()
     nodes = []
     for address, node_dir in zip(addresses, dirs, strict=True):
-        metrics = _metrics(node_dir)
-        by_entry = _reward_by_entry(node_dir, first, last)
+        view = NodeView(node_dir)
+        metrics = view.round_rewards(first, last)
+        by_entry = view.reward_by_entry(first, last)
         rounds = []
         for r in range(first, last + 1):
             m = metrics.get(r, {})
-            timings = m.get("timings") or {}
+            start = params.round_start(r)
+            blocked = view.shares(start, start + params.round_length).stage_s
             rounds.append(
                 {
                     "round": r,
@@ -247,10 +234,12 @@ def collect(
                     "local_items": m.get("local_items"),
                     "external_items": m.get("external_items"),
                     "external_shortfall": m.get("external_shortfall"),
-                    "compute_s": sum(timings.get(p, [0, 0])[0] for p in COMPUTE_PHASES),
-                    "swarm_s": sum(timings.get(p, [0, 0])[0] for p in SWARM_PHASES),
+                    "compute_s": m.get("seconds", 0.0),
+                    # the compute stage's waits on chain and IPFS (the I/O itself runs beside it)
+                    "swarm_s": blocked.get(str(Stage.BLOCKED), 0.0),
                 }
             )
+        view.close()
         # relative to the cell's directory: the record moves with it and names no machine's paths
         nodes.append({"address": address, "data_dir": node_dir.name, "rounds": rounds})
     return {

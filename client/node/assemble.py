@@ -82,11 +82,13 @@ def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
     return ledger
 
 
-def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) -> Node:
-    """Returns a ready node: every check that can fail is done before any round starts."""
+def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, clock=None) -> Node:
+    """Returns a ready node: every check that can fail is done before any round starts.
+    `clock` (client.node.clock) defaults to the system clock; tests pass a WarpClock."""
     import torch
 
-    from client.node.node import Node, resume_policy
+    from client.node.node import Node
+    from client.node.training import resume_policy
     from client.policy import Policy, load_policy
 
     ledger = signing_ledger(cfg, password)
@@ -123,7 +125,17 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None) ->
         Path(cfg.node.data_dir), make_optimizer, device, dtype, load_base
     )
     trainer = make_trainer(cfg, policy, optimizer, step, load_base)
-    return Node(cfg, ledger, params, store, catalog, trainer)
+    # intake reads peers' batches through a client of its own: it runs beside the publisher
+    return Node(
+        cfg,
+        ledger,
+        params,
+        store,
+        catalog,
+        trainer,
+        peer_store=open_store(cfg.store),
+        clock=clock,
+    )
 
 
 def _building_phase(events: EventLog, progress, every_s: float = 5.0):

@@ -1,19 +1,91 @@
 """What a node tells its operator: a human-readable line on the terminal (logging) and the same
 event as one JSON object per line in `<data_dir>/events.jsonl` (for tools, the TUI and tests).
 
-Fields are plain values the node chose to report: rounds, digests, CIDs, tx hashes, rewards,
-reasons. Nothing secret is ever passed in (the node never holds a key outside its account)."""
+Event kinds and the phases of the node's compute stage are enums shared by the node, the journal,
+the read model and the TUI (a kind is written as its string value). Fields are plain values the
+node chose to report: rounds, digests, CIDs, tx hashes, rewards, reasons. Nothing secret is ever
+passed in (the node never holds a key outside its account)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("sapo.node")
+
+
+class Phase(StrEnum):
+    """What the node's compute stage is doing (the TUI's phase badge)."""
+
+    STARTING = "starting"
+    GENERATING = "generating"
+    TRAINING = "training"
+    CHECKPOINTING = "checkpointing"
+    IDLE = "idle"  # waiting for the next chain round ([sapo].max_local_rounds reached)
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+class Stage(StrEnum):
+    """The spans of time the journal records (client.node.view turns them into shares)."""
+
+    GENERATE = "generate"  # compute: tasks -> completions -> verifier rewards
+    TRAIN = "train"  # compute: the GRPO step (and choosing its items)
+    CHECKPOINT = "checkpoint"  # compute: saving the policy
+    BLOCKED = "blocked"  # compute waiting on chain or IPFS I/O (the design has none)
+    PIN = "pin"  # I/O, beside compute: the publisher
+    SUBMIT = "submit"
+    ATTEST = "attest"
+    DISCOVER = "discover"  # I/O, beside compute: peer intake
+    FETCH = "fetch"
+    VERIFY = "verify"
+
+
+COMPUTE = (Stage.GENERATE, Stage.TRAIN, Stage.CHECKPOINT)
+BUSY = (Stage.GENERATE, Stage.TRAIN)  # what the node is for: learning
+
+
+@contextlib.contextmanager
+def timed(journal, stage: Stage) -> Iterator[None]:
+    """Records the wall time of the block as a span of `stage` in the journal."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        journal.span(str(stage), started, time.time())
+
+
+class Event(StrEnum):
+    """Every kind of event a node writes."""
+
+    NODE_STARTED = "node.started"
+    NODE_PHASE = "node.phase"
+    NODE_CHECKPOINT = "node.checkpoint"
+    NODE_PENDING = "node.pending"
+    NODE_ERROR = "node.error"
+    NODE_STOPPED = "node.stopped"
+    LOCAL_ROUND = "local.round"  # a local round generated and trained
+    ROUND_SEALED = "round.sealed"  # a chain round's batch is closed (its local rounds)
+    ROUND_SKIPPED = "round.skipped"  # a chain round in which no local round started
+    ROUND_PINNED = "round.pinned"
+    ROUND_SUBMITTED = "round.submitted"
+    SUBMIT_DROPPED = "submit.dropped"
+    PEER_VERIFIED = "peer.verified"
+    PEER_BAD = "peer.bad"
+    PEER_UNAVAILABLE = "peer.unavailable"
+    PEER_ATTESTED = "peer.attested"
+    ATTEST_DROPPED = "attest.dropped"
+    CHAIN_STATUS = "chain.status"
+    STORE_STATUS = "store.status"
+    STORE_UNPINNED = "store.unpinned"
 
 
 class EventLog:
@@ -25,8 +97,8 @@ class EventLog:
         self._lock = threading.Lock()
         self.listeners: list = []  # callables(event dict), e.g. the TUI's read model
 
-    def emit(self, kind: str, message: str, level: int = logging.INFO, **fields: Any) -> None:
-        event = {"time": round(time.time(), 3), "kind": kind, "message": message, **fields}
+    def emit(self, kind: Event, message: str, level: int = logging.INFO, **fields: Any) -> None:
+        event = {"time": round(time.time(), 3), "kind": str(kind), "message": message, **fields}
         line = json.dumps(event, default=str, sort_keys=True)
         with self._lock, self.path.open("a") as f:
             f.write(line + "\n")

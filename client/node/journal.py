@@ -1,13 +1,16 @@
 """The node's journal: one SQLite file (WAL) that makes a crash lose nothing.
 
-It records, per round, how far the node got (phase) and why a round was missed; the round's own
-batch bytes (so a restart re-pins and re-submits exactly what it generated, never a second
-batch); an outbox of pins and transactions keyed for idempotency (`submit:12`,
-`attest:12:0xabc…`); the peer batches fetched and their verdicts, with the items that passed
-our verifier (the SAPO sampler draws from them); and a metrics row per trained round.
+It records, per chain round, how far the node got and why a round was missed or skipped; the
+local rounds it finished in that round (each one's part of the batch, so a restart seals exactly
+what was generated); the sealed batch bytes (a restart re-pins and re-submits them, never a
+second batch); an outbox of pins and transactions keyed for idempotency (`submit:12`,
+`attest:12:0xabc…`); the peers' submissions it discovered (and where the event scan stopped),
+the peer batches it fetched with their verdicts and the items that passed its verifier, and the
+peer items it trained on; a metrics row per local round; and the spans of time the compute stage
+spent generating, training and checkpointing (the read model's busy share).
 
-Every write is one transaction, so a SIGKILL leaves the file as it was before or after it.
-Other processes (the TUI, `sapo devnet status`) read it concurrently through `Journal.read_only`.
+Every write is one transaction, so a SIGKILL leaves the file as it was before or after it. Other
+processes (the TUI, `sapo devnet status`) read it concurrently through `Journal.read_only`.
 """
 
 from __future__ import annotations
@@ -22,16 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# A round moves forward through these; `missed` ends it with a reason.
-PHASES = (
-    "generated",
-    "pinned",
-    "submitted",
-    "confirmed",
-    "attested",
-    "trained",
-    "checkpointed",
-)
+VERSION = 2  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+
+# A chain round moves forward through these; `missed` and `skipped` end it with a reason.
+PHASES = ("collecting", "sealed", "pinned", "confirmed")
+MISSED, SKIPPED = "missed", "skipped"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rounds (
@@ -42,8 +40,20 @@ CREATE TABLE IF NOT EXISTS rounds (
     digest TEXT,
     cid TEXT,
     claimed INTEGER,
+    rollouts INTEGER,
+    local_rounds INTEGER,
     tx_hash TEXT,
     updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS local_rounds (
+    round INTEGER NOT NULL,
+    k INTEGER NOT NULL,
+    part BLOB NOT NULL,
+    rollouts INTEGER NOT NULL,
+    score INTEGER NOT NULL,
+    started REAL NOT NULL,
+    finished REAL NOT NULL,
+    PRIMARY KEY (round, k)
 );
 CREATE TABLE IF NOT EXISTS outbox (
     key TEXT PRIMARY KEY,
@@ -57,6 +67,14 @@ CREATE TABLE IF NOT EXISTS outbox (
     created REAL NOT NULL,
     updated REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS peer_submissions (
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    rollouts INTEGER NOT NULL,
+    score INTEGER NOT NULL,
+    PRIMARY KEY (round, node)
+);
 CREATE TABLE IF NOT EXISTS peer_batches (
     round INTEGER NOT NULL,
     node TEXT NOT NULL,
@@ -66,18 +84,36 @@ CREATE TABLE IF NOT EXISTS peer_batches (
     claimed INTEGER,
     recomputed INTEGER,
     items TEXT,
-    used INTEGER NOT NULL DEFAULT 0,
     fetched REAL NOT NULL,
     PRIMARY KEY (round, node)
 );
+CREATE TABLE IF NOT EXISTS used_items (
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    PRIMARY KEY (round, node, idx)
+);
 CREATE TABLE IF NOT EXISTS metrics (
-    round INTEGER PRIMARY KEY,
-    data TEXT NOT NULL
+    round INTEGER NOT NULL,
+    k INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (round, k)
+);
+CREATE TABLE IF NOT EXISTS spans (
+    started REAL NOT NULL,
+    ended REAL NOT NULL,
+    stage TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spans_by_end ON spans (ended);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 """
 
-# Verdicts of a fetched peer batch.
-VERIFIED, BAD, UNAVAILABLE = "verified", "bad", "unavailable"
+
+class JournalVersionError(Exception):
+    """The journal was written by another version of the client."""
 
 
 @dataclass(frozen=True)
@@ -89,12 +125,30 @@ class RoundRecord:
     digest: str | None
     cid: str | None
     claimed: int | None
+    rollouts: int | None
+    local_rounds: int | None
     tx_hash: str | None
     updated: float
 
+    @property
+    def ended(self) -> bool:
+        """Missed or skipped: nothing more happens to it."""
+        return self.phase in (MISSED, SKIPPED)
+
     def reached(self, phase: str) -> bool:
-        """True once the round got to `phase` (a missed round reached nothing more)."""
-        return self.phase != "missed" and PHASES.index(self.phase) >= PHASES.index(phase)
+        """True once the round got to `phase` (a missed or skipped round reached nothing more)."""
+        return not self.ended and PHASES.index(self.phase) >= PHASES.index(phase)
+
+
+@dataclass(frozen=True)
+class LocalRoundRecord:
+    round: int
+    k: int
+    part: bytes  # canonical JSON of the batch's LocalRound
+    rollouts: int
+    score: int
+    started: float
+    finished: float
 
 
 @dataclass(frozen=True)
@@ -109,20 +163,15 @@ class OutboxEntry:
     error: str | None
 
 
-@dataclass(frozen=True)
-class PeerItem:
-    """A verified peer item: the question, completions, and OUR verifier's rewards in [0, 1]."""
+_OUTBOX = "SELECT key, kind, round, payload, status, tx_hash, attempts, error FROM outbox"
 
-    round: int
-    node: str
-    index: int
-    question: str
-    completions: list[str]
-    rewards: list[float]
+
+def _entry(row: tuple) -> OutboxEntry:
+    return OutboxEntry(row[0], row[1], row[2], json.loads(row[3]), *row[4:])
 
 
 class Journal:
-    """The journal of one node's data dir; safe to share between threads of one process."""
+    """The journal of one node's data dir; safe to share between the node's threads."""
 
     def __init__(self, path: Path, *, read_only: bool = False):
         self.path = Path(path)
@@ -136,8 +185,26 @@ class Journal:
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(SCHEMA)
+        self._check_version(read_only)
         self._lock = threading.Lock()
+        from client.node.peerbook import PeerBook
+
+        self.peers = PeerBook(self)
+
+    def _check_version(self, read_only: bool) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'")
+        if version == VERSION:
+            return
+        if version == 0 and tables.fetchone()[0] == 0 and not read_only:
+            self._db.executescript(SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {VERSION}")
+            return
+        raise JournalVersionError(
+            f"{self.path} was written by another version of sapo-swarm (journal version "
+            f"{version}, this client writes {VERSION}); move it aside to start a fresh journal "
+            "(the checkpoint beside it is kept)"
+        )
 
     @classmethod
     def read_only(cls, path: Path) -> Journal:
@@ -155,27 +222,83 @@ class Journal:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
-    # -------------------------------------------------------------------------------- rounds
+    # ------------------------------------------------------------------------- chain rounds
 
     def round(self, round_: int) -> RoundRecord | None:
         rows = self._all("SELECT * FROM rounds WHERE round = ?", round_)
         return RoundRecord(*rows[0]) if rows else None
 
     def rounds(self, last: int | None = None) -> list[RoundRecord]:
-        """Returns the recorded rounds, oldest first (only the `last` ones when given)."""
+        """Returns the recorded chain rounds, oldest first (only the `last` ones when given)."""
         rows = self._all(
             "SELECT * FROM rounds ORDER BY round DESC LIMIT ?", -1 if last is None else last
         )
         return [RoundRecord(*r) for r in reversed(rows)]
 
-    def generated(self, round_: int, batch: bytes, digest: str, claimed: int) -> None:
-        """Records this round's batch; the first one recorded for a round is the one kept."""
+    def collecting(self) -> list[int]:
+        """Returns the chain rounds whose batch is still open, oldest first."""
+        return [r for (r,) in self._all("SELECT round FROM rounds WHERE phase = 'collecting'")]
+
+    def add_local_round(self, rec: LocalRoundRecord) -> None:
+        """Records a finished local round in its chain round's open batch."""
         with self._tx() as db:
             db.execute(
-                "INSERT OR IGNORE INTO rounds (round, phase, batch, digest, claimed, updated) "
-                "VALUES (?, 'generated', ?, ?, ?, ?)",
-                (round_, batch, digest, claimed, time.time()),
+                "INSERT OR IGNORE INTO rounds (round, phase, updated) VALUES (?, 'collecting', ?)",
+                (rec.round, time.time()),
             )
+            db.execute(
+                "INSERT INTO local_rounds VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rec.round, rec.k, rec.part, rec.rollouts, rec.score, rec.started, rec.finished),
+            )
+
+    def local_rounds(self, round_: int) -> list[LocalRoundRecord]:
+        rows = self._all("SELECT * FROM local_rounds WHERE round = ? ORDER BY k", round_)
+        return [LocalRoundRecord(*r) for r in rows]
+
+    def next_k(self, round_: int) -> int:
+        """Returns the number of the next local round of a chain round (after every one it
+        journaled, published or not)."""
+        rows = self._all(
+            "SELECT MAX(k) FROM (SELECT k FROM local_rounds WHERE round = ? "
+            "UNION SELECT k FROM metrics WHERE round = ?)",
+            round_,
+            round_,
+        )
+        return 0 if rows[0][0] is None else rows[0][0] + 1
+
+    def open_batch(self, round_: int) -> tuple[int, int]:
+        """Returns (local rounds, bytes of their parts) a chain round's open batch holds."""
+        rows = self._all(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(part)), 0) FROM local_rounds WHERE round = ?",
+            round_,
+        )
+        return rows[0][0], rows[0][1]
+
+    def seal(
+        self, round_: int, batch: bytes, digest: str, claimed: int, rollouts: int, local: int
+    ) -> None:
+        """Closes a chain round's batch and queues its pin and submission, in one transaction."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO rounds (round, phase, batch, digest, claimed, rollouts, local_rounds, "
+                "updated) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?) ON CONFLICT(round) DO UPDATE SET "
+                "phase = 'sealed', batch = excluded.batch, digest = excluded.digest, claimed = "
+                "excluded.claimed, rollouts = excluded.rollouts, local_rounds = "
+                "excluded.local_rounds, updated = excluded.updated WHERE rounds.phase = "
+                "'collecting'",
+                (round_, batch, digest, claimed, rollouts, local, now),
+            )
+            payload = {"digest": digest, "rollouts": rollouts, "score": claimed}
+            for key, kind, data in (
+                (f"pin:{round_}", "pin", {}),
+                (f"submit:{round_}", "submit", payload),
+            ):
+                db.execute(
+                    "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, kind, round_, json.dumps(data, sort_keys=True), now, now),
+                )
 
     def advance(self, round_: int, phase: str, **fields: Any) -> None:
         """Moves a round to `phase` (never backwards) and sets cid / tx_hash when given."""
@@ -188,7 +311,7 @@ class Journal:
                     "INSERT INTO rounds (round, phase, updated) VALUES (?, ?, ?)",
                     (round_, phase, time.time()),
                 )
-            elif record.phase != "missed" and PHASES.index(phase) > PHASES.index(record.phase):
+            elif not record.ended and PHASES.index(phase) > PHASES.index(record.phase):
                 db.execute(
                     "UPDATE rounds SET phase = ?, updated = ? WHERE round = ?",
                     (phase, time.time(), round_),
@@ -200,15 +323,23 @@ class Journal:
                         (fields[name], round_),
                     )
 
-    def missed(self, round_: int, reason: str) -> None:
-        """Marks a round missed with the reason (kept if it was already missed)."""
+    def end(self, round_: int, phase: str, reason: str) -> None:
+        """Marks a round missed or skipped with the reason (the first reason is kept)."""
+        assert phase in (MISSED, SKIPPED)
         with self._tx() as db:
             db.execute(
-                "INSERT INTO rounds (round, phase, reason, updated) VALUES (?, 'missed', ?, ?) "
-                "ON CONFLICT(round) DO UPDATE SET phase = 'missed', "
+                "INSERT INTO rounds (round, phase, reason, updated) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(round) DO UPDATE SET phase = excluded.phase, "
                 "reason = COALESCE(rounds.reason, excluded.reason), updated = excluded.updated",
-                (round_, reason, time.time()),
+                (round_, phase, reason, time.time()),
             )
+
+    def confirmed_rounds(self) -> list[int]:
+        """Returns the rounds whose submission is on chain."""
+        rows = self._all(
+            "SELECT round FROM outbox WHERE kind = 'submit' AND status = 'done' ORDER BY round"
+        )
+        return [r for (r,) in rows]
 
     # -------------------------------------------------------------------------------- outbox
 
@@ -225,24 +356,19 @@ class Journal:
 
     def pending(self, kind: str | None = None) -> list[OutboxEntry]:
         rows = self._all(
-            "SELECT key, kind, round, payload, status, tx_hash, attempts, error FROM outbox "
-            "WHERE status = 'pending' AND (? IS NULL OR kind = ?) ORDER BY created",
+            f"{_OUTBOX} WHERE status = 'pending' AND (? IS NULL OR kind = ?) ORDER BY created",
             kind,
             kind,
         )
-        return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+        return [_entry(r) for r in rows]
 
     def outbox(self, key: str) -> OutboxEntry | None:
-        rows = self._all(
-            "SELECT key, kind, round, payload, status, tx_hash, attempts, error FROM outbox "
-            "WHERE key = ?",
-            key,
-        )
-        return (
-            OutboxEntry(rows[0][0], rows[0][1], rows[0][2], json.loads(rows[0][3]), *rows[0][4:])
-            if rows
-            else None
-        )
+        rows = self._all(f"{_OUTBOX} WHERE key = ?", key)
+        return _entry(rows[0]) if rows else None
+
+    def outbox_entries(self, kind: str | None = None) -> list[OutboxEntry]:
+        rows = self._all(f"{_OUTBOX} WHERE (? IS NULL OR kind = ?) ORDER BY created", kind, kind)
+        return [_entry(r) for r in rows]
 
     def attempted(self, key: str, error: str) -> None:
         """Counts a failed attempt of a pending entry and keeps why."""
@@ -267,93 +393,34 @@ class Journal:
                 (reason[:500], time.time(), key),
             )
 
-    def confirmed_rounds(self) -> list[int]:
-        """Returns the rounds whose submission is on chain (the round's phase may be further on,
-        or past it while a submission waited in the outbox)."""
-        rows = self._all(
-            "SELECT round FROM outbox WHERE kind = 'submit' AND status = 'done' ORDER BY round"
-        )
-        return [r for (r,) in rows]
+    # ------------------------------------------------------------------- metrics and spans
 
-    # ---------------------------------------------------------------------------- peer batches
-
-    def peer_verdict(self, round_: int, node: str) -> str | None:
-        """Returns the verdict recorded for a peer's batch of a round, or None."""
-        rows = self._all(
-            "SELECT verdict FROM peer_batches WHERE round = ? AND node = ?", round_, node
-        )
-        return rows[0][0] if rows else None
-
-    def peer_batch(
-        self,
-        round_: int,
-        node: str,
-        digest: str,
-        verdict: str,
-        *,
-        reason: str | None = None,
-        claimed: int | None = None,
-        recomputed: int | None = None,
-        items: list[dict[str, Any]] | None = None,
-    ) -> None:
-        """Records a fetched peer batch and its verdict (an unavailable one may be retried)."""
+    def metrics(self, round_: int, k: int, data: dict[str, Any]) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO peer_batches (round, node, digest, verdict, reason, "
-                "claimed, recomputed, items, fetched) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    round_,
-                    node,
-                    digest,
-                    verdict,
-                    reason,
-                    claimed,
-                    recomputed,
-                    json.dumps(items) if items is not None else None,
-                    time.time(),
-                ),
+                "INSERT OR REPLACE INTO metrics (round, k, data) VALUES (?, ?, ?)",
+                (round_, k, json.dumps(data, sort_keys=True)),
             )
 
-    def peer_verdicts(self, since_round: int = 0) -> list[dict[str, Any]]:
+    def all_metrics(self, last: int | None = None) -> list[tuple[int, int, dict[str, Any]]]:
+        """Returns (round, k, metrics) of every local round (the `last` ones), oldest first."""
         rows = self._all(
-            "SELECT round, node, digest, verdict, reason, claimed, recomputed, used "
-            "FROM peer_batches WHERE round >= ? ORDER BY round, node",
-            since_round,
+            "SELECT round, k, data FROM metrics ORDER BY round DESC, k DESC LIMIT ?",
+            -1 if last is None else last,
         )
-        keys = ("round", "node", "digest", "verdict", "reason", "claimed", "recomputed", "used")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return [(r, k, json.loads(d)) for r, k, d in reversed(rows)]
 
-    def verified_items(self, first_round: int, last_round: int) -> list[PeerItem]:
-        """Returns the items of verified peer batches of rounds first..last."""
-        rows = self._all(
-            "SELECT round, node, items FROM peer_batches WHERE verdict = ? AND round BETWEEN ? "
-            "AND ? ORDER BY round, node",
-            VERIFIED,
-            first_round,
-            last_round,
+    def span(self, stage: str, started: float, ended: float) -> None:
+        """Records that the compute stage spent started..ended on `stage`."""
+        with self._tx() as db:
+            db.execute("INSERT INTO spans VALUES (?, ?, ?)", (started, ended, stage))
+
+    def spans(self, since: float) -> list[tuple[float, float, str]]:
+        """Returns the spans that end after `since`, oldest first."""
+        return self._all(
+            "SELECT started, ended, stage FROM spans WHERE ended > ? ORDER BY started", since
         )
-        return [
-            PeerItem(r, node, i, it["question"], it["completions"], it["rewards"])
-            for r, node, items in rows
-            for i, it in enumerate(json.loads(items or "[]"))
-        ]
 
-    def used(self, round_: int, node: str, count: int) -> None:
-        """Counts `count` items of a peer batch as trained on."""
+    def prune_spans(self, before: float) -> None:
         with self._tx() as db:
-            db.execute(
-                "UPDATE peer_batches SET used = used + ? WHERE round = ? AND node = ?",
-                (count, round_, node),
-            )
-
-    # -------------------------------------------------------------------------------- metrics
-
-    def metrics(self, round_: int, data: dict[str, Any]) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO metrics (round, data) VALUES (?, ?)",
-                (round_, json.dumps(data, sort_keys=True)),
-            )
-
-    def all_metrics(self) -> dict[int, dict[str, Any]]:
-        return {r: json.loads(d) for r, d in self._all("SELECT round, data FROM metrics")}
+            db.execute("DELETE FROM spans WHERE ended < ?", (before,))

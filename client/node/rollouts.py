@@ -1,5 +1,6 @@
-"""A round's rollouts: our own batch (draw, generate, score, encode) and the re-verification of a
-peer's batch (regenerate every task from the on-chain seed, compare, re-score every completion).
+"""A chain round's rollouts: our own local rounds (draw, generate, score), the batch they make,
+and the re-verification of a peer's batch (regenerate every task from the on-chain seed and the
+local round's number, compare, re-score every completion).
 
 Both sides use the same derivation, so an honest batch re-verifies to exactly its claim. This is
 also what `sapo audit verify` runs.
@@ -14,8 +15,18 @@ from typing import TYPE_CHECKING
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 
-from client.store import Item, ModelDescriptor, RolloutBatch, TaskRef
-from client.tasks import Catalog, Task, draw, draw_refs, regenerate, render_prompt, reward, to_units
+from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, TaskRef
+from client.tasks import (
+    Catalog,
+    Task,
+    draw,
+    draw_refs,
+    local_round_seed,
+    regenerate,
+    render_prompt,
+    reward,
+    to_units,
+)
 
 if TYPE_CHECKING:  # generation needs the training stack; verification (audits) does not
     from client.policy import GenerationBackend, Policy
@@ -32,55 +43,61 @@ def task_seed(chain_id: int, ledger: str, round_: int, node: str) -> bytes:
     )
 
 
-def generation_seed(round_: int, node: str) -> int:
-    """Returns the sampling seed of a node's round (a restart regenerates the same batch)."""
-    digest = hashlib.sha256(f"sapo.generate/1:{node.lower()}:{round_}".encode()).digest()
+def generation_seed(round_: int, node: str, k: int) -> int:
+    """Returns the sampling seed of a node's local round (a restart regenerates it the same)."""
+    digest = hashlib.sha256(f"sapo.generate/2:{node.lower()}:{round_}:{k}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
 @dataclass(frozen=True)
-class LocalRound:
-    """Our rollouts of a round: the batch to publish, its tasks and [0, 1] rewards."""
+class LocalRollouts:
+    """One local round of ours: its batch part, its tasks and [0, 1] rewards."""
 
-    batch: RolloutBatch
+    round: int
+    k: int
+    part: LocalRound
     tasks: list[Task]
     rewards: list[list[float]]
     new_tokens: int
 
+    @property
+    def rollouts(self) -> int:
+        return sum(len(r) for r in self.rewards)
 
-def generate_round(
+    @property
+    def mean_reward(self) -> float:
+        return sum(map(sum, self.rewards)) / max(1, self.rollouts)
+
+
+def generate_local_round(
     policy: Policy,
     backend: GenerationBackend,
     catalog: Catalog,
     *,
-    chain_id: int,
-    ledger: str,
+    seed: bytes,
     round_: int,
     node: str,
+    k: int,
     items: int,
     completions: int,
     max_new_tokens: int,
     temperature: float,
     top_p: float,
-) -> LocalRound:
-    """Draws this round's tasks from the on-chain seed, samples and scores the completions."""
-    tasks = draw(task_seed(chain_id, ledger, round_, node), items, catalog)
+) -> LocalRollouts:
+    """Draws local round k's tasks from the chain round's task `seed`, samples and scores the
+    completions."""
+    tasks = draw(local_round_seed(seed, k), items, catalog)
     out = backend.generate(
         [render_prompt(t.question, policy.tokenizer) for t in tasks],
         completions,
         max_new_tokens,
         temperature,
         top_p,
-        seed=generation_seed(round_, node),
+        seed=generation_seed(round_, node, k),
     )
     rewards = [[reward(t, c) for c in texts] for t, texts in zip(tasks, out.texts, strict=True)]
-    batch = RolloutBatch(
-        chain_id=chain_id,
-        ledger=ledger.lower(),
-        round=round_,
-        node=node.lower(),
-        catalog_digest="0x" + catalog.digest().hex(),
-        model=ModelDescriptor(**policy.descriptor()),
+    part = LocalRound(
+        k=k,
         items=[
             Item(
                 task=TaskRef(entry=t.entry, seed=t.seed, index=t.index),
@@ -91,12 +108,35 @@ def generate_round(
             for t, texts, rs in zip(tasks, out.texts, rewards, strict=True)
         ],
     )
-    return LocalRound(batch=batch, tasks=tasks, rewards=rewards, new_tokens=out.new_tokens)
+    return LocalRollouts(round_, k, part, tasks, rewards, out.new_tokens)
+
+
+def make_batch(
+    *,
+    chain_id: int,
+    ledger: str,
+    round_: int,
+    node: str,
+    catalog: Catalog,
+    model: dict,
+    local_rounds: list[LocalRound],
+) -> RolloutBatch:
+    """Returns the batch of a chain round from its local rounds (k = 0, 1, … in order)."""
+    return RolloutBatch(
+        chain_id=chain_id,
+        ledger=ledger.lower(),
+        round=round_,
+        node=node.lower(),
+        catalog_digest="0x" + catalog.digest().hex(),
+        model=ModelDescriptor(**model),
+        local_rounds=local_rounds,
+    )
 
 
 @dataclass(frozen=True)
 class ItemCheck:
-    index: int
+    k: int  # the local round
+    index: int  # in the local round
     entry: str
     claimed: int  # the sender's summed rewards of the item, in score units
     recomputed: int  # ours
@@ -126,32 +166,36 @@ class Verification:
 
 
 def verify_batch(batch: RolloutBatch, catalog: Catalog, seed: bytes) -> Verification:
-    """Re-verifies a (store-checked) batch: catalog, every task reference and question against
-    the seeded draw, and every completion re-scored by our own verifier."""
+    """Re-verifies a (store-checked) batch: catalog, every local round's task references and
+    questions against the seeded draw of that local round, and every completion re-scored by our
+    own verifier. `seed` is the ledger's task seed of the batch's round and node."""
     claimed = batch.score
     expected_digest = "0x" + catalog.digest().hex()
     if batch.catalog_digest != expected_digest:
         reason = f"batch uses catalog {batch.catalog_digest}, this node {expected_digest}"
         return Verification(False, reason, claimed, 0, [])
-    refs = draw_refs(seed, len(batch.items), catalog)
     checks, problems = [], []
-    for i, (item, ref) in enumerate(zip(batch.items, refs, strict=True)):
-        got = (item.task.entry, item.task.seed, item.task.index)
-        if got != ref:
-            problem = f"task {got} is not the seed's task {ref}"
-            checks.append(ItemCheck(i, item.task.entry, sum(item.rewards), 0, [], problem))
-            problems.append(f"item {i}: {problem}")
-            continue
-        task = regenerate(catalog, *ref)
-        ours = [reward(task, c) for c in item.completions]
-        problem = None if task.question == item.question else "question differs from the task's"
-        if problem:
-            problems.append(f"item {i}: {problem}")
-        checks.append(
-            ItemCheck(
-                i, task.entry, sum(item.rewards), sum(to_units(r) for r in ours), ours, problem
+    for lr in batch.local_rounds:
+        refs = draw_refs(local_round_seed(seed, lr.k), len(lr.items), catalog)
+        for i, (item, ref) in enumerate(zip(lr.items, refs, strict=True)):
+            where = f"local round {lr.k} item {i}"
+            got = (item.task.entry, item.task.seed, item.task.index)
+            if got != ref:
+                problem = f"task {got} is not the seed's task {ref}"
+                checks.append(
+                    ItemCheck(lr.k, i, item.task.entry, sum(item.rewards), 0, [], problem)
+                )
+                problems.append(f"{where}: {problem}")
+                continue
+            task = regenerate(catalog, *ref)
+            ours = [reward(task, c) for c in item.completions]
+            problem = None if task.question == item.question else "question differs from the task's"
+            if problem:
+                problems.append(f"{where}: {problem}")
+            recomputed = sum(to_units(r) for r in ours)
+            checks.append(
+                ItemCheck(lr.k, i, task.entry, sum(item.rewards), recomputed, ours, problem)
             )
-        )
     valid = not problems
     recomputed = sum(c.recomputed for c in checks) if valid else 0
     return Verification(valid, "; ".join(problems) or None, claimed, recomputed, checks)

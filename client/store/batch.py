@@ -1,10 +1,12 @@
-"""The rollout batch: schema `sapo.rollouts/1`, its canonical bytes; a decoder trusting nothing.
+"""The rollout batch: schema `sapo.rollouts/2`, its canonical bytes; a decoder trusting nothing.
 
-A batch is one node's rollouts for one round: the header binds it to a chain, a ledger, a round
-and a node (so it cannot be replayed elsewhere), the task catalog and the model; each item holds
-a task reference (enough to regenerate the question and its reference answer), the question, the
-completions and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach the
-hashed bytes.
+A batch is one node's rollouts for one chain round: the header binds it to a chain, a ledger, a
+round and a node (so it cannot be replayed elsewhere), the task catalog and the model; then the
+local rounds the node finished in that chain round, in order, numbered k = 0, 1, … with no gap
+(so it cannot leave out the ones that went badly). Each local round holds its items: a task
+reference (enough to regenerate the question and its reference answer), the question, the
+completions and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach
+the hashed bytes.
 
 Canonical encoding: UTF-8 JSON, keys sorted, no insignificant whitespace, non-ASCII kept as is.
 The decoder accepts only bytes that re-encode to themselves, so one batch has exactly one digest.
@@ -26,11 +28,13 @@ from client.store.errors import (
     SchemaMismatch,
     UnsupportedSchema,
 )
+from client.units import SCORE_SCALE
 
-SCHEMA = "sapo.rollouts/1"
-SCORE_SCALE = 10_000
+SCHEMA = "sapo.rollouts/2"
 MAX_BATCH_BYTES = 1 << 20
-MAX_DEPTH = 16  # a valid batch nests 5 deep (root, items, item, completions/task, ...)
+MAX_ITEMS = 1_024  # questions over all local rounds (~1.2 KB each: 1 MiB holds ~850)
+MAX_LOCAL_ROUNDS = 512
+MAX_DEPTH = 16  # a valid batch nests 7 deep (root, local_rounds, round, items, item, ...)
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
@@ -43,7 +47,8 @@ class BatchLimits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_bytes: int = Field(MAX_BATCH_BYTES, ge=256, le=MAX_BATCH_BYTES)
-    max_items: int = Field(256, ge=1, le=256)
+    max_items: int = Field(MAX_ITEMS, ge=1, le=MAX_ITEMS)
+    max_local_rounds: int = Field(MAX_LOCAL_ROUNDS, ge=1, le=MAX_LOCAL_ROUNDS)
     max_completions: int = Field(64, ge=1, le=64)
     max_question_chars: int = Field(8_192, ge=16, le=8_192)
     max_completion_chars: int = Field(8_192, ge=16, le=8_192)
@@ -90,19 +95,39 @@ class Item(_Strict):
         return self
 
 
-class RolloutBatch(_Strict):
-    """A node's rollouts for one round, as published on IPFS and hashed on chain."""
+class LocalRound(_Strict):
+    """One local round: the questions drawn for it (from the task seed of the chain round and
+    k) and the node's completions with their rewards."""
 
-    schema_: Literal["sapo.rollouts/1"] = Field(SCHEMA, alias="schema")
+    k: Annotated[int, Field(ge=0, lt=MAX_LOCAL_ROUNDS)]
+    items: Annotated[list[Item], Field(min_length=1, max_length=256)]
+
+
+class RolloutBatch(_Strict):
+    """A node's rollouts for one chain round, as published on IPFS and hashed on chain."""
+
+    schema_: Literal["sapo.rollouts/2"] = Field(SCHEMA, alias="schema")
     chain_id: Annotated[int, Field(gt=0, lt=2**64)]
     ledger: Annotated[str, Field(pattern=_ADDRESS.pattern)]
     round: U64
     node: Annotated[str, Field(pattern=_ADDRESS.pattern)]
     catalog_digest: Annotated[str, Field(pattern=_DIGEST.pattern)]
     model: ModelDescriptor
-    items: Annotated[list[Item], Field(min_length=1, max_length=256)]
+    local_rounds: Annotated[list[LocalRound], Field(min_length=1, max_length=MAX_LOCAL_ROUNDS)]
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _contiguous_local_rounds(self) -> RolloutBatch:
+        numbers = [lr.k for lr in self.local_rounds]
+        if numbers != list(range(len(numbers))):
+            raise ValueError(f"local rounds must be numbered 0, 1, … with no gap, got {numbers}")
+        return self
+
+    @property
+    def items(self) -> list[Item]:
+        """Every item of every local round, in order."""
+        return [item for lr in self.local_rounds for item in lr.items]
 
     @field_validator("ledger", "node")
     @classmethod
@@ -227,16 +252,24 @@ def _problem(err: dict[str, Any]) -> str:
 
 def _check_limits(batch: RolloutBatch, limits: BatchLimits) -> None:
     problems = []
+    if len(batch.local_rounds) > limits.max_local_rounds:
+        problems.append(
+            f"local_rounds: {len(batch.local_rounds)} over the limit of {limits.max_local_rounds}"
+        )
     if len(batch.items) > limits.max_items:
         problems.append(f"items: {len(batch.items)} over the limit of {limits.max_items}")
-    for i, item in enumerate(batch.items):
-        if len(item.completions) > limits.max_completions:
-            problems.append(f"items.{i}.completions: over the limit of {limits.max_completions}")
-        if len(item.question) > limits.max_question_chars:
-            problems.append(f"items.{i}.question: over {limits.max_question_chars} characters")
-        longest = max(len(c) for c in item.completions)
-        if longest > limits.max_completion_chars:
-            problems.append(f"items.{i}.completions: over {limits.max_completion_chars} characters")
+    for lr in batch.local_rounds:
+        for i, item in enumerate(lr.items):
+            where = f"local_rounds.{lr.k}.items.{i}"
+            if len(item.completions) > limits.max_completions:
+                problems.append(f"{where}.completions: over the limit of {limits.max_completions}")
+            if len(item.question) > limits.max_question_chars:
+                problems.append(f"{where}.question: over {limits.max_question_chars} characters")
+            longest = max(len(c) for c in item.completions)
+            if longest > limits.max_completion_chars:
+                problems.append(
+                    f"{where}.completions: over {limits.max_completion_chars} characters"
+                )
     if problems:
         raise SchemaMismatch(problems)
 

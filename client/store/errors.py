@@ -26,7 +26,9 @@ class SchemaMismatch(StoreError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__("batch does not fit sapo.rollouts/1: " + "; ".join(problems[:10]))
+        from client.store.batch import SCHEMA
+
+        super().__init__(f"batch does not fit {SCHEMA}: " + "; ".join(problems[:10]))
 
 
 class UnsupportedSchema(StoreError):
@@ -35,9 +37,11 @@ class UnsupportedSchema(StoreError):
         if version is None:
             text = "no schema field: a JSON document, but not a rollout batch"
         else:
+            from client.store.batch import SCHEMA
+
             text = (
-                f"batch schema {version!r} is not sapo.rollouts/1, the one this client reads "
-                "(a newer sapo-swarm may read it)"
+                f"batch schema {version!r} is not {SCHEMA}, the one this client reads "
+                "(another version of sapo-swarm may read it)"
             )
         super().__init__(text)
 

@@ -1,7 +1,7 @@
 """Tasks: catalogs of reasoning-gym datasets, the seeded draw, prompts and verifiers."""
 
 from client.tasks.catalog import Catalog, CatalogError, Entry, check_against_ledger, load_catalog
-from client.tasks.draw import Task, draw, draw_refs, regenerate
+from client.tasks.draw import Task, draw, draw_refs, local_round_seed, regenerate
 from client.tasks.verify import (
     SCORE_SCALE,
     extract_answer,
@@ -22,6 +22,7 @@ __all__ = [
     "draw_refs",
     "extract_answer",
     "load_catalog",
+    "local_round_seed",
     "reference_answer",
     "regenerate",
     "render_prompt",

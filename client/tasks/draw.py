@@ -12,6 +12,10 @@ Derivation (reimplement it to audit any node's round; DOMAIN = b"sapo.draw/1"):
   question = reasoning_gym.create_dataset(entry.dataset, seed=dataset seed, size=index+1,
              **entry.config)[index]
 The same seed gives the same tasks on every machine and in every process; nobody picks tasks.
+
+A chain round holds local rounds k = 0, 1, …; local round k draws from
+  local seed = sha256(b"sapo.local-round/1" || ledger task seed of (round, node) || k as 4 bytes)
+so every local round has fresh questions and every one is bound to the chain round.
 """
 
 from __future__ import annotations
@@ -48,6 +52,16 @@ def _seed32(seed: bytes | str) -> bytes:
     if len(raw) != 32:
         raise ValueError(f"a task seed is 32 bytes, got {len(raw)}")
     return raw
+
+
+LOCAL_DOMAIN = b"sapo.local-round/1"
+
+
+def local_round_seed(task_seed: bytes | str, k: int) -> bytes:
+    """Returns the seed local round k of a chain round draws from (see the module docstring)."""
+    if not 0 <= k < 2**32:
+        raise ValueError(f"a local round number is 0..2^32-1, got {k}")
+    return hashlib.sha256(LOCAL_DOMAIN + _seed32(task_seed) + k.to_bytes(4, "big")).digest()
 
 
 def dataset_seed(seed: bytes | str, entry_id: str) -> int:

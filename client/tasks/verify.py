@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 from client.tasks.draw import Task
+from client.units import SCORE_SCALE
 
-SCORE_SCALE = 10_000
 INSTRUCTION = "Give only the final answer, inside <answer></answer>."
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 

@@ -7,8 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
+from client.node.view import Health, Snapshot
 from tui.format import age
-from tui.state import Health, Snapshot
 
 
 def badge(name: str, health: Health, now: float) -> Text:

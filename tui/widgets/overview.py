@@ -10,8 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.widgets import Static
 
+from client.node.view import Health, Snapshot
 from tui.format import age, format_ether, format_score
-from tui.state import Health, Snapshot
 
 RECENT = 14  # activity lines on the overview
 LEVEL_STYLES = {"warning": "yellow", "error": "bold red"}
@@ -79,6 +79,9 @@ class Overview(Grid):
         round_.add_row("round", "?" if snap.round is None else str(snap.round))
         if snap.round_length:
             round_.add_row("round length", f"{snap.round_length} s")
+        if snap.submit_rounds is not None and snap.challenge_rounds is not None:
+            w, c = snap.submit_rounds, snap.challenge_rounds
+            round_.add_row("windows", f"submit until r+{w}, attest until r+{w + c}")
         round_.add_row("phase", "paused" if snap.paused else snap.phase)
         round_.add_row("node", "running here" if snap.mode == "live" else "attached (read-only)")
         if snap.reward_pool is not None:
@@ -109,9 +112,16 @@ class Overview(Grid):
         if t is not None:
             latest.add_row(
                 "last training",
-                f"round {t.round}, step {t.step}: reward {t.reward_local or 0:.3f}, "
-                f"{t.local_items} local + {t.external_items} external items",
+                f"{t.round}.{t.k}, step {t.step}: reward {t.reward_local or 0:.3f}, "
+                f"I/J {t.local_items}/{t.external_items}",
             )
+        if snap.busy_share is not None:
+            latest.add_row(
+                "busy",
+                f"{snap.busy_share:.0%} learning, {snap.blocked_share or 0:.0%} blocked on I/O",
+            )
+        if snap.local_rounds_per_round is not None:
+            latest.add_row("local rounds", f"{snap.local_rounds_per_round:.1f} per chain round")
         credited = sum(p.credited or 0 for p in snap.rounds)
         latest.add_row("credited score", f"{format_score(credited)} over {len(confirmed)} rounds")
         self.query_one("#latest-card", Static).update(latest)

@@ -7,8 +7,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
+from client.node.view import PeerRow
 from tui.format import format_ether, format_score, short
-from tui.state import PeerRow
 
 # (column key, header, sort key)
 COLUMNS = (

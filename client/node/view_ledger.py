@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from client.chain import Ledger
 from client.chain.events import EventCursor, EventReader, LedgerEvent
 from client.chain.models import NodeInfo
-from tui.format import short
-from tui.state import Account, Activity, Payout, PeerRow
+from client.node.view import Account, Activity, Payout, PeerRow, short
+from client.units import SCORE_SCALE
 
 _STAKE_EVENTS = {"Registered", "StakeAdded", "UnstakeRequested", "Withdrawn", "Slashed"}
 _MODEL_CHARS = 40
@@ -136,10 +136,7 @@ class LedgerView:
     # --------------------------------------------------------------------------------- folding
 
     def _block_time(self, number: int) -> int:
-        block = self.ledger.tx.rpc(
-            lambda: self.ledger.w3.eth.get_block(number), "eth_getBlockByNumber"
-        )
-        return int(block["timestamp"])
+        return self.ledger.block_time(number)
 
     def _record(self, address: str) -> _NodeRecord:
         key = address.lower()
@@ -178,7 +175,7 @@ class LedgerView:
                         now,
                         "dispute",
                         f"round {a['round']}: we dispute {short(a['node'])}'s claim "
-                        f"(our score {a['score'] / 10_000:.4f})",
+                        f"(our score {a['score'] / SCORE_SCALE:.4f})",
                         a["round"],
                         "warning",
                     )
@@ -188,7 +185,7 @@ class LedgerView:
                     now,
                     "received",
                     f"round {a['round']}: {short(a['attester'])} attested our batch "
-                    f"{a['score'] / 10_000:.4f} — {verdict}",
+                    f"{a['score'] / SCORE_SCALE:.4f} — {verdict}",
                     a["round"],
                     "info" if a["agrees"] else "warning",
                 )
@@ -210,7 +207,7 @@ class LedgerView:
         elif name == "Claimed" and node == self.me:
             self.paid_rounds.update(a["rounds"])
             params = self.ledger.params()
-            mined_round = int((self._mined[e.block_number] - params.genesis) // params.round_length)
+            mined_round = params.round_at(self._mined[e.block_number])
             self.payouts.append(Payout(mined_round, a["amount"]))
             return Activity(
                 now,

@@ -1,0 +1,231 @@
+"""Peer intake, beside the compute stage: discover peers' submissions on the ledger, fetch their
+batches, re-verify them completely, journal what passed (the sampler's pool) and queue the
+attestations the publisher sends.
+
+Every poll it reads the `Submitted` events since its saved cursor (a restart goes on from there,
+not from the deployment block). Each chain round it fetches at most `[sapo].max_fetch_per_round`
+batches, newest round first (the freshest items for training), from every round still open to
+attestation (r + W + C), and attests at most `[sapo].attest_budget` of them: 0 for a batch whose
+tasks are not the seed's, our own recomputed score otherwise, none for a batch it could not
+fetch (retried after a while: unavailability may be ours).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+
+from client.chain import ChainError, Ledger, LedgerParams
+from client.chain.events import EventReader
+from client.config import NodeConfig
+from client.node.clock import Clock
+from client.node.eventlog import Event, EventLog, Stage, timed
+from client.node.health import Health
+from client.node.journal import Journal
+from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
+from client.node.rollouts import task_seed, verify_batch
+from client.store import BlockStore, StoreError, fetch_batch
+from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout, StoreUnavailable
+from client.tasks import Catalog
+
+# Store failures that say nothing about the peer (the block may exist, we could not get it).
+_NOT_THE_PEERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
+POLL_S = 2.0
+
+
+class Intake:
+    """Discovers, fetches, verifies and queues attestations; its own thread."""
+
+    def __init__(
+        self,
+        cfg: NodeConfig,
+        *,
+        journal: Journal,
+        ledger: Ledger,
+        params: LedgerParams,
+        store: BlockStore,
+        catalog: Catalog,
+        events: EventLog,
+        health: Health,
+        clock: Clock,
+        chain_id: int,
+        wake_publisher: threading.Event,
+    ):
+        self.cfg = cfg
+        self.journal = journal
+        self.ledger = ledger
+        self.params = params
+        self.store = store
+        self.catalog = catalog
+        self.events = events
+        self.health = health
+        self.clock = clock
+        self.chain_id = chain_id
+        self.wake_publisher = wake_publisher
+        self.me = ledger.account_address.lower()
+        self.reader = EventReader(
+            ledger,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+            start_block=cfg.chain.ledger_deploy_block,
+        )
+        self._budget_round = -1
+        self._fetched = self._attested = 0
+        self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
+
+    def current_round(self) -> int:
+        return self.params.round_at(self.clock.now())
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.poll(stop)
+            stop.wait(POLL_S)
+
+    def poll(self, stop: threading.Event | None = None) -> None:
+        """One pass: discover, then check what the round's budget allows."""
+        try:
+            with timed(self.journal, Stage.DISCOVER):
+                self.discover()
+            self.health.chain(True)
+        except ChainError as exc:
+            self.health.chain(False, str(exc))
+            return
+        current = self.current_round()
+        if current != self._budget_round:
+            self._budget_round, self._fetched, self._attested = current, 0, 0
+        queued = False
+        for sub in self._candidates(current):
+            if self._fetched >= self.cfg.sapo.max_fetch_per_round or (stop and stop.is_set()):
+                break
+            self._fetched += 1
+            verdict, score = self.check(sub)
+            if (
+                verdict != UNAVAILABLE
+                and self.params.attest_open(sub.round, self.current_round())
+                and self._attested < self.cfg.sapo.attest_budget
+            ):
+                self._attested += 1
+                queued |= self.journal.enqueue(
+                    f"attest:{sub.round}:{sub.node}",
+                    "attest",
+                    sub.round,
+                    {"node": sub.node, "score": score},
+                )
+        if queued:
+            self.wake_publisher.set()
+
+    def discover(self) -> None:
+        """Journals the peers' `Submitted` events since the saved cursor, and the new cursor."""
+        cursor = self.journal.peers.event_cursor()
+        start = self.cfg.chain.ledger_deploy_block if cursor is None else cursor
+        head = self.reader.head()
+        if head < start:
+            return
+        subs = [
+            PeerSubmission(
+                e.args["round"],
+                e.args["node"].lower(),
+                str(e.args["digest"]).lower(),
+                e.args["rollouts"],
+                e.args["score"],
+            )
+            for e in self.reader.read(["Submitted"], from_block=start, to_block=head)
+        ]
+        self.journal.peers.discovered([s for s in subs if s.node != self.me], head + 1)
+
+    def _candidates(self, current: int) -> list[PeerSubmission]:
+        """Peers' batches still open to attestation and not settled here, newest round first,
+        in an order peers cannot predict (seeded by us and the round)."""
+        first = current - self.params.submit_rounds - self.params.challenge_rounds
+        now = time.monotonic()
+        fresh = [
+            s
+            for s in self.journal.peers.peer_submissions(max(0, first))
+            if self.journal.peers.peer_verdict(s.round, s.node) in (None, UNAVAILABLE)
+            and self._retry_at.get((s.round, s.node), 0.0) <= now
+        ]
+        rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
+        rng.shuffle(fresh)
+        return sorted(fresh, key=lambda s: -s.round)
+
+    def check(self, sub: PeerSubmission) -> tuple[str, int]:
+        """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
+        try:
+            with timed(self.journal, Stage.FETCH):
+                batch = fetch_batch(
+                    self.store,
+                    sub.digest,
+                    chain_id=self.chain_id,
+                    ledger=self.ledger.address,
+                    round_=sub.round,
+                    node=sub.node,
+                )
+        except _NOT_THE_PEERS_FAULT as exc:
+            self.journal.peers.peer_batch(
+                sub.round, sub.node, sub.digest, UNAVAILABLE, reason=str(exc)
+            )
+            self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
+                10.0, self.params.round_length / 2
+            )
+            self.events.emit(
+                Event.PEER_UNAVAILABLE,
+                f"round {sub.round}: batch of {sub.node[:10]}… unavailable: {exc}",
+                logging.WARNING,
+                round=sub.round,
+                node=sub.node,
+                reason=str(exc),
+            )
+            return UNAVAILABLE, 0
+        except StoreError as exc:  # the peer published something that is not a valid batch
+            return self._reject(sub, str(exc), sub.score)
+        seed = task_seed(self.chain_id, self.ledger.address, sub.round, sub.node)
+        with timed(self.journal, Stage.VERIFY):
+            check = verify_batch(batch, self.catalog, seed)
+        if not check.valid:
+            return self._reject(sub, check.reason or "invalid batch", check.claimed)
+        items = [
+            {"question": item.question, "completions": list(item.completions), "rewards": c.rewards}
+            for item, c in zip(batch.items, check.items, strict=True)
+        ]
+        reason = (
+            None
+            if check.agrees
+            else f"claimed {check.claimed} but our verifier gives {check.recomputed}"
+        )
+        self.journal.peers.peer_batch(
+            sub.round,
+            sub.node,
+            sub.digest,
+            VERIFIED,
+            reason=reason,
+            claimed=check.claimed,
+            recomputed=check.recomputed,
+            items=items,
+        )
+        self.events.emit(
+            Event.PEER_VERIFIED,
+            f"round {sub.round}: verified {sub.node[:10]}… ({len(batch.local_rounds)} local "
+            f"rounds): claimed {check.claimed}, recomputed {check.recomputed}",
+            round=sub.round,
+            node=sub.node,
+            local_rounds=len(batch.local_rounds),
+            claimed=check.claimed,
+            recomputed=check.recomputed,
+        )
+        return VERIFIED, check.recomputed
+
+    def _reject(self, sub: PeerSubmission, reason: str, claimed: int) -> tuple[str, int]:
+        """Journals a peer batch that is available but not valid; we attest 0 for it."""
+        self.journal.peers.peer_batch(
+            sub.round, sub.node, sub.digest, BAD, reason=reason, claimed=claimed, recomputed=0
+        )
+        self.events.emit(
+            Event.PEER_BAD,
+            f"round {sub.round}: bad batch from {sub.node[:10]}…: {reason}",
+            logging.WARNING,
+            round=sub.round,
+            node=sub.node,
+            reason=reason,
+        )
+        return BAD, 0

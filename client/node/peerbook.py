@@ -1,0 +1,148 @@
+"""What a node knows of its peers, kept in its journal's SQLite file: the `Submitted` events it
+discovered (and the block its event scan goes on from, so a restart does not rescan from the
+deployment), the peer batches it fetched with their verdicts and the items that passed its own
+verifier, and which of those items it trained on (never twice, across restarts)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from client.node.journal import Journal
+
+# Verdicts of a fetched peer batch.
+VERIFIED, BAD, UNAVAILABLE = "verified", "bad", "unavailable"
+
+
+@dataclass(frozen=True)
+class PeerSubmission:
+    """A peer's `Submitted` event, as discovered on the ledger."""
+
+    round: int
+    node: str
+    digest: str
+    rollouts: int
+    score: int
+
+
+@dataclass(frozen=True)
+class PeerItem:
+    """A verified peer item: the question, completions, and OUR verifier's rewards in [0, 1]."""
+
+    round: int
+    node: str
+    index: int  # over the whole batch (local rounds in order)
+    question: str
+    completions: list[str]
+    rewards: list[float]
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        return (self.round, self.node, self.index)
+
+
+class PeerBook:
+    """The peer tables of a journal (every write one transaction of the journal's)."""
+
+    def __init__(self, journal: Journal):
+        self._journal = journal
+
+    def discovered(self, subs: list[PeerSubmission], next_block: int) -> None:
+        """Records peers' submissions and where the event scan goes on, in one transaction."""
+        with self._journal._tx() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?)",
+                [(s.round, s.node, s.digest, s.rollouts, s.score) for s in subs],
+            )
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('event_cursor', ?)", (str(next_block),))
+
+    def event_cursor(self) -> int | None:
+        """Returns the block the event scan goes on from (None: scan from deployment)."""
+        rows = self._journal._all("SELECT value FROM meta WHERE key = 'event_cursor'")
+        return int(rows[0][0]) if rows else None
+
+    def peer_submissions(self, first_round: int) -> list[PeerSubmission]:
+        rows = self._journal._all(
+            "SELECT * FROM peer_submissions WHERE round >= ? ORDER BY round, node", first_round
+        )
+        return [PeerSubmission(*r) for r in rows]
+
+    def peer_verdict(self, round_: int, node: str) -> str | None:
+        """Returns the verdict recorded for a peer's batch of a round, or None."""
+        rows = self._journal._all(
+            "SELECT verdict FROM peer_batches WHERE round = ? AND node = ?", round_, node
+        )
+        return rows[0][0] if rows else None
+
+    def peer_batch(
+        self,
+        round_: int,
+        node: str,
+        digest: str,
+        verdict: str,
+        *,
+        reason: str | None = None,
+        claimed: int | None = None,
+        recomputed: int | None = None,
+        items: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Records a fetched peer batch and its verdict (an unavailable one may be retried)."""
+        with self._journal._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO peer_batches (round, node, digest, verdict, reason, "
+                "claimed, recomputed, items, fetched) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    round_,
+                    node,
+                    digest,
+                    verdict,
+                    reason,
+                    claimed,
+                    recomputed,
+                    json.dumps(items) if items is not None else None,
+                    time.time(),
+                ),
+            )
+
+    def peer_verdicts(self, since_round: int = 0) -> list[dict[str, Any]]:
+        """Returns every fetched peer batch's verdict, with how many of its items we used."""
+        rows = self._journal._all(
+            "SELECT b.round, b.node, b.digest, b.verdict, b.reason, b.claimed, b.recomputed, "
+            "(SELECT COUNT(*) FROM used_items u WHERE u.round = b.round AND u.node = b.node) "
+            "FROM peer_batches b WHERE b.round >= ? ORDER BY b.round, b.node",
+            since_round,
+        )
+        keys = ("round", "node", "digest", "verdict", "reason", "claimed", "recomputed", "used")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def verified_items(self, first_round: int, last_round: int) -> list[PeerItem]:
+        """Returns the items of verified peer batches of rounds first..last not used yet."""
+        rows = self._journal._all(
+            "SELECT round, node, items FROM peer_batches WHERE verdict = ? AND round BETWEEN ? "
+            "AND ? ORDER BY round, node",
+            VERIFIED,
+            first_round,
+            last_round,
+        )
+        used = {
+            (r, n, i)
+            for r, n, i in self._journal._all(
+                "SELECT round, node, idx FROM used_items WHERE round BETWEEN ? AND ?",
+                first_round,
+                last_round,
+            )
+        }
+        return [
+            PeerItem(r, node, i, it["question"], it["completions"], it["rewards"])
+            for r, node, items in rows
+            for i, it in enumerate(json.loads(items or "[]"))
+            if (r, node, i) not in used
+        ]
+
+    def used(self, keys: list[tuple[int, str, int]]) -> None:
+        """Records peer items as trained on (a restart will not use them again)."""
+        with self._journal._tx() as db:
+            db.executemany("INSERT OR IGNORE INTO used_items VALUES (?, ?, ?)", keys)

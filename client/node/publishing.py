@@ -1,0 +1,297 @@
+"""Publishing: a chain round's batch from its local rounds, then the outbox (pin, submit,
+attest), beside the compute stage.
+
+The compute stage seals a chain round when it starts a local round of a later one (`seal`: the
+local rounds k = 0..n-1 become the batch, its bytes, pin and submission go into the journal in
+one transaction; no I/O). The publisher's own thread sends what the outbox holds, oldest first:
+a pin, then the round's submission (a digest nobody can fetch earns nothing), and the
+attestations intake queued, together (one nonce sequence, receipts awaited at once: ~one block
+for all). What cannot go yet waits (an outage); a submission whose window (round + W) closes
+first, or an attestation past its challenge window, is dropped and the round recorded as missed.
+It also unpins what `[store].retain_rounds` no longer keeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from client.chain import ChainError, Ledger, LedgerParams
+from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
+from client.config import NodeConfig
+from client.node.clock import Clock
+from client.node.eventlog import Event, EventLog, Stage, timed
+from client.node.health import Health
+from client.node.journal import MISSED, Journal, OutboxEntry
+from client.node.rollouts import make_batch
+from client.store import BlockStore, LocalRound, StoreError
+from client.store.batch import BatchLimits
+from client.tasks import Catalog
+from client.units import SCORE_SCALE
+
+MAX_CONCURRENT_TX = 8  # attestations in flight at once (each waits for its own receipt)
+_CHAIN_DOWN = (RpcUnavailable, TransactionTimeout)
+HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
+
+
+class Publisher:
+    """Seals chain rounds' batches and sends the outbox."""
+
+    def __init__(
+        self,
+        cfg: NodeConfig,
+        *,
+        journal: Journal,
+        ledger: Ledger,
+        params: LedgerParams,
+        store: BlockStore,
+        catalog: Catalog,
+        events: EventLog,
+        health: Health,
+        clock: Clock,
+        chain_id: int,
+        model: dict,
+    ):
+        self.cfg = cfg
+        self.journal = journal
+        self.ledger = ledger
+        self.params = params
+        self.store = store
+        self.catalog = catalog
+        self.events = events
+        self.health = health
+        self.clock = clock
+        self.chain_id = chain_id
+        self.model = model
+        self.address = ledger.account_address
+        self.limits = BatchLimits(max_bytes=cfg.store.max_batch_bytes)
+        self.wake = threading.Event()
+
+    def current_round(self) -> int:
+        return self.params.round_at(self.clock.now())
+
+    # ------------------------------------------------------------------- sealing (compute)
+
+    def room(self, round_: int, part_bytes: int) -> bool:
+        """Whether a local round of `part_bytes` still fits in the round's batch (its limits:
+        bytes, items and local rounds)."""
+        count, used = self.journal.open_batch(round_)
+        return (
+            count < self.limits.max_local_rounds
+            and (count + 1) * self.cfg.sapo.local_items <= self.limits.max_items
+            and used + part_bytes + count + HEADER_BYTES <= self.limits.max_bytes
+        )
+
+    def seal(self, round_: int) -> bool:
+        """Makes the round's batch from its local rounds and queues pin and submission; returns
+        whether there was a batch to seal."""
+        parts = self.journal.local_rounds(round_)
+        if not parts:
+            return False
+        local = [LocalRound.model_validate_json(p.part) for p in parts]
+        while True:
+            batch = make_batch(
+                chain_id=self.chain_id,
+                ledger=self.ledger.address,
+                round_=round_,
+                node=self.address,
+                catalog=self.catalog,
+                model=self.model,
+                local_rounds=local,
+            )
+            data = batch.encode()
+            if len(data) <= self.limits.max_bytes or len(local) == 1:
+                break
+            local.pop()  # `room` keeps this from happening; the last local rounds go first
+        digest = "0x" + batch.digest().hex()
+        self.journal.seal(round_, data, digest, batch.score, batch.rollouts, len(local))
+        self.events.emit(
+            Event.ROUND_SEALED,
+            f"round {round_}: sealed {len(local)} local round(s), {batch.rollouts} rollouts, "
+            f"mean reward {batch.score / SCORE_SCALE / batch.rollouts:.3f}",
+            round=round_,
+            digest=digest,
+            local_rounds=len(local),
+            rollouts=batch.rollouts,
+            score=batch.score,
+        )
+        self.wake.set()
+        return True
+
+    # ---------------------------------------------------------------------- the I/O thread
+
+    def run(self, stop: threading.Event) -> None:
+        """Sends the outbox whenever something is queued (or every second) until `stop`."""
+        while not stop.is_set():
+            self.flush()
+            self.retain()
+            self.wake.wait(1.0)
+            self.wake.clear()
+
+    def flush(self) -> None:
+        """Sends what the outbox holds, oldest first; what cannot go yet stays pending."""
+        chain_down = store_down = False
+        attestations = []
+        for entry in self.journal.pending():
+            if entry.kind == "pin" and not store_down:
+                store_down = not self._pin(entry)
+            elif entry.kind == "submit" and not chain_down:
+                pin = self.journal.outbox(f"pin:{entry.round}")
+                if pin is not None and pin.status == "pending":
+                    if not self.params.submit_open(entry.round, self.current_round()):
+                        self._give_up(
+                            entry, "the batch could not be pinned before its window closed"
+                        )
+                    continue  # a digest nobody can fetch earns nothing: pin first
+                chain_down = not self._send(entry)
+            elif entry.kind == "attest":
+                attestations.append(entry)
+        if attestations and not chain_down:
+            with (
+                timed(self.journal, Stage.ATTEST),
+                ThreadPoolExecutor(
+                    min(len(attestations), MAX_CONCURRENT_TX), thread_name_prefix="attest"
+                ) as pool,
+            ):
+                list(pool.map(self._send, attestations))
+
+    def _pin(self, entry: OutboxEntry) -> bool:
+        record = self.journal.round(entry.round)
+        if record is None or record.batch is None:
+            self.journal.dropped(entry.key, "no batch recorded for the round")
+            return True
+        try:
+            with timed(self.journal, Stage.PIN):
+                cid = self.store.put(record.batch, entry.round)
+        except StoreError as exc:
+            self.journal.attempted(entry.key, str(exc))
+            self.health.store(False, str(exc))
+            return False
+        self.health.store(True)
+        self.journal.done(entry.key)
+        self.journal.advance(entry.round, "pinned", cid=cid)
+        self.events.emit(
+            Event.ROUND_PINNED, f"round {entry.round}: pinned {cid}", round=entry.round, cid=cid
+        )
+        return True
+
+    def _send(self, entry: OutboxEntry) -> bool:
+        """Sends one submit or attest; returns False when the chain is unreachable."""
+        try:
+            if entry.kind == "submit":
+                with timed(self.journal, Stage.SUBMIT):
+                    self._submit(entry)
+            else:
+                self._attest(entry)
+        except _CHAIN_DOWN as exc:
+            self.journal.attempted(entry.key, str(exc))
+            self.health.chain(False, str(exc))
+            return False
+        except LedgerRevert as exc:
+            # The chain answered: this entry cannot go (a window closed, stake too low, ...)
+            self._give_up(entry, str(exc))
+        except ChainError as exc:
+            self.journal.attempted(entry.key, str(exc))
+            self.health.chain(False, str(exc))
+            return False
+        return True
+
+    def _submit(self, entry: OutboxEntry) -> None:
+        round_, p = entry.round, entry.payload
+        on_chain = self.ledger.submission(round_, self.address)
+        self.health.chain(True)
+        if on_chain.rollouts:  # sent before a crash, or by an earlier attempt that timed out
+            if on_chain.digest.lower() == p["digest"].lower():
+                self._submitted(entry, None)
+            else:
+                self._give_up(entry, f"another batch ({on_chain.digest}) is on chain")
+            return
+        if not self.params.submit_open(round_, self.current_round()):
+            self._give_up(entry, "the round's submission window closed before it could go")
+            return
+        result = self.ledger.submit(round_, p["digest"], p["rollouts"], p["score"])
+        self._submitted(entry, result.tx_hash)
+
+    def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
+        self.journal.done(entry.key, tx_hash)
+        self.journal.advance(entry.round, "confirmed", tx_hash=tx_hash)
+        record = self.journal.round(entry.round)
+        self.events.emit(
+            Event.ROUND_SUBMITTED,
+            f"round {entry.round}: submission confirmed"
+            + (f" in {tx_hash}" if tx_hash else " (found on chain)"),
+            round=entry.round,
+            digest=record.digest if record else None,
+            cid=record.cid if record else None,
+            local_rounds=record.local_rounds if record else None,
+            tx_hash=tx_hash,
+        )
+
+    def _attest(self, entry: OutboxEntry) -> None:
+        round_, peer, score = entry.round, entry.payload["node"], entry.payload["score"]
+        if self.ledger.has_attested(self.address, round_, peer):
+            self.journal.done(entry.key)
+            return
+        if not self.params.attest_open(round_, self.current_round()):
+            self._give_up(entry, "the challenge window closed")
+            return
+        result = self.ledger.attest(round_, peer, score)
+        self.health.chain(True)
+        self.journal.done(entry.key, result.tx_hash)
+        self.events.emit(
+            Event.PEER_ATTESTED,
+            f"round {round_}: attested {peer[:10]}… score {score / SCORE_SCALE:.4f}",
+            round=round_,
+            node=peer,
+            score=score,
+            tx_hash=result.tx_hash,
+        )
+
+    def _give_up(self, entry: OutboxEntry, reason: str) -> None:
+        self.journal.dropped(entry.key, reason)
+        if entry.kind == "submit":
+            self.journal.end(entry.round, MISSED, reason)
+        kind = Event.SUBMIT_DROPPED if entry.kind != "attest" else Event.ATTEST_DROPPED
+        self.events.emit(
+            kind,
+            f"round {entry.round}: {entry.kind} dropped: {reason}",
+            logging.WARNING,
+            round=entry.round,
+            reason=reason,
+        )
+
+    def retain(self) -> None:
+        """Unpins what is older than `[store].retain_rounds` (peers had their windows to fetch
+        it: open_node checks retain_rounds against them) and old time spans."""
+        current = self.current_round()
+        try:
+            dropped = self.store.gc(current, self.cfg.store.retain_rounds)
+        except StoreError as exc:
+            self.health.store(False, str(exc))
+            return
+        if dropped:
+            self.events.emit(
+                Event.STORE_UNPINNED,
+                f"unpinned {len(dropped)} batch(es) older than round "
+                f"{current - self.cfg.store.retain_rounds}",
+                round=current,
+                cids=dropped,
+            )
+        with contextlib.suppress(Exception):  # bookkeeping only
+            keep_s = max(self.cfg.store.retain_rounds, 100) * self.params.round_length
+            self.journal.prune_spans(self.clock.now() - keep_s)
+
+    def drain(self, seconds: float, stop_waiting: threading.Event) -> int:
+        """Sends the outbox until it is empty, the chain or store is down, or `seconds` pass;
+        returns how many entries are left (kept for the next start)."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        self.flush()
+        while self.journal.pending() and self.health.chain_ok and self.health.store_ok:
+            if time.monotonic() > deadline or stop_waiting.wait(0.5):
+                break
+            self.flush()
+        return len(self.journal.pending())

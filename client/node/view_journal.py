@@ -1,0 +1,185 @@
+"""What a node's journal says, for whatever shows it: the TUI's watcher, `sapo devnet status`,
+the experiments and the benchmarks read a node through `NodeView`, never through SQL of their
+own. It opens the journal read-only (another process writes it) and answers with plain values.
+
+Shares of time are measured over a window of wall time (by default the last 10 chain rounds, or
+since the node's first recorded span if that is later): `busy_share` is the share in which the
+compute stage was generating or training, `blocked_share` the share in which it had work but
+waited on chain or IPFS I/O, and each stage's seconds (the I/O stages run beside compute on
+their own threads, so theirs overlap it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from client.node.eventlog import BUSY, Stage
+from client.node.journal import MISSED, SKIPPED, Journal, RoundRecord
+from client.node.peerbook import BAD, UNAVAILABLE
+from client.store import decode_batch
+from client.units import SCORE_SCALE
+
+WINDOW_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Where a node's wall time went over `window_s` seconds."""
+
+    window_s: float
+    busy_share: float
+    blocked_share: float
+    stage_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """One line of `sapo devnet status`."""
+
+    round: int | None  # the chain round of its last local round
+    last_submission: int | None
+    missed: int
+    skipped: int
+    local_rounds: int  # finished local rounds in all
+    local_rounds_per_round: float | None  # per sealed chain round, over the window
+    external_items_used: int
+    peers_used: int
+    busy_share: float | None
+    blocked_share: float | None
+    window_s: float
+
+
+class NodeView:
+    """A read-only view of one node's journal (in `data_dir`)."""
+
+    def __init__(self, data_dir: Path):
+        self.data_dir = Path(data_dir)
+        self._journal: Journal | None = None
+
+    @property
+    def journal(self) -> Journal | None:
+        """The journal, once the node has written one (None before)."""
+        if self._journal is None:
+            with contextlib.suppress(FileNotFoundError):
+                self._journal = Journal.read_only(self.data_dir / "journal.sqlite")
+        return self._journal
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    # -------------------------------------------------------------------------------- rounds
+
+    def rounds(self, last: int | None = None) -> list[RoundRecord]:
+        return self.journal.rounds(last) if self.journal else []
+
+    def confirmed_rounds(self) -> list[int]:
+        return self.journal.confirmed_rounds() if self.journal else []
+
+    def local_metrics(self, last: int | None = None) -> list[tuple[int, int, dict[str, Any]]]:
+        """Returns (chain round, k, metrics) of the last local rounds, oldest first."""
+        return self.journal.all_metrics(last) if self.journal else []
+
+    def round_rewards(self, first: int, last: int) -> dict[int, dict[str, Any]]:
+        """Per chain round first..last: the mean reward of its published local rollouts (its
+        claim / rollouts, as on chain), its local rounds, and the training numbers."""
+        out: dict[int, dict[str, Any]] = {}
+        if not self.journal:
+            return out
+        for record in self.journal.rounds():
+            if first <= record.round <= last and record.rollouts:
+                out[record.round] = {
+                    "reward_local": record.claimed / SCORE_SCALE / record.rollouts,
+                    "local_rounds": record.local_rounds,
+                    "rollouts": record.rollouts,
+                }
+        for round_, _, m in self.local_metrics():
+            if round_ in out:
+                row = out[round_]
+                for key in ("external_items", "external_shortfall", "local_items", "seconds"):
+                    row[key] = row.get(key, 0) + (m.get(key) or 0)
+                if m.get("reward_external") is not None:
+                    row.setdefault("_ext", []).append(m["reward_external"])
+        for row in out.values():
+            ext = row.pop("_ext", [])
+            row["reward_external"] = sum(ext) / len(ext) if ext else None
+        return out
+
+    def reward_by_entry(self, first: int, last: int) -> dict[int, dict[str, list]]:
+        """Per chain round: [mean reward, rollouts] of its published rollouts on each catalog
+        entry (from the batch bytes it pinned and hashed on chain)."""
+        out = {}
+        for record in self.rounds():
+            if not (first <= record.round <= last) or record.batch is None:
+                continue
+            totals: dict[str, list[float]] = {}
+            for item in decode_batch(record.batch).items:
+                t = totals.setdefault(item.task.entry, [0.0, 0])
+                t[0] += sum(item.rewards) / SCORE_SCALE
+                t[1] += len(item.rewards)
+            out[record.round] = {entry: [s / n, n] for entry, (s, n) in sorted(totals.items())}
+        return out
+
+    # --------------------------------------------------------------------------------- peers
+
+    def peer_counts(self) -> dict[str, dict[str, int]]:
+        """Per peer: its items we used, its batches we found bad, and those we could not get."""
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        if not self.journal:
+            return counts
+        for row in self.journal.peers.peer_verdicts():
+            c = counts[row["node"].lower()]
+            c["used"] += int(row["used"] or 0)
+            if row["verdict"] == BAD:
+                c["bad"] += 1
+            elif row["verdict"] == UNAVAILABLE:
+                c["unavailable"] += 1
+        return counts
+
+    # ---------------------------------------------------------------------------------- time
+
+    def shares(self, since: float, until: float) -> Shares:
+        """Returns where the node's time went between `since` and `until` (unix times)."""
+        spans = self.journal.spans(since) if self.journal else []
+        if spans:
+            since = max(since, min(start for start, _, _ in spans))
+        window = max(until - since, 1e-9)
+        stage_s: dict[str, float] = defaultdict(float)
+        for start, end, stage in spans:
+            stage_s[stage] += max(0.0, min(end, until) - max(start, since))
+        busy = sum(stage_s.get(str(s), 0.0) for s in BUSY)
+        blocked = stage_s.get(str(Stage.BLOCKED), 0.0)
+        return Shares(window, busy / window, blocked / window, dict(stage_s))
+
+    def summary(self, genesis: float, round_length: float, now: float) -> NodeSummary:
+        """Returns the node's progress and, over the last WINDOW_ROUNDS chain rounds, its
+        shares of busy and blocked time and its local rounds per sealed chain round."""
+        since = now - WINDOW_ROUNDS * round_length
+        first, current = (
+            int((since - genesis) // round_length),
+            int((now - genesis) // round_length),
+        )
+        rounds = self.rounds()
+        metrics = self.local_metrics()
+        shares = self.shares(since, now) if self.journal else None
+        peers = self.peer_counts()
+        recent = [r.local_rounds for r in rounds if r.local_rounds and first <= r.round < current]
+        confirmed = self.confirmed_rounds()
+        return NodeSummary(
+            round=metrics[-1][0] if metrics else None,
+            last_submission=confirmed[-1] if confirmed else None,
+            missed=sum(1 for r in rounds if r.phase == MISSED),
+            skipped=sum(1 for r in rounds if r.phase == SKIPPED),
+            local_rounds=len(metrics),
+            local_rounds_per_round=sum(recent) / len(recent) if recent else None,
+            external_items_used=sum(c["used"] for c in peers.values()),
+            peers_used=sum(1 for c in peers.values() if c["used"]),
+            busy_share=shares.busy_share if shares else None,
+            blocked_share=shares.blocked_share if shares else None,
+            window_s=shares.window_s if shares else 0.0,
+        )
