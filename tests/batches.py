@@ -54,3 +54,34 @@ def batch_of_size(target: int) -> RolloutBatch:
     per_char = 8 * 8 + 8  # each completion and each question carries the padding once
     pad = max(0, (target - base) // per_char - 1)
     return make_batch(items=8, completions=8, text="x" * min(pad, 8_000))
+
+
+def local_round(
+    policy,
+    seed: bytes,
+    round_: int,
+    node: str,
+    k: int,
+    items: int,
+    completions: int,
+    max_new_tokens: int = 12,
+):
+    """Generates a real local round on `policy` (sampled at temperature 1, as a node does)."""
+    from client.node.rollouts import generate_local_round
+    from client.policy import TransformersBackend
+    from client.tasks import load_catalog
+
+    return generate_local_round(
+        policy,
+        TransformersBackend(policy),
+        load_catalog("tiny"),
+        seed=seed,
+        round_=round_,
+        node=node,
+        k=k,
+        items=items,
+        completions=completions,
+        max_new_tokens=max_new_tokens,
+        temperature=1.0,
+        top_p=1.0,
+    )

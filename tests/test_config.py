@@ -221,3 +221,25 @@ def test_the_vllm_backend_is_refused_until_one_exists(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "[policy].backend" in message and "not supported by this version" in message
     assert 'backend = "transformers"' in message
+
+
+def test_devnet_node_overrides_are_checked_like_the_sections_they_change(tmp_path: Path) -> None:
+    good = write(
+        tmp_path, "[devnet]\nnodes = 3\n[devnet.node_overrides.2.sapo]\ncompletions = 24\n"
+    )
+    assert load_config(good).devnet.node_overrides == {2: {"sapo": {"completions": 24}}}
+    from client.config.writer import dump_toml  # as `sapo devnet up` writes devnet.toml
+
+    again = write(tmp_path, dump_toml(load_config(good)), "written.toml")
+    assert load_config(again).devnet.node_overrides == {2: {"sapo": {"completions": 24}}}
+    for text, needle in [
+        (
+            "[devnet.node_overrides.2.sapo]\ncompletions = 99\n",
+            "node_overrides.2.sapo: completions",
+        ),
+        ("[devnet.node_overrides.7.sapo]\ncompletions = 8\n", "the devnet has nodes 0..2"),
+        ("[devnet.node_overrides.1.chain]\nrpc_url = 'http://x'\n", "cannot differ between"),
+    ]:
+        with pytest.raises(ConfigError) as caught:
+            load_config(write(tmp_path, text, "bad.toml"))
+        assert needle in str(caught.value), str(caught.value)

@@ -9,12 +9,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from batches import local_round
 from typer.testing import CliRunner
 
 from client.cli.main import app
 from client.node.journal import Journal, LocalRoundRecord
-from client.node.rollouts import generate_local_round, make_batch, task_seed, verify_batch
-from client.policy import SeedSpec, TransformersBackend, build_seed_policy, load_policy
+from client.node.rollouts import make_batch, task_seed, verify_batch
+from client.policy import SeedSpec, build_seed_policy, load_policy
 from client.store import Item, RolloutBatch
 from client.tasks import load_catalog
 
@@ -72,6 +73,7 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     """Where the event scan stopped and which peer items were trained on are kept: a restart
     neither rescans the chain from its deployment nor trains on an item twice."""
     from client.node.peerbook import VERIFIED, PeerSubmission
+    from client.node.training import PeerPool
 
     journal = Journal(tmp_path / "journal.sqlite")
     journal.peers.discovered([PeerSubmission(4, "0xpeer", "0xd1", 8, 4_000)], next_block=77)
@@ -82,7 +84,7 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     again = Journal(tmp_path / "journal.sqlite")
     assert again.peers.event_cursor() == 77
     assert [s.round for s in again.peers.peer_submissions(0)] == [4]
-    assert [i.index for i in again.peers.verified_items(0, 10)] == [0, 2]
+    assert [i.index for i in PeerPool(again).items(0, 10)] == [0, 2]
     assert again.peers.peer_verdicts()[0]["used"] == 1
 
 
@@ -114,23 +116,7 @@ class Honest:
     def __init__(self, policy):
         catalog = load_catalog("tiny")
         seed = task_seed(31_337, LEDGER, 7, NODE)
-        self.local = [
-            generate_local_round(
-                policy,
-                TransformersBackend(policy),
-                catalog,
-                seed=seed,
-                round_=7,
-                node=NODE,
-                k=k,
-                items=4,
-                completions=4,
-                max_new_tokens=12,
-                temperature=1.0,
-                top_p=1.0,
-            )
-            for k in range(2)
-        ]
+        self.local = [local_round(policy, seed, 7, NODE, k, items=4, completions=4) for k in (0, 1)]
         self.batch = make_batch(
             chain_id=31_337,
             ledger=LEDGER,

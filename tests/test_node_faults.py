@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from batches import local_round
 from conftest import REPO, Warp, wait_until
 from eth_account import Account
 from gate import TcpGate
@@ -22,8 +23,8 @@ from client.devnet import Anvil, IpfsDaemon, rpc_call
 from client.node.assemble import NodeConfigError, base_policy_path, open_node
 from client.node.devnet import _with, provision
 from client.node.eventlog import Event, read_events
-from client.node.rollouts import generate_local_round, make_batch, task_seed
-from client.policy import TransformersBackend, load_policy
+from client.node.rollouts import make_batch, task_seed
+from client.policy import load_policy
 from client.store import IpfsStore, Item, publish_batch
 from client.tasks import load_catalog
 
@@ -99,13 +100,20 @@ def next_round(world, node) -> int:
     return round_
 
 
-def test_chain_outage_queues_and_misses_only_what_closed(world) -> None:
-    gate = TcpGate(world["anvil"].port)
-    node = open_node(gated_config(world, 0, chain=gate), clock=world["warp"].clock)
+def cut_off(world, index: int, part: str):
+    """Starts node `index` at a round's start with the chain or IPFS ("chain", "ipfs") cut
+    off; returns (gate, node, that round, thread, stop) once it played two local rounds."""
+    gate = TcpGate(world["anvil"].port if part == "chain" else world["daemon"].api_port)
+    node = open_node(gated_config(world, index, **{part: gate}), clock=world["warp"].clock)
     first = next_round(world, node)
     gate.close()
     thread, stop = start(node)
-    wait_until(lambda: played(node, first), what="two local rounds while cut off")
+    wait_until(lambda: played(node, first), what=f"two local rounds with {part} cut off")
+    return gate, node, first, thread, stop
+
+
+def test_chain_outage_queues_and_misses_only_what_closed(world) -> None:
+    gate, node, first, thread, stop = cut_off(world, 0, "chain")
     world["warp"].to(node.params, first + 1, 0.05)
     # the node notices the outage after its RPC time-outs and retries (real seconds)
     wait_until(lambda: not node.health.chain_ok, timeout_s=60, what="the chain seen as down")
@@ -128,12 +136,7 @@ def test_chain_outage_queues_and_misses_only_what_closed(world) -> None:
 
 
 def test_ipfs_outage_holds_the_submission_until_the_batch_is_pinned(world) -> None:
-    gate = TcpGate(world["daemon"].api_port)
-    node = open_node(gated_config(world, 1, ipfs=gate), clock=world["warp"].clock)
-    first = next_round(world, node)
-    gate.close()
-    thread, stop = start(node)
-    wait_until(lambda: played(node, first), what="two local rounds while IPFS is cut off")
+    gate, node, first, thread, stop = cut_off(world, 1, "ipfs")
     next_round(world, node)
     wait_until(lambda: node.journal.round(first).phase == "sealed", what="the batch sealed")
     wait_until(lambda: not node.health.store_ok, timeout_s=60, what="IPFS seen as down")
@@ -165,20 +168,8 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
 
     def honest(address: str, as_node: str | None = None):
         seed = task_seed(31_337, node.ledger.address, round_, as_node or address)
-        part = generate_local_round(
-            policy,
-            TransformersBackend(policy),
-            catalog,
-            seed=seed,
-            round_=round_,
-            node=as_node or address,
-            k=0,
-            items=2,
-            completions=4,
-            max_new_tokens=12,
-            temperature=1.0,
-            top_p=1.0,
-        ).part
+        part = local_round(policy, seed, round_, as_node or address, 0, items=2, completions=4)
+        part = part.part
         return make_batch(
             chain_id=31_337,
             ledger=node.ledger.address,

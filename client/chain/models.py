@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from client.units import SCORE_SCALE  # noqa: F401 - re-exported: client.chain.SCORE_SCALE
+from client.units import SCORE_SCALE, round_at  # noqa: F401 - SCORE_SCALE re-exported
 
 
 class ChainModel(BaseModel):
@@ -32,7 +32,7 @@ class LedgerParams(ChainModel):
 
     def round_at(self, t: float) -> int:
         """Returns the round at unix time t (currentRound() at a block of that timestamp)."""
-        return int((t - self.genesis) // self.round_length)
+        return round_at(t, self.genesis, self.round_length)
 
     def round_start(self, round_: int) -> float:
         return self.genesis + round_ * self.round_length

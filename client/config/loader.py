@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -83,6 +83,23 @@ class NodeConfig(BaseSettings):
     train: TrainSection = TrainSection()
     tasks: TasksSection = TasksSection()
     devnet: DevnetSection = DevnetSection()
+
+    @model_validator(mode="after")
+    def _node_overrides_are_valid_configs(self) -> NodeConfig:
+        for index, sections in self.devnet.node_overrides.items():
+            for name, values in sections.items():
+                section = getattr(self, name)
+                try:
+                    type(section).model_validate({**section.model_dump(), **values})
+                except ValidationError as exc:
+                    problems = "; ".join(
+                        f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                        for e in exc.errors()
+                    )
+                    raise ValueError(
+                        f"[devnet].node_overrides.{index}.{name}: {problems}"
+                    ) from None
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -179,11 +196,11 @@ def _env_name(loc: tuple[Any, ...]) -> str:
 
 def _describe(err: dict[str, Any]) -> str:
     loc = tuple(err["loc"])
+    if not loc:  # a rule across sections (e.g. [devnet].node_overrides against the others)
+        return err["msg"].removeprefix("Value error, ")
     env = _env_name(loc[:2])
     origin = f"environment variable {env}: " if env in os.environ else ""
     key = f"[{loc[0]}].{'.'.join(map(str, loc[1:]))}" if len(loc) > 1 else f"[{loc[0]}]"
-    if not loc:
-        return f"{origin}{err['msg']}"
     if err["type"] == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1])
         hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -300,6 +300,10 @@ class TasksSection(Section):
     catalog: str = Field("tiny", min_length=1)
 
 
+# what may differ between a devnet's nodes (chain, store and ledger are the swarm's)
+NODE_OVERRIDABLE = ("sapo", "policy", "train")
+
+
 class DevnetSection(Section):
     """The local swarm that `sapo devnet up` starts (anvil, IPFS, N nodes) on loopback."""
 
@@ -308,6 +312,26 @@ class DevnetSection(Section):
     accounts: int = Field(10, ge=1, le=256, description="funded dev accounts")
     balance_eth: int = Field(10_000, gt=0)
     reward_pool: Wei = Field(default_factory=lambda: 100 * 10**18)
+    node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
+        default_factory=dict,
+        description="per node index, sections of its config that differ from the others' "
+        "([sapo], [policy], [train]): e.g. a slower node, [devnet.node_overrides.2.sapo] "
+        "completions = 24",
+    )
+
+    @model_validator(mode="after")
+    def _overrides_name_nodes_and_sections(self) -> DevnetSection:
+        for index, sections in self.node_overrides.items():
+            if not 0 <= index < self.nodes:
+                raise ValueError(
+                    f"node_overrides.{index}: the devnet has nodes 0..{self.nodes - 1}"
+                )
+            if unknown := sorted(set(sections) - set(NODE_OVERRIDABLE)):
+                raise ValueError(
+                    f"node_overrides.{index}: {unknown} cannot differ between a devnet's nodes "
+                    f"(they may override {', '.join(NODE_OVERRIDABLE)})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _enough_accounts(self) -> DevnetSection:

@@ -25,6 +25,9 @@ def _value(value: Any) -> str:
         return json.dumps(value)  # a JSON string is a valid TOML basic string
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table; keys quoted (node_overrides' are numbers)
+        inner = ", ".join(f"{json.dumps(str(k))} = {_value(v)}" for k, v in value.items())
+        return "{" + inner + "}"
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 

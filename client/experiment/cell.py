@@ -31,7 +31,7 @@ from client.devnet.process import ServerProcess, start_together
 from client.experiment.config import REPO, Cell, ExperimentConfig
 from client.node.assemble import base_policy_path
 from client.node.devnet import _with, dev_account, node_process, provision
-from client.node.eventlog import Stage
+from client.node.eventlog import Span
 from client.node.view_journal import NodeView
 from client.tasks import SCORE_SCALE, load_catalog
 
@@ -236,7 +236,7 @@ def collect(
                     "external_shortfall": m.get("external_shortfall"),
                     "compute_s": m.get("seconds", 0.0),
                     # the compute stage's waits on chain and IPFS (the I/O itself runs beside it)
-                    "swarm_s": blocked.get(str(Stage.BLOCKED), 0.0),
+                    "swarm_s": blocked.get(str(Span.BLOCKED), 0.0),
                 }
             )
         view.close()

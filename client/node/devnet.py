@@ -122,6 +122,8 @@ def provision(
         )
         if node_sections is not None:
             node_cfg = _with(node_cfg, **node_sections(i))
+        if overrides := cfg.devnet.node_overrides.get(i):  # e.g. a slower node
+            node_cfg = _with(node_cfg, **overrides)
         node_ledger = Ledger(w3, ledger.address, account=account)
         if not node_ledger.node_info(account.address).registered:
             node_ledger.register(node_metadata(node_cfg, open_store(node_cfg.store)), stake)
@@ -143,8 +145,15 @@ def node_process(name: str, config_path: Path) -> ServerProcess:
         log_path=config_path.parent / "node.log",
         ready=lambda: events.is_file() and '"kind": "node.started"' in events.read_text(),
         ready_timeout_s=300,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # the node's file holds its resolved config (per-node overrides included): SAPO_*__*
+        # overrides the supervisor was started with must not apply a second time over it
+        env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
+        | {"PYTHONUNBUFFERED": "1"},
     )
+
+
+def _is_config_override(name: str) -> bool:
+    return name.startswith("SAPO_") and "__" in name[len("SAPO_") :]
 
 
 def _with(cfg: NodeConfig, **sections: dict) -> NodeConfig:

@@ -34,7 +34,7 @@ class Phase(StrEnum):
     STOPPED = "stopped"
 
 
-class Stage(StrEnum):
+class Span(StrEnum):
     """The spans of time the journal records (client.node.view turns them into shares)."""
 
     GENERATE = "generate"  # compute: tasks -> completions -> verifier rewards
@@ -49,12 +49,12 @@ class Stage(StrEnum):
     VERIFY = "verify"
 
 
-COMPUTE = (Stage.GENERATE, Stage.TRAIN, Stage.CHECKPOINT)
-BUSY = (Stage.GENERATE, Stage.TRAIN)  # what the node is for: learning
+COMPUTE = (Span.GENERATE, Span.TRAIN, Span.CHECKPOINT)
+BUSY = (Span.GENERATE, Span.TRAIN)  # what the node is for: learning
 
 
 @contextlib.contextmanager
-def timed(journal, stage: Stage) -> Iterator[None]:
+def timed(journal, stage: Span) -> Iterator[None]:
     """Records the wall time of the block as a span of `stage` in the journal."""
     started = time.time()
     try:

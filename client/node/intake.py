@@ -17,15 +17,12 @@ import random
 import threading
 import time
 
-from client.chain import ChainError, Ledger, LedgerParams
+from client.chain import ChainError
 from client.chain.events import EventReader
-from client.config import NodeConfig
-from client.node.clock import Clock
-from client.node.eventlog import Event, EventLog, Stage, timed
-from client.node.health import Health
-from client.node.journal import Journal
+from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
 from client.node.rollouts import task_seed, verify_batch
+from client.node.services import Services, Stage
 from client.store import BlockStore, StoreError, fetch_batch
 from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout, StoreUnavailable
 from client.tasks import Catalog
@@ -35,47 +32,25 @@ _NOT_THE_PEERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDige
 POLL_S = 2.0
 
 
-class Intake:
+class Intake(Stage):
     """Discovers, fetches, verifies and queues attestations; its own thread."""
 
     def __init__(
-        self,
-        cfg: NodeConfig,
-        *,
-        journal: Journal,
-        ledger: Ledger,
-        params: LedgerParams,
-        store: BlockStore,
-        catalog: Catalog,
-        events: EventLog,
-        health: Health,
-        clock: Clock,
-        chain_id: int,
-        wake_publisher: threading.Event,
+        self, services: Services, store: BlockStore, catalog: Catalog, wake: threading.Event
     ):
-        self.cfg = cfg
-        self.journal = journal
-        self.ledger = ledger
-        self.params = params
+        super().__init__(services)
         self.store = store
         self.catalog = catalog
-        self.events = events
-        self.health = health
-        self.clock = clock
-        self.chain_id = chain_id
-        self.wake_publisher = wake_publisher
-        self.me = ledger.account_address.lower()
+        self.wake_publisher = wake
+        self.me = services.address.lower()
         self.reader = EventReader(
-            ledger,
-            chunk_blocks=cfg.chain.log_chunk_blocks,
-            start_block=cfg.chain.ledger_deploy_block,
+            self.ledger,
+            chunk_blocks=self.cfg.chain.log_chunk_blocks,
+            start_block=self.cfg.chain.ledger_deploy_block,
         )
         self._budget_round = -1
         self._fetched = self._attested = 0
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
-
-    def current_round(self) -> int:
-        return self.params.round_at(self.clock.now())
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -85,7 +60,7 @@ class Intake:
     def poll(self, stop: threading.Event | None = None) -> None:
         """One pass: discover, then check what the round's budget allows."""
         try:
-            with timed(self.journal, Stage.DISCOVER):
+            with timed(self.journal, Span.DISCOVER):
                 self.discover()
             self.health.chain(True)
         except ChainError as exc:
@@ -152,35 +127,25 @@ class Intake:
     def check(self, sub: PeerSubmission) -> tuple[str, int]:
         """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
         try:
-            with timed(self.journal, Stage.FETCH):
+            with timed(self.journal, Span.FETCH):
                 batch = fetch_batch(
                     self.store,
                     sub.digest,
-                    chain_id=self.chain_id,
+                    chain_id=self.services.chain_id,
                     ledger=self.ledger.address,
                     round_=sub.round,
                     node=sub.node,
                 )
         except _NOT_THE_PEERS_FAULT as exc:
-            self.journal.peers.peer_batch(
-                sub.round, sub.node, sub.digest, UNAVAILABLE, reason=str(exc)
-            )
             self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
                 10.0, self.params.round_length / 2
             )
-            self.events.emit(
-                Event.PEER_UNAVAILABLE,
-                f"round {sub.round}: batch of {sub.node[:10]}… unavailable: {exc}",
-                logging.WARNING,
-                round=sub.round,
-                node=sub.node,
-                reason=str(exc),
-            )
+            self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
             return UNAVAILABLE, 0
         except StoreError as exc:  # the peer published something that is not a valid batch
             return self._reject(sub, str(exc), sub.score)
-        seed = task_seed(self.chain_id, self.ledger.address, sub.round, sub.node)
-        with timed(self.journal, Stage.VERIFY):
+        seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
+        with timed(self.journal, Span.VERIFY):
             check = verify_batch(batch, self.catalog, seed)
         if not check.valid:
             return self._reject(sub, check.reason or "invalid batch", check.claimed)
@@ -193,39 +158,46 @@ class Intake:
             if check.agrees
             else f"claimed {check.claimed} but our verifier gives {check.recomputed}"
         )
-        self.journal.peers.peer_batch(
-            sub.round,
-            sub.node,
-            sub.digest,
+        self._verdict(
+            sub,
             VERIFIED,
-            reason=reason,
+            Event.PEER_VERIFIED,
+            f"verified ({len(batch.local_rounds)} local rounds): claimed {check.claimed}, "
+            f"recomputed {check.recomputed}",
+            reason,
             claimed=check.claimed,
             recomputed=check.recomputed,
             items=items,
-        )
-        self.events.emit(
-            Event.PEER_VERIFIED,
-            f"round {sub.round}: verified {sub.node[:10]}… ({len(batch.local_rounds)} local "
-            f"rounds): claimed {check.claimed}, recomputed {check.recomputed}",
-            round=sub.round,
-            node=sub.node,
-            local_rounds=len(batch.local_rounds),
-            claimed=check.claimed,
-            recomputed=check.recomputed,
         )
         return VERIFIED, check.recomputed
 
     def _reject(self, sub: PeerSubmission, reason: str, claimed: int) -> tuple[str, int]:
         """Journals a peer batch that is available but not valid; we attest 0 for it."""
-        self.journal.peers.peer_batch(
-            sub.round, sub.node, sub.digest, BAD, reason=reason, claimed=claimed, recomputed=0
+        self._verdict(
+            sub, BAD, Event.PEER_BAD, f"bad batch: {reason}", reason, claimed=claimed, recomputed=0
         )
+        return BAD, 0
+
+    def _verdict(
+        self,
+        sub: PeerSubmission,
+        verdict: str,
+        event: Event,
+        what: str,
+        reason: str | None,
+        **journaled,
+    ) -> None:
+        """Journals a peer batch's verdict and tells the operator."""
+        self.journal.peers.peer_batch(
+            sub.round, sub.node, sub.digest, verdict, reason=reason, **journaled
+        )
+        fields = {k: v for k, v in journaled.items() if k != "items"}
         self.events.emit(
-            Event.PEER_BAD,
-            f"round {sub.round}: bad batch from {sub.node[:10]}…: {reason}",
-            logging.WARNING,
+            event,
+            f"round {sub.round}: {sub.node[:10]}…'s batch {what}",
+            logging.INFO if verdict == VERIFIED else logging.WARNING,
             round=sub.round,
             node=sub.node,
             reason=reason,
+            **fields,
         )
-        return BAD, 0

@@ -11,6 +11,9 @@ spent generating, training and checkpointing (the read model's busy share).
 
 Every write is one transaction, so a SIGKILL leaves the file as it was before or after it. Other
 processes (the TUI, `sapo devnet status`) read it concurrently through `Journal.read_only`.
+
+(Over 400 lines, on purpose: the schema and every write to it stay in one file, so that what one
+transaction covers is read in one place; the peer tables are in client.node.peerbook.)
 """
 
 from __future__ import annotations
@@ -228,12 +231,23 @@ class Journal:
         rows = self._all("SELECT * FROM rounds WHERE round = ?", round_)
         return RoundRecord(*rows[0]) if rows else None
 
-    def rounds(self, last: int | None = None) -> list[RoundRecord]:
-        """Returns the recorded chain rounds, oldest first (only the `last` ones when given)."""
+    def rounds(self, last: int | None = None, *, first: int = 0) -> list[RoundRecord]:
+        """Returns the recorded chain rounds from `first`, oldest first (only the `last` ones
+        when given), without their batch bytes (`round(r)` has them)."""
         rows = self._all(
-            "SELECT * FROM rounds ORDER BY round DESC LIMIT ?", -1 if last is None else last
+            "SELECT round, phase, reason, NULL, digest, cid, claimed, rollouts, local_rounds, "
+            "tx_hash, updated FROM rounds WHERE round >= ? ORDER BY round DESC LIMIT ?",
+            first,
+            -1 if last is None else last,
         )
         return [RoundRecord(*r) for r in reversed(rows)]
+
+    def local_round_counts(self, first: int) -> dict[int, int]:
+        """Returns chain round -> local rounds started in it (published or not), from `first`."""
+        rows = self._all(
+            "SELECT round, COUNT(*) FROM metrics WHERE round >= ? GROUP BY round", first
+        )
+        return dict(rows)
 
     def collecting(self) -> list[int]:
         """Returns the chain rounds whose batch is still open, oldest first."""
@@ -402,10 +416,15 @@ class Journal:
                 (round_, k, json.dumps(data, sort_keys=True)),
             )
 
-    def all_metrics(self, last: int | None = None) -> list[tuple[int, int, dict[str, Any]]]:
-        """Returns (round, k, metrics) of every local round (the `last` ones), oldest first."""
+    def all_metrics(
+        self, last: int | None = None, *, first: int = 0
+    ) -> list[tuple[int, int, dict[str, Any]]]:
+        """Returns (round, k, metrics) of the local rounds from chain round `first` (the `last`
+        ones), oldest first."""
         rows = self._all(
-            "SELECT round, k, data FROM metrics ORDER BY round DESC, k DESC LIMIT ?",
+            "SELECT round, k, data FROM metrics WHERE round >= ? ORDER BY round DESC, k DESC "
+            "LIMIT ?",
+            first,
             -1 if last is None else last,
         )
         return [(r, k, json.loads(d)) for r, k, d in reversed(rows)]

@@ -29,13 +29,14 @@ import torch
 from client.chain import Ledger, LedgerParams
 from client.config import NodeConfig
 from client.node.clock import Clock, SystemClock
-from client.node.eventlog import Event, EventLog, Phase, Stage, timed
+from client.node.eventlog import Event, EventLog, Phase, Span, timed
 from client.node.health import Health
 from client.node.intake import Intake
 from client.node.journal import SKIPPED, Journal, LocalRoundRecord
 from client.node.publishing import Publisher
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
-from client.node.training import Trainer, mix
+from client.node.services import Services
+from client.node.training import PeerPool, Trainer, mix
 from client.policy import TransformersBackend
 from client.policy.encode import Group
 from client.store import BlockStore
@@ -75,34 +76,17 @@ class Node:
         self.journal = Journal(self.data_dir / "journal.sqlite")
         self.events = EventLog(self.data_dir / "events.jsonl")
         self.health = Health(self.events)
-        self.publisher = Publisher(
-            cfg,
-            journal=self.journal,
-            ledger=ledger,
-            params=params,
-            store=store,
-            catalog=catalog,
-            events=self.events,
-            health=self.health,
-            clock=self.clock,
-            chain_id=self.chain_id,
-            model=self.policy.descriptor(),
+        services = Services(
+            cfg, ledger, params, self.chain_id, self.journal, self.events, self.health, self.clock
         )
-        self.intake = Intake(
-            cfg,
-            journal=self.journal,
-            ledger=ledger,
-            params=params,
-            store=peer_store or store,
-            catalog=catalog,
-            events=self.events,
-            health=self.health,
-            clock=self.clock,
-            chain_id=self.chain_id,
-            wake_publisher=self.publisher.wake,
-        )
+        self.services = services
+        self.publisher = Publisher(services, store, catalog, self.policy.descriptor())
+        # intake reads peers' batches through a store client of its own: it runs beside the
+        # publisher's
+        self.intake = Intake(services, peer_store or store, catalog, self.publisher.wake)
         self.phase = Phase.STARTING
         self.paused = threading.Event()
+        self.pool = PeerPool(self.journal)
         self._fits: dict[tuple[int, str, int], bool] = {}  # peer item -> fits the trainer
         self._last_round: int | None = None  # the chain round of the last local round this run
 
@@ -116,7 +100,7 @@ class Node:
         return self.publisher.store
 
     def current_round(self) -> int:
-        return self.params.round_at(self.clock.now())
+        return self.services.current_round()
 
     # ------------------------------------------------------------------------------- the loop
 
@@ -198,7 +182,7 @@ class Node:
         started = time.time()
         cpu = time.process_time()
         self._set_phase(Phase.GENERATING)
-        with timed(self.journal, Stage.GENERATE):
+        with timed(self.journal, Span.GENERATE):
             rollouts = generate_local_round(
                 self.policy,
                 self.backend,
@@ -232,9 +216,9 @@ class Node:
     def _train(self, rollouts: LocalRollouts, *, published: bool, started: float, cpu: float):
         self._set_phase(Phase.TRAINING)
         round_, k = rollouts.round, rollouts.k
-        with timed(self.journal, Stage.TRAIN):
+        with timed(self.journal, Span.TRAIN):
             first = max(0, round_ - self.cfg.sapo.lookback_rounds)
-            peers = self.journal.peers.verified_items(first, round_)
+            peers = self.pool.items(first, round_)
             self._fits = {key: v for key, v in self._fits.items() if key[0] >= first}
 
             def fits(item) -> bool:
@@ -251,7 +235,7 @@ class Node:
             rng = random.Random(f"sapo.sample:{self.address.lower()}:{round_}:{k}")  # noqa: S311
             chosen = mix(local, peers, self.cfg.sapo.external_items, rng, fits)
             stats = self.trainer.learn(chosen.groups)
-        self.journal.peers.used(chosen.external_used)
+        self.pool.mark_used(chosen.external_used)
         metrics = {
             "round": round_,
             "k": k,
@@ -325,7 +309,7 @@ class Node:
 
     def checkpoint(self) -> Path:
         self._set_phase(Phase.CHECKPOINTING)
-        with timed(self.journal, Stage.CHECKPOINT):
+        with timed(self.journal, Span.CHECKPOINT):
             path = self.trainer.checkpoint(self.data_dir)
         steps = self.steps
         self.events.emit(

@@ -118,29 +118,36 @@ class PeerBook:
         keys = ("round", "node", "digest", "verdict", "reason", "claimed", "recomputed", "used")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def verified_items(self, first_round: int, last_round: int) -> list[PeerItem]:
-        """Returns the items of verified peer batches of rounds first..last not used yet."""
-        rows = self._journal._all(
-            "SELECT round, node, items FROM peer_batches WHERE verdict = ? AND round BETWEEN ? "
-            "AND ? ORDER BY round, node",
+    def verified_batches(self, first_round: int, last_round: int) -> list[tuple[int, str]]:
+        """Returns (round, node) of the verified peer batches of rounds first..last."""
+        return self._journal._all(
+            "SELECT round, node FROM peer_batches WHERE verdict = ? AND round BETWEEN ? AND ? "
+            "ORDER BY round, node",
             VERIFIED,
             first_round,
             last_round,
         )
-        used = {
-            (r, n, i)
-            for r, n, i in self._journal._all(
-                "SELECT round, node, idx FROM used_items WHERE round BETWEEN ? AND ?",
-                first_round,
-                last_round,
-            )
-        }
+
+    def batch_items(self, round_: int, node: str) -> list[PeerItem]:
+        """Returns every item of one verified peer batch, used or not."""
+        rows = self._journal._all(
+            "SELECT items FROM peer_batches WHERE round = ? AND node = ? AND verdict = ?",
+            round_,
+            node,
+            VERIFIED,
+        )
+        items = json.loads(rows[0][0] or "[]") if rows else []
         return [
-            PeerItem(r, node, i, it["question"], it["completions"], it["rewards"])
-            for r, node, items in rows
-            for i, it in enumerate(json.loads(items or "[]"))
-            if (r, node, i) not in used
+            PeerItem(round_, node, i, it["question"], it["completions"], it["rewards"])
+            for i, it in enumerate(items)
         ]
+
+    def used_keys(self, first_round: int) -> set[tuple[int, str, int]]:
+        """Returns the peer items of rounds from `first_round` trained on already."""
+        rows = self._journal._all(
+            "SELECT round, node, idx FROM used_items WHERE round >= ?", first_round
+        )
+        return {(r, n, i) for r, n, i in rows}
 
     def used(self, keys: list[tuple[int, str, int]]) -> None:
         """Records peer items as trained on (a restart will not use them again)."""

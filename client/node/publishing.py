@@ -18,14 +18,12 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from client.chain import ChainError, Ledger, LedgerParams
+from client.chain import ChainError
 from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
-from client.config import NodeConfig
-from client.node.clock import Clock
-from client.node.eventlog import Event, EventLog, Stage, timed
-from client.node.health import Health
-from client.node.journal import MISSED, Journal, OutboxEntry
+from client.node.eventlog import Event, Span, timed
+from client.node.journal import MISSED, OutboxEntry
 from client.node.rollouts import make_batch
+from client.node.services import Services, Stage
 from client.store import BlockStore, LocalRound, StoreError
 from client.store.batch import BatchLimits
 from client.tasks import Catalog
@@ -36,41 +34,17 @@ _CHAIN_DOWN = (RpcUnavailable, TransactionTimeout)
 HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
 
 
-class Publisher:
+class Publisher(Stage):
     """Seals chain rounds' batches and sends the outbox."""
 
-    def __init__(
-        self,
-        cfg: NodeConfig,
-        *,
-        journal: Journal,
-        ledger: Ledger,
-        params: LedgerParams,
-        store: BlockStore,
-        catalog: Catalog,
-        events: EventLog,
-        health: Health,
-        clock: Clock,
-        chain_id: int,
-        model: dict,
-    ):
-        self.cfg = cfg
-        self.journal = journal
-        self.ledger = ledger
-        self.params = params
+    def __init__(self, services: Services, store: BlockStore, catalog: Catalog, model: dict):
+        super().__init__(services)
         self.store = store
         self.catalog = catalog
-        self.events = events
-        self.health = health
-        self.clock = clock
-        self.chain_id = chain_id
         self.model = model
-        self.address = ledger.account_address
-        self.limits = BatchLimits(max_bytes=cfg.store.max_batch_bytes)
+        self.address = services.address
+        self.limits = BatchLimits(max_bytes=self.cfg.store.max_batch_bytes)
         self.wake = threading.Event()
-
-    def current_round(self) -> int:
-        return self.params.round_at(self.clock.now())
 
     # ------------------------------------------------------------------- sealing (compute)
 
@@ -93,7 +67,7 @@ class Publisher:
         local = [LocalRound.model_validate_json(p.part) for p in parts]
         while True:
             batch = make_batch(
-                chain_id=self.chain_id,
+                chain_id=self.services.chain_id,
                 ledger=self.ledger.address,
                 round_=round_,
                 node=self.address,
@@ -150,7 +124,7 @@ class Publisher:
                 attestations.append(entry)
         if attestations and not chain_down:
             with (
-                timed(self.journal, Stage.ATTEST),
+                timed(self.journal, Span.ATTEST),
                 ThreadPoolExecutor(
                     min(len(attestations), MAX_CONCURRENT_TX), thread_name_prefix="attest"
                 ) as pool,
@@ -163,7 +137,7 @@ class Publisher:
             self.journal.dropped(entry.key, "no batch recorded for the round")
             return True
         try:
-            with timed(self.journal, Stage.PIN):
+            with timed(self.journal, Span.PIN):
                 cid = self.store.put(record.batch, entry.round)
         except StoreError as exc:
             self.journal.attempted(entry.key, str(exc))
@@ -181,7 +155,7 @@ class Publisher:
         """Sends one submit or attest; returns False when the chain is unreachable."""
         try:
             if entry.kind == "submit":
-                with timed(self.journal, Stage.SUBMIT):
+                with timed(self.journal, Span.SUBMIT):
                     self._submit(entry)
             else:
                 self._attest(entry)
@@ -281,7 +255,7 @@ class Publisher:
             )
         with contextlib.suppress(Exception):  # bookkeeping only
             keep_s = max(self.cfg.store.retain_rounds, 100) * self.params.round_length
-            self.journal.prune_spans(self.clock.now() - keep_s)
+            self.journal.prune_spans(self.services.clock.now() - keep_s)
 
     def drain(self, seconds: float, stop_waiting: threading.Event) -> int:
         """Sends the outbox until it is empty, the chain or store is down, or `seconds` pass;

@@ -53,6 +53,41 @@ class Mix:
     reward_external: float | None  # mean reward of the peer items used (our verifier's)
 
 
+class PeerPool:
+    """The verified peer items a node may still train on, kept in memory: each local round
+    draws from it, so a peer batch's items are read from the journal once, not every local round
+    (a peer of a fast node publishes hundreds of items a round). The journal stays the record:
+    a restart rebuilds the pool, and what was used stays used."""
+
+    def __init__(self, journal):
+        self.journal = journal
+        self.batches: dict[tuple[int, str], list[PeerItem]] = {}
+        self.used: set[tuple[int, str, int]] | None = None  # loaded on first use
+
+    def items(self, first: int, last: int) -> list[PeerItem]:
+        """Returns the unused items of verified peer batches of rounds first..last."""
+        peers = self.journal.peers
+        if self.used is None:
+            self.used = peers.used_keys(first)
+        self.batches = {k: v for k, v in self.batches.items() if k[0] >= first}
+        self.used = {k for k in self.used if k[0] >= first}
+        for key in peers.verified_batches(first, last):
+            if key not in self.batches:
+                self.batches[key] = peers.batch_items(*key)
+        return [
+            item
+            for key in sorted(self.batches)
+            if key[0] <= last
+            for item in self.batches[key]
+            if item.key not in self.used
+        ]
+
+    def mark_used(self, keys: list[tuple[int, str, int]]) -> None:
+        self.journal.peers.used(keys)
+        if self.used is not None:
+            self.used.update(keys)
+
+
 def mix(
     local: list[Group],
     peers: list[PeerItem],

@@ -19,6 +19,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from client.units import round_at
+
 if TYPE_CHECKING:
     from client.config import NodeConfig
 
@@ -168,7 +170,7 @@ class Snapshot:
         """The current round on the local clock (the ledger's formula), once params are known."""
         if self.genesis is None or not self.round_length:
             return None
-        return int((self.taken_at - self.genesis) // self.round_length)  # LedgerParams.round_at
+        return round_at(self.taken_at, self.genesis, self.round_length)
 
     @property
     def round_progress(self) -> float:
@@ -314,7 +316,8 @@ class Watcher:
             return snap  # the node has not started here yet
         history = tuple(training_of(r, k, m) for r, k, m in self.node.local_metrics(HISTORY_ROUNDS))
         ours = self.view.our_submissions()
-        recorded = self.node.round_rewards(0, 2**63)
+        current = snap.round if snap.round is not None else 0
+        recorded = self.node.round_rewards(max(0, current - HISTORY_ROUNDS), current)
         points = [
             RoundPoint(
                 round=r,

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from client.node.eventlog import BUSY, Stage
+from client.node.eventlog import BUSY, Span
 from client.node.journal import MISSED, SKIPPED, Journal, RoundRecord
 from client.node.peerbook import BAD, UNAVAILABLE
 from client.store import decode_batch
-from client.units import SCORE_SCALE
+from client.units import SCORE_SCALE, round_at
 
 WINDOW_ROUNDS = 10
 
@@ -45,7 +45,7 @@ class NodeSummary:
     missed: int
     skipped: int
     local_rounds: int  # finished local rounds in all
-    local_rounds_per_round: float | None  # per sealed chain round, over the window
+    local_rounds_per_round: float | None  # started per chain round, over the window
     external_items_used: int
     peers_used: int
     busy_share: float | None
@@ -75,8 +75,9 @@ class NodeView:
 
     # -------------------------------------------------------------------------------- rounds
 
-    def rounds(self, last: int | None = None) -> list[RoundRecord]:
-        return self.journal.rounds(last) if self.journal else []
+    def rounds(self, last: int | None = None, *, first: int = 0) -> list[RoundRecord]:
+        """The chain rounds from `first` (the `last` ones), without their batch bytes."""
+        return self.journal.rounds(last, first=first) if self.journal else []
 
     def confirmed_rounds(self) -> list[int]:
         return self.journal.confirmed_rounds() if self.journal else []
@@ -91,14 +92,14 @@ class NodeView:
         out: dict[int, dict[str, Any]] = {}
         if not self.journal:
             return out
-        for record in self.journal.rounds():
-            if first <= record.round <= last and record.rollouts:
+        for record in self.journal.rounds(first=first):
+            if record.round <= last and record.rollouts:
                 out[record.round] = {
                     "reward_local": record.claimed / SCORE_SCALE / record.rollouts,
                     "local_rounds": record.local_rounds,
                     "rollouts": record.rollouts,
                 }
-        for round_, _, m in self.local_metrics():
+        for round_, _, m in self.journal.all_metrics(first=first):
             if round_ in out:
                 row = out[round_]
                 for key in ("external_items", "external_shortfall", "local_items", "seconds"):
@@ -114,8 +115,9 @@ class NodeView:
         """Per chain round: [mean reward, rollouts] of its published rollouts on each catalog
         entry (from the batch bytes it pinned and hashed on chain)."""
         out = {}
-        for record in self.rounds():
-            if not (first <= record.round <= last) or record.batch is None:
+        for listed in self.rounds(first=first):
+            record = self.journal.round(listed.round) if listed.round <= last else None
+            if record is None or record.batch is None:
                 continue
             totals: dict[str, list[float]] = {}
             for item in decode_batch(record.batch).items:
@@ -153,30 +155,34 @@ class NodeView:
         for start, end, stage in spans:
             stage_s[stage] += max(0.0, min(end, until) - max(start, since))
         busy = sum(stage_s.get(str(s), 0.0) for s in BUSY)
-        blocked = stage_s.get(str(Stage.BLOCKED), 0.0)
+        blocked = stage_s.get(str(Span.BLOCKED), 0.0)
         return Shares(window, busy / window, blocked / window, dict(stage_s))
 
     def summary(self, genesis: float, round_length: float, now: float) -> NodeSummary:
         """Returns the node's progress and, over the last WINDOW_ROUNDS chain rounds, its
-        shares of busy and blocked time and its local rounds per sealed chain round."""
+        shares of busy and blocked time and its local rounds started per chain round."""
         since = now - WINDOW_ROUNDS * round_length
         first, current = (
-            int((since - genesis) // round_length),
-            int((now - genesis) // round_length),
+            round_at(since, genesis, round_length),
+            round_at(now, genesis, round_length),
         )
         rounds = self.rounds()
-        metrics = self.local_metrics()
         shares = self.shares(since, now) if self.journal else None
         peers = self.peer_counts()
-        recent = [r.local_rounds for r in rounds if r.local_rounds and first <= r.round < current]
+        # local rounds started per chain round, over the window's whole rounds since the node's
+        # first local round (a slow node's skipped rounds count as none)
+        counts = self.journal.local_round_counts(0) if self.journal else {}
+        started = sum(n for r, n in counts.items() if first <= r < current)
+        whole = current - max(first, min(counts, default=current))
+        last_metrics = self.local_metrics(1)
         confirmed = self.confirmed_rounds()
         return NodeSummary(
-            round=metrics[-1][0] if metrics else None,
+            round=last_metrics[-1][0] if last_metrics else None,
             last_submission=confirmed[-1] if confirmed else None,
             missed=sum(1 for r in rounds if r.phase == MISSED),
             skipped=sum(1 for r in rounds if r.phase == SKIPPED),
-            local_rounds=len(metrics),
-            local_rounds_per_round=sum(recent) / len(recent) if recent else None,
+            local_rounds=sum(counts.values()),
+            local_rounds_per_round=started / whole if whole > 0 else None,
             external_items_used=sum(c["used"] for c in peers.values()),
             peers_used=sum(1 for c in peers.values() if c["used"]),
             busy_share=shares.busy_share if shares else None,
