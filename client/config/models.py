@@ -287,8 +287,8 @@ class TrainSection(Section):
         1,
         ge=1,
         le=64,
-        description="gather this many rounds' items into one GRPO step: a tiny policy needs ~64 "
-        "questions a step to learn rather than drift",
+        description="gather this many local rounds' items into one GRPO step: a tiny policy needs "
+        "~64 questions a step to learn rather than drift",
     )
     loss_agg: Literal["token-mean", "seq-mean"] = "token-mean"
     checkpoint_every: int = Field(10, gt=0, description="training steps between checkpoints")
