@@ -158,7 +158,7 @@ def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 0, proc.stderr.read()
     assert not pid_alive(ready["anvil_pid"]) and not pid_alive(ready["ipfs_pid"])
-    assert (tmp_path / "anvil.log").exists() and (tmp_path / "ipfs.log").exists()
+    assert (tmp_path / "anvil.log").exists() and (tmp_path / "node-0" / "ipfs.log").exists()
 
 
 @pytest.mark.e2e

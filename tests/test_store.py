@@ -202,3 +202,46 @@ def test_putting_again_repairs_a_damaged_local_block(tmp_path: Path) -> None:
     path.write_bytes(data.replace(b"sapo-seed-tiny", b"sapo-seed-huge"))  # same size
     assert store.put(data, round_=3) == cid
     assert store.get(cid) == data
+
+
+def test_two_daemons_on_their_own_hosts_fetch_each_others_blocks_over_bitswap(
+    tmp_path: Path,
+) -> None:
+    """No shared blockstore: B dials A at the addresses A would publish in its metadata (as the
+    node does), fetches A's block over bitswap, and can then serve it to a third daemon while A
+    is gone (a fetched batch outlives its producer)."""
+    import json
+
+    from client.store.peers import peer_addresses
+
+    a = IpfsDaemon(tmp_path / "a", host="127.0.0.2", swarm=True).start()
+    b = IpfsDaemon(tmp_path / "b", host="127.0.0.3", swarm=True).start()
+    c = IpfsDaemon(tmp_path / "c", host="127.0.0.4", swarm=True).start()
+    try:
+        stores = [
+            IpfsStore(d.api, index_dir=tmp_path / f"index-{i}", timeout_s=5)
+            for i, d in enumerate((a, b, c))
+        ]
+        data = make_batch().encode()
+        cid = stores[0].put(data, round_=3)
+        with pytest.raises(StoreTimeout):  # not connected: nobody gives it
+            stores[1].fetch(cid)
+        meta = json.dumps({"ipfs": stores[0].peer()})
+        found = peer_addresses(meta, allow_private=True)
+        assert found.dialable == (f"{a.swarm_address}/p2p/{found.peer_id}",)
+        assert peer_addresses(meta, allow_private=False).dialable == ()  # loopback refused
+        dialled, failures = stores[1].connect(list(found.dialable))
+        assert dialled == found.dialable[0] and failures == []
+        assert stores[1].fetch(cid) == data
+        assert found.peer_id in stores[1].swarm_peers()
+        stores[1].pin(cid, round_=3)
+
+        a.stop()  # the producer leaves; B, which pinned it, still serves it
+        b_addresses = peer_addresses(json.dumps({"ipfs": stores[1].peer()}), allow_private=True)
+        dead, failures = stores[2].connect([f"{a.swarm_address}/p2p/{found.peer_id}"], 2.0)
+        assert dead is None and a.swarm_address in failures[0]
+        assert stores[2].connect(list(b_addresses.dialable))[0] is not None
+        assert stores[2].fetch(cid) == data
+    finally:
+        for daemon in (a, b, c):
+            daemon.stop()

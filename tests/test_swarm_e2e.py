@@ -1,9 +1,10 @@
-"""A whole local swarm, end to end on the real parts: `sapo devnet up` (anvil, js-ipfs, the
-ledger, 3 node processes on tiny policies; in the foreground as a child of the test run, so it
-ends with the run however the run ends), then what an operator and an auditor would check:
-every node submits every round and its digest is the batch on IPFS, every node trains on its
-peers' items, attestations agree, `sapo audit verify` passes, a node SIGKILLed and restarted
-loses and repeats nothing, no private key is written anywhere, `devnet down` leaves no process.
+"""A whole local swarm, end to end on the real parts: `sapo devnet up` (anvil, a js-ipfs daemon per
+node on its own loopback address, the ledger, 3 node processes on tiny policies; in the foreground
+as a child of the test run, so it ends with the run however the run ends), then what an operator
+and an auditor would check: every node submits every round and its digest is the batch on IPFS,
+every node trains on its peers' items, attestations agree, `sapo audit verify` passes, a node
+SIGKILLed and restarted loses and repeats nothing, no private key is written anywhere, `devnet
+down` leaves no process.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from client.node.devnet import dev_account
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
+from client.store import IpfsStore, digest_to_cid
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -86,6 +88,7 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
     w3 = connect(state["rpc_url"])
     ledger = Ledger(w3, state["ledger"])
     events = list(EventReader(ledger).read(["Submitted", "Attested"]))
+    addresses = [n["address"].lower() for n in state["nodes"]]
     submitted = {
         (e.args["round"], e.args["node"].lower()): e for e in events if e.name == "Submitted"
     }
@@ -114,15 +117,32 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
         used = sum(c["used"] for c in view(node_dir).peer_counts().values())
         assert used > 0, f"{node_dir}: never trained on a peer's item"
         assert any(m["external_items"] > 0 for _, _, m in view(node_dir).local_metrics())
-    for node in state["nodes"]:  # registered with what peers need to reach its IPFS node
+    # one IPFS daemon per node, each its own host; registered with what peers need to reach it
+    daemons = state["ipfs"]
+    assert len(daemons) == NODES and len({d["swarm"].split("/")[2] for d in daemons}) == NODES
+    peer_ids = []
+    for node, daemon in zip(state["nodes"], daemons, strict=True):
         metadata = json.loads(ledger.node_info(node["address"]).metadata)
         assert metadata["model"] == "seed-test" and metadata["client"].startswith("sapo-swarm/")
-        assert metadata["ipfs"]["id"] and metadata["ipfs"]["addresses"] is not None
+        assert metadata["ipfs"]["addresses"] == [daemon["swarm"]]
+        peer_ids.append(metadata["ipfs"]["id"])
+        assert IpfsStore(daemon["api"], index_dir=data_dir).peer()["id"] == metadata["ipfs"]["id"]
+    for i, daemon in enumerate(daemons):  # every daemon is connected to the others
+        connected = set(IpfsStore(daemon["api"], index_dir=data_dir).swarm_peers())
+        assert set(peer_ids) - {peer_ids[i]} <= connected, (i, connected)
+    # every node fetched every peer's batch through its own daemon, and says from whom
+    for node, node_dir in zip(state["nodes"], node_dirs, strict=True):
+        verdicts = [v for v in Journal.read_only(node_dir / "journal.sqlite").peers.peer_verdicts()]
+        verified = [v for v in verdicts if v["verdict"] == "verified"]
+        assert {v["node"] for v in verified} == set(addresses) - {node["address"].lower()}
+        assert all(v["source"] in addresses for v in verified), verified
+        store = IpfsStore(daemons[node["index"]]["api"], index_dir=data_dir)
+        for v in verified:  # pinned where it was fetched, so it outlives its producer
+            assert store.has(digest_to_cid(v["digest"])), (node_dir, v["round"], v["node"])
     attestations = [e for e in events if e.name == "Attested"]
     assert attestations and all(e.args["agrees"] for e in attestations)
     # every node re-verified and attested every peer's batch (a round's attestations go out
     # together; none may be lost on the way); rounds late in the run may still be in flight
-    addresses = [n["address"].lower() for n in state["nodes"]]
     attested = {
         (e.args["round"], e.args["attester"].lower(), e.args["node"].lower()) for e in attestations
     }

@@ -166,7 +166,7 @@ def up(
     ] = None,
     store: Annotated[
         str | None,
-        typer.Option("--store", help="ipfs (a js-ipfs daemon) or local (one shared dir)."),
+        typer.Option("--store", help="ipfs (a js-ipfs daemon per node) or local (one shared dir)."),
     ] = None,
     detach: Annotated[
         bool, typer.Option("--detach", help="Start in the background and return; stop with down.")
@@ -248,8 +248,12 @@ def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
         f"pid {state['anvil_pid']}  log {data_dir / 'anvil.log'}"
     )
     out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
-    if state["ipfs_api"]:
-        out.print(f"  ipfs    js-ipfs API {state['ipfs_api']} (offline)  pid {state['ipfs_pid']}")
+    if state.get("ipfs"):
+        for i, daemon in enumerate(state["ipfs"]):
+            out.print(
+                f"  ipfs-{i}  js-ipfs API {daemon['api']}  swarm {daemon['swarm']}  "
+                f"pid {daemon['pid']}"
+            )
     else:
         out.print("  store   local blockstore shared by the nodes (no IPFS daemon)")
     out.print(f"  ledger  {state['ledger']} (reward pool funded)")

@@ -163,7 +163,18 @@ class StoreSection(Section):
     store_dir: Path = Path(".sapo/blocks")
     timeout_s: float = Field(10.0, gt=0, le=600)
     max_batch_bytes: int = Field(1 << 20, ge=1024, le=1 << 20, description="at most 1 MiB")
-    retain_rounds: int = Field(100, gt=0, description="unpin batches older than this")
+    retain_rounds: int = Field(
+        100, gt=0, description="unpin batches (ours and the peers' we fetched) older than this"
+    )
+    allow_private_peers: bool = Field(
+        False,
+        description="dial peers' loopback and private (RFC 1918, link-local) swarm addresses: "
+        "a devnet on one machine or a swarm in one LAN needs it; on the internet such an "
+        "address in a peer's metadata is wrong or points at your own network",
+    )
+    connect_timeout_s: float = Field(
+        5.0, gt=0, le=60, description="time to dial one of a peer's swarm addresses"
+    )
 
 
 def least_unbonding_s(round_length_s: int, submit_rounds: int, challenge_rounds: int) -> int:

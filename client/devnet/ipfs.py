@@ -1,16 +1,22 @@
-"""A local IPFS daemon: js-ipfs from the pinned npm package `ipfs`, offline, on loopback.
+"""A local IPFS daemon: js-ipfs from the pinned npm package `ipfs`, on a loopback address.
 
 kubo cannot be installed from the registries reachable here; js-ipfs 0.66 serves the same RPC
 API (/api/v0), so the store's code path is the one a kubo node gets. The daemon gets a fresh repo
-under the data dir, empty Bootstrap, no MDNS, no swarm listeners, `--offline`, and free loopback
-ports for its API, gateway and gRPC. Node 20 needs a preloaded Promise.withResolvers polyfill.
+under the data dir, empty Bootstrap, no MDNS, no preload, and free ports on its host (127.0.0.1
+unless given another 127.0.0.N, so that a devnet's daemons are distinct hosts to libp2p) for its
+API, gateway and gRPC. With `swarm=True` it listens for peers on a TCP port of that host and
+fetches what it lacks over bitswap from the peers it is connected to; without, it runs
+`--offline` (one daemon shared by the processes of a test). Node 20 needs a preloaded
+Promise.withResolvers polyfill.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -43,20 +49,45 @@ def find_jsipfs(root: Path = PROJECT_ROOT) -> tuple[str, Path]:
     raise IpfsNotFound("js-ipfs not found: run scripts/setup (installs `ipfs` from package.json)")
 
 
-def _api_answers(port: int) -> bool:
-    request = urllib.request.Request(f"http://{LOOPBACK}:{port}/api/v0/version", method="POST")
+def _same_or_free_port(host: str, previous: str | None) -> int:
+    """The port of `previous` (a /ip4/HOST/tcp/PORT multiaddr) when it is on host and free now,
+    else a free port of host."""
+    parts = (previous or "").split("/")
+    if len(parts) >= 5 and parts[1:4:2] == ["ip4", "tcp"] and parts[2] == host:
+        with contextlib.suppress(ValueError, OSError), socket.socket() as sock:
+            port = int(parts[4])
+            if port > 0:  # a fresh repo's test profile says 0: "any"
+                sock.bind((host, port))
+                return port
+    return free_loopback_port(host)
+
+
+def _api_answers(host: str, port: int) -> bool:
+    request = urllib.request.Request(f"http://{host}:{port}/api/v0/version", method="POST")
     with urllib.request.urlopen(request, timeout=1.0) as response:  # noqa: S310 - loopback http
         return response.status == 200
 
 
 class IpfsDaemon(ManagedServer):
-    """js-ipfs on 127.0.0.1 with its repo under data_dir/ipfs; a context manager."""
+    """js-ipfs on a loopback host with its repo under data_dir/ipfs; a context manager."""
 
-    def __init__(self, data_dir: Path, *, ready_timeout_s: float = 60.0):
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        host: str = LOOPBACK,
+        swarm: bool = False,
+        ready_timeout_s: float = 60.0,
+    ):
+        if not host.startswith("127."):
+            raise ValueError(f"an IPFS daemon of the devnet listens on loopback only, not {host}")
         self.data_dir = Path(data_dir)
         self.repo = self.data_dir / "ipfs"
+        self.host = host
+        self.swarm = swarm
         self._ready_timeout_s = ready_timeout_s
         self.api_port: int | None = None
+        self.swarm_port: int | None = None
         self._server: ServerProcess | None = None
 
     @property
@@ -64,7 +95,12 @@ class IpfsDaemon(ManagedServer):
         """The RPC API multiaddr, as [store].ipfs_api spells it."""
         if self.api_port is None:
             raise RuntimeError("the IPFS daemon is not started")
-        return f"/ip4/{LOOPBACK}/tcp/{self.api_port}/http"
+        return f"/ip4/{self.host}/tcp/{self.api_port}/http"
+
+    @property
+    def swarm_address(self) -> str | None:
+        """The multiaddr peers dial (without /p2p/...), or None for an offline daemon."""
+        return None if self.swarm_port is None else f"/ip4/{self.host}/tcp/{self.swarm_port}"
 
     def _env(self) -> dict[str, str]:
         return os.environ | {"IPFS_PATH": str(self.repo), "IPFS_MONITORING": ""}
@@ -83,12 +119,18 @@ class IpfsDaemon(ManagedServer):
                 raise ServerStartError(f"jsipfs init failed: {result.stderr[-2000:]}")
         config_path = self.repo / "config"
         config = json.loads(config_path.read_text())
-        self.api_port = free_loopback_port()
+        host = self.host
+        # A restarted daemon keeps its API and swarm ports where they are still free, so that
+        # its node's config and its peers' view of it (on-chain metadata) stay right.
+        before = config.get("Addresses") or {}
+        self.api_port = _same_or_free_port(host, before.get("API"))
+        swarm_before = (before.get("Swarm") or [None])[0]
+        self.swarm_port = _same_or_free_port(host, swarm_before) if self.swarm else None
         config["Addresses"] = {
-            "API": f"/ip4/{LOOPBACK}/tcp/{self.api_port}",
-            "Gateway": f"/ip4/{LOOPBACK}/tcp/{free_loopback_port()}",
-            "RPC": f"/ip4/{LOOPBACK}/tcp/{free_loopback_port()}",
-            "Swarm": [],
+            "API": f"/ip4/{host}/tcp/{self.api_port}",
+            "Gateway": f"/ip4/{host}/tcp/{free_loopback_port(host)}",
+            "RPC": f"/ip4/{host}/tcp/{free_loopback_port(host)}",
+            "Swarm": [self.swarm_address] if self.swarm else [],
             "Announce": [],
             "NoAnnounce": [],
             "Delegates": [],
@@ -104,12 +146,13 @@ class IpfsDaemon(ManagedServer):
         """Starts the daemon (initialising its repo once) and returns when its API answers."""
         node, cli = find_jsipfs()
         self._init_repo(node, cli)
-        port = self.api_port
+        host, port = self.host, self.api_port
+        mode = [] if self.swarm else ["--offline"]
         server = ServerProcess(
             "ipfs",
-            [node, "--require", str(POLYFILL), str(cli), "daemon", "--offline"],
+            [node, "--require", str(POLYFILL), str(cli), "daemon", "--enable-preload=false", *mode],
             log_path=self.data_dir / "ipfs.log",
-            ready=lambda: _api_answers(port),
+            ready=lambda: _api_answers(host, port),
             ready_timeout_s=self._ready_timeout_s,
             env=self._env(),
         )

@@ -35,10 +35,11 @@ class ServerStartError(RuntimeError):
     """A server exited or did not become ready; the message carries the end of its log."""
 
 
-def free_loopback_port() -> int:
-    """Returns a TCP port that was free on 127.0.0.1 a moment ago (the kernel's pick)."""
+def free_loopback_port(host: str = LOOPBACK) -> int:
+    """Returns a TCP port that was free on host (127.0.0.1 unless said) a moment ago (the
+    kernel's pick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 

@@ -54,13 +54,18 @@ def provision(
     *,
     rpc_url: str,
     chain_id: int,
-    ipfs_api: str | None,
+    ipfs_api: str | list[str] | None,
     nodes: int,
     node_sections: Callable[[int], dict[str, dict]] | None = None,
 ) -> Provisioned:
     """Deploys and funds the ledger, creates and registers the nodes, writes the configs.
 
-    `node_sections(i)` may change sections of node i's config (e.g. its policy seed)."""
+    `ipfs_api` is one daemon all nodes share, or one per node (node i uses the i-th; the
+    swarm's devnet.toml names the first). `node_sections(i)` may change sections of node i's
+    config (e.g. its policy seed)."""
+    apis = [ipfs_api] * max(1, nodes) if isinstance(ipfs_api, str) else ipfs_api
+    if apis is not None and len(apis) < nodes:
+        raise ValueError(f"{nodes} nodes need {nodes} IPFS daemons, not {len(apis)}")
     data_dir = Path(data_dir).absolute()
     data_dir.mkdir(parents=True, exist_ok=True)
     w3 = connect(rpc_url, cfg.chain.request_timeout_s)
@@ -85,8 +90,8 @@ def provision(
         "ledger_deploy_block": deployed.block_number,
     }
     store = {"backend": cfg.store.backend, "store_dir": data_dir / "blocks"}
-    if ipfs_api:
-        store["ipfs_api"] = ipfs_api
+    if apis:
+        store["ipfs_api"] = apis[0]
     # one seed-policy cache for the devnet and its nodes (a relative default would move with
     # each generated file)
     policy: dict = {"cache_dir": Path(cfg.policy.cache_dir).absolute()}
@@ -113,6 +118,7 @@ def provision(
             # with IPFS each node keeps its own pin index; `local` shares one blockstore
             store={
                 **store,
+                **({"ipfs_api": apis[i]} if apis else {}),
                 "store_dir": (node_dir / "blocks")
                 if cfg.store.backend == "ipfs"
                 else store["store_dir"],

@@ -86,6 +86,7 @@ class Event(StrEnum):
     CHAIN_STATUS = "chain.status"
     STORE_STATUS = "store.status"
     STORE_UNPINNED = "store.unpinned"
+    METADATA_SET = "node.metadata"  # our peer id / swarm addresses written on chain
 
 
 class EventLog:

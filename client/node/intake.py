@@ -2,12 +2,21 @@
 batches, re-verify them completely, journal what passed (the sampler's pool) and queue the
 attestations the publisher sends.
 
-Every poll it reads the `Submitted` events since its saved cursor (a restart goes on from there,
-not from the deployment block). Each chain round it fetches at most `[sapo].max_fetch_per_round`
-batches, newest round first (the freshest items for training), from every round still open to
-attestation (r + W + C), and attests at most `[sapo].attest_budget` of them: 0 for a batch whose
-tasks are not the seed's, our own recomputed score otherwise, none for a batch it could not
-fetch (retried after a while: unavailability may be ours).
+Every poll it reads the `Submitted` and `Attested` events since its saved cursor (a restart goes
+on from there, not from the deployment block). Each chain round it fetches at most
+`[sapo].max_fetch_per_round` batches, newest round first (the freshest items for training), from
+every round still open to attestation (r + W + C), and attests at most `[sapo].attest_budget` of
+them: 0 for a batch whose tasks are not the seed's, our own recomputed score otherwise, none for a
+batch it could not fetch (retried after a while: unavailability may be ours).
+
+Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
+dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
+client.store.peers), and the fetch goes over bitswap with a time-out. When the producer does not
+give it, the peers who attested the batch are tried in turn (they fetched it and pin it); the
+journal records whose node gave it. A fetched, verified batch is pinned for
+`[store].retain_rounds`, so it outlives its producer. The time one unreachable peer costs in a
+poll is bounded: MAX_DIALS addresses of [store].connect_timeout_s each, then one fetch of
+[store].timeout_s, for the producer and for each of at most MAX_SOURCES - 1 attesters.
 """
 
 from __future__ import annotations
@@ -23,13 +32,19 @@ from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
 from client.node.rollouts import task_seed, verify_batch
 from client.node.services import Services, Stage
-from client.store import BlockStore, StoreError, fetch_batch
+from client.store import BlockStore, IpfsStore, RolloutBatch, StoreError, fetch_batch
+from client.store.cid import digest_to_cid
 from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout, StoreUnavailable
+from client.store.peers import PeerAddresses, peer_addresses
 from client.tasks import Catalog
+
+log = logging.getLogger("sapo.node.intake")
 
 # Store failures that say nothing about the peer (the block may exist, we could not get it).
 _NOT_THE_PEERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
 POLL_S = 2.0
+MAX_DIALS = 3  # addresses dialled per peer and fetch
+MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its batch
 
 
 class Intake(Stage):
@@ -51,6 +66,7 @@ class Intake(Stage):
         self._budget_round = -1
         self._fetched = self._attested = 0
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
+        self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -97,17 +113,22 @@ class Intake(Stage):
         head = self.reader.head()
         if head < start:
             return
-        subs = [
-            PeerSubmission(
-                e.args["round"],
-                e.args["node"].lower(),
-                str(e.args["digest"]).lower(),
-                e.args["rollouts"],
-                e.args["score"],
-            )
-            for e in self.reader.read(["Submitted"], from_block=start, to_block=head)
-        ]
-        self.journal.peers.discovered([s for s in subs if s.node != self.me], head + 1)
+        subs, attesters = [], []
+        for e in self.reader.read(["Submitted", "Attested"], from_block=start, to_block=head):
+            node = e.args["node"].lower()
+            if e.name == "Attested":
+                attesters.append((e.args["round"], node, e.args["attester"].lower()))
+            elif node != self.me:
+                subs.append(
+                    PeerSubmission(
+                        e.args["round"],
+                        node,
+                        str(e.args["digest"]).lower(),
+                        e.args["rollouts"],
+                        e.args["score"],
+                    )
+                )
+        self.journal.peers.discovered(subs, head + 1, attesters)
 
     def _candidates(self, current: int) -> list[PeerSubmission]:
         """Peers' batches still open to attestation and not settled here, newest round first,
@@ -128,14 +149,7 @@ class Intake(Stage):
         """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
         try:
             with timed(self.journal, Span.FETCH):
-                batch = fetch_batch(
-                    self.store,
-                    sub.digest,
-                    chain_id=self.services.chain_id,
-                    ledger=self.ledger.address,
-                    round_=sub.round,
-                    node=sub.node,
-                )
+                batch, source = self.fetch(sub)
         except _NOT_THE_PEERS_FAULT as exc:
             self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
                 10.0, self.params.round_length / 2
@@ -168,8 +182,62 @@ class Intake(Stage):
             claimed=check.claimed,
             recomputed=check.recomputed,
             items=items,
+            source=source,
         )
+        try:  # so that the batch outlives its producer: peers and auditors find it here
+            self.store.pin(digest_to_cid(sub.digest), sub.round)
+        except StoreError as exc:
+            log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
         return VERIFIED, check.recomputed
+
+    def fetch(self, sub: PeerSubmission) -> tuple[RolloutBatch, str]:
+        """Fetches a peer's batch from its producer's IPFS node, else from the peers who
+        attested it; returns it (fully checked) and whose node gave it. Raises a StoreError:
+        one of _NOT_THE_PEERS_FAULT when nobody gave it, another when what came is invalid."""
+
+        def get() -> RolloutBatch:
+            return fetch_batch(
+                self.store,
+                sub.digest,
+                chain_id=self.services.chain_id,
+                ledger=self.ledger.address,
+                round_=sub.round,
+                node=sub.node,
+                network=True,
+            )
+
+        if not isinstance(self.store, IpfsStore):  # a shared local blockstore: no peers
+            return get(), sub.node
+        attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
+        failures = []
+        for source in [sub.node, *attesters][:MAX_SOURCES]:
+            addresses = self.addresses(source)
+            dialled, failed = self.store.connect(
+                list(addresses.dialable[:MAX_DIALS]), self.cfg.store.connect_timeout_s
+            )
+            try:
+                return get(), source
+            except _NOT_THE_PEERS_FAULT as exc:
+                why = addresses.reason if not addresses.dialable else "; ".join(failed[:2])
+                failures.append(
+                    f"{source[:10]}…: {exc}" + (f" (dial: {why})" if not dialled else "")
+                )
+        raise StoreTimeout("; ".join(failures)) if failures else BlockNotFound(sub.digest, "ipfs")
+
+    def addresses(self, node: str) -> PeerAddresses:
+        """A node's dialable IPFS addresses from its on-chain metadata (read once a round)."""
+        current = self.current_round()
+        cached = self._directory.get(node)
+        if cached is None or cached[0] != current:
+            try:
+                metadata = self.ledger.node_info(node).metadata
+            except ChainError as exc:
+                return PeerAddresses(None, refused=(("metadata", f"not read: {exc}"),))
+            found = peer_addresses(metadata, allow_private=self.cfg.store.allow_private_peers)
+            cached = self._directory[node] = (current, found)
+            if found.refused:
+                log.info("%s's metadata: refused %s", node[:10], found.reason)
+        return cached[1]
 
     def _reject(self, sub: PeerSubmission, reason: str, claimed: int) -> tuple[str, int]:
         """Journals a peer batch that is available but not valid; we attest 0 for it."""

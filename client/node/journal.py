@@ -88,7 +88,14 @@ CREATE TABLE IF NOT EXISTS peer_batches (
     recomputed INTEGER,
     items TEXT,
     fetched REAL NOT NULL,
+    source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who attested it)
     PRIMARY KEY (round, node)
+);
+CREATE TABLE IF NOT EXISTS peer_attesters (  -- who attested a peer's batch: where else it lives
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    attester TEXT NOT NULL,
+    PRIMARY KEY (round, node, attester)
 );
 CREATE TABLE IF NOT EXISTS used_items (
     round INTEGER NOT NULL,

@@ -50,13 +50,20 @@ class PeerBook:
     def __init__(self, journal: Journal):
         self._journal = journal
 
-    def discovered(self, subs: list[PeerSubmission], next_block: int) -> None:
-        """Records peers' submissions and where the event scan goes on, in one transaction."""
+    def discovered(
+        self,
+        subs: list[PeerSubmission],
+        next_block: int,
+        attesters: list[tuple[int, str, str]] = (),
+    ) -> None:
+        """Records peers' submissions, who attested which batch (round, node, attester), and
+        where the event scan goes on, in one transaction."""
         with self._journal._tx() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?)",
                 [(s.round, s.node, s.digest, s.rollouts, s.score) for s in subs],
             )
+            db.executemany("INSERT OR IGNORE INTO peer_attesters VALUES (?, ?, ?)", attesters)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('event_cursor', ?)", (str(next_block),))
 
     def event_cursor(self) -> int | None:
@@ -69,6 +76,15 @@ class PeerBook:
             "SELECT * FROM peer_submissions WHERE round >= ? ORDER BY round, node", first_round
         )
         return [PeerSubmission(*r) for r in rows]
+
+    def attesters(self, round_: int, node: str) -> list[str]:
+        """Returns who attested a node's batch of a round (they fetched it: it may be there)."""
+        rows = self._journal._all(
+            "SELECT attester FROM peer_attesters WHERE round = ? AND node = ? ORDER BY attester",
+            round_,
+            node,
+        )
+        return [r[0] for r in rows]
 
     def peer_verdict(self, round_: int, node: str) -> str | None:
         """Returns the verdict recorded for a peer's batch of a round, or None."""
@@ -88,12 +104,15 @@ class PeerBook:
         claimed: int | None = None,
         recomputed: int | None = None,
         items: list[dict[str, Any]] | None = None,
+        source: str | None = None,
     ) -> None:
-        """Records a fetched peer batch and its verdict (an unavailable one may be retried)."""
+        """Records a fetched peer batch, its verdict (an unavailable one may be retried) and
+        whose node gave it."""
         with self._journal._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO peer_batches (round, node, digest, verdict, reason, "
-                "claimed, recomputed, items, fetched) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "claimed, recomputed, items, fetched, source) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     round_,
                     node,
@@ -104,18 +123,30 @@ class PeerBook:
                     recomputed,
                     json.dumps(items) if items is not None else None,
                     time.time(),
+                    source,
                 ),
             )
 
     def peer_verdicts(self, since_round: int = 0) -> list[dict[str, Any]]:
-        """Returns every fetched peer batch's verdict, with how many of its items we used."""
+        """Returns every fetched peer batch's verdict, how many of its items we used, and whose
+        node gave it."""
         rows = self._journal._all(
             "SELECT b.round, b.node, b.digest, b.verdict, b.reason, b.claimed, b.recomputed, "
-            "(SELECT COUNT(*) FROM used_items u WHERE u.round = b.round AND u.node = b.node) "
-            "FROM peer_batches b WHERE b.round >= ? ORDER BY b.round, b.node",
+            "(SELECT COUNT(*) FROM used_items u WHERE u.round = b.round AND u.node = b.node), "
+            "b.source FROM peer_batches b WHERE b.round >= ? ORDER BY b.round, b.node",
             since_round,
         )
-        keys = ("round", "node", "digest", "verdict", "reason", "claimed", "recomputed", "used")
+        keys = (
+            "round",
+            "node",
+            "digest",
+            "verdict",
+            "reason",
+            "claimed",
+            "recomputed",
+            "used",
+            "source",
+        )
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def verified_batches(self, first_round: int, last_round: int) -> list[tuple[int, str]]:

@@ -8,7 +8,9 @@ a pin, then the round's submission (a digest nobody can fetch earns nothing), an
 attestations intake queued, together (one nonce sequence, receipts awaited at once: ~one block
 for all). What cannot go yet waits (an outage); a submission whose window (round + W) closes
 first, or an attestation past its challenge window, is dropped and the round recorded as missed.
-It also unpins what `[store].retain_rounds` no longer keeps.
+It also unpins what `[store].retain_rounds` no longer keeps, and once a chain round keeps the
+node's on-chain metadata current (its IPFS peer id and swarm addresses, which peers dial to
+fetch its batches: `setMetadata` when they changed, e.g. after the daemon moved).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from client.store.batch import BatchLimits
 from client.tasks import Catalog
 from client.units import SCORE_SCALE
 
+log = logging.getLogger("sapo.node.publishing")
 MAX_CONCURRENT_TX = 8  # attestations in flight at once (each waits for its own receipt)
 _CHAIN_DOWN = (RpcUnavailable, TransactionTimeout)
 HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
@@ -45,6 +48,7 @@ class Publisher(Stage):
         self.address = services.address
         self.limits = BatchLimits(max_bytes=self.cfg.store.max_batch_bytes)
         self.wake = threading.Event()
+        self._metadata_round = -1
 
     # ------------------------------------------------------------------- sealing (compute)
 
@@ -101,6 +105,7 @@ class Publisher(Stage):
         while not stop.is_set():
             self.flush()
             self.retain()
+            self.keep_metadata()
             self.wake.wait(1.0)
             self.wake.clear()
 
@@ -234,6 +239,36 @@ class Publisher(Stage):
             logging.WARNING,
             round=entry.round,
             reason=reason,
+        )
+
+    def keep_metadata(self) -> None:
+        """Once a chain round: writes our metadata on chain when what peers need to reach our
+        IPFS node changed. A daemon that cannot be asked leaves the metadata as it is (its
+        addresses may still be right); a chain error retries next round."""
+        from client.node.assemble import node_metadata
+        from client.store import IpfsStore
+
+        current = self.current_round()
+        if current == self._metadata_round or not isinstance(self.store, IpfsStore):
+            return
+        self._metadata_round = current
+        try:
+            self.store.peer()
+        except StoreError:
+            return
+        wanted = node_metadata(self.cfg, self.store)
+        try:
+            if self.ledger.node_info(self.address).metadata == wanted:
+                return
+            result = self.ledger.set_metadata(wanted)
+        except ChainError as exc:
+            log.warning("could not update the node's metadata: %s", exc)
+            return
+        self.events.emit(
+            Event.METADATA_SET,
+            f"metadata updated on chain (IPFS addresses changed) in {result.tx_hash}",
+            metadata=wanted,
+            tx_hash=result.tx_hash,
         )
 
     def retain(self) -> None:

@@ -29,6 +29,13 @@ from client.node.assemble import base_policy_path, seed_spec
 from client.node.devnet import node_process, provision
 
 
+def node_host(index: int) -> str:
+    """The loopback address of node `index`'s IPFS daemon (127.0.0.1 is anvil's)."""
+    if not 0 <= index < 250:
+        raise ValueError(f"a devnet has at most 250 nodes, not node {index}")
+    return f"127.0.0.{index + 2}"
+
+
 class Supervisor:
     """Starts, watches and stops one local swarm in `data_dir`."""
 
@@ -55,9 +62,18 @@ class Supervisor:
             balance_eth=cfg.devnet.balance_eth,
             block_time_s=1,  # block.timestamp follows the wall clock: rounds advance on chain
         )
-        # the local swarm's IPFS daemon, unless its nodes share a local blockstore instead
-        self.ipfs = IpfsDaemon(self.data_dir) if cfg.store.backend == "ipfs" else None
-        self.parts: list[ManagedServer] = [p for p in (self.anvil, self.ipfs) if p is not None]
+        # One IPFS daemon per node (unless the nodes share a local blockstore instead), each on
+        # its own loopback address, so that they are distinct hosts to libp2p: node i's on
+        # 127.0.0.(i+2), listening for its peers, dialled at the addresses of its metadata.
+        self.daemons = (
+            [
+                IpfsDaemon(self.data_dir / f"node-{i}", host=node_host(i), swarm=True)
+                for i in range(max(1, nodes))
+            ]
+            if cfg.store.backend == "ipfs"
+            else []
+        )
+        self.parts: list[ManagedServer] = [self.anvil, *self.daemons]
         self.node_procs: list[ServerProcess] = []
         self.state: dict = {}
         self._registered: Path | None = None
@@ -86,9 +102,9 @@ class Supervisor:
         self._registered = registry.register(self.data_dir, detached=self.detached)
         self._stage("starting anvil")
         self.anvil.start()
-        if self.ipfs is not None:
-            self._stage("starting the IPFS daemon")
-            self.ipfs.start()
+        for i, daemon in enumerate(self.daemons):
+            self._stage(f"starting IPFS daemon {i + 1} of {len(self.daemons)}")
+            daemon.start()
         if self.nodes and (spec := seed_spec(self.cfg)) is not None:
             from client.policy import seed_policy_dir
 
@@ -101,7 +117,7 @@ class Supervisor:
             self.data_dir,
             rpc_url=self.anvil.url,
             chain_id=self.anvil.chain_id,
-            ipfs_api=self.ipfs.api if self.ipfs else None,
+            ipfs_api=[d.api for d in self.daemons] or None,
             nodes=self.nodes,
         )
         self._stage(f"starting {self.nodes} node(s)")
@@ -114,8 +130,10 @@ class Supervisor:
             "rpc_url": self.anvil.url,
             "chain_id": self.anvil.chain_id,
             "anvil_pid": self.anvil.pid,
-            "ipfs_api": self.ipfs.api if self.ipfs else None,
-            "ipfs_pid": self.ipfs.pid if self.ipfs else None,
+            # node 0's daemon (what the swarm's devnet.toml names), and every node's
+            "ipfs_api": self.daemons[0].api if self.daemons else None,
+            "ipfs_pid": self.daemons[0].pid if self.daemons else None,
+            "ipfs": [{"api": d.api, "pid": d.pid, "swarm": d.swarm_address} for d in self.daemons],
             "data_dir": str(self.data_dir),
             "config": str(swarm.config_path),
             "ledger": swarm.ledger,

@@ -70,6 +70,11 @@ class BlockStore(ABC):
         cid_to_digest(cid)  # refuses other codecs and hashes before any I/O
         return _verified(cid, self._get(cid))
 
+    def fetch(self, cid: str) -> bytes:
+        """Like get, but may fetch the block from the store's peers (an IPFS node asks the
+        peers it is connected to, see IpfsStore.connect); a local store has no peers."""
+        return self.get(cid)
+
     def pin(self, cid: str, round_: int) -> None:
         """Keeps `cid` (which must be stored) until the retention rule drops `round_`."""
         if not self.has(cid):
@@ -290,6 +295,47 @@ class IpfsStore(BlockStore):
     def has(self, cid: str) -> bool:
         return self._stat(cid) is not None
 
+    def fetch(self, cid: str) -> bytes:
+        """Returns the verified bytes of `cid`, from this daemon or over bitswap from the peers
+        it is connected to, within the store's time-out (StoreTimeout: nobody gave it)."""
+        cid_to_digest(cid)
+
+        def stat(client) -> int:
+            # online: the daemon fetches the block it lacks (and keeps it, unpinned)
+            return int(client.block.stat(cid, timeout=self.timeout_s)["Size"])
+
+        size = self._call("block/stat", stat)
+        if size > self.max_bytes:
+            raise BatchTooLarge(size, self.max_bytes, cid)
+        return self.get(cid)
+
+    def connect(self, addresses: list[str], timeout_s: float = 5.0) -> tuple[str | None, list[str]]:
+        """Dials the peer at each address in turn until one answers. Returns (the address that
+        connected, or None; one line per address that failed, naming it and why)."""
+        failures = []
+        for address in addresses:
+            try:
+                self._call(
+                    "swarm/connect",
+                    lambda c, a=address: c._client.request(
+                        "/swarm/connect", (a,), decoder="json", timeout=timeout_s
+                    ),
+                )
+                return address, failures
+            except (StoreUnavailable, StoreTimeout) as exc:
+                failures.append(f"{address}: {exc}")
+        return None, failures
+
+    def swarm_peers(self) -> list[str]:
+        """The peer ids this daemon is connected to."""
+        answer = self._call(
+            "swarm/peers", lambda c: c._client.request("/swarm/peers", decoder="json")
+        )
+        peers = answer[0].get("Peers") if answer and isinstance(answer[0], dict) else None
+        return [
+            p["Peer"] for p in peers or [] if isinstance(p, dict) and isinstance(p.get("Peer"), str)
+        ]
+
     def _pin(self, cid: str) -> None:
         self._call("pin/add", lambda c: c.pin.add(cid))
 
@@ -307,8 +353,21 @@ class IpfsStore(BlockStore):
         answer = self._call("id", lambda c: dict(c.id()))  # a Mapping, not a dict
         if not isinstance(answer, dict) or not isinstance(answer.get("ID"), str):
             raise StoreUnavailable(f"IPFS id at {self.api} gave no peer id")
-        addresses = [a for a in answer.get("Addresses") or [] if isinstance(a, str)]
-        return {"id": answer["ID"], "addresses": addresses[:8]}
+        peer = answer["ID"]
+        listed = [a for a in answer.get("Addresses") or [] if isinstance(a, str)]
+        # js-ipfs answers `id` with no addresses; both answer swarm/addrs/local
+        local = self._call(
+            "swarm/addrs/local",
+            lambda c: c._client.request("/swarm/addrs/local", decoder="json"),
+        )
+        if local and isinstance(local[0], dict):
+            listed += [a for a in local[0].get("Strings") or [] if isinstance(a, str)]
+        addresses = []
+        for address in listed:  # peers learn the id once, beside the addresses
+            base = address.split("/p2p/")[0].split("/ipfs/")[0]
+            if "/tcp/" in base and "/ws" not in base and base not in addresses:
+                addresses.append(base)
+        return {"id": peer, "addresses": addresses[:8]}
 
     def ping(self) -> None:
         self._call("version", lambda c: c.version())

@@ -38,13 +38,15 @@ def fetch_batch(
     round_: int,
     node: str,
     limits: BatchLimits | None = None,
+    network: bool = False,
 ) -> RolloutBatch:
     """Returns the batch the ledger recorded as `digest` for (round_, node), fully checked.
 
     Raises a StoreError: unavailable or missing block, bytes that hash otherwise, a malformed or
-    off-schema document, or a header that names another chain, ledger, round or node.
+    off-schema document, or a header that names another chain, ledger, round or node. With
+    `network` the store may fetch the block from its peers (BlockStore.fetch).
     """
     cid = digest_to_cid(digest)
-    batch = decode_batch(store.get(cid), limits)
+    batch = decode_batch(store.fetch(cid) if network else store.get(cid), limits)
     check_record(batch, chain_id=chain_id, ledger=ledger, round_=round_, node=node)
     return batch

@@ -1,0 +1,114 @@
+"""Where a peer's IPFS node can be dialled, read from its on-chain metadata, trusting nothing.
+
+A node registers (and keeps current with `setMetadata`) compact JSON naming its IPFS peer id and
+swarm addresses: `{"ipfs": {"id": "12D3KooW…", "addresses": ["/ip4/…/tcp/4001", …]}}`. Anyone can
+write anything there, so every address is checked before it is dialled: the shape
+(`/ip4|ip6|dns4|dns6/HOST/tcp/PORT`, optionally ending in this peer's `/p2p/ID`), the count
+(MAX_ADDRESSES), the length, and whether it is private (loopback, RFC 1918, link-local, ...),
+which a testnet node refuses unless `[store].allow_private_peers` says otherwise (a devnet on
+one machine needs it; on the internet a private address is either wrong or points a node at its
+own network). What is refused is returned with its reason, for the journal, never raised.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+
+MAX_ADDRESSES = 8
+MAX_ADDRESS_CHARS = 200
+# base58btc CIDv0-style (Qm…) and identity-multihash Ed25519 (12D3KooW…) peer ids, and base32
+# CIDv1 peer ids (b…) as kubo may print them
+PEER_ID = re.compile(r"^(?:[1-9A-HJ-NP-Za-km-z]{46,60}|b[a-z2-7]{50,70})$")
+_ADDRESS = re.compile(
+    r"^/(?P<proto>ip4|ip6|dns4|dns6|dns)/(?P<host>[^/]{1,253})/tcp/(?P<port>\d{1,5})"
+    r"(?:/(?:p2p|ipfs)/(?P<peer>[^/]+))?$"
+)
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+
+
+@dataclass(frozen=True)
+class PeerAddresses:
+    """A peer's dialable addresses (each ending in /p2p/ID) and what was refused, with why."""
+
+    peer_id: str | None
+    dialable: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        """One line for the journal when nothing is dialable."""
+        if self.peer_id is None:
+            return self.refused[0][1] if self.refused else "no IPFS peer in its metadata"
+        if not self.refused:
+            return "no swarm address in its metadata"
+        return "; ".join(f"{a[:80]}: {why}" for a, why in self.refused[:3])
+
+
+def peer_addresses(metadata: str, *, allow_private: bool) -> PeerAddresses:
+    """Returns the dialable swarm addresses a node's metadata names (see the module doc)."""
+    try:
+        data = json.loads(metadata)
+    except (json.JSONDecodeError, TypeError):
+        return PeerAddresses(None, refused=(("metadata", "metadata is not JSON"),))
+    ipfs = data.get("ipfs") if isinstance(data, dict) else None
+    if not isinstance(ipfs, dict):
+        return PeerAddresses(None, refused=(("metadata", "no IPFS peer in its metadata"),))
+    peer = ipfs.get("id")
+    if not isinstance(peer, str) or not PEER_ID.match(peer):
+        return PeerAddresses(None, refused=(("ipfs.id", f"not a peer id: {str(peer)[:60]!r}"),))
+    listed = ipfs.get("addresses")
+    if not isinstance(listed, list):
+        return PeerAddresses(peer, refused=(("ipfs.addresses", "not a list"),))
+    dialable: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for i, address in enumerate(listed):
+        if i >= MAX_ADDRESSES:
+            refused.append((f"{len(listed) - i} more", f"over {MAX_ADDRESSES} addresses"))
+            break
+        why = _refusal(address, peer, allow_private)
+        if why:
+            refused.append((str(address)[:MAX_ADDRESS_CHARS], why))
+            continue
+        base = _ADDRESS.match(address)
+        full = f"/{base['proto']}/{base['host']}/tcp/{base['port']}/p2p/{peer}"
+        if full not in dialable:
+            dialable.append(full)
+    return PeerAddresses(peer, tuple(dialable), tuple(refused))
+
+
+def _refusal(address: object, peer: str, allow_private: bool) -> str | None:
+    """Why `address` cannot be dialled, or None when it can."""
+    if not isinstance(address, str):
+        return "not a string"
+    if len(address) > MAX_ADDRESS_CHARS:
+        return f"longer than {MAX_ADDRESS_CHARS} characters"
+    match = _ADDRESS.match(address)
+    if match is None:
+        return "not /ip4|ip6|dns4|dns6/HOST/tcp/PORT[/p2p/ID] (the transports this client dials)"
+    port = int(match["port"])
+    if not 0 < port < 65536:
+        return f"port {port} out of range"
+    if match["peer"] is not None and match["peer"] != peer:
+        return "names another peer id than the metadata's"
+    host = match["host"]
+    if match["proto"] in ("ip4", "ip6"):
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return f"{host!r} is not an {match['proto']} address"
+        if ip.version != (4 if match["proto"] == "ip4" else 6):
+            return f"{host!r} is not an {match['proto']} address"
+        if ip.is_unspecified or ip.is_multicast:
+            return f"{host} cannot be dialled"
+        if not allow_private and not ip.is_global:
+            return f"{host} is private ([store].allow_private_peers is off)"
+    elif not _HOSTNAME.match(host):
+        return f"{host[:60]!r} is not a host name"
+    elif not allow_private and (host == "localhost" or host.endswith(".local")):
+        return f"{host} is private ([store].allow_private_peers is off)"
+    return None
