@@ -40,7 +40,7 @@ def env_for(cache: Path) -> dict[str, str]:
 
 def devnet_pids(state: dict) -> list[int]:
     pids = [state["supervisor_pid"], state["anvil_pid"], *(n["pid"] for n in state["nodes"])]
-    return pids + ([state["ipfs_pid"]] if state["ipfs_pid"] else [])
+    return pids + [d["pid"] for d in state["ipfs"]]  # one IPFS daemon per node
 
 
 def listed(data_dir: Path, env: dict[str, str] | None = None) -> bool:

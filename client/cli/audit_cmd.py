@@ -213,11 +213,14 @@ def verify(
 ) -> None:
     """Re-verify a submission: fetch its batch by the on-chain digest, regenerate every task
     from the seed, re-score every completion; exit 1 on any mismatch."""
+    from client.chain.events import EventReader
     from client.node.rollouts import task_seed, verify_batch
-    from client.store import StoreError, fetch_batch, open_store
+    from client.store import StoreError, fetch_from_peers, open_store
+    from client.store.peers import peer_addresses
     from client.tasks import CatalogError, check_against_ledger, load_catalog
 
     cfg, bound, _ = open_ledger(config, rpc, ledger)
+    private = cfg.store.allow_private_peers
     with chain_errors():
         sub = bound.submission(round_, address)
         chain_id = bound.w3.eth.chain_id
@@ -233,9 +236,26 @@ def verify(
     except CatalogError as exc:
         fail(str(exc))
     try:
-        batch = fetch_batch(
+        # from the producer's IPFS node, else from a peer who attested it (it fetched and pins
+        # it): a batch whose producer left can still be re-scored
+        with chain_errors():
+            attesters = [
+                e.args["attester"]
+                for e in EventReader(
+                    bound,
+                    chunk_blocks=cfg.chain.log_chunk_blocks,
+                    start_block=cfg.chain.ledger_deploy_block,
+                ).read(["Attested"], round=round_, node=address)
+            ]
+            sources = [
+                (n, peer_addresses(bound.node_info(n).metadata, allow_private=private))
+                for n in [address, *attesters][:4]
+            ]
+        batch, source = fetch_from_peers(
             open_store(cfg.store),
             sub.digest,
+            sources,
+            connect_timeout_s=cfg.store.connect_timeout_s,
             chain_id=chain_id,
             ledger=bound.address,
             round_=round_,
@@ -251,6 +271,7 @@ def verify(
                 "round": round_,
                 "node": address,
                 "cid": digest_to_cid(sub.digest),
+                "source": source,
                 "claimed_on_chain": sub.claimed,
                 "claimed_in_batch": check.claimed,
                 "recomputed": check.recomputed,
@@ -287,6 +308,8 @@ def verify(
             end_section=True,
         )
         out.print(table)
+        if source.lower() != address.lower():
+            out.print(f"fetched from {source}, who attested it (its producer did not give it)")
         if check.reason:
             out.print(f"[red]invalid batch:[/] {check.reason}", markup=True)
         out.print(

@@ -140,7 +140,10 @@ class IpfsDaemon(ManagedServer):
         config["Discovery"]["webRTCStar"] = {"Enabled": False}
         config_path.write_text(json.dumps(config, indent=2))
         # a daemon killed hard leaves its repo lock behind
-        (self.repo / "repo.lock").unlink(missing_ok=True)
+        lock = self.repo / "repo.lock"  # js-ipfs locks with a directory (proper-lockfile)
+        if lock.is_dir():
+            shutil.rmtree(lock, ignore_errors=True)
+        lock.unlink(missing_ok=True)
 
     def start(self) -> IpfsDaemon:
         """Starts the daemon (initialising its repo once) and returns when its API answers."""

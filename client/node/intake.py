@@ -15,7 +15,7 @@ client.store.peers), and the fetch goes over bitswap with a time-out. When the p
 give it, the peers who attested the batch are tried in turn (they fetched it and pin it); the
 journal records whose node gave it. A fetched, verified batch is pinned for
 `[store].retain_rounds`, so it outlives its producer. The time one unreachable peer costs in a
-poll is bounded: MAX_DIALS addresses of [store].connect_timeout_s each, then one fetch of
+poll is bounded: exchange.MAX_DIALS addresses of [store].connect_timeout_s each, then one fetch of
 [store].timeout_s, for the producer and for each of at most MAX_SOURCES - 1 attesters.
 """
 
@@ -32,18 +32,15 @@ from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
 from client.node.rollouts import task_seed, verify_batch
 from client.node.services import Services, Stage
-from client.store import BlockStore, IpfsStore, RolloutBatch, StoreError, fetch_batch
+from client.store import BlockStore, RolloutBatch, StoreError, fetch_from_peers
 from client.store.cid import digest_to_cid
-from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout, StoreUnavailable
+from client.store.exchange import NOT_THE_PRODUCERS_FAULT
 from client.store.peers import PeerAddresses, peer_addresses
 from client.tasks import Catalog
 
 log = logging.getLogger("sapo.node.intake")
 
-# Store failures that say nothing about the peer (the block may exist, we could not get it).
-_NOT_THE_PEERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
 POLL_S = 2.0
-MAX_DIALS = 3  # addresses dialled per peer and fetch
 MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its batch
 
 
@@ -150,7 +147,7 @@ class Intake(Stage):
         try:
             with timed(self.journal, Span.FETCH):
                 batch, source = self.fetch(sub)
-        except _NOT_THE_PEERS_FAULT as exc:
+        except NOT_THE_PRODUCERS_FAULT as exc:
             self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
                 10.0, self.params.round_length / 2
             )
@@ -192,37 +189,19 @@ class Intake(Stage):
 
     def fetch(self, sub: PeerSubmission) -> tuple[RolloutBatch, str]:
         """Fetches a peer's batch from its producer's IPFS node, else from the peers who
-        attested it; returns it (fully checked) and whose node gave it. Raises a StoreError:
-        one of _NOT_THE_PEERS_FAULT when nobody gave it, another when what came is invalid."""
-
-        def get() -> RolloutBatch:
-            return fetch_batch(
-                self.store,
-                sub.digest,
-                chain_id=self.services.chain_id,
-                ledger=self.ledger.address,
-                round_=sub.round,
-                node=sub.node,
-                network=True,
-            )
-
-        if not isinstance(self.store, IpfsStore):  # a shared local blockstore: no peers
-            return get(), sub.node
+        attested it; returns it (fully checked) and whose node gave it."""
         attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
-        failures = []
-        for source in [sub.node, *attesters][:MAX_SOURCES]:
-            addresses = self.addresses(source)
-            dialled, failed = self.store.connect(
-                list(addresses.dialable[:MAX_DIALS]), self.cfg.store.connect_timeout_s
-            )
-            try:
-                return get(), source
-            except _NOT_THE_PEERS_FAULT as exc:
-                why = addresses.reason if not addresses.dialable else "; ".join(failed[:2])
-                failures.append(
-                    f"{source[:10]}…: {exc}" + (f" (dial: {why})" if not dialled else "")
-                )
-        raise StoreTimeout("; ".join(failures)) if failures else BlockNotFound(sub.digest, "ipfs")
+        sources = [(n, self.addresses(n)) for n in [sub.node, *attesters][:MAX_SOURCES]]
+        return fetch_from_peers(
+            self.store,
+            sub.digest,
+            sources,
+            connect_timeout_s=self.cfg.store.connect_timeout_s,
+            chain_id=self.services.chain_id,
+            ledger=self.ledger.address,
+            round_=sub.round,
+            node=sub.node,
+        )
 
     def addresses(self, node: str) -> PeerAddresses:
         """A node's dialable IPFS addresses from its on-chain metadata (read once a round)."""

@@ -159,16 +159,19 @@ class Supervisor:
     # ---------------------------------------------------------------------- running, stopping
 
     def watch(self, on_node_exit: Callable[[ServerProcess], None]) -> ManagedServer:
-        """Returns once anvil or the IPFS daemon has exited (that one); a node that exits is
-        reported once and the swarm goes on without it."""
-        reported: set[str] = set()
-        while all(p.running for p in self.parts):
-            for proc in self.node_procs:
-                if not proc.running and proc.name not in reported:
-                    reported.add(proc.name)
+        """Returns once anvil has exited (it); a node or a node's IPFS daemon that exits is
+        reported once and the swarm goes on without it (a node whose daemon is gone rides out
+        a store outage, as on an operator's machine; bring it back with the same repo and it
+        listens where it did)."""
+        reported: set[int] = set()
+        while self.anvil.running:
+            parts = [d._server for d in self.daemons if d._server is not None]
+            for proc in [*parts, *self.node_procs]:
+                if not proc.running and id(proc) not in reported:
+                    reported.add(id(proc))
                     on_node_exit(proc)
             time.sleep(0.2)
-        return next(p for p in self.parts if not p.running)
+        return self.anvil
 
     def stop(self) -> None:
         """Stops nodes first (they checkpoint and flush their outbox), then IPFS, then anvil."""

@@ -25,7 +25,7 @@ from client.store.errors import (
     StoreUnavailable,
     UnsupportedSchema,
 )
-from client.store.exchange import fetch_batch, open_store, publish_batch
+from client.store.exchange import fetch_batch, fetch_from_peers, open_store, publish_batch
 
 __all__ = [
     "SCHEMA",
@@ -55,6 +55,7 @@ __all__ = [
     "decode_batch",
     "digest_to_cid",
     "fetch_batch",
+    "fetch_from_peers",
     "open_store",
     "publish_batch",
 ]

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from client.config.models import StoreSection
 from client.store.backends import BlockStore, IpfsStore, LocalStore
 from client.store.batch import BatchLimits, RolloutBatch, check_record, decode_batch
 from client.store.cid import digest_to_cid
+from client.store.errors import BatchDigestMismatch, BlockNotFound, StoreTimeout, StoreUnavailable
+from client.store.peers import PeerAddresses
+
+# Failures that say nothing about the batch's producer: the block may exist, we did not get it.
+NOT_THE_PRODUCERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
+MAX_DIALS = 3  # addresses dialled per source
+HELD = "held"  # the source of a batch this node's IPFS node had, or got from any peer it knew
 
 
 def open_store(section: StoreSection) -> BlockStore:
@@ -50,3 +58,48 @@ def fetch_batch(
     batch = decode_batch(store.fetch(cid) if network else store.get(cid), limits)
     check_record(batch, chain_id=chain_id, ledger=ledger, round_=round_, node=node)
     return batch
+
+
+def fetch_from_peers(
+    store: BlockStore,
+    digest: bytes | str,
+    sources: Sequence[tuple[str, PeerAddresses]],
+    *,
+    connect_timeout_s: float,
+    chain_id: int,
+    ledger: str,
+    round_: int,
+    node: str,
+) -> tuple[RolloutBatch, str]:
+    """Fetches the batch of (round_, node) from the first of `sources` (name, addresses: the
+    producer first, then peers who fetched it) whose IPFS node gives it: dials at most MAX_DIALS
+    of its addresses and, once connected, fetches over bitswap within the store's time-out; a source
+    that cannot be dialled is passed over. Returns the checked batch and the source's name (HELD
+    when no source was reached but the daemon had it or got it anyway). Raises one of
+    NOT_THE_PRODUCERS_FAULT naming every source tried when nobody gave it; another StoreError
+    when what came is not a valid batch. A store with no peers (a shared local directory) is
+    read directly."""
+
+    def get() -> RolloutBatch:
+        return fetch_batch(
+            store, digest, chain_id=chain_id, ledger=ledger, round_=round_, node=node, network=True
+        )
+
+    if not isinstance(store, IpfsStore):
+        return get(), node
+    failures = []
+    for name, addresses in sources:
+        dialled, failed = store.connect(list(addresses.dialable[:MAX_DIALS]), connect_timeout_s)
+        if dialled is None:  # not connected to it: a fetch now would not be its
+            why = addresses.reason if not addresses.dialable else "; ".join(failed[:2])
+            failures.append(f"{name[:10]}…: not dialled ({why})")
+            continue
+        try:
+            return get(), name
+        except NOT_THE_PRODUCERS_FAULT as exc:
+            failures.append(f"{name[:10]}…: {exc}")
+    try:  # already held here, or given by a peer the daemon is connected to anyway
+        return get(), HELD
+    except NOT_THE_PRODUCERS_FAULT as exc:
+        failures.append(f"connected peers: {exc}")
+    raise StoreTimeout("nobody gave the batch: " + "; ".join(failures))

@@ -1,0 +1,136 @@
+"""The data plane across hosts: a devnet whose 3 nodes each have their own js-ipfs daemon on
+their own loopback address, and a producer that leaves after its batch was fetched.
+
+Node 2 is really stopped (SIGSTOP) while node 1 fetches and attests node 0's batch of a round;
+node 0's daemon is then killed (SIGKILL) and node 2 resumed: it gets the batch from node 1 (the
+journal says so) and attests it, `sapo audit verify` with node 2's config re-scores it, and node
+0 rides out its store outage, journals it, and submits again once its daemon is back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import sapo_run, start_devnet, stop_devnet, wait_until
+
+from client.chain import Ledger, connect
+from client.chain.events import EventReader
+from client.devnet import IpfsDaemon
+from client.devnet.process import pid_alive
+from client.node.eventlog import read_events
+from client.node.journal import Journal
+from client.node.view_journal import NodeView
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ROUND_S = 10
+ENV = {
+    "SAPO_POLICY__MODEL": "seed-test",
+    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def verdicts(node_dir: Path) -> dict[tuple[int, str], dict]:
+    rows = Journal.read_only(node_dir / "journal.sqlite").peers.peer_verdicts()
+    return {(v["round"], v["node"]): v for v in rows}
+
+
+def test_a_batch_outlives_its_producers_ipfs_node(tmp_path: Path) -> None:
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(tmp_path / "policies")
+    proc, state = start_devnet(
+        tmp_path / "devnet",
+        "--config",
+        "configs/devnet.toml",
+        "--nodes",
+        "3",
+        "--round-length",
+        str(ROUND_S),
+        env=ENV,
+    )
+    resumed, nodes = None, state["nodes"]
+    try:
+        dirs = [Path(n["data_dir"]) for n in nodes]
+        addr = [n["address"].lower() for n in nodes]
+        ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
+        # the swarm works across daemons: node 2 has verified one of node 0's batches
+        wait_until(
+            lambda: any(
+                k[1] == addr[0] and v["verdict"] == "verified" for k, v in verdicts(dirs[2]).items()
+            ),
+            timeout_s=ROUND_S * 12 + 120,
+            what="node 2 to verify a batch of node 0",
+        )
+        os.kill(nodes[2]["pid"], signal.SIGSTOP)
+        seen_by_2 = {k[0] for k in verdicts(dirs[2]) if k[1] == addr[0]}
+
+        def attested_by_1() -> int | None:
+            events = EventReader(ledger).read(["Attested"], node=addr[0])
+            rounds = {e.args["round"] for e in events if e.args["attester"].lower() == addr[1]}
+            fresh = sorted(rounds - seen_by_2)
+            return fresh[-1] if fresh else None
+
+        wait_until(
+            lambda: attested_by_1() is not None,
+            timeout_s=ROUND_S * 8,
+            what="node 1 to attest a batch of node 0 that node 2 has not fetched",
+        )
+        round_ = attested_by_1()
+        os.kill(state["ipfs"][0]["pid"], signal.SIGKILL)  # node 0's IPFS node is gone
+        wait_until(lambda: not pid_alive(state["ipfs"][0]["pid"]), what="daemon 0 to die")
+        os.kill(nodes[2]["pid"], signal.SIGCONT)
+
+        wait_until(
+            lambda: verdicts(dirs[2]).get((round_, addr[0]), {}).get("verdict") == "verified",
+            timeout_s=ROUND_S * 6 + 60,
+            what=f"node 2 to fetch and verify node 0's batch of round {round_}",
+        )
+        got = verdicts(dirs[2])[(round_, addr[0])]
+        assert got["source"] == addr[1], got  # from node 1, who fetched it and pins it
+        audit = sapo_run(
+            "audit",
+            "verify",
+            str(round_),
+            nodes[0]["address"],
+            "--config",
+            nodes[2]["config"],
+            "--json",
+            env=ENV,
+            timeout=300,
+        )
+        assert audit.returncode == 0, audit.stdout + audit.stderr
+        report = json.loads(audit.stdout)
+        assert report["ok"] and report["source"].lower() != addr[0], report
+
+        # node 0 kept running through the outage and says so
+        assert pid_alive(nodes[0]["pid"])
+        wait_until(
+            lambda: any(
+                e["kind"] == "store.status" and not e.get("ok", True)
+                for e in read_events(dirs[0] / "events.jsonl")
+            ),
+            timeout_s=ROUND_S * 4,
+            what="node 0 to journal its store outage",
+        )
+        before = NodeView(dirs[0]).confirmed_rounds()
+        resumed = IpfsDaemon(dirs[0], host="127.0.0.2", swarm=True).start()  # same repo, ports
+        assert resumed.api == state["ipfs"][0]["api"]
+        wait_until(
+            lambda: len(NodeView(dirs[0]).confirmed_rounds()) >= len(before) + 2,
+            timeout_s=ROUND_S * 6 + 60,
+            what="node 0 to submit again once its daemon is back",
+        )
+        # nothing it had submitted is lost: every confirmed round is still fetchable
+        for r in before:
+            assert (r, addr[0]) in verdicts(dirs[1]) or (r, addr[0]) in verdicts(dirs[2])
+    finally:
+        if pid_alive(nodes[2]["pid"]):
+            os.kill(nodes[2]["pid"], signal.SIGCONT)  # so that it can stop
+        if proc.poll() is None:
+            stop_devnet(proc)
+        if resumed is not None:
+            resumed.stop()
