@@ -7,6 +7,7 @@ to the round a test needs, instead of the test sleeping through rounds."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -149,11 +150,11 @@ def test_ipfs_outage_holds_the_submission_until_the_batch_is_pinned(world) -> No
     assert ("store.status", False) in kinds and ("store.status", True) in kinds
 
 
-def cheater(world) -> Ledger:
+def cheater(world, metadata: str = '{"model":"cheat"}') -> Ledger:
     account = Account.create()
     rpc_call(world["anvil"].url, "anvil_setBalance", [account.address, hex(100 * 10**18)])
     ledger = Ledger(connect(world["anvil"].url), world["swarm"].ledger, account=account)
-    ledger.register('{"model":"cheat"}', world["base"].ledger.min_stake)
+    ledger.register(metadata, world["base"].ledger.min_stake)
     return ledger
 
 
@@ -162,7 +163,14 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     policy = load_policy(base_policy_path(base), device="cpu", dtype="float32")
     catalog = load_catalog("tiny")
     store = IpfsStore(daemon.api, index_dir=Path(world["swarm"].config_path).parent / "cheats")
-    foreign, inflated, missing = cheater(world), cheater(world), cheater(world)
+    # the never-pinned batch's producer names a dead address, a malformed one and a flood
+    dead = {
+        "id": "12D3KooWMc5B3DpRBc8mPmZrC3cMXpjDYCV1mQynS2GnE3jgSv2h",
+        "addresses": ["/ip4/127.0.0.9/tcp/9", "/ip4/127.0.0.9/udp/9/quic", "x" * 250]
+        + [f"/ip4/127.0.0.{i}/tcp/9" for i in range(10, 25)],
+    }
+    foreign, inflated = cheater(world), cheater(world)
+    missing = cheater(world, json.dumps({"model": "cheat", "ipfs": dead}))
     node = open_node(gated_config(world, 0), clock=world["warp"].clock)
     round_ = next_round(world, node)
 
@@ -219,7 +227,8 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     assert bad["verdict"] == "bad" and "not the seed's task" in bad["reason"]
     wrong = found[inflated.account_address.lower()]
     assert wrong["verdict"] == "verified" and wrong["recomputed"] < wrong["claimed"]
-    assert found[missing.account_address.lower()]["verdict"] == "unavailable"
+    gone = found[missing.account_address.lower()]
+    assert gone["verdict"] == "unavailable" and "not dialled" in gone["reason"], gone
     attested = {
         e.args["node"].lower(): e.args
         for e in EventReader(node.ledger).read(["Attested"], round=round_)
