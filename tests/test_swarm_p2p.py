@@ -1,5 +1,10 @@
 """The data plane across hosts: a devnet whose 3 nodes each have their own js-ipfs daemon on
-their own loopback address, and a producer that leaves after its batch was fetched.
+their own loopback address, checked by `sapo doctor`, and a producer that leaves after its batch
+was fetched.
+
+`sapo doctor` with a node's config passes every check on the healthy devnet, and fails (exit 1,
+naming the fix) on a wrong chain id, a keystore others can read, and swarm addresses that peers
+on the internet could not dial.
 
 Node 2 is really stopped (SIGSTOP) while node 1 fetches and attests node 0's batch of a round;
 node 0's daemon is then killed (SIGKILL) and node 2 resumed: it gets the batch from node 1 (the
@@ -40,10 +45,12 @@ def verdicts(node_dir: Path) -> dict[tuple[int, str], dict]:
     return {(v["round"], v["node"]): v for v in rows}
 
 
-def test_a_batch_outlives_its_producers_ipfs_node(tmp_path: Path) -> None:
-    ENV["SAPO_POLICY__CACHE_DIR"] = str(tmp_path / "policies")
+@pytest.fixture(scope="module")
+def devnet(tmp_path_factory: pytest.TempPathFactory):
+    data_dir = tmp_path_factory.mktemp("p2p")
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
     proc, state = start_devnet(
-        tmp_path / "devnet",
+        data_dir / "devnet",
         "--config",
         "configs/devnet.toml",
         "--nodes",
@@ -52,6 +59,45 @@ def test_a_batch_outlives_its_producers_ipfs_node(tmp_path: Path) -> None:
         str(ROUND_S),
         env=ENV,
     )
+    yield proc, state
+    if proc.poll() is None:
+        stop_devnet(proc)
+
+
+def doctor(config: str, **env: str) -> tuple[int, dict[str, dict]]:
+    result = sapo_run("doctor", "--config", config, "--json", env=ENV | env, timeout=300)
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    return result.returncode, checks
+
+
+def test_doctor_passes_on_a_healthy_node_and_names_the_fix_for_each_fault(devnet) -> None:
+    _, state = devnet
+    config = state["nodes"][2]["config"]
+    code, checks = doctor(config)
+    assert code == 0 and all(c["ok"] for c in checks.values()), checks
+    assert "dialled" in checks["peers"]["detail"]
+
+    code, checks = doctor(config, SAPO_CHAIN__CHAIN_ID="1")
+    assert code == 1 and checks["rpc"]["ok"] is False and "chain_id" in checks["rpc"]["fix"]
+    assert checks["ledger"]["ok"] is None  # skipped, saying why
+
+    keystore = Path(state["nodes"][2]["data_dir"]) / "keystore.json"
+    keystore.chmod(0o644)
+    try:
+        code, checks = doctor(config)
+    finally:
+        keystore.chmod(0o600)
+    assert code == 1 and checks["keystore"]["fix"] == f"chmod 600 {keystore}"
+
+    # an IPFS node peers cannot reach: its swarm addresses are loopback and private ones are
+    # not allowed (as on the internet)
+    code, checks = doctor(config, SAPO_STORE__ALLOW_PRIVATE_PEERS="false")
+    assert code == 1 and checks["ipfs"]["ok"] is False and "private" in checks["ipfs"]["detail"]
+    assert "Addresses.Swarm" in checks["ipfs"]["fix"]
+
+
+def test_a_batch_outlives_its_producers_ipfs_node(devnet) -> None:
+    proc, state = devnet
     resumed, nodes = None, state["nodes"]
     try:
         dirs = [Path(n["data_dir"]) for n in nodes]
@@ -131,6 +177,6 @@ def test_a_batch_outlives_its_producers_ipfs_node(tmp_path: Path) -> None:
         if pid_alive(nodes[2]["pid"]):
             os.kill(nodes[2]["pid"], signal.SIGCONT)  # so that it can stop
         if proc.poll() is None:
-            stop_devnet(proc)
+            stop_devnet(proc)  # before the daemon this test started
         if resumed is not None:
             resumed.stop()

@@ -51,6 +51,11 @@ COMMANDS: dict[str, Entry] = {
     "policy": Entry("client.cli.policy_cmd", "app", "Build the seed policy, evaluate policies."),
     "node": Entry("client.cli.node_cmd", "app", "Register and run a SAPO node."),
     "wallet": Entry("client.cli.wallet_cmd", "app", "Encrypted keystores: new, import, address."),
+    "doctor": Entry(
+        "client.cli.doctor_cmd",
+        "doctor",
+        "Check what a node needs (RPC, ledger, keystore, stake, IPFS, peers, clock, disk, model).",
+    ),
     "experiment": Entry(
         "client.cli.experiment_cmd", "app", "Reproduce the SAPO paper's controlled experiment."
     ),
