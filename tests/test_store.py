@@ -245,3 +245,18 @@ def test_two_daemons_on_their_own_hosts_fetch_each_others_blocks_over_bitswap(
     finally:
         for daemon in (a, b, c):
             daemon.stop()
+
+
+def test_a_restarted_daemon_listens_where_it_did(tmp_path: Path) -> None:
+    """Its node's config (the API) and its peers' view of it (the swarm address on chain) stay
+    right across a restart, even one after a hard kill."""
+    first = IpfsDaemon(tmp_path, host="127.0.0.5", swarm=True).start()
+    api, swarm = first.api, first.swarm_address
+    assert swarm is not None and swarm.startswith("/ip4/127.0.0.5/tcp/")
+    first._server._proc.kill()  # SIGKILL: its lock is left behind
+    first.stop()
+    again = IpfsDaemon(tmp_path, host="127.0.0.5", swarm=True).start()
+    try:
+        assert (again.api, again.swarm_address) == (api, swarm)
+    finally:
+        again.stop()

@@ -9,7 +9,8 @@ on the internet could not dial.
 Node 2 is really stopped (SIGSTOP) while node 1 fetches and attests node 0's batch of a round;
 node 0's daemon is then killed (SIGKILL) and node 2 resumed: it gets the batch from node 1 (the
 journal says so) and attests it, `sapo audit verify` with node 2's config re-scores it, and node
-0 rides out its store outage, journals it, and submits again once its daemon is back.
+0 rides out its store outage, journals it, and submits again once its daemon is back, on
+another port: it writes its new swarm address on chain and its peers fetch from there.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -163,12 +165,37 @@ def test_a_batch_outlives_its_producers_ipfs_node(devnet) -> None:
             what="node 0 to journal its store outage",
         )
         before = NodeView(dirs[0]).confirmed_rounds()
-        resumed = IpfsDaemon(dirs[0], host="127.0.0.2", swarm=True).start()  # same repo, ports
-        assert resumed.api == state["ipfs"][0]["api"]
+        old_swarm = state["ipfs"][0]["swarm"]
+        with socket.socket() as squatter:  # its old swarm port is taken now: the daemon moves
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            squatter.bind(("127.0.0.2", int(old_swarm.split("/")[4])))
+            squatter.listen()
+            resumed = IpfsDaemon(dirs[0], host="127.0.0.2", swarm=True).start()  # same repo
+        assert resumed.api == state["ipfs"][0]["api"] and resumed.swarm_address != old_swarm
         wait_until(
             lambda: len(NodeView(dirs[0]).confirmed_rounds()) >= len(before) + 2,
             timeout_s=ROUND_S * 6 + 60,
             what="node 0 to submit again once its daemon is back",
+        )
+        # it told the swarm where its IPFS node is now, and peers fetch its new batches there
+        wait_until(
+            lambda: (
+                json.loads(ledger.node_info(addr[0]).metadata)["ipfs"]["addresses"]
+                == [resumed.swarm_address]
+            ),
+            timeout_s=ROUND_S * 3,
+            what="node 0 to write its new swarm address on chain",
+        )
+        wait_until(
+            lambda: any(
+                r > round_
+                and n == addr[0]
+                and v["verdict"] == "verified"
+                and v["source"] == addr[0]
+                for (r, n), v in verdicts(dirs[1]).items()
+            ),
+            timeout_s=ROUND_S * 6 + 60,
+            what="node 1 to fetch a new batch of node 0 from node 0's moved daemon",
         )
         # nothing it had submitted is lost: every confirmed round is still fetchable
         for r in before:

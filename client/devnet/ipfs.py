@@ -57,6 +57,8 @@ def _same_or_free_port(host: str, previous: str | None) -> int:
         with contextlib.suppress(ValueError, OSError), socket.socket() as sock:
             port = int(parts[4])
             if port > 0:  # a fresh repo's test profile says 0: "any"
+                # as the daemon binds: a killed daemon's connections in TIME_WAIT do not count
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.bind((host, port))
                 return port
     return free_loopback_port(host)
