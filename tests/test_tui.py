@@ -32,7 +32,7 @@ from client.node.devnet import _with, provision
 from client.node.eventlog import read_events
 from client.node.view import Watcher
 from tui.app import SapoApp
-from tui.dialogs import AmountScreen, ConfirmScreen, HelpScreen
+from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
 from tui.live import LiveNode
 from tui.widgets.activity import ActivityLog
 from tui.widgets.peers import PeersTable
@@ -108,7 +108,9 @@ def live_app(world) -> SapoApp:
     return SapoApp(Watcher(cfg, node.address, mode="live"), LiveNode(node), interval_s=0.5)
 
 
-def attached_app(world, rpc_port: int | None = None, ipfs_port: int | None = None) -> SapoApp:
+def attached_app(
+    world, rpc_port: int | None = None, ipfs_port: int | None = None, preflight: bool = False
+) -> SapoApp:
     cfg = load_config(world["configs"][1])
     if rpc_port is not None:
         cfg = _with(cfg, chain={"rpc_url": f"http://127.0.0.1:{rpc_port}"})
@@ -117,7 +119,7 @@ def attached_app(world, rpc_port: int | None = None, ipfs_port: int | None = Non
             cfg, store={"backend": "ipfs", "ipfs_api": f"/ip4/127.0.0.1/tcp/{ipfs_port}/http"}
         )
     address = keystore_address(Path(cfg.chain.keystore))
-    return SapoApp(Watcher(cfg, address, mode="attached"), interval_s=0.5)
+    return SapoApp(Watcher(cfg, address, mode="attached"), interval_s=0.5, preflight=preflight)
 
 
 @pytest.mark.e2e
@@ -254,8 +256,16 @@ async def test_live_node_screens_and_actions(world) -> None:
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_attach_watches_a_headless_node_read_only(world) -> None:
-    app = attached_app(world)
+    app = attached_app(world, preflight=True)
     async with app.run_test(size=SIZE) as pilot:
+        # the checks of `sapo doctor` run on start; d shows them with their fixes
+        await until(pilot, lambda: app.checks is not None, 60, "the preflight's checks")
+        names = {c.name: c.ok for c in app.checks}
+        assert names["rpc"] and names["ledger"] and names["keystore"] and names["stake"], names
+        assert any(n.startswith("preflight: ") for n in app.notices), app.notices
+        await pilot.press("d")
+        assert isinstance(app.screen, ChecksScreen)
+        await pilot.press("escape")
         await until(
             pilot,
             lambda: app.snap and app.snap.account and app.snap.phase != "starting",

@@ -20,7 +20,7 @@ from textual.worker import get_current_worker
 from client.chain import ChainError, Ledger
 from client.chain.models import TxResult
 from client.node.view import Activity, Snapshot, Watcher
-from tui.dialogs import AmountScreen, ConfirmScreen, HelpScreen
+from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
 from tui.format import format_ether, short
 from tui.live import LiveNode
 from tui.widgets.activity import ActivityLog
@@ -49,6 +49,7 @@ class SapoApp(App):
         Binding("c", "claim", "Claim"),
         Binding("p", "pause", "Pause/resume"),
         Binding("s", "sort_peers", "Sort peers", show=False),
+        Binding("d", "checks", "Checks"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
@@ -60,6 +61,7 @@ class SapoApp(App):
         ("c", "claim the rewards of final rounds"),
         ("p", "pause the node after its current round / resume it"),
         ("s", "cycle the peers table's sort column (or click a header)"),
+        ("d", "the preflight's checks (as `sapo doctor`), each failure with its fix"),
         ("?", "this help"),
         ("q", "quit (a node running here stops gracefully: checkpoint, flush)"),
     ]
@@ -70,8 +72,11 @@ class SapoApp(App):
         live: LiveNode | None = None,
         *,
         interval_s: float = 1.0,
+        preflight: bool = False,
     ):
         super().__init__()
+        self.preflight = preflight  # run the checks of `sapo doctor` on start
+        self.checks: list | None = None
         self.watcher = watcher
         self.live = live
         self.interval_s = interval_s
@@ -102,6 +107,36 @@ class SapoApp(App):
         if self.live is not None and not self.live.running:
             self.live.start()
         self.watch_node()
+        if self.preflight:
+            self.run_checks()
+
+    @work(thread=True, group="checks")
+    def run_checks(self) -> None:
+        """The checks of `sapo doctor` (not the model: a running node loaded it, and an
+        attached watcher is not the node), summed up in a notification; `d` shows them."""
+        from client.node.doctor import preflight
+
+        checks = preflight(self.watcher.cfg, load_model=False)
+        failed = [c.name for c in checks if c.ok is False]
+        self.checks = checks
+        if failed:
+            text = (
+                f"preflight: {len(failed)} check(s) failed ({', '.join(failed)}): d shows the fixes"
+            )
+            self.call_from_thread(self.notify, text, severity="error", timeout=20)
+        else:
+            passed = sum(1 for c in checks if c.ok)
+            self.call_from_thread(self.notify, f"preflight: {passed} checks passed", timeout=5)
+
+    def action_checks(self) -> None:
+        if self.checks is None:
+            self.notify(
+                "the preflight's checks are still running"
+                if self.preflight
+                else "no preflight in this view (sapo doctor)"
+            )
+            return
+        self.push_screen(ChecksScreen(self.checks))
 
     # ---------------------------------------------------------------------------- data flow
 

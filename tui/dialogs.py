@@ -1,7 +1,9 @@
-"""Modal screens: a confirmation that shows what will happen, an amount prompt, the key help."""
+"""Modal screens: a confirmation that shows what will happen, an amount prompt, the key help,
+the preflight's checks."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -106,6 +108,35 @@ class HelpScreen(ModalScreen[None]):
                     classes="dim",
                 )
             yield Static("\nEscape or ? closes this help.", classes="dim")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ChecksScreen(ModalScreen[None]):
+    """The preflight's checks (`sapo doctor`, client.node.doctor): each with its fix."""
+
+    BINDINGS = [Binding("escape,d,q", "close", "close")]
+
+    def __init__(self, checks: list):
+        super().__init__()
+        self.checks = checks
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column()
+        marks = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skip[/]"}
+        for check in self.checks:
+            text = escape(check.detail)
+            if check.fix and check.ok is False:
+                text += f"\n[cyan]fix:[/] {escape(check.fix)}"
+            table.add_row(check.name, marks[check.ok], text)
+        with Vertical(classes="dialog", id="checks") as box:
+            box.border_title = "preflight (sapo doctor)"
+            yield Static(table)
+            yield Static("\nEscape or d closes this.", classes="dim")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -44,10 +44,7 @@ def tui(
 
     if attach is not None:
         cfg, address = _attached(attach, config)
-        app = SapoApp(
-            Watcher(cfg, address, mode="attached"),
-            interval_s=interval,
-        )
+        app = SapoApp(Watcher(cfg, address, mode="attached"), interval_s=interval, preflight=True)
     elif config is not None:
         from client.node.assemble import NodeConfigError, open_node
         from client.policy import PolicyError
@@ -69,6 +66,7 @@ def tui(
             Watcher(cfg, node.address, mode="live"),
             LiveNode(node),
             interval_s=interval,
+            preflight=True,
         )
     else:
         fail("give --config PATH to run a node here, or --attach DATA_DIR to watch one")
