@@ -178,12 +178,21 @@ def up(
         int | None,
         typer.Option("--port", min=1, max=65_535, help="Chain RPC port (default: a free one)."),
     ] = None,
+    netns: Annotated[
+        bool,
+        typer.Option(
+            "--netns",
+            help="Each node and its IPFS daemon in a network namespace of its own, joined by "
+            "veth links (root; partitions are real).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Start the local swarm: anvil, IPFS, the ledger, N nodes. Ctrl-C (or `down`) stops it."""
     from client.chain import ChainError
     from client.cli.progress import ProgressOutput, seed_progress
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
+    from client.devnet.netns import NetnsError, NetnsUnavailable
     from client.node.assemble import NodeConfigError
     from client.node.supervisor import Supervisor
 
@@ -203,20 +212,24 @@ def up(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     shown = ProgressOutput("seed policy", json_mode=as_json)
-    supervisor = Supervisor(
-        cfg,
-        data_dir,
-        nodes=count,
-        port=port,
-        detached=background,
-        seed_progress=seed_progress(shown),
-    )
+    try:
+        supervisor = Supervisor(
+            cfg,
+            data_dir,
+            nodes=count,
+            port=port,
+            detached=background,
+            seed_progress=seed_progress(shown),
+            netns=netns,
+        )
+    except (NetnsUnavailable, NetnsError) as exc:
+        fail(str(exc), Exit.USAGE)
     try:
         try:
             state = supervisor.start()
         except (AnvilNotFound, IpfsNotFound, NodeConfigError) as exc:
             fail(str(exc), Exit.USAGE)
-        except (ServerStartError, ChainError) as exc:
+        except (ServerStartError, ChainError, NetnsError) as exc:
             fail(str(exc), Exit.CHECK_FAILED)
         finally:
             shown.close()
@@ -487,6 +500,17 @@ def _stop_leftovers(data_dir: Path) -> list[int]:
     return pids
 
 
+def _remove_namespaces(data_dir: Path) -> None:
+    """Removes the network namespaces a --netns devnet's supervisor left (killed before it
+    could); they are kernel objects that outlive every process."""
+    state = read_state(data_dir) or {}
+    if isinstance(state.get("netns"), dict):
+        from client.devnet.netns import NetnsLayout
+
+        with contextlib.suppress(TypeError, ValueError, OSError):
+            NetnsLayout(**state["netns"]).destroy()
+
+
 @app.command("down")
 def down(
     data_dir: DataDirOption = Path(".devnet"),
@@ -505,6 +529,7 @@ def down(
         if supervisor and not _stop_supervisor(supervisor):
             fail(f"could not stop the devnet supervisor pid {supervisor} in {target}")
         left = _stop_leftovers(target)
+        _remove_namespaces(target)
         (target / STATE).unlink(missing_ok=True)
         if wipe and target.exists():
             import shutil

@@ -76,7 +76,8 @@ def rpc_call(url: str, method: str, params: list[object] | None = None, timeout_
 
 
 class Anvil(ManagedServer):
-    """An anvil chain on 127.0.0.1; use as a context manager or call start()/stop()."""
+    """An anvil chain on 127.0.0.1 (or `host`: a devnet's bridge address with --netns); use as a
+    context manager or call start()/stop()."""
 
     def __init__(
         self,
@@ -89,8 +90,10 @@ class Anvil(ManagedServer):
         binary: Path | None = None,
         ready_timeout_s: float = 30.0,
         block_time_s: int | None = None,
+        host: str = LOOPBACK,
     ):
         self.data_dir = Path(data_dir)
+        self.host = host
         self.chain_id = chain_id
         self._requested_port = port
         self._accounts = accounts
@@ -107,7 +110,7 @@ class Anvil(ManagedServer):
     def url(self) -> str:
         if self.port is None:
             raise RuntimeError("anvil is not started")
-        return f"http://{LOOPBACK}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> Anvil:
         """Starts anvil and returns once it answers eth_chainId with the expected chain id."""
@@ -115,13 +118,13 @@ class Anvil(ManagedServer):
         # A free port can be taken between our probe and anvil's bind: retry a few times.
         attempts = 1 if self._requested_port else 3
         for attempt in range(attempts):
-            port = self._requested_port or free_loopback_port()
+            port = self._requested_port or free_loopback_port(self.host)
             server = ServerProcess(
                 "anvil",
                 [
                     str(binary),
                     "--host",
-                    LOOPBACK,
+                    self.host,
                     "--port",
                     str(port),
                     "--chain-id",
@@ -145,7 +148,7 @@ class Anvil(ManagedServer):
                     continue
                 if "in use" in str(exc).lower():
                     raise ServerStartError(
-                        f"anvil could not listen on {LOOPBACK}:{port}: the port is in use; "
+                        f"anvil could not listen on {self.host}:{port}: the port is in use; "
                         "choose another port or stop what holds it"
                     ) from exc
                 raise
@@ -154,10 +157,10 @@ class Anvil(ManagedServer):
         raise AssertionError("unreachable")
 
     def _answers(self, port: int) -> bool:
-        chain_id = int(rpc_call(f"http://{LOOPBACK}:{port}", "eth_chainId", timeout_s=1.0), 16)
+        chain_id = int(rpc_call(f"http://{self.host}:{port}", "eth_chainId", timeout_s=1.0), 16)
         if chain_id != self.chain_id:
             raise ServerStartError(
-                f"the RPC on {LOOPBACK}:{port} reports chain id {chain_id}, "
+                f"the RPC on {self.host}:{port} reports chain id {chain_id}, "
                 f"expected {self.chain_id}: another chain holds this port"
             )
         return True

@@ -22,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from client.devnet.anvil import PROJECT_ROOT
+from client.devnet.netns import SUBNET_PREFIX
 from client.devnet.process import (
     LOOPBACK,
     ManagedServer,
@@ -80,9 +81,13 @@ class IpfsDaemon(ManagedServer):
         host: str = LOOPBACK,
         swarm: bool = False,
         ready_timeout_s: float = 60.0,
+        wrap: list[str] | None = None,
     ):
-        if not host.startswith("127."):
+        # `wrap` runs the daemon in a node's network namespace (client.devnet.netns), on that
+        # namespace's own address and kubo's usual ports; otherwise it is a loopback host
+        if not (host.startswith("127.") or (wrap and host.startswith(SUBNET_PREFIX + "."))):
             raise ValueError(f"an IPFS daemon of the devnet listens on loopback only, not {host}")
+        self.wrap = list(wrap or [])
         self.data_dir = Path(data_dir)
         self.repo = self.data_dir / "ipfs"
         self.host = host
@@ -122,16 +127,21 @@ class IpfsDaemon(ManagedServer):
         config_path = self.repo / "config"
         config = json.loads(config_path.read_text())
         host = self.host
-        # A restarted daemon keeps its API and swarm ports where they are still free, so that
-        # its node's config and its peers' view of it (on-chain metadata) stay right.
-        before = config.get("Addresses") or {}
-        self.api_port = _same_or_free_port(host, before.get("API"))
-        swarm_before = (before.get("Swarm") or [None])[0]
-        self.swarm_port = _same_or_free_port(host, swarm_before) if self.swarm else None
+        if self.wrap:  # its own namespace: every port is its own
+            self.api_port, gateway, rpc = 5001, 8080, 5003
+            self.swarm_port = 4001 if self.swarm else None
+        else:
+            # A restarted daemon keeps its API and swarm ports where they are still free, so
+            # that its node's config and its peers' view of it (on-chain metadata) stay right.
+            before = config.get("Addresses") or {}
+            self.api_port = _same_or_free_port(host, before.get("API"))
+            swarm_before = (before.get("Swarm") or [None])[0]
+            self.swarm_port = _same_or_free_port(host, swarm_before) if self.swarm else None
+            gateway, rpc = free_loopback_port(host), free_loopback_port(host)
         config["Addresses"] = {
             "API": f"/ip4/{host}/tcp/{self.api_port}",
-            "Gateway": f"/ip4/{host}/tcp/{free_loopback_port(host)}",
-            "RPC": f"/ip4/{host}/tcp/{free_loopback_port(host)}",
+            "Gateway": f"/ip4/{host}/tcp/{gateway}",
+            "RPC": f"/ip4/{host}/tcp/{rpc}",
             "Swarm": [self.swarm_address] if self.swarm else [],
             "Announce": [],
             "NoAnnounce": [],
@@ -155,7 +165,16 @@ class IpfsDaemon(ManagedServer):
         mode = [] if self.swarm else ["--offline"]
         server = ServerProcess(
             "ipfs",
-            [node, "--require", str(POLYFILL), str(cli), "daemon", "--enable-preload=false", *mode],
+            [
+                *self.wrap,
+                node,
+                "--require",
+                str(POLYFILL),
+                str(cli),
+                "daemon",
+                "--enable-preload=false",
+                *mode,
+            ],
             log_path=self.data_dir / "ipfs.log",
             ready=lambda: _api_answers(host, port),
             ready_timeout_s=self._ready_timeout_s,

@@ -140,14 +140,15 @@ def provision(
     return Provisioned(config_path, node_configs, ledger.address, deployed.block_number, addresses)
 
 
-def node_process(name: str, config_path: Path) -> ServerProcess:
+def node_process(name: str, config_path: Path, wrap: list[str] | None = None) -> ServerProcess:
     """Returns (not started) `sapo node run --config config_path` as a server process: its log
     beside its config, ready once it has said `node.started` (a node still preparing, e.g.
-    building its policy, writes other events before)."""
+    building its policy, writes other events before). `wrap` runs it in a network namespace."""
     events = config_path.parent / "events.jsonl"
+    command = [sys.executable, "-m", "client.cli", "node", "run", "--config", str(config_path)]
     return ServerProcess(
         name,
-        [sys.executable, "-m", "client.cli", "node", "run", "--config", str(config_path)],
+        [*(wrap or []), *command],
         log_path=config_path.parent / "node.log",
         ready=lambda: events.is_file() and '"kind": "node.started"' in events.read_text(),
         ready_timeout_s=300,

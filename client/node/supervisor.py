@@ -23,7 +23,9 @@ from pathlib import Path
 
 from client.config import NodeConfig
 from client.devnet import Anvil, IpfsDaemon, registry
-from client.devnet.process import ManagedServer, ServerProcess, start_together
+from client.devnet.netns import NetnsLayout
+from client.devnet.netns import check as netns_check
+from client.devnet.process import LOOPBACK, ManagedServer, ServerProcess, start_together
 from client.devnet.state import STATE, SUPERVISOR_PID, write_state
 from client.node.assemble import base_policy_path, seed_spec
 from client.node.devnet import node_process, provision
@@ -48,14 +50,22 @@ class Supervisor:
         port: int | None = None,
         detached: bool = False,
         seed_progress: Callable | None = None,
+        netns: bool = False,
     ):
         self.cfg = cfg
         self.data_dir = Path(data_dir).absolute()
         self.nodes = nodes
         self.detached = detached
         self.seed_progress = seed_progress
+        # --netns: each node and its IPFS daemon in a network namespace of its own, anvil on the
+        # namespaces' bridge (client.devnet.netns; check() refuses where it cannot be made)
+        self.netns: NetnsLayout | None = None
+        if netns:
+            netns_check()
+            self.netns = NetnsLayout.plan(str(self.data_dir), max(1, nodes))
         self.anvil = Anvil(
             self.data_dir,
+            host=self.netns.gateway if self.netns else LOOPBACK,
             port=port,
             chain_id=cfg.devnet.chain_id,
             accounts=cfg.devnet.accounts,
@@ -67,7 +77,12 @@ class Supervisor:
         # 127.0.0.(i+2), listening for its peers, dialled at the addresses of its metadata.
         self.daemons = (
             [
-                IpfsDaemon(self.data_dir / f"node-{i}", host=node_host(i), swarm=True)
+                IpfsDaemon(
+                    self.data_dir / f"node-{i}",
+                    host=self.netns.host(i) if self.netns else node_host(i),
+                    swarm=True,
+                    wrap=self.netns.wrap(i) if self.netns else None,
+                )
                 for i in range(max(1, nodes))
             ]
             if cfg.store.backend == "ipfs"
@@ -90,6 +105,7 @@ class Supervisor:
             "detached": self.detached,
             "started_at": self._began,
             "nodes_wanted": self.nodes,
+            "netns": self.netns.as_dict() if self.netns else None,
             **extra,
         }
         write_state(self.data_dir, self.state)
@@ -100,6 +116,9 @@ class Supervisor:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / SUPERVISOR_PID).write_text(f"{os.getpid()}\n")
         self._registered = registry.register(self.data_dir, detached=self.detached)
+        if self.netns is not None:
+            self._stage("making network namespaces")
+            self.netns.create()
         self._stage("starting anvil")
         self.anvil.start()
         for i, daemon in enumerate(self.daemons):
@@ -122,7 +141,8 @@ class Supervisor:
         )
         self._stage(f"starting {self.nodes} node(s)")
         self.node_procs = [
-            node_process(f"node-{i}", path) for i, path in enumerate(swarm.node_configs)
+            node_process(f"node-{i}", path, wrap=self.netns.wrap(i) if self.netns else None)
+            for i, path in enumerate(swarm.node_configs)
         ]
         start_together(self.node_procs)
         self.state = {
@@ -134,6 +154,7 @@ class Supervisor:
             "ipfs_api": self.daemons[0].api if self.daemons else None,
             "ipfs_pid": self.daemons[0].pid if self.daemons else None,
             "ipfs": [{"api": d.api, "pid": d.pid, "swarm": d.swarm_address} for d in self.daemons],
+            "netns": self.netns.as_dict() if self.netns else None,
             "data_dir": str(self.data_dir),
             "config": str(swarm.config_path),
             "ledger": swarm.ledger,
@@ -179,6 +200,8 @@ class Supervisor:
             proc.stop(timeout_s=60)
         for part in reversed(self.parts):
             part.stop()
+        if self.netns is not None:
+            self.netns.destroy()
         (self.data_dir / STATE).unlink(missing_ok=True)
         (self.data_dir / SUPERVISOR_PID).unlink(missing_ok=True)
         if self._registered is not None:

@@ -1,0 +1,130 @@
+"""`sapo devnet up --netns`: every node and its IPFS daemon in a network namespace of its own,
+joined by veth links to a bridge, so that a partition is a link really taken down.
+
+Needs root and `ip netns` (this machine's CI has both); without them the mode refuses with a
+message (shown by really dropping root), and the devnet test is skipped saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, start_devnet, stop_devnet, wait_until
+
+from client.chain import Ledger, connect
+from client.chain.events import EventReader
+from client.devnet.netns import NetnsLayout, NetnsUnavailable, check
+from client.node.eventlog import read_events
+from client.node.journal import Journal
+from client.node.view_journal import NodeView
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ROUND_S = 10
+ENV = {
+    "SAPO_POLICY__MODEL": "seed-test",
+    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def namespaces() -> set[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in listed.splitlines() if line.strip()}
+
+
+def test_without_root_the_mode_is_refused_saying_why() -> None:
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to drop root for real")
+    probe = "from client.devnet.netns import check; check()"
+    result = subprocess.run(
+        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode != 0
+    assert "NetnsUnavailable" in result.stderr and "needs root" in result.stderr, result.stderr
+
+
+def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(tmp_path: Path):
+    try:
+        check()
+    except NetnsUnavailable as exc:
+        pytest.skip(str(exc))
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(tmp_path / "policies")
+    proc, state = start_devnet(
+        tmp_path / "devnet",
+        "--config",
+        "configs/devnet.toml",
+        "--nodes",
+        "3",
+        "--round-length",
+        str(ROUND_S),
+        "--netns",
+        env=ENV,
+    )
+    layout = NetnsLayout(**state["netns"])
+    names = {layout.namespace(i) for i in range(3)}
+    try:
+        assert names <= namespaces()
+        assert state["rpc_url"].startswith(f"http://{layout.gateway}:")
+        for i, (node, daemon) in enumerate(zip(state["nodes"], state["ipfs"], strict=True)):
+            assert daemon["swarm"] == f"/ip4/{layout.host(i)}/tcp/4001"
+            # the node and its daemon really run in node i's namespace
+            ns_inode = os.stat(f"/run/netns/{layout.namespace(i)}").st_ino
+            for pid in (node["pid"], daemon["pid"]):
+                assert os.stat(f"/proc/{pid}/ns/net").st_ino == ns_inode, (i, pid)
+        dirs = [Path(n["data_dir"]) for n in state["nodes"]]
+        addr = [n["address"].lower() for n in state["nodes"]]
+
+        def fetched_from_producers(i: int) -> set[str]:
+            rows = Journal.read_only(dirs[i] / "journal.sqlite").peers.peer_verdicts()
+            return {
+                v["node"] for v in rows if v["verdict"] == "verified" and v["source"] == v["node"]
+            }
+
+        wait_until(
+            lambda: all(fetched_from_producers(i) == set(addr) - {addr[i]} for i in range(3)),
+            timeout_s=ROUND_S * 12 + 120,
+            what="every node to fetch every peer's batch from the peer's own namespace",
+        )
+
+        layout.cut(0)  # node 0's link to the bridge goes down: no chain, no peers
+        before = [len(NodeView(d).confirmed_rounds()) for d in dirs]
+        wait_until(
+            lambda: any(
+                e["kind"] == "chain.status" and e.get("ok") is False
+                for e in read_events(dirs[0] / "events.jsonl")
+            ),
+            timeout_s=ROUND_S * 4,
+            what="node 0 to journal that the chain is unreachable",
+        )
+        wait_until(
+            lambda: all(len(NodeView(dirs[i]).confirmed_rounds()) >= before[i] + 2 for i in (1, 2)),
+            timeout_s=ROUND_S * 6,
+            what="nodes 1 and 2 to go on without node 0",
+        )
+        layout.heal(0)
+        cut_at = len(NodeView(dirs[0]).confirmed_rounds())
+        wait_until(
+            lambda: len(NodeView(dirs[0]).confirmed_rounds()) >= cut_at + 2,
+            timeout_s=ROUND_S * 8 + 60,
+            what="node 0 to submit again once its link is back",
+        )
+        ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
+        votes = list(EventReader(ledger).read(["Attested"], node=addr[0]))
+        assert votes and all(v.args["agrees"] for v in votes)  # never attested bad for it
+    finally:
+        if proc.poll() is None:
+            stop_devnet(proc)
+    assert not names & namespaces()  # the supervisor removed what it made
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert layout.bridge not in links
