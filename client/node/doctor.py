@@ -169,8 +169,10 @@ class Preflight:
 
         if self.cfg.store.backend != "ipfs":
             return Check("ipfs", None, "skipped: [store].backend is local (no peers can fetch)")
-        self.store = open_store(self.cfg.store)
-        assert isinstance(self.store, IpfsStore)
+        store = open_store(self.cfg.store)
+        if not isinstance(store, IpfsStore):  # backend "ipfs" opens one; say so if not
+            return Check("ipfs", False, f"[store] opened a {store.name} store, not IPFS")
+        self.store = store
         try:
             me = self.store.peer()
         except StoreError as exc:
