@@ -161,6 +161,32 @@ def start_devnet(
     return proc, state
 
 
+# A devnet whose mechanics are under test, not learning: the tiny test policy, a GRPO step every
+# local round (the end-to-end, p2p and netns tests).
+MECHANICS_ENV = {
+    "SAPO_POLICY__MODEL": "seed-test",
+    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def start_mechanics_devnet(
+    data_dir: Path, nodes: int, round_s: int, *args: str, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], dict]:
+    """`start_devnet` with configs/devnet.toml, `nodes` nodes and `round_s`-second rounds."""
+    return start_devnet(
+        data_dir,
+        "--config",
+        "configs/devnet.toml",
+        "--nodes",
+        str(nodes),
+        "--round-length",
+        str(round_s),
+        *args,
+        env=env,
+    )
+
+
 def stop_devnet(proc: subprocess.Popen[str], timeout_s: float = 120) -> int:
     """Stops a devnet started by start_devnet as Ctrl-C would; returns its exit code."""
     proc.send_signal(signal.SIGINT)

@@ -154,10 +154,10 @@ def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     assert ready["ledger"].startswith("0x") and ready["nodes"] == []
     import ipfshttpclient
 
-    assert ipfshttpclient.Client(ready["ipfs_api"], timeout=5).version()["Version"]
+    assert ipfshttpclient.Client(ready["ipfs"][0]["api"], timeout=5).version()["Version"]
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 0, proc.stderr.read()
-    assert not pid_alive(ready["anvil_pid"]) and not pid_alive(ready["ipfs_pid"])
+    assert not pid_alive(ready["anvil_pid"]) and not pid_alive(ready["ipfs"][0]["pid"])
     assert (tmp_path / "anvil.log").exists() and (tmp_path / "node-0" / "ipfs.log").exists()
 
 
@@ -168,7 +168,7 @@ def test_devnet_up_killed_hard_leaves_no_chain(tmp_path: Path) -> None:
     proc.kill()
     proc.wait(timeout=30)
     wait_until(lambda: not pid_alive(ready["anvil_pid"]), what="anvil to die with devnet up")
-    wait_until(lambda: not pid_alive(ready["ipfs_pid"]), what="ipfs to die with devnet up")
+    wait_until(lambda: not pid_alive(ready["ipfs"][0]["pid"]), what="ipfs to die with devnet up")
 
 
 @pytest.mark.e2e
@@ -194,7 +194,7 @@ def test_devnet_up_with_a_local_store_starts_no_ipfs_daemon(tmp_path: Path) -> N
         env={"SAPO_STORE__BACKEND": "local"},
     )
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
-    assert ready["ipfs_api"] is None and ready["ipfs_pid"] is None
+    assert ready["ipfs"] == []
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
 

@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, start_devnet, stop_devnet, wait_until
+from conftest import (
+    MECHANICS_ENV,
+    REPO,
+    start_mechanics_devnet,
+    stop_devnet,
+    wait_until,
+)
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
@@ -26,11 +32,7 @@ from client.node.view_journal import NodeView
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROUND_S = 10
-ENV = {
-    "SAPO_POLICY__MODEL": "seed-test",
-    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
-    "PYTHONUNBUFFERED": "1",
-}
+ENV = dict(MECHANICS_ENV)
 
 
 def namespaces() -> set[str]:
@@ -60,17 +62,7 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(tmp_p
     except NetnsUnavailable as exc:
         pytest.skip(str(exc))
     ENV["SAPO_POLICY__CACHE_DIR"] = str(tmp_path / "policies")
-    proc, state = start_devnet(
-        tmp_path / "devnet",
-        "--config",
-        "configs/devnet.toml",
-        "--nodes",
-        "3",
-        "--round-length",
-        str(ROUND_S),
-        "--netns",
-        env=ENV,
-    )
+    proc, state = start_mechanics_devnet(tmp_path / "devnet", 3, ROUND_S, "--netns", env=ENV)
     layout = NetnsLayout(**state["netns"])
     names = {layout.namespace(i) for i in range(3)}
     try:

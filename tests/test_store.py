@@ -212,7 +212,7 @@ def test_two_daemons_on_their_own_hosts_fetch_each_others_blocks_over_bitswap(
     is gone (a fetched batch outlives its producer)."""
     import json
 
-    from client.store.peers import peer_addresses
+    from client.store.peers import ipfs_addresses, peer_addresses
 
     a = IpfsDaemon(tmp_path / "a", host="127.0.0.2", swarm=True).start()
     b = IpfsDaemon(tmp_path / "b", host="127.0.0.3", swarm=True).start()
@@ -237,7 +237,7 @@ def test_two_daemons_on_their_own_hosts_fetch_each_others_blocks_over_bitswap(
         stores[1].pin(cid, round_=3)
 
         a.stop()  # the producer leaves; B, which pinned it, still serves it
-        b_addresses = peer_addresses(json.dumps({"ipfs": stores[1].peer()}), allow_private=True)
+        b_addresses = ipfs_addresses(stores[1].peer(), allow_private=True)
         dead, failures = stores[2].connect([f"{a.swarm_address}/p2p/{found.peer_id}"], 2.0)
         assert dead is None and a.swarm_address in failures[0]
         assert stores[2].connect(list(b_addresses.dialable))[0] is not None

@@ -16,7 +16,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import sapo_process, sapo_run, start_devnet, stop_devnet, wait_until
+from conftest import (
+    MECHANICS_ENV,
+    sapo_process,
+    sapo_run,
+    start_mechanics_devnet,
+    stop_devnet,
+    wait_until,
+)
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
@@ -36,12 +43,7 @@ def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return sapo_run(*args, timeout=timeout, env=ENV)
 
 
-# the mechanics are under test here, not learning: a step every round
-ENV = {
-    "SAPO_POLICY__MODEL": "seed-test",
-    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
-    "PYTHONUNBUFFERED": "1",
-}
+ENV = dict(MECHANICS_ENV)
 
 
 def view(node_dir: Path) -> NodeView:
@@ -62,16 +64,7 @@ def confirmed_rounds(node_dir: Path) -> list[int]:
 def devnet(tmp_path_factory: pytest.TempPathFactory):
     data_dir = tmp_path_factory.mktemp("devnet")
     ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
-    proc, state = start_devnet(
-        data_dir,
-        "--config",
-        "configs/devnet.toml",
-        "--nodes",
-        str(NODES),
-        "--round-length",
-        str(ROUND_S),
-        env=ENV,
-    )
+    proc, state = start_mechanics_devnet(data_dir, NODES, ROUND_S, env=ENV)
     yield data_dir, state
     if proc.poll() is None:
         stop_devnet(proc)
@@ -221,8 +214,8 @@ def test_devnet_down_leaves_no_process(devnet) -> None:
     data_dir, state = devnet
     down = sapo("devnet", "down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stderr
-    pids = [state["anvil_pid"], state["ipfs_pid"], state["supervisor_pid"]]
-    pids += [n["pid"] for n in state["nodes"]]
+    pids = [state["anvil_pid"], state["supervisor_pid"]]
+    pids += [n["pid"] for n in state["nodes"]] + [d["pid"] for d in state["ipfs"]]
     wait_until(lambda: not any(pid_alive(p) for p in pids), what="every devnet process to stop")
     assert (data_dir / "node-0" / "journal.sqlite").exists()  # data kept without --wipe
     for node in state["nodes"][1:]:  # stopped by SIGTERM: checkpointed, outbox flushed, exit 0

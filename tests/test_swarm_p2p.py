@@ -22,7 +22,13 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import sapo_run, start_devnet, stop_devnet, wait_until
+from conftest import (
+    MECHANICS_ENV,
+    sapo_run,
+    start_mechanics_devnet,
+    stop_devnet,
+    wait_until,
+)
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
@@ -35,11 +41,7 @@ from client.node.view_journal import NodeView
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROUND_S = 10
-ENV = {
-    "SAPO_POLICY__MODEL": "seed-test",
-    "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
-    "PYTHONUNBUFFERED": "1",
-}
+ENV = dict(MECHANICS_ENV)
 
 
 def verdicts(node_dir: Path) -> dict[tuple[int, str], dict]:
@@ -51,16 +53,7 @@ def verdicts(node_dir: Path) -> dict[tuple[int, str], dict]:
 def devnet(tmp_path_factory: pytest.TempPathFactory):
     data_dir = tmp_path_factory.mktemp("p2p")
     ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
-    proc, state = start_devnet(
-        data_dir / "devnet",
-        "--config",
-        "configs/devnet.toml",
-        "--nodes",
-        "3",
-        "--round-length",
-        str(ROUND_S),
-        env=ENV,
-    )
+    proc, state = start_mechanics_devnet(data_dir / "devnet", 3, ROUND_S, env=ENV)
     yield proc, state
     if proc.poll() is None:
         stop_devnet(proc)

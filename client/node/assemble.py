@@ -178,9 +178,10 @@ def make_trainer(cfg: NodeConfig, policy, optimizer, step: int, load_base) -> Tr
 MAX_METADATA_BYTES = 1024  # SwarmLedger.MAX_METADATA_BYTES
 
 
-def node_metadata(cfg: NodeConfig, store=None) -> str:
+def node_metadata(cfg: NodeConfig, store=None, peer: dict | None = None) -> str:
     """Returns the compact JSON a node registers with: model, client version, and for an IPFS
-    store the daemon's peer id and (as many as fit) its addresses, so peers can connect."""
+    store the daemon's peer id and (as many as fit) its addresses, so peers can connect
+    (`peer`: what the daemon's IpfsStore.peer() already said; else it is asked here)."""
     from client import __version__
     from client.store import IpfsStore, StoreError
 
@@ -188,7 +189,9 @@ def node_metadata(cfg: NodeConfig, store=None) -> str:
     if cfg.policy.model in SEED_MODELS:
         data["seed"] = cfg.policy.seed
     data["store"] = cfg.store.backend
-    if isinstance(store, IpfsStore):
+    if peer is not None:  # a copy: trimmed below to fit
+        data["ipfs"] = {**peer, "addresses": list(peer.get("addresses") or [])}
+    elif isinstance(store, IpfsStore):
         # registering does not need the store; without it the metadata just has no peer id
         with contextlib.suppress(StoreError):
             data["ipfs"] = store.peer()

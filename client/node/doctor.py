@@ -11,7 +11,6 @@ IPFS node can be dialled; this machine's clock agrees with the chain's; the disk
 
 from __future__ import annotations
 
-import json
 import shutil
 import stat
 import time
@@ -165,7 +164,7 @@ class Preflight:
 
     def ipfs(self) -> Check:
         from client.store import IpfsStore, StoreError, open_store
-        from client.store.peers import peer_addresses
+        from client.store.peers import ipfs_addresses
 
         if self.cfg.store.backend != "ipfs":
             return Check("ipfs", None, "skipped: [store].backend is local (no peers can fetch)")
@@ -178,7 +177,7 @@ class Preflight:
         except StoreError as exc:
             return Check("ipfs", False, str(exc), "start kubo (`ipfs daemon`) or fix ipfs_api")
         private = self.cfg.store.allow_private_peers
-        found = peer_addresses(json.dumps({"ipfs": me}), allow_private=private)
+        found = ipfs_addresses(me, allow_private=private)
         if not found.dialable:
             return Check(
                 "ipfs",

@@ -253,10 +253,10 @@ class Publisher(Stage):
             return
         self._metadata_round = current
         try:
-            self.store.peer()
+            peer = self.store.peer()
         except StoreError:
             return
-        wanted = node_metadata(self.cfg, self.store)
+        wanted = node_metadata(self.cfg, peer=peer)
         try:
             if self.ledger.node_info(self.address).metadata == wanted:
                 return

@@ -150,9 +150,7 @@ class Supervisor:
             "rpc_url": self.anvil.url,
             "chain_id": self.anvil.chain_id,
             "anvil_pid": self.anvil.pid,
-            # node 0's daemon (what the swarm's devnet.toml names), and every node's
-            "ipfs_api": self.daemons[0].api if self.daemons else None,
-            "ipfs_pid": self.daemons[0].pid if self.daemons else None,
+            # every node's daemon (node 0's is the one the swarm's devnet.toml names)
             "ipfs": [{"api": d.api, "pid": d.pid, "swarm": d.swarm_address} for d in self.daemons],
             "netns": self.netns.as_dict() if self.netns else None,
             "data_dir": str(self.data_dir),

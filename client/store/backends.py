@@ -259,6 +259,10 @@ class IpfsStore(BlockStore):
         size = self._stat(cid)
         if size is None:
             raise BlockNotFound(cid, self.name)
+        return self._read(cid, size)
+
+    def _read(self, cid: str, size: int) -> bytes:
+        """Streams a block the daemon holds (`size` from its stat), capped at max_bytes."""
         if size > self.max_bytes:
             raise BatchTooLarge(size, self.max_bytes, cid)
 
@@ -304,10 +308,7 @@ class IpfsStore(BlockStore):
             # online: the daemon fetches the block it lacks (and keeps it, unpinned)
             return int(client.block.stat(cid, timeout=self.timeout_s)["Size"])
 
-        size = self._call("block/stat", stat)
-        if size > self.max_bytes:
-            raise BatchTooLarge(size, self.max_bytes, cid)
-        return self.get(cid)
+        return _verified(cid, self._read(cid, self._call("block/stat", stat)))
 
     def connect(self, addresses: list[str], timeout_s: float = 5.0) -> tuple[str | None, list[str]]:
         """Dials the peer at each address in turn until one answers. Returns (the address that

@@ -58,6 +58,12 @@ def peer_addresses(metadata: str, *, allow_private: bool) -> PeerAddresses:
     ipfs = data.get("ipfs") if isinstance(data, dict) else None
     if not isinstance(ipfs, dict):
         return PeerAddresses(None, refused=(("metadata", "no IPFS peer in its metadata"),))
+    return ipfs_addresses(ipfs, allow_private=allow_private)
+
+
+def ipfs_addresses(ipfs: dict, *, allow_private: bool) -> PeerAddresses:
+    """The same for the metadata's `ipfs` object ({"id", "addresses"}: what IpfsStore.peer()
+    says of our own daemon)."""
     peer = ipfs.get("id")
     if not isinstance(peer, str) or not PEER_ID.match(peer):
         return PeerAddresses(None, refused=(("ipfs.id", f"not a peer id: {str(peer)[:60]!r}"),))
