@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.37;
+
+/// @notice The few forge cheatcodes these tests use, declared against forge's cheatcode address
+/// (keccak256("hevm cheat code")). Written here rather than vendoring forge-std: the npm release
+/// of forge-std is an old unofficial copy, and these signatures are forge's stable interface.
+interface Vm {
+    function warp(uint256 timestamp) external;
+    function roll(uint256 blockNumber) external;
+    function deal(address who, uint256 balance) external;
+    function prank(address sender) external;
+    function label(address who, string calldata name) external;
+    function toString(uint256 value) external pure returns (string memory);
+    function toString(address value) external pure returns (string memory);
+    function writeLine(string calldata path, string calldata data) external;
+    function startSnapshotGas(string calldata name) external;
+    function stopSnapshotGas() external returns (uint256 gasUsed);
+}
+
+/// @notice What forge reads from an invariant test contract to choose its fuzz targets.
+struct FuzzSelector {
+    address addr;
+    bytes4[] selectors;
+}
+
+abstract contract CheatsBase {
+    Vm internal constant vm = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));
+
+    /// @dev Maps `x` into [lo, hi] (inclusive) uniformly enough for fuzzing; keeps small values
+    /// as they are so that forge's dictionary of interesting numbers still reaches the bounds.
+    function bound(uint256 x, uint256 lo, uint256 hi) internal pure returns (uint256) {
+        require(lo <= hi, "bound: lo > hi");
+        if (x >= lo && x <= hi) return x;
+        uint256 size = hi - lo;
+        if (size == type(uint256).max) return x;
+        return lo + (x % (size + 1));
+    }
+}
