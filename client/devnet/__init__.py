@@ -1,6 +1,14 @@
 """Local parts of a swarm, started as child processes on loopback and never left orphaned."""
 
-from client.devnet.anvil import DEV_MNEMONIC, Anvil, AnvilNotFound, find_anvil, rpc_call
+from client.devnet.anvil import (
+    DEV_MNEMONIC,
+    Anvil,
+    AnvilNotFound,
+    FoundryToolNotFound,
+    find_anvil,
+    find_foundry_tool,
+    rpc_call,
+)
 from client.devnet.ipfs import IpfsDaemon, IpfsNotFound, find_jsipfs
 from client.devnet.process import (
     LOOPBACK,
@@ -16,11 +24,13 @@ __all__ = [
     "LOOPBACK",
     "Anvil",
     "AnvilNotFound",
+    "FoundryToolNotFound",
     "IpfsDaemon",
     "IpfsNotFound",
     "ServerProcess",
     "ServerStartError",
     "find_anvil",
+    "find_foundry_tool",
     "find_jsipfs",
     "free_loopback_port",
     "pid_alive",

@@ -27,37 +27,50 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEV_MNEMONIC = "test test test test test test test test test test test junk"
 
 
-class AnvilNotFound(FileNotFoundError):
+class FoundryToolNotFound(FileNotFoundError):
+    """No binary of a foundry tool (anvil, forge, cast) could be found."""
+
+
+class AnvilNotFound(FoundryToolNotFound):
     """No anvil binary could be found."""
 
 
-def _platform_package() -> str:
+def _platform_package(tool: str) -> str:
     system = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}.get(platform.system(), "")
     arch = {"x86_64": "amd64", "AMD64": "amd64", "arm64": "arm64", "aarch64": "arm64"}.get(
         platform.machine(), ""
     )
-    return f"anvil-{system}-{arch}"
+    return f"{tool}-{system}-{arch}"
 
 
-def find_anvil(root: Path = PROJECT_ROOT) -> Path:
-    """Returns the path of the native anvil binary; raises AnvilNotFound saying how to get one."""
-    override = os.environ.get("SAPO_ANVIL")
+def find_foundry_tool(tool: str, root: Path = PROJECT_ROOT) -> Path:
+    """Returns the path of foundry's native `tool` (anvil, forge or cast): $SAPO_<TOOL> if set,
+    else the npm platform package that scripts/setup installs, else one on PATH; raises
+    FoundryToolNotFound (AnvilNotFound for anvil) saying how to get one."""
+    error = AnvilNotFound if tool == "anvil" else FoundryToolNotFound
+    variable = f"SAPO_{tool.upper()}"
+    override = os.environ.get(variable)
     if override:
         path = Path(override)
         if path.is_file() and os.access(path, os.X_OK):
             return path
-        raise AnvilNotFound(f"SAPO_ANVIL={override} is not an executable file")
+        raise error(f"{variable}={override} is not an executable file")
     for base in dict.fromkeys((root, Path.cwd())):
-        native = base / "node_modules" / "@foundry-rs" / _platform_package() / "bin" / "anvil"
+        native = base / "node_modules" / "@foundry-rs" / _platform_package(tool) / "bin" / tool
         if native.is_file():
             return native
-    on_path = shutil.which("anvil")
+    on_path = shutil.which(tool)
     if on_path:
         return Path(on_path)
-    raise AnvilNotFound(
-        "anvil not found: run scripts/setup (installs @foundry-rs/anvil from package.json), "
-        "install foundry, or set SAPO_ANVIL to the binary"
+    raise error(
+        f"{tool} not found: run scripts/setup (installs @foundry-rs/{tool} from package.json), "
+        f"install foundry, or set {variable} to the binary"
     )
+
+
+def find_anvil(root: Path = PROJECT_ROOT) -> Path:
+    """Returns the path of the native anvil binary; raises AnvilNotFound saying how to get one."""
+    return find_foundry_tool("anvil", root)
 
 
 def rpc_call(url: str, method: str, params: list[object] | None = None, timeout_s: float = 2.0):

@@ -13,8 +13,7 @@ interface Vm {
     function toString(uint256 value) external pure returns (string memory);
     function toString(address value) external pure returns (string memory);
     function writeLine(string calldata path, string calldata data) external;
-    function startSnapshotGas(string calldata name) external;
-    function stopSnapshotGas() external returns (uint256 gasUsed);
+    function snapshotGasLastCall(string calldata name) external returns (uint256 gasUsed);
 }
 
 /// @notice What forge reads from an invariant test contract to choose its fuzz targets.

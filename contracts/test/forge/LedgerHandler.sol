@@ -90,6 +90,7 @@ contract LedgerHandler is CheatsBase {
         uint256 zeroShareClaims; // a claim that listed a disputed or zero-score round
         uint256 fullUnstakes; // all active stake moved to unbonding
         uint256 withdrawalsAfterSubmitting; // a withdrawal by a node that had submitted
+        uint256 ties; // agreeing and disputing stake equal (credited: not outweighed)
     }
 
     Paths public paths;
@@ -204,6 +205,10 @@ contract LedgerHandler is CheatsBase {
         return a != _pickNode && _canAct(a) && !_attested[a][_pickSubRound][_pickNode];
     }
 
+    function _isRegisteredNotUnbonding(address a) internal view returns (bool) {
+        return stakeOf[a].registered && stakeOf[a].unbonding == 0;
+    }
+
     function _canWithdraw(address a) internal view returns (bool) {
         return stakeOf[a].unbonding > 0 && block.timestamp >= stakeOf[a].unbondingEnd;
     }
@@ -247,6 +252,18 @@ contract LedgerHandler is CheatsBase {
         return uint256(keccak256(abi.encode(seed, tag))) % n == 0;
     }
 
+    /// @dev An amount in [lo, hi]: one time in four any amount, else minStake or twice it (when in
+    /// range), so that nodes often hold equal stakes and attestations can tie (the rule for a tie
+    /// is a rule too); odd amounts, once taken, stay in a node's stake for the rest of the run.
+    function _roundStake(uint256 seed, uint256 lo, uint256 hi) internal view returns (uint256) {
+        if (!_oneIn(seed, 4, "odd")) {
+            uint256 whole = (1 + (seed >> 1) % 2) * MIN_STAKE;
+            if (whole >= lo && whole <= hi) return whole;
+            if (MIN_STAKE >= lo && MIN_STAKE <= hi) return MIN_STAKE;
+        }
+        return bound(seed, lo, hi);
+    }
+
     function _fundActor(address a, uint256 amount) internal {
         vm.deal(a, a.balance + amount);
     }
@@ -255,7 +272,7 @@ contract LedgerHandler is CheatsBase {
 
     function register(uint256 actorSeed, uint256 amount) external {
         address a = _actorWhere(actorSeed, _isUnregistered);
-        amount = bound(amount, MIN_STAKE - MIN_STAKE / 8, 8 * MIN_STAKE);
+        amount = _roundStake(amount, MIN_STAKE - MIN_STAKE / 8, 8 * MIN_STAKE);
         bool expectOk = !stakeOf[a].registered && amount >= MIN_STAKE;
         _fundActor(a, amount);
         vm.prank(a);
@@ -271,7 +288,7 @@ contract LedgerHandler is CheatsBase {
 
     function addStake(uint256 actorSeed, uint256 amount) external {
         address a = _actorWhere(actorSeed, _isRegistered);
-        amount = bound(amount, 0, 4 * MIN_STAKE);
+        amount = _roundStake(amount, 0, 4 * MIN_STAKE);
         bool expectOk = stakeOf[a].registered && amount > 0;
         _fundActor(a, amount);
         vm.prank(a);
@@ -281,13 +298,15 @@ contract LedgerHandler is CheatsBase {
     }
 
     function requestUnstake(uint256 actorSeed, uint256 amount) external {
-        address a = _actorWhere(actorSeed, _isRegistered);
+        // prefer a node with nothing unbonding: a request restarts the clock of all of it, and a
+        // handler that keeps restarting clocks would rarely reach a withdrawal
+        address a = _actorWhere(actorSeed, _isRegisteredNotUnbonding);
         Stake storage st = stakeOf[a];
         // mostly a part of what is above the minimum (so the node can go on acting), one call in
         // eight all of it or more than it has
         if (st.active == 0) amount = bound(amount, 0, 1);
         else if (_oneIn(amount, 8, "all")) amount = bound(amount, st.active, st.active + 1);
-        else amount = bound(amount, 1, st.active > 2 * MIN_STAKE ? st.active - MIN_STAKE : st.active / 2 + 1);
+        else amount = _roundStake(amount, 1, st.active > 2 * MIN_STAKE ? st.active - MIN_STAKE : st.active / 2 + 1);
         bool expectOk = st.registered && amount > 0 && amount <= st.active;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.requestUnstake, (amount)));
@@ -419,6 +438,23 @@ contract LedgerHandler is CheatsBase {
         else if (mode == 3) score = claimed + tolerance + 1; // the disputing edge
         else if (mode == 4) score = claimed > tolerance ? claimed - tolerance - 1 : maxScore;
         else score = bound(scoreSeed >> 8, 0, maxScore + maxScore / 32);
+        // one call in three seeks a tie: an attester whose stake equals the gap between the two
+        // sides votes with the smaller side
+        if (_oneIn(scoreSeed, 3, "tie") && s.agreeGwei != s.disputeGwei) {
+            uint64 gapGwei = s.agreeGwei > s.disputeGwei ? s.agreeGwei - s.disputeGwei : s.disputeGwei - s.agreeGwei;
+            for (uint256 k; k < N_ACTORS; ++k) {
+                address t = actors[(attesterSeed + k) % N_ACTORS];
+                if (!_canAttest(t) || stakeOf[t].active / GWEI != gapGwei) continue;
+                if (s.disputeGwei > s.agreeGwei) {
+                    (a, score) = (t, claimed);
+                } else if (claimed + tolerance + 1 <= maxScore) {
+                    (a, score) = (t, claimed + tolerance + 1);
+                } else if (claimed > tolerance) {
+                    (a, score) = (t, claimed - tolerance - 1);
+                }
+                break;
+            }
+        }
         bool inRange = score <= maxScore;
         bool expectOk = a != s.node && _canAct(a) && !_final(s.round) && !_attested[a][s.round][s.node]
             && inRange && s.attestations < type(uint16).max;
@@ -440,6 +476,7 @@ contract LedgerHandler is CheatsBase {
         }
         s.attestations += 1;
         bool nowCredited = credited(s);
+        if (s.agreeGwei == s.disputeGwei && s.agreeGwei > 0) paths.ties += 1;
         if (wasCredited && !nowCredited) {
             creditedTotal[s.round] -= s.claimed;
             paths.creditLost += 1;

@@ -34,8 +34,17 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     /// @dev Appends this run's count of the hard paths reached to .forge/metrics/paths.jsonl, one
     /// line per run, which scripts/fuzz-ledger sums into its report.
     function afterInvariant() public {
-        (uint256 d, uint256 lost, uint256 regained, uint256 sl, uint256 slU, uint256 zero, uint256 full, uint256 wd) =
-            handler.paths();
+        (
+            uint256 d,
+            uint256 lost,
+            uint256 regained,
+            uint256 sl,
+            uint256 slU,
+            uint256 zero,
+            uint256 full,
+            uint256 wd,
+            uint256 ties
+        ) = handler.paths();
         string memory line = string.concat(
             "{\"suite\":\"", suiteName(), "\",\"disputedAttestations\":", vm.toString(d),
             ",\"creditLost\":", vm.toString(lost), ",\"creditRegained\":", vm.toString(regained)
@@ -44,7 +53,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             line, ",\"slashes\":", vm.toString(sl), ",\"slashesIntoUnbonding\":", vm.toString(slU),
             ",\"zeroShareClaims\":", vm.toString(zero), ",\"fullUnstakes\":", vm.toString(full)
         );
-        vm.writeLine(".forge/metrics/paths.jsonl", string.concat(line, ",\"withdrawalsAfterSubmitting\":", vm.toString(wd), "}"));
+        vm.writeLine(".forge/metrics/paths.jsonl", string.concat(line, ",\"withdrawalsAfterSubmitting\":", vm.toString(wd), ",\"ties\":", vm.toString(ties), "}"));
     }
 
     function suiteName() internal pure virtual returns (string memory);

@@ -1,0 +1,186 @@
+"""An auditor who installs nothing of ours: README's `cast` commands (section "Auditing with cast
+alone"), run as written with bash, foundry's cast, jq and coreutils, against a ledger on a real
+anvil that has seen registrations, submissions, agreeing and disputing attestations, a slash, an
+unstake and claims; each answer is checked field by field against `sapo audit ... --json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+from ledger_swarm import ETH, Swarm, digest
+from typer.testing import CliRunner
+
+from client.cli.main import app
+from client.devnet import Anvil, find_foundry_tool
+
+pytestmark = pytest.mark.slow
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+PASSWORD = "correct horse battery staple"
+MARKER = "<!-- cast-audit:"
+
+
+def readme_snippets() -> dict[str, str]:
+    """The bash block after README's cast-audit marker, as {comment: command}."""
+    text = README.read_text()
+    start = text.index(MARKER)
+    block = re.search(r"```bash\n(.*?)```", text[start:], re.S)
+    assert block, "README: no bash block after the cast-audit marker"
+    snippets = {}
+    for chunk in block.group(1).strip().split("\n\n"):
+        lines = chunk.splitlines()
+        assert lines[0].startswith("# "), f"README cast snippet without a comment: {chunk!r}"
+        snippets[lines[0][2:]] = "\n".join(lines[1:])
+    return snippets
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, str]:
+    missing = [t for t in ("jq", "xxd", "base32", "bash") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"the auditor's tools are missing on this machine: {', '.join(missing)}")
+    return {"PATH": f"{find_foundry_tool('cast').parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def run_snippet(command: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def sapo_json(cli: CliRunner, *args: str) -> dict:
+    result = cli.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_readme_cast_commands_agree_with_sapo_audit(
+    cli: CliRunner,
+    chain: Anvil,
+    tmp_path: Path,
+    tools: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SAPO_KEYSTORE_PASSWORD", PASSWORD)
+    swarm = Swarm(chain)
+    swarm.bind(swarm.account()).fund(10 * ETH)
+    nodes = [swarm.node(stake) for stake in (2 * ETH, 3 * ETH, 5 * ETH)]
+    a, b, c = nodes
+    addr = [n.account_address for n in nodes]
+    a.set_metadata(json.dumps({"model": "tiny", "ipfs": {"id": "12D3KooWtest", "addresses": []}}))
+    # round 0: a and b agree with each other; c claims everything and both dispute it
+    a.submit(0, digest("a0"), 8, 30_000)
+    b.submit(0, digest("b0"), 8, 10_000)
+    c.submit(0, digest("c0"), 8, 80_000)
+    a.attest(0, addr[1], 10_000)
+    b.attest(0, addr[0], 30_100)
+    a.attest(0, addr[2], 0)
+    b.attest(0, addr[2], 5_000)
+    swarm.advance()
+    a.submit(1, digest("a1"), 8, 20_000)
+    c.request_unstake(ETH)
+    swarm.goto(5)  # rounds 0 and 1 final
+    c.settle(0, addr[2])
+    a.claim([0, 1])
+    b.claim([0])
+
+    keystore = tmp_path / "auditor.json"
+    keystore.write_text(
+        json.dumps(Account.encrypt(Account.create().key, PASSWORD, kdf="scrypt", iterations=2**10))
+    )
+    config = tmp_path / "auditor.toml"
+    config.write_text(
+        f'[chain]\nrpc_url = "{swarm.url}"\nchain_id = 31337\n'
+        f'ledger_address = "{swarm.ledger.address}"\nkeystore = "{keystore.name}"\n'
+    )
+    snippets = readme_snippets()
+    assert len(snippets) == 7, list(snippets)
+    base = {**tools, "RPC": swarm.url, "LEDGER": swarm.ledger.address, "FROM": "0"}
+
+    for round_ in (0, 1):
+        env = {**base, "ROUND": str(round_)}
+        report = sapo_json(cli, "audit", "round", str(round_), "--config", str(config))
+        submitters = run_snippet(snippets["the nodes that submitted in the round"], env).split()
+        assert submitters == [s["node"] for s in report["submissions"]]
+        info = json.loads(
+            run_snippet(snippets["the round: [submissions, credited total, final]"], env)
+        )
+        assert info == [len(report["submissions"]), report["total_credited"], report["final"]]
+        for node in submitters:
+            env["NODE"] = node
+            sub = sapo_json(cli, "audit", "submission", str(round_), node, "--config", str(config))
+            key = next(k for k in snippets if k.startswith("one submission"))
+            [view] = json.loads(run_snippet(snippets[key], env))
+            fields = [
+                "digest",
+                "rollouts",
+                "claimed",
+                "agree_stake",
+                "dispute_stake",
+                "attestations",
+            ]
+            fields += ["credited", "settled", "paid"]
+            assert dict(zip(fields, view, strict=True)) == {f: sub[f] for f in fields}, (
+                round_,
+                node,
+            )
+            lines = run_snippet(
+                snippets["its attestations, one per line: attester score agrees"], env
+            )
+            cast_rows = [line.split() for line in lines.splitlines()]
+            assert cast_rows == [
+                [a["attester"], str(a["score"]), str(a["agrees"]).lower()]
+                for a in sub["attestation_list"]
+            ]
+            key = next(k for k in snippets if k.startswith("the IPFS CID of a digest"))
+            cid = run_snippet(snippets[key], env)
+            assert cid.strip() == sub["cid"]
+
+    for node in addr:
+        env = {**base, "NODE": node}
+        report = sapo_json(cli, "audit", "node", node, "--config", str(config))
+        key = next(k for k in snippets if k.startswith("a node:"))
+        [view] = json.loads(run_snippet(snippets[key], env))
+        info = report["info"]
+        registered, active, unbonding, end, metadata, paid = view
+        # cast prints a metadata string that is JSON as the object it encodes
+        assert metadata == (
+            json.loads(info["metadata"]) if info["metadata"].startswith("{") else info["metadata"]
+        )
+        assert [registered, active, unbonding, end, paid] == [
+            info["registered"],
+            info["active_stake"],
+            info["unbonding"],
+            info["unbonding_end"],
+            info["total_paid"],
+        ]
+        lines = run_snippet(snippets["its payouts, one per line: amount rounds"], env).splitlines()
+        assert [json.loads(line) for line in lines] == [
+            [p["amount"], p["rounds"]] for p in report["payouts"]
+        ]
+
+    # the scenario reached what the commands must show: a dispute, a slash, an unstake, payouts
+    assert (
+        sapo_json(cli, "audit", "submission", "0", addr[2], "--config", str(config))["credited"]
+        == 0
+    )
+    c_info = sapo_json(cli, "audit", "node", addr[2], "--config", str(config))["info"]
+    assert c_info["unbonding"] > 0 and c_info["active_stake"] + c_info["unbonding"] < 5 * ETH
+    assert sapo_json(cli, "audit", "node", addr[0], "--config", str(config))["payouts"][0][
+        "rounds"
+    ] == [0, 1]
