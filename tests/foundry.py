@@ -89,12 +89,12 @@ def run_forge(
     )
 
 
-def make_copy(into: Path) -> Path:
+def make_copy(into: Path, skip: tuple[str, ...] = ()) -> Path:
     """A throwaway forge project holding what the suites need: the contracts, foundry.toml, the
     solc shim (which loads solcjs from the real node_modules through a link). For seeded faults
-    and inflated gas, which must never touch the working tree."""
+    and inflated gas, which must never touch the working tree; `skip` names files left out."""
     shutil.copytree(
-        ROOT / "contracts", into / "contracts", ignore=shutil.ignore_patterns("artifacts")
+        ROOT / "contracts", into / "contracts", ignore=shutil.ignore_patterns("artifacts", *skip)
     )
     shutil.copy2(ROOT / "foundry.toml", into / "foundry.toml")
     (into / "scripts").mkdir()
@@ -158,7 +158,7 @@ def run_suites(
                 suite=suite_name,
                 name=test_name.split("(")[0],
                 passed=r.get("status") == "Success",
-                reason=r.get("reason") or "",
+                reason=name_errors(r.get("reason") or ""),
             )
             kind = r.get("kind") or {}
             inv = kind.get("Invariant")
@@ -183,6 +183,29 @@ def run_suites(
             row = json.loads(line)
             paths.setdefault(row.pop("suite"), Counter()).update(row)
     return ForgeRun(results=results, paths=paths, output=done.stdout + done.stderr)
+
+
+def _error_names() -> dict[str, str]:
+    """4-byte selector -> name of each custom error of the ledger (and Solidity's Panic/Error)."""
+    from eth_utils import keccak
+
+    abi = json.loads((ROOT / "contracts" / "artifacts" / "SwarmLedger.json").read_text())["abi"]
+    names = {"0x4e487b71": "Panic(uint256)", "0x08c379a0": "Error(string)"}
+    for item in abi:
+        if item["type"] == "error":
+            signature = f"{item['name']}({','.join(i['type'] for i in item['inputs'])})"
+            names["0x" + keccak(text=signature)[:4].hex()] = item["name"]
+    return names
+
+
+def name_errors(reason: str) -> str:
+    """Writes the ledger's error name beside each 4-byte selector the handler quoted."""
+    names = _error_names()
+    return re.sub(
+        r"0x[0-9a-f]{8}\b",
+        lambda m: f"{names[m.group(0)]} ({m.group(0)})" if m.group(0) in names else m.group(0),
+        reason,
+    )
 
 
 def problems(run: ForgeRun) -> list[str]:
