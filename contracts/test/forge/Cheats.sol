@@ -12,6 +12,7 @@ interface Vm {
     function label(address who, string calldata name) external;
     function toString(uint256 value) external pure returns (string memory);
     function toString(address value) external pure returns (string memory);
+    function createDir(string calldata path, bool recursive) external;
     function writeLine(string calldata path, string calldata data) external;
     function snapshotGasLastCall(string calldata name) external returns (uint256 gasUsed);
 }

@@ -29,6 +29,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         vm.warp(1_700_000_000);
         ledger = new SwarmLedger(l, minStake, unbonding, c, s, reward, slash, tol, keccak256("catalog"));
         handler = new LedgerHandler(ledger);
+        vm.createDir(".forge/metrics", true); // afterInvariant's report, also under a bare `forge test`
     }
 
     /// @dev Appends this run's count of the hard paths reached to .forge/metrics/paths.jsonl, one
