@@ -165,6 +165,10 @@ class SapoApp(App):
 
     def show_snapshot(self, snap: Snapshot) -> None:
         """Hands a snapshot to every panel (on the UI thread)."""
+        if not self.is_running:
+            # the app is closing (its screens are being taken down) while the watcher's last
+            # refresh was on its way: nothing to show it on
+            return
         self.snap = snap
         self.query_one(StatusBar).show(snap, self.watcher.store_name)
         self.query_one(Overview).show(snap)
