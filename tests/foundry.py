@@ -8,6 +8,7 @@ scripts/gas-ledger and the pytest wrappers in tests/test_ledger_forge.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -185,6 +186,7 @@ def run_suites(
     return ForgeRun(results=results, paths=paths, output=done.stdout + done.stderr)
 
 
+@functools.cache
 def _error_names() -> dict[str, str]:
     """4-byte selector -> name of each custom error of the ledger (and Solidity's Panic/Error)."""
     from eth_utils import keccak
