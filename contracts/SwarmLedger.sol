@@ -8,10 +8,17 @@ pragma solidity 0.8.37;
 /// block time) and its bulletin board (nodes find each other's batches through its events).
 /// @dev No owner, no admin function, no upgrade path: every parameter is fixed at deployment.
 /// A batch of round r may be submitted until round r + submitRounds (slow hardware submits late
-/// rather than never) and attested until round r + submitRounds + challengeRounds; after that its
-/// credit is final. A submission's claimed score is credited while the stake of the peers who
-/// disputed it does not outweigh the stake of those who agreed; a disputed submission is slashed
-/// at settlement, and the round's reward is split pro rata.
+/// rather than never) and checked until round r + submitRounds + challengeRounds; after that its
+/// credit is final. Who checks a batch is drawn from the round's beacon (a block hash fixed after
+/// the round's first submission): each staked node is a checker of a submission with probability
+/// min(1, checkers * its stake / all active stake), so a batch has about `checkers` checkers and
+/// no producer picks them. No evidence, no credit: a submission earns only once at least `quorum`
+/// distinct drawn checkers agreed with it and their stake is at least that of the checkers who
+/// disputed it plus those who could not fetch it. What it earns is its learning signal (the
+/// spread of rewards within its groups, which the checkers recompute), not its score (correct
+/// answers anyone can regenerate). A disputed submission is slashed at settlement; an
+/// unavailable one is not (the voter's network may be at fault). The round's reward is split
+/// pro rata to the credited signal.
 contract SwarmLedger {
     // ------------------------------------------------------------------ constants and parameters
 
@@ -19,8 +26,14 @@ contract SwarmLedger {
     uint256 public constant SCORE_SCALE = 10_000;
     /// @notice The longest metadata string a node may publish, in bytes.
     uint256 public constant MAX_METADATA_BYTES = 1024;
+    /// @notice The most rollouts one submission may hold.
+    uint256 public constant MAX_ROLLOUTS = type(uint24).max;
+    /// @notice Blocks the EVM keeps hashes of; a beacon not drawn within them is re-armed.
+    uint256 public constant BLOCKHASH_WINDOW = 256;
     uint256 private constant BPS = 10_000;
     uint256 private constant GWEI = 1e9;
+    uint8 private constant SETTLED = 1;
+    uint8 private constant PAID = 2;
 
     uint64 public immutable roundLength;
     uint256 public immutable minStake;
@@ -31,6 +44,8 @@ contract SwarmLedger {
     uint16 public immutable slashBps;
     uint16 public immutable agreeToleranceBps;
     bytes32 public immutable catalogDigest;
+    uint16 public immutable quorum;
+    uint16 public immutable checkers;
     uint64 public immutable genesis;
 
     // ------------------------------------------------------------------------------------ storage
@@ -39,10 +54,12 @@ contract SwarmLedger {
     // - submit reads the node's slot 0 (stake, uint96 wei: 7.9e10 ether) and writes nothing of
     //   the node: per-node counters (submissions, credited totals) are derivable from events and
     //   submissionOf, so audits read them there instead of every submit paying to keep them.
-    // - Submission slot 1 holds the batch size, the claim and both attestation tallies. Tallies
-    //   count stake in gwei (uint64: 1.8e10 ether) so that both fit beside the claim; a stake is
-    //   counted at its whole gwei (minStake is at least 1 gwei).
-    // - Round is one slot: the credited total and the number of submissions.
+    // - Submission slot 1 holds the batch size, score, signal, the agree and dispute tallies and
+    //   their counts. Tallies count stake in gwei (uint64: 1.8e10 ether) so that all fit in one
+    //   slot; a stake is counted at its whole gwei (minStake is at least 1 gwei). Slot 2 holds the
+    //   unavailable votes, written only when there are some.
+    // - Round is one slot: the credited total, the number of submissions and the beacon (the
+    //   block whose hash draws the round's checkers, then that hash).
 
     struct Node {
         uint96 active;
@@ -50,6 +67,7 @@ contract SwarmLedger {
         uint64 unbondingEnd;
         // slot 1
         bool registered;
+        uint64 stakeBlock; // the block of the last register or addStake
         uint128 totalPaid;
         // slot 2+
         string metadata;
@@ -58,18 +76,24 @@ contract SwarmLedger {
     struct Submission {
         bytes32 digest;
         // slot 1
-        uint32 rollouts;
-        uint64 claimed;
+        uint24 rollouts;
+        uint40 score;
+        uint40 signal;
         uint64 agreeGwei;
         uint64 disputeGwei;
-        uint16 attestations;
-        bool settled;
-        bool paid;
+        uint8 agrees;
+        uint8 disputes;
+        uint8 flags; // SETTLED | PAID
+        // slot 2
+        uint64 unavailableGwei;
+        uint8 unavailable;
     }
 
     struct Round {
         uint96 totalCredited;
         uint32 submissions;
+        uint40 beaconBlock; // the block whose hash is the beacon (first submission's + 1)
+        uint88 beacon; // that hash (truncated), once drawn; 0 before
     }
 
     /// @notice A node as audits see it; stakes in wei, scores in SCORE_SCALE units.
@@ -80,16 +104,22 @@ contract SwarmLedger {
         uint64 unbondingEnd;
         string metadata;
         uint256 totalPaid;
+        uint64 stakeBlock;
     }
 
-    /// @notice A submission as audits see it; stakes in wei (counted at whole gwei).
+    /// @notice A submission as audits see it; stakes in wei (counted at whole gwei); score and
+    /// signal in SCORE_SCALE units.
     struct SubmissionView {
         bytes32 digest;
         uint32 rollouts;
-        uint64 claimed;
+        uint64 score;
+        uint64 signal;
         uint256 agreeStake;
         uint256 disputeStake;
-        uint16 attestations;
+        uint256 unavailableStake;
+        uint16 agrees;
+        uint16 disputes;
+        uint16 unavailable;
         uint64 credited;
         bool settled;
         uint256 paid;
@@ -119,10 +149,23 @@ contract SwarmLedger {
     event UnstakeRequested(address indexed node, uint256 amount, uint256 unbonding, uint64 unbondingEnd);
     event Withdrawn(address indexed node, uint256 amount);
     event MetadataSet(address indexed node, string metadata);
-    event Submitted(uint64 indexed round, address indexed node, bytes32 digest, uint32 rollouts, uint64 score);
-    event Attested(
-        uint64 indexed round, address indexed node, address indexed attester, uint64 score, bool agrees
+    event Submitted(
+        uint64 indexed round, address indexed node, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal
     );
+    /// @param findings What the checker found, as bits its client documents (0: nothing wrong);
+    /// recorded for audits, not interpreted here.
+    event Attested(
+        uint64 indexed round,
+        address indexed node,
+        address indexed attester,
+        uint64 score,
+        uint64 signal,
+        bool agrees,
+        uint16 findings
+    );
+    event Unavailable(uint64 indexed round, address indexed node, address indexed attester);
+    event BeaconDrawn(uint64 indexed round, uint256 beacon, uint64 beaconBlock);
+    event BeaconRearmed(uint64 indexed round, uint64 beaconBlock);
     event CreditChanged(uint64 indexed round, address indexed node, bool credited, uint256 roundTotalCredited);
     event Settled(uint64 indexed round, address indexed node, bool disputed, uint256 slashed);
     event Slashed(address indexed node, uint64 indexed round, uint256 amount);
@@ -146,6 +189,12 @@ contract SwarmLedger {
     error ZeroDigest();
     error ZeroRollouts();
     error ScoreOutOfRange(uint64 score, uint256 max);
+    error SignalOutOfRange(uint64 signal, uint256 max);
+    error TooManyRollouts(uint32 rollouts, uint256 max);
+    error NotDrawn(uint64 round, address node, address checker);
+    error StakedTooLate(uint64 round, uint64 stakeBlock, uint64 beaconBlock);
+    error BeaconNotReady(uint64 round, uint64 beaconBlock);
+    error BeaconNotStale(uint64 round, uint64 beaconBlock);
     error SelfAttestation(address node);
     error NoSubmission(uint64 round, address node);
     error ChallengeWindowClosed(uint64 round, uint64 current);
@@ -171,6 +220,9 @@ contract SwarmLedger {
     /// @param agreeToleranceBps_ Largest attested-vs-claimed gap that still agrees, in bps of the
     /// batch's maximum score.
     /// @param catalogDigest_ sha256 of the canonical task catalog nodes must draw tasks from.
+    /// @param quorum_ Least number of distinct drawn checkers who must agree before a submission
+    /// earns (>= 1).
+    /// @param checkers_ Expected number of checkers drawn per submission (quorum_ .. 255).
     constructor(
         uint64 roundLength_,
         uint256 minStake_,
@@ -180,7 +232,9 @@ contract SwarmLedger {
         uint256 rewardPerRound_,
         uint16 slashBps_,
         uint16 agreeToleranceBps_,
-        bytes32 catalogDigest_
+        bytes32 catalogDigest_,
+        uint16 quorum_,
+        uint16 checkers_
     ) {
         if (roundLength_ == 0) revert InvalidParameter("roundLength");
         if (minStake_ < GWEI || minStake_ > type(uint96).max) revert InvalidParameter("minStake");
@@ -189,6 +243,8 @@ contract SwarmLedger {
         if (slashBps_ > BPS) revert InvalidParameter("slashBps");
         if (agreeToleranceBps_ > BPS) revert InvalidParameter("agreeToleranceBps");
         if (catalogDigest_ == bytes32(0)) revert InvalidParameter("catalogDigest");
+        if (quorum_ == 0 || quorum_ > type(uint8).max) revert InvalidParameter("quorum");
+        if (checkers_ < quorum_ || checkers_ > type(uint8).max) revert InvalidParameter("checkers");
         // Stake that was active when a submission was made (as early as its round) must still be
         // here when it can be slashed: after the submission and challenge windows, plus a
         // settlement period as long as the challenge window.
@@ -207,6 +263,8 @@ contract SwarmLedger {
         slashBps = slashBps_;
         agreeToleranceBps = agreeToleranceBps_;
         catalogDigest = catalogDigest_;
+        quorum = quorum_;
+        checkers = checkers_;
         genesis = uint64(block.timestamp);
     }
 
@@ -240,6 +298,7 @@ contract SwarmLedger {
             revert MetadataTooLong(bytes(metadata).length, MAX_METADATA_BYTES);
         }
         n.registered = true;
+        n.stakeBlock = uint64(block.number);
         n.active = uint96(msg.value);
         n.metadata = metadata;
         _nodeList.push(msg.sender);
@@ -247,7 +306,9 @@ contract SwarmLedger {
         emit Registered(msg.sender, msg.value, metadata);
     }
 
-    /// @notice Adds msg.value to the caller's active stake.
+    /// @notice Adds msg.value to the caller's active stake. The node is not drawn to check the
+    /// rounds whose beacon block is not later than this one (stake added once a beacon may be
+    /// known buys no draws).
     function addStake() external payable {
         Node storage n = _nodes[msg.sender];
         if (!n.registered) revert NotRegistered(msg.sender);
@@ -255,6 +316,7 @@ contract SwarmLedger {
         uint256 active = uint256(n.active) + msg.value;
         if (active > type(uint96).max) revert StakeTooHigh(active);
         n.active = uint96(active);
+        n.stakeBlock = uint64(block.number);
         _totalActive += uint128(msg.value);
         emit StakeAdded(msg.sender, msg.value, active);
     }
@@ -305,12 +367,16 @@ contract SwarmLedger {
     // ---------------------------------------------------------------------------------- rollouts
 
     /// @notice Records the caller's rollout batch for a round: its sha256 (the CIDv1 of the batch
-    /// is derived from it), its number of rollouts, and the summed verifier score it claims.
+    /// is derived from it), its number of rollouts, the summed verifier score and the learning
+    /// signal it claims. It earns nothing until its drawn checkers agree (see attest). The
+    /// round's first submission arms the round's beacon: the hash of the next block.
     /// @param round A round from currentRound() - submitRounds to currentRound().
     /// @param digest sha256 of the canonical batch bytes.
-    /// @param rollouts Completions in the batch (questions x completions), > 0.
+    /// @param rollouts Completions in the batch (questions x completions), 1 .. MAX_ROLLOUTS.
     /// @param score Sum of every rollout's verifier reward, at most rollouts * SCORE_SCALE.
-    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score) external {
+    /// @param signal The batch's learning signal (the client's documented rule), at most
+    /// rollouts * SCORE_SCALE: what the round's reward is split by.
+    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external {
         uint64 current = currentRound();
         if (round > current || current - round > submitRounds) revert RoundNotOpen(round, current);
         Node storage n = _nodes[msg.sender];
@@ -319,67 +385,190 @@ contract SwarmLedger {
         if (s.rollouts != 0) revert AlreadySubmitted(round, msg.sender);
         if (digest == bytes32(0)) revert ZeroDigest();
         if (rollouts == 0) revert ZeroRollouts();
+        if (rollouts > MAX_ROLLOUTS) revert TooManyRollouts(rollouts, MAX_ROLLOUTS);
         uint256 maxScore = uint256(rollouts) * SCORE_SCALE;
         if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
+        if (signal > maxScore) revert SignalOutOfRange(signal, maxScore);
 
         s.digest = digest;
-        s.rollouts = rollouts;
-        s.claimed = score;
+        s.rollouts = uint24(rollouts);
+        s.score = uint40(score);
+        s.signal = uint40(signal);
         Round storage r = _rounds[round];
-        r.totalCredited += uint96(score);
         r.submissions += 1;
-        emit Submitted(round, msg.sender, digest, rollouts, score);
+        if (r.beaconBlock == 0) r.beaconBlock = uint40(block.number + 1);
+        emit Submitted(round, msg.sender, digest, rollouts, score, signal);
     }
 
-    /// @notice Reports the score the caller computed when it re-verified `node`'s batch. It agrees
-    /// when within the tolerance of the claim; the caller's active stake joins that side's tally,
-    /// which may move the submission's credit either way.
-    /// @param round The submission's round; attestable while currentRound() <= round +
+    /// @notice Reports what the caller, a drawn checker of `node`'s batch, computed when it
+    /// fetched and re-verified it. It agrees when both the score and the signal are within the
+    /// tolerance of the claims; the caller's active stake joins that side's tally, which may
+    /// move the submission's credit either way.
+    /// @param round The submission's round; checkable while currentRound() <= round +
     /// submitRounds + challengeRounds.
     /// @param node The node whose batch was re-verified (not the caller).
     /// @param score The summed verifier score the caller computed, at most rollouts * SCORE_SCALE.
-    function attest(uint64 round, address node, uint64 score) external {
+    /// @param signal The learning signal the caller computed, at most rollouts * SCORE_SCALE.
+    /// @param findings What the caller found wrong (its client's bits; 0 when nothing), for audits.
+    function attest(uint64 round, address node, uint64 score, uint64 signal, uint16 findings) external {
+        (Submission storage s, uint64 weight) = _checkerVote(round, node);
+        uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
+        if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
+        if (signal > maxScore) revert SignalOutOfRange(signal, maxScore);
+        // |x - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
+        uint256 allowed = maxScore * agreeToleranceBps;
+        bool agrees = _gap(score, s.score) * BPS <= allowed && _gap(signal, s.signal) * BPS <= allowed;
+        bool wasCredited = _credited(s);
+        if (agrees) {
+            if (s.agrees == type(uint8).max) revert TooManyAttestations(round, node);
+            s.agreeGwei += weight;
+            s.agrees += 1;
+        } else {
+            if (s.disputes == type(uint8).max) revert TooManyAttestations(round, node);
+            s.disputeGwei += weight;
+            s.disputes += 1;
+        }
+        bool credited = _credited(s);
+        if (credited != wasCredited) _moveCredit(round, node, s.signal, credited);
+        emit Attested(round, node, msg.sender, score, signal, agrees, findings);
+    }
+
+    /// @notice Records that the caller, a drawn checker of `node`'s batch, could not fetch it
+    /// from the producer nor from any peer who attested it. Its stake counts against credit
+    /// (no evidence, no credit) but never slashes: the caller's own network may be at fault.
+    /// @param round The submission's round (same window as attest).
+    /// @param node The producer.
+    function reportUnavailable(uint64 round, address node) external {
+        (Submission storage s, uint64 weight) = _checkerVote(round, node);
+        if (s.unavailable == type(uint8).max) revert TooManyAttestations(round, node);
+        bool wasCredited = _credited(s);
+        s.unavailableGwei += weight;
+        s.unavailable += 1;
+        if (wasCredited) _moveCredit(round, node, s.signal, false);
+        emit Unavailable(round, node, msg.sender);
+    }
+
+    /// @dev The checks every checker's vote passes; marks the vote cast and returns the
+    /// submission and the caller's weight (its active stake in whole gwei).
+    function _checkerVote(uint64 round, address node) private returns (Submission storage s, uint64 weight) {
         if (node == msg.sender) revert SelfAttestation(node);
         Node storage a = _nodes[msg.sender];
         _requireStaked(a);
-        Submission storage s = _submissions[round][node];
-        uint256 rollouts = s.rollouts;
-        if (rollouts == 0) revert NoSubmission(round, node);
+        s = _submissions[round][node];
+        if (s.rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
         if (current > round + submitRounds + challengeRounds) {
             revert ChallengeWindowClosed(round, current);
         }
-        uint256 maxScore = rollouts * SCORE_SCALE;
-        if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
         mapping(address => bool) storage seen = _attested[msg.sender][round];
         if (seen[node]) revert AlreadyAttested(round, node, msg.sender);
-        if (s.attestations == type(uint16).max) revert TooManyAttestations(round, node);
-
+        uint256 beacon = _drawBeacon(round);
+        uint64 beaconBlock = _rounds[round].beaconBlock;
+        if (a.stakeBlock >= beaconBlock) revert StakedTooLate(round, a.stakeBlock, beaconBlock);
+        if (!_drawn(beacon, round, node, msg.sender, a.active)) revert NotDrawn(round, node, msg.sender);
         seen[node] = true;
-        uint64 claimed = s.claimed;
-        uint256 gap = score > claimed ? score - claimed : claimed - score;
-        // |score - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
-        bool agrees = gap * BPS <= maxScore * agreeToleranceBps;
-        bool wasCredited = s.disputeGwei <= s.agreeGwei;
-        uint64 weight = uint64(a.active / GWEI);
-        if (agrees) s.agreeGwei += weight;
-        else s.disputeGwei += weight;
-        s.attestations += 1;
-        bool credited = s.disputeGwei <= s.agreeGwei;
-        if (credited != wasCredited) _moveCredit(round, node, claimed, credited);
-        emit Attested(round, node, msg.sender, score, agrees);
+        weight = uint64(a.active / GWEI);
     }
 
-    /// @dev Adds or removes a submission's claim from its round's credited total.
-    function _moveCredit(uint64 round, address node, uint64 claimed, bool credited) private {
+    /// @dev A submission earns once `quorum` checkers agreed and their stake is at least that of
+    /// those who disputed it plus those who could not fetch it.
+    function _credited(Submission storage s) private view returns (bool) {
+        return s.agrees >= quorum && s.agreeGwei >= uint256(s.disputeGwei) + s.unavailableGwei;
+    }
+
+    function _gap(uint64 x, uint64 y) private pure returns (uint256) {
+        return x > y ? x - y : y - x;
+    }
+
+    /// @dev Adds or removes a submission's signal from its round's credited total.
+    function _moveCredit(uint64 round, address node, uint64 signal, bool credited) private {
         Round storage r = _rounds[round];
-        if (credited) r.totalCredited += claimed;
-        else r.totalCredited -= claimed;
+        if (credited) r.totalCredited += signal;
+        else r.totalCredited -= signal;
         emit CreditChanged(round, node, credited, r.totalCredited);
     }
 
-    /// @notice Closes a submission once its challenge window has passed; a disputed one loses
-    /// slashBps of its node's stake (active first, then unbonding) to the reward pool.
+    // ------------------------------------------------------------------------------- checkers
+
+    /// @notice Whether `checker` is drawn to check `node`'s submission of `round`, with its stake
+    /// and the total stake now. Anyone can recompute it: with h = keccak256(abi.encode(beacon,
+    /// round, node, checker)), a registered node other than `node` whose stake is at least
+    /// minStake and was last added before the beacon's block is drawn when
+    /// (h >> 128) * totalActive < checkers * active << 128, i.e. with probability
+    /// min(1, checkers * active / totalActive). False until the beacon is drawn.
+    /// @param round The round.
+    /// @param node The producer.
+    /// @param checker The candidate checker.
+    /// @return Whether it may attest or report the submission unavailable (window and double
+    /// votes aside).
+    function isChecker(uint64 round, address node, address checker) external view returns (bool) {
+        Node storage a = _nodes[checker];
+        if (checker == node || !a.registered || a.active < minStake) return false;
+        (uint256 beacon, uint64 beaconBlock, bool ready) = beaconOf(round);
+        return ready && a.stakeBlock < beaconBlock && _drawn(beacon, round, node, checker, a.active);
+    }
+
+    /// @notice The beacon that draws a round's checkers: the hash of the block after the
+    /// round's first submission (re-armed to a later block if nobody drew it while the EVM
+    /// still knew that hash).
+    /// @param round The round.
+    /// @return beacon The beacon (the block hash's low 88 bits; 0 while not ready).
+    /// @return beaconBlock The block whose hash it is (0 before the round's first submission).
+    /// @return ready Whether the beacon is known (stored, or its block hash is available).
+    function beaconOf(uint64 round) public view returns (uint256 beacon, uint64 beaconBlock, bool ready) {
+        Round storage r = _rounds[round];
+        beaconBlock = r.beaconBlock;
+        if (r.beacon != 0) return (r.beacon, beaconBlock, true);
+        if (beaconBlock == 0 || block.number <= beaconBlock) return (0, beaconBlock, false);
+        beacon = _beaconFrom(blockhash(beaconBlock));
+        ready = beacon != 0;
+    }
+
+    /// @notice Re-arms a round's beacon to the next block when its block's hash has left the
+    /// EVM's window before anyone drew it (no checker voted for 256 blocks). Anyone may call it.
+    /// @param round The round.
+    function rearmBeacon(uint64 round) external {
+        Round storage r = _rounds[round];
+        uint256 beaconBlock = r.beaconBlock;
+        if (r.beacon != 0 || beaconBlock == 0 || block.number <= beaconBlock + BLOCKHASH_WINDOW) {
+            revert BeaconNotStale(round, uint64(beaconBlock));
+        }
+        r.beaconBlock = uint40(block.number + 1);
+        emit BeaconRearmed(round, uint64(block.number + 1));
+    }
+
+    /// @dev Returns the round's beacon, storing it on first use; reverts while it is not known.
+    function _drawBeacon(uint64 round) private returns (uint256) {
+        Round storage r = _rounds[round];
+        uint256 stored = r.beacon;
+        if (stored != 0) return stored;
+        uint64 beaconBlock = r.beaconBlock;
+        uint256 beacon = block.number > beaconBlock ? _beaconFrom(blockhash(beaconBlock)) : 0;
+        if (beacon == 0) revert BeaconNotReady(round, beaconBlock);
+        r.beacon = uint88(beacon);
+        emit BeaconDrawn(round, beacon, beaconBlock);
+        return beacon;
+    }
+
+    /// @dev 88 bits of a block hash, never 0 for a real hash (0 means "not drawn").
+    function _beaconFrom(bytes32 hash) private pure returns (uint256) {
+        if (hash == bytes32(0)) return 0;
+        uint256 b = uint256(hash) & type(uint88).max;
+        return b == 0 ? 1 : b;
+    }
+
+    function _drawn(uint256 beacon, uint64 round, address node, address checker, uint256 active)
+        private
+        view
+        returns (bool)
+    {
+        uint256 h = uint256(keccak256(abi.encode(beacon, round, node, checker))) >> 128;
+        return h * _totalActive < (uint256(checkers) * active) << 128;
+    }
+
+    /// @notice Closes a submission once its challenge window has passed; a disputed one (more
+    /// disputing than agreeing stake) loses slashBps of its node's stake (active first, then
+    /// unbonding) to the reward pool. Unavailable votes never slash.
     /// @param round The submission's round.
     /// @param node The submitting node.
     function settle(uint64 round, address node) external {
@@ -387,9 +576,9 @@ contract SwarmLedger {
         if (s.rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
         if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
-        if (s.settled) revert AlreadySettled(round, node);
+        if (s.flags & SETTLED != 0) revert AlreadySettled(round, node);
 
-        s.settled = true;
+        s.flags |= SETTLED;
         bool disputed = s.disputeGwei > s.agreeGwei;
         uint256 slashed;
         if (disputed) {
@@ -421,7 +610,7 @@ contract SwarmLedger {
     }
 
     /// @notice Pays the caller, in one transfer, its share of each listed round: rewardPerRound *
-    /// credited / the round's total credited. Every round must be final, carry a submission of the
+    /// its credited signal / the round's total credited signal. Every round must be final, carry a submission of the
     /// caller and not be claimed yet; nothing is paid unless the pool covers the whole sum.
     /// @param roundList The rounds to claim.
     /// @return amount The wei paid.
@@ -432,8 +621,8 @@ contract SwarmLedger {
             Submission storage s = _submissions[round][msg.sender];
             if (s.rollouts == 0) revert NoSubmission(round, msg.sender);
             if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
-            if (s.paid) revert AlreadyClaimed(round, msg.sender);
-            s.paid = true;
+            if (s.flags & PAID != 0) revert AlreadyClaimed(round, msg.sender);
+            s.flags |= PAID;
             amount += _share(s, round);
         }
         if (amount == 0) revert NothingToClaim();
@@ -455,7 +644,7 @@ contract SwarmLedger {
         for (uint256 i; i < roundList.length; ++i) {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][node];
-            if (s.rollouts == 0 || s.paid || current <= round + submitRounds + challengeRounds) continue;
+            if (s.rollouts == 0 || s.flags & PAID != 0 || current <= round + submitRounds + challengeRounds) continue;
             amount += _share(s, round);
         }
     }
@@ -474,45 +663,50 @@ contract SwarmLedger {
             unbonding: n.unbonding,
             unbondingEnd: n.unbondingEnd,
             metadata: n.metadata,
-            totalPaid: n.totalPaid
+            totalPaid: n.totalPaid,
+            stakeBlock: n.stakeBlock
         });
     }
 
-    /// @notice One submission: digest, claim, tallies, credit, settlement and payout.
+    /// @notice One submission: digest, claims, votes, credit, settlement and payout.
     /// @param round The round.
     /// @param node The node.
     /// @return info The submission (all zero when there is none).
     function submissionOf(uint64 round, address node) external view returns (SubmissionView memory info) {
         Submission storage s = _submissions[round][node];
-        bool credited = s.disputeGwei <= s.agreeGwei;
         info = SubmissionView({
             digest: s.digest,
             rollouts: s.rollouts,
-            claimed: s.claimed,
+            score: s.score,
+            signal: s.signal,
             agreeStake: uint256(s.agreeGwei) * GWEI,
             disputeStake: uint256(s.disputeGwei) * GWEI,
-            attestations: s.attestations,
-            credited: credited ? s.claimed : 0,
-            settled: s.settled,
-            paid: s.paid ? _share(s, round) : 0
+            unavailableStake: uint256(s.unavailableGwei) * GWEI,
+            agrees: s.agrees,
+            disputes: s.disputes,
+            unavailable: s.unavailable,
+            credited: _credited(s) ? s.signal : 0,
+            settled: s.flags & SETTLED != 0,
+            paid: s.flags & PAID != 0 ? _share(s, round) : 0
         });
     }
 
     /// @notice A round's submission count and credited total, and whether its credit is final.
     /// @param round The round.
     /// @return submissions Number of submissions.
-    /// @return totalCredited Sum of the credited claims.
+    /// @return totalCredited Sum of the credited signals.
     /// @return isFinal Whether currentRound() > round + submitRounds + challengeRounds.
     function roundInfo(uint64 round) external view returns (uint32 submissions, uint256 totalCredited, bool isFinal) {
         Round storage r = _rounds[round];
         return (r.submissions, r.totalCredited, currentRound() > round + submitRounds + challengeRounds);
     }
 
-    /// @notice Whether `attester` attested `node`'s submission of `round`.
+    /// @notice Whether `attester` voted on `node`'s submission of `round` (attested it or
+    /// reported it unavailable).
     /// @param attester The attester.
     /// @param round The round.
     /// @param node The node.
-    /// @return True once attested.
+    /// @return True once voted.
     function hasAttested(address attester, uint64 round, address node) external view returns (bool) {
         return _attested[attester][round][node];
     }
@@ -561,8 +755,8 @@ contract SwarmLedger {
     }
 
     function _share(Submission storage s, uint64 round) private view returns (uint256) {
-        if (s.claimed == 0 || s.disputeGwei > s.agreeGwei) return 0;
-        return (rewardPerRound * s.claimed) / _rounds[round].totalCredited;
+        if (s.signal == 0 || !_credited(s)) return 0;
+        return (rewardPerRound * s.signal) / _rounds[round].totalCredited;
     }
 
     function _send(address to, uint256 amount) private {

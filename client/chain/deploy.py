@@ -39,6 +39,8 @@ def deploy_ledger(
             params.slash_bps,
             params.agree_tolerance_bps,
             bytes32(catalog_digest),
+            params.quorum,
+            params.checkers,
         ],
     )
     data = artifact["bytecode"] + args.hex()

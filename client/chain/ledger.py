@@ -16,7 +16,14 @@ from web3.contract import Contract
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, WrongChain
-from client.chain.models import LedgerParams, NodeInfo, RoundInfo, SubmissionInfo, TxResult
+from client.chain.models import (
+    Beacon,
+    LedgerParams,
+    NodeInfo,
+    RoundInfo,
+    SubmissionInfo,
+    TxResult,
+)
 from client.chain.tx import TxSender
 
 CONTRACT = "SwarmLedger"
@@ -135,6 +142,8 @@ class Ledger:
                 slash_bps=self._view("slashBps"),
                 agree_tolerance_bps=self._view("agreeToleranceBps"),
                 catalog_digest="0x" + self._view("catalogDigest").hex(),
+                quorum=self._view("quorum"),
+                checkers=self._view("checkers"),
                 genesis=self._view("genesis"),
             )
         return self._params
@@ -163,6 +172,7 @@ class Ledger:
             unbonding_end=v[3],
             metadata=v[4],
             total_paid=v[5],
+            stake_round=v[6],
         )
 
     def submission(self, round_: int, node: str) -> SubmissionInfo:
@@ -195,13 +205,17 @@ class Ledger:
             node=_address(node),
             digest="0x" + bytes(v[0]).hex(),
             rollouts=v[1],
-            claimed=v[2],
-            agree_stake=v[3],
-            dispute_stake=v[4],
-            attestations=v[5],
-            credited=v[6],
-            settled=v[7],
-            paid=v[8],
+            score=v[2],
+            signal=v[3],
+            agree_stake=v[4],
+            dispute_stake=v[5],
+            unavailable_stake=v[6],
+            agrees=v[7],
+            disputes=v[8],
+            unavailable=v[9],
+            credited=v[10],
+            settled=v[11],
+            paid=v[12],
         )
 
     def round_info(self, round_: int) -> RoundInfo:
@@ -209,7 +223,17 @@ class Ledger:
         return RoundInfo(round=round_, submissions=submissions, total_credited=total, final=final)
 
     def has_attested(self, attester: str, round_: int, node: str) -> bool:
+        """Whether `attester` voted on the submission (attested or reported it unavailable)."""
         return self._view("hasAttested", _address(attester), round_, _address(node))
+
+    def is_checker(self, round_: int, node: str, checker: str) -> bool:
+        """Whether `checker` is drawn to check `node`'s submission of `round_` (False while the
+        round's beacon is not ready)."""
+        return self._view("isChecker", round_, _address(node), _address(checker))
+
+    def beacon(self, round_: int) -> Beacon:
+        beacon, block, ready = self._view("beaconOf", round_)
+        return Beacon(round=round_, beacon=beacon, block=block, ready=ready)
 
     def node_count(self) -> int:
         return self._view("nodeCount")
@@ -270,11 +294,21 @@ class Ledger:
     def set_metadata(self, metadata: str) -> TxResult:
         return self._send("setMetadata", metadata)
 
-    def submit(self, round_: int, digest: bytes | str, rollouts: int, score: int) -> TxResult:
-        return self._send("submit", round_, bytes32(digest), rollouts, score)
+    def submit(
+        self, round_: int, digest: bytes | str, rollouts: int, score: int, signal: int
+    ) -> TxResult:
+        return self._send("submit", round_, bytes32(digest), rollouts, score, signal)
 
-    def attest(self, round_: int, node: str, score: int) -> TxResult:
-        return self._send("attest", round_, _address(node), score)
+    def attest(
+        self, round_: int, node: str, score: int, signal: int, findings: int = 0
+    ) -> TxResult:
+        return self._send("attest", round_, _address(node), score, signal, findings)
+
+    def report_unavailable(self, round_: int, node: str) -> TxResult:
+        return self._send("reportUnavailable", round_, _address(node))
+
+    def rearm_beacon(self, round_: int) -> TxResult:
+        return self._send("rearmBeacon", round_)
 
     def settle(self, round_: int, node: str) -> TxResult:
         return self._send("settle", round_, _address(node))

@@ -28,6 +28,8 @@ class LedgerParams(ChainModel):
     slash_bps: int = Field(ge=0, le=10_000)
     agree_tolerance_bps: int = Field(ge=0, le=10_000)
     catalog_digest: str
+    quorum: int = Field(ge=1)
+    checkers: int = Field(ge=1)
     genesis: int
 
     def round_at(self, t: float) -> int:
@@ -60,19 +62,25 @@ class NodeInfo(ChainModel):
     unbonding_end: int
     metadata: str
     total_paid: int
+    stake_round: int  # the round of its last register/addStake: it checks only later rounds
 
 
 class SubmissionInfo(ChainModel):
-    """One submission: the batch digest, its claim, the attestation tallies and the outcome."""
+    """One submission: the batch digest, its claims (score, learning signal), its checkers'
+    votes and the outcome. `credited` is the signal it earns (0 until the quorum agreed)."""
 
     round: int
     node: str
     digest: str
     rollouts: int
-    claimed: int
+    score: int
+    signal: int
     agree_stake: int
     dispute_stake: int
-    attestations: int
+    unavailable_stake: int
+    agrees: int
+    disputes: int
+    unavailable: int
     credited: int
     settled: bool
     paid: int
@@ -82,8 +90,41 @@ class SubmissionInfo(ChainModel):
         return self.rollouts > 0
 
     @property
+    def attestations(self) -> int:
+        """Checkers who fetched it and voted on its content (agreeing or disputing)."""
+        return self.agrees + self.disputes
+
+    @property
+    def votes(self) -> int:
+        """Every checker's vote, unavailable ones included."""
+        return self.agrees + self.disputes + self.unavailable
+
+    @property
     def disputed(self) -> bool:
         return self.dispute_stake > self.agree_stake
+
+    def why_not_credited(self, quorum: int) -> str | None:
+        """Why the submission earns nothing now, in words (None when it earns)."""
+        if self.credited:
+            return None
+        if self.signal == 0:
+            return "no learning signal claimed (every group all-correct or all-wrong)"
+        problems = []
+        if self.agrees < quorum:
+            problems.append(f"{self.agrees} of {quorum} agreeing checkers")
+        against = self.dispute_stake + self.unavailable_stake
+        if self.agree_stake < against:
+            problems.append("agreeing stake below disputing + unavailable stake")
+        return "; ".join(problems) or "not credited"
+
+
+class Beacon(ChainModel):
+    """The block hash that draws a round's checkers (see SwarmLedger.beaconOf)."""
+
+    round: int
+    beacon: int
+    block: int
+    ready: bool
 
 
 class RoundInfo(ChainModel):

@@ -203,6 +203,19 @@ class LedgerSection(Section):
     reward_per_round: Wei = Field(default_factory=lambda: 10**18)
     slash_bps: Bps = 1_000
     agree_tolerance_bps: Bps = 50
+    quorum: int = Field(
+        3,
+        ge=1,
+        le=255,
+        description="Q: distinct drawn checkers who must agree before a batch earns anything",
+    )
+    checkers: int = Field(
+        10,
+        ge=1,
+        le=255,
+        description="K: checkers drawn per batch on average (each node with probability "
+        "min(1, K * its stake / all stake)); at least quorum",
+    )
 
     def least_unbonding_s(self) -> int:
         """Returns the shortest unbonding period the contract accepts for these windows."""
@@ -220,6 +233,11 @@ class LedgerSection(Section):
             )
         if self.min_stake < 10**9 or self.min_stake >= 2**96:
             raise ValueError("min_stake must be between 1 gwei and 2^96 wei")
+        if self.checkers < self.quorum:
+            raise ValueError(
+                f"checkers ({self.checkers}) must be at least quorum ({self.quorum}): a batch "
+                "could never reach its quorum"
+            )
         return self
 
 

@@ -3,7 +3,7 @@ pragma solidity 0.8.37;
 
 interface ISwarmLedger {
     function register(string calldata metadata) external payable;
-    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score) external;
+    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external;
     function requestUnstake(uint256 amount) external;
     function withdraw() external;
     function claim(uint64[] calldata rounds) external returns (uint256);
@@ -27,8 +27,8 @@ contract ReentrantNode {
         ledger.register{value: msg.value}("{\"model\":\"attacker\"}");
     }
 
-    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score) external {
-        ledger.submit(round, digest, rollouts, score);
+    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external {
+        ledger.submit(round, digest, rollouts, score, signal);
     }
 
     function unstake(uint256 amount) external {

@@ -22,75 +22,127 @@ contract LedgerGasTest is CheatsBase {
         vm.prank(who);
     }
 
+    function _nextBlock() internal {
+        vm.roll(block.number + 1);
+    }
+
     function setUp() public {
         vm.warp(1_700_000_000);
-        // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance
-        ledger = new SwarmLedger(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"));
+        vm.roll(1_000);
+        // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance, a
+        // quorum of 2 with every node drawn (50 checkers on average: each node's chance is 1)
+        ledger = new SwarmLedger(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 50);
         address[5] memory nodes = [A, B, C, D, E];
+        uint256[5] memory stakes = [uint256(2 ether), 3 ether, 4 ether, 5 ether, 20 ether];
         for (uint256 i; i < nodes.length; ++i) {
             vm.deal(nodes[i], 100 ether);
             _as(nodes[i]);
-            ledger.register{value: 2 ether + i * 1 ether}("{\"peer\":\"12D3KooW\"}");
+            ledger.register{value: stakes[i]}("{\"peer\":\"12D3KooW\"}");
         }
         ledger.fund{value: 50 ether}();
-        // rounds 0-9: A and B submit, C and D agree; in round 1 E submits and C, D dispute it
-        for (uint64 r; r < 10; ++r) {
+        // rounds 1-10: A and B submit, C and D agree with both (the quorum); in round 10 E submits
+        // and C, D dispute it
+        for (uint64 r = 1; r <= 10; ++r) {
             vm.warp(ledger.genesis() + uint256(r) * L + 1);
+            _nextBlock();
             _as(A);
-            ledger.submit(r, keccak256(abi.encode("A", r)), 64, 40_000);
+            ledger.submit(r, keccak256(abi.encode("A", r)), 64, 40_000, 20_000);
             _as(B);
-            ledger.submit(r, keccak256(abi.encode("B", r)), 64, 30_000);
+            ledger.submit(r, keccak256(abi.encode("B", r)), 64, 30_000, 15_000);
+            _nextBlock();
+            _nextBlock();
             _as(C);
-            ledger.attest(r, A, 40_000);
+            ledger.attest(r, A, 40_000, 20_000, 0);
             _as(D);
-            ledger.attest(r, B, 30_000);
+            ledger.attest(r, A, 40_000, 20_000, 0);
+            _as(C);
+            ledger.attest(r, B, 30_000, 15_000, 0);
+            _as(D);
+            ledger.attest(r, B, 30_000, 15_000, 0);
         }
         _as(E);
-        ledger.submit(9, keccak256("E"), 64, 640_000);
+        ledger.submit(10, keccak256("E"), 64, 640_000, 320_000);
+        _nextBlock();
         _as(C);
-        ledger.attest(9, E, 1_000);
-        // round 20: rounds 0-9 are final; A has submitted in round 20, nobody in round 19
-        vm.warp(ledger.genesis() + 20 * uint256(L) + 1);
+        ledger.attest(10, E, 1_000, 0, 1);
+        _as(D);
+        ledger.attest(10, E, 1_000, 0, 1);
+        // round 21: rounds 1-10 are final; A and B have submitted in round 21, nobody in round 20
+        vm.warp(ledger.genesis() + 21 * uint256(L) + 1);
+        _nextBlock();
         _as(A);
-        ledger.submit(20, keccak256(abi.encode("A", uint64(20))), 64, 40_000);
+        ledger.submit(21, keccak256(abi.encode("A", uint64(21))), 64, 40_000, 20_000);
+        _as(B);
+        ledger.submit(21, keccak256(abi.encode("B", uint64(21))), 64, 30_000, 15_000);
+        _nextBlock();
+        _nextBlock();
     }
 
     function test_gas_submitFirstInRound() public {
         _as(B);
-        ledger.submit(19, keccak256("B19"), 64, 30_000);
+        ledger.submit(20, keccak256("B20"), 64, 30_000, 15_000);
         vm.snapshotGasLastCall("submit (first in round)");
     }
 
     function test_gas_submitLaterInRound() public {
-        _as(B);
-        ledger.submit(20, keccak256("B20"), 64, 30_000);
+        _as(C);
+        ledger.submit(21, keccak256("C21"), 64, 30_000, 15_000);
         vm.snapshotGasLastCall("submit (later in round)");
     }
 
-    function test_gas_attestAgreeing() public {
+    function test_gas_attestDrawingTheBeacon() public {
         _as(C);
-        ledger.attest(20, A, 40_000);
-        vm.snapshotGasLastCall("attest (agreeing)");
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        vm.snapshotGasLastCall("attest (first vote of the round: draws the beacon)");
     }
 
-    function test_gas_attestFlippingCredit() public {
+    function test_gas_attestAgreeing() public {
+        _as(D);
+        ledger.attest(21, B, 30_000, 15_000, 0);
         _as(C);
-        ledger.attest(20, A, 1_000);
-        vm.snapshotGasLastCall("attest (flips credit)");
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        vm.snapshotGasLastCall("attest (agreeing, below quorum)");
+    }
+
+    function test_gas_attestCompletingTheQuorum() public {
+        _as(D);
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        _as(C);
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        vm.snapshotGasLastCall("attest (completes the quorum: credits)");
+    }
+
+    function test_gas_attestDisputing() public {
+        _as(D);
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        _as(C);
+        ledger.attest(21, A, 1_000, 0, 1);
+        vm.snapshotGasLastCall("attest (disputing)");
+    }
+
+    function test_gas_reportUnavailableCancellingCredit() public {
+        _as(C);
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        _as(D);
+        ledger.attest(21, A, 40_000, 20_000, 0);
+        _as(E);
+        ledger.reportUnavailable(21, A);
+        vm.snapshotGasLastCall("reportUnavailable (cancels credit)");
     }
 
     function test_gas_settleCredited() public {
-        ledger.settle(0, A);
+        ledger.settle(1, A);
         vm.snapshotGasLastCall("settle (credited)");
     }
 
     function test_gas_settleDisputed() public {
-        ledger.settle(9, E);
+        ledger.settle(10, E);
         vm.snapshotGasLastCall("settle (disputed, slashes)");
     }
 
     function test_gas_claimOneRound() public {
         uint64[] memory rounds = new uint64[](1);
+        rounds[0] = 1;
         _as(A);
         ledger.claim(rounds);
         vm.snapshotGasLastCall("claim (1 round)");
@@ -98,7 +150,7 @@ contract LedgerGasTest is CheatsBase {
 
     function test_gas_claimTenRounds() public {
         uint64[] memory rounds = new uint64[](10);
-        for (uint64 r; r < 10; ++r) rounds[r] = r;
+        for (uint64 r; r < 10; ++r) rounds[r] = r + 1;
         _as(A);
         ledger.claim(rounds);
         vm.snapshotGasLastCall("claim (10 rounds)");

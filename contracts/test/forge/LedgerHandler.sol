@@ -35,6 +35,8 @@ contract LedgerHandler is CheatsBase {
     uint256 internal immutable SLASH_BPS;
     uint256 internal immutable TOL_BPS;
     uint64 internal immutable GENESIS;
+    uint256 internal immutable Q;
+    uint256 internal immutable K;
 
     address[N_ACTORS] public actors;
 
@@ -47,17 +49,22 @@ contract LedgerHandler is CheatsBase {
         uint256 unbondingEnd;
         uint256 lastUnstakeAt; // when the caller last moved stake into unbonding
         uint256 claimedTotal; // sum of what its successful claims returned
+        uint256 stakeBlock; // the block of its last register or addStake
     }
 
     struct Sub {
         uint64 round;
         address node;
         uint32 rollouts;
-        uint64 claimed;
+        uint64 score;
+        uint64 signal;
         uint256 submittedAt;
         uint64 agreeGwei;
         uint64 disputeGwei;
-        uint16 attestations;
+        uint64 unavailableGwei;
+        uint16 agrees;
+        uint16 disputes;
+        uint16 unavailable;
         bool settled;
         bool paid;
         uint256 paidAmount;
@@ -67,7 +74,9 @@ contract LedgerHandler is CheatsBase {
     Sub[] internal _subs;
     mapping(uint64 => mapping(address => uint256)) internal _subIndex; // index + 1
     mapping(address => mapping(uint64 => mapping(address => bool))) internal _attested;
-    mapping(uint64 => uint256) public creditedTotal; // the model's round total of credited claims
+    mapping(uint64 => uint256) public creditedTotal; // the model's round total of credited signal
+    mapping(uint64 => uint256) public beaconBlockOf; // the block whose hash draws a round's checkers
+    mapping(uint64 => uint256) public beaconOf; // that hash's low 88 bits, once a vote drew it
     mapping(uint64 => uint256) public paidInRound;
     uint64[] internal _roundsWithSubs;
     mapping(uint64 => bool) internal _roundSeen;
@@ -81,19 +90,51 @@ contract LedgerHandler is CheatsBase {
 
     /// @notice How often a run reached the paths where rules bite (not only the happy path):
     /// read by the campaign's report so that a handler that avoids them is noticed.
-    struct Paths {
-        uint256 disputedAttestations; // an attestation outside the tolerance
-        uint256 creditLost; // a submission's credit removed by disputing stake
-        uint256 creditRegained; // and given back by agreeing stake
-        uint256 slashes; // a disputed submission settled with a slash
-        uint256 slashesIntoUnbonding; // a slash larger than the active stake
-        uint256 zeroShareClaims; // a claim that listed a disputed or zero-score round
-        uint256 fullUnstakes; // all active stake moved to unbonding
-        uint256 withdrawalsAfterSubmitting; // a withdrawal by a node that had submitted
-        uint256 ties; // agreeing and disputing stake equal (credited: not outweighed)
+    string[] internal _pathNames = [
+        "disputedAttestations", // an attestation outside the tolerance
+        "creditLost", // a submission's credit removed by disputing or unavailable stake
+        "creditRegained", // and given back by agreeing stake
+        "slashes", // a disputed submission settled with a slash
+        "slashesIntoUnbonding", // a slash larger than the active stake
+        "zeroShareClaims", // a claim that listed an uncredited or zero-signal round
+        "fullUnstakes", // all active stake moved to unbonding
+        "withdrawalsAfterSubmitting", // a withdrawal by a node that had submitted
+        "ties", // agreeing stake equal to disputing + unavailable (credited: not outweighed)
+        "quorumReached", // a submission credited by the vote that completed its quorum
+        "unavailableVotes", // a drawn checker reported a batch unavailable
+        "unavailableNotSlashed", // a settled submission with unavailable votes and no slash
+        "finalWithoutQuorum", // a submission whose window closed with fewer than quorum agreements
+        "beaconsRearmed" // a beacon re-armed after its block hash left the EVM's window
+    ];
+    mapping(uint256 => uint256) internal _pathCount;
+
+    uint256 internal constant DISPUTED = 0;
+    uint256 internal constant CREDIT_LOST = 1;
+    uint256 internal constant CREDIT_REGAINED = 2;
+    uint256 internal constant SLASHES = 3;
+    uint256 internal constant SLASHES_INTO_UNBONDING = 4;
+    uint256 internal constant ZERO_SHARE_CLAIMS = 5;
+    uint256 internal constant FULL_UNSTAKES = 6;
+    uint256 internal constant WITHDRAWALS_AFTER_SUBMITTING = 7;
+    uint256 internal constant TIES = 8;
+    uint256 internal constant QUORUM_REACHED = 9;
+    uint256 internal constant UNAVAILABLE_VOTES = 10;
+    uint256 internal constant UNAVAILABLE_NOT_SLASHED = 11;
+    uint256 internal constant FINAL_WITHOUT_QUORUM = 12;
+    uint256 internal constant BEACONS_REARMED = 13;
+
+    function _hit(uint256 path) internal {
+        _pathCount[path] += 1;
     }
 
-    Paths public paths;
+    /// @notice This run's hard paths as one JSON line (for .forge/metrics/paths.jsonl).
+    function pathsLine(string memory suite) external view returns (string memory line) {
+        line = string.concat("{\"suite\":\"", suite, "\"");
+        for (uint256 i; i < _pathNames.length; ++i) {
+            line = string.concat(line, ",\"", _pathNames[i], "\":", vm.toString(_pathCount[i]));
+        }
+        line = string.concat(line, "}");
+    }
 
     constructor(SwarmLedger ledger_) {
         ledger = ledger_;
@@ -106,10 +147,30 @@ contract LedgerHandler is CheatsBase {
         SLASH_BPS = ledger_.slashBps();
         TOL_BPS = ledger_.agreeToleranceBps();
         GENESIS = ledger_.genesis();
+        Q = ledger_.quorum();
+        K = ledger_.checkers();
         for (uint256 i; i < N_ACTORS; ++i) {
             actors[i] = address(uint160(0xA11CE00 + i));
             vm.label(actors[i], string.concat("actor", vm.toString(i)));
         }
+    }
+
+    /// @notice Registers the first `n` actors with minStake or twice it, then moves one round on
+    /// (so that runs start with checkers, as a live swarm does; the others register as fuzzed).
+    function seedNodes(uint256 n) external {
+        for (uint256 i; i < n; ++i) {
+            address a = actors[i];
+            uint256 amount = (1 + (i % 2)) * MIN_STAKE;
+            _fundActor(a, amount);
+            vm.prank(a);
+            ledger.register{value: amount}("{\"seed\":true}");
+            Stake storage st = stakeOf[a];
+            st.registered = true;
+            st.active = amount;
+            st.stakeBlock = block.number;
+        }
+        vm.warp(block.timestamp + L);
+        vm.roll(block.number + 5);
     }
 
     // ---------------------------------------------------------------------------- model views
@@ -134,8 +195,40 @@ contract LedgerHandler is CheatsBase {
         return _violations.length == 0 ? "" : _violations[0];
     }
 
-    function credited(Sub memory s) public pure returns (bool) {
-        return s.disputeGwei <= s.agreeGwei;
+    /// @notice The rule: a submission earns once `quorum` drawn checkers agreed and their stake
+    /// is at least that of those who disputed it plus those who could not fetch it.
+    function credited(Sub memory s) public view returns (bool) {
+        return s.agrees >= Q && uint256(s.agreeGwei) >= uint256(s.disputeGwei) + s.unavailableGwei;
+    }
+
+    /// @notice The round's beacon as the documented rule derives it: the low 88 bits of the hash
+    /// of the block after the round's first submission (1 if they are 0), once that block is past.
+    function beaconNow(uint64 round) public view returns (uint256 beacon, bool ready) {
+        if (beaconOf[round] != 0) return (beaconOf[round], true);
+        uint256 bb = beaconBlockOf[round];
+        if (bb == 0 || block.number <= bb) return (0, false);
+        bytes32 h = blockhash(bb);
+        if (h == bytes32(0)) return (0, false);
+        beacon = uint256(h) & type(uint88).max;
+        if (beacon == 0) beacon = 1;
+        return (beacon, true);
+    }
+
+    function _totalActive() internal view returns (uint256 total) {
+        for (uint256 i; i < N_ACTORS; ++i) {
+            total += stakeOf[actors[i]].active;
+        }
+    }
+
+    /// @notice The documented draw: a staked node other than the producer, whose stake was last
+    /// added before the beacon's block, checks a submission with probability min(1, checkers * its stake
+    /// / all active stake), decided by keccak256(abi.encode(beacon, round, node, checker)).
+    function drawn(uint64 round, address node, address checker) public view returns (bool) {
+        Stake storage st = stakeOf[checker];
+        (uint256 beacon, bool ready) = beaconNow(round);
+        if (!ready || checker == node || st.active < MIN_STAKE || st.stakeBlock >= beaconBlockOf[round]) return false;
+        uint256 h = uint256(keccak256(abi.encode(beacon, round, node, checker))) >> 128;
+        return h * _totalActive() < (K * st.active) << 128;
     }
 
     // --------------------------------------------------------------------------------- helpers
@@ -202,7 +295,8 @@ contract LedgerHandler is CheatsBase {
     uint64 internal _pickSubRound;
 
     function _canAttest(address a) internal view returns (bool) {
-        return a != _pickNode && _canAct(a) && !_attested[a][_pickSubRound][_pickNode];
+        return a != _pickNode && _canAct(a) && !_attested[a][_pickSubRound][_pickNode]
+            && drawn(_pickSubRound, _pickNode, a);
     }
 
     function _isRegisteredNotUnbonding(address a) internal view returns (bool) {
@@ -283,6 +377,7 @@ contract LedgerHandler is CheatsBase {
             Stake storage st = stakeOf[a];
             st.registered = true;
             st.active = amount;
+            st.stakeBlock = block.number;
         }
     }
 
@@ -294,7 +389,10 @@ contract LedgerHandler is CheatsBase {
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call{value: amount}(abi.encodeCall(SwarmLedger.addStake, ()));
         if (_judge("addStake", expectOk, ok, reason)) _refused();
-        if (ok) stakeOf[a].active += amount;
+        if (ok) {
+            stakeOf[a].active += amount;
+            stakeOf[a].stakeBlock = block.number;
+        }
     }
 
     function requestUnstake(uint256 actorSeed, uint256 amount) external {
@@ -312,7 +410,7 @@ contract LedgerHandler is CheatsBase {
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.requestUnstake, (amount)));
         if (_judge("requestUnstake", expectOk, ok, reason)) _refused();
         if (ok) {
-            if (amount == st.active) paths.fullUnstakes += 1;
+            if (amount == st.active) _hit(FULL_UNSTAKES);
             st.active -= amount;
             st.unbonding += amount;
             st.unbondingEnd = block.timestamp + UNBONDING;
@@ -341,7 +439,7 @@ contract LedgerHandler is CheatsBase {
                 _violate("withdraw: stake that can still be slashed for an unsettled submission left the ledger");
             }
         }
-        if (submitted) paths.withdrawalsAfterSubmitting += 1;
+        if (submitted) _hit(WITHDRAWALS_AFTER_SUBMITTING);
         st.unbonding = 0;
     }
 
@@ -357,7 +455,8 @@ contract LedgerHandler is CheatsBase {
 
     // -------------------------------------------------------------------------------- rollouts
 
-    function submit(uint256 actorSeed, uint256 roundSeed, uint256 rollouts, uint256 score) external {
+    function submit(uint256 actorSeed, uint256 roundSeed, uint256 rollouts, uint256 claims) external {
+        vm.roll(block.number + 1); // each transaction its own block
         uint64 current = _current();
         uint64 round;
         uint256 pick = uint256(keccak256(abi.encode(roundSeed, "round"))) % 16;
@@ -371,36 +470,35 @@ contract LedgerHandler is CheatsBase {
         }
         _pickRound = round;
         address a = _actorWhere(actorSeed, _canSubmit);
-        rollouts = bound(rollouts, 1, 64);
+        // one call in 32 asks for more rollouts than a submission may hold
+        rollouts = _oneIn(rollouts, 32, "huge") ? uint256(type(uint24).max) + 1 : bound(rollouts, 1, 64);
         uint256 maxScore = rollouts * SCORE_SCALE;
-        // usually a valid score, at times one unit over the maximum
-        score = _oneIn(score, 16, "over") ? maxScore + 1 : bound(score, 0, maxScore);
+        // usually valid claims, at times one unit over the maximum; a signal of 0 at times (a batch
+        // of all-equal groups: it can never earn)
+        uint256 score = _oneIn(claims, 16, "score-over") ? maxScore + 1 : bound(claims >> 8, 0, maxScore);
+        uint256 signal = _oneIn(claims, 16, "signal-over")
+            ? maxScore + 1
+            : (_oneIn(claims, 8, "no-signal") ? 0 : bound(claims >> 128, 0, maxScore / 2));
         bytes32 digest = keccak256(abi.encode(a, round, roundSeed));
         bool inWindow = round <= current && current - round <= S;
-        bool expectOk = _canAct(a) && inWindow && _subIndex[round][a] == 0 && score <= maxScore;
+        bool expectOk = _canAct(a) && inWindow && _subIndex[round][a] == 0 && rollouts <= type(uint24).max
+            && score <= maxScore && signal <= maxScore;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(
-            abi.encodeCall(SwarmLedger.submit, (round, digest, uint32(rollouts), uint64(score)))
+            abi.encodeCall(SwarmLedger.submit, (round, digest, uint32(rollouts), uint64(score), uint64(signal)))
         );
         if (_judge("submit", expectOk, ok, reason)) _refused();
         if (!ok) return;
-        _subs.push(
-            Sub({
-                round: round,
-                node: a,
-                rollouts: uint32(rollouts),
-                claimed: uint64(score),
-                submittedAt: block.timestamp,
-                agreeGwei: 0,
-                disputeGwei: 0,
-                attestations: 0,
-                settled: false,
-                paid: false,
-                paidAmount: 0
-            })
-        );
+        Sub storage s = _subs.push();
+        s.round = round;
+        s.node = a;
+        s.rollouts = uint32(rollouts);
+        s.score = uint64(score);
+        s.signal = uint64(signal);
+        s.submittedAt = block.timestamp;
         _subIndex[round][a] = _subs.length;
-        creditedTotal[round] += score;
+        // not credited yet: no evidence, no credit
+        if (beaconBlockOf[round] == 0) beaconBlockOf[round] = block.number + 1;
         if (!_roundSeen[round]) {
             _roundSeen[round] = true;
             _roundsWithSubs.push(round);
@@ -419,72 +517,192 @@ contract LedgerHandler is CheatsBase {
         return (seed % n, true);
     }
 
-    function attest(uint256 attesterSeed, uint256 subSeed, uint256 scoreSeed) external {
-        (uint256 i, bool found) = _subWhere(subSeed, false);
-        if (!found) _refused();
-        Sub storage s = _subs[i];
+    /// @dev A voter for `s`: usually a drawn checker that has not voted; one call in sixteen the
+    /// producer itself, one in eight any actor (often one the beacon did not draw).
+    function _voter(Sub storage s, uint256 seed) internal returns (address) {
         _pickNode = s.node;
         _pickSubRound = s.round;
-        // one call in sixteen lets the node attest its own batch, which must be refused
-        address a = _oneIn(attesterSeed, 16, "self") ? s.node : _actorWhere(attesterSeed, _canAttest);
+        if (_oneIn(seed, 16, "self")) return s.node;
+        if (_oneIn(seed, 8, "anyone")) return _actor(seed >> 8);
+        return _actorWhere(seed, _canAttest);
+    }
+
+    /// @dev Whether the rules let `a` vote on `s` now (a refusal reverts the handler's call too,
+    /// so forge's metrics count refusals; the campaign's mutants show each refusal is made).
+    function _mayVote(Sub storage s, address a) internal view returns (bool) {
+        return a != s.node && stakeOf[a].active >= MIN_STAKE && !_final(s.round) && !_attested[a][s.round][s.node]
+            && drawn(s.round, s.node, a);
+    }
+
+    /// @dev Picks, from `seed` on, a submission open to votes that some drawn checker has not
+    /// voted on yet (most submissions soon have none: about `checkers` votes each), else any.
+    function _subToVoteOn(uint256 seed) internal returns (uint256 index, bool found) {
+        uint256 n = _subs.length;
+        if (n == 0) return (0, false);
+        for (uint256 i; i < n; ++i) {
+            uint256 j = (seed + i) % n;
+            Sub storage s = _subs[j];
+            if (_final(s.round)) continue;
+            _pickNode = s.node;
+            _pickSubRound = s.round;
+            for (uint256 k; k < N_ACTORS; ++k) {
+                if (_canAttest(actors[k])) return (j, true);
+            }
+        }
+        return _subWhere(seed, false);
+    }
+
+    /// @dev After an accepted vote: the beacon is drawn, the vote is seen, credit moves by the rule.
+    function _afterVote(Sub storage s, address a, bool wasCredited) internal {
+        if (beaconOf[s.round] == 0) (beaconOf[s.round],) = beaconNow(s.round);
+        _attested[a][s.round][s.node] = true;
+        bool nowCredited = credited(s);
+        if (s.agrees >= Q && uint256(s.agreeGwei) == uint256(s.disputeGwei) + s.unavailableGwei) _hit(TIES);
+        if (wasCredited && !nowCredited) {
+            creditedTotal[s.round] -= s.signal;
+            _hit(CREDIT_LOST);
+        }
+        if (!wasCredited && nowCredited) {
+            creditedTotal[s.round] += s.signal;
+            _hit(s.agrees == Q ? QUORUM_REACHED : CREDIT_REGAINED);
+        }
+    }
+
+    function attest(uint256 attesterSeed, uint256 subSeed, uint256 scoreSeed) external {
+        vm.roll(block.number + 1); // each transaction its own block
+        (uint256 i, bool found) = _subToVoteOn(subSeed);
+        if (!found) _refused();
+        Sub storage s = _subs[i];
+        address a = _voter(s, attesterSeed);
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
         uint256 tolerance = (maxScore * TOL_BPS) / BPS;
-        uint256 score;
+        // one of the two claims (score or signal) is checked at an edge or anywhere; the other is
+        // the claim itself
+        bool onSignal = _oneIn(scoreSeed, 2, "which");
+        uint256 claimed = onSignal ? s.signal : s.score;
+        uint256 x;
         uint256 mode = scoreSeed % 6;
-        uint256 claimed = s.claimed;
-        if (mode == 0) score = claimed;
-        else if (mode == 1) score = claimed + tolerance; // the agreeing edge, above
-        else if (mode == 2) score = claimed >= tolerance ? claimed - tolerance : 0; // below
-        else if (mode == 3) score = claimed + tolerance + 1; // the disputing edge
-        else if (mode == 4) score = claimed > tolerance ? claimed - tolerance - 1 : maxScore;
-        else score = bound(scoreSeed >> 8, 0, maxScore + maxScore / 32);
-        // one call in three seeks a tie: an attester whose stake equals the gap between the two
-        // sides votes with the smaller side
-        if (_oneIn(scoreSeed, 3, "tie") && s.agreeGwei != s.disputeGwei) {
-            uint64 gapGwei = s.agreeGwei > s.disputeGwei ? s.agreeGwei - s.disputeGwei : s.disputeGwei - s.agreeGwei;
+        if (mode == 0) x = claimed;
+        else if (mode == 1) x = claimed + tolerance; // the agreeing edge, above
+        else if (mode == 2) x = claimed >= tolerance ? claimed - tolerance : 0; // below
+        else if (mode == 3) x = claimed + tolerance + 1; // the disputing edge
+        else if (mode == 4) x = claimed > tolerance ? claimed - tolerance - 1 : maxScore;
+        else x = bound(scoreSeed >> 8, 0, maxScore + maxScore / 32);
+        // one call in three seeks a tie: a drawn checker whose stake equals the gap between
+        // agreeing and disputing + unavailable stake votes with the smaller side
+        uint256 against = uint256(s.disputeGwei) + s.unavailableGwei;
+        if (_oneIn(scoreSeed, 3, "tie") && s.agreeGwei != against) {
+            uint256 gapGwei = s.agreeGwei > against ? s.agreeGwei - against : against - s.agreeGwei;
             for (uint256 k; k < N_ACTORS; ++k) {
                 address t = actors[(attesterSeed + k) % N_ACTORS];
                 if (!_canAttest(t) || stakeOf[t].active / GWEI != gapGwei) continue;
-                if (s.disputeGwei > s.agreeGwei) {
-                    (a, score) = (t, claimed);
+                if (against > s.agreeGwei) {
+                    (a, x) = (t, claimed);
                 } else if (claimed + tolerance + 1 <= maxScore) {
-                    (a, score) = (t, claimed + tolerance + 1);
+                    (a, x) = (t, claimed + tolerance + 1);
                 } else if (claimed > tolerance) {
-                    (a, score) = (t, claimed - tolerance - 1);
+                    (a, x) = (t, claimed - tolerance - 1);
                 }
                 break;
             }
         }
-        bool inRange = score <= maxScore;
-        bool expectOk = a != s.node && _canAct(a) && !_final(s.round) && !_attested[a][s.round][s.node]
-            && inRange && s.attestations < type(uint16).max;
-        uint256 gap = score > claimed ? score - claimed : claimed - score;
-        bool agrees = gap * BPS <= maxScore * TOL_BPS;
+        uint256 score = onSignal ? s.score : x;
+        uint256 signal = onSignal ? x : s.signal;
+        _vote(s, a, score, signal, uint16(mode));
+    }
+
+    /// @dev What most checkers do: fetch the batch, recompute exactly the claims, agree.
+    function attestAgreeing(uint256 attesterSeed, uint256 subSeed) external {
+        vm.roll(block.number + 1);
+        (uint256 i, bool found) = _subToVoteOn(subSeed);
+        if (!found) _refused();
+        Sub storage s = _subs[i];
+        _vote(s, _voter(s, attesterSeed), s.score, s.signal, 0);
+    }
+
+    function _vote(Sub storage s, address a, uint256 score, uint256 signal, uint16 findings) internal {
+        uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
+        bool agrees = _gap(score, s.score) * BPS <= maxScore * TOL_BPS && _gap(signal, s.signal) * BPS <= maxScore * TOL_BPS;
+        bool expectOk = _mayVote(s, a) && score <= maxScore && signal <= maxScore
+            && (agrees ? s.agrees : s.disputes) < type(uint8).max;
         vm.prank(a);
-        (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.attest, (s.round, s.node, uint64(score))));
+        (bool ok, bytes memory reason) = address(ledger).call(
+            abi.encodeCall(SwarmLedger.attest, (s.round, s.node, uint64(score), uint64(signal), findings))
+        );
         if (_judge("attest", expectOk, ok, reason)) _refused();
         if (!ok) return;
-        _attested[a][s.round][s.node] = true;
         bool wasCredited = credited(s);
         uint64 weight = uint64(stakeOf[a].active / GWEI);
         if (agrees) {
             s.agreeGwei += weight;
+            s.agrees += 1;
         } else {
             s.disputeGwei += weight;
-            paths.disputedAttestations += 1;
+            s.disputes += 1;
+            _hit(DISPUTED);
         }
-        s.attestations += 1;
-        bool nowCredited = credited(s);
-        if (s.agreeGwei == s.disputeGwei && s.agreeGwei > 0) paths.ties += 1;
-        if (wasCredited && !nowCredited) {
-            creditedTotal[s.round] -= s.claimed;
-            paths.creditLost += 1;
+        _afterVote(s, a, wasCredited);
+    }
+
+    function _gap(uint256 x, uint256 y) internal pure returns (uint256) {
+        return x > y ? x - y : y - x;
+    }
+
+    function reportUnavailable(uint256 voterSeed, uint256 subSeed) external {
+        vm.roll(block.number + 1);
+        (uint256 i, bool found) = _subToVoteOn(subSeed);
+        if (!found) _refused();
+        // half the time a credited submission, if one has a drawn checker left: cancel its credit
+        if (_oneIn(subSeed, 2, "credited")) {
+            for (uint256 k; k < _subs.length; ++k) {
+                uint256 j = (subSeed + k) % _subs.length;
+                Sub storage c = _subs[j];
+                if (_final(c.round) || !credited(c)) continue;
+                _pickNode = c.node;
+                _pickSubRound = c.round;
+                bool any;
+                for (uint256 t; t < N_ACTORS && !any; ++t) {
+                    any = _canAttest(actors[t]);
+                }
+                if (any) {
+                    i = j;
+                    break;
+                }
+            }
         }
-        if (!wasCredited && nowCredited) {
-            creditedTotal[s.round] += s.claimed;
-            paths.creditRegained += 1;
+        Sub storage s = _subs[i];
+        address a = _voter(s, voterSeed);
+        bool expectOk = _mayVote(s, a) && s.unavailable < type(uint8).max;
+        vm.prank(a);
+        (bool ok, bytes memory reason) =
+            address(ledger).call(abi.encodeCall(SwarmLedger.reportUnavailable, (s.round, s.node)));
+        if (_judge("reportUnavailable", expectOk, ok, reason)) _refused();
+        if (!ok) return;
+        bool wasCredited = credited(s);
+        s.unavailableGwei += uint64(stakeOf[a].active / GWEI);
+        s.unavailable += 1;
+        _hit(UNAVAILABLE_VOTES);
+        _afterVote(s, a, wasCredited);
+    }
+
+    /// @dev Re-arms a round's beacon; mostly one whose block hash has left the EVM's window.
+    function rearmBeacon(uint256 roundSeed) external {
+        uint256 n = _roundsWithSubs.length;
+        if (n == 0) _refused();
+        uint64 round = _roundsWithSubs[roundSeed % n];
+        for (uint256 k; k < n; ++k) {
+            uint64 r = _roundsWithSubs[(roundSeed + k) % n];
+            if (beaconOf[r] == 0 && block.number > beaconBlockOf[r] + 256) {
+                round = r;
+                break;
+            }
         }
+        bool expectOk = beaconOf[round] == 0 && beaconBlockOf[round] != 0 && block.number > beaconBlockOf[round] + 256;
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.rearmBeacon, (round)));
+        if (_judge("rearmBeacon", expectOk, ok, reason)) _refused();
+        if (!ok) return;
+        beaconBlockOf[round] = block.number + 1;
+        _hit(BEACONS_REARMED);
     }
 
     function settle(uint256 subSeed) external {
@@ -493,7 +711,8 @@ contract LedgerHandler is CheatsBase {
         Sub storage s = _subs[i];
         bool expectOk = _final(s.round) && !s.settled;
         Stake storage st = stakeOf[s.node];
-        bool disputed = !credited(s);
+        // slashed when proven wrong: more disputing than agreeing stake (unavailable votes never slash)
+        bool disputed = s.disputeGwei > s.agreeGwei;
         uint256 slash = disputed ? ((st.active + st.unbonding) * SLASH_BPS) / BPS : 0;
         uint256 slashedBefore = ledger.totalSlashed();
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.settle, (s.round, s.node)));
@@ -501,10 +720,12 @@ contract LedgerHandler is CheatsBase {
         if (!ok) return;
         s.settled = true;
         if (ledger.totalSlashed() - slashedBefore != slash) {
-            _violate("settle: slashed a different amount than slashBps of the node's stake");
+            _violate("settle: slashed a different amount than slashBps of a disputed node's stake");
         }
-        if (disputed) paths.slashes += 1;
-        if (slash > st.active) paths.slashesIntoUnbonding += 1;
+        if (disputed) _hit(SLASHES);
+        if (!disputed && s.unavailable > 0) _hit(UNAVAILABLE_NOT_SLASHED);
+        if (s.agrees < Q) _hit(FINAL_WITHOUT_QUORUM);
+        if (slash > st.active) _hit(SLASHES_INTO_UNBONDING);
         uint256 fromActive = slash < st.active ? slash : st.active;
         st.active -= fromActive;
         st.unbonding -= slash - fromActive;
@@ -527,8 +748,8 @@ contract LedgerHandler is CheatsBase {
     }
 
     function _share(Sub storage s) internal view returns (uint256) {
-        if (s.claimed == 0 || !credited(s)) return 0;
-        return (REWARD * s.claimed) / creditedTotal[s.round];
+        if (s.signal == 0 || !credited(s)) return 0;
+        return (REWARD * s.signal) / creditedTotal[s.round];
     }
 
     /// @dev Claims up to four of an actor's final, unpaid rounds; one call in eight also lists a
@@ -580,7 +801,7 @@ contract LedgerHandler is CheatsBase {
             if (s.paid) _violate("claim: a submission was paid twice");
             s.paid = true;
             s.paidAmount = _share(s);
-            if (s.paidAmount == 0) paths.zeroShareClaims += 1;
+            if (s.paidAmount == 0) _hit(ZERO_SHARE_CLAIMS);
             paidInRound[s.round] += s.paidAmount;
         }
         stakeOf[a].claimedTotal += got;
@@ -596,7 +817,9 @@ contract LedgerHandler is CheatsBase {
         uint256 maxStep = _oneIn(seconds_, 8, "long") ? 8 * uint256(L) : 2 * uint256(L);
         uint256 step = bound(seconds_ >> 3, 1, maxStep);
         vm.warp(block.timestamp + step);
-        vm.roll(block.number + 1 + step / 12);
+        // one call in sixteen, a quiet chain: 300 blocks pass, so that a beacon nobody drew yet
+        // leaves the EVM's 256-block window and must be re-armed
+        vm.roll(block.number + 2 + step / 12 + (_oneIn(seconds_, 16, "quiet") ? 300 : 0));
     }
 
     receive() external payable {}

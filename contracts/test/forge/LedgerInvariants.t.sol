@@ -15,46 +15,48 @@ abstract contract LedgerInvariantsBase is CheatsBase {
 
     uint256 internal constant GWEI = 1e9;
 
-    /// @dev (roundLength, minStake, unbondingPeriod, challengeRounds, submitRounds,
-    /// rewardPerRound, slashBps, agreeToleranceBps) of the ledger under test.
-    function params()
-        internal
-        pure
-        virtual
-        returns (uint64, uint256, uint64, uint64, uint64, uint256, uint16, uint16);
+    struct Params {
+        uint64 roundLength;
+        uint256 minStake;
+        uint64 unbondingPeriod;
+        uint64 challengeRounds;
+        uint64 submitRounds;
+        uint256 rewardPerRound;
+        uint16 slashBps;
+        uint16 agreeToleranceBps;
+        uint16 quorum;
+        uint16 checkers;
+    }
+
+    /// @dev The parameters of the ledger under test.
+    function params() internal pure virtual returns (Params memory);
 
     function setUp() public {
-        (uint64 l, uint256 minStake, uint64 unbonding, uint64 c, uint64 s, uint256 reward, uint16 slash, uint16 tol) =
-            params();
+        Params memory p = params();
         vm.warp(1_700_000_000);
-        ledger = new SwarmLedger(l, minStake, unbonding, c, s, reward, slash, tol, keccak256("catalog"));
+        vm.roll(1_000);
+        ledger = new SwarmLedger(
+            p.roundLength,
+            p.minStake,
+            p.unbondingPeriod,
+            p.challengeRounds,
+            p.submitRounds,
+            p.rewardPerRound,
+            p.slashBps,
+            p.agreeToleranceBps,
+            keccak256("catalog"),
+            p.quorum,
+            p.checkers
+        );
         handler = new LedgerHandler(ledger);
+        handler.seedNodes(3);
         vm.createDir(".forge/metrics", true); // afterInvariant's report, also under a bare `forge test`
     }
 
     /// @dev Appends this run's count of the hard paths reached to .forge/metrics/paths.jsonl, one
     /// line per run, which scripts/fuzz-ledger sums into its report.
     function afterInvariant() public {
-        (
-            uint256 d,
-            uint256 lost,
-            uint256 regained,
-            uint256 sl,
-            uint256 slU,
-            uint256 zero,
-            uint256 full,
-            uint256 wd,
-            uint256 ties
-        ) = handler.paths();
-        string memory line = string.concat(
-            "{\"suite\":\"", suiteName(), "\",\"disputedAttestations\":", vm.toString(d),
-            ",\"creditLost\":", vm.toString(lost), ",\"creditRegained\":", vm.toString(regained)
-        );
-        line = string.concat(
-            line, ",\"slashes\":", vm.toString(sl), ",\"slashesIntoUnbonding\":", vm.toString(slU),
-            ",\"zeroShareClaims\":", vm.toString(zero), ",\"fullUnstakes\":", vm.toString(full)
-        );
-        vm.writeLine(".forge/metrics/paths.jsonl", string.concat(line, ",\"withdrawalsAfterSubmitting\":", vm.toString(wd), ",\"ties\":", vm.toString(ties), "}"));
+        vm.writeLine(".forge/metrics/paths.jsonl", handler.pathsLine(suiteName()));
     }
 
     function suiteName() internal pure virtual returns (string memory);
@@ -65,7 +67,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](11);
+        bytes4[] memory actions = new bytes4[](14);
         actions[0] = LedgerHandler.register.selector;
         actions[1] = LedgerHandler.addStake.selector;
         actions[2] = LedgerHandler.requestUnstake.selector;
@@ -77,6 +79,9 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         actions[8] = LedgerHandler.fund.selector;
         actions[9] = LedgerHandler.claim.selector;
         actions[10] = LedgerHandler.warp.selector;
+        actions[11] = LedgerHandler.reportUnavailable.selector;
+        actions[12] = LedgerHandler.rearmBeacon.selector;
+        actions[13] = LedgerHandler.attestAgreeing.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }
@@ -97,7 +102,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         uint256 modelActive;
         uint256 modelUnbonding;
         for (uint256 i; i < 5; ++i) {
-            (, uint256 a, uint256 u,,,) = handler.stakeOf(handler.actors(i));
+            (, uint256 a, uint256 u,,,,) = handler.stakeOf(handler.actors(i));
             modelActive += a;
             modelUnbonding += u;
         }
@@ -122,36 +127,92 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         for (uint256 i; i < 5; ++i) {
             address a = handler.actors(i);
             SwarmLedger.NodeView memory v = ledger.nodeInfo(a);
-            (bool registered, uint256 active, uint256 unbonding, uint256 end,, uint256 claimedTotal) = handler.stakeOf(a);
+            (bool registered, uint256 active, uint256 unbonding, uint256 end,, uint256 claimedTotal, uint256 stakeBlock) =
+                handler.stakeOf(a);
             _eq(v.registered ? 1 : 0, registered ? 1 : 0, "a node is registered once it registered");
             _eq(v.activeStake, active, "a node's active stake follows its calls and slashes");
             _eq(v.unbonding, unbonding, "a node's unbonding stake follows its calls and slashes");
             if (unbonding > 0) _eq(v.unbondingEnd, end, "unbonding frees unbondingPeriod after the last request");
             _eq(v.totalPaid, claimedTotal, "a node's total paid = the sum of its claims");
+            if (registered) _eq(v.stakeBlock, stakeBlock, "a node's stake block is that of its last register/addStake");
         }
     }
 
-    /// Credit follows the stake tally: a submission is credited exactly while the stake that
-    /// disputed it does not outweigh the stake that agreed, each attester's stake counted at whole
-    /// gwei on the side its score falls (within agreeToleranceBps of the batch's maximum: agree);
-    /// a round's credited total is the sum of its credited claims.
-    function invariant_creditFollowsTheAttestedStake() public view {
+    /// Credit follows the votes: a submission is credited exactly while at least `quorum` drawn
+    /// checkers agreed and their stake is at least that of the checkers who disputed it plus
+    /// those who reported it unavailable, each stake counted at whole gwei on the side its vote
+    /// falls (within agreeToleranceBps of the batch's maximum, for both score and signal: agree);
+    /// what it earns is its signal; a round's credited total is the sum of its credited signals.
+    function invariant_creditFollowsTheVotes() public view {
         uint256 n = handler.subCount();
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
             SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
-            _eq(v.claimed, s.claimed, "a submission keeps its claim");
-            _eq(v.attestations, s.attestations, "each attestation is counted once");
-            _eq(v.agreeStake, uint256(s.agreeGwei) * GWEI, "agreeing stake = the agreeing attesters' stake");
-            _eq(v.disputeStake, uint256(s.disputeGwei) * GWEI, "disputing stake = the disputing attesters' stake");
-            _eq(v.credited, handler.credited(s) ? s.claimed : 0, "credited iff dispute stake <= agree stake");
+            _eq(v.score, s.score, "a submission keeps its score");
+            _eq(v.signal, s.signal, "a submission keeps its signal");
+            _eq(v.agrees, s.agrees, "each agreeing vote is counted once");
+            _eq(v.disputes, s.disputes, "each disputing vote is counted once");
+            _eq(v.unavailable, s.unavailable, "each unavailable vote is counted once");
+            _eq(v.agreeStake, uint256(s.agreeGwei) * GWEI, "agreeing stake = the agreeing checkers' stake");
+            _eq(v.disputeStake, uint256(s.disputeGwei) * GWEI, "disputing stake = the disputing checkers' stake");
+            _eq(
+                v.unavailableStake,
+                uint256(s.unavailableGwei) * GWEI,
+                "unavailable stake = the stake of the checkers who could not fetch it"
+            );
+            _eq(
+                v.credited,
+                handler.credited(s) ? s.signal : 0,
+                "credited iff quorum agreed and agree stake >= dispute + unavailable stake"
+            );
             _eq(v.settled ? 1 : 0, s.settled ? 1 : 0, "a submission is settled once settled");
             _eq(v.paid, s.paid ? s.paidAmount : 0, "a paid submission reports what it was paid");
         }
         uint64[] memory rounds = handler.roundsWithSubs();
         for (uint256 i; i < rounds.length; ++i) {
             (, uint256 total,) = ledger.roundInfo(rounds[i]);
-            _eq(total, handler.creditedTotal(rounds[i]), "a round's credited total = the sum of its credited claims");
+            _eq(total, handler.creditedTotal(rounds[i]), "a round's credited total = the sum of its credited signals");
+        }
+    }
+
+    /// No evidence, no credit: a submission that fewer than `quorum` checkers agreed with earns
+    /// nothing, and once its round is final nobody can make it earn (its share is 0 and stays 0).
+    function invariant_noEvidenceNoCredit() public view {
+        uint256 n = handler.subCount();
+        uint64[] memory one = new uint64[](1);
+        for (uint256 i; i < n; ++i) {
+            LedgerHandler.Sub memory s = handler.subAt(i);
+            SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
+            if (v.agrees >= ledger.quorum()) continue;
+            _eq(v.credited, 0, "a submission short of its quorum is not credited");
+            one[0] = s.round;
+            if (!s.paid) _eq(ledger.claimable(s.node, one), 0, "a submission short of its quorum pays nothing");
+        }
+    }
+
+    /// Checkers are drawn from the round's beacon, the hash of the block after the round's first
+    /// submission: the ledger's beacon and its draw for every actor and submission are the
+    /// documented rule's (a producer cannot choose its checkers).
+    function invariant_checkersAreDrawnFromTheBeacon() public view {
+        uint64[] memory rounds = handler.roundsWithSubs();
+        for (uint256 i; i < rounds.length; ++i) {
+            (uint256 beacon, uint64 beaconBlock, bool ready) = ledger.beaconOf(rounds[i]);
+            (uint256 want, bool wantReady) = handler.beaconNow(rounds[i]);
+            _eq(beaconBlock, handler.beaconBlockOf(rounds[i]), "a round's beacon block follows its first submission");
+            _eq(ready ? 1 : 0, wantReady ? 1 : 0, "a beacon is ready once its block is past and its hash known");
+            _eq(beacon, want, "a round's beacon is its block's hash");
+        }
+        uint256 n = handler.subCount();
+        for (uint256 i; i < n && i < 24; ++i) {
+            LedgerHandler.Sub memory s = handler.subAt(n - 1 - i);
+            for (uint256 k; k < 5; ++k) {
+                address a = handler.actors(k);
+                _eq(
+                    ledger.isChecker(s.round, s.node, a) ? 1 : 0,
+                    handler.drawn(s.round, s.node, a) ? 1 : 0,
+                    "isChecker follows the documented draw"
+                );
+            }
         }
     }
 
@@ -175,25 +236,28 @@ abstract contract LedgerInvariantsBase is CheatsBase {
 }
 
 /// @notice The ledger with a short window: late by one round, challenged for two, 10% slashes,
-/// a 1% agreement tolerance, and the shortest unbonding period the constructor allows.
+/// a 1% agreement tolerance, the shortest unbonding period the constructor allows, a quorum of
+/// 2 out of 4 checkers drawn on average (of five nodes with equal stakes, each is drawn 4 times
+/// in 5).
 contract LedgerInvariantsTest is LedgerInvariantsBase {
     function suiteName() internal pure override returns (string memory) {
         return "LedgerInvariantsTest";
     }
 
-    function params() internal pure override returns (uint64, uint256, uint64, uint64, uint64, uint256, uint16, uint16) {
-        return (60, 1 ether, (1 + 2 * 2 + 1) * 60, 2, 1, 1 ether, 1000, 100);
+    function params() internal pure override returns (Params memory) {
+        return Params(60, 1 ether, (1 + 2 * 2 + 1) * 60, 2, 1, 1 ether, 1000, 100, 2, 4);
     }
 }
 
 /// @notice Another corner of the parameter space: a long submission window, one challenge round,
-/// a whole-stake slash, no agreement tolerance at all, and an odd minimum stake in gwei.
+/// a whole-stake slash, no agreement tolerance at all, an odd minimum stake in gwei, and a quorum
+/// of one out of one checker drawn on average (most nodes are not drawn for most batches).
 contract LedgerInvariantsStrictTest is LedgerInvariantsBase {
     function suiteName() internal pure override returns (string memory) {
         return "LedgerInvariantsStrictTest";
     }
 
-    function params() internal pure override returns (uint64, uint256, uint64, uint64, uint64, uint256, uint16, uint16) {
-        return (37, 1 ether + 3 gwei, (3 + 2 * 1 + 1) * 37 + 1, 1, 3, 2_333_333_333_333_333_333, 10_000, 0);
+    function params() internal pure override returns (Params memory) {
+        return Params(37, 1 ether + 3 gwei, (3 + 2 * 1 + 1) * 37 + 1, 1, 3, 2_333_333_333_333_333_333, 10_000, 0, 1, 1);
     }
 }
