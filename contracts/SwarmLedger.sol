@@ -444,7 +444,7 @@ contract SwarmLedger {
         bool wasCredited = _credited(s);
         s.unavailableGwei += weight;
         s.unavailable += 1;
-        if (wasCredited) _moveCredit(round, node, s.signal, false);
+        if (wasCredited && !_credited(s)) _moveCredit(round, node, s.signal, false);
         emit Unavailable(round, node, msg.sender);
     }
 

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PATHS_FILE = Path(".forge/metrics/paths.jsonl")
 
-# Paths of the ledger's rules every campaign must reach (see LedgerHandler.Paths): a handler that
-# never reaches one tests nothing about it.
+# Paths of the ledger's rules every campaign must reach (LedgerHandler's _pathNames): a handler
+# that never reaches one tests nothing about it.
 HARD_PATHS = (
     "disputedAttestations",
     "creditLost",
@@ -34,6 +34,11 @@ HARD_PATHS = (
     "fullUnstakes",
     "withdrawalsAfterSubmitting",
     "ties",
+    "quorumReached",
+    "unavailableVotes",
+    "unavailableNotSlashed",
+    "finalWithoutQuorum",
+    "beaconsRearmed",
 )
 
 

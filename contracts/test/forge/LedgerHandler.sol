@@ -136,8 +136,24 @@ contract LedgerHandler is CheatsBase {
         line = string.concat(line, "}");
     }
 
+    /// @notice The block number the handler last rolled to. Read through _block() instead of
+    /// `block.number`: after a vm.roll in the same call, via-IR code may reuse a block.number it
+    /// read before the roll.
+    uint256 public blockNow;
+
+    function _roll(uint256 by) internal {
+        blockNow = block.number + by; // read before this call's roll: each action rolls once
+        vm.roll(blockNow);
+    }
+
+    /// @dev The block number now, in a call that rolled (_block()) or not (block.number).
+    function _block() internal view returns (uint256) {
+        return blockNow > block.number ? blockNow : block.number;
+    }
+
     constructor(SwarmLedger ledger_) {
         ledger = ledger_;
+        blockNow = block.number;
         L = ledger_.roundLength();
         MIN_STAKE = ledger_.minStake();
         UNBONDING = ledger_.unbondingPeriod();
@@ -167,10 +183,10 @@ contract LedgerHandler is CheatsBase {
             Stake storage st = stakeOf[a];
             st.registered = true;
             st.active = amount;
-            st.stakeBlock = block.number;
+            st.stakeBlock = _block();
         }
         vm.warp(block.timestamp + L);
-        vm.roll(block.number + 5);
+        _roll(5);
     }
 
     // ---------------------------------------------------------------------------- model views
@@ -206,7 +222,7 @@ contract LedgerHandler is CheatsBase {
     function beaconNow(uint64 round) public view returns (uint256 beacon, bool ready) {
         if (beaconOf[round] != 0) return (beaconOf[round], true);
         uint256 bb = beaconBlockOf[round];
-        if (bb == 0 || block.number <= bb) return (0, false);
+        if (bb == 0 || _block() <= bb) return (0, false);
         bytes32 h = blockhash(bb);
         if (h == bytes32(0)) return (0, false);
         beacon = uint256(h) & type(uint88).max;
@@ -377,7 +393,7 @@ contract LedgerHandler is CheatsBase {
             Stake storage st = stakeOf[a];
             st.registered = true;
             st.active = amount;
-            st.stakeBlock = block.number;
+            st.stakeBlock = _block();
         }
     }
 
@@ -391,7 +407,7 @@ contract LedgerHandler is CheatsBase {
         if (_judge("addStake", expectOk, ok, reason)) _refused();
         if (ok) {
             stakeOf[a].active += amount;
-            stakeOf[a].stakeBlock = block.number;
+            stakeOf[a].stakeBlock = _block();
         }
     }
 
@@ -456,7 +472,7 @@ contract LedgerHandler is CheatsBase {
     // -------------------------------------------------------------------------------- rollouts
 
     function submit(uint256 actorSeed, uint256 roundSeed, uint256 rollouts, uint256 claims) external {
-        vm.roll(block.number + 1); // each transaction its own block
+        _roll(1); // each transaction its own block
         uint64 current = _current();
         uint64 round;
         uint256 pick = uint256(keccak256(abi.encode(roundSeed, "round"))) % 16;
@@ -498,7 +514,7 @@ contract LedgerHandler is CheatsBase {
         s.submittedAt = block.timestamp;
         _subIndex[round][a] = _subs.length;
         // not credited yet: no evidence, no credit
-        if (beaconBlockOf[round] == 0) beaconBlockOf[round] = block.number + 1;
+        if (beaconBlockOf[round] == 0) beaconBlockOf[round] = _block() + 1;
         if (!_roundSeen[round]) {
             _roundSeen[round] = true;
             _roundsWithSubs.push(round);
@@ -569,11 +585,21 @@ contract LedgerHandler is CheatsBase {
     }
 
     function attest(uint256 attesterSeed, uint256 subSeed, uint256 scoreSeed) external {
-        vm.roll(block.number + 1); // each transaction its own block
+        _roll(1); // each transaction its own block
         (uint256 i, bool found) = _subToVoteOn(subSeed);
         if (!found) _refused();
         Sub storage s = _subs[i];
         address a = _voter(s, attesterSeed);
+        // one call in three disputes a credited submission, by the drawn checker whose stake ties
+        // the vote or the largest: credit is lost (or tied) as a dispute lands
+        if (_oneIn(subSeed, 3, "dispute-credited")) {
+            (uint256 j, bool hit) = _targetSub(subSeed, true);
+            if (hit) {
+                s = _subs[j];
+                a = _bestVoter(s, s.agreeGwei - s.disputeGwei - s.unavailableGwei);
+                scoreSeed = 3 + 6 * (scoreSeed / 6); // mode 3: the disputing edge
+            }
+        }
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
         uint256 tolerance = (maxScore * TOL_BPS) / BPS;
         // one of the two claims (score or signal) is checked at an edge or anywhere; the other is
@@ -612,12 +638,53 @@ contract LedgerHandler is CheatsBase {
     }
 
     /// @dev What most checkers do: fetch the batch, recompute exactly the claims, agree.
+    /// Half the time it seeks a submission that lost its credit, so that credit is regained.
     function attestAgreeing(uint256 attesterSeed, uint256 subSeed) external {
-        vm.roll(block.number + 1);
+        _roll(1);
         (uint256 i, bool found) = _subToVoteOn(subSeed);
         if (!found) _refused();
         Sub storage s = _subs[i];
-        _vote(s, _voter(s, attesterSeed), s.score, s.signal, 0);
+        address a = _voter(s, attesterSeed);
+        if (_oneIn(subSeed, 2, "lost")) {
+            (uint256 j, bool hit) = _targetSub(subSeed, false);
+            if (hit) {
+                s = _subs[j];
+                a = _bestVoter(s, uint256(s.disputeGwei) + s.unavailableGwei - s.agreeGwei);
+            }
+        }
+        _vote(s, a, s.score, s.signal, 0);
+    }
+
+    /// @dev From `seed` on, an open submission with a drawn checker left that is credited
+    /// (`wantCredited`) or that lost its credit (its quorum agreed, but it is outweighed).
+    function _targetSub(uint256 seed, bool wantCredited) internal returns (uint256, bool) {
+        uint256 n = _subs.length;
+        for (uint256 k; k < n; ++k) {
+            uint256 j = (seed + k) % n;
+            Sub storage c = _subs[j];
+            if (_final(c.round)) continue;
+            bool lost = c.agrees >= Q && !credited(c);
+            if (wantCredited ? !credited(c) : !lost) continue;
+            _pickNode = c.node;
+            _pickSubRound = c.round;
+            for (uint256 t; t < N_ACTORS; ++t) {
+                if (_canAttest(actors[t])) return (j, true);
+            }
+        }
+        return (0, false);
+    }
+
+    /// @dev A drawn checker of `s` that may vote, whose stake (in gwei) is `gapGwei` if there is
+    /// one (the vote ties), else the one with the largest stake.
+    function _bestVoter(Sub storage s, uint256 gapGwei) internal returns (address best) {
+        _pickNode = s.node;
+        _pickSubRound = s.round;
+        for (uint256 t; t < N_ACTORS; ++t) {
+            address c = actors[t];
+            if (!_canAttest(c)) continue;
+            if (stakeOf[c].active / GWEI == gapGwei) return c;
+            if (best == address(0) || stakeOf[c].active > stakeOf[best].active) best = c;
+        }
     }
 
     function _vote(Sub storage s, address a, uint256 score, uint256 signal, uint16 findings) internal {
@@ -649,29 +716,20 @@ contract LedgerHandler is CheatsBase {
     }
 
     function reportUnavailable(uint256 voterSeed, uint256 subSeed) external {
-        vm.roll(block.number + 1);
+        _roll(1);
         (uint256 i, bool found) = _subToVoteOn(subSeed);
         if (!found) _refused();
-        // half the time a credited submission, if one has a drawn checker left: cancel its credit
-        if (_oneIn(subSeed, 2, "credited")) {
-            for (uint256 k; k < _subs.length; ++k) {
-                uint256 j = (subSeed + k) % _subs.length;
-                Sub storage c = _subs[j];
-                if (_final(c.round) || !credited(c)) continue;
-                _pickNode = c.node;
-                _pickSubRound = c.round;
-                bool any;
-                for (uint256 t; t < N_ACTORS && !any; ++t) {
-                    any = _canAttest(actors[t]);
-                }
-                if (any) {
-                    i = j;
-                    break;
-                }
-            }
-        }
         Sub storage s = _subs[i];
         address a = _voter(s, voterSeed);
+        // half the time a credited submission that a drawn checker can still vote on, by the
+        // checker whose stake ties the vote (if any) or the largest: credit is lost or tied
+        if (_oneIn(subSeed, 2, "credited")) {
+            (uint256 j, bool hit) = _targetSub(subSeed, true);
+            if (hit) {
+                s = _subs[j];
+                a = _bestVoter(s, s.agreeGwei - s.disputeGwei - s.unavailableGwei);
+            }
+        }
         bool expectOk = _mayVote(s, a) && s.unavailable < type(uint8).max;
         vm.prank(a);
         (bool ok, bytes memory reason) =
@@ -692,16 +750,16 @@ contract LedgerHandler is CheatsBase {
         uint64 round = _roundsWithSubs[roundSeed % n];
         for (uint256 k; k < n; ++k) {
             uint64 r = _roundsWithSubs[(roundSeed + k) % n];
-            if (beaconOf[r] == 0 && block.number > beaconBlockOf[r] + 256) {
+            if (beaconOf[r] == 0 && _block() > beaconBlockOf[r] + 256) {
                 round = r;
                 break;
             }
         }
-        bool expectOk = beaconOf[round] == 0 && beaconBlockOf[round] != 0 && block.number > beaconBlockOf[round] + 256;
+        bool expectOk = beaconOf[round] == 0 && beaconBlockOf[round] != 0 && _block() > beaconBlockOf[round] + 256;
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.rearmBeacon, (round)));
         if (_judge("rearmBeacon", expectOk, ok, reason)) _refused();
         if (!ok) return;
-        beaconBlockOf[round] = block.number + 1;
+        beaconBlockOf[round] = _block() + 1;
         _hit(BEACONS_REARMED);
     }
 
@@ -745,6 +803,11 @@ contract LedgerHandler is CheatsBase {
             pool += amount;
             funded += amount;
         }
+    }
+
+    /// @notice What submission `i` is owed by the rules once final (0 unless credited).
+    function shareOf(uint256 i) external view returns (uint256) {
+        return _share(_subs[i]);
     }
 
     function _share(Sub storage s) internal view returns (uint256) {
@@ -819,7 +882,7 @@ contract LedgerHandler is CheatsBase {
         vm.warp(block.timestamp + step);
         // one call in sixteen, a quiet chain: 300 blocks pass, so that a beacon nobody drew yet
         // leaves the EVM's 256-block window and must be re-armed
-        vm.roll(block.number + 2 + step / 12 + (_oneIn(seconds_, 16, "quiet") ? 300 : 0));
+        _roll(2 + step / 12 + (_oneIn(seconds_, 16, "quiet") ? 300 : 0));
     }
 
     receive() external payable {}

@@ -145,6 +145,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     /// what it earns is its signal; a round's credited total is the sum of its credited signals.
     function invariant_creditFollowsTheVotes() public view {
         uint256 n = handler.subCount();
+        uint64[] memory one = new uint64[](1);
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
             SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
@@ -167,6 +168,11 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             );
             _eq(v.settled ? 1 : 0, s.settled ? 1 : 0, "a submission is settled once settled");
             _eq(v.paid, s.paid ? s.paidAmount : 0, "a paid submission reports what it was paid");
+            (,, bool isFinal) = ledger.roundInfo(s.round);
+            if (isFinal && !s.paid) {
+                one[0] = s.round;
+                _eq(ledger.claimable(s.node, one), handler.shareOf(i), "a final submission is owed its credited share");
+            }
         }
         uint64[] memory rounds = handler.roundsWithSubs();
         for (uint256 i; i < rounds.length; ++i) {
@@ -251,13 +257,13 @@ contract LedgerInvariantsTest is LedgerInvariantsBase {
 
 /// @notice Another corner of the parameter space: a long submission window, one challenge round,
 /// a whole-stake slash, no agreement tolerance at all, an odd minimum stake in gwei, and a quorum
-/// of one out of one checker drawn on average (most nodes are not drawn for most batches).
+/// of one out of two checkers drawn on average (most nodes are not drawn for most batches).
 contract LedgerInvariantsStrictTest is LedgerInvariantsBase {
     function suiteName() internal pure override returns (string memory) {
         return "LedgerInvariantsStrictTest";
     }
 
     function params() internal pure override returns (Params memory) {
-        return Params(37, 1 ether + 3 gwei, (3 + 2 * 1 + 1) * 37 + 1, 1, 3, 2_333_333_333_333_333_333, 10_000, 0, 1, 1);
+        return Params(37, 1 ether + 3 gwei, (3 + 2 * 1 + 1) * 37 + 1, 1, 3, 2_333_333_333_333_333_333, 10_000, 0, 1, 2);
     }
 }
