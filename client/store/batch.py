@@ -28,6 +28,7 @@ from client.store.errors import (
     SchemaMismatch,
     UnsupportedSchema,
 )
+from client.credit import batch_signal
 from client.units import SCORE_SCALE
 
 SCHEMA = "sapo.rollouts/2"
@@ -146,6 +147,11 @@ class RolloutBatch(_Strict):
     def score(self) -> int:
         """Summed rewards in SCORE_SCALE units: the score the ledger records."""
         return sum(sum(item.rewards) for item in self.items)
+
+    @property
+    def signal(self) -> int:
+        """The batch's learning signal in SCORE_SCALE units (client.credit): what it earns."""
+        return batch_signal(item.rewards for item in self.items)
 
     def encode(self) -> bytes:
         """Returns the canonical bytes (what is hashed, pinned and fetched)."""
