@@ -172,7 +172,7 @@ class Ledger:
             unbonding_end=v[3],
             metadata=v[4],
             total_paid=v[5],
-            stake_round=v[6],
+            stake_block=v[6],
         )
 
     def submission(self, round_: int, node: str) -> SubmissionInfo:

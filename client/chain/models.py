@@ -62,7 +62,8 @@ class NodeInfo(ChainModel):
     unbonding_end: int
     metadata: str
     total_paid: int
-    stake_round: int  # the round of its last register/addStake: it checks only later rounds
+    stake_block: int  # the block of its last register/addStake: it checks only rounds whose
+    # beacon block is later (stake added once a beacon may be known buys no draws)
 
 
 class SubmissionInfo(ChainModel):
