@@ -462,8 +462,7 @@ contract SwarmLedger {
         }
         mapping(address => bool) storage seen = _attested[msg.sender][round];
         if (seen[node]) revert AlreadyAttested(round, node, msg.sender);
-        uint256 beacon = _drawBeacon(round);
-        uint64 beaconBlock = _rounds[round].beaconBlock;
+        (uint256 beacon, uint64 beaconBlock) = _drawBeacon(round);
         if (a.stakeBlock >= beaconBlock) revert StakedTooLate(round, a.stakeBlock, beaconBlock);
         if (!_drawn(beacon, round, node, msg.sender, a.active)) revert NotDrawn(round, node, msg.sender);
         seen[node] = true;
@@ -537,17 +536,17 @@ contract SwarmLedger {
         emit BeaconRearmed(round, uint64(block.number + 1));
     }
 
-    /// @dev Returns the round's beacon, storing it on first use; reverts while it is not known.
-    function _drawBeacon(uint64 round) private returns (uint256) {
+    /// @dev Returns the round's beacon and its block, storing the beacon on first use; reverts
+    /// while it is not known.
+    function _drawBeacon(uint64 round) private returns (uint256 beacon, uint64 beaconBlock) {
+        bool ready;
+        (beacon, beaconBlock, ready) = beaconOf(round);
+        if (!ready) revert BeaconNotReady(round, beaconBlock);
         Round storage r = _rounds[round];
-        uint256 stored = r.beacon;
-        if (stored != 0) return stored;
-        uint64 beaconBlock = r.beaconBlock;
-        uint256 beacon = block.number > beaconBlock ? _beaconFrom(blockhash(beaconBlock)) : 0;
-        if (beacon == 0) revert BeaconNotReady(round, beaconBlock);
-        r.beacon = uint88(beacon);
-        emit BeaconDrawn(round, beacon, beaconBlock);
-        return beacon;
+        if (r.beacon == 0) {
+            r.beacon = uint88(beacon);
+            emit BeaconDrawn(round, beacon, beaconBlock);
+        }
     }
 
     /// @dev 88 bits of a block hash, never 0 for a real hash (0 means "not drawn").
