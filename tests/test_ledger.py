@@ -126,79 +126,117 @@ def test_unstake_and_withdraw_follow_the_clock(swarm: Swarm) -> None:
 
 def test_submit_needs_registration_and_stake(swarm: Swarm) -> None:
     with pytest.raises(E.NotRegistered):
-        swarm.node(register=False).submit(0, digest(1), 8, 0)
+        swarm.node(register=False).submit(0, digest(1), 8, 0, 0)
     node = swarm.node(ETH)
     node.request_unstake(1)
     with pytest.raises(E.StakeTooLow):
-        node.submit(0, digest(1), 8, 0)
+        node.submit(0, digest(1), 8, 0, 0)
 
 
 def test_submit_window_is_this_round_and_the_one_before(swarm: Swarm) -> None:
     node = swarm.node()
     swarm.goto(5)
     with pytest.raises(E.RoundNotOpen, match="round=3, current=5"):
-        node.submit(3, digest(3), 8, 0)
+        node.submit(3, digest(3), 8, 0, 0)
     with pytest.raises(E.RoundNotOpen):
-        node.submit(6, digest(6), 8, 0)
-    node.submit(4, digest(4), 8, 0)
-    node.submit(5, digest(5), 8, 0)
+        node.submit(6, digest(6), 8, 0, 0)
+    node.submit(4, digest(4), 8, 0, 0)
+    node.submit(5, digest(5), 8, 0, 0)
     with pytest.raises(E.AlreadySubmitted, match="round=5"):
-        node.submit(5, digest("again"), 8, 0)
+        node.submit(5, digest("again"), 8, 0, 0)
 
 
-def test_submit_checks_its_fields(swarm: Swarm) -> None:
+def test_submit_checks_its_fields_and_earns_nothing_on_its_own(swarm: Swarm) -> None:
     node = swarm.node()
     with pytest.raises(E.ZeroDigest):
-        node.submit(0, bytes(32), 8, 0)
+        node.submit(0, bytes(32), 8, 0, 0)
     with pytest.raises(E.ZeroRollouts):
-        node.submit(0, digest(0), 0, 0)
+        node.submit(0, digest(0), 0, 0, 0)
+    with pytest.raises(E.TooManyRollouts, match="rollouts=16777216"):
+        node.submit(0, digest(0), 2**24, 0, 0)
     with pytest.raises(E.ScoreOutOfRange, match="score=80001, max=80000"):
-        node.submit(0, digest(0), 8, 80_001)
-    node.submit(0, digest(0), 8, 80_000)
+        node.submit(0, digest(0), 8, 80_001, 0)
+    with pytest.raises(E.SignalOutOfRange, match="signal=80001, max=80000"):
+        node.submit(0, digest(0), 8, 0, 80_001)
+    node.submit(0, digest(0), 8, 80_000, 40_000)
     sub = node.submission(0, node.account_address)
-    assert (sub.digest, sub.rollouts, sub.claimed, sub.credited) == (
+    assert (sub.digest, sub.rollouts, sub.score, sub.signal, sub.credited) == (
         "0x" + digest(0).hex(),
         8,
         80_000,
-        80_000,
+        40_000,
+        0,  # no evidence, no credit
     )
+    assert sub.why_not_credited(1) == "0 of 1 agreeing checkers"
     info = node.round_info(0)
-    assert (info.submissions, info.total_credited, info.final) == (1, 80_000, False)
+    assert (info.submissions, info.total_credited, info.final) == (1, 0, False)
 
 
-# ----------------------------------------------------------------------------------------- attest
+def test_a_free_claim_with_no_attestation_earns_nothing_after_its_window(swarm: Swarm) -> None:
+    """Attack 1 of issue 23: submit the maximum and publish nothing. Nobody can attest it."""
+    swarm.bind(swarm.account()).fund(5 * ETH)
+    cheat, honest, judge = swarm.node(), swarm.node(), swarm.node()
+    cheat.submit(0, digest("nothing behind it"), 64, 640_000, 640_000)
+    honest.submit(0, digest("h"), 64, 320_000, 64_000)
+    swarm.await_beacon(0)
+    judge.attest(0, honest.account_address, 320_000, 64_000)
+    swarm.goto(4)  # final
+    assert cheat.round_info(0).final
+    assert cheat.claimable(cheat.account_address, [0]) == 0
+    with pytest.raises(E.NothingToClaim):
+        cheat.claim([0])
+    assert honest.claimable(honest.account_address, [0]) == ETH  # the whole round
+    cheat.settle(0, cheat.account_address)  # settles, unslashed: nobody proved it wrong
+    assert cheat.node_info(cheat.account_address).active_stake == 2 * ETH
+
+
+# ------------------------------------------------------------------------------- attest and draw
 
 
 def test_attest_refusals(swarm: Swarm) -> None:
     a, b = swarm.node(), swarm.node()
-    a.submit(0, digest("a"), 8, 40_000)
-    with pytest.raises(E.SelfAttestation):
-        a.attest(0, a.account_address, 40_000)
-    with pytest.raises(E.NotRegistered):
-        swarm.node(register=False).attest(0, a.account_address, 40_000)
     poor = swarm.node(ETH)
     poor.request_unstake(ETH // 2)
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    with pytest.raises(E.BeaconNotReady, match="round=0"):  # the beacon block is being mined
+        b.attest(0, a.account_address, 40_000, 20_000)
+    swarm.await_beacon(0)
+    with pytest.raises(E.SelfAttestation):
+        a.attest(0, a.account_address, 40_000, 20_000)
+    with pytest.raises(E.NotRegistered):
+        swarm.node(register=False).attest(0, a.account_address, 40_000, 20_000)
     with pytest.raises(E.StakeTooLow):
-        poor.attest(0, a.account_address, 40_000)
+        poor.attest(0, a.account_address, 40_000, 20_000)
     with pytest.raises(E.NoSubmission):
-        b.attest(0, swarm.deployer.address, 0)
+        b.attest(0, swarm.deployer.address, 0, 0)
     with pytest.raises(E.ScoreOutOfRange):
-        b.attest(0, a.account_address, 80_001)
-    b.attest(0, a.account_address, 40_000)
+        b.attest(0, a.account_address, 80_001, 0)
+    with pytest.raises(E.SignalOutOfRange):
+        b.attest(0, a.account_address, 0, 80_001)
+    late = swarm.node()  # registered after the beacon's block: its stake buys no draw
+    with pytest.raises(E.StakedTooLate):
+        late.attest(0, a.account_address, 40_000, 20_000)
+    assert not late.is_checker(0, a.account_address, late.account_address)
+    b.attest(0, a.account_address, 40_000, 20_000)
     with pytest.raises(E.AlreadyAttested):
-        b.attest(0, a.account_address, 40_000)
+        b.attest(0, a.account_address, 40_000, 20_000)
+    with pytest.raises(E.AlreadyAttested):
+        b.report_unavailable(0, a.account_address)
     assert swarm.ledger.has_attested(b.account_address, 0, a.account_address)
 
 
 def test_challenge_window_last_round_allowed_next_refused(swarm: Swarm) -> None:
     a, b, c = swarm.node(), swarm.node(), swarm.node()
     swarm.goto(3)
-    a.submit(3, digest("a"), 8, 0)
+    a.submit(3, digest("a"), 8, 0, 0)
     swarm.goto(6)  # round + submitRounds + challengeRounds: still open
-    b.attest(3, a.account_address, 0)
+    swarm.await_beacon(3)
+    b.attest(3, a.account_address, 0, 0)
     swarm.goto(7)
     with pytest.raises(E.ChallengeWindowClosed, match="round=3, current=7"):
-        c.attest(3, a.account_address, 0)
+        c.attest(3, a.account_address, 0, 0)
+    with pytest.raises(E.ChallengeWindowClosed):
+        c.report_unavailable(3, a.account_address)
 
 
 def test_a_wider_submission_window_takes_late_batches_and_moves_every_deadline(
@@ -209,63 +247,182 @@ def test_a_wider_submission_window_takes_late_batches_and_moves_every_deadline(
     late, judge = swarm.node(), swarm.node()
     swarm.goto(5)
     with pytest.raises(E.RoundNotOpen, match="round=1, current=5"):
-        late.submit(1, digest(1), 8, 0)
-    late.submit(2, digest(2), 8, 8_000)  # 3 rounds late: still in the window
+        late.submit(1, digest(1), 8, 0, 0)
+    late.submit(2, digest(2), 8, 8_000, 8_000)  # 3 rounds late: still in the window
     swarm.goto(7)  # 2 + W + C
-    judge.attest(2, late.account_address, 8_000)
+    swarm.await_beacon(2)
+    judge.attest(2, late.account_address, 8_000, 8_000)
     with pytest.raises(E.RoundNotFinal):
         judge.settle(2, late.account_address)
     swarm.goto(8)
     with pytest.raises(E.ChallengeWindowClosed):
-        swarm.node().attest(2, late.account_address, 8_000)
+        swarm.node().attest(2, late.account_address, 8_000, 8_000)
     judge.settle(2, late.account_address)
     assert swarm.ledger.params().submit_rounds == 3
 
 
 @pytest.mark.parametrize(
-    ("attested", "agrees"),
-    [(33_200, True), (33_201, False), (26_800, True), (26_799, False), (30_000, True)],
+    ("score", "signal", "agrees"),
+    [
+        (33_200, 12_000, True),
+        (33_201, 12_000, False),
+        (26_800, 12_000, True),
+        (26_799, 12_000, False),
+        (30_000, 15_200, True),
+        (30_000, 15_201, False),  # the score agrees, the signal does not: a dispute
+        (30_000, 8_799, False),
+        (30_000, 12_000, True),
+    ],
 )
-def test_agreement_tolerance_edge_is_exact(swarm: Swarm, attested: int, agrees: bool) -> None:
-    # 64 rollouts: max 640,000; 50 bps of it = 3,200 either side of the 30,000 claimed
+def test_agreement_tolerance_edge_is_exact_for_score_and_signal(
+    swarm: Swarm, score: int, signal: int, agrees: bool
+) -> None:
+    # 64 rollouts: max 640,000; 50 bps of it = 3,200 either side of the claims (30,000; 12,000)
     a, b = swarm.node(), swarm.node()
-    a.submit(0, digest("a"), 64, 30_000)
-    b.attest(0, a.account_address, attested)
+    a.submit(0, digest("a"), 64, 30_000, 12_000)
+    swarm.await_beacon(0)
+    b.attest(0, a.account_address, score, signal)
     sub = a.submission(0, a.account_address)
     assert (sub.agree_stake > 0) is agrees and (sub.dispute_stake > 0) is not agrees
+    assert (sub.credited == 12_000) is agrees
+
+
+def test_quorum_of_distinct_checkers_before_any_credit(chain: Anvil) -> None:
+    swarm = Swarm(chain, quorum=3, checkers=255)
+    a = swarm.node()
+    checkers = [swarm.node() for _ in range(3)]
+    whale = swarm.node(100 * ETH)
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    swarm.await_beacon(0)
+    whale.attest(0, a.account_address, 40_000, 20_000)  # any stake is one voice of the quorum
+    checkers[0].attest(0, a.account_address, 40_000, 20_000)
+    sub = a.submission(0, a.account_address)
+    assert (sub.agrees, sub.credited) == (2, 0)
+    assert sub.why_not_credited(3) == "2 of 3 agreeing checkers"
+    checkers[1].attest(0, a.account_address, 40_000, 20_000)
+    sub = a.submission(0, a.account_address)
+    assert (sub.agrees, sub.credited, sub.why_not_credited(3)) == (3, 20_000, None)
+    assert a.round_info(0).total_credited == 20_000
+    checkers[2].attest(0, a.account_address, 0, 0)  # one dispute cannot outweigh 103 ETH
+    assert a.submission(0, a.account_address).credited == 20_000
+
+
+def test_unavailable_votes_cancel_credit_but_never_slash(swarm: Swarm) -> None:
+    a, agree, lost, far = swarm.node(), swarm.node(3 * ETH), swarm.node(2 * ETH), swarm.node(2 * ETH)
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    swarm.await_beacon(0)
+    agree.attest(0, a.account_address, 40_000, 20_000)
+    lost.report_unavailable(0, a.account_address)  # 3 agreeing >= 2 unavailable: still earns
+    sub = a.submission(0, a.account_address)
+    assert (sub.credited, sub.unavailable, sub.unavailable_stake) == (20_000, 1, 2 * ETH)
+    far.report_unavailable(0, a.account_address)  # 3 < 2 + 2: no evidence, no credit
+    sub = a.submission(0, a.account_address)
+    assert (sub.credited, sub.unavailable, sub.votes, sub.attestations) == (0, 2, 3, 1)
+    assert sub.why_not_credited(1) == "agreeing stake below disputing + unavailable stake"
+    assert a.round_info(0).total_credited == 0
+    swarm.goto(4)
+    a.settle(0, a.account_address)
+    assert a.node_info(a.account_address).active_stake == 2 * ETH  # unavailable is not wrong
+    assert [e.name for e in swarm_events(swarm)].count("Unavailable") == 2
+
+
+def swarm_events(swarm: Swarm) -> list:
+    from client.chain.events import EventReader
+
+    return EventReader(swarm.ledger).read()
+
+
+def drawn(beacon: int, round_: int, node: str, checker: str, active: int, total: int, k: int):
+    """The ledger's draw, recomputed from public data (SwarmLedger.isChecker)."""
+    h = int.from_bytes(
+        keccak(encode(["uint256", "uint64", "address", "address"], [beacon, round_, node, checker]))
+    )
+    return (h >> 128) * total < (k * active) << 128
+
+
+def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil) -> None:
+    swarm = Swarm(chain, quorum=1, checkers=3)
+    stakes = [ETH, ETH, 2 * ETH, 3 * ETH, ETH, 5 * ETH, ETH, 2 * ETH, ETH, 4 * ETH]
+    nodes = [swarm.node(s) for s in stakes]
+    producer = nodes[0]
+    producer.submit(0, digest("p"), 8, 40_000, 20_000)
+    beacon = swarm.ledger.beacon(0)
+    assert not beacon.ready and beacon.block == swarm.w3.eth.block_number + 1
+    swarm.await_beacon(0)
+    beacon = swarm.ledger.beacon(0)
+    assert beacon.ready
+    assert beacon.beacon == int.from_bytes(swarm.w3.eth.get_block(beacon.block)["hash"]) % 2**88
+    total = sum(stakes)
+    expected = [
+        drawn(beacon.beacon, 0, producer.account_address, n.account_address, s, total, 3)
+        for n, s in zip(nodes[1:], stakes[1:])
+    ]
+    on_chain = [swarm.ledger.is_checker(0, producer.account_address, n.account_address) for n in nodes[1:]]
+    assert on_chain == expected
+    assert 0 < sum(expected) < len(expected)  # with K=3 of 21 ETH, some are drawn, not all
+    for node, is_drawn in zip(nodes[1:], expected):
+        if is_drawn:
+            node.attest(0, producer.account_address, 40_000, 20_000)
+        else:
+            with pytest.raises(E.NotDrawn):
+                node.attest(0, producer.account_address, 40_000, 20_000)
+    names = [e.name for e in swarm_events(swarm)]
+    assert names.count("BeaconDrawn") == 1 and names.count("Attested") == sum(expected)
+
+
+def test_a_beacon_nobody_drew_in_256_blocks_is_rearmed(swarm: Swarm) -> None:
+    a, b = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    with pytest.raises(E.BeaconNotStale):
+        b.rearm_beacon(0)
+    with pytest.raises(E.BeaconNotStale):
+        b.rearm_beacon(1)  # no submission: no beacon to re-arm
+    swarm.mine(300)  # the beacon block's hash leaves the EVM's 256-block window
+    assert not swarm.ledger.beacon(0).ready
+    with pytest.raises(E.BeaconNotReady):
+        b.attest(0, a.account_address, 40_000, 20_000)
+    b.rearm_beacon(0)
+    assert swarm.ledger.beacon(0).block == swarm.w3.eth.block_number + 1
+    swarm.await_beacon(0)
+    b.attest(0, a.account_address, 40_000, 20_000)
+    assert a.submission(0, a.account_address).credited == 20_000
+    with pytest.raises(E.BeaconNotStale):  # drawn now: fixed for good
+        swarm.mine(300) or b.rearm_beacon(0)
 
 
 def test_credit_moves_with_attesting_stake(swarm: Swarm) -> None:
     a = swarm.node()
     small, big, bigger = swarm.node(2 * ETH), swarm.node(5 * ETH), swarm.node(9 * ETH)
-    a.submit(0, digest("a"), 8, 40_000)
-    small.attest(0, a.account_address, 40_000)
-    big.attest(0, a.account_address, 0)  # 5 disputes > 2 agrees: credit taken away
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    swarm.await_beacon(0)
+    small.attest(0, a.account_address, 40_000, 20_000)
+    big.attest(0, a.account_address, 0, 0)  # 5 disputes > 2 agrees: credit taken away
     assert a.submission(0, a.account_address).credited == 0
     assert a.round_info(0).total_credited == 0
-    bigger.attest(0, a.account_address, 40_100)  # 11 agree >= 5: credited again
+    bigger.attest(0, a.account_address, 40_100, 20_100)  # 11 agree >= 5: credited again
     sub = a.submission(0, a.account_address)
     assert (sub.credited, sub.agree_stake, sub.dispute_stake, sub.attestations) == (
-        40_000,
+        20_000,
         11 * ETH,
         5 * ETH,
         3,
     )
-    assert a.round_info(0).total_credited == 40_000
+    assert a.round_info(0).total_credited == 20_000
 
 
 def test_sybil_small_stakes_cannot_outweigh_larger_honest_stake(swarm: Swarm) -> None:
     honest = swarm.node()
     confirmers = [swarm.node(10 * ETH) for _ in range(2)]
     sybils = [swarm.node(ETH) for _ in range(8)]
-    honest.submit(0, digest("h"), 8, 50_000)
+    honest.submit(0, digest("h"), 8, 50_000, 30_000)
+    swarm.await_beacon(0)
     for sybil in sybils:
-        sybil.attest(0, honest.account_address, 0)
+        sybil.attest(0, honest.account_address, 0, 0)
     assert honest.submission(0, honest.account_address).credited == 0  # until honest stake speaks
     for confirmer in confirmers:
-        confirmer.attest(0, honest.account_address, 50_000)
+        confirmer.attest(0, honest.account_address, 50_000, 30_000)
     sub = honest.submission(0, honest.account_address)
-    assert sub.credited == 50_000 and sub.agree_stake == 20 * ETH and sub.dispute_stake == 8 * ETH
+    assert sub.credited == 30_000 and sub.agree_stake == 20 * ETH and sub.dispute_stake == 8 * ETH
     swarm.advance(4)
     honest.settle(0, honest.account_address)
     assert honest.node_info(honest.account_address).active_stake == 2 * ETH  # not slashed
@@ -276,8 +433,9 @@ def test_sybil_small_stakes_cannot_outweigh_larger_honest_stake(swarm: Swarm) ->
 
 def test_settle_slashes_a_disputed_submission_once(swarm: Swarm) -> None:
     cheat, judge = swarm.node(10 * ETH), swarm.node(20 * ETH)
-    cheat.submit(0, digest("c"), 8, 80_000)
-    judge.attest(0, cheat.account_address, 10_000)
+    cheat.submit(0, digest("c"), 8, 80_000, 40_000)
+    swarm.await_beacon(0)
+    judge.attest(0, cheat.account_address, 10_000, 10_000)
     with pytest.raises(E.RoundNotFinal):
         judge.settle(0, cheat.account_address)
     swarm.goto(4)  # 0 + submitRounds(1) + challengeRounds(2) < 4: final
@@ -293,8 +451,9 @@ def test_settle_slashes_a_disputed_submission_once(swarm: Swarm) -> None:
 
 def test_unstaking_before_settlement_does_not_dodge_the_slash(swarm: Swarm) -> None:
     cheat, judge = swarm.node(10 * ETH), swarm.node(20 * ETH)
-    cheat.submit(0, digest("c"), 8, 80_000)
-    judge.attest(0, cheat.account_address, 0)
+    cheat.submit(0, digest("c"), 8, 80_000, 40_000)
+    swarm.await_beacon(0)
+    judge.attest(0, cheat.account_address, 0, 0)
     cheat.request_unstake(10 * ETH)  # everything into unbonding right away
     swarm.goto(4)
     with pytest.raises(E.StillUnbonding):  # the unbonding period outlasts window + settlement
@@ -308,12 +467,15 @@ def test_unstaking_before_settlement_does_not_dodge_the_slash(swarm: Swarm) -> N
 # ----------------------------------------------------------------------------------------- claim
 
 
-def test_claim_pays_pro_rata_once(swarm: Swarm) -> None:
+def test_claim_pays_pro_rata_to_learning_signal_once(swarm: Swarm) -> None:
     funder = swarm.bind(swarm.account())
     funder.fund(10 * ETH)
-    a, b = swarm.node(), swarm.node()
-    a.submit(0, digest("a"), 8, 30_000)
-    b.submit(0, digest("b"), 8, 10_000)
+    a, b, judge = swarm.node(), swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 10_000, 30_000)  # less score, more signal: paid more
+    b.submit(0, digest("b"), 8, 70_000, 10_000)
+    swarm.await_beacon(0)
+    judge.attest(0, a.account_address, 10_000, 30_000)
+    judge.attest(0, b.account_address, 70_000, 10_000)
     with pytest.raises(E.RoundNotFinal):
         a.claim([0])
     assert a.claimable(a.account_address, [0]) == 0
@@ -333,8 +495,10 @@ def test_claim_pays_pro_rata_once(swarm: Swarm) -> None:
 
 
 def test_claim_refuses_what_the_pool_cannot_cover(swarm: Swarm) -> None:
-    a = swarm.node()
-    a.submit(0, digest("a"), 8, 10_000)
+    a, judge = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 10_000, 10_000)
+    swarm.await_beacon(0)
+    judge.attest(0, a.account_address, 10_000, 10_000)
     swarm.bind(swarm.account()).fund(ETH // 2)
     swarm.goto(4)
     before = a.balance(swarm.ledger.address)
@@ -347,8 +511,9 @@ def test_claim_refuses_what_the_pool_cannot_cover(swarm: Swarm) -> None:
 def test_disputed_or_missing_rounds_pay_nothing(swarm: Swarm) -> None:
     swarm.bind(swarm.account()).fund(5 * ETH)
     cheat, judge = swarm.node(), swarm.node(5 * ETH)
-    cheat.submit(0, digest("c"), 8, 10_000)
-    judge.attest(0, cheat.account_address, 0)
+    cheat.submit(0, digest("c"), 8, 10_000, 10_000)
+    swarm.await_beacon(0)
+    judge.attest(0, cheat.account_address, 0, 0)
     swarm.goto(4)
     with pytest.raises(E.NothingToClaim):
         cheat.claim([0])
@@ -364,13 +529,16 @@ def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
 
     attacker = swarm.w3.eth.contract(address=address, abi=load_artifact("ReentrantNode")["abi"])
     driver = swarm.bind(swarm.account())
+    judge = swarm.node()
 
     def call(fn: str, *args, value: int = 0):
         data = attacker.encode_abi(fn, args=list(args))
         return driver.tx.send({"to": address, "data": data, "value": value}, fn)
 
     call("join", value=2 * ETH)
-    call("submit", 0, digest("x"), 8, 40_000)
+    call("submit", 0, digest("x"), 8, 40_000, 40_000)
+    swarm.await_beacon(0)
+    judge.attest(0, address, 40_000, 40_000)
     if what == "withdraw":
         call("unstake", 2 * ETH)
         swarm.set_time(swarm.now() + 6_001)
@@ -385,20 +553,30 @@ def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
 
 
 def test_events_record_every_step(swarm: Swarm) -> None:
-    from client.chain.events import EventReader
-
-    a, b = swarm.node(), swarm.node()
-    a.submit(0, digest("a"), 8, 10_000)
-    b.attest(0, a.account_address, 0)
-    names = [e.name for e in EventReader(swarm.ledger).read()]
-    assert names == ["Registered", "Registered", "Submitted", "CreditChanged", "Attested"]
+    a, b, c = swarm.node(), swarm.node(), swarm.node(ETH)
+    a.submit(0, digest("a"), 8, 10_000, 10_000)
+    swarm.await_beacon(0)
+    b.attest(0, a.account_address, 10_000, 10_000, findings=0)
+    c.report_unavailable(0, a.account_address)
+    events = swarm_events(swarm)
+    names = [e.name for e in events]
+    assert names == [
+        "Registered",
+        "Registered",
+        "Registered",
+        "Submitted",
+        "BeaconDrawn",
+        "CreditChanged",
+        "Attested",
+        "Unavailable",
+    ]
 
 
 def test_reverts_are_named_and_say_what_to_do(swarm: Swarm) -> None:
     node = swarm.node()
-    node.submit(0, digest(0), 8, 0)
+    node.submit(0, digest(0), 8, 0, 0)
     with pytest.raises(LedgerRevert) as info:
-        node.submit(0, digest(0), 8, 0)
+        node.submit(0, digest(0), 8, 0, 0)
     message = str(info.value)
     assert message.startswith("submit: ledger refused with AlreadySubmitted(round=0, node=0x")
     assert "one submission per node and round" in message
