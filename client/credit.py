@@ -48,3 +48,26 @@ def group_signal(rewards: Sequence[int]) -> int:
 def batch_signal(groups: Iterable[Sequence[int]]) -> int:
     """Returns the summed signal of a batch's groups (each a list of rewards in score units)."""
     return sum(group_signal(g) for g in groups)
+
+
+# What a checker found wrong with a batch: the `findings` bits of its on-chain attestation (the
+# ledger stores none of them; they are in the Attested event for audits). 0: nothing.
+FOREIGN_TASKS = 1  # a task, question or catalog is not the one the round's seed draws
+SCORE_DIFFERS = 2  # our verifier's summed score differs from the claim
+SIGNAL_DIFFERS = 4  # the learning signal recomputed from our rewards differs from the claim
+MALFORMED = 8  # the bytes behind the digest are not a valid batch of this round and node
+FINDINGS = {
+    FOREIGN_TASKS: "foreign tasks",
+    SCORE_DIFFERS: "score differs",
+    SIGNAL_DIFFERS: "signal differs",
+    MALFORMED: "malformed batch",
+}
+
+
+def describe_findings(bits: int) -> str:
+    """The findings bits in words ('' for none; unknown bits by number)."""
+    words = [name for bit, name in FINDINGS.items() if bits & bit]
+    unknown = bits & ~sum(FINDINGS)
+    if unknown:
+        words.append(f"bits {unknown:#x}")
+    return ", ".join(words)

@@ -332,14 +332,6 @@ def swarm_events(swarm: Swarm) -> list:
     return EventReader(swarm.ledger).read()
 
 
-def drawn(beacon: int, round_: int, node: str, checker: str, active: int, total: int, k: int):
-    """The ledger's draw, recomputed from public data (SwarmLedger.isChecker)."""
-    h = int.from_bytes(
-        keccak(encode(["uint256", "uint64", "address", "address"], [beacon, round_, node, checker]))
-    )
-    return (h >> 128) * total < (k * active) << 128
-
-
 def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil) -> None:
     swarm = Swarm(chain, quorum=1, checkers=3)
     stakes = [ETH, ETH, 2 * ETH, 3 * ETH, ETH, 5 * ETH, ETH, 2 * ETH, ETH, 4 * ETH]
@@ -354,7 +346,7 @@ def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil
     assert beacon.beacon == int.from_bytes(swarm.w3.eth.get_block(beacon.block)["hash"]) % 2**88
     total = sum(stakes)
     expected = [
-        drawn(beacon.beacon, 0, producer.account_address, n.account_address, s, total, 3)
+        beacon.draws(producer.account_address, n.account_address, s, total, 3)
         for n, s in zip(nodes[1:], stakes[1:])
     ]
     on_chain = [swarm.ledger.is_checker(0, producer.account_address, n.account_address) for n in nodes[1:]]

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from client.cli.main import app
 from client.node.journal import Journal, LocalRoundRecord
+from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS
 from client.node.rollouts import make_batch, task_seed, verify_batch
 from client.policy import SeedSpec, build_seed_policy, load_policy
 from client.store import Item, RolloutBatch
@@ -47,19 +48,22 @@ def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_pat
         journal.add_local_round(LocalRoundRecord(5, k, b"part%d" % k, 8, 100 * k, 1.0, 2.0))
     assert journal.collecting() == [5] and journal.open_batch(5) == (3, 15)
     assert journal.next_k(5) == 3 and journal.next_k(6) == 0
-    journal.seal(5, b"batch-bytes", "0x01", 300, 24, 3)
-    journal.seal(5, b"other-bytes", "0x02", 7, 8, 1)  # a sealed round is never sealed again
+    journal.seal(5, b"batch-bytes", "0x01", 300, 24, 3, 150)
+    journal.seal(5, b"other-bytes", "0x02", 7, 8, 1, 7)  # a sealed round is never sealed again
     assert [e.key for e in journal.pending()] == ["pin:5", "submit:5"]
+    submit = journal.outbox("submit:5").payload
+    assert (submit["score"], submit["signal"], submit["rollouts"]) == (300, 150, 24)
     journal.advance(5, "confirmed", tx_hash="0xaa")
     journal.advance(5, "pinned", cid="bafy")  # later news of an earlier phase: cid kept only
     record = journal.round(5)
-    assert (record.phase, record.batch, record.tx_hash, record.cid, record.local_rounds) == (
-        "confirmed",
-        b"batch-bytes",
-        "0xaa",
-        "bafy",
-        3,
-    )
+    assert (
+        record.phase,
+        record.batch,
+        record.tx_hash,
+        record.cid,
+        record.local_rounds,
+        record.signal,
+    ) == ("confirmed", b"batch-bytes", "0xaa", "bafy", 3, 150)
     journal.end(6, "missed", "chain unreachable")
     journal.end(6, "missed", "something later")
     assert journal.round(6).reason == "chain unreachable"
@@ -72,11 +76,11 @@ def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_pat
 def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> None:
     """Where the event scan stopped and which peer items were trained on are kept: a restart
     neither rescans the chain from its deployment nor trains on an item twice."""
-    from client.node.peerbook import VERIFIED, PeerSubmission
+    from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
     from client.node.training import PeerPool
 
     journal = Journal(tmp_path / "journal.sqlite")
-    journal.peers.discovered([PeerSubmission(4, "0xpeer", "0xd1", 8, 4_000)], next_block=77)
+    journal.peers.discovered([PeerSubmission(4, "0xpeer", "0xd1", 8, 4_000, 2_000)], next_block=77)
     items = [{"question": "q", "completions": ["a", "b"], "rewards": [1.0, 0.0]}] * 3
     journal.peers.peer_batch(4, "0xpeer", "0xd1", VERIFIED, items=items)
     journal.peers.used([(4, "0xpeer", 1)])
@@ -86,6 +90,17 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     assert [s.round for s in again.peers.peer_submissions(0)] == [4]
     assert [i.index for i in PeerPool(again).items(0, 10)] == [0, 2]
     assert again.peers.peer_verdicts()[0]["used"] == 1
+    for _ in range(2):  # fetches that found it nowhere are counted, in a row
+        again.peers.peer_batch(4, "0xother", "0xd2", UNAVAILABLE, reason="no provider")
+    assert again.peers.vote_basis(4, "0xother")["failures"] == 2
+    again.peers.peer_batch(4, "0xother", "0xd2", BAD, recomputed=0, findings=1)
+    assert again.peers.vote_basis(4, "0xother") == {
+        "verdict": BAD,
+        "score": 0,
+        "signal": None,
+        "findings": 1,
+        "failures": 0,
+    }
 
 
 def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Path) -> None:
@@ -146,8 +161,9 @@ def replaced_item(batch: RolloutBatch, index: int, k: int = 0, **changes) -> Rol
 def test_an_honest_batch_reverifies_to_exactly_its_claim(honest) -> None:
     seed = task_seed(31_337, LEDGER, 7, NODE)
     check = verify_batch(honest.batch, load_catalog("tiny"), seed)
-    assert check.valid and check.agrees, check.reason
+    assert check.valid and check.agrees and check.findings == 0, check.reason
     assert check.recomputed == honest.batch.score == sum(c.claimed for c in check.items)
+    assert check.recomputed_signal == check.claimed_signal == honest.batch.signal
     assert [c.k for c in check.items] == [0] * 4 + [1] * 4  # every local round re-verified
 
 
@@ -176,6 +192,9 @@ def test_an_inflated_claim_is_caught_and_attested_at_our_score(honest) -> None:
     check = verify_batch(inflated, load_catalog("tiny"), task_seed(31_337, LEDGER, 7, NODE))
     assert check.valid and not check.agrees
     assert check.attest_score == batch.score  # what the honest batch scores, not the claim
+    assert check.attest_signal == batch.signal and check.findings & SCORE_DIFFERS
+    # all-correct rewards flatten the item's group: the claimed signal differs too
+    assert inflated.signal != batch.signal and check.findings & SIGNAL_DIFFERS
 
 
 @pytest.mark.slow
@@ -185,7 +204,8 @@ def test_foreign_tasks_make_a_batch_invalid(honest) -> None:
     # the questions of another node's seed: easy tasks picked by the sender
     other = verify_batch(honest.batch, catalog, task_seed(31_337, LEDGER, 7, LEDGER))
     assert not other.valid and "is not the seed's task" in other.reason
-    assert other.attest_score == 0
+    assert other.attest_score == 0 and other.attest_signal == 0
+    assert other.findings == FOREIGN_TASKS
     swapped = replaced_item(honest.batch, 1, question="What is 1 + 1?")
     check = verify_batch(swapped, catalog, seed)
     assert not check.valid and "local round 0 item 1: question differs" in check.reason

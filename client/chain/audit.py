@@ -1,8 +1,10 @@
 """Audit reports built from contract queries and events alone: anyone with an RPC can run them.
 
 Per-node counters are not kept in contract storage (it would tax every submit); they are derived
-here from `Submitted`, `CreditChanged`, `Attested` and `Claimed` events, and current tallies are
-read with `submissionOf`.
+here from `Submitted`, `CreditChanged`, `Attested`, `Unavailable` and `Claimed` events, and current
+tallies are read with `submissionOf`. Who was drawn to check a batch is recomputed from the round's
+beacon and the stakes (`Beacon.draws`, the ledger's own rule), and why a batch earns nothing is
+said in words (`SubmissionInfo.why_not_credited`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,22 @@ class Report(BaseModel):
 
 
 class AttestationRow(Report):
+    """A checker's vote: an attestation (agreeing or disputing, with what it recomputed and the
+    findings bits of its client) or an unavailable report (it fetched the batch from nobody)."""
+
     round: int
     node: str
     attester: str
+    vote: str  # "agree", "dispute" or "unavailable"
     score: int
-    agrees: bool
+    signal: int
+    findings: int
     block_number: int
     tx_hash: str
+
+    @property
+    def agrees(self) -> bool:
+        return self.vote == "agree"
 
 
 class PayoutRow(Report):
@@ -43,8 +54,9 @@ class NodeReport(Report):
     attestations_received: list[AttestationRow]
     attestations_given: list[AttestationRow]
     payouts: list[PayoutRow]
-    total_claimed: int
-    total_credited: int
+    total_score: int
+    total_signal: int  # claimed: what the node's batches would earn with their quorums
+    total_credited: int  # signal credited now
 
 
 class RoundReport(Report):
@@ -56,26 +68,33 @@ class RoundReport(Report):
 
 class SubmissionReport(Report):
     submission: SubmissionInfo
-    attestations: list[AttestationRow]
+    attestations: list[AttestationRow]  # every vote, unavailable reports included
     final: bool
+    quorum: int
+    checkers: list[str]  # who the round's beacon drew to check it (empty before it is known)
+    beacon_ready: bool
+    why_not_credited: str | None  # None when it earns
 
 
 class LeaderRow(Report):
     node: str
     submissions: int
-    claimed: int
-    credited: int
-    disputed: int
+    claimed: int  # learning signal claimed
+    credited: int  # learning signal credited
+    uncredited: int  # submissions that earn nothing now (short of quorum, disputed, unavailable)
 
 
-def _attestation(event: LedgerEvent) -> AttestationRow:
+def _vote(event: LedgerEvent) -> AttestationRow:
     a = event.args
+    unavailable = event.name == "Unavailable"
     return AttestationRow(
         round=a["round"],
         node=a["node"],
         attester=a["attester"],
-        score=a["score"],
-        agrees=a["agrees"],
+        vote="unavailable" if unavailable else ("agree" if a["agrees"] else "dispute"),
+        score=0 if unavailable else a["score"],
+        signal=0 if unavailable else a["signal"],
+        findings=0 if unavailable else a["findings"],
         block_number=event.block_number,
         tx_hash=event.tx_hash,
     )
@@ -94,8 +113,9 @@ class Auditor:
         address = info.address
         submitted = list(self.reader.read(["Submitted"], node=address))
         submissions = self.ledger.submissions([(e.args["round"], address) for e in submitted])
-        received = [_attestation(e) for e in self.reader.read(["Attested"], node=address)]
-        given = [_attestation(e) for e in self.reader.read(["Attested"], attester=address)]
+        votes = ["Attested", "Unavailable"]
+        received = [_vote(e) for e in self.reader.read(votes, node=address)]
+        given = [_vote(e) for e in self.reader.read(votes, attester=address)]
         payouts = [
             PayoutRow(
                 amount=e.args["amount"],
@@ -111,7 +131,8 @@ class Auditor:
             attestations_received=received,
             attestations_given=given,
             payouts=payouts,
-            total_claimed=sum(s.claimed for s in submissions),
+            total_score=sum(s.score for s in submissions),
+            total_signal=sum(s.signal for s in submissions),
             total_credited=sum(s.credited for s in submissions),
         )
 
@@ -127,20 +148,46 @@ class Auditor:
         )
 
     def submission(self, round_: int, node: str) -> SubmissionReport:
-        """Returns one submission and every attestation of it."""
+        """Returns one submission, every vote on it, who was drawn to check it and, when it
+        earns nothing, why."""
         sub = self.ledger.submission(round_, node)
         rows = [
-            _attestation(e) for e in self.reader.read(["Attested"], round=round_, node=sub.node)
+            _vote(e)
+            for e in self.reader.read(["Attested", "Unavailable"], round=round_, node=sub.node)
         ]
+        params = self.ledger.params()
+        beacon = self.ledger.beacon(round_)
         return SubmissionReport(
-            submission=sub, attestations=rows, final=self.ledger.round_info(round_).final
+            submission=sub,
+            attestations=sorted(rows, key=lambda r: (r.block_number, r.attester)),
+            final=self.ledger.round_info(round_).final,
+            quorum=params.quorum,
+            checkers=self.checkers(round_, sub.node) if sub.exists and beacon.ready else [],
+            beacon_ready=beacon.ready,
+            why_not_credited=sub.why_not_credited(params.quorum) if sub.exists else None,
         )
 
-    def leaderboard(self, first: int | None = None, last: int | None = None) -> list[LeaderRow]:
-        """Returns nodes ranked by credited score over rounds first..last, from events alone.
+    def checkers(self, round_: int, node: str) -> list[str]:
+        """Who the round's beacon draws to check `node`'s batch, recomputed from the beacon and
+        today's stakes (the ledger's rule; one batched read of every node)."""
+        beacon = self.ledger.beacon(round_)
+        params = self.ledger.params()
+        infos = self.ledger.node_infos(self.ledger.nodes())
+        total = self.ledger.totals()["active"]
+        return [
+            i.address
+            for i in infos
+            if i.address.lower() != node.lower()
+            and i.registered
+            and i.active_stake >= params.min_stake
+            and i.stake_block < beacon.block
+            and beacon.draws(node, i.address, i.active_stake, total, params.checkers)
+        ]
 
-        A submission is credited its claim when submitted; each CreditChanged event toggles it.
-        """
+    def leaderboard(self, first: int | None = None, last: int | None = None) -> list[LeaderRow]:
+        """Returns nodes ranked by credited learning signal over rounds first..last, from events
+        alone. A submission earns nothing when submitted (no evidence, no credit); each
+        CreditChanged event toggles it."""
         claims: dict[tuple[int, str], int] = {}
         credited: dict[tuple[int, str], bool] = {}
         for event in self.reader.read(["Submitted", "CreditChanged"]):
@@ -148,11 +195,11 @@ class Auditor:
             if (first is not None and key[0] < first) or (last is not None and key[0] > last):
                 continue
             if event.name == "Submitted":
-                claims[key], credited[key] = event.args["score"], True
+                claims[key], credited[key] = event.args["signal"], False
             else:
                 credited[key] = event.args["credited"]
         rows: dict[str, dict[str, int]] = defaultdict(
-            lambda: {"submissions": 0, "claimed": 0, "credited": 0, "disputed": 0}
+            lambda: {"submissions": 0, "claimed": 0, "credited": 0, "uncredited": 0}
         )
         for key, claim in claims.items():
             node = key[1]
@@ -162,6 +209,6 @@ class Auditor:
             if credited[key]:
                 row["credited"] += claim
             else:
-                row["disputed"] += 1
+                row["uncredited"] += 1
         ranked = sorted(rows.items(), key=lambda item: (-item[1]["credited"], item[0]))
         return [LeaderRow(node=node, **row) for node, row in ranked]

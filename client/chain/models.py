@@ -127,6 +127,26 @@ class Beacon(ChainModel):
     block: int
     ready: bool
 
+    def draws(self, node: str, checker: str, active: int, total_active: int, checkers: int) -> bool:
+        """SwarmLedger's draw, recomputed from public data: whether `checker`, with `active`
+        stake of `total_active`, checks `node`'s batch of this round with `checkers` (K)
+        expected per batch. (Eligibility aside: registered, minStake, stake added before the
+        beacon block, not the producer; `Ledger.is_checker` asks the ledger for all of it.)"""
+        if not self.ready:
+            return False
+        from eth_abi import encode
+        from eth_utils import keccak
+
+        h = int.from_bytes(
+            keccak(
+                encode(
+                    ["uint256", "uint64", "address", "address"],
+                    [self.beacon, self.round, node, checker],
+                )
+            )
+        )
+        return (h >> 128) * total_active < (checkers * active) << 128
+
 
 class RoundInfo(ChainModel):
     """A round's submission count and credited total, and whether the credit is final."""

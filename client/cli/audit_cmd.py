@@ -13,12 +13,20 @@ from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, open_led
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
 from client.config.models import format_score as score
+from client.credit import describe_findings
 from client.store.cid import digest_to_cid
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 AddressArg = Annotated[str, typer.Argument(help="Node address (0x…).")]
 RoundArg = Annotated[int, typer.Argument(min=0, help="Round number.")]
+
+
+_VOTE_TEXT = {
+    "agree": "agrees",
+    "dispute": "[red]DISPUTES[/]",
+    "unavailable": "[yellow]unavailable[/]",
+}
 
 
 def _auditor(config, rpc, ledger) -> Auditor:
@@ -33,11 +41,15 @@ def _submission_json(sub: SubmissionInfo) -> dict:
         "digest": sub.digest,
         "cid": digest_to_cid(sub.digest) if sub.exists else None,
         "rollouts": sub.rollouts,
-        "claimed": sub.claimed,
+        "score": sub.score,
+        "signal": sub.signal,
         "credited": sub.credited,
-        "attestations": sub.attestations,
+        "agrees": sub.agrees,
+        "disputes": sub.disputes,
+        "unavailable": sub.unavailable,
         "agree_stake": sub.agree_stake,
         "dispute_stake": sub.dispute_stake,
+        "unavailable_stake": sub.unavailable_stake,
         "settled": sub.settled,
         "paid": sub.paid,
     }
@@ -49,11 +61,13 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
         first,
         "cid",
         "rollouts",
-        "claimed",
+        "score",
+        "signal",
         "credited",
-        "att",
+        "votes a/d/u",
         "agree",
         "dispute",
+        "unavail.",
         "settled",
     ):
         table.add_column(column, justify="left" if column in (first, "cid") else "right")
@@ -62,11 +76,13 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
             s.node if first == "node" else str(s.round),
             digest_to_cid(s.digest),
             str(s.rollouts),
-            score(s.claimed),
+            score(s.score),
+            score(s.signal),
             score(s.credited),
-            str(s.attestations),
+            f"{s.agrees}/{s.disputes}/{s.unavailable}",
             ether(s.agree_stake),
             ether(s.dispute_stake),
+            ether(s.unavailable_stake),
             "yes" if s.settled else "no",
         )
     return table
@@ -80,7 +96,7 @@ def round_(
     ledger: LedgerOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Every submission of a round with its attestation tallies and credit."""
+    """Every submission of a round with its votes (agreeing, disputing, unavailable) and credit."""
     auditor = _auditor(config, rpc, ledger)
     with chain_errors():
         report = auditor.round(number)
@@ -108,7 +124,7 @@ def submission(
     ledger: LedgerOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One submission: digest/CID, claim, tallies, outcome and every attestation."""
+    """One submission: digest/CID, claims, votes, outcome and why; who was drawn to check it."""
     auditor = _auditor(config, rpc, ledger)
     with chain_errors():
         report = auditor.submission(number, address)
@@ -117,7 +133,14 @@ def submission(
             {
                 **_submission_json(report.submission),
                 "final": report.final,
-                "attestation_list": [a.model_dump() for a in report.attestations],
+                "quorum": report.quorum,
+                "checkers": report.checkers,
+                "beacon_ready": report.beacon_ready,
+                "why_not_credited": report.why_not_credited,
+                "attestation_list": [
+                    {**a.model_dump(), "findings_text": describe_findings(a.findings)}
+                    for a in report.attestations
+                ],
             }
         )
         return
@@ -125,14 +148,36 @@ def submission(
         out.print(f"no submission of {address} in round {number}")
         return
     out.print(_submissions_table(f"round {number}", [report.submission]))
-    table = Table(title="attestations")
-    for column in ("attester", "score", "agrees", "block", "tx"):
+    voted = {a.attester.lower() for a in report.attestations}
+    table = Table(title=f"votes (quorum {report.quorum} agreeing)")
+    for column in ("checker", "vote", "score", "signal", "findings", "block", "tx"):
         table.add_column(column)
     for a in report.attestations:
         table.add_row(
-            a.attester, score(a.score), "yes" if a.agrees else "NO", str(a.block_number), a.tx_hash
+            a.attester,
+            {"agree": "agrees", "dispute": "[red]DISPUTES[/]"}.get(
+                a.vote, "[yellow]unavailable[/]"
+            ),
+            score(a.score) if a.vote != "unavailable" else "-",
+            score(a.signal) if a.vote != "unavailable" else "-",
+            describe_findings(a.findings) or "-",
+            str(a.block_number),
+            a.tx_hash,
         )
     out.print(table)
+    if not report.beacon_ready:
+        out.print("checkers: not drawn yet (the round's beacon block is not mined, or went stale)")
+    else:
+        silent = [c for c in report.checkers if c.lower() not in voted]
+        out.print(
+            f"checkers drawn: {len(report.checkers)}; voted: {len(voted)}"
+            + (f"; not voted yet: {', '.join(silent)}" if silent else "")
+        )
+    if report.why_not_credited:
+        state = "earns nothing" if report.final else "earns nothing yet"
+        out.print(f"[yellow]{state}:[/] {report.why_not_credited}")
+    else:
+        out.print(f"credited: learning signal {score(report.submission.credited)}")
 
 
 @app.command("node")
@@ -159,15 +204,16 @@ def node(
         f"paid {ether(info.total_paid)}; metadata {info.metadata or '-'}"
     )
     out.print(
-        f"  {len(report.submissions)} submissions: claimed {score(report.total_claimed)}, "
-        f"credited {score(report.total_credited)}"
+        f"  {len(report.submissions)} submissions: score {score(report.total_score)}, "
+        f"learning signal claimed {score(report.total_signal)}, credited "
+        f"{score(report.total_credited)}"
     )
     out.print(_submissions_table("submissions", report.submissions, first="round"))
-    agreed = sum(a.agrees for a in report.attestations_received)
+    received = [a.vote for a in report.attestations_received]
     out.print(
-        f"  attestations received: {len(report.attestations_received)} "
-        f"({agreed} agreeing); given: {len(report.attestations_given)}; "
-        f"payouts: {len(report.payouts)}"
+        f"  votes received: {len(received)} ({received.count('agree')} agreeing, "
+        f"{received.count('dispute')} disputing, {received.count('unavailable')} unavailable); "
+        f"given: {len(report.attestations_given)}; payouts: {len(report.payouts)}"
     )
 
 
@@ -180,7 +226,7 @@ def leaderboard(
     ledger: LedgerOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Nodes ranked by credited score over a range of rounds."""
+    """Nodes ranked by credited learning signal over a range of rounds."""
     auditor = _auditor(config, rpc, ledger)
     with chain_errors():
         rows = auditor.leaderboard(first, last)
@@ -188,7 +234,7 @@ def leaderboard(
         print_json({"from": first, "to": last, "nodes": [r.model_dump() for r in rows]})
         return
     table = Table(title="leaderboard")
-    for column in ("#", "node", "submissions", "claimed", "credited", "disputed"):
+    for column in ("#", "node", "submissions", "signal claimed", "credited", "uncredited"):
         table.add_column(column, justify="left" if column == "node" else "right")
     for rank, r in enumerate(rows, 1):
         table.add_row(
@@ -197,7 +243,7 @@ def leaderboard(
             str(r.submissions),
             score(r.claimed),
             score(r.credited),
-            str(r.disputed),
+            str(r.uncredited),
         )
     out.print(table)
 
@@ -264,7 +310,13 @@ def verify(
     except StoreError as exc:
         fail(f"batch {digest_to_cid(sub.digest)} cannot be verified: {exc}", Exit.CHECK_FAILED)
     check = verify_batch(batch, catalog, task_seed(chain_id, bound.address, round_, address))
-    mismatch = not check.valid or check.recomputed != sub.claimed or batch.score != sub.claimed
+    mismatch = (
+        not check.valid
+        or check.recomputed != sub.score
+        or batch.score != sub.score
+        or check.recomputed_signal != sub.signal
+        or batch.signal != sub.signal
+    )
     if as_json:
         print_json(
             {
@@ -272,9 +324,13 @@ def verify(
                 "node": address,
                 "cid": digest_to_cid(sub.digest),
                 "source": source,
-                "claimed_on_chain": sub.claimed,
+                "claimed_on_chain": sub.score,
                 "claimed_in_batch": check.claimed,
                 "recomputed": check.recomputed,
+                "signal_on_chain": sub.signal,
+                "signal_in_batch": check.claimed_signal,
+                "signal_recomputed": check.recomputed_signal,
+                "findings": describe_findings(check.findings),
                 "valid": check.valid,
                 "reason": check.reason,
                 "ok": not mismatch,
@@ -302,10 +358,17 @@ def verify(
         table.add_row(
             "total",
             "",
-            score(sub.claimed),
+            score(sub.score),
             score(check.recomputed),
             "" if not mismatch else "[red]MISMATCH[/]",
             end_section=True,
+        )
+        table.add_row(
+            "learning signal",
+            "",
+            score(sub.signal),
+            score(check.recomputed_signal),
+            "" if check.recomputed_signal == sub.signal else "[red]MISMATCH[/]",
         )
         out.print(table)
         if source.lower() != address.lower():

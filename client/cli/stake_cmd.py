@@ -98,8 +98,10 @@ def _reward_rows(bound: Ledger, reader: EventReader, node: str) -> list[dict]:
         rows.append(
             {
                 "round": sub.round,
-                "claimed": sub.claimed,
+                "score": sub.score,
+                "signal": sub.signal,
                 "credited": sub.credited,
+                "why_not_credited": sub.why_not_credited(params.quorum),
                 "final": final,
                 "paid": sub.paid,
                 "claimable": claimable,
@@ -119,7 +121,8 @@ def show(
     keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Per round: claimed and credited score, whether final, paid and claimable rewards."""
+    """Per round: score, claimed and credited learning signal (what pays), why a round earns
+    nothing, whether final, paid and claimable rewards."""
     _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=address is None)
     with chain_errors():
         node = address or bound.account_address
@@ -130,16 +133,18 @@ def show(
         print_json({"node": node, "claimable": total, "reward_pool": pool, "rounds": rows})
         return
     table = Table(title=f"rewards of {node}")
-    for column in ("round", "claimed", "credited", "final", "paid", "claimable"):
-        table.add_column(column, justify="right")
+    for column in ("round", "score", "signal", "credited", "final", "paid", "claimable", "why not"):
+        table.add_column(column, justify="left" if column == "why not" else "right")
     for r in rows:
         table.add_row(
             str(r["round"]),
-            score(r["claimed"]),
+            score(r["score"]),
+            score(r["signal"]),
             score(r["credited"]),
             "yes" if r["final"] else "no",
             ether(r["paid"]),
             ether(r["claimable"]),
+            r["why_not_credited"] or "",
         )
     out.print(table)
     out.print(f"claimable now: {ether(total)} (reward pool {ether(pool)})")

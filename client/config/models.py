@@ -258,7 +258,20 @@ class SapoSection(Section):
     max_fetch_per_round: int = Field(
         8, ge=0, le=256, description="peer batches fetched per chain round"
     )
-    attest_budget: int = Field(8, ge=0, le=256, description="attestations sent per chain round")
+    attest_budget: int = Field(
+        16,
+        ge=0,
+        le=256,
+        description="votes (attestations and unavailable reports) sent per chain round, as a "
+        "drawn checker; a node drawn more often leaves the rest short of their quorum",
+    )
+    unavailable_after: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="fetches in a row that find a batch we are drawn to check nowhere (not at "
+        "its producer nor any attester) before we vote it unavailable",
+    )
     max_local_rounds: int = Field(
         0,
         ge=0,

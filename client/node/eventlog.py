@@ -82,7 +82,9 @@ class Event(StrEnum):
     PEER_BAD = "peer.bad"
     PEER_UNAVAILABLE = "peer.unavailable"
     PEER_ATTESTED = "peer.attested"
+    PEER_REPORTED_UNAVAILABLE = "peer.reported_unavailable"  # our unavailable vote, on chain
     ATTEST_DROPPED = "attest.dropped"
+    BEACON_REARMED = "beacon.rearmed"
     CHAIN_STATUS = "chain.status"
     STORE_STATUS = "store.status"
     STORE_UNPINNED = "store.unpinned"

@@ -1,13 +1,18 @@
 """Peer intake, beside the compute stage: discover peers' submissions on the ledger, fetch their
-batches, re-verify them completely, journal what passed (the sampler's pool) and queue the
-attestations the publisher sends.
+batches, re-verify them completely, journal what passed (the sampler's pool) and queue the votes
+the publisher sends.
 
 Every poll it reads the `Submitted` and `Attested` events since its saved cursor (a restart goes
 on from there, not from the deployment block). Each chain round it fetches at most
-`[sapo].max_fetch_per_round` batches, newest round first (the freshest items for training), from
-every round still open to attestation (r + W + C), and attests at most `[sapo].attest_budget` of
-them: 0 for a batch whose tasks are not the seed's, our own recomputed score otherwise, none for a
-batch it could not fetch (retried after a while: unavailability may be ours).
+`[sapo].max_fetch_per_round` batches from every round still open to attestation (r + W + C): first
+the batches the round's beacon drew this node to check (its duty: the ledger credits a batch only
+once `quorum` drawn checkers agree), then others, newest round first (the freshest items for
+training). Only a drawn checker votes, at most `[sapo].attest_budget` times a chain round: an
+attestation of our recomputed score and learning signal (0 for a batch whose tasks are not the
+seed's, with the findings bits saying what was wrong), or, once `[sapo].unavailable_after` fetches
+in a row found the batch nowhere (retried after a while: unavailability may be ours), an
+"unavailable" vote, which cancels credit but never slashes. A round's beacon that nobody drew
+while the EVM still knew its block hash is re-armed through the outbox.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
@@ -28,6 +33,8 @@ import time
 
 from client.chain import ChainError
 from client.chain.events import EventReader
+from client.chain.models import Beacon, NodeInfo
+from client.credit import MALFORMED
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
 from client.node.rollouts import task_seed, verify_batch
@@ -42,6 +49,7 @@ log = logging.getLogger("sapo.node.intake")
 
 POLL_S = 2.0
 MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its batch
+BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
 
 
 class Intake(Stage):
@@ -63,6 +71,9 @@ class Intake(Stage):
         self._budget_round = -1
         self._fetched = self._attested = 0
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
+        self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
+        self._beacons: dict[int, Beacon] = {}  # round -> its beacon, once known
+        self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
     def run(self, stop: threading.Event) -> None:
@@ -82,26 +93,94 @@ class Intake(Stage):
         current = self.current_round()
         if current != self._budget_round:
             self._budget_round, self._fetched, self._attested = current, 0, 0
-        queued = False
-        for sub in self._candidates(current):
+            first = current - self.params.submit_rounds - self.params.challenge_rounds
+            self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
+            self._beacons = {r: b for r, b in self._beacons.items() if r >= first}
+        self._stakes = None
+        try:
+            candidates = self._candidates(current)
+        except ChainError as exc:  # the draw is read from the ledger
+            self.health.chain(False, str(exc))
+            return
+        for sub in candidates:
             if self._fetched >= self.cfg.sapo.max_fetch_per_round or (stop and stop.is_set()):
                 break
             self._fetched += 1
-            verdict, score = self.check(sub)
-            if (
-                verdict != UNAVAILABLE
-                and self.params.attest_open(sub.round, self.current_round())
-                and self._attested < self.cfg.sapo.attest_budget
-            ):
-                self._attested += 1
-                queued |= self.journal.enqueue(
-                    f"attest:{sub.round}:{sub.node}",
-                    "attest",
-                    sub.round,
-                    {"node": sub.node, "score": score},
-                )
+            self.check(sub)
+        try:
+            queued = self.vote(current)
+        except ChainError as exc:
+            self.health.chain(False, str(exc))
+            return
         if queued:
             self.wake_publisher.set()
+
+    def vote(self, current: int) -> bool:
+        """Queues this node's votes as a drawn checker on the batches it has a verdict for:
+        an attestation of what it recomputed, or "unavailable" once `[sapo].unavailable_after`
+        fetches in a row found the batch nowhere. Returns whether anything was queued."""
+        first = current - self.params.submit_rounds - self.params.challenge_rounds
+        queued = False
+        for sub in self.journal.peers.peer_submissions(max(0, first)):
+            key = f"attest:{sub.round}:{sub.node}"
+            if self._attested >= self.cfg.sapo.attest_budget:
+                break
+            basis = self.journal.peers.vote_basis(sub.round, sub.node)
+            if basis is None or self.journal.outbox(key) is not None:
+                continue
+            if not self.params.attest_open(sub.round, self.current_round()):
+                continue
+            if basis["verdict"] == UNAVAILABLE:
+                if basis["failures"] < self.cfg.sapo.unavailable_after:
+                    continue
+                kind, payload = "unavailable", {"node": sub.node}
+            else:
+                kind = "attest"
+                payload = {
+                    "node": sub.node,
+                    "score": basis["score"] or 0,
+                    "signal": basis["signal"] or 0,
+                    "findings": basis["findings"] or 0,
+                }
+            if not self.drawn(sub):
+                continue
+            self._attested += 1
+            queued |= self.journal.enqueue(key, kind, sub.round, payload)
+        return queued
+
+    def drawn(self, sub: PeerSubmission) -> bool:
+        """Whether the round's beacon drew this node to check `sub`, computed here from the
+        beacon (read once a round) and the stakes (read once a poll), as anyone can: no call per
+        batch. False while the beacon is not known yet; a beacon nobody drew for 256 blocks is
+        re-armed through the outbox."""
+        key = (sub.round, sub.node)
+        if key in self._draws:
+            return self._draws[key]
+        beacon = self._beacons.get(sub.round)
+        if beacon is None:
+            beacon = self.ledger.beacon(sub.round)
+            if not beacon.ready:
+                if beacon.block and self.reader.head() > beacon.block + BLOCKHASH_WINDOW:
+                    self.journal.enqueue(
+                        f"rearm:{sub.round}:{beacon.block}", "rearm", sub.round, {}
+                    )
+                return False
+            self._beacons[sub.round] = beacon
+        if self._stakes is None:
+            info = self.ledger.node_info(self.me)
+            self._stakes = (info, self.ledger.totals()["active"])
+        info, total = self._stakes
+        eligible = (
+            info.registered
+            and info.active_stake >= self.params.min_stake
+            and info.stake_block < beacon.block
+        )
+        # Fixed once the beacon is known (stakes aside: a stake change may move a draw at the
+        # edge; the ledger then refuses the vote with NotDrawn and the outbox drops it).
+        self._draws[key] = eligible and beacon.draws(
+            sub.node, self.me, info.active_stake, total, self.params.checkers
+        )
+        return self._draws[key]
 
     def discover(self) -> None:
         """Journals the peers' `Submitted` events since the saved cursor, and the new cursor."""
@@ -123,13 +202,15 @@ class Intake(Stage):
                         str(e.args["digest"]).lower(),
                         e.args["rollouts"],
                         e.args["score"],
+                        e.args["signal"],
                     )
                 )
         self.journal.peers.discovered(subs, head + 1, attesters)
 
     def _candidates(self, current: int) -> list[PeerSubmission]:
-        """Peers' batches still open to attestation and not settled here, newest round first,
-        in an order peers cannot predict (seeded by us and the round)."""
+        """Peers' batches still open to attestation and not settled here: those we are drawn to
+        check first, then newest round first, in an order peers cannot predict (seeded by us and
+        the round)."""
         first = current - self.params.submit_rounds - self.params.challenge_rounds
         now = time.monotonic()
         fresh = [
@@ -140,7 +221,7 @@ class Intake(Stage):
         ]
         rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
         rng.shuffle(fresh)
-        return sorted(fresh, key=lambda s: -s.round)
+        return sorted(fresh, key=lambda s: (not self.drawn(s), -s.round))
 
     def check(self, sub: PeerSubmission) -> tuple[str, int]:
         """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
@@ -154,12 +235,12 @@ class Intake(Stage):
             self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
             return UNAVAILABLE, 0
         except StoreError as exc:  # the peer published something that is not a valid batch
-            return self._reject(sub, str(exc), sub.score)
+            return self._reject(sub, str(exc), sub.score, MALFORMED)
         seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
         with timed(self.journal, Span.VERIFY):
             check = verify_batch(batch, self.catalog, seed)
         if not check.valid:
-            return self._reject(sub, check.reason or "invalid batch", check.claimed)
+            return self._reject(sub, check.reason or "invalid batch", check.claimed, check.findings)
         items = [
             {"question": item.question, "completions": list(item.completions), "rewards": c.rewards}
             for item, c in zip(batch.items, check.items, strict=True)
@@ -167,17 +248,22 @@ class Intake(Stage):
         reason = (
             None
             if check.agrees
-            else f"claimed {check.claimed} but our verifier gives {check.recomputed}"
+            else f"claimed score {check.claimed} and signal {check.claimed_signal} but our "
+            f"verifier gives {check.recomputed} and {check.recomputed_signal}"
         )
         self._verdict(
             sub,
             VERIFIED,
             Event.PEER_VERIFIED,
             f"verified ({len(batch.local_rounds)} local rounds): claimed {check.claimed}, "
-            f"recomputed {check.recomputed}",
+            f"recomputed {check.recomputed}; signal {check.claimed_signal} / "
+            f"{check.recomputed_signal}",
             reason,
             claimed=check.claimed,
             recomputed=check.recomputed,
+            claimed_signal=check.claimed_signal,
+            recomputed_signal=check.recomputed_signal,
+            findings=check.findings,
             items=items,
             source=source,
         )
@@ -218,10 +304,21 @@ class Intake(Stage):
                 log.info("%s's metadata: refused %s", node[:10], found.reason)
         return cached[1]
 
-    def _reject(self, sub: PeerSubmission, reason: str, claimed: int) -> tuple[str, int]:
+    def _reject(
+        self, sub: PeerSubmission, reason: str, claimed: int, findings: int
+    ) -> tuple[str, int]:
         """Journals a peer batch that is available but not valid; we attest 0 for it."""
         self._verdict(
-            sub, BAD, Event.PEER_BAD, f"bad batch: {reason}", reason, claimed=claimed, recomputed=0
+            sub,
+            BAD,
+            Event.PEER_BAD,
+            f"bad batch: {reason}",
+            reason,
+            claimed=claimed,
+            recomputed=0,
+            claimed_signal=sub.signal,
+            recomputed_signal=0,
+            findings=findings,
         )
         return BAD, 0
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSION = 2  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+VERSION = 3  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
 
 # A chain round moves forward through these; `missed` and `skipped` end it with a reason.
 PHASES = ("collecting", "sealed", "pinned", "confirmed")
@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS rounds (
     digest TEXT,
     cid TEXT,
     claimed INTEGER,
+    signal INTEGER,  -- the batch's learning signal (client.credit): what the ledger pays by
     rollouts INTEGER,
     local_rounds INTEGER,
     tx_hash TEXT,
@@ -76,6 +77,7 @@ CREATE TABLE IF NOT EXISTS peer_submissions (
     digest TEXT NOT NULL,
     rollouts INTEGER NOT NULL,
     score INTEGER NOT NULL,
+    signal INTEGER NOT NULL,
     PRIMARY KEY (round, node)
 );
 CREATE TABLE IF NOT EXISTS peer_batches (
@@ -86,6 +88,10 @@ CREATE TABLE IF NOT EXISTS peer_batches (
     reason TEXT,
     claimed INTEGER,
     recomputed INTEGER,
+    claimed_signal INTEGER,
+    recomputed_signal INTEGER,
+    findings INTEGER,  -- what we found wrong (client.node.rollouts FINDINGS bits)
+    failures INTEGER NOT NULL DEFAULT 0,  -- fetches that found it unavailable, in a row
     items TEXT,
     fetched REAL NOT NULL,
     source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who attested it)
@@ -135,6 +141,7 @@ class RoundRecord:
     digest: str | None
     cid: str | None
     claimed: int | None
+    signal: int | None
     rollouts: int | None
     local_rounds: int | None
     tx_hash: str | None
@@ -242,8 +249,9 @@ class Journal:
         """Returns the recorded chain rounds from `first`, oldest first (only the `last` ones
         when given), without their batch bytes (`round(r)` has them)."""
         rows = self._all(
-            "SELECT round, phase, reason, NULL, digest, cid, claimed, rollouts, local_rounds, "
-            "tx_hash, updated FROM rounds WHERE round >= ? ORDER BY round DESC LIMIT ?",
+            "SELECT round, phase, reason, NULL, digest, cid, claimed, signal, rollouts, "
+            "local_rounds, tx_hash, updated FROM rounds WHERE round >= ? "
+            "ORDER BY round DESC LIMIT ?",
             first,
             -1 if last is None else last,
         )
@@ -296,21 +304,28 @@ class Journal:
         return rows[0][0], rows[0][1]
 
     def seal(
-        self, round_: int, batch: bytes, digest: str, claimed: int, rollouts: int, local: int
+        self,
+        round_: int,
+        batch: bytes,
+        digest: str,
+        claimed: int,
+        rollouts: int,
+        local: int,
+        signal: int,
     ) -> None:
         """Closes a chain round's batch and queues its pin and submission, in one transaction."""
         now = time.time()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO rounds (round, phase, batch, digest, claimed, rollouts, local_rounds, "
-                "updated) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?) ON CONFLICT(round) DO UPDATE SET "
-                "phase = 'sealed', batch = excluded.batch, digest = excluded.digest, claimed = "
-                "excluded.claimed, rollouts = excluded.rollouts, local_rounds = "
-                "excluded.local_rounds, updated = excluded.updated WHERE rounds.phase = "
-                "'collecting'",
-                (round_, batch, digest, claimed, rollouts, local, now),
+                "INSERT INTO rounds (round, phase, batch, digest, claimed, signal, rollouts, "
+                "local_rounds, updated) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?, ?) ON "
+                "CONFLICT(round) DO UPDATE SET phase = 'sealed', batch = excluded.batch, digest = "
+                "excluded.digest, claimed = excluded.claimed, signal = excluded.signal, rollouts "
+                "= excluded.rollouts, local_rounds = excluded.local_rounds, updated = "
+                "excluded.updated WHERE rounds.phase = 'collecting'",
+                (round_, batch, digest, claimed, signal, rollouts, local, now),
             )
-            payload = {"digest": digest, "rollouts": rollouts, "score": claimed}
+            payload = {"digest": digest, "rollouts": rollouts, "score": claimed, "signal": signal}
             for key, kind, data in (
                 (f"pin:{round_}", "pin", {}),
                 (f"submit:{round_}", "submit", payload),

@@ -26,6 +26,7 @@ class PeerSubmission:
     digest: str
     rollouts: int
     score: int
+    signal: int
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,8 @@ class PeerBook:
         where the event scan goes on, in one transaction."""
         with self._journal._tx() as db:
             db.executemany(
-                "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?)",
-                [(s.round, s.node, s.digest, s.rollouts, s.score) for s in subs],
+                "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?, ?)",
+                [(s.round, s.node, s.digest, s.rollouts, s.score, s.signal) for s in subs],
             )
             db.executemany("INSERT OR IGNORE INTO peer_attesters VALUES (?, ?, ?)", attesters)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('event_cursor', ?)", (str(next_block),))
@@ -86,6 +87,18 @@ class PeerBook:
         )
         return [r[0] for r in rows]
 
+    def vote_basis(self, round_: int, node: str) -> dict[str, Any] | None:
+        """What a checker's vote on a peer batch rests on: its verdict, our recomputed score and
+        signal, the findings bits and how many fetches in a row found it unavailable."""
+        rows = self._journal._all(
+            "SELECT verdict, recomputed, recomputed_signal, findings, failures FROM peer_batches "
+            "WHERE round = ? AND node = ?",
+            round_,
+            node,
+        )
+        keys = ("verdict", "score", "signal", "findings", "failures")
+        return dict(zip(keys, rows[0], strict=True)) if rows else None
+
     def peer_verdict(self, round_: int, node: str) -> str | None:
         """Returns the verdict recorded for a peer's batch of a round, or None."""
         rows = self._journal._all(
@@ -103,16 +116,27 @@ class PeerBook:
         reason: str | None = None,
         claimed: int | None = None,
         recomputed: int | None = None,
+        claimed_signal: int | None = None,
+        recomputed_signal: int | None = None,
+        findings: int | None = None,
         items: list[dict[str, Any]] | None = None,
         source: str | None = None,
     ) -> None:
-        """Records a fetched peer batch, its verdict (an unavailable one may be retried) and
-        whose node gave it."""
+        """Records a fetched peer batch, its verdict (an unavailable one may be retried; its
+        failures in a row are counted) and whose node gave it."""
         with self._journal._tx() as db:
+            failures = 0
+            if verdict == UNAVAILABLE:
+                row = db.execute(
+                    "SELECT failures FROM peer_batches WHERE round = ? AND node = ? "
+                    "AND verdict = ?",
+                    (round_, node, UNAVAILABLE),
+                ).fetchone()
+                failures = (row[0] if row else 0) + 1
             db.execute(
                 "INSERT OR REPLACE INTO peer_batches (round, node, digest, verdict, reason, "
-                "claimed, recomputed, items, fetched, source) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "claimed, recomputed, claimed_signal, recomputed_signal, findings, failures, "
+                "items, fetched, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     round_,
                     node,
@@ -121,6 +145,10 @@ class PeerBook:
                     reason,
                     claimed,
                     recomputed,
+                    claimed_signal,
+                    recomputed_signal,
+                    findings,
+                    failures,
                     json.dumps(items) if items is not None else None,
                     time.time(),
                     source,
@@ -132,6 +160,7 @@ class PeerBook:
         node gave it."""
         rows = self._journal._all(
             "SELECT b.round, b.node, b.digest, b.verdict, b.reason, b.claimed, b.recomputed, "
+            "b.claimed_signal, b.recomputed_signal, b.findings, b.failures, "
             "(SELECT COUNT(*) FROM used_items u WHERE u.round = b.round AND u.node = b.node), "
             "b.source FROM peer_batches b WHERE b.round >= ? ORDER BY b.round, b.node",
             since_round,
@@ -144,6 +173,10 @@ class PeerBook:
             "reason",
             "claimed",
             "recomputed",
+            "claimed_signal",
+            "recomputed_signal",
+            "findings",
+            "failures",
             "used",
             "source",
         )

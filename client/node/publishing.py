@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from client.chain import ChainError
 from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
+from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import MISSED, OutboxEntry
 from client.node.rollouts import make_batch
@@ -84,16 +85,20 @@ class Publisher(Stage):
                 break
             local.pop()  # `room` keeps this from happening; the last local rounds go first
         digest = "0x" + batch.digest().hex()
-        self.journal.seal(round_, data, digest, batch.score, batch.rollouts, len(local))
+        self.journal.seal(
+            round_, data, digest, batch.score, batch.rollouts, len(local), batch.signal
+        )
         self.events.emit(
             Event.ROUND_SEALED,
             f"round {round_}: sealed {len(local)} local round(s), {batch.rollouts} rollouts, "
-            f"mean reward {batch.score / SCORE_SCALE / batch.rollouts:.3f}",
+            f"mean reward {batch.score / SCORE_SCALE / batch.rollouts:.3f}, "
+            f"learning signal {batch.signal / SCORE_SCALE:.2f}",
             round=round_,
             digest=digest,
             local_rounds=len(local),
             rollouts=batch.rollouts,
             score=batch.score,
+            signal=batch.signal,
         )
         self.wake.set()
         return True
@@ -125,7 +130,7 @@ class Publisher(Stage):
                         )
                     continue  # a digest nobody can fetch earns nothing: pin first
                 chain_down = not self._send(entry)
-            elif entry.kind == "attest":
+            elif entry.kind in ("attest", "unavailable", "rearm"):
                 attestations.append(entry)
         if attestations and not chain_down:
             with (
@@ -190,7 +195,7 @@ class Publisher(Stage):
         if not self.params.submit_open(round_, self.current_round()):
             self._give_up(entry, "the round's submission window closed before it could go")
             return
-        result = self.ledger.submit(round_, p["digest"], p["rollouts"], p["score"])
+        result = self.ledger.submit(round_, p["digest"], p["rollouts"], p["score"], p["signal"])
         self._submitted(entry, result.tx_hash)
 
     def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
@@ -209,22 +214,58 @@ class Publisher(Stage):
         )
 
     def _attest(self, entry: OutboxEntry) -> None:
-        round_, peer, score = entry.round, entry.payload["node"], entry.payload["score"]
+        """Casts a drawn checker's vote: an attestation of what we recomputed, or (kind
+        `unavailable`) that we could not fetch the batch from anyone."""
+        round_, p = entry.round, entry.payload
+        if entry.kind == "rearm":
+            self._rearm(entry)
+            return
+        peer = p["node"]
         if self.ledger.has_attested(self.address, round_, peer):
             self.journal.done(entry.key)
             return
         if not self.params.attest_open(round_, self.current_round()):
             self._give_up(entry, "the challenge window closed")
             return
-        result = self.ledger.attest(round_, peer, score)
+        if entry.kind == "unavailable":
+            result = self.ledger.report_unavailable(round_, peer)
+            what = "reported unavailable (fetched from nobody)"
+            event = Event.PEER_REPORTED_UNAVAILABLE
+        else:
+            result = self.ledger.attest(round_, peer, p["score"], p["signal"], p["findings"])
+            found = describe_findings(p["findings"])
+            what = (
+                f"attested score {p['score'] / SCORE_SCALE:.4f}, "
+                f"signal {p['signal'] / SCORE_SCALE:.2f}" + (f" ({found})" if found else "")
+            )
+            event = Event.PEER_ATTESTED
         self.health.chain(True)
         self.journal.done(entry.key, result.tx_hash)
         self.events.emit(
-            Event.PEER_ATTESTED,
-            f"round {round_}: attested {peer[:10]}… score {score / SCORE_SCALE:.4f}",
+            event,
+            f"round {round_}: {peer[:10]}… {what}",
             round=round_,
             node=peer,
-            score=score,
+            score=p.get("score"),
+            signal=p.get("signal"),
+            findings=p.get("findings"),
+            tx_hash=result.tx_hash,
+        )
+
+    def _rearm(self, entry: OutboxEntry) -> None:
+        """Re-arms a round's beacon that nobody drew while the EVM knew its block's hash (so
+        that its checkers can be drawn at all); another node may have done it first."""
+        beacon = self.ledger.beacon(entry.round)
+        self.health.chain(True)
+        if beacon.ready or str(beacon.block) != entry.key.rsplit(":", 1)[1]:
+            self.journal.done(entry.key)
+            return
+        result = self.ledger.rearm_beacon(entry.round)
+        self.journal.done(entry.key, result.tx_hash)
+        self.events.emit(
+            Event.BEACON_REARMED,
+            f"round {entry.round}: re-armed the checkers' beacon (nobody drew it in 256 blocks)",
+            round=entry.round,
             tx_hash=result.tx_hash,
         )
 

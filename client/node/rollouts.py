@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 
+from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS, batch_signal
 from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, TaskRef
 from client.tasks import (
     Catalog,
@@ -147,33 +148,53 @@ class ItemCheck:
 @dataclass(frozen=True)
 class Verification:
     """Our verdict on a batch: `valid` when every task is the one the seed draws; the scores
-    then say whether the sender's claim holds."""
+    and learning signals then say whether the sender's claims hold."""
 
     valid: bool
     reason: str | None
     claimed: int
     recomputed: int
     items: list[ItemCheck]
+    claimed_signal: int = 0
+    recomputed_signal: int = 0
 
     @property
     def agrees(self) -> bool:
-        return self.valid and self.claimed == self.recomputed
+        return (
+            self.valid
+            and self.claimed == self.recomputed
+            and self.claimed_signal == self.recomputed_signal
+        )
 
     @property
     def attest_score(self) -> int:
         """What we attest: our recomputed score, or 0 for a batch with foreign tasks."""
         return self.recomputed if self.valid else 0
 
+    @property
+    def attest_signal(self) -> int:
+        """The learning signal we attest: recomputed from our rewards, 0 for foreign tasks."""
+        return self.recomputed_signal if self.valid else 0
+
+    @property
+    def findings(self) -> int:
+        """What we found wrong, as the attestation's findings bits."""
+        if not self.valid:
+            return FOREIGN_TASKS
+        return (SCORE_DIFFERS if self.claimed != self.recomputed else 0) | (
+            SIGNAL_DIFFERS if self.claimed_signal != self.recomputed_signal else 0
+        )
+
 
 def verify_batch(batch: RolloutBatch, catalog: Catalog, seed: bytes) -> Verification:
     """Re-verifies a (store-checked) batch: catalog, every local round's task references and
     questions against the seeded draw of that local round, and every completion re-scored by our
     own verifier. `seed` is the ledger's task seed of the batch's round and node."""
-    claimed = batch.score
+    claimed, claimed_signal = batch.score, batch.signal
     expected_digest = "0x" + catalog.digest().hex()
     if batch.catalog_digest != expected_digest:
         reason = f"batch uses catalog {batch.catalog_digest}, this node {expected_digest}"
-        return Verification(False, reason, claimed, 0, [])
+        return Verification(False, reason, claimed, 0, [], claimed_signal, 0)
     checks, problems = [], []
     for lr in batch.local_rounds:
         refs = draw_refs(local_round_seed(seed, lr.k), len(lr.items), catalog)
@@ -198,4 +219,6 @@ def verify_batch(batch: RolloutBatch, catalog: Catalog, seed: bytes) -> Verifica
             )
     valid = not problems
     recomputed = sum(c.recomputed for c in checks) if valid else 0
-    return Verification(valid, "; ".join(problems) or None, claimed, recomputed, checks)
+    signal = batch_signal([to_units(r) for r in c.rewards] for c in checks) if valid else 0
+    reason = "; ".join(problems) or None
+    return Verification(valid, reason, claimed, recomputed, checks, claimed_signal, signal)

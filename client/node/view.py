@@ -70,10 +70,10 @@ class PeerRow:
     stake: int  # active stake, wei
     last_round: int | None  # last round it submitted
     submissions: int
-    credited: int  # score units credited over all its submissions (10,000 = reward 1.0)
+    credited: int  # learning signal credited over all its submissions (SCORE_SCALE units)
     used: int  # its items we trained on
     agreed: int  # our attestations of it that agreed with its claim
-    disputed: int  # ... that disagreed (our verifier gave another score)
+    disputed: int  # ... that disagreed (our verifier gave another score or signal)
     bad: int  # its batches that failed verification (we attested 0)
     unavailable: int  # its batches we could not fetch
     me: bool = False
@@ -81,14 +81,16 @@ class PeerRow:
 
 @dataclass(frozen=True)
 class RoundPoint:
-    """One chain round of ours: verifier rewards (0-1) and what the ledger credited (units)."""
+    """One chain round of ours: verifier rewards (0-1), the learning signal we claimed and what
+    the ledger credited (SCORE_SCALE units), and our checkers' votes."""
 
     round: int
     reward_local: float | None = None
     reward_external: float | None = None
-    claimed: int | None = None
+    claimed: int | None = None  # learning signal claimed on chain
     credited: int | None = None
     local_rounds: int | None = None
+    votes: tuple[int, int, int] = (0, 0, 0)  # checkers: agreeing, disputing, unavailable
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ class Snapshot:
     submit_rounds: int | None = None
     unbonding_period: int | None = None
     min_stake: int | None = None
+    quorum: int | None = None  # agreeing drawn checkers a batch needs before it earns
     phase: str = "starting"
     paused: bool = False
     node_running: bool = False
@@ -289,6 +292,7 @@ class Watcher:
             submit_rounds=params.submit_rounds,
             unbonding_period=params.unbonding_period,
             min_stake=params.min_stake,
+            quorum=params.quorum,
             account=self.view.account,
             reward_pool=self.view.reward_pool,
         )
@@ -326,6 +330,7 @@ class Watcher:
                 reward_external=(recorded.get(r) or {}).get("reward_external"),
                 claimed=ours[r][0] if r in ours else None,
                 credited=(ours[r][0] if ours[r][1] else 0) if r in ours else None,
+                votes=self.view.our_votes(r),
             )
             for r in sorted(set(recorded) | set(ours))
         ]

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from client.credit import describe_findings
 from client.node.eventlog import Event
 from client.node.view import Activity, short
 from client.units import SCORE_SCALE
@@ -63,13 +64,25 @@ def activity_of(event: dict[str, Any]) -> Activity | None:
     if kind == Event.ROUND_PINNED:
         return Activity(t, "submission", f"round {r}: pinned {event.get('cid')} · pending", r)
     if kind == Event.PEER_ATTESTED:
+        found = describe_findings(int(event.get("findings") or 0))
         return Activity(
             t,
             "attestation",
             f"round {r}: we attested {short(str(event.get('node')))}'s batch "
-            f"{int(event.get('score') or 0) / SCORE_SCALE:.4f} · tx "
+            f"{int(event.get('score') or 0) / SCORE_SCALE:.4f}, signal "
+            f"{int(event.get('signal') or 0) / SCORE_SCALE:.2f}"
+            + (f" (disputed: {found})" if found else "")
+            + f" · tx {_short_hash(event.get('tx_hash'))}",
+            r,
+        )
+    if kind == Event.PEER_REPORTED_UNAVAILABLE:
+        return Activity(
+            t,
+            "attestation",
+            f"round {r}: we reported {short(str(event.get('node')))}'s batch unavailable · tx "
             f"{_short_hash(event.get('tx_hash'))}",
             r,
+            "warning",
         )
     if kind in (Event.SUBMIT_DROPPED, Event.ATTEST_DROPPED):
         return Activity(t, "missed", message, r, "error")

@@ -40,7 +40,7 @@ class _NodeRecord:
     address: str
     metadata: str = ""
     info: NodeInfo | None = None
-    submissions: dict[int, list] = field(default_factory=dict)  # round -> [claimed, credited?]
+    submissions: dict[int, list] = field(default_factory=dict)  # round -> [signal, credited?]
     agreed: int = 0  # our attestations of it that agreed
     disputed: int = 0
 
@@ -60,6 +60,7 @@ class LedgerView:
         self._mined: dict[int, int] = {}  # block -> timestamp, for this refresh's claims
         self.account: Account | None = None
         self.reward_pool: int | None = None
+        self.votes: dict[int, list[int]] = {}  # our round -> [agree, dispute, unavailable] votes
 
     def refresh(self) -> list[Activity]:
         """Reads what changed; returns the new activity about us. Raises ChainError when the
@@ -129,9 +130,14 @@ class LedgerView:
         return rows
 
     def our_submissions(self) -> dict[int, tuple[int, bool]]:
-        """Returns round -> (claimed score, credited now?) for our submissions."""
+        """Returns round -> (claimed learning signal, credited now?) for our submissions."""
         rec = self.nodes.get(self.me)
         return {} if rec is None else {r: (c, ok) for r, (c, ok) in rec.submissions.items()}
+
+    def our_votes(self, round_: int) -> tuple[int, int, int]:
+        """Returns the checkers' votes on our batch of a round: (agree, dispute, unavailable)."""
+        agree, dispute, unavailable = self.votes.get(round_, (0, 0, 0))
+        return agree, dispute, unavailable
 
     # --------------------------------------------------------------------------------- folding
 
@@ -153,17 +159,39 @@ class LedgerView:
         if name in ("Registered", "MetadataSet"):
             self._record(node).metadata = a["metadata"]
         elif name == "Submitted":
-            self._record(node).submissions[a["round"]] = [a["score"], True]
+            # no evidence, no credit: it earns once its quorum of drawn checkers agreed
+            self._record(node).submissions[a["round"]] = [a["signal"], False]
         elif name == "CreditChanged":
             sub = self._record(node).submissions.get(a["round"])
             if sub is not None:
                 sub[1] = a["credited"]
             if node == self.me:
-                state = "credited again" if a["credited"] else "no longer credited (disputed)"
+                state = (
+                    "credited: its checkers agreed"
+                    if a["credited"]
+                    else "no longer credited (disputed, or its checkers could not fetch it)"
+                )
                 return Activity(
-                    now, "credit", f"round {a['round']}: our submission is {state}", a["round"]
+                    now,
+                    "credit",
+                    f"round {a['round']}: our submission is {state}",
+                    a["round"],
+                    "info" if a["credited"] else "warning",
+                )
+        elif name == "Unavailable":
+            if node == self.me:
+                self.votes.setdefault(a["round"], [0, 0, 0])[2] += 1
+                return Activity(
+                    now,
+                    "received",
+                    f"round {a['round']}: {short(a['attester'])} could not fetch our batch "
+                    "(an unavailable vote: it cancels credit, never slashes)",
+                    a["round"],
+                    "warning",
                 )
         elif name == "Attested":
+            if node == self.me:
+                self.votes.setdefault(a["round"], [0, 0, 0])[0 if a["agrees"] else 1] += 1
             attester = str(a["attester"]).lower()
             if attester == self.me:
                 rec = self._record(node)
@@ -175,7 +203,8 @@ class LedgerView:
                         now,
                         "dispute",
                         f"round {a['round']}: we dispute {short(a['node'])}'s claim "
-                        f"(our score {a['score'] / SCORE_SCALE:.4f})",
+                        f"(our score {a['score'] / SCORE_SCALE:.4f}, signal "
+                        f"{a['signal'] / SCORE_SCALE:.2f})",
                         a["round"],
                         "warning",
                     )
@@ -185,7 +214,8 @@ class LedgerView:
                     now,
                     "received",
                     f"round {a['round']}: {short(a['attester'])} attested our batch "
-                    f"{a['score'] / SCORE_SCALE:.4f} — {verdict}",
+                    f"{a['score'] / SCORE_SCALE:.4f}, signal {a['signal'] / SCORE_SCALE:.2f} "
+                    f"— {verdict}",
                     a["round"],
                     "info" if a["agrees"] else "warning",
                 )

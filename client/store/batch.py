@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from client.credit import batch_signal
 from client.store.errors import (
     BatchTooLarge,
     MalformedBatch,
@@ -28,7 +29,6 @@ from client.store.errors import (
     SchemaMismatch,
     UnsupportedSchema,
 )
-from client.credit import batch_signal
 from client.units import SCORE_SCALE
 
 SCHEMA = "sapo.rollouts/2"

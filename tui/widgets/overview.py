@@ -101,10 +101,23 @@ class Overview(Grid):
         confirmed = [p for p in snap.rounds if p.claimed is not None]
         if confirmed:
             last = confirmed[-1]
+            agree, dispute, unavailable = last.votes
+            votes = f"{agree} agreeing" + "".join(
+                f", {n} {what}"
+                for n, what in ((dispute, "disputing"), (unavailable, "unavailable"))
+                if n
+            )
+            if last.credited:
+                state = f"credited ({votes})"
+            elif snap.quorum and agree < snap.quorum:
+                state = f"not credited yet: {agree} of {snap.quorum} agreeing checkers" + (
+                    f" ({votes})" if dispute or unavailable else ""
+                )
+            else:
+                state = f"NOT credited: outweighed ({votes})"
             latest.add_row(
                 "last submission",
-                f"round {last.round}: claimed {format_score(last.claimed or 0)}, "
-                + ("credited" if last.credited else "NOT credited (disputed)"),
+                f"round {last.round}: learning signal {format_score(last.claimed or 0)}, {state}",
             )
         else:
             latest.add_row("last submission", "none yet")
