@@ -33,7 +33,9 @@ def test_a_near_tie_earns_a_hair_not_a_group():
 def test_the_rule_is_exact_integers_and_bounded_by_the_rollouts():
     rng = random.Random(7)
     for _ in range(500):
-        rewards = [rng.choice([0, ONE, rng.randrange(ONE + 1)]) for _ in range(rng.randrange(1, 65))]
+        rewards = [
+            rng.choice([0, ONE, rng.randrange(ONE + 1)]) for _ in range(rng.randrange(1, 65))
+        ]
         signal = group_signal(rewards)
         assert isinstance(signal, int)
         assert 0 <= signal <= len(rewards) * ONE // 2  # the ledger's bound is rollouts * ONE

@@ -308,7 +308,12 @@ def test_quorum_of_distinct_checkers_before_any_credit(chain: Anvil) -> None:
 
 
 def test_unavailable_votes_cancel_credit_but_never_slash(swarm: Swarm) -> None:
-    a, agree, lost, far = swarm.node(), swarm.node(3 * ETH), swarm.node(2 * ETH), swarm.node(2 * ETH)
+    a, agree, lost, far = (
+        swarm.node(),
+        swarm.node(3 * ETH),
+        swarm.node(2 * ETH),
+        swarm.node(2 * ETH),
+    )
     a.submit(0, digest("a"), 8, 40_000, 20_000)
     swarm.await_beacon(0)
     agree.attest(0, a.account_address, 40_000, 20_000)
@@ -347,12 +352,14 @@ def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil
     total = sum(stakes)
     expected = [
         beacon.draws(producer.account_address, n.account_address, s, total, 3)
-        for n, s in zip(nodes[1:], stakes[1:])
+        for n, s in zip(nodes[1:], stakes[1:], strict=True)
     ]
-    on_chain = [swarm.ledger.is_checker(0, producer.account_address, n.account_address) for n in nodes[1:]]
+    on_chain = [
+        swarm.ledger.is_checker(0, producer.account_address, n.account_address) for n in nodes[1:]
+    ]
     assert on_chain == expected
     assert 0 < sum(expected) < len(expected)  # with K=3 of 21 ETH, some are drawn, not all
-    for node, is_drawn in zip(nodes[1:], expected):
+    for node, is_drawn in zip(nodes[1:], expected, strict=True):
         if is_drawn:
             node.attest(0, producer.account_address, 40_000, 20_000)
         else:

@@ -2,8 +2,9 @@
 
 The ledger is v3's (issue 23): a quorum of two agreeing checkers, every staked node drawn
 (checkers = 255), unavailable votes, the beacon armed by a round's first submission and stake
-that came too late for a round's draw. Each step predicts the outcome with the model (which named error, or what changes), runs it on
-the real contract, and compares; after every step the money invariants are checked on chain.
+that came too late for a round's draw. Each step predicts the outcome with the model (which
+named error, or what changes), runs it on the real contract, and compares; after every step the
+money invariants are checked on chain.
 """
 
 from __future__ import annotations

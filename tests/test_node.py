@@ -13,8 +13,8 @@ from batches import local_round
 from typer.testing import CliRunner
 
 from client.cli.main import app
-from client.node.journal import Journal, LocalRoundRecord
 from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS
+from client.node.journal import Journal, LocalRoundRecord
 from client.node.rollouts import make_batch, task_seed, verify_batch
 from client.policy import SeedSpec, build_seed_policy, load_policy
 from client.store import Item, RolloutBatch
