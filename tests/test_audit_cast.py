@@ -81,18 +81,22 @@ def test_readme_cast_commands_agree_with_sapo_audit(
     swarm.bind(swarm.account()).fund(10 * ETH)
     nodes = [swarm.node(stake) for stake in (2 * ETH, 3 * ETH, 5 * ETH)]
     a, b, c = nodes
+    far = swarm.node(ETH)  # a checker that cannot fetch c's batch
     addr = [n.account_address for n in nodes]
     a.set_metadata(json.dumps({"model": "tiny", "ipfs": {"id": "12D3KooWtest", "addresses": []}}))
-    # round 0: a and b agree with each other; c claims everything and both dispute it
-    a.submit(0, digest("a0"), 8, 30_000)
-    b.submit(0, digest("b0"), 8, 10_000)
-    c.submit(0, digest("c0"), 8, 80_000)
-    a.attest(0, addr[1], 10_000)
-    b.attest(0, addr[0], 30_100)
-    a.attest(0, addr[2], 0)
-    b.attest(0, addr[2], 5_000)
+    # round 0: a and b agree with each other; c claims everything and both dispute it (b with
+    # the findings bits "score differs" and "signal differs"), one more cannot fetch it
+    a.submit(0, digest("a0"), 8, 30_000, 20_000)
+    b.submit(0, digest("b0"), 8, 10_000, 10_000)
+    c.submit(0, digest("c0"), 8, 80_000, 0)
+    swarm.await_beacon(0)
+    a.attest(0, addr[1], 10_000, 10_000)
+    b.attest(0, addr[0], 30_100, 20_000)
+    a.attest(0, addr[2], 0, 0)
+    b.attest(0, addr[2], 5_000, 4_000, findings=6)
+    far.report_unavailable(0, addr[2])
     swarm.advance()
-    a.submit(1, digest("a1"), 8, 20_000)
+    a.submit(1, digest("a1"), 8, 20_000, 10_000)  # nobody attests it: it earns nothing
     c.request_unstake(ETH)
     swarm.goto(5)  # rounds 0 and 1 final
     c.settle(0, addr[2])
@@ -109,7 +113,7 @@ def test_readme_cast_commands_agree_with_sapo_audit(
         f'ledger_address = "{swarm.ledger.address}"\nkeystore = "{keystore.name}"\n'
     )
     snippets = readme_snippets()
-    assert len(snippets) == 7, list(snippets)
+    assert len(snippets) == 9, list(snippets)
     base = {**tools, "RPC": swarm.url, "LEDGER": swarm.ledger.address, "FROM": "0"}
 
     for round_ in (0, 1):
@@ -126,27 +130,34 @@ def test_readme_cast_commands_agree_with_sapo_audit(
             sub = sapo_json(cli, "audit", "submission", str(round_), node, "--config", str(config))
             key = next(k for k in snippets if k.startswith("one submission"))
             [view] = json.loads(run_snippet(snippets[key], env))
-            fields = [
-                "digest",
-                "rollouts",
-                "claimed",
-                "agree_stake",
-                "dispute_stake",
-                "attestations",
-            ]
+            fields = ["digest", "rollouts", "score", "signal", "agree_stake", "dispute_stake"]
+            fields += ["unavailable_stake", "agrees", "disputes", "unavailable"]
             fields += ["credited", "settled", "paid"]
             assert dict(zip(fields, view, strict=True)) == {f: sub[f] for f in fields}, (
                 round_,
                 node,
             )
-            lines = run_snippet(
-                snippets["its attestations, one per line: attester score agrees"], env
-            )
-            cast_rows = [line.split() for line in lines.splitlines()]
+            key = next(k for k in snippets if k.startswith("its attestations"))
+            cast_rows = [line.split() for line in run_snippet(snippets[key], env).splitlines()]
             assert cast_rows == [
-                [a["attester"], str(a["score"]), str(a["agrees"]).lower()]
+                [
+                    a["attester"],
+                    str(a["score"]),
+                    str(a["signal"]),
+                    str(a["vote"] == "agree").lower(),
+                    str(a["findings"]),
+                ]
                 for a in sub["attestation_list"]
+                if a["vote"] != "unavailable"
             ]
+            key = next(k for k in snippets if k.startswith("its unavailable votes"))
+            assert run_snippet(snippets[key], env).split() == [
+                a["attester"] for a in sub["attestation_list"] if a["vote"] == "unavailable"
+            ]
+            key = next(k for k in snippets if k.startswith("whether a node is one of"))
+            for checker in [*addr, far.account_address]:
+                drawn = run_snippet(snippets[key], {**env, "CHECKER": checker}).strip()
+                assert drawn == str(checker in sub["checkers"]).lower(), (node, checker)
             key = next(k for k in snippets if k.startswith("the IPFS CID of a digest"))
             cid = run_snippet(snippets[key], env)
             assert cid.strip() == sub["cid"]
@@ -157,28 +168,31 @@ def test_readme_cast_commands_agree_with_sapo_audit(
         key = next(k for k in snippets if k.startswith("a node:"))
         [view] = json.loads(run_snippet(snippets[key], env))
         info = report["info"]
-        registered, active, unbonding, end, metadata, paid = view
+        registered, active, unbonding, end, metadata, paid, stake_block = view
         # cast prints a metadata string that is JSON as the object it encodes
         assert metadata == (
             json.loads(info["metadata"]) if info["metadata"].startswith("{") else info["metadata"]
         )
-        assert [registered, active, unbonding, end, paid] == [
+        assert [registered, active, unbonding, end, paid, stake_block] == [
             info["registered"],
             info["active_stake"],
             info["unbonding"],
             info["unbonding_end"],
             info["total_paid"],
+            info["stake_block"],
         ]
         lines = run_snippet(snippets["its payouts, one per line: amount rounds"], env).splitlines()
         assert [json.loads(line) for line in lines] == [
             [p["amount"], p["rounds"]] for p in report["payouts"]
         ]
 
-    # the scenario reached what the commands must show: a dispute, a slash, an unstake, payouts
-    assert (
-        sapo_json(cli, "audit", "submission", "0", addr[2], "--config", str(config))["credited"]
-        == 0
-    )
+    # the scenario reached what the commands must show: a dispute, an unavailable vote, a
+    # submission nobody checked, a slash, an unstake, payouts
+    cheat = sapo_json(cli, "audit", "submission", "0", addr[2], "--config", str(config))
+    assert (cheat["credited"], cheat["disputes"], cheat["unavailable"]) == (0, 2, 1)
+    assert cheat["attestation_list"][1]["findings_text"] == "score differs, signal differs"
+    unchecked = sapo_json(cli, "audit", "submission", "1", addr[0], "--config", str(config))
+    assert unchecked["why_not_credited"] == "0 of 1 agreeing checkers"
     c_info = sapo_json(cli, "audit", "node", addr[2], "--config", str(config))["info"]
     assert c_info["unbonding"] > 0 and c_info["active_stake"] + c_info["unbonding"] < 5 * ETH
     assert sapo_json(cli, "audit", "node", addr[0], "--config", str(config))["payouts"][0][
