@@ -126,20 +126,25 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     ops = [Operator(swarm, tmp_path, f"op{i}") for i in range(3)]
     for op in ops:
         op.ledger.register('{"model":"tiny"}', 2 * ETH)
-    claims = [30_000, 10_000, 64_000]
-    for op, claim in zip(ops, claims, strict=True):
-        op.ledger.submit(0, digest(op.account.address), 8, claim)
+    claims = [(30_000, 15_000), (10_000, 5_000), (64_000, 0)]  # (score, learning signal)
+    for op, (claim, signal) in zip(ops, claims, strict=True):
+        op.ledger.submit(0, digest(op.account.address), 8, claim, signal)
     cheat = ops[2]
-    ops[0].ledger.attest(0, ops[1].account.address, 10_000)
-    ops[0].ledger.attest(0, cheat.account.address, 0)
-    ops[1].ledger.attest(0, cheat.account.address, 0)
     config = ["--config", str(ops[0].config)]
+    code, output = run(cli, "audit", "submission", "0", ops[0].account.address, *config)
+    assert code == 0 and "checkers drawn: 2; voted: 0; not voted yet: " in output
+    assert "earns nothing yet: 0 of 1 agreeing checkers" in output  # no evidence, no credit
+    swarm.await_beacon(0)
+    ops[0].ledger.attest(0, ops[1].account.address, 10_000, 5_000)
+    ops[1].ledger.attest(0, ops[0].account.address, 30_000, 15_000)
+    ops[0].ledger.attest(0, cheat.account.address, 0, 0, findings=6)
+    ops[1].ledger.attest(0, cheat.account.address, 0, 0)
 
     code, output = run(cli, "audit", "round", "0", *config, "--json")
     assert code == 0, output
     report = json.loads(output)
     assert set(report) == {"round", "final", "total_credited", "submissions"}
-    assert report["final"] is False and report["total_credited"] == 40_000
+    assert report["final"] is False and report["total_credited"] == 20_000
     rows = {row["node"]: row for row in report["submissions"]}
     first = rows[ops[0].account.address]
     assert set(first) >= {
@@ -147,28 +152,43 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
         "digest",
         "cid",
         "rollouts",
-        "claimed",
+        "score",
+        "signal",
         "credited",
-        "attestations",
+        "agrees",
+        "disputes",
+        "unavailable",
         "agree_stake",
         "dispute_stake",
+        "unavailable_stake",
         "settled",
     }
     assert first["cid"] == digest_to_cid(digest(ops[0].account.address))
     assert rows[cheat.account.address]["credited"] == 0
     assert rows[cheat.account.address]["dispute_stake"] == 4 * ETH
 
-    code, output = run(cli, "audit", "round", "0", *config)
-    assert code == 0 and "open to attestations" in output and first["cid"] in output
+    wide = cli.invoke(app, ["audit", "round", "0", *config], env={"COLUMNS": "220"})
+    assert wide.exit_code == 0 and "open to attestations" in wide.output
+    assert first["cid"] in wide.output
 
     code, output = run(cli, "audit", "submission", "0", cheat.account.address, *config, "--json")
     assert code == 0, output
-    assert [a["agrees"] for a in json.loads(output)["attestation_list"]] == [False, False]
+    sub = json.loads(output)
+    assert [a["vote"] for a in sub["attestation_list"]] == ["dispute", "dispute"]
+    assert sub["attestation_list"][0]["findings_text"] == "score differs, signal differs"
+    assert sorted(sub["checkers"]) == sorted(op.account.address for op in ops[:2])
+    assert (
+        sub["why_not_credited"]
+        == "no learning signal claimed (every group all-correct or all-wrong)"
+    )
+    code, output = run(cli, "audit", "submission", "0", cheat.account.address, *config)
+    assert code == 0 and "DISPUTES" in output and "checkers drawn: 2; voted: 2" in output
+    assert "earns nothing yet: no learning signal claimed" in output
 
     code, output = run(cli, "audit", "leaderboard", *config, "--json")
     board = json.loads(output)["nodes"]
     assert [r["node"] for r in board][:2] == [ops[0].account.address, ops[1].account.address]
-    assert board[-1]["node"] == cheat.account.address and board[-1]["disputed"] == 1
+    assert board[-1]["node"] == cheat.account.address and board[-1]["uncredited"] == 1
 
     swarm.goto(4)  # 0 + submitRounds(1) + challengeRounds(2) < 4: final
     code, output = run(cli, "rewards", "show", *config, "--json")
@@ -183,7 +203,7 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     code, output = run(cli, "audit", "node", ops[0].account.address, *config, "--json")
     node = json.loads(output)
     assert node["info"]["total_paid"] == 3 * ETH // 4
-    assert len(node["attestations_given"]) == 2 and node["total_credited"] == 30_000
+    assert len(node["attestations_given"]) == 2 and node["total_credited"] == 15_000
     code, output = run(cli, "audit", "node", ops[0].account.address, *config)
     assert code == 0 and "1 submissions" in output
 

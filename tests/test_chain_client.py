@@ -30,7 +30,7 @@ def test_a_read_only_ledger_reads_but_refuses_to_send(swarm: Swarm) -> None:
     reader = Ledger(swarm.w3, swarm.ledger.address)
     assert reader.current_round() == 0
     with pytest.raises(NoSigner, match="read-only"):
-        reader.submit(0, digest(0), 8, 0)
+        reader.submit(0, digest(0), 8, 0, 0)
 
 
 def test_unreachable_rpc_is_retried_then_named(swarm: Swarm) -> None:
@@ -46,7 +46,7 @@ def test_a_stopped_chain_is_named_and_a_restarted_one_answers_again(tmp_path: Pa
     node = swarm.node()
     anvil.stop()
     with pytest.raises(RpcUnavailable, match="submit: RPC unavailable"):
-        node.submit(0, digest(0), 8, 0)
+        node.submit(0, digest(0), 8, 0, 0)
     restarted = Anvil(tmp_path, port=anvil.port).start()  # same endpoint, fresh chain
     try:
         assert node.tx.rpc(lambda: node.w3.eth.chain_id, "eth_chainId") == 31_337
@@ -103,7 +103,7 @@ def test_event_scan_in_small_chunks_with_filters_and_a_cursor(swarm: Swarm, tmp_
     start = swarm.deploy_tx.block_number
     for round_ in range(3):
         for node in nodes:
-            node.submit(round_, digest(f"{round_}-{node.account_address}"), 8, 100 * round_)
+            node.submit(round_, digest(f"{round_}-{node.account_address}"), 8, 100 * round_, 0)
         swarm.advance()
     reader = EventReader(swarm.ledger, chunk_blocks=2, start_block=start)
     submitted = list(reader.read(["Submitted"]))
@@ -118,7 +118,7 @@ def test_event_scan_in_small_chunks_with_filters_and_a_cursor(swarm: Swarm, tmp_
     cursor = EventCursor.load(path, default_block=start)
     assert len(reader.poll(cursor, ["Submitted"])) == 9
     cursor.save(path)
-    nodes[0].submit(3, digest("late"), 8, 0)
+    nodes[0].submit(3, digest("late"), 8, 0, 0)
     resumed = EventCursor.load(path)
     assert [e.args["round"] for e in reader.poll(resumed, ["Submitted"])] == [3]
     with pytest.raises(ValueError, match="unknown event"):

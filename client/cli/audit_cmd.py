@@ -65,12 +65,15 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
         "signal",
         "credited",
         "votes a/d/u",
-        "agree",
-        "dispute",
-        "unavail.",
+        "stake a/d/u (ETH)",
         "settled",
     ):
-        table.add_column(column, justify="left" if column in (first, "cid") else "right")
+        # addresses and CIDs fold onto more lines in a narrow terminal, never lose characters
+        table.add_column(
+            column,
+            justify="left" if column in (first, "cid") else "right",
+            overflow="fold" if column in (first, "cid") else "ellipsis",
+        )
     for s in subs:
         table.add_row(
             s.node if first == "node" else str(s.round),
@@ -80,9 +83,9 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
             score(s.signal),
             score(s.credited),
             f"{s.agrees}/{s.disputes}/{s.unavailable}",
-            ether(s.agree_stake),
-            ether(s.dispute_stake),
-            ether(s.unavailable_stake),
+            "/".join(
+                f"{w / 10**18:g}" for w in (s.agree_stake, s.dispute_stake, s.unavailable_stake)
+            ),
             "yes" if s.settled else "no",
         )
     return table
