@@ -46,6 +46,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
             "submit_rounds": W,
             "challenge_rounds": C,
             "unbonding_period_s": (W + 2 * C + 1) * ROUND_S,
+            "quorum": 1,  # two nodes: each batch has one checker, the other node
         },
         policy={"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
         # two local rounds a chain round: the node then idles until a warp starts the next one
@@ -171,7 +172,10 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     }
     foreign, inflated = cheater(world), cheater(world)
     missing = cheater(world, json.dumps({"model": "cheat", "ipfs": dead}))
-    node = open_node(gated_config(world, 0), clock=world["warp"].clock)
+    # two fetches in a row that find the never-pinned batch nowhere make an unavailable vote
+    node = open_node(
+        _with(gated_config(world, 0), sapo={"unavailable_after": 2}), clock=world["warp"].clock
+    )
     round_ = next_round(world, node)
 
     def honest(address: str, as_node: str | None = None):
@@ -207,9 +211,15 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     lie = all_correct(honest(inflated.account_address))  # its own tasks, answers claimed right
     for ledger, published in ((foreign, stolen), (inflated, lie)):
         _, digest = publish_batch(store, published)
-        ledger.submit(round_, digest, published.rollouts, published.score)
+        ledger.submit(round_, digest, published.rollouts, published.score, published.signal)
     never_pinned = honest(missing.account_address)
-    missing.submit(round_, never_pinned.digest(), never_pinned.rollouts, never_pinned.score)
+    missing.submit(
+        round_,
+        never_pinned.digest(),
+        never_pinned.rollouts,
+        never_pinned.score,
+        never_pinned.signal or 1,
+    )
 
     thread, stop = start(node)
 
@@ -221,6 +231,11 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     cheats = {c.account_address.lower() for c in (foreign, inflated, missing)}
     wait_until(lambda: cheats <= set(verdicts()), timeout_s=60, what="every cheat checked")
     wait_until(lambda: not node.journal.pending("attest"), timeout_s=60, what="attestations sent")
+
+    def reported() -> bool:
+        return node.ledger.submission(round_, missing.account_address).unavailable == 1
+
+    wait_until(reported, timeout_s=90, what="the never-pinned batch voted unavailable")
     finish(thread, stop)
     found = verdicts()
     bad = found[foreign.account_address.lower()]
@@ -237,7 +252,12 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     assert attested[foreign.account_address.lower()]["score"] == 0
     assert attested[inflated.account_address.lower()]["score"] == wrong["recomputed"]
     assert not attested[inflated.account_address.lower()]["agrees"]
-    assert missing.account_address.lower() not in attested  # unavailable: no attestation
+    assert missing.account_address.lower() not in attested  # unavailable: no attestation...
+    gone_on_chain = node.ledger.submission(round_, missing.account_address)
+    assert (gone_on_chain.unavailable, gone_on_chain.credited) == (1, 0)  # ...but a vote
+    voters = EventReader(node.ledger).read(["Unavailable"], round=round_)
+    assert [e.args["attester"].lower() for e in voters] == [node.address.lower()]
+    assert found[missing.account_address.lower()]["failures"] >= 2
     for cheat in (foreign, inflated):
         info = node.ledger.submission(round_, cheat.account_address)
         assert info.dispute_stake > 0 and info.credited == 0, cheat.account_address
@@ -248,6 +268,9 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
         node.ledger.settle(round_, cheat.account_address)
         after = node.ledger.node_info(cheat.account_address).active_stake
         assert after == stake - stake * node.params.slash_bps // 10_000 < stake
+    stake = node.ledger.node_info(missing.account_address).active_stake
+    node.ledger.settle(round_, missing.account_address)  # unavailable: not slashed
+    assert node.ledger.node_info(missing.account_address).active_stake == stake
 
 
 def test_rounds_per_update_gathers_local_rounds_into_one_step(world) -> None:

@@ -151,7 +151,10 @@ def test_a_node_slower_than_a_chain_round_keeps_submitting_and_is_credited(tmp_p
                 assert (round_, peer["address"].lower(), True) in attesters, (
                     f"round {round_}: {peer['address']} did not attest the slow batch in agreement"
                 )
-            assert sub.credited == sub.claimed == record.claimed, f"round {round_}: not credited"
+            assert (sub.score, sub.signal) == (record.claimed, record.signal)
+            assert sub.credited == sub.signal, f"round {round_}: not credited: " + str(
+                sub.why_not_credited(params.quorum)
+            )
         assert any(submitted_in[r] > r for r in checked), (
             f"the slow node submitted every checked batch in its own round ({submitted_in}): "
             "its local rounds did not outlast a chain round"

@@ -76,6 +76,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
             "challenge_rounds": 1,
             "submit_rounds": 1,
             "unbonding_period_s": 4 * ROUND_S,
+            "quorum": 1,  # two nodes: each batch has one checker, the other node
         },
         policy={"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
         sapo={"local_items": 2, "external_items": 2, "completions": 4, "max_local_rounds": 3},

@@ -125,6 +125,7 @@ def snapshot(peers: int = 0, chain_ok: bool = True) -> Snapshot:
         submit_rounds=2,
         unbonding_period=600,
         min_stake=ETH,
+        quorum=2,
         phase="training",
         chain=Health(True, T0) if chain_ok else Health(False, T0 - 42, "eth_call: refused"),
         store=Health(True, T0),
@@ -149,6 +150,7 @@ def snapshot(peers: int = 0, chain_ok: bool = True) -> Snapshot:
                 7_000 + 100 * r,
                 0 if r == 7 else 7_000 + 100 * r,
                 local_rounds=3 + r % 2,
+                votes=(1, 0, 1) if r == 11 else (2, 0, 0),  # round 11: one could not fetch it
             )
             for r, t in zip(range(1, 12), history, strict=True)
         ),

@@ -69,6 +69,14 @@ def _devnet_config(
         }
     if nodes:
         changes["devnet"] = {"nodes": nodes, "accounts": max(cfg.devnet.accounts, nodes + 1)}
+        if cfg.ledger.quorum > max(1, nodes - 1):
+            # a batch's checkers are the other nodes: a smaller devnet lowers its quorum to fit
+            quorum = max(1, nodes - 1)
+            err.print(
+                f"note: [ledger].quorum {cfg.ledger.quorum} lowered to {quorum} for a devnet of "
+                f"{nodes} node(s) (each batch has {nodes - 1} possible checker(s))"
+            )
+            changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
     return _with(cfg, **changes) if changes else cfg
 
 
@@ -194,10 +202,13 @@ def up(
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
     from client.devnet.netns import NetnsError, NetnsUnavailable
     from client.node.assemble import NodeConfigError
+    from client.node.devnet import quorum_problem
     from client.node.supervisor import Supervisor
 
     cfg = _devnet_config(load_or_exit(config), nodes, round_length, store)
     count = cfg.devnet.nodes if nodes is None else nodes
+    if problem := quorum_problem(cfg, count):
+        fail(problem, Exit.USAGE)
     data_dir = data_dir.absolute()
     if running := supervisor_alive(data_dir):
         fail(

@@ -48,6 +48,17 @@ class Provisioned:
     addresses: list[str]
 
 
+def quorum_problem(cfg: NodeConfig, nodes: int) -> str | None:
+    """Why a devnet of `nodes` nodes could never credit a batch with this quorum, or None."""
+    if nodes and cfg.ledger.quorum > max(1, nodes - 1):
+        return (
+            f"a devnet of {nodes} node(s) can never credit a batch with [ledger].quorum = "
+            f"{cfg.ledger.quorum}: a batch's checkers are the other nodes; set quorum to at most "
+            f"{max(1, nodes - 1)} (or run more nodes)"
+        )
+    return None
+
+
 def provision(
     cfg: NodeConfig,
     data_dir: Path,
@@ -63,6 +74,8 @@ def provision(
     `ipfs_api` is one daemon all nodes share, or one per node (node i uses the i-th; the
     swarm's devnet.toml names the first). `node_sections(i)` may change sections of node i's
     config (e.g. its policy seed)."""
+    if problem := quorum_problem(cfg, nodes):
+        raise ValueError(problem)
     apis = [ipfs_api] * max(1, nodes) if isinstance(ipfs_api, str) else ipfs_api
     if apis is not None and len(apis) < nodes:
         raise ValueError(f"{nodes} nodes need {nodes} IPFS daemons, not {len(apis)}")

@@ -136,7 +136,7 @@ class Overview(Grid):
         if snap.local_rounds_per_round is not None:
             latest.add_row("local rounds", f"{snap.local_rounds_per_round:.1f} per chain round")
         credited = sum(p.credited or 0 for p in snap.rounds)
-        latest.add_row("credited score", f"{format_score(credited)} over {len(confirmed)} rounds")
+        latest.add_row("credited signal", f"{format_score(credited)} over {len(confirmed)} rounds")
         self.query_one("#latest-card", Static).update(latest)
 
         recent = _grid(8)

@@ -1,5 +1,5 @@
 """Rewards: verifier reward per round (local items, external items used), and the ledger's
-cumulative credited score and payouts."""
+cumulative credited learning signal and payouts."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class RewardCharts(Vertical):
         per_round.border_title = "mean verifier reward per round"
         yield per_round
         cumulative = PlotextPlot(id="reward-cumulative")
-        cumulative.border_title = "cumulative credited score (left) and payouts, ETH (right)"
+        cumulative.border_title = "cumulative credited signal (left) and payouts, ETH (right)"
         yield cumulative
         self._drawn: tuple = ()
 
@@ -61,7 +61,7 @@ class RewardCharts(Vertical):
                 total += p.credited or 0
                 xs.append(p.round)
                 ys.append(total / 10_000)
-            plt.plot(xs, ys, label="credited score", marker="braille")
+            plt.plot(xs, ys, label="credited signal", marker="braille")
         if snap.payouts:
             paid, xs, ys = 0, [], []
             for p in sorted(snap.payouts, key=lambda p: p.round):
