@@ -33,13 +33,17 @@ HARD_PATHS = (
     "zeroShareClaims",
     "fullUnstakes",
     "withdrawalsAfterSubmitting",
-    "ties",
     "quorumReached",
     "unavailableVotes",
     "unavailableNotSlashed",
     "finalWithoutQuorum",
     "beaconsRearmed",
 )
+# Reached by some campaigns only (counted in the report, not required): a tie between agreeing
+# and disputing + unavailable stake needs equal stake sums on both sides after a quorum, which
+# the default suite (quorum 2) reaches in 0 to 20 of 64 runs. The directed LedgerRulesTest
+# covers the tie rule on every run, and scripts/mutate-ledger runs it.
+SOMETIMES_PATHS = ("ties",)
 
 
 class ForgeError(RuntimeError):
@@ -291,7 +295,10 @@ def report(run: ForgeRun) -> str:
         )
     if run.paths:
         suites = sorted(run.paths)
-        rows = [[path, *(str(run.paths[s][path]) for s in suites)] for path in HARD_PATHS]
+        rows = [
+            [path, *(str(run.paths[s][path]) for s in suites)]
+            for path in HARD_PATHS + SOMETIMES_PATHS
+        ]
         parts.append("hard paths reached (summed over runs)\n" + _table(["path", *suites], rows))
     for r in run.failed:
         lines = [f"FAILED {r.suite}.{r.name}: {r.reason}"]

@@ -67,6 +67,12 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
     }
     for suite, reached in run.paths.items():
         assert all(reached[p] > 0 for p in HARD_PATHS), (suite, reached)
+    assert {r.name for r in run.results if r.suite == "LedgerRulesTest"} >= {
+        "test_tieBetweenAgreeingAndDisputingStakeIsCredited",
+        "test_quorumReachedExactlyAtItsCount",
+        "test_unavailableVotesCancelCreditButNeverSlash",
+        "test_aSubmissionNobodyCheckedEarnsNothing",
+    }
     assert {r.name for r in run.results if r.suite == "LedgerGasTest"} >= {
         "test_gas_submitFirstInRound",
         "test_gas_attestFlippingCredit",
@@ -76,9 +82,11 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
 
 
 def test_every_seeded_fault_is_caught() -> None:
-    # 16 runs per campaign (not foundry.toml's 64) keeps this under three minutes; every fault
-    # is caught within a dozen calls (the table in the script's output)
-    done = script("scripts/mutate-ledger", "--runs", "16", "--jobs", "2")
+    # 8 runs per campaign (not foundry.toml's 64): compiling each mutant (~40 s with solcjs)
+    # costs more than its campaigns; the faults on the credit rule's rare edges (a tie, an
+    # outweighed share, a vote after the window) are caught by the directed LedgerRulesTest on
+    # every run, the others within a few dozen calls (the table in the script's output)
+    done = script("scripts/mutate-ledger", "--runs", "8", "--jobs", "2")
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
     listed = script("scripts/mutate-ledger", "--list").stdout.splitlines()

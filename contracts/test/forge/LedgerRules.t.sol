@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.37;
+
+import {SwarmLedger} from "../../SwarmLedger.sol";
+import {CheatsBase} from "./Cheats.sol";
+
+/// @notice Directed tests of the credit rule's edges, which the invariant campaigns reach too
+/// rarely to catch a fault in (scripts/mutate-ledger runs these beside the campaigns): a tie
+/// between agreeing and disputing + unavailable stake, a quorum reached exactly, and unavailable
+/// votes that cancel credit without slashing. Every node is drawn (checkers 255) and stakes are
+/// equal, so that each vote moves the tallies by the same weight. Block numbers are set
+/// explicitly: via-IR may reuse a block.number read across vm.roll.
+contract LedgerRulesTest is CheatsBase {
+    SwarmLedger internal ledger;
+    address internal constant P = address(0x9001);
+    address internal constant A = address(0xA001);
+    address internal constant B = address(0xB001);
+    address internal constant C = address(0xC001);
+    address internal constant D = address(0xD001);
+    uint64 internal constant L = 60;
+
+    function _deploy(uint8 quorum) internal {
+        vm.warp(1_700_000_000);
+        vm.roll(100);
+        ledger = new SwarmLedger(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 255);
+        address[5] memory nodes = [P, A, B, C, D];
+        for (uint256 i; i < nodes.length; ++i) {
+            vm.deal(nodes[i], 10 ether);
+            vm.prank(nodes[i]);
+            ledger.register{value: 2 ether}("{}");
+        }
+        vm.warp(ledger.genesis() + 1);
+        vm.roll(110);
+        vm.prank(P);
+        ledger.submit(0, keccak256("p"), 8, 40_000, 20_000);
+        vm.roll(112); // past the beacon block (111): checkers may vote
+    }
+
+    function _agree(address who) internal {
+        vm.prank(who);
+        ledger.attest(0, P, 40_000, 20_000, 0);
+    }
+
+    function _dispute(address who) internal {
+        vm.prank(who);
+        ledger.attest(0, P, 0, 0, 6);
+    }
+
+    function _unavailable(address who) internal {
+        vm.prank(who);
+        ledger.reportUnavailable(0, P);
+    }
+
+    function _credited() internal view returns (uint256) {
+        return ledger.submissionOf(0, P).credited;
+    }
+
+    function test_tieBetweenAgreeingAndDisputingStakeIsCredited() public {
+        _deploy(1);
+        _agree(A);
+        _dispute(B);
+        require(_credited() == 20_000, "2 ETH agreeing vs 2 ETH disputing: not outweighed, credited");
+        _unavailable(C);
+        require(_credited() == 0, "2 ETH agreeing vs 4 ETH against: outweighed");
+        _agree(D);
+        require(_credited() == 20_000, "4 ETH agreeing vs 2 disputing + 2 unavailable: a tie, credited");
+        (, uint256 total,) = ledger.roundInfo(0);
+        require(total == 20_000, "the round's total follows the credit");
+    }
+
+    function test_quorumReachedExactlyAtItsCount() public {
+        _deploy(3);
+        _agree(A);
+        _agree(B);
+        require(_credited() == 0, "2 of 3 agreeing checkers: nothing yet");
+        _agree(C);
+        require(_credited() == 20_000, "3 of 3: credited");
+    }
+
+    function test_unavailableVotesCancelCreditButNeverSlash() public {
+        _deploy(1);
+        _agree(A);
+        _unavailable(B);
+        require(_credited() == 20_000, "a tie with unavailable stake: credited");
+        _unavailable(C);
+        require(_credited() == 0, "outweighed by unavailable stake: no credit");
+        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.roll(200);
+        ledger.settle(0, P);
+        require(ledger.nodeInfo(P).activeStake == 2 ether, "unavailable is not wrong: no slash");
+    }
+
+    function test_aSubmissionNobodyCheckedEarnsNothing() public {
+        _deploy(1);
+        vm.deal(address(this), 1 ether);
+        ledger.fund{value: 1 ether}();
+        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.roll(200);
+        uint64[] memory rounds = new uint64[](1);
+        rounds[0] = 0;
+        require(ledger.claimable(P, rounds) == 0, "no attestation: nothing to claim");
+    }
+
+    function test_disputingStakeThatComesToOutweighTakesCreditAndItsShare() public {
+        _deploy(1);
+        vm.deal(address(this), 1 ether);
+        ledger.fund{value: 1 ether}();
+        _agree(A);
+        _dispute(B);
+        require(_credited() == 20_000, "a tie: credited");
+        _dispute(C);
+        require(_credited() == 0, "2 ETH agreeing vs 4 ETH disputing: no credit");
+        (, uint256 total,) = ledger.roundInfo(0);
+        require(total == 0, "the round's total loses it");
+        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.roll(200);
+        uint64[] memory rounds = new uint64[](1);
+        rounds[0] = 0;
+        require(ledger.claimable(P, rounds) == 0, "an outweighed submission is owed nothing");
+    }
+
+    function test_votesCloseWithTheChallengeWindow() public {
+        _deploy(1);
+        vm.warp(ledger.genesis() + 3 * L + 1); // round 3 = 0 + submitRounds + challengeRounds
+        vm.roll(150);
+        _agree(A);
+        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.roll(160);
+        vm.prank(B);
+        (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(!ok, "an attestation after the window is refused");
+        vm.prank(C);
+        (ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.reportUnavailable, (0, P)));
+        require(!ok, "an unavailable vote after the window is refused");
+    }
+}
