@@ -60,13 +60,16 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "setMetadata",
         "submit",
         "attest",
+        "attestAgreeing",
+        "reportUnavailable",
+        "rearmBeacon",
         "settle",
         "fund",
         "claim",
         "warp",
     }
-    for suite, reached in run.paths.items():
-        assert all(reached[p] > 0 for p in HARD_PATHS), (suite, reached)
+    for path in HARD_PATHS:  # by one suite at least (problems() says which none reached)
+        assert any(reached[path] > 0 for reached in run.paths.values()), path
     assert {r.name for r in run.results if r.suite == "LedgerRulesTest"} >= {
         "test_tieBetweenAgreeingAndDisputingStakeIsCredited",
         "test_quorumReachedExactlyAtItsCount",
@@ -75,7 +78,8 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
     }
     assert {r.name for r in run.results if r.suite == "LedgerGasTest"} >= {
         "test_gas_submitFirstInRound",
-        "test_gas_attestFlippingCredit",
+        "test_gas_attestCompletingTheQuorum",
+        "test_gas_reportUnavailableCancellingCredit",
         "test_gas_settleDisputed",
         "test_gas_claimTenRounds",
     }
@@ -100,7 +104,9 @@ def test_gas_snapshot_is_current() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     for call in (
         "submit (first in round)",
-        "attest (agreeing)",
+        "attest (agreeing, below quorum)",
+        "attest (first vote of the round: draws the beacon)",
+        "reportUnavailable (cancels credit)",
         "settle (credited)",
         "claim (1 round)",
     ):
