@@ -292,10 +292,7 @@ def report(run: ForgeRun) -> str:
         )
     if run.paths:
         suites = sorted(run.paths)
-        rows = [
-            [path, *(str(run.paths[s][path]) for s in suites)]
-            for path in HARD_PATHS
-        ]
+        rows = [[path, *(str(run.paths[s][path]) for s in suites)] for path in HARD_PATHS]
         parts.append("hard paths reached (summed over runs)\n" + _table(["path", *suites], rows))
     for r in run.failed:
         lines = [f"FAILED {r.suite}.{r.name}: {r.reason}"]

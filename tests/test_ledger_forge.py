@@ -85,17 +85,39 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
     }
 
 
-def test_every_seeded_fault_is_caught() -> None:
-    # 8 runs per campaign (not foundry.toml's 64): compiling each mutant (~40 s with solcjs)
-    # costs more than its campaigns; the faults on the credit rule's rare edges (a tie, an
-    # outweighed share, a vote after the window) are caught by the directed LedgerRulesTest on
-    # every run, the others within a few dozen calls (the table in the script's output)
-    done = script("scripts/mutate-ledger", "--runs", "8", "--jobs", "2")
+# The faults on the credit rules of ledger v3 (issue 23). CI runs these, not all 21: compiling a
+# mutant costs ~40 s with solcjs, and the whole set would take ~10 of CI's 30 minutes; the other
+# faults (stake, windows, claims; caught since v2) are run by `scripts/mutate-ledger` itself,
+# whose full table is in issue 23's closing note.
+CREDIT_RULE_FAULTS = (
+    "disputed-batch-credited",
+    "tie-goes-to-dispute",
+    "quorum-ignored",
+    "unattested-batch-credited",
+    "unavailable-votes-ignored",
+    "unavailable-slashes",
+    "checkers-not-drawn",
+    "stake-after-beacon-counts",
+    "beacon-known-at-submission",
+    "paid-by-score",
+    "signal-not-checked",
+)
+
+
+def test_every_seeded_fault_on_the_credit_rules_is_caught() -> None:
+    # 8 runs per campaign (not foundry.toml's 64): compiling each mutant costs more than its
+    # campaigns; the faults on the credit rule's rare edges (a tie, an outweighed share) are
+    # caught by the directed LedgerRulesTest on every run, the others within a few dozen calls
+    only = ",".join(CREDIT_RULE_FAULTS)
+    done = script("scripts/mutate-ledger", "--only", only, "--runs", "8", "--jobs", "2")
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
-    listed = script("scripts/mutate-ledger", "--list").stdout.splitlines()
-    assert len(listed) >= 6
-    assert f"{len(listed)} of {len(listed)} seeded faults caught" in done.stdout
+    listed = [
+        line.split(":")[0] for line in script("scripts/mutate-ledger", "--list").stdout.splitlines()
+    ]
+    assert set(CREDIT_RULE_FAULTS) <= set(listed) and len(listed) >= 21
+    n = len(CREDIT_RULE_FAULTS)
+    assert f"{n} of {n} seeded faults caught" in done.stdout
 
 
 def test_gas_snapshot_is_current() -> None:
