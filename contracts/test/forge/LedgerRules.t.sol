@@ -133,4 +133,19 @@ contract LedgerRulesTest is CheatsBase {
         (ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.reportUnavailable, (0, P)));
         require(!ok, "an unavailable vote after the window is refused");
     }
+
+    function test_stakeAddedInTheBeaconBlockBuysNoDraw() public {
+        _deploy(1); // the round's first submission in block 110: its beacon is block 111's hash
+        address late = address(0xE001);
+        vm.roll(111); // registered in the beacon block itself: too late for this round
+        vm.deal(late, 10 ether);
+        vm.prank(late);
+        ledger.register{value: 2 ether}("{}");
+        vm.roll(113);
+        vm.prank(late);
+        (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(!ok, "stake from the beacon's own block buys no draw");
+        require(!ledger.isChecker(0, P, late), "isChecker agrees");
+        _agree(A); // a node staked before the beacon block checks
+    }
 }
