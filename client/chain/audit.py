@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from client.chain.events import EventReader, LedgerEvent
 from client.chain.ledger import Ledger
-from client.chain.models import NodeInfo, SubmissionInfo
+from client.chain.models import Beacon, LedgerParams, NodeInfo, SubmissionInfo
 
 
 class Report(BaseModel):
@@ -162,7 +162,7 @@ class Auditor:
             attestations=sorted(rows, key=lambda r: (r.block_number, r.attester)),
             final=self.ledger.round_info(round_).final,
             quorum=params.quorum,
-            checkers=self.checkers(round_, sub.node) if sub.exists and beacon.ready else [],
+            checkers=self._drawn(beacon, params, sub.node) if sub.exists and beacon.ready else [],
             beacon_ready=beacon.ready,
             why_not_credited=sub.why_not_credited(params.quorum) if sub.exists else None,
         )
@@ -170,18 +170,15 @@ class Auditor:
     def checkers(self, round_: int, node: str) -> list[str]:
         """Who the round's beacon draws to check `node`'s batch, recomputed from the beacon and
         today's stakes (the ledger's rule; one batched read of every node)."""
-        beacon = self.ledger.beacon(round_)
-        params = self.ledger.params()
+        return self._drawn(self.ledger.beacon(round_), self.ledger.params(), node)
+
+    def _drawn(self, beacon: Beacon, params: LedgerParams, node: str) -> list[str]:
         infos = self.ledger.node_infos(self.ledger.nodes())
         total = self.ledger.totals()["active"]
         return [
             i.address
             for i in infos
-            if i.address.lower() != node.lower()
-            and i.registered
-            and i.active_stake >= params.min_stake
-            and i.stake_block < beacon.block
-            and beacon.draws(node, i.address, i.active_stake, total, params.checkers)
+            if beacon.checks(node, i, total, params.min_stake, params.checkers)
         ]
 
     def leaderboard(self, first: int | None = None, last: int | None = None) -> list[LeaderRow]:

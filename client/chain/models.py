@@ -147,6 +147,19 @@ class Beacon(ChainModel):
         )
         return (h >> 128) * total_active < (checkers * active) << 128
 
+    def checks(
+        self, node: str, checker: NodeInfo, total_active: int, min_stake: int, checkers: int
+    ) -> bool:
+        """SwarmLedger.isChecker recomputed: `checker` is registered, holds minStake, last
+        added stake before the beacon block, is not the producer, and `draws` picks it."""
+        return (
+            checker.address.lower() != node.lower()
+            and checker.registered
+            and checker.active_stake >= min_stake
+            and checker.stake_block < self.block
+            and self.draws(node, checker.address, checker.active_stake, total_active, checkers)
+        )
+
 
 class RoundInfo(ChainModel):
     """A round's submission count and credited total, and whether the credit is final."""

@@ -74,6 +74,7 @@ class Intake(Stage):
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
         self._beacons: dict[int, Beacon] = {}  # round -> its beacon, once known
         self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
+        self._unready: set[int] = set()  # rounds whose beacon was not known, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
     def run(self, stop: threading.Event) -> None:
@@ -96,7 +97,7 @@ class Intake(Stage):
             first = current - self.params.submit_rounds - self.params.challenge_rounds
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
             self._beacons = {r: b for r, b in self._beacons.items() if r >= first}
-        self._stakes = None
+        self._stakes, self._unready = None, set()
         try:
             candidates = self._candidates(current)
         except ChainError as exc:  # the draw is read from the ledger
@@ -158,8 +159,11 @@ class Intake(Stage):
             return self._draws[key]
         beacon = self._beacons.get(sub.round)
         if beacon is None:
+            if sub.round in self._unready:  # asked already in this poll
+                return False
             beacon = self.ledger.beacon(sub.round)
             if not beacon.ready:
+                self._unready.add(sub.round)
                 if beacon.block and self.reader.head() > beacon.block + BLOCKHASH_WINDOW:
                     self.journal.enqueue(
                         f"rearm:{sub.round}:{beacon.block}", "rearm", sub.round, {}
@@ -170,15 +174,10 @@ class Intake(Stage):
             info = self.ledger.node_info(self.me)
             self._stakes = (info, self.ledger.totals()["active"])
         info, total = self._stakes
-        eligible = (
-            info.registered
-            and info.active_stake >= self.params.min_stake
-            and info.stake_block < beacon.block
-        )
         # Fixed once the beacon is known (stakes aside: a stake change may move a draw at the
         # edge; the ledger then refuses the vote with NotDrawn and the outbox drops it).
-        self._draws[key] = eligible and beacon.draws(
-            sub.node, self.me, info.active_stake, total, self.params.checkers
+        self._draws[key] = beacon.checks(
+            sub.node, info, total, self.params.min_stake, self.params.checkers
         )
         return self._draws[key]
 
