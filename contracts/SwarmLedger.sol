@@ -9,8 +9,10 @@ pragma solidity 0.8.37;
 /// @dev No owner, no admin function, no upgrade path: every parameter is fixed at deployment.
 /// A batch of round r may be submitted until round r + submitRounds (slow hardware submits late
 /// rather than never) and checked until round r + submitRounds + challengeRounds; after that its
-/// credit is final. Who checks a batch is drawn from the round's beacon (a block hash fixed after
-/// the round's first submission): each staked node is a checker of a submission with probability
+/// credit is final. Who checks a batch is drawn from its own beacon (the hash of the block after
+/// the one that holds the submission, unknown when it is sent, so a producer cannot pick the
+/// identity or the moment that draws friendly checkers): each staked node is a checker of a
+/// submission with probability
 /// min(1, checkers * its stake / all active stake), so a batch has about `checkers` checkers and
 /// no producer picks them. No evidence, no credit: a submission earns only once at least `quorum`
 /// distinct drawn checkers agreed with it and their stake is at least that of the checkers who
@@ -57,9 +59,10 @@ contract SwarmLedger {
     // - Submission slot 1 holds the batch size, score, signal, the agree and dispute tallies and
     //   their counts. Tallies count stake in gwei (uint64: 1.8e10 ether) so that all fit in one
     //   slot; a stake is counted at its whole gwei (minStake is at least 1 gwei). Slot 2 holds the
-    //   unavailable votes, written only when there are some.
-    // - Round is one slot: the credited total, the number of submissions and the beacon (the
-    //   block whose hash draws the round's checkers, then that hash).
+    //   submission's beacon (the block whose hash draws its checkers, then that hash) and the
+    //   unavailable votes.
+    // - Round is one slot, the credited total, written only when credit moves: submit writes
+    //   nothing of the round (a round's submissions are its Submitted events).
 
     struct Node {
         uint96 active;
@@ -87,13 +90,12 @@ contract SwarmLedger {
         // slot 2
         uint64 unavailableGwei;
         uint8 unavailable;
+        uint40 beaconBlock; // the block whose hash is the beacon (the submission's + 1)
+        uint88 beacon; // that hash (truncated), once drawn; 0 before
     }
 
     struct Round {
         uint96 totalCredited;
-        uint32 submissions;
-        uint40 beaconBlock; // the block whose hash is the beacon (first submission's + 1)
-        uint88 beacon; // that hash (truncated), once drawn; 0 before
     }
 
     /// @notice A node as audits see it; stakes in wei, scores in SCORE_SCALE units.
@@ -164,8 +166,8 @@ contract SwarmLedger {
         uint16 findings
     );
     event Unavailable(uint64 indexed round, address indexed node, address indexed attester);
-    event BeaconDrawn(uint64 indexed round, uint256 beacon, uint64 beaconBlock);
-    event BeaconRearmed(uint64 indexed round, uint64 beaconBlock);
+    event BeaconDrawn(uint64 indexed round, address indexed node, uint256 beacon, uint64 beaconBlock);
+    event BeaconRearmed(uint64 indexed round, address indexed node, uint64 beaconBlock);
     event CreditChanged(uint64 indexed round, address indexed node, bool credited, uint256 roundTotalCredited);
     event Settled(uint64 indexed round, address indexed node, bool disputed, uint256 slashed);
     event Slashed(address indexed node, uint64 indexed round, uint256 amount);
@@ -193,8 +195,8 @@ contract SwarmLedger {
     error TooManyRollouts(uint32 rollouts, uint256 max);
     error NotDrawn(uint64 round, address node, address checker);
     error StakedTooLate(uint64 round, uint64 stakeBlock, uint64 beaconBlock);
-    error BeaconNotReady(uint64 round, uint64 beaconBlock);
-    error BeaconNotStale(uint64 round, uint64 beaconBlock);
+    error BeaconNotReady(uint64 round, address node, uint64 beaconBlock);
+    error BeaconNotStale(uint64 round, address node, uint64 beaconBlock);
     error SelfAttestation(address node);
     error NoSubmission(uint64 round, address node);
     error ChallengeWindowClosed(uint64 round, uint64 current);
@@ -307,8 +309,8 @@ contract SwarmLedger {
     }
 
     /// @notice Adds msg.value to the caller's active stake. The node is not drawn to check the
-    /// rounds whose beacon block is not later than this one (stake added once a beacon may be
-    /// known buys no draws).
+    /// submissions whose beacon block is not later than this one (stake added once a beacon may
+    /// be known buys no draws).
     function addStake() external payable {
         Node storage n = _nodes[msg.sender];
         if (!n.registered) revert NotRegistered(msg.sender);
@@ -369,7 +371,7 @@ contract SwarmLedger {
     /// @notice Records the caller's rollout batch for a round: its sha256 (the CIDv1 of the batch
     /// is derived from it), its number of rollouts, the summed verifier score and the learning
     /// signal it claims. It earns nothing until its drawn checkers agree (see attest). The
-    /// round's first submission arms the round's beacon: the hash of the next block.
+    /// submission's beacon, which draws its checkers, is the hash of the next block.
     /// @param round A round from currentRound() - submitRounds to currentRound().
     /// @param digest sha256 of the canonical batch bytes.
     /// @param rollouts Completions in the batch (questions x completions), 1 .. MAX_ROLLOUTS.
@@ -394,9 +396,7 @@ contract SwarmLedger {
         s.rollouts = uint24(rollouts);
         s.score = uint40(score);
         s.signal = uint40(signal);
-        Round storage r = _rounds[round];
-        r.submissions += 1;
-        if (r.beaconBlock == 0) r.beaconBlock = uint40(block.number + 1);
+        s.beaconBlock = uint40(block.number + 1);
         emit Submitted(round, msg.sender, digest, rollouts, score, signal);
     }
 
@@ -462,7 +462,7 @@ contract SwarmLedger {
         }
         mapping(address => bool) storage seen = _attested[msg.sender][round];
         if (seen[node]) revert AlreadyAttested(round, node, msg.sender);
-        (uint256 beacon, uint64 beaconBlock) = _drawBeacon(round);
+        (uint256 beacon, uint64 beaconBlock) = _drawBeacon(s, round, node);
         if (a.stakeBlock >= beaconBlock) revert StakedTooLate(round, a.stakeBlock, beaconBlock);
         if (!_drawn(beacon, round, node, msg.sender, a.active)) revert NotDrawn(round, node, msg.sender);
         seen[node] = true;
@@ -492,7 +492,7 @@ contract SwarmLedger {
     /// @notice Whether `checker` is drawn to check `node`'s submission of `round`, with its stake
     /// and the total stake now. Anyone can recompute it: with h = keccak256(abi.encode(beacon,
     /// round, node, checker)), a registered node other than `node` whose stake is at least
-    /// minStake and was last added before the beacon's block is drawn when
+    /// minStake and was last added before the submission's beacon block is drawn when
     /// (h >> 128) * totalActive < checkers * active << 128, i.e. with probability
     /// min(1, checkers * active / totalActive). False until the beacon is drawn.
     /// @param round The round.
@@ -503,49 +503,53 @@ contract SwarmLedger {
     function isChecker(uint64 round, address node, address checker) external view returns (bool) {
         Node storage a = _nodes[checker];
         if (checker == node || !a.registered || a.active < minStake) return false;
-        (uint256 beacon, uint64 beaconBlock, bool ready) = beaconOf(round);
+        (uint256 beacon, uint64 beaconBlock, bool ready) = beaconOf(round, node);
         return ready && a.stakeBlock < beaconBlock && _drawn(beacon, round, node, checker, a.active);
     }
 
-    /// @notice The beacon that draws a round's checkers: the hash of the block after the
-    /// round's first submission (re-armed to a later block if nobody drew it while the EVM
-    /// still knew that hash).
+    /// @notice The beacon that draws the checkers of `node`'s submission of `round`: the hash of
+    /// the block after the submission's (re-armed to a later block if nobody drew it while the
+    /// EVM still knew that hash).
     /// @param round The round.
+    /// @param node The producer.
     /// @return beacon The beacon (the block hash's low 88 bits; 0 while not ready).
-    /// @return beaconBlock The block whose hash it is (0 before the round's first submission).
+    /// @return beaconBlock The block whose hash it is (0 when there is no submission).
     /// @return ready Whether the beacon is known (stored, or its block hash is available).
-    function beaconOf(uint64 round) public view returns (uint256 beacon, uint64 beaconBlock, bool ready) {
-        Round storage r = _rounds[round];
-        beaconBlock = r.beaconBlock;
-        if (r.beacon != 0) return (r.beacon, beaconBlock, true);
+    function beaconOf(uint64 round, address node) public view returns (uint256 beacon, uint64 beaconBlock, bool ready) {
+        Submission storage s = _submissions[round][node];
+        beaconBlock = s.beaconBlock;
+        if (s.beacon != 0) return (s.beacon, beaconBlock, true);
         if (beaconBlock == 0 || block.number <= beaconBlock) return (0, beaconBlock, false);
         beacon = _beaconFrom(blockhash(beaconBlock));
         ready = beacon != 0;
     }
 
-    /// @notice Re-arms a round's beacon to the next block when its block's hash has left the
+    /// @notice Re-arms a submission's beacon to the next block when its block's hash has left the
     /// EVM's window before anyone drew it (no checker voted for 256 blocks). Anyone may call it.
     /// @param round The round.
-    function rearmBeacon(uint64 round) external {
-        Round storage r = _rounds[round];
-        uint256 beaconBlock = r.beaconBlock;
-        if (r.beacon != 0 || beaconBlock == 0 || block.number <= beaconBlock + BLOCKHASH_WINDOW) {
-            revert BeaconNotStale(round, uint64(beaconBlock));
+    /// @param node The producer.
+    function rearmBeacon(uint64 round, address node) external {
+        Submission storage s = _submissions[round][node];
+        uint256 beaconBlock = s.beaconBlock;
+        if (s.beacon != 0 || beaconBlock == 0 || block.number <= beaconBlock + BLOCKHASH_WINDOW) {
+            revert BeaconNotStale(round, node, uint64(beaconBlock));
         }
-        r.beaconBlock = uint40(block.number + 1);
-        emit BeaconRearmed(round, uint64(block.number + 1));
+        s.beaconBlock = uint40(block.number + 1);
+        emit BeaconRearmed(round, node, uint64(block.number + 1));
     }
 
-    /// @dev Returns the round's beacon and its block, storing the beacon on first use; reverts
-    /// while it is not known.
-    function _drawBeacon(uint64 round) private returns (uint256 beacon, uint64 beaconBlock) {
+    /// @dev Returns the submission's beacon and its block, storing the beacon on first use;
+    /// reverts while it is not known.
+    function _drawBeacon(Submission storage s, uint64 round, address node)
+        private
+        returns (uint256 beacon, uint64 beaconBlock)
+    {
         bool ready;
-        (beacon, beaconBlock, ready) = beaconOf(round);
-        if (!ready) revert BeaconNotReady(round, beaconBlock);
-        Round storage r = _rounds[round];
-        if (r.beacon == 0) {
-            r.beacon = uint88(beacon);
-            emit BeaconDrawn(round, beacon, beaconBlock);
+        (beacon, beaconBlock, ready) = beaconOf(round, node);
+        if (!ready) revert BeaconNotReady(round, node, beaconBlock);
+        if (s.beacon == 0) {
+            s.beacon = uint88(beacon);
+            emit BeaconDrawn(round, node, beacon, beaconBlock);
         }
     }
 
@@ -690,14 +694,13 @@ contract SwarmLedger {
         });
     }
 
-    /// @notice A round's submission count and credited total, and whether its credit is final.
+    /// @notice A round's credited total, and whether its credit is final (its submissions are
+    /// its Submitted events).
     /// @param round The round.
-    /// @return submissions Number of submissions.
     /// @return totalCredited Sum of the credited signals.
     /// @return isFinal Whether currentRound() > round + submitRounds + challengeRounds.
-    function roundInfo(uint64 round) external view returns (uint32 submissions, uint256 totalCredited, bool isFinal) {
-        Round storage r = _rounds[round];
-        return (r.submissions, r.totalCredited, currentRound() > round + submitRounds + challengeRounds);
+    function roundInfo(uint64 round) external view returns (uint256 totalCredited, bool isFinal) {
+        return (_rounds[round].totalCredited, currentRound() > round + submitRounds + challengeRounds);
     }
 
     /// @notice Whether `attester` voted on `node`'s submission of `round` (attested it or

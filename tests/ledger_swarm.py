@@ -78,18 +78,28 @@ class Swarm:
         rpc_call(self.url, "evm_mine")
 
     def mine(self, blocks: int = 1) -> None:
-        """Mines blocks without moving the clock much (a round's beacon is the hash of the block
-        after its first submission: checkers vote from the block after that)."""
+        """Mines blocks without moving the clock much (a submission's beacon is the hash of the
+        block after its own: checkers vote from the block after that)."""
         rpc_call(self.url, "anvil_mine", [hex(blocks), "0x1"])
 
-    def await_beacon(self, round_: int) -> None:
-        """Mines until the round's beacon can be read: its block (the one after the round's first
-        submission) must be behind the latest block, as calls and gas estimates see the chain."""
+    def await_beacon(self, round_: int, node: str | None = None) -> None:
+        """Mines until the beacons of the round's submissions (or of `node`'s) can be read: a
+        beacon's block, the one after its submission's, must be behind the latest block, as calls
+        and gas estimates see the chain."""
+        from client.chain.events import EventReader
+
+        nodes = (
+            [node]
+            if node
+            else [
+                e.args["node"] for e in EventReader(self.ledger).read(["Submitted"], round=round_)
+            ]
+        )
         for _ in range(3):
-            if self.ledger.beacon(round_).ready:
+            if all(self.ledger.beacon(round_, n).ready for n in nodes):
                 return
             self.mine()
-        raise AssertionError(f"round {round_}'s beacon is not ready: {self.ledger.beacon(round_)}")
+        raise AssertionError(f"round {round_}: a beacon is not ready: {nodes}")
 
     def advance(self, rounds: int = 1) -> None:
         self.goto(self.ledger.current_round() + rounds)

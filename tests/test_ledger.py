@@ -169,7 +169,7 @@ def test_submit_checks_its_fields_and_earns_nothing_on_its_own(swarm: Swarm) -> 
     )
     assert sub.why_not_credited(1) == "0 of 1 agreeing checkers"
     info = node.round_info(0)
-    assert (info.submissions, info.total_credited, info.final) == (1, 0, False)
+    assert (info.total_credited, info.final) == (0, False)
 
 
 def test_a_free_claim_with_no_attestation_earns_nothing_after_its_window(swarm: Swarm) -> None:
@@ -341,25 +341,30 @@ def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil
     swarm = Swarm(chain, quorum=1, checkers=3)
     stakes = [ETH, ETH, 2 * ETH, 3 * ETH, ETH, 5 * ETH, ETH, 2 * ETH, ETH, 4 * ETH]
     nodes = [swarm.node(s) for s in stakes]
-    producer = nodes[0]
-    producer.submit(0, digest("p"), 8, 40_000, 20_000)
-    beacon = swarm.ledger.beacon(0)
-    assert not beacon.ready and beacon.block == swarm.w3.eth.block_number + 1
-    swarm.await_beacon(0)
-    beacon = swarm.ledger.beacon(0)
-    assert beacon.ready
-    assert beacon.beacon == int.from_bytes(swarm.w3.eth.get_block(beacon.block)["hash"]) % 2**88
     total = sum(stakes)
-    expected = [
-        beacon.draws(producer.account_address, n.account_address, s, total, 3)
-        for n, s in zip(nodes[1:], stakes[1:], strict=True)
-    ]
-    on_chain = [
-        swarm.ledger.is_checker(0, producer.account_address, n.account_address) for n in nodes[1:]
-    ]
-    assert on_chain == expected
-    assert 0 < sum(expected) < len(expected)  # with K=3 of 21 ETH, some are drawn, not all
-    for node, is_drawn in zip(nodes[1:], expected, strict=True):
+    # each submission is drawn from its own beacon: the first whose draw picks some of the
+    # others but not all (about 98% of draws with K = 3 of 21 ETH) is the one checked here
+    for p, producer in enumerate(nodes[:4]):
+        producer.submit(0, digest(f"p{p}"), 8, 40_000, 20_000)
+        beacon = swarm.ledger.beacon(0, producer.account_address)
+        assert not beacon.ready and beacon.block == swarm.w3.eth.block_number + 1
+        swarm.await_beacon(0, producer.account_address)
+        beacon = swarm.ledger.beacon(0, producer.account_address)
+        assert beacon.ready
+        block_hash = swarm.w3.eth.get_block(beacon.block)["hash"]
+        assert beacon.beacon == int.from_bytes(block_hash) % 2**88
+        others = [(n, s) for n, s in zip(nodes, stakes, strict=True) if n is not producer]
+        expected = [beacon.draws(n.account_address, s, total, 3) for n, s in others]
+        on_chain = [
+            swarm.ledger.is_checker(0, producer.account_address, n.account_address)
+            for n, _ in others
+        ]
+        assert on_chain == expected
+        if 0 < sum(expected) < len(expected):
+            break
+    else:
+        raise AssertionError("four draws in a row picked none or all of the checkers")
+    for (node, _), is_drawn in zip(others, expected, strict=True):
         if is_drawn:
             node.attest(0, producer.account_address, 40_000, 20_000)
         else:
@@ -372,21 +377,38 @@ def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil
 def test_a_beacon_nobody_drew_in_256_blocks_is_rearmed(swarm: Swarm) -> None:
     a, b = swarm.node(), swarm.node()
     a.submit(0, digest("a"), 8, 40_000, 20_000)
+    producer = a.account_address
     with pytest.raises(E.BeaconNotStale):
-        b.rearm_beacon(0)
+        b.rearm_beacon(0, producer)
     with pytest.raises(E.BeaconNotStale):
-        b.rearm_beacon(1)  # no submission: no beacon to re-arm
+        b.rearm_beacon(1, producer)  # no submission: no beacon to re-arm
     swarm.mine(300)  # the beacon block's hash leaves the EVM's 256-block window
-    assert not swarm.ledger.beacon(0).ready
+    assert not swarm.ledger.beacon(0, producer).ready
     with pytest.raises(E.BeaconNotReady):
-        b.attest(0, a.account_address, 40_000, 20_000)
-    b.rearm_beacon(0)
-    assert swarm.ledger.beacon(0).block == swarm.w3.eth.block_number + 1
+        b.attest(0, producer, 40_000, 20_000)
+    b.rearm_beacon(0, producer)
+    assert swarm.ledger.beacon(0, producer).block == swarm.w3.eth.block_number + 1
     swarm.await_beacon(0)
-    b.attest(0, a.account_address, 40_000, 20_000)
-    assert a.submission(0, a.account_address).credited == 20_000
+    b.attest(0, producer, 40_000, 20_000)
+    assert a.submission(0, producer).credited == 20_000
     with pytest.raises(E.BeaconNotStale):  # drawn now: fixed for good
-        swarm.mine(300) or b.rearm_beacon(0)
+        swarm.mine(300) or b.rearm_beacon(0, producer)
+
+
+def test_a_late_submitter_cannot_know_its_own_beacon(swarm: Swarm) -> None:
+    early, late, checker = swarm.node(), swarm.node(), swarm.node()
+    early.submit(0, digest("e"), 8, 40_000, 20_000)
+    swarm.mine(5)
+    assert swarm.ledger.beacon(0, early.account_address).ready  # known to everyone now...
+    late.submit(0, digest("l"), 8, 40_000, 20_000)
+    mine = swarm.ledger.beacon(0, late.account_address)
+    # ...but the late submission is drawn from a block that did not exist when it was sent
+    assert not mine.ready and mine.block == swarm.w3.eth.block_number + 1
+    assert mine.block > swarm.ledger.beacon(0, early.account_address).block
+    with pytest.raises(E.BeaconNotReady):
+        checker.attest(0, late.account_address, 40_000, 20_000)
+    swarm.await_beacon(0, late.account_address)
+    checker.attest(0, late.account_address, 40_000, 20_000)
 
 
 def test_credit_moves_with_attesting_stake(swarm: Swarm) -> None:

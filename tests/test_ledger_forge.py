@@ -128,7 +128,7 @@ def test_gas_snapshot_is_current() -> None:
     for call in (
         "submit (first in round)",
         "attest (agreeing, below quorum)",
-        "attest (first vote of the round: draws the beacon)",
+        "attest (first vote on a batch: draws its beacon)",
         "reportUnavailable (cancels credit)",
         "settle (credited)",
         "claim (1 round)",

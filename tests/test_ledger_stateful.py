@@ -1,7 +1,7 @@
 """Random sequences of every ledger operation and time jumps, against a small Python model.
 
 The ledger is v3's (issue 23): a quorum of two agreeing checkers, every staked node drawn
-(checkers = 255), unavailable votes, the beacon armed by a round's first submission and stake
+(checkers = 255), unavailable votes, each submission's beacon (the block after it) and stake
 that came too late for a round's draw. Each step predicts the outcome with the model (which
 named error, or what changes), runs it on the real contract, and compares; after every step the
 money invariants are checked on chain.
@@ -90,8 +90,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.nodes = [MNode() for _ in range(N)]
         self.subs: dict[tuple[int, int], MSub] = {}
         self.round_total: dict[int, int] = {}
-        self.beacon_block: dict[int, int] = {}  # round -> the block its beacon is the hash of
-        self.beacon_drawn: set[int] = set()
+        # submission (round, node) -> the block its beacon is the hash of (the one after its own)
+        self.beacon_block: dict[tuple[int, int], int] = {}
+        self.beacon_drawn: set[tuple[int, int]] = set()
         self.pool = self.funded = self.slashed = self.paid_out = 0
         self.steps = 0
         # Most examples start with three staked nodes and a funded pool (the fourth stays out,
@@ -129,17 +130,17 @@ class LedgerMachine(RuleBasedStateMachine):
     def block(self) -> int:
         return self.swarm.w3.eth.block_number
 
-    def await_beacon(self, round_: int) -> None:
-        """Makes the round's beacon readable as a voter's gas estimate sees it: mines past its
+    def await_beacon(self, key: tuple[int, int]) -> None:
+        """Makes a submission's beacon readable as a voter's gas estimate sees it: mines past its
         block, and re-arms it (as any node would) when its hash left the 256-block window."""
-        if round_ in self.beacon_drawn or round_ not in self.beacon_block:
+        if key in self.beacon_drawn or key not in self.beacon_block:
             return
-        if self.block() - self.beacon_block[round_] > 250:
+        if self.block() - self.beacon_block[key] > 250:
             self.swarm.mine(10)  # clear of the window's edge, then re-arm
-            self.ledgers[0].rearm_beacon(round_)
-            self.beacon_block[round_] = self.block() + 1
+            self.ledgers[0].rearm_beacon(key[0], self.ledgers[key[1]].account_address)
+            self.beacon_block[key] = self.block() + 1
             self.seen["beacon-rearmed"] += 1
-        while self.block() <= self.beacon_block[round_]:
+        while self.block() <= self.beacon_block[key]:
             self.swarm.mine()
 
     # -------------------------------------------------------------------------------- rules
@@ -253,7 +254,7 @@ class LedgerMachine(RuleBasedStateMachine):
         ):
             self.subs[(round_, i)] = MSub(rollouts, score, signal)
             self.round_total.setdefault(round_, 0)  # no credit until the quorum agrees
-            self.beacon_block.setdefault(round_, self.block() + 1)
+            self.beacon_block[(round_, i)] = self.block() + 1  # its own: the next block
 
     @rule(
         shares=st.lists(st.integers(0, 100), min_size=N - 1, max_size=N - 1),
@@ -314,15 +315,15 @@ class LedgerMachine(RuleBasedStateMachine):
             return "ChallengeWindowClosed"
         if i in sub.attesters:
             return "AlreadyAttested"
-        self.await_beacon(round_)
-        if self.nodes[i].stake_block >= self.beacon_block[round_]:
+        self.await_beacon(key)
+        if self.nodes[i].stake_block >= self.beacon_block[key]:
             return "StakedTooLate"
         return None  # checkers = 255: every other staked node is drawn
 
     def voted(self, i: int, key: tuple[int, int], side: str, was: bool) -> None:
         (round_, j), sub = key, self.subs[key]
         sub.attesters.add(i)
-        self.beacon_drawn.add(round_)
+        self.beacon_drawn.add(key)
         if sub.credited != was:
             self.seen["credit-flip"] += 1
             self.round_total[round_] += sub.signal if sub.credited else -sub.signal

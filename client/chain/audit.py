@@ -71,7 +71,7 @@ class SubmissionReport(Report):
     attestations: list[AttestationRow]  # every vote, unavailable reports included
     final: bool
     quorum: int
-    checkers: list[str]  # who the round's beacon drew to check it (empty before it is known)
+    checkers: list[str]  # who its beacon drew to check it (empty before the beacon is known)
     beacon_ready: bool
     why_not_credited: str | None  # None when it earns
 
@@ -156,29 +156,27 @@ class Auditor:
             for e in self.reader.read(["Attested", "Unavailable"], round=round_, node=sub.node)
         ]
         params = self.ledger.params()
-        beacon = self.ledger.beacon(round_)
+        beacon = self.ledger.beacon(round_, sub.node)
         return SubmissionReport(
             submission=sub,
             attestations=sorted(rows, key=lambda r: (r.block_number, r.attester)),
             final=self.ledger.round_info(round_).final,
             quorum=params.quorum,
-            checkers=self._drawn(beacon, params, sub.node) if sub.exists and beacon.ready else [],
+            checkers=self._drawn(beacon, params) if sub.exists and beacon.ready else [],
             beacon_ready=beacon.ready,
             why_not_credited=sub.why_not_credited(params.quorum) if sub.exists else None,
         )
 
     def checkers(self, round_: int, node: str) -> list[str]:
-        """Who the round's beacon draws to check `node`'s batch, recomputed from the beacon and
-        today's stakes (the ledger's rule; one batched read of every node)."""
-        return self._drawn(self.ledger.beacon(round_), self.ledger.params(), node)
+        """Who the submission's beacon draws to check `node`'s batch, recomputed from the beacon
+        and today's stakes (the ledger's rule; one batched read of every node)."""
+        return self._drawn(self.ledger.beacon(round_, node), self.ledger.params())
 
-    def _drawn(self, beacon: Beacon, params: LedgerParams, node: str) -> list[str]:
+    def _drawn(self, beacon: Beacon, params: LedgerParams) -> list[str]:
         infos = self.ledger.node_infos(self.ledger.nodes())
         total = self.ledger.totals()["active"]
         return [
-            i.address
-            for i in infos
-            if beacon.checks(node, i, total, params.min_stake, params.checkers)
+            i.address for i in infos if beacon.checks(i, total, params.min_stake, params.checkers)
         ]
 
     def leaderboard(self, first: int | None = None, last: int | None = None) -> list[LeaderRow]:

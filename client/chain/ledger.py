@@ -219,8 +219,8 @@ class Ledger:
         )
 
     def round_info(self, round_: int) -> RoundInfo:
-        submissions, total, final = self._view("roundInfo", round_)
-        return RoundInfo(round=round_, submissions=submissions, total_credited=total, final=final)
+        total, final = self._view("roundInfo", round_)
+        return RoundInfo(round=round_, total_credited=total, final=final)
 
     def has_attested(self, attester: str, round_: int, node: str) -> bool:
         """Whether `attester` voted on the submission (attested or reported it unavailable)."""
@@ -228,12 +228,14 @@ class Ledger:
 
     def is_checker(self, round_: int, node: str, checker: str) -> bool:
         """Whether `checker` is drawn to check `node`'s submission of `round_` (False while the
-        round's beacon is not ready)."""
+        submission's beacon is not ready)."""
         return self._view("isChecker", round_, _address(node), _address(checker))
 
-    def beacon(self, round_: int) -> Beacon:
-        beacon, block, ready = self._view("beaconOf", round_)
-        return Beacon(round=round_, beacon=beacon, block=block, ready=ready)
+    def beacon(self, round_: int, node: str) -> Beacon:
+        """The beacon that draws the checkers of `node`'s submission of `round_`."""
+        node = _address(node)
+        beacon, block, ready = self._view("beaconOf", round_, node)
+        return Beacon(round=round_, node=node, beacon=beacon, block=block, ready=ready)
 
     def node_count(self) -> int:
         return self._view("nodeCount")
@@ -307,8 +309,8 @@ class Ledger:
     def report_unavailable(self, round_: int, node: str) -> TxResult:
         return self._send("reportUnavailable", round_, _address(node))
 
-    def rearm_beacon(self, round_: int) -> TxResult:
-        return self._send("rearmBeacon", round_)
+    def rearm_beacon(self, round_: int, node: str) -> TxResult:
+        return self._send("rearmBeacon", round_, _address(node))
 
     def settle(self, round_: int, node: str) -> TxResult:
         return self._send("settle", round_, _address(node))

@@ -120,17 +120,19 @@ class SubmissionInfo(ChainModel):
 
 
 class Beacon(ChainModel):
-    """The block hash that draws a round's checkers (see SwarmLedger.beaconOf)."""
+    """The block hash that draws the checkers of one submission: the hash of the block after
+    the submission's (see SwarmLedger.beaconOf)."""
 
     round: int
+    node: str  # the producer
     beacon: int
     block: int
     ready: bool
 
-    def draws(self, node: str, checker: str, active: int, total_active: int, checkers: int) -> bool:
+    def draws(self, checker: str, active: int, total_active: int, checkers: int) -> bool:
         """SwarmLedger's draw, recomputed from public data: whether `checker`, with `active`
-        stake of `total_active`, checks `node`'s batch of this round with `checkers` (K)
-        expected per batch. (Eligibility aside: registered, minStake, stake added before the
+        stake of `total_active`, checks this submission with `checkers` (K) expected per batch.
+        (Eligibility aside: registered, minStake, stake added before the
         beacon block, not the producer; `Ledger.is_checker` asks the ledger for all of it.)"""
         if not self.ready:
             return False
@@ -141,31 +143,29 @@ class Beacon(ChainModel):
             keccak(
                 encode(
                     ["uint256", "uint64", "address", "address"],
-                    [self.beacon, self.round, node, checker],
+                    [self.beacon, self.round, self.node, checker],
                 )
             )
         )
         return (h >> 128) * total_active < (checkers * active) << 128
 
-    def checks(
-        self, node: str, checker: NodeInfo, total_active: int, min_stake: int, checkers: int
-    ) -> bool:
+    def checks(self, checker: NodeInfo, total_active: int, min_stake: int, checkers: int) -> bool:
         """SwarmLedger.isChecker recomputed: `checker` is registered, holds minStake, last
         added stake before the beacon block, is not the producer, and `draws` picks it."""
         return (
-            checker.address.lower() != node.lower()
+            checker.address.lower() != self.node.lower()
             and checker.registered
             and checker.active_stake >= min_stake
             and checker.stake_block < self.block
-            and self.draws(node, checker.address, checker.active_stake, total_active, checkers)
+            and self.draws(checker.address, checker.active_stake, total_active, checkers)
         )
 
 
 class RoundInfo(ChainModel):
-    """A round's submission count and credited total, and whether the credit is final."""
+    """A round's credited total, and whether the credit is final (its submissions: the
+    Submitted events)."""
 
     round: int
-    submissions: int
     total_credited: int
     final: bool
 

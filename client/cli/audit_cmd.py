@@ -169,7 +169,9 @@ def submission(
         )
     out.print(table)
     if not report.beacon_ready:
-        out.print("checkers: not drawn yet (the round's beacon block is not mined, or went stale)")
+        out.print(
+            "checkers: not drawn yet (the submission's beacon block is not mined, or went stale)"
+        )
     else:
         silent = [c for c in report.checkers if c.lower() not in voted]
         out.print(

@@ -5,13 +5,13 @@ the publisher sends.
 Every poll it reads the `Submitted` and `Attested` events since its saved cursor (a restart goes
 on from there, not from the deployment block). Each chain round it fetches at most
 `[sapo].max_fetch_per_round` batches from every round still open to attestation (r + W + C): first
-the batches the round's beacon drew this node to check (its duty: the ledger credits a batch only
+the batches whose beacons drew this node to check them (its duty: the ledger credits a batch only
 once `quorum` drawn checkers agree), then others, newest round first (the freshest items for
 training). Only a drawn checker votes, at most `[sapo].attest_budget` times a chain round: an
 attestation of our recomputed score and learning signal (0 for a batch whose tasks are not the
 seed's, with the findings bits saying what was wrong), or, once `[sapo].unavailable_after` fetches
 in a row found the batch nowhere (retried after a while: unavailability may be ours), an
-"unavailable" vote, which cancels credit but never slashes. A round's beacon that nobody drew
+"unavailable" vote, which cancels credit but never slashes. A submission's beacon that nobody drew
 while the EVM still knew its block hash is re-armed through the outbox.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
@@ -33,7 +33,7 @@ import time
 
 from client.chain import ChainError
 from client.chain.events import EventReader
-from client.chain.models import Beacon, NodeInfo
+from client.chain.models import NodeInfo
 from client.credit import MALFORMED
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
@@ -72,9 +72,8 @@ class Intake(Stage):
         self._fetched = self._attested = 0
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
-        self._beacons: dict[int, Beacon] = {}  # round -> its beacon, once known
         self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
-        self._unready: set[int] = set()  # rounds whose beacon was not known, this poll
+        self._unready: set[tuple[int, str]] = set()  # beacons not known yet, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
     def run(self, stop: threading.Event) -> None:
@@ -96,7 +95,6 @@ class Intake(Stage):
             self._budget_round, self._fetched, self._attested = current, 0, 0
             first = current - self.params.submit_rounds - self.params.challenge_rounds
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
-            self._beacons = {r: b for r, b in self._beacons.items() if r >= first}
         self._stakes, self._unready = None, set()
         try:
             candidates = self._candidates(current)
@@ -150,35 +148,33 @@ class Intake(Stage):
         return queued
 
     def drawn(self, sub: PeerSubmission) -> bool:
-        """Whether the round's beacon drew this node to check `sub`, computed here from the
-        beacon (read once a round) and the stakes (read once a poll), as anyone can: no call per
-        batch. False while the beacon is not known yet; a beacon nobody drew for 256 blocks is
+        """Whether the submission's beacon drew this node to check `sub`, computed here from
+        the beacon (read once, when it is known) and the stakes (read once a poll), as anyone
+        can. False while the beacon is not known yet; a beacon nobody drew for 256 blocks is
         re-armed through the outbox."""
         key = (sub.round, sub.node)
         if key in self._draws:
             return self._draws[key]
-        beacon = self._beacons.get(sub.round)
-        if beacon is None:
-            if sub.round in self._unready:  # asked already in this poll
-                return False
-            beacon = self.ledger.beacon(sub.round)
-            if not beacon.ready:
-                self._unready.add(sub.round)
-                if beacon.block and self.reader.head() > beacon.block + BLOCKHASH_WINDOW:
-                    self.journal.enqueue(
-                        f"rearm:{sub.round}:{beacon.block}", "rearm", sub.round, {}
-                    )
-                return False
-            self._beacons[sub.round] = beacon
+        if key in self._unready:  # asked already in this poll
+            return False
+        beacon = self.ledger.beacon(sub.round, sub.node)
+        if not beacon.ready:
+            self._unready.add(key)
+            if beacon.block and self.reader.head() > beacon.block + BLOCKHASH_WINDOW:
+                self.journal.enqueue(
+                    f"rearm:{sub.round}:{sub.node}:{beacon.block}",
+                    "rearm",
+                    sub.round,
+                    {"node": sub.node, "block": beacon.block},
+                )
+            return False
         if self._stakes is None:
             info = self.ledger.node_info(self.me)
             self._stakes = (info, self.ledger.totals()["active"])
         info, total = self._stakes
         # Fixed once the beacon is known (stakes aside: a stake change may move a draw at the
         # edge; the ledger then refuses the vote with NotDrawn and the outbox drops it).
-        self._draws[key] = beacon.checks(
-            sub.node, info, total, self.params.min_stake, self.params.checkers
-        )
+        self._draws[key] = beacon.checks(info, total, self.params.min_stake, self.params.checkers)
         return self._draws[key]
 
     def discover(self) -> None:

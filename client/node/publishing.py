@@ -253,19 +253,22 @@ class Publisher(Stage):
         )
 
     def _rearm(self, entry: OutboxEntry) -> None:
-        """Re-arms a round's beacon that nobody drew while the EVM knew its block's hash (so
-        that its checkers can be drawn at all); another node may have done it first."""
-        beacon = self.ledger.beacon(entry.round)
+        """Re-arms a submission's beacon that nobody drew while the EVM knew its block's hash
+        (so that its checkers can be drawn at all); another node may have done it first."""
+        node = entry.payload["node"]
+        beacon = self.ledger.beacon(entry.round, node)
         self.health.chain(True)
-        if beacon.ready or str(beacon.block) != entry.key.rsplit(":", 1)[1]:
+        if beacon.ready or beacon.block != entry.payload["block"]:
             self.journal.done(entry.key)
             return
-        result = self.ledger.rearm_beacon(entry.round)
+        result = self.ledger.rearm_beacon(entry.round, node)
         self.journal.done(entry.key, result.tx_hash)
         self.events.emit(
             Event.BEACON_REARMED,
-            f"round {entry.round}: re-armed the checkers' beacon (nobody drew it in 256 blocks)",
+            f"round {entry.round}: re-armed the beacon of {node}'s batch (nobody drew it in 256 "
+            "blocks)",
             round=entry.round,
+            node=node,
             tx_hash=result.tx_hash,
         )
 

@@ -63,6 +63,7 @@ contract LedgerGasTest is CheatsBase {
         _as(E);
         ledger.submit(10, keccak256("E"), 64, 640_000, 320_000);
         _nextBlock();
+        _nextBlock(); // past E's own beacon block
         _as(C);
         ledger.attest(10, E, 1_000, 0, 1);
         _as(D);
@@ -93,7 +94,7 @@ contract LedgerGasTest is CheatsBase {
     function test_gas_attestDrawingTheBeacon() public {
         _as(C);
         ledger.attest(21, A, 40_000, 20_000, 0);
-        vm.snapshotGasLastCall("attest (first vote of the round: draws the beacon)");
+        vm.snapshotGasLastCall("attest (first vote on a batch: draws its beacon)");
     }
 
     function test_gas_attestAgreeing() public {

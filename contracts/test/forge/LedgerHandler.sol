@@ -75,8 +75,10 @@ contract LedgerHandler is CheatsBase {
     mapping(uint64 => mapping(address => uint256)) internal _subIndex; // index + 1
     mapping(address => mapping(uint64 => mapping(address => bool))) internal _attested;
     mapping(uint64 => uint256) public creditedTotal; // the model's round total of credited signal
-    mapping(uint64 => uint256) public beaconBlockOf; // the block whose hash draws a round's checkers
-    mapping(uint64 => uint256) public beaconOf; // that hash's low 88 bits, once a vote drew it
+    // per submission: the block whose hash draws its checkers, and that hash's low 88 bits once a
+    // vote drew it
+    mapping(uint64 => mapping(address => uint256)) public beaconBlockOf;
+    mapping(uint64 => mapping(address => uint256)) public beaconOf;
     mapping(uint64 => uint256) public paidInRound;
     uint64[] internal _roundsWithSubs;
     mapping(uint64 => bool) internal _roundSeen;
@@ -217,11 +219,11 @@ contract LedgerHandler is CheatsBase {
         return s.agrees >= Q && uint256(s.agreeGwei) >= uint256(s.disputeGwei) + s.unavailableGwei;
     }
 
-    /// @notice The round's beacon as the documented rule derives it: the low 88 bits of the hash
-    /// of the block after the round's first submission (1 if they are 0), once that block is past.
-    function beaconNow(uint64 round) public view returns (uint256 beacon, bool ready) {
-        if (beaconOf[round] != 0) return (beaconOf[round], true);
-        uint256 bb = beaconBlockOf[round];
+    /// @notice A submission's beacon as the documented rule derives it: the low 88 bits of the
+    /// hash of the block after the submission's (1 if they are 0), once that block is past.
+    function beaconNow(uint64 round, address node) public view returns (uint256 beacon, bool ready) {
+        if (beaconOf[round][node] != 0) return (beaconOf[round][node], true);
+        uint256 bb = beaconBlockOf[round][node];
         if (bb == 0 || _block() <= bb) return (0, false);
         bytes32 h = blockhash(bb);
         if (h == bytes32(0)) return (0, false);
@@ -237,12 +239,14 @@ contract LedgerHandler is CheatsBase {
     }
 
     /// @notice The documented draw: a staked node other than the producer, whose stake was last
-    /// added before the beacon's block, checks a submission with probability min(1, checkers * its stake
-    /// / all active stake), decided by keccak256(abi.encode(beacon, round, node, checker)).
+    /// added before the submission's beacon block, checks it with probability min(1, checkers * its
+    /// stake / all active stake), decided by keccak256(abi.encode(beacon, round, node, checker)).
     function drawn(uint64 round, address node, address checker) public view returns (bool) {
         Stake storage st = stakeOf[checker];
-        (uint256 beacon, bool ready) = beaconNow(round);
-        if (!ready || checker == node || st.active < MIN_STAKE || st.stakeBlock >= beaconBlockOf[round]) return false;
+        (uint256 beacon, bool ready) = beaconNow(round, node);
+        if (!ready || checker == node || st.active < MIN_STAKE || st.stakeBlock >= beaconBlockOf[round][node]) {
+            return false;
+        }
         uint256 h = uint256(keccak256(abi.encode(beacon, round, node, checker))) >> 128;
         return h * _totalActive() < (K * st.active) << 128;
     }
@@ -514,7 +518,7 @@ contract LedgerHandler is CheatsBase {
         s.submittedAt = block.timestamp;
         _subIndex[round][a] = _subs.length;
         // not credited yet: no evidence, no credit
-        if (beaconBlockOf[round] == 0) beaconBlockOf[round] = _block() + 1;
+        beaconBlockOf[round][a] = _block() + 1; // its own beacon: the next block's hash
         if (!_roundSeen[round]) {
             _roundSeen[round] = true;
             _roundsWithSubs.push(round);
@@ -570,7 +574,7 @@ contract LedgerHandler is CheatsBase {
 
     /// @dev After an accepted vote: the beacon is drawn, the vote is seen, credit moves by the rule.
     function _afterVote(Sub storage s, address a, bool wasCredited) internal {
-        if (beaconOf[s.round] == 0) (beaconOf[s.round],) = beaconNow(s.round);
+        if (beaconOf[s.round][s.node] == 0) (beaconOf[s.round][s.node],) = beaconNow(s.round, s.node);
         _attested[a][s.round][s.node] = true;
         bool nowCredited = credited(s);
         if (s.agrees >= Q && uint256(s.agreeGwei) == uint256(s.disputeGwei) + s.unavailableGwei) _hit(TIES);
@@ -743,23 +747,25 @@ contract LedgerHandler is CheatsBase {
         _afterVote(s, a, wasCredited);
     }
 
-    /// @dev Re-arms a round's beacon; mostly one whose block hash has left the EVM's window.
-    function rearmBeacon(uint256 roundSeed) external {
-        uint256 n = _roundsWithSubs.length;
+    /// @dev Re-arms a submission's beacon; mostly one whose block hash has left the EVM's window.
+    function rearmBeacon(uint256 subSeed) external {
+        uint256 n = _subs.length;
         if (n == 0) _refused();
-        uint64 round = _roundsWithSubs[roundSeed % n];
+        Sub storage s = _subs[subSeed % n];
         for (uint256 k; k < n; ++k) {
-            uint64 r = _roundsWithSubs[(roundSeed + k) % n];
-            if (beaconOf[r] == 0 && _block() > beaconBlockOf[r] + 256) {
-                round = r;
+            Sub storage t = _subs[(subSeed + k) % n];
+            if (beaconOf[t.round][t.node] == 0 && _block() > beaconBlockOf[t.round][t.node] + 256) {
+                s = t;
                 break;
             }
         }
-        bool expectOk = beaconOf[round] == 0 && beaconBlockOf[round] != 0 && _block() > beaconBlockOf[round] + 256;
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.rearmBeacon, (round)));
+        uint256 bb = beaconBlockOf[s.round][s.node];
+        bool expectOk = beaconOf[s.round][s.node] == 0 && bb != 0 && _block() > bb + 256;
+        (bool ok, bytes memory reason) =
+            address(ledger).call(abi.encodeCall(SwarmLedger.rearmBeacon, (s.round, s.node)));
         if (_judge("rearmBeacon", expectOk, ok, reason)) _refused();
         if (!ok) return;
-        beaconBlockOf[round] = _block() + 1;
+        beaconBlockOf[s.round][s.node] = _block() + 1;
         _hit(BEACONS_REARMED);
     }
 

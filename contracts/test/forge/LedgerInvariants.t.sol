@@ -168,7 +168,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             );
             _eq(v.settled ? 1 : 0, s.settled ? 1 : 0, "a submission is settled once settled");
             _eq(v.paid, s.paid ? s.paidAmount : 0, "a paid submission reports what it was paid");
-            (,, bool isFinal) = ledger.roundInfo(s.round);
+            (, bool isFinal) = ledger.roundInfo(s.round);
             if (isFinal && !s.paid) {
                 one[0] = s.round;
                 _eq(ledger.claimable(s.node, one), handler.shareOf(i), "a final submission is owed its credited share");
@@ -176,7 +176,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         }
         uint64[] memory rounds = handler.roundsWithSubs();
         for (uint256 i; i < rounds.length; ++i) {
-            (, uint256 total,) = ledger.roundInfo(rounds[i]);
+            (uint256 total,) = ledger.roundInfo(rounds[i]);
             _eq(total, handler.creditedTotal(rounds[i]), "a round's credited total = the sum of its credited signals");
         }
     }
@@ -196,19 +196,19 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         }
     }
 
-    /// Checkers are drawn from the round's beacon, the hash of the block after the round's first
-    /// submission: the ledger's beacon and its draw for every actor and submission are the
-    /// documented rule's (a producer cannot choose its checkers).
+    /// Checkers are drawn from the submission's own beacon, the hash of the block after the one
+    /// that holds it (unknown when it was sent): the ledger's beacon and its draw for every actor
+    /// and submission are the documented rule's (a producer cannot choose its checkers).
     function invariant_checkersAreDrawnFromTheBeacon() public view {
-        uint64[] memory rounds = handler.roundsWithSubs();
-        for (uint256 i; i < rounds.length; ++i) {
-            (uint256 beacon, uint64 beaconBlock, bool ready) = ledger.beaconOf(rounds[i]);
-            (uint256 want, bool wantReady) = handler.beaconNow(rounds[i]);
-            _eq(beaconBlock, handler.beaconBlockOf(rounds[i]), "a round's beacon block follows its first submission");
-            _eq(ready ? 1 : 0, wantReady ? 1 : 0, "a beacon is ready once its block is past and its hash known");
-            _eq(beacon, want, "a round's beacon is its block's hash");
-        }
         uint256 n = handler.subCount();
+        for (uint256 i; i < n; ++i) {
+            LedgerHandler.Sub memory t = handler.subAt(i);
+            (uint256 beacon, uint64 beaconBlock, bool ready) = ledger.beaconOf(t.round, t.node);
+            (uint256 want, bool wantReady) = handler.beaconNow(t.round, t.node);
+            _eq(beaconBlock, handler.beaconBlockOf(t.round, t.node), "a beacon block follows its submission's");
+            _eq(ready ? 1 : 0, wantReady ? 1 : 0, "a beacon is ready once its block is past and its hash known");
+            _eq(beacon, want, "a submission's beacon is its block's hash");
+        }
         for (uint256 i; i < n && i < 24; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(n - 1 - i);
             for (uint256 k; k < 5; ++k) {

@@ -64,7 +64,7 @@ contract LedgerRulesTest is CheatsBase {
         require(_credited() == 0, "2 ETH agreeing vs 4 ETH against: outweighed");
         _agree(D);
         require(_credited() == 20_000, "4 ETH agreeing vs 2 disputing + 2 unavailable: a tie, credited");
-        (, uint256 total,) = ledger.roundInfo(0);
+        (uint256 total,) = ledger.roundInfo(0);
         require(total == 20_000, "the round's total follows the credit");
     }
 
@@ -110,7 +110,7 @@ contract LedgerRulesTest is CheatsBase {
         require(_credited() == 20_000, "a tie: credited");
         _dispute(C);
         require(_credited() == 0, "2 ETH agreeing vs 4 ETH disputing: no credit");
-        (, uint256 total,) = ledger.roundInfo(0);
+        (uint256 total,) = ledger.roundInfo(0);
         require(total == 0, "the round's total loses it");
         vm.warp(ledger.genesis() + 4 * L + 1);
         vm.roll(200);
@@ -135,9 +135,9 @@ contract LedgerRulesTest is CheatsBase {
     }
 
     function test_stakeAddedInTheBeaconBlockBuysNoDraw() public {
-        _deploy(1); // the round's first submission in block 110: its beacon is block 111's hash
+        _deploy(1); // the submission is in block 110: its beacon is block 111's hash
         address late = address(0xE001);
-        vm.roll(111); // registered in the beacon block itself: too late for this round
+        vm.roll(111); // registered in the beacon block itself: too late for this submission
         vm.deal(late, 10 ether);
         vm.prank(late);
         ledger.register{value: 2 ether}("{}");
@@ -147,5 +147,25 @@ contract LedgerRulesTest is CheatsBase {
         require(!ok, "stake from the beacon's own block buys no draw");
         require(!ledger.isChecker(0, P, late), "isChecker agrees");
         _agree(A); // a node staked before the beacon block checks
+    }
+
+    function test_eachSubmissionIsDrawnFromItsOwnLaterBlock() public {
+        _deploy(1); // P submitted in block 110
+        vm.roll(130); // a late submitter in the same round, 20 blocks on, when P's beacon is known
+        vm.prank(A);
+        ledger.submit(0, keccak256("a"), 8, 40_000, 20_000);
+        (, uint64 pBlock, bool pReady) = ledger.beaconOf(0, P);
+        (, uint64 aBlock, bool aReady) = ledger.beaconOf(0, A);
+        require(pBlock == 111 && pReady, "P's beacon is block 111's hash");
+        // A's checkers come from a block that did not exist when A sent its submission: the
+        // beacons known then (P's) cannot tell A which identity or moment draws friendly checkers
+        require(aBlock == 131 && !aReady, "A's beacon is the next block's hash, unknown yet");
+        vm.prank(B);
+        (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, A, 40_000, 20_000, 0)));
+        require(!ok, "no vote before the submission's own beacon is known");
+        vm.roll(132);
+        vm.prank(B);
+        ledger.attest(0, A, 40_000, 20_000, 0);
+        require(ledger.submissionOf(0, A).credited == 20_000, "then its checkers vote");
     }
 }
