@@ -110,6 +110,11 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ("[policy]\ncpu_threads = -1\n", "[policy].cpu_threads"),
         ('[train]\nloss_agg = "sum"\n', "[train].loss_agg"),
         ("[devnet]\nnodes = 12\naccounts = 10\n", "accounts (10) must be at least nodes + 1"),
+        (
+            '[devnet]\nnodes = 4\nadversaries = ["all"]\n',
+            "accounts (10) must be at least nodes + adversary nodes + 1 (11)",
+        ),
+        ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
     ],
 )

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -51,12 +52,27 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _devnet_config(
-    cfg: NodeConfig, nodes: int | None, round_length: int | None, store: str | None
+    cfg: NodeConfig,
+    nodes: int | None,
+    round_length: int | None,
+    store: str | None,
+    adversaries: list[str] | None = None,
 ) -> NodeConfig:
     """Applies the command's options to the config (validated like the file)."""
+    from client.devnet.roles import expand
     from client.node.devnet import _with
 
     changes: dict[str, dict] = {}
+    if adversaries:
+        try:
+            roles = expand([*cfg.devnet.adversaries, *adversaries])
+        except ValueError as exc:
+            fail(f"--adversary: {exc}", Exit.USAGE)
+        honest = nodes or cfg.devnet.nodes
+        changes["devnet"] = {
+            "adversaries": [*cfg.devnet.adversaries, *adversaries],
+            "accounts": max(cfg.devnet.accounts, honest + len(roles) + 1),
+        }
     if store is not None:
         if store not in ("ipfs", "local"):
             fail(f"--store: expected ipfs or local, got {store!r}")
@@ -68,7 +84,11 @@ def _devnet_config(
             "unbonding_period_s": max(cfg.ledger.unbonding_period_s, least),
         }
     if nodes:
-        changes["devnet"] = {"nodes": nodes, "accounts": max(cfg.devnet.accounts, nodes + 1)}
+        devnet = changes.get("devnet", {})
+        accounts = max(cfg.devnet.accounts, devnet.get("accounts", 0), nodes + 1)
+        if "adversaries" in devnet:
+            accounts = max(accounts, nodes + len(expand(devnet["adversaries"])) + 1)
+        changes["devnet"] = {**devnet, "nodes": nodes, "accounts": accounts}
         if cfg.ledger.quorum > max(1, nodes - 1):
             # a batch's checkers are the other nodes: a smaller devnet lowers its quorum to fit
             quorum = max(1, nodes - 1)
@@ -186,6 +206,15 @@ def up(
         int | None,
         typer.Option("--port", min=1, max=65_535, help="Chain RPC port (default: a free one)."),
     ] = None,
+    adversary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--adversary",
+            help="Add adversary nodes beside the honest ones (repeatable): free-claim, "
+            "answer-farmer, mixed-farmer, copycat, colluders (a pair) or all. See "
+            "scripts/attack-table and docs/credit.md.",
+        ),
+    ] = None,
     netns: Annotated[
         bool,
         typer.Option(
@@ -205,7 +234,7 @@ def up(
     from client.node.devnet import quorum_problem
     from client.node.supervisor import Supervisor
 
-    cfg = _devnet_config(load_or_exit(config), nodes, round_length, store)
+    cfg = _devnet_config(load_or_exit(config), nodes, round_length, store, adversary)
     count = cfg.devnet.nodes if nodes is None else nodes
     if problem := quorum_problem(cfg, count):
         fail(problem, Exit.USAGE)
@@ -282,9 +311,12 @@ def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
         out.print("  store   local blockstore shared by the nodes (no IPFS daemon)")
     out.print(f"  ledger  {state['ledger']} (reward pool funded)")
     for node in state["nodes"]:
+        role = node.get("role", "honest")
         out.print(
             f"  node-{node['index']}  {node['address']}  pid {node['pid']}  "
             f"log {Path(node['data_dir']) / 'node.log'}"
+            + ("" if role == "honest" else f"  [bold red]adversary: {role}[/]"),
+            markup=role != "honest",
         )
     out.print(f"  config  {state['config']}  (use it with --config, e.g. sapo audit leaderboard)")
     if foreground and os.isatty(1):
@@ -316,6 +348,7 @@ def _node_rows(state: dict) -> list[dict]:
         rows.append(
             {
                 "address": node["address"],
+                "role": node.get("role", "honest"),  # or its adversary strategy
                 "pid": node["pid"],
                 "running": pid_alive(node["pid"]),
                 "credited": credited.get(node["address"].lower(), 0),
@@ -410,7 +443,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
 
     for i, r in enumerate(rows):
         table.add_row(
-            f"node-{i}",
+            f"node-{i}" + ("" if r["role"] == "honest" else f" [red]({r['role']})[/]"),
             short(r["address"]),
             "running" if r["running"] else "[red]stopped[/]",
             number(r.get("round")),
@@ -548,3 +581,35 @@ def down(
             shutil.rmtree(target)
         stopped = "stopped" if supervisor or left else "nothing was running"
         out.print(f"devnet {target} {stopped}; " + ("data wiped" if wipe else "data kept"))
+
+
+@app.command("adversary", hidden=True)
+def adversary(
+    strategy: Annotated[str, typer.Argument(help="free-claim, answer-farmer, mixed-farmer, …")],
+    config: ConfigOption = None,
+    partner: Annotated[
+        str | None, typer.Option("--partner", help="A colluder's partner (its address).")
+    ] = None,
+) -> None:
+    """Run one adversary node of a devnet (`devnet up --adversary` starts them) until SIGTERM."""
+    import logging
+
+    from client.chain import ChainError
+    from client.chain.keystore import KeystoreError
+    from client.devnet.adversary import Adversary
+    from client.node.assemble import NodeConfigError, signing_ledger
+    from client.store import StoreError
+    from client.tasks import CatalogError
+
+    cfg = load_or_exit(config)
+    logging.basicConfig(level=cfg.node.log_level.upper(), format="%(asctime)s %(message)s")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    try:
+        node = Adversary(cfg, signing_ledger(cfg), strategy, partner=partner)
+    except (NodeConfigError, KeystoreError, CatalogError, ValueError) as exc:
+        fail(str(exc), Exit.USAGE)
+    except (ChainError, StoreError) as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    node.run(stop)

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from client.units import format_score  # noqa: F401 - re-exported for the CLI
 
@@ -256,14 +264,19 @@ class SapoSection(Section):
         "rounds (their staleness)",
     )
     max_fetch_per_round: int = Field(
-        8, ge=0, le=256, description="peer batches fetched per chain round"
+        8,
+        ge=0,
+        le=256,
+        description="peer batches fetched per chain round to learn from, beyond those this "
+        "node is drawn to check (attest_budget bounds these)",
     )
     attest_budget: int = Field(
         16,
         ge=0,
         le=256,
-        description="votes (attestations and unavailable reports) sent per chain round, as a "
-        "drawn checker; a node drawn more often leaves the rest short of their quorum",
+        description="votes (attestations and unavailable reports) sent, and drawn batches "
+        "fetched, per chain round as a drawn checker; a node drawn more often leaves the rest "
+        "short of their quorum",
     )
     unavailable_after: int = Field(
         3,
@@ -360,6 +373,26 @@ class DevnetSection(Section):
         "([sapo], [policy], [train]): e.g. a slower node, [devnet.node_overrides.2.sapo] "
         "completions = 24",
     )
+    adversaries: list[str] = Field(
+        default_factory=list,
+        description="adversary nodes added beside the honest ones, each running one strategy "
+        "for farming credit (client.devnet.adversary): free-claim, answer-farmer, mixed-farmer, "
+        "copycat, colluders (a pair), or all",
+    )
+
+    @field_validator("adversaries")
+    @classmethod
+    def _known_adversaries(cls, names: list[str]) -> list[str]:
+        from client.devnet.roles import expand
+
+        expand(names)  # raises ValueError naming what is unknown
+        return names
+
+    def adversary_roles(self) -> list[str]:
+        """The adversary nodes, one strategy each (a colluder pair is two)."""
+        from client.devnet.roles import expand
+
+        return expand(self.adversaries)
 
     @model_validator(mode="after")
     def _overrides_name_nodes_and_sections(self) -> DevnetSection:
@@ -377,9 +410,10 @@ class DevnetSection(Section):
 
     @model_validator(mode="after")
     def _enough_accounts(self) -> DevnetSection:
-        # account 0 deploys and funds the pool; every node needs an account of its own
-        if self.accounts < self.nodes + 1:
-            raise ValueError(
-                f"accounts ({self.accounts}) must be at least nodes + 1 ({self.nodes + 1})"
-            )
+        # account 0 deploys and funds the pool; every node (adversaries too) needs its own
+        adversaries = len(self.adversary_roles())
+        need = self.nodes + adversaries + 1
+        if self.accounts < need:
+            what = "nodes + adversary nodes + 1" if adversaries else "nodes + 1"
+            raise ValueError(f"accounts ({self.accounts}) must be at least {what} ({need})")
         return self

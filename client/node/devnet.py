@@ -26,6 +26,7 @@ from client.config import NodeConfig
 from client.config.writer import dump_toml
 from client.devnet.anvil import DEV_MNEMONIC
 from client.devnet.process import ServerProcess
+from client.devnet.roles import HONEST
 from client.node.assemble import node_metadata
 from client.store import open_store
 from client.tasks import load_catalog
@@ -46,6 +47,7 @@ class Provisioned:
     ledger: str
     deploy_block: int
     addresses: list[str]
+    roles: list[str]  # per node: "honest" or its adversary strategy (client.devnet.roles)
 
 
 def quorum_problem(cfg: NodeConfig, nodes: int) -> str | None:
@@ -67,15 +69,19 @@ def provision(
     chain_id: int,
     ipfs_api: str | list[str] | None,
     nodes: int,
+    adversaries: list[str] | None = None,
     node_sections: Callable[[int], dict[str, dict]] | None = None,
 ) -> Provisioned:
     """Deploys and funds the ledger, creates and registers the nodes, writes the configs.
 
-    `ipfs_api` is one daemon all nodes share, or one per node (node i uses the i-th; the
-    swarm's devnet.toml names the first). `node_sections(i)` may change sections of node i's
-    config (e.g. its policy seed)."""
+    `nodes` honest nodes come first, then one node per strategy in `adversaries` (expanded:
+    client.devnet.roles), registered and staked alike. `ipfs_api` is one daemon all nodes
+    share, or one per node (node i uses the i-th; the swarm's devnet.toml names the first).
+    `node_sections(i)` may change sections of node i's config (e.g. its policy seed)."""
     if problem := quorum_problem(cfg, nodes):
         raise ValueError(problem)
+    roles = [HONEST] * nodes + list(adversaries or [])
+    nodes = len(roles)
     apis = [ipfs_api] * max(1, nodes) if isinstance(ipfs_api, str) else ipfs_api
     if apis is not None and len(apis) < nodes:
         raise ValueError(f"{nodes} nodes need {nodes} IPFS daemons, not {len(apis)}")
@@ -150,15 +156,31 @@ def provision(
         path.write_text(dump_toml(node_cfg, f"{HEADER}\nNode {i}: {account.address}."))
         node_configs.append(path)
         addresses.append(account.address)
-    return Provisioned(config_path, node_configs, ledger.address, deployed.block_number, addresses)
+    return Provisioned(
+        config_path, node_configs, ledger.address, deployed.block_number, addresses, roles
+    )
 
 
-def node_process(name: str, config_path: Path, wrap: list[str] | None = None) -> ServerProcess:
-    """Returns (not started) `sapo node run --config config_path` as a server process: its log
-    beside its config, ready once it has said `node.started` (a node still preparing, e.g.
-    building its policy, writes other events before). `wrap` runs it in a network namespace."""
+def node_process(
+    name: str,
+    config_path: Path,
+    wrap: list[str] | None = None,
+    command: list[str] | None = None,
+) -> ServerProcess:
+    """Returns (not started) `sapo node run --config config_path` (or `command`) as a server
+    process: its log beside its config, ready once it has said `node.started` (a node still
+    preparing, e.g. building its policy, writes other events before). `wrap` runs it in a
+    network namespace."""
     events = config_path.parent / "events.jsonl"
-    command = [sys.executable, "-m", "client.cli", "node", "run", "--config", str(config_path)]
+    command = command or [
+        sys.executable,
+        "-m",
+        "client.cli",
+        "node",
+        "run",
+        "--config",
+        str(config_path),
+    ]
     return ServerProcess(
         name,
         [*(wrap or []), *command],
@@ -170,6 +192,20 @@ def node_process(name: str, config_path: Path, wrap: list[str] | None = None) ->
         env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
         | {"PYTHONUNBUFFERED": "1"},
     )
+
+
+def adversary_process(
+    name: str,
+    config_path: Path,
+    strategy: str,
+    partner: str | None = None,
+    wrap: list[str] | None = None,
+) -> ServerProcess:
+    """Returns (not started) an adversary node (client.devnet.adversary) as a server process,
+    ready once it said `node.started`, like an honest node."""
+    command = [sys.executable, "-m", "client.cli", "devnet", "adversary", strategy]
+    command += ["--config", str(config_path)] + (["--partner", partner] if partner else [])
+    return node_process(name, config_path, wrap, command)
 
 
 def _is_config_override(name: str) -> bool:

@@ -89,6 +89,7 @@ class Event(StrEnum):
     STORE_STATUS = "store.status"
     STORE_UNPINNED = "store.unpinned"
     METADATA_SET = "node.metadata"  # our peer id / swarm addresses written on chain
+    ADVERSARY_MOVE = "adversary.move"  # a devnet adversary's action (client.devnet.adversary)
 
 
 class EventLog:

@@ -3,16 +3,20 @@ batches, re-verify them completely, journal what passed (the sampler's pool) and
 the publisher sends.
 
 Every poll it reads the `Submitted` and `Attested` events since its saved cursor (a restart goes
-on from there, not from the deployment block). Each chain round it fetches at most
-`[sapo].max_fetch_per_round` batches from every round still open to attestation (r + W + C): first
-the batches whose beacons drew this node to check them (its duty: the ledger credits a batch only
-once `quorum` drawn checkers agree), then others, newest round first (the freshest items for
-training). Only a drawn checker votes, at most `[sapo].attest_budget` times a chain round: an
-attestation of our recomputed score and learning signal (0 for a batch whose tasks are not the
-seed's, with the findings bits saying what was wrong), or, once `[sapo].unavailable_after` fetches
-in a row found the batch nowhere (retried after a while: unavailability may be ours), an
-"unavailable" vote, which cancels credit but never slashes. A submission's beacon that nobody drew
-while the EVM still knew its block hash is re-armed through the outbox.
+on from there, not from the deployment block). It fetches from every round still open to
+attestation (r + W + C): first the batches whose beacons drew this node to check them (its duty:
+the ledger credits a batch only once `quorum` drawn checkers agree), oldest round first (the
+nearest deadline), at most `[sapo].attest_budget` fetches a chain round; then, for training,
+`[sapo].max_fetch_per_round` others, newest round first (the freshest items). Up to FETCH_WORKERS
+fetches run at once, each on a store client of its own, so a batch nobody can give (a free claim:
+a digest of nothing) costs its time-out beside the others, not before them; verification and the
+journal stay on the intake thread. Only a drawn checker votes, at most `[sapo].attest_budget`
+times a chain round: an attestation of our recomputed score and learning signal (0 for a batch
+whose tasks are not the seed's, with the findings bits saying what was wrong), or, once
+`[sapo].unavailable_after` fetches in a row found the batch nowhere (retried after a while:
+unavailability may be ours), an "unavailable" vote, which cancels credit but never slashes. A
+submission's beacon that nobody drew while the EVM still knew its block hash is re-armed through
+the outbox.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
@@ -30,6 +34,7 @@ import logging
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from client.chain import ChainError
 from client.chain.events import EventReader
@@ -39,7 +44,7 @@ from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
 from client.node.rollouts import task_seed, verify_batch
 from client.node.services import Services, Stage
-from client.store import BlockStore, RolloutBatch, StoreError, fetch_from_peers
+from client.store import BlockStore, StoreError, fetch_from_peers, open_store
 from client.store.cid import digest_to_cid
 from client.store.exchange import NOT_THE_PRODUCERS_FAULT
 from client.store.peers import PeerAddresses, peer_addresses
@@ -48,6 +53,7 @@ from client.tasks import Catalog
 log = logging.getLogger("sapo.node.intake")
 
 POLL_S = 2.0
+FETCH_WORKERS = 4  # fetches in flight at once (I/O: most of their time is waiting)
 MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its batch
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
 
@@ -69,7 +75,8 @@ class Intake(Stage):
             start_block=self.cfg.chain.ledger_deploy_block,
         )
         self._budget_round = -1
-        self._fetched = self._attested = 0
+        self._fetched = self._duties = self._attested = 0
+        self._local = threading.local()  # each fetch worker's own store client
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
         self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
@@ -92,7 +99,7 @@ class Intake(Stage):
             return
         current = self.current_round()
         if current != self._budget_round:
-            self._budget_round, self._fetched, self._attested = current, 0, 0
+            self._budget_round, self._fetched, self._duties, self._attested = current, 0, 0, 0
             first = current - self.params.submit_rounds - self.params.challenge_rounds
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
         self._stakes, self._unready = None, set()
@@ -101,11 +108,16 @@ class Intake(Stage):
         except ChainError as exc:  # the draw is read from the ledger
             self.health.chain(False, str(exc))
             return
+        chosen = []
         for sub in candidates:
-            if self._fetched >= self.cfg.sapo.max_fetch_per_round or (stop and stop.is_set()):
-                break
-            self._fetched += 1
-            self.check(sub)
+            if self.drawn(sub):
+                if self._duties < self.cfg.sapo.attest_budget:
+                    self._duties += 1
+                    chosen.append(sub)
+            elif self._fetched < self.cfg.sapo.max_fetch_per_round:
+                self._fetched += 1
+                chosen.append(sub)
+        self.check_all(chosen, stop)
         try:
             queued = self.vote(current)
         except ChainError as exc:
@@ -204,8 +216,8 @@ class Intake(Stage):
 
     def _candidates(self, current: int) -> list[PeerSubmission]:
         """Peers' batches still open to attestation and not settled here: those we are drawn to
-        check first, then newest round first, in an order peers cannot predict (seeded by us and
-        the round)."""
+        check first, oldest round first (their votes close first), then the others newest round
+        first; within a round in an order peers cannot predict (seeded by us and the round)."""
         first = current - self.params.submit_rounds - self.params.challenge_rounds
         now = time.monotonic()
         fresh = [
@@ -216,13 +228,61 @@ class Intake(Stage):
         ]
         rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
         rng.shuffle(fresh)
-        return sorted(fresh, key=lambda s: (not self.drawn(s), -s.round))
+        return sorted(fresh, key=lambda s: (False, s.round) if self.drawn(s) else (True, -s.round))
+
+    def check_all(self, subs: list[PeerSubmission], stop: threading.Event | None = None) -> None:
+        """Fetches the batches FETCH_WORKERS at a time and re-verifies each as it arrives."""
+        if not subs:
+            return
+        sources = {(s.round, s.node): self.sources(s) for s in subs}  # journal and chain reads
+        with ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="sapo-fetch") as pool:
+            pending = {
+                pool.submit(self._fetch, s, sources[(s.round, s.node)], None): s for s in subs
+            }
+            for done in as_completed(pending):
+                sub = pending[done]
+                started, ended, result = done.result()
+                self.journal.span(str(Span.FETCH), started, ended)
+                if stop is None or not stop.is_set():
+                    self._checked(sub, result)
 
     def check(self, sub: PeerSubmission) -> tuple[str, int]:
-        """Fetches and re-verifies a peer's batch; journals and returns (verdict, our score)."""
+        """Fetches and re-verifies one peer's batch; journals and returns (verdict, score)."""
+        started, ended, result = self._fetch(sub, self.sources(sub), self.store)
+        self.journal.span(str(Span.FETCH), started, ended)
+        return self._checked(sub, result)
+
+    def _fetch(
+        self, sub: PeerSubmission, sources, store: BlockStore | None
+    ) -> tuple[float, float, object]:
+        """Fetches on `store` (None: this worker thread's own client of [store]): (start, end,
+        the batch and its source, or the StoreError that stopped it)."""
+        started = time.time()
+        if store is None:
+            store = getattr(self._local, "store", None)
+            if store is None:
+                store = self._local.store = open_store(self.cfg.store)
         try:
-            with timed(self.journal, Span.FETCH):
-                batch, source = self.fetch(sub)
+            result: object = fetch_from_peers(
+                store,
+                sub.digest,
+                sources,
+                connect_timeout_s=self.cfg.store.connect_timeout_s,
+                chain_id=self.services.chain_id,
+                ledger=self.ledger.address,
+                round_=sub.round,
+                node=sub.node,
+            )
+        except StoreError as exc:
+            result = exc
+        return started, time.time(), result
+
+    def _checked(self, sub: PeerSubmission, fetched) -> tuple[str, int]:
+        """Re-verifies a fetched batch (or records why it could not be fetched)."""
+        try:
+            if isinstance(fetched, StoreError):
+                raise fetched
+            batch, source = fetched
         except NOT_THE_PRODUCERS_FAULT as exc:
             self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
                 10.0, self.params.round_length / 2
@@ -268,21 +328,11 @@ class Intake(Stage):
             log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
         return VERIFIED, check.recomputed
 
-    def fetch(self, sub: PeerSubmission) -> tuple[RolloutBatch, str]:
-        """Fetches a peer's batch from its producer's IPFS node, else from the peers who
-        attested it; returns it (fully checked) and whose node gave it."""
+    def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
+        """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
+        attested it (they fetched it and pin it), with their dialable addresses."""
         attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
-        sources = [(n, self.addresses(n)) for n in [sub.node, *attesters][:MAX_SOURCES]]
-        return fetch_from_peers(
-            self.store,
-            sub.digest,
-            sources,
-            connect_timeout_s=self.cfg.store.connect_timeout_s,
-            chain_id=self.services.chain_id,
-            ledger=self.ledger.address,
-            round_=sub.round,
-            node=sub.node,
-        )
+        return [(n, self.addresses(n)) for n in [sub.node, *attesters][:MAX_SOURCES]]
 
     def addresses(self, node: str) -> PeerAddresses:
         """A node's dialable IPFS addresses from its on-chain metadata (read once a round)."""

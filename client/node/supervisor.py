@@ -26,9 +26,10 @@ from client.devnet import Anvil, IpfsDaemon, registry
 from client.devnet.netns import NetnsLayout
 from client.devnet.netns import check as netns_check
 from client.devnet.process import LOOPBACK, ManagedServer, ServerProcess, start_together
+from client.devnet.roles import HONEST, partners
 from client.devnet.state import STATE, SUPERVISOR_PID, write_state
 from client.node.assemble import base_policy_path, seed_spec
-from client.node.devnet import node_process, provision
+from client.node.devnet import adversary_process, node_process, provision
 
 
 def node_host(index: int) -> str:
@@ -54,7 +55,9 @@ class Supervisor:
     ):
         self.cfg = cfg
         self.data_dir = Path(data_dir).absolute()
-        self.nodes = nodes
+        self.nodes = nodes  # honest ones; adversaries ([devnet].adversaries) come after them
+        self.roles = [HONEST] * nodes + cfg.devnet.adversary_roles()
+        total = len(self.roles)
         self.detached = detached
         self.seed_progress = seed_progress
         # --netns: each node and its IPFS daemon in a network namespace of its own, anvil on the
@@ -62,7 +65,7 @@ class Supervisor:
         self.netns: NetnsLayout | None = None
         if netns:
             netns_check()
-            self.netns = NetnsLayout.plan(str(self.data_dir), max(1, nodes))
+            self.netns = NetnsLayout.plan(str(self.data_dir), max(1, total))
         self.anvil = Anvil(
             self.data_dir,
             host=self.netns.gateway if self.netns else LOOPBACK,
@@ -83,7 +86,7 @@ class Supervisor:
                     swarm=True,
                     wrap=self.netns.wrap(i) if self.netns else None,
                 )
-                for i in range(max(1, nodes))
+                for i in range(max(1, total))
             ]
             if cfg.store.backend == "ipfs"
             else []
@@ -104,7 +107,7 @@ class Supervisor:
             "data_dir": str(self.data_dir),
             "detached": self.detached,
             "started_at": self._began,
-            "nodes_wanted": self.nodes,
+            "nodes_wanted": len(self.roles),
             "netns": self.netns.as_dict() if self.netns else None,
             **extra,
         }
@@ -130,7 +133,9 @@ class Supervisor:
             directory = seed_policy_dir(Path(self.cfg.policy.cache_dir), spec)
             self._stage("building the seed policy", policy_dir=str(directory))
             base_policy_path(self.cfg, self.seed_progress)
-        self._stage(f"deploying the ledger and registering {self.nodes} node(s)")
+        adversaries = len(self.roles) - self.nodes
+        also = f" and {adversaries} adversary node(s)" if adversaries else ""
+        self._stage(f"deploying the ledger and registering {self.nodes} node(s){also}")
         swarm = provision(
             self.cfg,
             self.data_dir,
@@ -138,12 +143,18 @@ class Supervisor:
             chain_id=self.anvil.chain_id,
             ipfs_api=[d.api for d in self.daemons] or None,
             nodes=self.nodes,
+            adversaries=self.roles[self.nodes :],
         )
-        self._stage(f"starting {self.nodes} node(s)")
-        self.node_procs = [
-            node_process(f"node-{i}", path, wrap=self.netns.wrap(i) if self.netns else None)
-            for i, path in enumerate(swarm.node_configs)
-        ]
+        self._stage(f"starting {self.nodes} node(s){also}")
+        pairs = partners(swarm.roles, swarm.addresses)
+        self.node_procs = []
+        for i, (path, role) in enumerate(zip(swarm.node_configs, swarm.roles, strict=True)):
+            wrap = self.netns.wrap(i) if self.netns else None
+            self.node_procs.append(
+                node_process(f"node-{i}", path, wrap=wrap)
+                if role == HONEST
+                else adversary_process(f"node-{i}", path, role, pairs.get(i), wrap=wrap)
+            )
         start_together(self.node_procs)
         self.state = {
             "status": "running",
@@ -162,13 +173,20 @@ class Supervisor:
             "nodes": [
                 {
                     "index": i,
+                    "role": role,
                     "address": address,
                     "pid": proc.pid,
                     "config": str(path),
                     "data_dir": str(path.parent),
                 }
-                for i, (address, path, proc) in enumerate(
-                    zip(swarm.addresses, swarm.node_configs, self.node_procs, strict=True)
+                for i, (address, path, proc, role) in enumerate(
+                    zip(
+                        swarm.addresses,
+                        swarm.node_configs,
+                        self.node_procs,
+                        swarm.roles,
+                        strict=True,
+                    )
                 )
             ],
         }

@@ -1,0 +1,296 @@
+"""Adversaries as devnet nodes: each runs one strategy for farming credit on the real path,
+registered and staked like any node, with its own store, real transactions and real pins, so that
+anyone can re-run the attack table (`scripts/attack-table`) and read in `sapo audit` and the TUI
+what the honest nodes did about it.
+
+  free-claim     each round, submits the digest of nothing with a maximal claim; pins nothing
+  answer-farmer  pins batches of its own rounds' questions (drawn from the public task seed, as an
+                 honest node draws them) answered with their reference answers: no model, every
+                 group all correct
+  mixed-farmer   the same, but half of each group's completions are wrong on purpose, so that
+                 every group has mixed outcomes: the most learning signal a batch can claim
+  copycat        fetches the batch of a peer's submission, re-encodes it under its own address
+                 and submits it, with the peer's claims, while the round's window is open
+  colluder       free claims like free-claim, and an "agree" attestation of its partner's claim
+                 (another colluder's) whenever the beacon draws it to check it
+                 (`--adversary colluders` adds a pair)
+
+Farmers fill their batches as an honest node's full batch is filled (the batch limits and
+`[sapo].local_items` questions a local round, `[sapo].completions` each). None of them runs a model.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from pathlib import Path
+
+from client.chain import ChainError, Ledger
+from client.chain.events import EventReader
+from client.config import NodeConfig
+from client.credit import batch_signal, group_signal
+from client.devnet.roles import STRATEGIES
+from client.node.eventlog import Event, EventLog
+from client.node.rollouts import make_batch, task_seed
+from client.store import Item, LocalRound, StoreError, TaskRef, fetch_from_peers, open_store
+from client.store.batch import BatchLimits
+from client.store.peers import peer_addresses
+from client.tasks import (
+    check_against_ledger,
+    draw,
+    load_catalog,
+    local_round_seed,
+    reference_answer,
+    reward,
+    to_units,
+)
+from client.units import SCORE_SCALE
+
+log = logging.getLogger("sapo.adversary")
+
+POLL_S = 1.0
+WRONG = "<answer>not the answer</answer>"
+
+
+def max_claim(rollouts: int, completions: int) -> tuple[int, int]:
+    """The (score, signal) a claim of `rollouts` completions in groups of `completions` can
+    carry at most while still looking like a batch: half of each group correct."""
+    groups = max(1, rollouts // completions)
+    half = [SCORE_SCALE] * (completions // 2) + [0] * (completions - completions // 2)
+    return sum(half) * groups, group_signal(half) * groups
+
+
+class Adversary:
+    """One adversary node: its strategy, its ledger account and its store."""
+
+    def __init__(
+        self,
+        cfg: NodeConfig,
+        ledger: Ledger,
+        strategy: str,
+        *,
+        partner: str | None = None,
+    ):
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
+        if (strategy == "colluder") != (partner is not None):
+            raise ValueError("a colluder needs a partner, and only a colluder has one")
+        self.cfg = cfg
+        self.ledger = ledger
+        self.strategy = strategy
+        self.partner = partner
+        self.params = ledger.check(cfg.chain.chain_id)
+        self.catalog = load_catalog(cfg.tasks.catalog)
+        check_against_ledger(self.catalog, self.params.catalog_digest)
+        self.store = open_store(cfg.store)
+        self.address = ledger.account_address
+        self.chain_id = ledger.w3.eth.chain_id
+        self.events = EventLog(Path(cfg.node.data_dir) / "events.jsonl")
+        self.reader = EventReader(
+            ledger,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+            start_block=cfg.chain.ledger_deploy_block,
+        )
+        self.limits = BatchLimits(max_bytes=cfg.store.max_batch_bytes)
+        self.submitted: set[int] = set()  # rounds we submitted (or gave up on)
+        self.vouched: set[int] = set()  # rounds whose partner claim we attested
+        self.copied: set[str] = set()  # digests we copied
+
+    # ------------------------------------------------------------------------------ the loop
+
+    def run(self, stop: threading.Event) -> None:
+        self.events.emit(
+            Event.NODE_STARTED,
+            f"adversary {self.strategy} {self.address} started at round "
+            f"{self.ledger.current_round()}",
+            address=self.address,
+            adversary=self.strategy,
+            partner=self.partner,
+        )
+        while not stop.is_set():
+            try:
+                self.step(self.ledger.current_round())
+            except (ChainError, StoreError) as exc:  # an outage: try again next poll
+                self.events.emit(
+                    Event.NODE_ERROR, f"{self.strategy}: {exc}", logging.WARNING, error=str(exc)
+                )
+            stop.wait(POLL_S)
+        self.events.emit(Event.NODE_STOPPED, f"adversary {self.strategy} stopped")
+
+    def step(self, current: int) -> None:
+        if self.strategy == "copycat":
+            self.copy(current)
+        elif current not in self.submitted:
+            self.submitted.add(current)
+            if self.strategy in ("free-claim", "colluder"):
+                self.free_claim(current)
+            else:
+                self.farm(current, mixed=self.strategy == "mixed-farmer")
+        if self.partner is not None:
+            self.vouch(current)
+
+    # --------------------------------------------------------------------------- strategies
+
+    def free_claim(self, round_: int) -> None:
+        """Submits the digest of nothing (random bytes nobody has) with a maximal claim."""
+        # as many rollouts as an honest node's fullest batch holds
+        rollouts = self.limits.max_items * self.cfg.sapo.completions
+        score, signal = max_claim(rollouts, self.cfg.sapo.completions)
+        self._submit(round_, "0x" + secrets.token_hex(32), rollouts, score, signal, pinned=False)
+
+    def farm(self, round_: int, *, mixed: bool) -> None:
+        """Pins and submits a batch of the round's own questions answered without a model."""
+        seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
+        items, completions = self.cfg.sapo.local_items, self.cfg.sapo.completions
+        parts: list[LocalRound] = []
+        rewards: list[list[int]] = []
+        for k in range(min(self.limits.max_local_rounds, self.limits.max_items // items)):
+            part_items = []
+            for task in draw(local_round_seed(seed, k), items, self.catalog):
+                right = f"<answer>{reference_answer(task)}</answer>"
+                texts = [WRONG if mixed and i % 2 else right for i in range(completions)]
+                units = [to_units(reward(task, t)) for t in texts]
+                rewards.append(units)
+                part_items.append(
+                    Item(
+                        task=TaskRef(entry=task.entry, seed=task.seed, index=task.index),
+                        question=task.question,
+                        completions=texts,
+                        rewards=units,
+                    )
+                )
+            candidate = [*parts, LocalRound(k=k, items=part_items)]
+            if len(self._batch(round_, candidate).encode()) > self.limits.max_bytes:
+                rewards = rewards[: len(parts) * items]
+                break
+            parts = candidate
+        batch = self._batch(round_, parts)
+        cid = self.store.put(batch.encode(), round_)
+        assert batch.signal == batch_signal(rewards)  # the claim is what checkers recompute
+        self._submit(
+            round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, batch.signal, cid=cid
+        )
+
+    def copy(self, current: int) -> None:
+        """Re-encodes a peer's batch of a past round still open to submissions under our
+        address and submits it with the peer's claims. It copies what a checker already agreed
+        with (so it can be fetched and re-verifies), credited first, then the largest signal."""
+        first = max(0, current - self.params.submit_rounds)
+        mine = self.address.lower()
+        candidates: dict[int, list[tuple[int, str]]] = {}
+        for event in self.reader.read(["Submitted"]):
+            round_, node = event.args["round"], event.args["node"].lower()
+            if first <= round_ < current and node != mine and round_ not in self.submitted:
+                candidates.setdefault(round_, []).append((round_, node))
+        for _, keys in sorted(candidates.items()):
+            subs = [
+                s for s in self.ledger.submissions(keys) if s.agrees and s.digest not in self.copied
+            ]
+            for sub in sorted(subs, key=lambda s: (s.credited > 0, s.signal), reverse=True):
+                self.copied.add(sub.digest)
+                if self._copy(sub):
+                    break
+
+    def _copy(self, sub) -> bool:
+        metadata = self.ledger.node_info(sub.node).metadata
+        allow = self.cfg.store.allow_private_peers
+        try:
+            batch, _ = fetch_from_peers(
+                self.store,
+                sub.digest,
+                [(sub.node, peer_addresses(metadata, allow_private=allow))],
+                connect_timeout_s=self.cfg.store.connect_timeout_s,
+                chain_id=self.chain_id,
+                ledger=self.ledger.address,
+                round_=sub.round,
+                node=sub.node,
+            )
+        except StoreError as exc:
+            log.info("copycat: could not fetch %s: %s", sub.digest, exc)
+            return False
+        ours = batch.model_copy(update={"node": self.address.lower()})
+        if not self.params.submit_open(sub.round, self.ledger.current_round()):
+            return False  # the fetch took the rest of the window
+        cid = self.store.put(ours.encode(), sub.round)
+        self.submitted.add(sub.round)
+        self._submit(
+            sub.round,
+            "0x" + ours.digest().hex(),
+            ours.rollouts,
+            ours.score,
+            ours.signal,
+            cid=cid,
+            copied_from=sub.node,
+        )
+        return True
+
+    def vouch(self, current: int) -> None:
+        """Attests "agree" with the partner's claims in every open round where we are drawn."""
+        last = current - self.params.submit_rounds - self.params.challenge_rounds
+        for round_ in range(max(0, last), current + 1):
+            if round_ in self.vouched:
+                continue
+            sub = self.ledger.submission(round_, self.partner)
+            if not sub.exists or not self.ledger.beacon(round_, self.partner).ready:
+                continue
+            self.vouched.add(round_)
+            if not self.ledger.is_checker(round_, self.partner, self.address):
+                self.events.emit(
+                    Event.ADVERSARY_MOVE,
+                    f"colluder: not drawn to check {self.partner}'s claim of round {round_}",
+                    round=round_,
+                    move="not-drawn",
+                )
+                continue
+            tx = self.ledger.attest(round_, self.partner, sub.score, sub.signal, 0)
+            self.events.emit(
+                Event.ADVERSARY_MOVE,
+                f"colluder: attested {self.partner}'s free claim of round {round_} as agreeing",
+                round=round_,
+                move="vouch",
+                gas=tx.gas_used,
+            )
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def _batch(self, round_: int, parts: list[LocalRound]):
+        return make_batch(
+            chain_id=self.chain_id,
+            ledger=self.ledger.address,
+            round_=round_,
+            node=self.address,
+            catalog=self.catalog,
+            model={"name": f"none ({self.strategy})", "parameters": 0, "tokenizer": "none"},
+            local_rounds=parts,
+        )
+
+    def _submit(
+        self, round_: int, digest: str, rollouts: int, score: int, signal: int, **fields
+    ) -> None:
+        started = time.monotonic()
+        try:
+            tx = self.ledger.submit(round_, digest, rollouts, score, signal)
+        except ChainError as exc:  # e.g. stake slashed below the minimum: it goes on trying
+            self.events.emit(
+                Event.NODE_ERROR,
+                f"{self.strategy}: round {round_}: submit failed: {exc}",
+                logging.WARNING,
+                round=round_,
+            )
+            return
+        self.events.emit(
+            Event.ADVERSARY_MOVE,
+            f"{self.strategy}: round {round_}: submitted {digest[:12]}… claiming signal "
+            f"{signal / SCORE_SCALE:.2f} ({rollouts} rollouts)",
+            round=round_,
+            move="submit",
+            digest=digest,
+            rollouts=rollouts,
+            score=score,
+            signal=signal,
+            gas=tx.gas_used,
+            seconds=round(time.monotonic() - started, 3),
+            **fields,
+        )
