@@ -34,7 +34,7 @@ import logging
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from client.chain import ChainError
 from client.chain.events import EventReader
@@ -77,6 +77,8 @@ class Intake(Stage):
         self._budget_round = -1
         self._fetched = self._duties = self._attested = 0
         self._local = threading.local()  # each fetch worker's own store client
+        self._pool: ThreadPoolExecutor | None = None  # while run() runs
+        self._inflight: dict[tuple[int, str], tuple[PeerSubmission, Future]] = {}
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
         self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
@@ -84,9 +86,15 @@ class Intake(Stage):
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.poll(stop)
-            stop.wait(POLL_S)
+        """Polls every POLL_S until `stop`; fetches run on FETCH_WORKERS threads meanwhile."""
+        self._pool = ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="sapo-fetch")
+        try:
+            while not stop.is_set():
+                self.poll(stop)
+                stop.wait(POLL_S)
+        finally:  # queued fetches are dropped; running ones end within their time-outs
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool, self._inflight = None, {}
 
     def poll(self, stop: threading.Event | None = None) -> None:
         """One pass: discover, then check what the round's budget allows."""
@@ -108,16 +116,23 @@ class Intake(Stage):
         except ChainError as exc:  # the draw is read from the ledger
             self.health.chain(False, str(exc))
             return
-        chosen = []
+        self.harvest()
+        room = 2 * FETCH_WORKERS - len(self._inflight)  # the workers', and as many queued
         for sub in candidates:
+            if room <= 0 or (stop and stop.is_set()):
+                break
             if self.drawn(sub):
-                if self._duties < self.cfg.sapo.attest_budget:
-                    self._duties += 1
-                    chosen.append(sub)
+                if self._duties >= self.cfg.sapo.attest_budget:
+                    continue
+                self._duties += 1
             elif self._fetched < self.cfg.sapo.max_fetch_per_round:
                 self._fetched += 1
-                chosen.append(sub)
-        self.check_all(chosen, stop)
+            else:
+                continue
+            self.start_fetch(sub)
+            room -= 1
+        if self._pool is None:  # polled outside run(): finish what was started here
+            self.harvest(wait=True)
         try:
             queued = self.vote(current)
         except ChainError as exc:
@@ -225,32 +240,34 @@ class Intake(Stage):
             for s in self.journal.peers.peer_submissions(max(0, first))
             if self.journal.peers.peer_verdict(s.round, s.node) in (None, UNAVAILABLE)
             and self._retry_at.get((s.round, s.node), 0.0) <= now
+            and (s.round, s.node) not in self._inflight
         ]
         rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
         rng.shuffle(fresh)
         return sorted(fresh, key=lambda s: (False, s.round) if self.drawn(s) else (True, -s.round))
 
-    def check_all(self, subs: list[PeerSubmission], stop: threading.Event | None = None) -> None:
-        """Fetches the batches FETCH_WORKERS at a time and re-verifies each as it arrives."""
-        if not subs:
-            return
-        sources = {(s.round, s.node): self.sources(s) for s in subs}  # journal and chain reads
-        with ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="sapo-fetch") as pool:
-            pending = {
-                pool.submit(self._fetch, s, sources[(s.round, s.node)], None): s for s in subs
-            }
-            for done in as_completed(pending):
-                sub = pending[done]
-                started, ended, result = done.result()
-                self.journal.span(str(Span.FETCH), started, ended)
-                if stop is None or not stop.is_set():
-                    self._checked(sub, result)
+    def start_fetch(self, sub: PeerSubmission) -> None:
+        """Starts fetching a batch on a worker (its sources are read here: journal, chain);
+        `harvest` re-verifies it once it has arrived. Outside run() it fetches right here."""
+        sources = self.sources(sub)
+        key = (sub.round, sub.node)
+        if self._pool is None:
+            done: Future = Future()
+            done.set_result(self._fetch(sub, sources, self.store))
+            self._inflight[key] = (sub, done)
+        else:
+            self._inflight[key] = (sub, self._pool.submit(self._fetch, sub, sources, None))
 
-    def check(self, sub: PeerSubmission) -> tuple[str, int]:
-        """Fetches and re-verifies one peer's batch; journals and returns (verdict, score)."""
-        started, ended, result = self._fetch(sub, self.sources(sub), self.store)
-        self.journal.span(str(Span.FETCH), started, ended)
-        return self._checked(sub, result)
+    def harvest(self, wait: bool = False) -> None:
+        """Re-verifies and journals, on this thread, every fetch that has finished (all of them
+        with `wait`)."""
+        for key, (sub, future) in list(self._inflight.items()):
+            if not (wait or future.done()):
+                continue
+            del self._inflight[key]
+            started, ended, result = future.result()
+            self.journal.span(str(Span.FETCH), started, ended)
+            self._checked(sub, result)
 
     def _fetch(
         self, sub: PeerSubmission, sources, store: BlockStore | None
