@@ -94,9 +94,21 @@ def _devnet_config(
             quorum = max(1, nodes - 1)
             err.print(
                 f"note: [ledger].quorum {cfg.ledger.quorum} lowered to {quorum} for a devnet of "
-                f"{nodes} node(s) (each batch has {nodes - 1} possible checker(s))"
+                f"{nodes} node(s) (each batch has {nodes - 1} possible checker(s))",
+                markup=False,
             )
             changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
+    roles = expand(changes.get("devnet", {}).get("adversaries", cfg.devnet.adversaries))
+    total = (nodes or cfg.devnet.nodes) + len(roles)
+    if roles and cfg.ledger.checkers < total:
+        # with fewer checkers than nodes an honest batch may draw fewer than Q honest checkers
+        # (adversaries never vote for it): the devnet then measures the draw, not the attack
+        err.print(
+            f"note: [ledger].checkers {cfg.ledger.checkers} raised to {total} for a devnet of "
+            f"{total} nodes with adversaries (every node checks every batch)",
+            markup=False,
+        )
+        changes["ledger"] = {**changes.get("ledger", {}), "checkers": total}
     return _with(cfg, **changes) if changes else cfg
 
 
