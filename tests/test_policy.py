@@ -220,3 +220,41 @@ def test_later_steps_of_a_round_clip_against_the_generating_policy(seed_dir: Pat
     assert first.clip_fraction == 0.0
     assert second.clip_fraction > 0.0
     assert fresh.clip_fraction == 0.0
+
+
+def test_seeded_draws_are_checkable_by_anyone_with_the_weights(seed_dir: Path) -> None:
+    from client.policy.proof import check_draws
+    from client.tasks import reference_answer
+
+    policy = load_policy(seed_dir, device="cpu", dtype="float32")
+    tasks = draw("0x" + "02" * 32, 3, load_catalog("tiny"))
+    prompts = [render_prompt(t.question, policy.tokenizer) for t in tasks]
+    n, seed = 4, 11
+    # batch_size 5: one prompt's completions a batch, left padded, rows counted across them
+    out = TransformersBackend(policy, batch_size=5).generate(prompts, n, 12, 1.0, 0.9, seed=seed)
+
+    def check(i: int, row: int, ids: list[int]):
+        return check_draws(policy, prompts[i], ids, seed=seed, row=row, temperature=1.0, top_p=0.9)
+
+    for i in range(len(prompts)):
+        for j in range(n):
+            honest = check(i, i * n + j, out.token_ids[i][j])
+            assert honest.passed and honest.tokens == len(out.token_ids[i][j]), (i, j, honest)
+    # what an answer farmer types in is not what the seed draws from these weights
+    stop = policy.tokenizer.encode("</answer>", add_special_tokens=False)
+    typed = [
+        policy.tokenizer.encode(f"<answer>{reference_answer(t)}", add_special_tokens=False) + stop
+        for t in tasks
+    ]
+    assert not any(check(i, i * n, typed[i]).passed for i in range(len(tasks)))
+    # nor is another row's completion (a copy, or a draw made with another seed), unless the
+    # two rows happened to draw the same tokens
+    for i in range(len(tasks)):
+        ours, theirs = out.token_ids[i][0], out.token_ids[i][1]
+        assert check(i, i * n, theirs).passed == (theirs == ours)
+    # greedy: every token the argmax
+    greedy = TransformersBackend(policy).generate(prompts[:1], 1, 8, 0.0, 1.0, seed=0)
+    result = check_draws(
+        policy, prompts[0], greedy.token_ids[0][0], seed=0, row=0, temperature=0.0, top_p=1.0
+    )
+    assert result.passed

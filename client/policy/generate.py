@@ -8,6 +8,7 @@ not part of this build.)
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +23,7 @@ STOP = "</answer>"
 class Completions:
     texts: list[list[str]]  # per prompt, n completions
     new_tokens: int  # tokens generated (padding excluded)
+    token_ids: list[list[list[int]]] | None = None  # per prompt, n completions' sampled ids
 
 
 class GenerationBackend(Protocol):
@@ -68,22 +70,26 @@ class TransformersBackend:
         top_p: float,
         seed: int,
     ) -> Completions:
-        generator = torch.Generator(device=self.policy.device).manual_seed(seed)
         per_chunk = max(1, self.batch_size // n)
         rows: list[list[int]] = []
         self.policy.model.eval()
         for start in range(0, len(prompts), per_chunk):
             chunk = prompts[start : start + per_chunk]
-            rows += self._sample(chunk, n, max_new_tokens, temperature, top_p, generator)
+            draws = Draws(seed, first_row=start * n)
+            rows += self._sample(chunk, n, max_new_tokens, temperature, top_p, draws)
         tok = self.policy.tokenizer
         texts = [
             tok.decode([t for t in ids if t not in (tok.pad_token_id, tok.eos_token_id)])
             for ids in rows
         ]
         grouped = [texts[i * n : (i + 1) * n] for i in range(len(prompts))]
-        return Completions(texts=grouped, new_tokens=sum(len(ids) for ids in rows))
+        return Completions(
+            texts=grouped,
+            new_tokens=sum(len(ids) for ids in rows),
+            token_ids=[rows[i * n : (i + 1) * n] for i in range(len(prompts))],
+        )
 
-    def _sample(self, prompts, n, max_new_tokens, temperature, top_p, generator):
+    def _sample(self, prompts, n, max_new_tokens, temperature, top_p, draws: Draws):
         """Returns the new token ids of each prompt's n completions (prompt-major order)."""
         tok, model, device = self.policy.tokenizer, self.policy.model, self.policy.device
         enc = tok(prompts, return_tensors="pt", padding=True).to(device)
@@ -103,7 +109,7 @@ class TransformersBackend:
         rows: list[list[int]] = [[] for _ in range(logits.shape[0])]
         stop = torch.tensor(self._stop_ids, device=device)
         for step in range(max_new_tokens):
-            nxt = _pick(logits, temperature, top_p, generator)  # (b,)
+            nxt = pick(logits, temperature, top_p, draws.uniforms(alive.tolist(), step))  # (b,)
             done = torch.isin(nxt, stop)
             for row, token in zip(alive.tolist(), nxt.tolist(), strict=True):
                 rows[row].append(token)
@@ -131,14 +137,46 @@ class TransformersBackend:
         return rows
 
 
-def _pick(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
-    """Next tokens (b,): argmax at temperature 0, else a sample from the top-p nucleus."""
-    if temperature <= 0:
-        return logits.argmax(-1)
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
+class Draws:
+    """The sampling randomness of one `generate` call, as anyone holding its seed can derive it:
+    row r's token at step t is drawn with u = sha256(domain, seed, r, t) / 2^64 in [0, 1). Rows
+    count completions across the call, prompt-major (prompt i's completion j is row i * n + j),
+    so a checker re-derives any completion's draws from the seed, the prompt's index and j."""
+
+    DOMAIN = b"sapo.sample/1"
+
+    def __init__(self, seed: int, first_row: int = 0):
+        self.key = self.DOMAIN + int(seed).to_bytes(8, "big", signed=False)
+        self.first_row = first_row
+
+    def uniform(self, row: int, step: int) -> float:
+        digest = hashlib.sha256(
+            self.key + (self.first_row + row).to_bytes(4, "big") + step.to_bytes(4, "big")
+        ).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+    def uniforms(self, rows: list[int], step: int) -> list[float]:
+        return [self.uniform(row, step) for row in rows]
+
+
+def distribution(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """The sampling distribution of each row (b, V), in float64: softmax at `temperature`,
+    restricted to the top-p nucleus (the most likely token always kept), renormalised."""
+    probs = torch.softmax(logits.double() / temperature, dim=-1)
     if top_p < 1.0:
         sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # keep the first token always
+        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p
         sorted_probs = sorted_probs.masked_fill(outside, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return probs / probs.sum(-1, keepdim=True)
+
+
+def pick(logits: torch.Tensor, temperature: float, top_p: float, u: list[float]) -> torch.Tensor:
+    """Next tokens (b,): argmax at temperature 0, else each row's draw by inverse CDF: the first
+    token id (in id order) whose cumulative probability exceeds the row's u."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    cdf = distribution(logits, temperature, top_p).cumsum(-1)
+    draws = torch.tensor(u, dtype=cdf.dtype, device=cdf.device)[:, None]
+    index = torch.searchsorted(cdf, draws, right=True).squeeze(-1)
+    return index.clamp(max=cdf.shape[-1] - 1)

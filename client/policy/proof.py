@@ -1,0 +1,67 @@
+"""Checking that a completion is the seeded draw of a model (the core of proof of generation,
+docs/credit.md): teacher-force the prompt and the completion's token ids through the model once,
+recompute each position's sampling distribution, and test that the draw u the seed gives that
+position (client.policy.generate.Draws) falls in the cumulative-probability interval of the token
+the completion has. A completion sampled by `TransformersBackend` from these weights with this
+seed passes up to numerics (`eps`); text written by hand or by another model fails at its first
+token that is not the draw."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from client.policy.generate import Draws, distribution
+from client.policy.policy import Policy
+
+
+@dataclass(frozen=True)
+class DrawCheck:
+    tokens: int
+    outside: int  # tokens whose u lies outside their interval by more than eps
+    first_outside: int | None  # the position of the first one
+    min_margin: float  # the smallest distance of a u inside its interval from the interval's edge
+
+    @property
+    def passed(self) -> bool:
+        return self.outside == 0
+
+
+@torch.no_grad()
+def check_draws(
+    policy: Policy,
+    prompt: str,
+    completion_ids: list[int],
+    *,
+    seed: int,
+    row: int,
+    temperature: float,
+    top_p: float,
+    eps: float = 1e-6,
+) -> DrawCheck:
+    """Whether `completion_ids` are row `row`'s seeded draws of `seed` from the policy's weights
+    at `temperature` and `top_p` (see Draws for rows)."""
+    if not completion_ids:
+        return DrawCheck(0, 0, None, 1.0)
+    prompt_ids = policy.tokenizer(prompt)["input_ids"]
+    ids = torch.tensor([prompt_ids + list(completion_ids)], device=policy.device)
+    logits = policy.model(input_ids=ids).logits[0]
+    start = len(prompt_ids) - 1  # the logits at position p predict token p + 1
+    steps = logits[start : start + len(completion_ids)]
+    if temperature <= 0:  # greedy: every token is the argmax
+        wrong = [t for t, tok in enumerate(completion_ids) if int(steps[t].argmax()) != tok]
+        return DrawCheck(len(completion_ids), len(wrong), wrong[0] if wrong else None, 0.0)
+    cdf = distribution(steps, temperature, top_p).cumsum(-1)
+    draws = Draws(seed)
+    outside, first, margin = 0, None, 1.0
+    for t, token in enumerate(completion_ids):
+        u = draws.uniform(row, t)
+        low = float(cdf[t, token - 1]) if token > 0 else 0.0
+        high = float(cdf[t, token])
+        if low - eps <= u < high + eps:
+            margin = min(margin, u - low, high - u)
+        else:
+            outside += 1
+            first = t if first is None else first
+    return DrawCheck(len(completion_ids), outside, first, margin)
