@@ -246,7 +246,10 @@ def test_seeded_draws_are_checkable_by_anyone_with_the_weights(seed_dir: Path) -
         policy.tokenizer.encode(f"<answer>{reference_answer(t)}", add_special_tokens=False) + stop
         for t in tasks
     ]
-    assert not any(check(i, i * n, typed[i]).passed for i in range(len(tasks)))
+    # (unless the seed's draw for that row is exactly the reference answer: then it is honest)
+    for i in range(len(tasks)):
+        assert check(i, i * n, typed[i]).passed == (typed[i] == out.token_ids[i][0])
+    assert any(typed[i] != out.token_ids[i][0] for i in range(len(tasks)))
     # nor is another row's completion (a copy, or a draw made with another seed), unless the
     # two rows happened to draw the same tokens
     for i in range(len(tasks)):
