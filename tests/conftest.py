@@ -205,6 +205,34 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
+def warp_world_config(root: Path, round_s: int, w: int, c: int, **sections: dict):
+    """configs/devnet.toml for in-process nodes under a Warp: `round_s`-second rounds with
+    windows of `w` and `c` rounds, a quorum of 1 (two honest nodes: each batch has one honest
+    checker), the seed-test policy cached under `root`, two local rounds of 2 questions x 4
+    completions a chain round (a node then idles until a warp starts the next), and short
+    time-outs. `sections` change more keys of a section."""
+    from client.config import load_config
+    from client.node.devnet import _with
+
+    changes: dict[str, dict] = {
+        "ledger": {
+            "round_length_s": round_s,
+            "submit_rounds": w,
+            "challenge_rounds": c,
+            "unbonding_period_s": (w + 2 * c + 1) * round_s,
+            "quorum": 1,
+        },
+        "policy": {"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
+        "sapo": {"local_items": 2, "external_items": 2, "completions": 4, "max_local_rounds": 2},
+        "chain": {"request_timeout_s": 2.0, "receipt_timeout_s": 15.0},
+        "store": {"timeout_s": 2.0},
+        "train": {"rounds_per_update": 1},
+    }
+    for name, values in sections.items():
+        changes[name] = {**changes.get(name, {}), **values}
+    return _with(load_config(REPO / "configs" / "devnet.toml"), **changes)
+
+
 class Warp:
     """Moves a test's chain and its in-process nodes' clock forward together, so that a test
     jumps rounds instead of sleeping through them (anvil's evm_increaseTime + WarpClock)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import REPO, Warp, wait_until
+from conftest import Warp, wait_until, warp_world_config
 
 from client.chain import Ledger
 from client.chain.audit import Auditor
@@ -21,7 +21,7 @@ from client.devnet import Anvil, IpfsDaemon
 from client.devnet.adversary import Adversary
 from client.devnet.roles import HONEST, expand, partners
 from client.node.assemble import base_policy_path, open_node, signing_ledger
-from client.node.devnet import _with, provision
+from client.node.devnet import provision
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8
@@ -49,27 +49,8 @@ def world(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("adversaries")
     anvil = Anvil(root, block_time_s=1).start()
     daemon = IpfsDaemon(root / "ipfs").start()
-    base = _with(
-        load_config(REPO / "configs" / "devnet.toml"),
-        ledger={
-            "round_length_s": ROUND_S,
-            "submit_rounds": W,
-            "challenge_rounds": C,
-            "unbonding_period_s": (W + 2 * C + 1) * ROUND_S,
-            "quorum": 1,  # two honest nodes: each honest batch has one honest checker
-        },
-        policy={"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
-        sapo={
-            "local_items": 2,
-            "external_items": 2,
-            "completions": 4,
-            "max_local_rounds": 2,
-            "unavailable_after": 2,
-        },
-        chain={"request_timeout_s": 2.0, "receipt_timeout_s": 15.0},
-        store={"timeout_s": 2.0},
-        train={"rounds_per_update": 1},
-        devnet={"accounts": 12},
+    base = warp_world_config(
+        root, ROUND_S, W, C, sapo={"unavailable_after": 2}, devnet={"accounts": 12}
     )
     base_policy_path(base)
     roles = expand(STRATEGIES)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from batches import local_round
-from conftest import REPO, Warp, wait_until
+from conftest import Warp, wait_until, warp_world_config
 from eth_account import Account
 from gate import TcpGate
 
@@ -39,22 +39,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("faults")
     anvil = Anvil(root, block_time_s=1).start()
     daemon = IpfsDaemon(root / "ipfs").start()
-    base = _with(
-        load_config(REPO / "configs" / "devnet.toml"),
-        ledger={
-            "round_length_s": ROUND_S,
-            "submit_rounds": W,
-            "challenge_rounds": C,
-            "unbonding_period_s": (W + 2 * C + 1) * ROUND_S,
-            "quorum": 1,  # two nodes: each batch has one checker, the other node
-        },
-        policy={"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
-        # two local rounds a chain round: the node then idles until a warp starts the next one
-        sapo={"local_items": 2, "external_items": 2, "completions": 4, "max_local_rounds": 2},
-        chain={"request_timeout_s": 2.0, "receipt_timeout_s": 15.0},
-        store={"timeout_s": 2.0},
-        train={"rounds_per_update": 1},
-    )
+    base = warp_world_config(root, ROUND_S, W, C)
     base_policy_path(base)
     swarm = provision(
         base, root / "swarm", rpc_url=anvil.url, chain_id=31_337, ipfs_api=daemon.api, nodes=2

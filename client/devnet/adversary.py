@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from client.chain import ChainError, Ledger
-from client.chain.events import EventReader
+from client.chain.events import EventCursor, EventReader
 from client.config import NodeConfig
-from client.credit import batch_signal, group_signal
+from client.credit import group_signal
 from client.devnet.roles import STRATEGIES
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
@@ -96,7 +96,9 @@ class Adversary:
         self.limits = BatchLimits(max_bytes=cfg.store.max_batch_bytes)
         self.submitted: set[int] = set()  # rounds we submitted (or gave up on)
         self.vouched: set[int] = set()  # rounds whose partner claim we attested
-        self.copied: set[str] = set()  # digests we copied
+        self.copied: set[str] = set()  # digests we copied (or tried to)
+        self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
+        self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
 
     # ------------------------------------------------------------------------------ the loop
 
@@ -145,30 +147,24 @@ class Adversary:
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
         items, completions = self.cfg.sapo.local_items, self.cfg.sapo.completions
         parts: list[LocalRound] = []
-        rewards: list[list[int]] = []
         for k in range(min(self.limits.max_local_rounds, self.limits.max_items // items)):
             part_items = []
             for task in draw(local_round_seed(seed, k), items, self.catalog):
                 right = f"<answer>{reference_answer(task)}</answer>"
                 texts = [WRONG if mixed and i % 2 else right for i in range(completions)]
-                units = [to_units(reward(task, t)) for t in texts]
-                rewards.append(units)
                 part_items.append(
                     Item(
                         task=TaskRef(entry=task.entry, seed=task.seed, index=task.index),
                         question=task.question,
                         completions=texts,
-                        rewards=units,
+                        rewards=[to_units(reward(task, t)) for t in texts],
                     )
                 )
-            candidate = [*parts, LocalRound(k=k, items=part_items)]
-            if len(self._batch(round_, candidate).encode()) > self.limits.max_bytes:
-                rewards = rewards[: len(parts) * items]
-                break
-            parts = candidate
-        batch = self._batch(round_, parts)
-        cid = self.store.put(batch.encode(), round_)
-        assert batch.signal == batch_signal(rewards)  # the claim is what checkers recompute
+            parts.append(LocalRound(k=k, items=part_items))
+        # as the publisher seals: the last local rounds go while the batch is too large
+        while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
+            parts.pop()
+        cid = self.store.put(data, round_)
         self._submit(
             round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, batch.signal, cid=cid
         )
@@ -179,12 +175,14 @@ class Adversary:
         with (so it can be fetched and re-verifies), credited first, then the largest signal."""
         first = max(0, current - self.params.submit_rounds)
         mine = self.address.lower()
-        candidates: dict[int, list[tuple[int, str]]] = {}
-        for event in self.reader.read(["Submitted"]):
-            round_, node = event.args["round"], event.args["node"].lower()
-            if first <= round_ < current and node != mine and round_ not in self.submitted:
-                candidates.setdefault(round_, []).append((round_, node))
-        for _, keys in sorted(candidates.items()):
+        for event in self.reader.poll(self.cursor, ["Submitted"]):  # new ones only
+            node = event.args["node"].lower()
+            if node != mine:
+                self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
+        self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
+        for round_, keys in sorted(self.seen.items()):
+            if round_ >= current or round_ in self.submitted:
+                continue
             subs = [
                 s for s in self.ledger.submissions(keys) if s.agrees and s.digest not in self.copied
             ]

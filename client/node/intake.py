@@ -111,12 +111,12 @@ class Intake(Stage):
             first = current - self.params.submit_rounds - self.params.challenge_rounds
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
         self._stakes, self._unready = None, set()
+        self.harvest()
         try:
             candidates = self._candidates(current)
         except ChainError as exc:  # the draw is read from the ledger
             self.health.chain(False, str(exc))
             return
-        self.harvest()
         room = 2 * FETCH_WORKERS - len(self._inflight)  # the workers', and as many queued
         for sub in candidates:
             if room <= 0 or (stop and stop.is_set()):
@@ -131,8 +131,6 @@ class Intake(Stage):
                 continue
             self.start_fetch(sub)
             room -= 1
-        if self._pool is None:  # polled outside run(): finish what was started here
-            self.harvest(wait=True)
         try:
             queued = self.vote(current)
         except ChainError as exc:
@@ -248,26 +246,21 @@ class Intake(Stage):
 
     def start_fetch(self, sub: PeerSubmission) -> None:
         """Starts fetching a batch on a worker (its sources are read here: journal, chain);
-        `harvest` re-verifies it once it has arrived. Outside run() it fetches right here."""
+        `harvest` re-verifies it once it has arrived. Polled outside run(), it fetches and
+        verifies right here."""
         sources = self.sources(sub)
-        key = (sub.round, sub.node)
         if self._pool is None:
-            done: Future = Future()
-            done.set_result(self._fetch(sub, sources, self.store))
-            self._inflight[key] = (sub, done)
+            self._checked(sub, *self._fetch(sub, sources, self.store))
         else:
-            self._inflight[key] = (sub, self._pool.submit(self._fetch, sub, sources, None))
+            future = self._pool.submit(self._fetch, sub, sources, None)
+            self._inflight[(sub.round, sub.node)] = (sub, future)
 
-    def harvest(self, wait: bool = False) -> None:
-        """Re-verifies and journals, on this thread, every fetch that has finished (all of them
-        with `wait`)."""
+    def harvest(self) -> None:
+        """Re-verifies and journals, on this thread, every fetch that has finished."""
         for key, (sub, future) in list(self._inflight.items()):
-            if not (wait or future.done()):
-                continue
-            del self._inflight[key]
-            started, ended, result = future.result()
-            self.journal.span(str(Span.FETCH), started, ended)
-            self._checked(sub, result)
+            if future.done():
+                del self._inflight[key]
+                self._checked(sub, *future.result())
 
     def _fetch(
         self, sub: PeerSubmission, sources, store: BlockStore | None
@@ -294,8 +287,12 @@ class Intake(Stage):
             result = exc
         return started, time.time(), result
 
-    def _checked(self, sub: PeerSubmission, fetched) -> tuple[str, int]:
-        """Re-verifies a fetched batch (or records why it could not be fetched)."""
+    def _checked(
+        self, sub: PeerSubmission, started: float, ended: float, fetched
+    ) -> tuple[str, int]:
+        """Journals the fetch's span, then re-verifies the batch it got (or records why it
+        could not be fetched)."""
+        self.journal.span(str(Span.FETCH), started, ended)
         try:
             if isinstance(fetched, StoreError):
                 raise fetched
