@@ -23,8 +23,8 @@ whole group: the learner's std-normalised advantage would amplify it, but its in
 Gaming surface, and what closes it:
 - All-correct batches (reference answers typed in) earn 0 by the rule itself.
 - Mixed batches written by hand (half reference answers, half wrong) would earn the maximum:
-  the rule alone does not stop that; the proof of generation does (completions must be the
-  seeded draws of the declared checkpoint).
+  the rule alone does not stop that; the proof of generation does (client.policy.proof:
+  completions must be the seeded draws of the checkpoints the batch names, or it is disputed).
 - Choosing easy or hard questions is impossible: tasks are drawn from the seed.
 - A node may pick its temperature or completion length; both change what it samples, honestly:
   a temperature that yields more mixed groups is one whose rollouts carry more signal.
@@ -56,11 +56,13 @@ FOREIGN_TASKS = 1  # a task, question or catalog is not the one the round's seed
 SCORE_DIFFERS = 2  # our verifier's summed score differs from the claim
 SIGNAL_DIFFERS = 4  # the learning signal recomputed from our rewards differs from the claim
 MALFORMED = 8  # the bytes behind the digest are not a valid batch of this round and node
+GENERATION = 16  # completions that are not the seeded draws of the checkpoints the batch names
 FINDINGS = {
     FOREIGN_TASKS: "foreign tasks",
     SCORE_DIFFERS: "score differs",
     SIGNAL_DIFFERS: "signal differs",
     MALFORMED: "malformed batch",
+    GENERATION: "not the seeded draws of its checkpoints",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, TaskRef
+from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, Sampling, TaskRef
 
 LEDGER = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
 NODE = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
@@ -26,9 +26,11 @@ def make_batch(
         node=node,
         catalog_digest="0x" + "ab" * 32,
         model=ModelDescriptor(name="sapo-seed-tiny", parameters=1_870_000, tokenizer="bpe-512"),
+        sampling=Sampling.of(1.0, 1.0, 64),
         local_rounds=[
             LocalRound(
                 k=k,
+                weights="0x" + f"{k:02x}" * 32,
                 items=[
                     Item(
                         task=TaskRef(entry="basic_arithmetic", seed=1234 + i + 100 * k, index=i),
@@ -38,6 +40,7 @@ def make_batch(
                             f"<answer>{2 * i + 1 + (c % 2)}</answer>{text}"
                             for c in range(completions)
                         ],
+                        token_ids=[[3 + i, 40 + c % 2, 2] for c in range(completions)],
                         rewards=[10_000 if c % 2 == 0 else 0 for c in range(completions)],
                     )
                     for i in range(items)
@@ -69,6 +72,8 @@ def local_round(
     """Generates a real local round on `policy` (sampled at temperature 1, as a node does)."""
     from client.node.rollouts import generate_local_round
     from client.policy import TransformersBackend
+    from client.policy.weights import weights_bytes
+    from client.store.weights import weights_id
     from client.tasks import load_catalog
 
     return generate_local_round(
@@ -81,7 +86,6 @@ def local_round(
         k=k,
         items=items,
         completions=completions,
-        max_new_tokens=max_new_tokens,
-        temperature=1.0,
-        top_p=1.0,
+        sampling=Sampling.of(1.0, 1.0, max_new_tokens),
+        weights=weights_id(weights_bytes(policy.model)),
     )

@@ -17,7 +17,7 @@ from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS
 from client.node.journal import Journal, LocalRoundRecord
 from client.node.rollouts import make_batch, task_seed, verify_batch
 from client.policy import SeedSpec, build_seed_policy, load_policy
-from client.store import Item, RolloutBatch
+from client.store import Item, RolloutBatch, Sampling
 from client.tasks import load_catalog
 
 LEDGER = "0x5fbdb2315678afecb367f032d93f642f64180aa3"
@@ -139,6 +139,7 @@ class Honest:
             node=NODE,
             catalog=catalog,
             model=policy.descriptor(),
+            sampling=Sampling.of(1.0, 1.0, 12),
             local_rounds=[lr.part for lr in self.local],
         )
 

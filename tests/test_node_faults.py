@@ -26,7 +26,7 @@ from client.node.devnet import _with, provision
 from client.node.eventlog import Event, read_events
 from client.node.rollouts import make_batch, task_seed
 from client.policy import load_policy
-from client.store import IpfsStore, Item, publish_batch
+from client.store import IpfsStore, Item, Sampling, publish_batch
 from client.tasks import load_catalog
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -174,6 +174,7 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
             node=address,
             catalog=catalog,
             model=policy.descriptor(),
+            sampling=Sampling.of(1.0, 1.0, 12),
             local_rounds=[part],
         )
 

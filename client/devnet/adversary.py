@@ -5,8 +5,8 @@ what the honest nodes did about it.
 
   free-claim     each round, submits the digest of nothing with a maximal claim; pins nothing
   answer-farmer  pins batches of its own rounds' questions (drawn from the public task seed, as an
-                 honest node draws them) answered with their reference answers: no model, every
-                 group all correct
+                 honest node draws them) answered with their reference answers: no sampling,
+                 every group all correct
   mixed-farmer   the same, but half of each group's completions are wrong on purpose, so that
                  every group has mixed outcomes: the most learning signal a batch can claim
   copycat        fetches the batch of a peer's submission, re-encodes it under its own address
@@ -16,7 +16,10 @@ what the honest nodes did about it.
                  (`--adversary colluders` adds a pair)
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
-`[sapo].local_items` questions a local round, `[sapo].completions` each). None of them runs a model.
+`[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
+generated as well as they can without sampling: they declare the swarm's seed model, name its
+weights as every local round's checkpoint and pin them (so checkers can fetch every opening), and
+write each completion's token ids as the seed tokenizer encodes its text. None of them samples.
 """
 
 from __future__ import annotations
@@ -34,9 +37,18 @@ from client.credit import group_signal
 from client.devnet.roles import STRATEGIES
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
-from client.store import Item, LocalRound, StoreError, TaskRef, fetch_from_peers, open_store
+from client.store import (
+    Item,
+    LocalRound,
+    Sampling,
+    StoreError,
+    TaskRef,
+    fetch_from_peers,
+    open_store,
+)
 from client.store.batch import BatchLimits
 from client.store.peers import peer_addresses
+from client.store.weights import put_weights
 from client.tasks import (
     check_against_ledger,
     draw,
@@ -99,6 +111,8 @@ class Adversary:
         self.copied: set[str] = set()  # digests we copied (or tried to)
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
+        self._seed = None  # the seed policy's descriptor, tokenizer and weights (farmers)
+        self.model = {"name": f"none ({strategy})", "parameters": 0, "tokenizer": "none"}
 
     # ------------------------------------------------------------------------------ the loop
 
@@ -146,6 +160,7 @@ class Adversary:
         """Pins and submits a batch of the round's own questions answered without a model."""
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
         items, completions = self.cfg.sapo.local_items, self.cfg.sapo.completions
+        weights, tokenizer = self._weights(round_)
         parts: list[LocalRound] = []
         for k in range(min(self.limits.max_local_rounds, self.limits.max_items // items)):
             part_items = []
@@ -157,10 +172,11 @@ class Adversary:
                         task=TaskRef(entry=task.entry, seed=task.seed, index=task.index),
                         question=task.question,
                         completions=texts,
+                        token_ids=[tokenizer(t) for t in texts],
                         rewards=[to_units(reward(task, t)) for t in texts],
                     )
                 )
-            parts.append(LocalRound(k=k, items=part_items))
+            parts.append(LocalRound(k=k, weights=weights, items=part_items))
         # as the publisher seals: the last local rounds go while the batch is too large
         while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
             parts.pop()
@@ -253,6 +269,21 @@ class Adversary:
 
     # ------------------------------------------------------------------------------ helpers
 
+    def _weights(self, round_: int):
+        """Pins the seed policy's weights for `round_` (every opening a beacon may ask for);
+        returns their id and a text -> token ids function of the seed tokenizer."""
+        if self._seed is None:
+            from client.node.assemble import base_policy_path
+            from client.policy import load_policy
+            from client.policy.weights import weights_bytes
+
+            policy = load_policy(base_policy_path(self.cfg), device="cpu", dtype="float32")
+            self._seed = (policy.descriptor(), policy.tokenizer, weights_bytes(policy.model))
+        descriptor, tokenizer, data = self._seed
+        self.model = descriptor
+        ident = put_weights(self.store, data, round_)
+        return ident, lambda text: tokenizer.encode(text, add_special_tokens=False)
+
     def _batch(self, round_: int, parts: list[LocalRound]):
         return make_batch(
             chain_id=self.chain_id,
@@ -260,7 +291,10 @@ class Adversary:
             round_=round_,
             node=self.address,
             catalog=self.catalog,
-            model={"name": f"none ({self.strategy})", "parameters": 0, "tokenizer": "none"},
+            model=self.model,
+            sampling=Sampling.of(
+                self.cfg.policy.temperature, self.cfg.policy.top_p, self.cfg.policy.max_new_tokens
+            ),
             local_rounds=parts,
         )
 

@@ -40,6 +40,7 @@ class Span(StrEnum):
     GENERATE = "generate"  # compute: tasks -> completions -> verifier rewards
     TRAIN = "train"  # compute: the GRPO step (and choosing its items)
     CHECKPOINT = "checkpoint"  # compute: saving the policy
+    SNAPSHOT = "snapshot"  # compute: hashing and keeping the weights a local round samples from
     BLOCKED = "blocked"  # compute waiting on chain or IPFS I/O (the design has none)
     PIN = "pin"  # I/O, beside compute: the publisher
     SUBMIT = "submit"
@@ -47,9 +48,10 @@ class Span(StrEnum):
     DISCOVER = "discover"  # I/O, beside compute: peer intake
     FETCH = "fetch"
     VERIFY = "verify"
+    PROVE = "prove"  # I/O side: fetching opened checkpoints and re-drawing completions
 
 
-COMPUTE = (Span.GENERATE, Span.TRAIN, Span.CHECKPOINT)
+COMPUTE = (Span.GENERATE, Span.TRAIN, Span.CHECKPOINT, Span.SNAPSHOT)
 BUSY = (Span.GENERATE, Span.TRAIN)  # what the node is for: learning
 
 
@@ -85,6 +87,7 @@ class Event(StrEnum):
     PEER_REPORTED_UNAVAILABLE = "peer.reported_unavailable"  # our unavailable vote, on chain
     ATTEST_DROPPED = "attest.dropped"
     BEACON_REARMED = "beacon.rearmed"
+    WEIGHTS_OPENED = "round.opened"  # the checkpoints our submission's beacon opened, pinned
     CHAIN_STATUS = "chain.status"
     STORE_STATUS = "store.status"
     STORE_UNPINNED = "store.unpinned"

@@ -10,13 +10,17 @@ nearest deadline), at most `[sapo].attest_budget` fetches a chain round; then, f
 `[sapo].max_fetch_per_round` others, newest round first (the freshest items). Up to FETCH_WORKERS
 fetches run at once, each on a store client of its own, so a batch nobody can give (a free claim:
 a digest of nothing) costs its time-out beside the others, not before them; verification and the
-journal stay on the intake thread. Only a drawn checker votes, at most `[sapo].attest_budget`
-times a chain round: an attestation of our recomputed score and learning signal (0 for a batch
-whose tasks are not the seed's, with the findings bits saying what was wrong), or, once
-`[sapo].unavailable_after` fetches in a row found the batch nowhere (retried after a while:
-unavailability may be ours), an "unavailable" vote, which cancels credit but never slashes. A
-submission's beacon that nobody drew while the EVM still knew its block hash is re-armed through
-the outbox.
+journal stay on the intake thread. A drawn checker also checks the batch's generation
+(client.policy.proof): on the same worker it fetches the checkpoints the beacon opened (from the
+producer, or from attesters who fetched them) and re-draws its share of completions on its own
+copy of the model; a batch whose completions are not the seeded draws of the checkpoints it
+names is attested 0 (findings: generation), which disputes it. Only a drawn checker votes, at
+most `[sapo].attest_budget` times a chain round: an attestation of our recomputed score and
+learning signal (0 for a batch whose tasks are not the seed's, with the findings bits saying
+what was wrong), or, once `[sapo].unavailable_after` fetches in a row found the batch nowhere
+(retried after a while: unavailability may be ours), an "unavailable" vote, which cancels credit
+but never slashes. A submission's beacon that nobody drew while the EVM still knew its block
+hash is re-armed through the outbox.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
@@ -35,20 +39,26 @@ import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from client.chain import ChainError
 from client.chain.events import EventReader
 from client.chain.models import NodeInfo
-from client.credit import MALFORMED
+from client.credit import GENERATION, MALFORMED
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
-from client.node.rollouts import task_seed, verify_batch
+from client.node.rollouts import generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
 from client.store.cid import digest_to_cid
-from client.store.exchange import NOT_THE_PRODUCERS_FAULT
+from client.store.exchange import NOT_THE_PRODUCERS_FAULT, from_sources
 from client.store.peers import PeerAddresses, peer_addresses
+from client.store.weights import WeightsError, get_weights, pin_weights
 from client.tasks import Catalog
+
+if TYPE_CHECKING:  # the checker's model: intake without one (audits, tests) skips the proof
+    from client.policy.proof import GenerationCheck, Prover
 
 log = logging.getLogger("sapo.node.intake")
 
@@ -58,14 +68,30 @@ MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its 
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
 
 
+@dataclass(frozen=True)
+class Proof:
+    """What a drawn checker's proof of generation came to, on a fetch worker."""
+
+    started: float
+    ended: float
+    outcome: GenerationCheck | StoreError  # a StoreError: the checkpoints could not be had
+    manifests: list  # the fetched checkpoints' manifests (to pin them)
+
+
 class Intake(Stage):
     """Discovers, fetches, verifies and queues attestations; its own thread."""
 
     def __init__(
-        self, services: Services, store: BlockStore, catalog: Catalog, wake: threading.Event
+        self,
+        services: Services,
+        store: BlockStore,
+        catalog: Catalog,
+        wake: threading.Event,
+        prover: Prover | None = None,
     ):
         super().__init__(services)
         self.store = store
+        self.prover = prover
         self.catalog = catalog
         self.wake_publisher = wake
         self.me = services.address.lower()
@@ -81,6 +107,7 @@ class Intake(Stage):
         self._inflight: dict[tuple[int, str], tuple[PeerSubmission, Future]] = {}
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
+        self._beacons: dict[tuple[int, str], int] = {}  # (round, node) -> its beacon, once known
         self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
         self._unready: set[tuple[int, str]] = set()  # beacons not known yet, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
@@ -110,6 +137,7 @@ class Intake(Stage):
             self._budget_round, self._fetched, self._duties, self._attested = current, 0, 0, 0
             first = current - self.params.submit_rounds - self.params.challenge_rounds
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
+            self._beacons = {k: v for k, v in self._beacons.items() if k[0] >= first}
         self._stakes, self._unready = None, set()
         self.harvest()
         try:
@@ -197,6 +225,7 @@ class Intake(Stage):
             info = self.ledger.node_info(self.me)
             self._stakes = (info, self.ledger.totals()["active"])
         info, total = self._stakes
+        self._beacons[key] = beacon.beacon
         # Fixed once the beacon is known (stakes aside: a stake change may move a draw at the
         # edge; the ledger then refuses the vote with NotDrawn and the outbox drops it).
         self._draws[key] = beacon.checks(info, total, self.params.min_stake, self.params.checkers)
@@ -249,11 +278,13 @@ class Intake(Stage):
         `harvest` re-verifies it once it has arrived. Polled outside run(), it fetches and
         verifies right here."""
         sources = self.sources(sub)
+        key = (sub.round, sub.node)
+        beacon = self._beacons.get(key) if self.prover and self._draws.get(key) else None
         if self._pool is None:
-            self._checked(sub, *self._fetch(sub, sources, self.store))
+            self._checked(sub, *self._fetch(sub, sources, self.store, beacon))
         else:
-            future = self._pool.submit(self._fetch, sub, sources, None)
-            self._inflight[(sub.round, sub.node)] = (sub, future)
+            future = self._pool.submit(self._fetch, sub, sources, None, beacon)
+            self._inflight[key] = (sub, future)
 
     def harvest(self) -> None:
         """Re-verifies and journals, on this thread, every fetch that has finished."""
@@ -263,15 +294,17 @@ class Intake(Stage):
                 self._checked(sub, *future.result())
 
     def _fetch(
-        self, sub: PeerSubmission, sources, store: BlockStore | None
-    ) -> tuple[float, float, object]:
+        self, sub: PeerSubmission, sources, store: BlockStore | None, beacon: int | None = None
+    ) -> tuple[float, float, object, Proof | None]:
         """Fetches on `store` (None: this worker thread's own client of [store]): (start, end,
-        the batch and its source, or the StoreError that stopped it)."""
+        the batch and its source or the StoreError that stopped it, and with a `beacon` (we are
+        drawn to check it) the proof of generation's outcome)."""
         started = time.time()
         if store is None:
             store = getattr(self._local, "store", None)
             if store is None:
                 store = self._local.store = open_store(self.cfg.store)
+        proof = None
         try:
             result: object = fetch_from_peers(
                 store,
@@ -285,24 +318,65 @@ class Intake(Stage):
             )
         except StoreError as exc:
             result = exc
-        return started, time.time(), result
+        ended = time.time()
+        if beacon is not None and not isinstance(result, StoreError):
+            proof = self._prove(sub, result[0], sources, store, beacon)
+        return started, ended, result, proof
+
+    def _prove(self, sub: PeerSubmission, batch, sources, store: BlockStore, beacon: int) -> Proof:
+        """Fetches the checkpoints `beacon` opened and re-draws our share of the completions."""
+        from client.policy.proof import opened
+
+        assert self.prover is not None
+        started = time.time()
+        wanted = {batch.local_rounds[k].weights for k in opened(beacon, len(batch.local_rounds))}
+        weights: dict[str, bytes] = {}
+        manifests = []
+
+        def check(weights: dict[str, bytes] | None):
+            return self.prover.check(
+                batch,
+                beacon=beacon,
+                checker=self.me,
+                weights=weights,
+                generation_seed=lambda k: generation_seed(sub.round, sub.node, k),
+            )
+
+        try:
+            outcome: object = check(None)  # what needs no weights first: no fetch for a forgery
+            if outcome.passed:
+                for ident in sorted(wanted):
+
+                    def get(ident=ident):
+                        return get_weights(store, ident, parameters=self.prover.parameters)
+
+                    (manifest, weights[ident]), _ = from_sources(
+                        store,
+                        sources,
+                        get,
+                        connect_timeout_s=self.cfg.store.connect_timeout_s,
+                        what=f"checkpoint {ident[:12]}…",
+                    )
+                    manifests.append(manifest)
+                outcome = check(weights)
+        except StoreError as exc:  # WeightsError included: a checkpoint that is not one
+            outcome = exc
+        return Proof(started, time.time(), outcome, manifests)
 
     def _checked(
-        self, sub: PeerSubmission, started: float, ended: float, fetched
+        self, sub: PeerSubmission, started: float, ended: float, fetched, proof: Proof | None
     ) -> tuple[str, int]:
         """Journals the fetch's span, then re-verifies the batch it got (or records why it
-        could not be fetched)."""
+        could not be fetched), with the proof of generation's outcome when we checked it."""
         self.journal.span(str(Span.FETCH), started, ended)
+        if proof is not None:
+            self.journal.span(str(Span.PROVE), proof.started, proof.ended)
         try:
             if isinstance(fetched, StoreError):
                 raise fetched
             batch, source = fetched
         except NOT_THE_PRODUCERS_FAULT as exc:
-            self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
-                10.0, self.params.round_length / 2
-            )
-            self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
-            return UNAVAILABLE, 0
+            return self._unavailable(sub, exc)
         except StoreError as exc:  # the peer published something that is not a valid batch
             return self._reject(sub, str(exc), sub.score, MALFORMED)
         seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
@@ -310,6 +384,28 @@ class Intake(Stage):
             check = verify_batch(batch, self.catalog, seed)
         if not check.valid:
             return self._reject(sub, check.reason or "invalid batch", check.claimed, check.findings)
+        if proof is not None:
+            outcome = proof.outcome
+            if isinstance(outcome, WeightsError):
+                return self._reject(
+                    sub, f"proof of generation: {outcome}", check.claimed, GENERATION
+                )
+            if isinstance(outcome, StoreError):  # the opened checkpoints could not be had
+                if check.agrees:  # nothing else to hold against it: no evidence, no credit
+                    return self._unavailable(sub, outcome)
+                proof = None  # its claims are wrong whatever its weights: attest ours
+            elif not outcome.passed:
+                reason = (
+                    f"proof of generation: {outcome.failed} of {outcome.completions} completions "
+                    f"failed ({outcome.redrawn} re-drawn): {outcome.reason}"
+                )
+                return self._reject(sub, reason, check.claimed, GENERATION)
+        if proof is not None:
+            for manifest in proof.manifests:  # kept, like the batch, for later checkers
+                try:
+                    pin_weights(self.store, manifest, sub.round)
+                except StoreError as exc:
+                    log.warning("round %s: could not pin a checkpoint: %s", sub.round, exc)
         items = [
             {"question": item.question, "completions": list(item.completions), "rewards": c.rewards}
             for item, c in zip(batch.items, check.items, strict=True)
@@ -335,12 +431,28 @@ class Intake(Stage):
             findings=check.findings,
             items=items,
             source=source,
+            proof=None
+            if proof is None
+            else {
+                "completions": proof.outcome.completions,
+                "redrawn": proof.outcome.redrawn,
+                "tokens": proof.outcome.tokens,
+                "min_margin": proof.outcome.min_margin,
+            },
         )
         try:  # so that the batch outlives its producer: peers and auditors find it here
             self.store.pin(digest_to_cid(sub.digest), sub.round)
         except StoreError as exc:
             log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
         return VERIFIED, check.recomputed
+
+    def _unavailable(self, sub: PeerSubmission, exc: StoreError) -> tuple[str, int]:
+        """Records a batch (or its opened checkpoints) that nobody gave us; retried later."""
+        self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
+            10.0, self.params.round_length / 2
+        )
+        self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
+        return UNAVAILABLE, 0
 
     def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
@@ -391,9 +503,12 @@ class Intake(Stage):
         **journaled,
     ) -> None:
         """Journals a peer batch's verdict and tells the operator."""
+        proof = journaled.pop("proof", None)  # in the event only
         self.journal.peers.peer_batch(
             sub.round, sub.node, sub.digest, verdict, reason=reason, **journaled
         )
+        if proof is not None:
+            journaled["proof"] = proof
         fields = {k: v for k, v in journaled.items() if k != "items"}
         self.events.emit(
             event,

@@ -39,7 +39,9 @@ from client.node.services import Services
 from client.node.training import PeerPool, Trainer, mix
 from client.policy import TransformersBackend
 from client.policy.encode import Group
-from client.store import BlockStore
+from client.policy.proof import Prover
+from client.policy.weights import Snapshots
+from client.store import BlockStore, Sampling
 from client.store.batch import canonical_json
 from client.tasks import Catalog
 from client.units import SCORE_SCALE
@@ -70,6 +72,9 @@ class Node:
         self.policy = trainer.policy
         self.clock = clock or SystemClock()
         self.backend = TransformersBackend(self.policy)
+        self.sampling = Sampling.of(
+            cfg.policy.temperature, cfg.policy.top_p, cfg.policy.max_new_tokens
+        )
         self.address = ledger.account_address
         self.chain_id = ledger.w3.eth.chain_id if cfg.chain.chain_id is None else cfg.chain.chain_id
         self.data_dir = Path(cfg.node.data_dir)
@@ -80,10 +85,15 @@ class Node:
             cfg, ledger, params, self.chain_id, self.journal, self.events, self.health, self.clock
         )
         self.services = services
-        self.publisher = Publisher(services, store, catalog, self.policy.descriptor())
+        self.snapshots = Snapshots(self.data_dir / "weights")
+        self.publisher = Publisher(
+            services, store, catalog, self.policy.descriptor(), self.sampling, self.snapshots
+        )
         # intake reads peers' batches through a store client of its own: it runs beside the
-        # publisher's
-        self.intake = Intake(services, peer_store or store, catalog, self.publisher.wake)
+        # publisher's; it re-draws peers' completions on a copy of our model
+        self.intake = Intake(
+            services, peer_store or store, catalog, self.publisher.wake, Prover(self.policy)
+        )
         self.phase = Phase.STARTING
         self.paused = threading.Event()
         self.pool = PeerPool(self.journal)
@@ -181,6 +191,8 @@ class Node:
         self._last_round = round_
         started = time.time()
         cpu = time.process_time()
+        with timed(self.journal, Span.SNAPSHOT):  # the checkpoint this local round samples from
+            weights = self.snapshots.take(self.policy.model, self.trainer.steps, round_)
         self._set_phase(Phase.GENERATING)
         with timed(self.journal, Span.GENERATE):
             rollouts = generate_local_round(
@@ -193,9 +205,8 @@ class Node:
                 k=k,
                 items=self.cfg.sapo.local_items,
                 completions=self.cfg.sapo.completions,
-                max_new_tokens=self.cfg.policy.max_new_tokens,
-                temperature=self.cfg.policy.temperature,
-                top_p=self.cfg.policy.top_p,
+                sampling=self.sampling,
+                weights=weights,
             )
         part = rollouts.part
         if publish:

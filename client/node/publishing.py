@@ -8,6 +8,10 @@ a pin, then the round's submission (a digest nobody can fetch earns nothing), an
 attestations intake queued, together (one nonce sequence, receipts awaited at once: ~one block
 for all). What cannot go yet waits (an outage); a submission whose window (round + W) closes
 first, or an attestation past its challenge window, is dropped and the round recorded as missed.
+Once a submission's beacon is known (the block after it), the publisher pins the checkpoints the
+beacon opened (client.policy.proof.opened: the weights of OPEN_ROUNDS local rounds, kept as
+snapshots until then), so that the drawn checkers can re-draw its completions; a batch whose
+openings nobody can fetch is voted unavailable and earns nothing.
 It also unpins what `[store].retain_rounds` no longer keeps, and once a chain round keeps the
 node's on-chain metadata current (its IPFS peer id and swarm addresses, which peers dial to
 fetch its batches: `setMetadata` when they changed, e.g. after the daemon moved).
@@ -27,8 +31,11 @@ from client.node.eventlog import Event, Span, timed
 from client.node.journal import MISSED, OutboxEntry
 from client.node.rollouts import make_batch
 from client.node.services import Services, Stage
-from client.store import BlockStore, LocalRound, StoreError
-from client.store.batch import BatchLimits
+from client.policy.proof import opened
+from client.policy.weights import Snapshots
+from client.store import BlockStore, LocalRound, Sampling, StoreError
+from client.store.batch import BatchLimits, decode_batch
+from client.store.weights import put_weights
 from client.tasks import Catalog
 from client.units import SCORE_SCALE
 
@@ -41,11 +48,21 @@ HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
 class Publisher(Stage):
     """Seals chain rounds' batches and sends the outbox."""
 
-    def __init__(self, services: Services, store: BlockStore, catalog: Catalog, model: dict):
+    def __init__(
+        self,
+        services: Services,
+        store: BlockStore,
+        catalog: Catalog,
+        model: dict,
+        sampling: Sampling,
+        snapshots: Snapshots,
+    ):
         super().__init__(services)
         self.store = store
         self.catalog = catalog
         self.model = model
+        self.sampling = sampling
+        self.snapshots = snapshots
         self.address = services.address
         self.limits = BatchLimits(max_bytes=self.cfg.store.max_batch_bytes)
         self.wake = threading.Event()
@@ -78,6 +95,7 @@ class Publisher(Stage):
                 node=self.address,
                 catalog=self.catalog,
                 model=self.model,
+                sampling=self.sampling,
                 local_rounds=local,
             )
             data = batch.encode()
@@ -130,6 +148,16 @@ class Publisher(Stage):
                         )
                     continue  # a digest nobody can fetch earns nothing: pin first
                 chain_down = not self._send(entry)
+            elif entry.kind == "open" and not chain_down and not store_down:
+                try:
+                    self._open(entry)
+                except ChainError as exc:
+                    chain_down = True
+                    self.health.chain(False, str(exc))
+                except StoreError as exc:
+                    store_down = True
+                    self.journal.attempted(entry.key, str(exc))
+                    self.health.store(False, str(exc))
             elif entry.kind in ("attest", "unavailable", "rearm"):
                 attestations.append(entry)
         if attestations and not chain_down:
@@ -199,6 +227,7 @@ class Publisher(Stage):
         self._submitted(entry, result.tx_hash)
 
     def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
+        self.journal.enqueue(f"open:{entry.round}", "open", entry.round, {})
         self.journal.done(entry.key, tx_hash)
         self.journal.advance(entry.round, "confirmed", tx_hash=tx_hash)
         record = self.journal.round(entry.round)
@@ -272,6 +301,53 @@ class Publisher(Stage):
             tx_hash=result.tx_hash,
         )
 
+    def _open(self, entry: OutboxEntry) -> None:
+        """Pins the checkpoints our submission's beacon opened, once the beacon is known; then
+        the round's other snapshots go. (Waits silently for the beacon: one block.)"""
+        round_ = entry.round
+        if not self.params.attest_open(round_, self.current_round()):
+            self.journal.dropped(entry.key, "the challenge window closed before the beacon")
+            self.snapshots.drop(round_)
+            return
+        beacon = self.ledger.beacon(round_, self.address)
+        self.health.chain(True)
+        if not beacon.ready:
+            return
+        record = self.journal.round(round_)
+        if record is None or record.batch is None:
+            self.journal.dropped(entry.key, "no batch recorded for the round")
+            return
+        batch = decode_batch(record.batch, self.limits)
+        ks = opened(beacon.beacon, len(batch.local_rounds))
+        with timed(self.journal, Span.PIN):
+            for k in ks:
+                ident = batch.local_rounds[k].weights
+                data = self.snapshots.read(round_, ident)
+                if data is None:
+                    reason = f"the snapshot of local round {k} ({ident[:12]}…) is gone"
+                    self.journal.dropped(entry.key, reason)
+                    self.events.emit(
+                        Event.SUBMIT_DROPPED,
+                        f"round {round_}: cannot open local round {k}: {reason}; checkers will "
+                        "find it unavailable",
+                        logging.WARNING,
+                        round=round_,
+                        reason=reason,
+                    )
+                    return
+                put_weights(self.store, data, round_)
+        self.health.store(True)
+        self.journal.done(entry.key)
+        self.snapshots.drop(round_)
+        self.events.emit(
+            Event.WEIGHTS_OPENED,
+            f"round {round_}: opened local round(s) {ks} (their checkpoints pinned for the "
+            "checkers)",
+            round=round_,
+            opened=ks,
+            weights=[batch.local_rounds[k].weights for k in ks],
+        )
+
     def _give_up(self, entry: OutboxEntry, reason: str) -> None:
         self.journal.dropped(entry.key, reason)
         if entry.kind == "submit":
@@ -332,6 +408,10 @@ class Publisher(Stage):
                 round=current,
                 cids=dropped,
             )
+        # snapshots of rounds whose window closed (an opened or dropped round's went already)
+        self.snapshots.drop_before(
+            current - self.params.submit_rounds - self.params.challenge_rounds
+        )
         with contextlib.suppress(Exception):  # bookkeeping only
             keep_s = max(self.cfg.store.retain_rounds, 100) * self.params.round_length
             self.journal.prune_spans(self.services.clock.now() - keep_s)

@@ -16,7 +16,7 @@ from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 
 from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS, batch_signal
-from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, TaskRef
+from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, Sampling, TaskRef
 from client.tasks import (
     Catalog,
     Task,
@@ -81,32 +81,36 @@ def generate_local_round(
     k: int,
     items: int,
     completions: int,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
+    sampling: Sampling,
+    weights: str,
 ) -> LocalRollouts:
-    """Draws local round k's tasks from the chain round's task `seed`, samples and scores the
+    """Draws local round k's tasks from the chain round's task `seed`, samples (as `sampling`
+    says, from the checkpoint whose id is `weights`: the policy's weights now) and scores the
     completions."""
     tasks = draw(local_round_seed(seed, k), items, catalog)
     out = backend.generate(
         [render_prompt(t.question, policy.tokenizer) for t in tasks],
         completions,
-        max_new_tokens,
-        temperature,
-        top_p,
+        sampling.max_new_tokens,
+        sampling.temperature_value,
+        sampling.top_p_value,
         seed=generation_seed(round_, node, k),
     )
+    if out.token_ids is None:
+        raise ValueError("the generation backend gave no token ids: a batch needs them")
     rewards = [[reward(t, c) for c in texts] for t, texts in zip(tasks, out.texts, strict=True)]
     part = LocalRound(
         k=k,
+        weights=weights,
         items=[
             Item(
                 task=TaskRef(entry=t.entry, seed=t.seed, index=t.index),
                 question=t.question,
                 completions=texts,
+                token_ids=ids,
                 rewards=[to_units(r) for r in rs],
             )
-            for t, texts, rs in zip(tasks, out.texts, rewards, strict=True)
+            for t, texts, ids, rs in zip(tasks, out.texts, out.token_ids, rewards, strict=True)
         ],
     )
     return LocalRollouts(round_, k, part, tasks, rewards, out.new_tokens)
@@ -120,6 +124,7 @@ def make_batch(
     node: str,
     catalog: Catalog,
     model: dict,
+    sampling: Sampling,
     local_rounds: list[LocalRound],
 ) -> RolloutBatch:
     """Returns the batch of a chain round from its local rounds (k = 0, 1, … in order)."""
@@ -130,6 +135,7 @@ def make_batch(
         node=node.lower(),
         catalog_digest="0x" + catalog.digest().hex(),
         model=ModelDescriptor(**model),
+        sampling=sampling,
         local_rounds=local_rounds,
     )
 

@@ -27,6 +27,42 @@ class Completions:
     token_ids: list[list[list[int]]] | None = None  # per prompt, n completions' sampled ids
 
 
+class Stopping:
+    """Where a completion ends: at EOS or at `</answer>` (one token in the seed tokenizer; for
+    other tokenizers, its decoded string), or at `max_new_tokens`. The sampler stops by it, and a
+    checker holds a batch's token ids to it (a completion cut short is not the draw)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        stop_ids = tokenizer.encode(STOP, add_special_tokens=False)
+        self.ids = [tokenizer.eos_token_id] + (stop_ids if len(stop_ids) == 1 else [])
+        self.text = None if len(stop_ids) == 1 else STOP
+        self.tail = len(stop_ids) + 2  # tokens to decode when looking for the stop string
+
+    def stops(self, ids: list[int]) -> bool:
+        """Whether a completion whose tokens so far are `ids` ends after the last one."""
+        return ids[-1] in self.ids or (
+            self.text is not None and self.text in self.tokenizer.decode(ids[-self.tail :])
+        )
+
+    def problem(self, ids: list[int], max_new_tokens: int) -> str | None:
+        """Why `ids` cannot be a whole completion (None when they can): longer than the limit,
+        going on past a stop, or ending before the limit without one."""
+        if len(ids) > max_new_tokens:
+            return f"{len(ids)} tokens, over max_new_tokens {max_new_tokens}"
+        for t in range(len(ids) - 1):
+            if self.stops(ids[: t + 1]):
+                return f"goes on after a stop at token {t}"
+        if len(ids) < max_new_tokens and not self.stops(ids):
+            return f"ends at token {len(ids)} with no stop, before max_new_tokens {max_new_tokens}"
+        return None
+
+    def text_of(self, ids: list[int]) -> str:
+        """The completion's text, as the sampler decodes it (no pad or EOS)."""
+        tok = self.tokenizer
+        return tok.decode([t for t in ids if t not in (tok.pad_token_id, tok.eos_token_id)])
+
+
 class GenerationBackend(Protocol):
     def generate(
         self,
@@ -54,12 +90,7 @@ class TransformersBackend:
     def __init__(self, policy: Policy, batch_size: int = 64):
         self.policy = policy
         self.batch_size = batch_size
-        tok = policy.tokenizer
-        stop_ids = tok.encode(STOP, add_special_tokens=False)
-        # one token in the seed tokenizer; for other tokenizers, stop on the decoded string
-        self._stop_ids = [tok.eos_token_id] + (stop_ids if len(stop_ids) == 1 else [])
-        self._stop_text = None if len(stop_ids) == 1 else STOP
-        self._tail = len(stop_ids) + 2  # tokens to decode when looking for the stop string
+        self.stopping = Stopping(policy.tokenizer)
 
     @torch.no_grad()
     def generate(
@@ -78,11 +109,7 @@ class TransformersBackend:
             chunk = prompts[start : start + per_chunk]
             draws = Draws(seed, first_row=start * n)
             rows += self._sample(chunk, n, max_new_tokens, temperature, top_p, draws)
-        tok = self.policy.tokenizer
-        texts = [
-            tok.decode([t for t in ids if t not in (tok.pad_token_id, tok.eos_token_id)])
-            for ids in rows
-        ]
+        texts = [self.stopping.text_of(ids) for ids in rows]
         grouped = [texts[i * n : (i + 1) * n] for i in range(len(prompts))]
         return Completions(
             texts=grouped,
@@ -108,16 +135,16 @@ class TransformersBackend:
         positions = mask.sum(-1) - 1  # position of each row's last token
         alive = torch.arange(logits.shape[0], device=device)  # original row of each batch row
         rows: list[list[int]] = [[] for _ in range(logits.shape[0])]
-        stop = torch.tensor(self._stop_ids, device=device)
+        stopping = self.stopping
+        stop = torch.tensor(stopping.ids, device=device)
         for step in range(max_new_tokens):
             nxt = pick(logits, temperature, top_p, draws.uniforms(alive.tolist(), step))  # (b,)
             done = torch.isin(nxt, stop)
             for row, token in zip(alive.tolist(), nxt.tolist(), strict=True):
                 rows[row].append(token)
-            if self._stop_text is not None:
+            if stopping.text is not None:
                 done |= torch.tensor(
-                    [self._stop_text in tok.decode(rows[r][-self._tail :]) for r in alive.tolist()],
-                    device=device,
+                    [stopping.stops(rows[r]) for r in alive.tolist()], device=device
                 )
             keep = (~done).nonzero().squeeze(-1)
             if keep.numel() == 0 or step == max_new_tokens - 1:

@@ -9,6 +9,7 @@ from client.store.batch import (
     LocalRound,
     ModelDescriptor,
     RolloutBatch,
+    Sampling,
     TaskRef,
     decode_batch,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "ModelDescriptor",
     "RecordMismatch",
     "RolloutBatch",
+    "Sampling",
     "SchemaMismatch",
     "StoreError",
     "StoreStatus",

@@ -56,24 +56,27 @@ class BlockStore(ABC):
         self.pins = pins
         self.max_bytes = max_bytes
 
-    def put(self, data: bytes, round_: int) -> str:
-        """Stores and pins `data` for `round_`; returns its CID. Safe to retry."""
-        if len(data) > self.max_bytes:
-            raise BatchTooLarge(len(data), self.max_bytes)
+    def put(self, data: bytes, round_: int, limit: int | None = None) -> str:
+        """Stores and pins `data` for `round_`; returns its CID. Safe to retry. `limit` replaces
+        the store's size cap for this block (a checkpoint's chunks: client.store.weights)."""
+        limit = limit or self.max_bytes
+        if len(data) > limit:
+            raise BatchTooLarge(len(data), limit)
         cid = digest_to_cid(hashlib.sha256(data).digest())
         self._put(cid, data)
         self.pins.add(cid, round_)
         return cid
 
-    def get(self, cid: str) -> bytes:
-        """Returns the verified bytes of `cid` (BatchDigestMismatch if they hash otherwise)."""
+    def get(self, cid: str, limit: int | None = None) -> bytes:
+        """Returns the verified bytes of `cid` (BatchDigestMismatch if they hash otherwise), at
+        most `limit` bytes (default: the store's cap)."""
         cid_to_digest(cid)  # refuses other codecs and hashes before any I/O
-        return _verified(cid, self._get(cid))
+        return _verified(cid, self._get(cid, limit or self.max_bytes))
 
-    def fetch(self, cid: str) -> bytes:
+    def fetch(self, cid: str, limit: int | None = None) -> bytes:
         """Like get, but may fetch the block from the store's peers (an IPFS node asks the
         peers it is connected to, see IpfsStore.connect); a local store has no peers."""
-        return self.get(cid)
+        return self.get(cid, limit)
 
     def pin(self, cid: str, round_: int) -> None:
         """Keeps `cid` (which must be stored) until the retention rule drops `round_`."""
@@ -108,7 +111,7 @@ class BlockStore(ABC):
     def _put(self, cid: str, data: bytes) -> None: ...
 
     @abstractmethod
-    def _get(self, cid: str) -> bytes: ...
+    def _get(self, cid: str, limit: int) -> bytes: ...
 
     @abstractmethod
     def _pin(self, cid: str) -> None: ...
@@ -157,18 +160,18 @@ class LocalStore(BlockStore):
         except OSError as exc:
             raise StoreUnavailable(f"local store {self.root}: {exc.strerror or exc}") from None
 
-    def _get(self, cid: str) -> bytes:
+    def _get(self, cid: str, limit: int) -> bytes:
         path = self._path(cid)
         try:
             size = path.stat().st_size
         except FileNotFoundError:
             raise BlockNotFound(cid, self.name) from None
-        if size > self.max_bytes:
-            raise BatchTooLarge(size, self.max_bytes, cid)
+        if size > limit:
+            raise BatchTooLarge(size, limit, cid)
         with open(path, "rb") as handle:
-            data = handle.read(self.max_bytes + 1)
-        if len(data) > self.max_bytes:  # grew since stat
-            raise BatchTooLarge(len(data), self.max_bytes, cid)
+            data = handle.read(limit + 1)
+        if len(data) > limit:  # grew since stat
+            raise BatchTooLarge(len(data), limit, cid)
         return data
 
     def has(self, cid: str) -> bool:
@@ -255,23 +258,23 @@ class IpfsStore(BlockStore):
         if not same:
             raise BatchDigestMismatch(cid, returned, cid)
 
-    def _get(self, cid: str) -> bytes:
+    def _get(self, cid: str, limit: int) -> bytes:
         size = self._stat(cid)
         if size is None:
             raise BlockNotFound(cid, self.name)
-        return self._read(cid, size)
+        return self._read(cid, size, limit)
 
-    def _read(self, cid: str, size: int) -> bytes:
-        """Streams a block the daemon holds (`size` from its stat), capped at max_bytes."""
-        if size > self.max_bytes:
-            raise BatchTooLarge(size, self.max_bytes, cid)
+    def _read(self, cid: str, size: int, limit: int) -> bytes:
+        """Streams a block the daemon holds (`size` from its stat), capped at `limit` bytes."""
+        if size > limit:
+            raise BatchTooLarge(size, limit, cid)
 
         def read(client) -> bytes:
             chunks, total = [], 0
             for chunk in client.block.get(cid, stream=True, timeout=self.timeout_s):
                 total += len(chunk)
-                if total > self.max_bytes:
-                    raise BatchTooLarge(total, self.max_bytes, cid)
+                if total > limit:
+                    raise BatchTooLarge(total, limit, cid)
                 chunks.append(chunk)
             return b"".join(chunks)
 
@@ -299,16 +302,17 @@ class IpfsStore(BlockStore):
     def has(self, cid: str) -> bool:
         return self._stat(cid) is not None
 
-    def fetch(self, cid: str) -> bytes:
+    def fetch(self, cid: str, limit: int | None = None) -> bytes:
         """Returns the verified bytes of `cid`, from this daemon or over bitswap from the peers
         it is connected to, within the store's time-out (StoreTimeout: nobody gave it)."""
         cid_to_digest(cid)
+        limit = limit or self.max_bytes
 
         def stat(client) -> int:
             # online: the daemon fetches the block it lacks (and keeps it, unpinned)
             return int(client.block.stat(cid, timeout=self.timeout_s)["Size"])
 
-        return _verified(cid, self._read(cid, self._call("block/stat", stat)))
+        return _verified(cid, self._read(cid, self._call("block/stat", stat), limit))
 
     def connect(self, addresses: list[str], timeout_s: float = 5.0) -> tuple[str | None, list[str]]:
         """Dials the peer at each address in turn until one answers. Returns (the address that

@@ -1,12 +1,15 @@
-"""The rollout batch: schema `sapo.rollouts/2`, its canonical bytes; a decoder trusting nothing.
+"""The rollout batch: schema `sapo.rollouts/3`, its canonical bytes; a decoder trusting nothing.
 
 A batch is one node's rollouts for one chain round: the header binds it to a chain, a ledger, a
-round and a node (so it cannot be replayed elsewhere), the task catalog and the model; then the
-local rounds the node finished in that chain round, in order, numbered k = 0, 1, … with no gap
-(so it cannot leave out the ones that went badly). Each local round holds its items: a task
-reference (enough to regenerate the question and its reference answer), the question, the
-completions and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach
-the hashed bytes.
+round and a node (so it cannot be replayed elsewhere), the task catalog, the model and how it
+sampled (temperature and top-p in 1/10,000, the token limit); then the local rounds the node
+finished in that chain round, in order, numbered k = 0, 1, … with no gap (so it cannot leave out
+the ones that went badly). Each local round names the checkpoint it sampled from (the id of its
+weights, client.store.weights) and holds its items: a task reference (enough to regenerate the
+question and its reference answer), the question, the completions with the token ids they were
+sampled as, and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach the
+hashed bytes. The checkpoints and token ids are what proof of generation checks
+(client.policy.proof): a completion must be the seeded draw of its local round's weights.
 
 Canonical encoding: UTF-8 JSON, keys sorted, no insignificant whitespace, non-ASCII kept as is.
 The decoder accepts only bytes that re-encode to themselves, so one batch has exactly one digest.
@@ -31,11 +34,13 @@ from client.store.errors import (
 )
 from client.units import SCORE_SCALE
 
-SCHEMA = "sapo.rollouts/2"
+SCHEMA = "sapo.rollouts/3"
+SAMPLING_SCALE = 10_000  # temperature and top-p are written in 1/10,000
 MAX_BATCH_BYTES = 1 << 20
-MAX_ITEMS = 1_024  # questions over all local rounds (~1.2 KB each: 1 MiB holds ~850)
+MAX_ITEMS = 1_024  # questions over all local rounds (~1.5 KB each: 1 MiB holds ~700)
 MAX_LOCAL_ROUNDS = 512
 MAX_DEPTH = 16  # a valid batch nests 7 deep (root, local_rounds, round, items, item, ...)
+MAX_NEW_TOKENS = 8_192
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
@@ -77,14 +82,46 @@ class ModelDescriptor(_Strict):
     tokenizer: Annotated[str, Field(min_length=1, max_length=256)]
 
 
+class Sampling(_Strict):
+    """How the node sampled: temperature and top-p in 1/SAMPLING_SCALE, and the token limit."""
+
+    temperature: Annotated[int, Field(gt=0, le=5 * SAMPLING_SCALE)]
+    top_p: Annotated[int, Field(gt=0, le=SAMPLING_SCALE)]
+    max_new_tokens: Annotated[int, Field(gt=0, le=MAX_NEW_TOKENS)]
+
+    @classmethod
+    def of(cls, temperature: float, top_p: float, max_new_tokens: int) -> Sampling:
+        return cls(
+            temperature=round(temperature * SAMPLING_SCALE),
+            top_p=round(top_p * SAMPLING_SCALE),
+            max_new_tokens=max_new_tokens,
+        )
+
+    @property
+    def temperature_value(self) -> float:
+        """The temperature a node samples at (exactly what the batch says)."""
+        return self.temperature / SAMPLING_SCALE
+
+    @property
+    def top_p_value(self) -> float:
+        return self.top_p / SAMPLING_SCALE
+
+
+TokenIds = Annotated[
+    list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1, max_length=MAX_NEW_TOKENS)
+]
+
+
 class Item(_Strict):
-    """One question and the L completions the node's model wrote for it, with their rewards."""
+    """One question and the L completions the node's model wrote for it (as text and as the
+    token ids it sampled), with their rewards."""
 
     task: TaskRef
     question: Annotated[str, Field(min_length=1, max_length=8_192)]
     completions: Annotated[
         list[Annotated[str, Field(max_length=8_192)]], Field(min_length=1, max_length=64)
     ]
+    token_ids: Annotated[list[TokenIds], Field(min_length=1, max_length=64)]
     rewards: Annotated[
         list[Annotated[int, Field(ge=0, le=SCORE_SCALE)]], Field(min_length=1, max_length=64)
     ]
@@ -93,27 +130,33 @@ class Item(_Strict):
     def _one_reward_per_completion(self) -> Item:
         if len(self.rewards) != len(self.completions):
             raise ValueError(f"{len(self.completions)} completions but {len(self.rewards)} rewards")
+        if len(self.token_ids) != len(self.completions):
+            raise ValueError(
+                f"{len(self.completions)} completions but {len(self.token_ids)} token id lists"
+            )
         return self
 
 
 class LocalRound(_Strict):
-    """One local round: the questions drawn for it (from the task seed of the chain round and
-    k) and the node's completions with their rewards."""
+    """One local round: the checkpoint it sampled from, the questions drawn for it (from the
+    task seed of the chain round and k) and the node's completions with their rewards."""
 
     k: Annotated[int, Field(ge=0, lt=MAX_LOCAL_ROUNDS)]
+    weights: Annotated[str, Field(pattern=_DIGEST.pattern)]
     items: Annotated[list[Item], Field(min_length=1, max_length=256)]
 
 
 class RolloutBatch(_Strict):
     """A node's rollouts for one chain round, as published on IPFS and hashed on chain."""
 
-    schema_: Literal["sapo.rollouts/2"] = Field(SCHEMA, alias="schema")
+    schema_: Literal["sapo.rollouts/3"] = Field(SCHEMA, alias="schema")
     chain_id: Annotated[int, Field(gt=0, lt=2**64)]
     ledger: Annotated[str, Field(pattern=_ADDRESS.pattern)]
     round: U64
     node: Annotated[str, Field(pattern=_ADDRESS.pattern)]
     catalog_digest: Annotated[str, Field(pattern=_DIGEST.pattern)]
     model: ModelDescriptor
+    sampling: Sampling
     local_rounds: Annotated[list[LocalRound], Field(min_length=1, max_length=MAX_LOCAL_ROUNDS)]
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
@@ -123,6 +166,12 @@ class RolloutBatch(_Strict):
         numbers = [lr.k for lr in self.local_rounds]
         if numbers != list(range(len(numbers))):
             raise ValueError(f"local rounds must be numbered 0, 1, … with no gap, got {numbers}")
+        longest = max(len(ids) for lr in self.local_rounds for i in lr.items for ids in i.token_ids)
+        if longest > self.sampling.max_new_tokens:
+            raise ValueError(
+                f"a completion of {longest} tokens, over the batch's max_new_tokens "
+                f"{self.sampling.max_new_tokens}"
+            )
         return self
 
     @property

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from client.config.models import StoreSection
 from client.store.backends import BlockStore, IpfsStore, LocalStore
@@ -15,6 +16,7 @@ from client.store.peers import PeerAddresses
 # Failures that say nothing about the batch's producer: the block may exist, we did not get it.
 NOT_THE_PRODUCERS_FAULT = (BlockNotFound, StoreTimeout, StoreUnavailable, BatchDigestMismatch)
 MAX_DIALS = 3  # addresses dialled per source
+T = TypeVar("T")
 HELD = "held"  # the source of a batch this node's IPFS node had, or got from any peer it knew
 
 
@@ -85,8 +87,22 @@ def fetch_from_peers(
             store, digest, chain_id=chain_id, ledger=ledger, round_=round_, node=node, network=True
         )
 
+    return from_sources(store, sources, get, connect_timeout_s=connect_timeout_s, what="batch")
+
+
+def from_sources(
+    store: BlockStore,
+    sources: Sequence[tuple[str, PeerAddresses]],
+    get: Callable[[], T],
+    *,
+    connect_timeout_s: float,
+    what: str,
+) -> tuple[T, str]:
+    """Runs `get` (a fetch over the store's network) once connected to each of `sources` in
+    turn, as fetch_from_peers describes; returns its result and the source's name. A store with
+    no peers runs it once, naming the first source."""
     if not isinstance(store, IpfsStore):
-        return get(), node
+        return get(), sources[0][0] if sources else HELD
     failures = []
     for name, addresses in sources:
         dialled, failed = store.connect(list(addresses.dialable[:MAX_DIALS]), connect_timeout_s)
@@ -102,4 +118,4 @@ def fetch_from_peers(
         return get(), HELD
     except NOT_THE_PRODUCERS_FAULT as exc:
         failures.append(f"connected peers: {exc}")
-    raise StoreTimeout("nobody gave the batch: " + "; ".join(failures))
+    raise StoreTimeout(f"nobody gave the {what}: " + "; ".join(failures))

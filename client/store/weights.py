@@ -1,0 +1,146 @@
+"""Weights as content-addressed blocks: the checkpoint a local round sampled from, published so
+that a batch's checkers can re-run its draws (proof of generation, docs/credit.md).
+
+A checkpoint's bytes are the policy's parameters in float32, little-endian, in parameter-name order
+(client.policy.weights makes them). They are cut into CHUNK-byte blocks (an IPFS block holds at
+most 1 MiB) and listed in a manifest, `sapo.weights/1`, canonical JSON like a batch:
+
+    {"bytes": N, "chunks": ["0x<sha256 of chunk 0>", ...], "dtype": "float32",
+     "parameters": P, "schema": "sapo.weights/1"}
+
+The checkpoint's id is the sha256 of the manifest's bytes: a raw block's CID, so the id a batch
+names is enough to fetch the manifest, and the manifest enough to fetch every chunk, each checked
+against its hash on arrival. Nothing here needs torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from client.store.backends import BlockStore
+from client.store.batch import canonical_json
+from client.store.cid import digest_to_cid
+from client.store.errors import StoreError
+
+SCHEMA = "sapo.weights/1"
+CHUNK = 1 << 20  # bytes a chunk holds (the last one may hold fewer)
+MAX_WEIGHTS_BYTES = 4 << 30  # a 1B-parameter float32 checkpoint
+_DIGEST = r"^0x[0-9a-f]{64}$"
+
+
+class WeightsError(StoreError):
+    """A checkpoint that is not what its id says, or not one this node's model can load."""
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+    schema_: Literal["sapo.weights/1"] = Field(SCHEMA, alias="schema")
+    dtype: Literal["float32"] = "float32"
+    parameters: Annotated[int, Field(gt=0, le=MAX_WEIGHTS_BYTES // 4)]
+    bytes: Annotated[int, Field(gt=0, le=MAX_WEIGHTS_BYTES)]
+    chunks: list[Annotated[str, Field(pattern=_DIGEST)]]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Manifest:
+        if self.bytes != 4 * self.parameters:
+            raise ValueError(f"{self.parameters} float32 parameters are not {self.bytes} bytes")
+        if len(self.chunks) != -(-self.bytes // CHUNK):
+            wanted = -(-self.bytes // CHUNK)
+            raise ValueError(f"{self.bytes} bytes are {wanted} chunks, not {len(self.chunks)}")
+        return self
+
+    def encode(self) -> bytes:
+        return canonical_json(self.model_dump(by_alias=True, mode="json"))
+
+    def id(self) -> str:
+        """The checkpoint's id: '0x' + sha256 of the manifest's bytes."""
+        return "0x" + hashlib.sha256(self.encode()).hexdigest()
+
+
+def split(data: bytes) -> tuple[Manifest, list[bytes]]:
+    """Returns the manifest of a checkpoint's bytes and its chunks."""
+    if not data or len(data) % 4:
+        raise WeightsError(f"{len(data)} bytes are not float32 parameters")
+    chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
+    manifest = Manifest(
+        parameters=len(data) // 4,
+        bytes=len(data),
+        chunks=["0x" + hashlib.sha256(c).hexdigest() for c in chunks],
+    )
+    return manifest, chunks
+
+
+def weights_id(data: bytes) -> str:
+    """The id of a checkpoint's bytes (what a batch's local round names)."""
+    return split(data)[0].id()
+
+
+def decode_manifest(data: bytes) -> Manifest:
+    """Returns the manifest in `data`, or raises WeightsError naming what is wrong."""
+    if len(data) > CHUNK:
+        raise WeightsError(f"a manifest of {len(data)} bytes: over {CHUNK}")
+    try:
+        document = json.loads(data.decode("utf-8"))
+        if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+            raise WeightsError(f"not a {SCHEMA} manifest")
+        manifest = Manifest.model_validate(document)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WeightsError(f"a manifest that is not JSON: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise WeightsError(f"a manifest that does not fit {SCHEMA}: {problems}") from None
+    if manifest.encode() != data:
+        raise WeightsError("a manifest not in canonical form")
+    return manifest
+
+
+def put_weights(store: BlockStore, data: bytes, round_: int) -> str:
+    """Pins a checkpoint's chunks and manifest for `round_`; returns its id. Safe to retry."""
+    manifest, chunks = split(data)
+    for chunk in chunks:
+        store.put(chunk, round_, limit=CHUNK)
+    store.put(manifest.encode(), round_, limit=CHUNK)
+    return manifest.id()
+
+
+def get_weights(
+    store: BlockStore, ident: str, *, parameters: int, network: bool = True
+) -> tuple[Manifest, bytes]:
+    """Returns the manifest and bytes of checkpoint `ident`, every block checked against its
+    hash. Raises WeightsError for a manifest that is not one of `parameters` float32s (not this
+    model's), and the store's errors (BlockNotFound, StoreTimeout, ...) for what could not be
+    fetched."""
+    get: Callable[[str, int], bytes] = store.fetch if network else store.get
+    manifest = decode_manifest(get(digest_to_cid(ident), CHUNK))
+    if manifest.parameters != parameters:
+        raise WeightsError(
+            f"checkpoint {ident[:12]}… holds {manifest.parameters} parameters; the declared model "
+            f"has {parameters} parameters"
+        )
+    return manifest, b"".join(get(digest_to_cid(c), CHUNK) for c in manifest.chunks)
+
+
+def pin_weights(store: BlockStore, manifest: Manifest, round_: int) -> None:
+    """Keeps a fetched checkpoint (manifest and chunks) for `round_`, as a fetched batch is."""
+    for digest in [manifest.id(), *manifest.chunks]:
+        store.pin(digest_to_cid(digest), round_)
+
+
+__all__ = [
+    "CHUNK",
+    "SCHEMA",
+    "Manifest",
+    "WeightsError",
+    "decode_manifest",
+    "get_weights",
+    "pin_weights",
+    "put_weights",
+    "split",
+    "weights_id",
+]

@@ -1,0 +1,182 @@
+"""Proof of generation on whole batches: a real seed policy samples two local rounds from two
+checkpoints; a checker with the opened weights passes the honest batch and fails every forgery
+a farmer or a copycat can make without sampling (docs/credit.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from client.node.rollouts import generation_seed, make_batch, task_seed
+from client.policy import SeedSpec, build_seed_policy, load_policy
+from client.policy.proof import Prover, checked_rows, opened
+from client.policy.weights import Snapshots, load_weights, weights_bytes
+from client.store import Item, LocalStore, Sampling, StoreError, digest_to_cid
+from client.store.weights import CHUNK, WeightsError, get_weights, put_weights, split
+from client.tasks import load_catalog, reference_answer, regenerate
+from tests.batches import LEDGER, NODE
+
+OTHER = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"
+CHECKER = "0x90f79bf6eb2c4f870365e785982e1f101e93b906"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory):
+    """An honest batch of round 7: local round 0 sampled from the seed policy, local round 1
+    from the weights a (stand-in) step left; the snapshots of both."""
+    from tests.batches import local_round
+
+    root = tmp_path_factory.mktemp("proof")
+    build_seed_policy(SeedSpec.tiny_test(), root / "seed")
+    policy = load_policy(root / "seed", device="cpu", dtype="float32")
+    snapshots = Snapshots(root / "weights")
+    seed = task_seed(31_337, LEDGER, 7, NODE)
+    parts, weights = [], {}
+    for k in (0, 1):
+        ident = snapshots.take(policy.model, k, 7)
+        weights[ident] = snapshots.read(7, ident)
+        lr = local_round(policy, seed, 7, NODE, k, items=4, completions=4)
+        parts.append(lr.part.model_copy(update={"weights": ident}))
+        with torch.no_grad():  # what a GRPO step does to the weights, coarsely
+            policy.model.model.norm.weight.mul_(1.5)
+    load_weights(policy.model, weights[parts[0].weights])
+    batch = make_batch(
+        chain_id=31_337,
+        ledger=LEDGER,
+        round_=7,
+        node=NODE,
+        catalog=load_catalog("tiny"),
+        model=policy.descriptor(),
+        sampling=Sampling.of(1.0, 1.0, 12),
+        local_rounds=parts,
+    )
+    return {"policy": policy, "batch": batch, "weights": weights, "root": root}
+
+
+def check(world, batch, *, node=NODE, beacon=12345, weights=None):
+    return Prover(world["policy"]).check(
+        batch,
+        beacon=beacon,
+        checker=CHECKER,
+        weights=world["weights"] if weights is None else weights,
+        generation_seed=lambda k: generation_seed(7, node, k),
+    )
+
+
+def with_items(batch, edit):
+    """The batch with every item replaced by edit(k, task, item)."""
+    catalog = load_catalog("tiny")
+    rounds = []
+    for lr in batch.local_rounds:
+        items = []
+        for item in lr.items:
+            task = regenerate(catalog, item.task.entry, item.task.seed, item.task.index)
+            items.append(Item(**{**item.model_dump(), **edit(lr.k, task, item)}))
+        rounds.append(lr.model_copy(update={"items": items}))
+    return batch.model_copy(update={"local_rounds": rounds})
+
+
+@pytest.mark.slow
+def test_an_honest_batch_passes_every_checker_under_any_beacon(world) -> None:
+    batch = world["batch"]
+    assert len({lr.weights for lr in batch.local_rounds}) == 2  # two checkpoints named
+    for beacon in (1, 2**255 + 7, 987654321):
+        result = check(world, batch, beacon=beacon)
+        assert result.passed, result.reason
+        assert result.completions == 32 and result.redrawn == 8 and result.tokens > 8
+        assert result.min_margin > 0
+
+
+@pytest.mark.slow
+def test_farmed_completions_fail_as_not_the_seeded_draw(world) -> None:
+    tok = world["policy"].tokenizer
+
+    def mixed(k, task, item):  # the mixed farmer: right, wrong, right, wrong, typed in
+        texts = [
+            f"<answer>{reference_answer(task) if j % 2 == 0 else 'nope'}</answer>"
+            for j in range(len(item.completions))
+        ]
+        return {
+            "completions": texts,
+            "token_ids": [tok.encode(t, add_special_tokens=False) for t in texts],
+        }
+
+    result = check(world, with_items(world["batch"], mixed))
+    assert not result.passed and "is not the seeded draw of checkpoint" in result.reason
+    assert result.failed == result.redrawn == 8  # every re-drawn completion fails
+
+
+@pytest.mark.slow
+def test_text_that_is_not_its_token_ids_or_cut_short_fails_without_any_weights(world) -> None:
+    def edited(k, task, item):  # honest ids, the reference answer as text
+        return {"completions": [f"<answer>{reference_answer(task)}</answer>"] * 4}
+
+    result = check(world, with_items(world["batch"], edited), weights={})
+    assert not result.passed and "its text is not the decoding of its token ids" in result.reason
+    tok = world["policy"].tokenizer
+
+    def truncated(k, task, item):  # an honest draw cut before its stop (to turn it wrong)
+        ids = [t[:-1] if len(t) > 1 and len(t) < 12 else t for t in item.token_ids]
+        return {"token_ids": ids, "completions": [tok.decode(t) for t in ids]}
+
+    result = check(world, with_items(world["batch"], truncated))
+    assert not result.passed and "with no stop, before max_new_tokens 12" in result.reason
+
+
+@pytest.mark.slow
+def test_a_copied_batch_and_a_misnamed_checkpoint_fail(world) -> None:
+    batch = world["batch"]
+    # a copycat's batch: the producer's draws, checked against the copycat's seeds
+    result = check(world, batch.model_copy(update={"node": OTHER}), node=OTHER)
+    assert not result.passed and result.failed >= 7
+    # local round 1 claims the checkpoint of local round 0 (a node that did not train)
+    first = batch.local_rounds[0].weights
+    misnamed = batch.model_copy(
+        update={
+            "local_rounds": [
+                batch.local_rounds[0],
+                batch.local_rounds[1].model_copy(update={"weights": first}),
+            ]
+        }
+    )
+    result = check(world, misnamed)
+    assert not result.passed and "local round 1" in result.reason
+    # a model this swarm does not run cannot be checked: it is a finding, not a pass
+    foreign = batch.model_copy(update={"model": batch.model.model_copy(update={"parameters": 123})})
+    result = check(world, foreign)
+    assert not result.passed and "declares a model of 123 parameters" in result.reason
+
+
+def test_openings_are_fixed_by_the_beacon_and_checks_differ_by_checker() -> None:
+    assert opened(5, 10) == opened(5, 10) and len(set(opened(5, 10))) == 2
+    assert opened(5, 1) == [0] and opened(5, 2) == [0, 1]
+    draws = {tuple(opened(b, 66)) for b in range(200)}
+    assert len(draws) > 150  # the producer cannot guess which it will have to open
+    mine, theirs = checked_rows(5, CHECKER, 0, 32), checked_rows(5, OTHER, 0, 32)
+    assert len(set(mine)) == 4 and mine != theirs and all(0 <= r < 32 for r in mine)
+
+
+@pytest.mark.slow
+def test_checkpoints_go_through_a_store_in_checked_chunks(world, tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store", max_bytes=4096)  # the batch cap does not apply
+    data = torch.randn((5 * CHUNK) // 8).numpy().tobytes()  # 2.5 chunks of float32
+    ident = split(data)[0].id()
+    assert put_weights(store, data, 7) == ident
+    manifest, back = get_weights(store, ident, parameters=len(data) // 4, network=False)
+    assert back == data and len(manifest.chunks) == 3
+    with pytest.raises(WeightsError, match="the declared model has 5 parameters"):
+        get_weights(store, ident, parameters=5, network=False)
+    # a block altered on disk is refused on read
+    path = store._path(digest_to_cid(manifest.chunks[1]))
+    path.write_bytes(b"\0" + path.read_bytes()[1:])
+    with pytest.raises(StoreError, match="tampered block"):
+        get_weights(store, ident, parameters=len(data) // 4, network=False)
+    # snapshots: one file per step, shared by later local rounds and chain rounds
+    snapshots = Snapshots(tmp_path / "snaps")
+    policy = world["policy"]
+    a = snapshots.take(policy.model, 3, 8)
+    assert snapshots.take(policy.model, 3, 9) == a and snapshots.read(9, a) == snapshots.read(8, a)
+    assert a == split(weights_bytes(policy.model))[0].id()
+    assert snapshots.drop_before(9) == [8] and snapshots.rounds() == [9]
