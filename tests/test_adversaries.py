@@ -16,7 +16,7 @@ from client.chain import Ledger
 from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.config import load_config
-from client.credit import FOREIGN_TASKS
+from client.credit import FOREIGN_TASKS, GENERATION
 from client.devnet import Anvil, IpfsDaemon
 from client.devnet.adversary import Adversary
 from client.devnet.roles import HONEST, expand, partners
@@ -68,7 +68,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
     anvil.stop()
 
 
-def test_adversaries_earn_nothing_but_hand_written_mixed_outcomes(world) -> None:
+def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
     swarm, warp = world["swarm"], world["warp"]
     pairs = partners(swarm.roles, swarm.addresses)
     honest, adversaries = [], {}
@@ -111,8 +111,9 @@ def test_adversaries_earn_nothing_but_hand_written_mixed_outcomes(world) -> None
         addr = {name: a.address for name, a in adversaries.items()}
         expected = {  # what the drawn checkers (every other node here) voted
             "free-claim": dict(agrees=0, disputes=0, unavailable=2),
-            "answer-farmer": dict(agrees=2, disputes=0, unavailable=0),
-            "mixed-farmer": dict(agrees=2, disputes=0, unavailable=0),
+            # typed-in answers are not the seeded draws of the checkpoint they name
+            "answer-farmer": dict(agrees=0, disputes=2, unavailable=0),
+            "mixed-farmer": dict(agrees=0, disputes=2, unavailable=0),
             "copycat": dict(agrees=0, disputes=2, unavailable=0),
         } | {
             name: dict(agrees=1, disputes=0, unavailable=2)  # its partner's vote: not enough
@@ -137,13 +138,15 @@ def test_adversaries_earn_nothing_but_hand_written_mixed_outcomes(world) -> None
     for name, votes in expected.items():
         got = subs[name]
         assert (got.agrees, got.disputes, got.unavailable) == tuple(votes.values()), (name, got)
-    # the farmer's all-correct batch is true and agreed, but teaches nothing: signal 0, no pay
+    # the answer farmer's batch would earn nothing anyway (signal 0: all correct); the mixed
+    # farmer's re-verifies exactly (tasks from its seed, rewards from the verifier), and only
+    # the proof of generation catches it: its completions are not the checkpoint's seeded draws
     assert subs["answer-farmer"].signal == 0 and subs["answer-farmer"].credited == 0
-    # the known gap: hand-written mixed outcomes re-verify exactly (tasks from its own seed,
-    # rewards from the verifier), so they earn until a proof of generation binds completions to
-    # a model's sampling (docs/credit.md). This assertion flips when that lands.
-    assert subs["mixed-farmer"].credited == subs["mixed-farmer"].signal > 0
+    assert subs["mixed-farmer"].signal > 0 and subs["mixed-farmer"].credited == 0
     auditor = Auditor(ledger, EventReader(ledger))
+    for name in ("answer-farmer", "mixed-farmer"):
+        report = auditor.submission(round_, addr[name])
+        assert all(v.vote == "dispute" and v.findings & GENERATION for v in report.attestations)
     free = auditor.submission(round_, addr["free-claim"])
     assert free.why_not_credited == (
         "0 of 1 agreeing checkers; agreeing stake below disputing + unavailable stake"
@@ -154,16 +157,15 @@ def test_adversaries_earn_nothing_but_hand_written_mixed_outcomes(world) -> None
     cat = auditor.submission(round_, copycat.address)
     assert all(v.vote == "dispute" and v.findings & FOREIGN_TASKS for v in cat.attestations)
 
-    # once final: the copycat is slashed, no adversary but the mixed farmer can claim anything,
-    # and the honest nodes share the rest of the round's reward by their learning signal
+    # once final: the copycat and both farmers are slashed, no adversary can claim anything,
+    # and the honest nodes share the round's reward by their learning signal
     warp.to(params, round_ + W + C + 1)
-    stake = ledger.node_info(copycat.address).active_stake
-    ledger.settle(round_, copycat.address)
-    assert ledger.node_info(copycat.address).active_stake == stake * 9 // 10
+    for name in ("copycat", "answer-farmer", "mixed-farmer"):
+        stake = ledger.node_info(addr[name]).active_stake
+        ledger.settle(round_, addr[name])
+        assert ledger.node_info(addr[name]).active_stake == stake * 9 // 10, name
     for name, address in addr.items():
-        paid = ledger.claimable(address, [round_])
-        assert (paid > 0) == (name == "mixed-farmer"), (name, paid)
+        assert ledger.claimable(address, [round_]) == 0, name
     shares = [ledger.claimable(n.address, [round_]) for n in honest]
     assert all(share > 0 for share in shares)
-    total = sum(shares) + ledger.claimable(addr["mixed-farmer"], [round_])
-    assert params.reward_per_round - len(addr) <= total <= params.reward_per_round
+    assert params.reward_per_round - len(honest) <= sum(shares) <= params.reward_per_round

@@ -108,6 +108,7 @@ class Intake(Stage):
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
         self._beacons: dict[tuple[int, str], int] = {}  # (round, node) -> its beacon, once known
+        self._proven: set[tuple[int, str]] = set()  # drawn batches whose generation we checked
         self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
         self._unready: set[tuple[int, str]] = set()  # beacons not known yet, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
@@ -138,6 +139,7 @@ class Intake(Stage):
             first = current - self.params.submit_rounds - self.params.challenge_rounds
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
             self._beacons = {k: v for k, v in self._beacons.items() if k[0] >= first}
+            self._proven = {k for k in self._proven if k[0] >= first}
         self._stakes, self._unready = None, set()
         self.harvest()
         try:
@@ -180,6 +182,8 @@ class Intake(Stage):
             basis = self.journal.peers.vote_basis(sub.round, sub.node)
             if basis is None or self.journal.outbox(key) is not None:
                 continue
+            if basis["verdict"] == VERIFIED and self._unproven(sub):
+                continue  # fetched for learning before we were drawn: its proof comes first
             if not self.params.attest_open(sub.round, self.current_round()):
                 continue
             if basis["verdict"] == UNAVAILABLE:
@@ -199,6 +203,16 @@ class Intake(Stage):
             self._attested += 1
             queued |= self.journal.enqueue(key, kind, sub.round, payload)
         return queued
+
+    def _unproven(self, sub: PeerSubmission) -> bool:
+        """Whether we are drawn to check `sub`, verified it, but have not checked its
+        generation yet (it was fetched for learning before its beacon was known)."""
+        return (
+            self.prover is not None
+            and (sub.round, sub.node) not in self._proven
+            and self.journal.peers.peer_verdict(sub.round, sub.node) == VERIFIED
+            and self.drawn(sub)
+        )
 
     def drawn(self, sub: PeerSubmission) -> bool:
         """Whether the submission's beacon drew this node to check `sub`, computed here from
@@ -265,7 +279,10 @@ class Intake(Stage):
         fresh = [
             s
             for s in self.journal.peers.peer_submissions(max(0, first))
-            if self.journal.peers.peer_verdict(s.round, s.node) in (None, UNAVAILABLE)
+            if (
+                self.journal.peers.peer_verdict(s.round, s.node) in (None, UNAVAILABLE)
+                or self._unproven(s)
+            )
             and self._retry_at.get((s.round, s.node), 0.0) <= now
             and (s.round, s.node) not in self._inflight
         ]
@@ -401,6 +418,7 @@ class Intake(Stage):
                 )
                 return self._reject(sub, reason, check.claimed, GENERATION)
         if proof is not None:
+            self._proven.add((sub.round, sub.node))
             for manifest in proof.manifests:  # kept, like the batch, for later checkers
                 try:
                     pin_weights(self.store, manifest, sub.round)
