@@ -112,6 +112,13 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(tmp_p
             what="node 0 to submit again once its link is back",
         )
         ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
+        # its checkers vote once they can fetch the checkpoints its beacons opened (the cut may
+        # have fallen between its submission and their fetch of the openings)
+        wait_until(
+            lambda: list(EventReader(ledger).read(["Attested"], node=addr[0])),
+            timeout_s=ROUND_S * 8 + 60,
+            what="node 0's checkers to attest its batches once its link is back",
+        )
         votes = list(EventReader(ledger).read(["Attested"], node=addr[0]))
         assert votes and all(v.args["agrees"] for v in votes)  # never attested bad for it
     finally:

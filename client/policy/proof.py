@@ -146,17 +146,20 @@ class Prover:
             p.requires_grad_(False)
         self.stopping = Stopping(self.policy.tokenizer)
         self.parameters = parameter_count(self.policy.model)
-        self.descriptor = policy.descriptor()
         self.lock = threading.Lock()
 
     def model_problem(self, batch: RolloutBatch) -> str | None:
-        """Why this checker cannot re-draw the batch's model (None when it can)."""
-        mine = (self.descriptor["parameters"], self.descriptor["tokenizer"])
-        theirs = (batch.model.parameters, batch.model.tokenizer)
+        """Why this checker cannot re-draw the batch's model (None when it can): its parameter
+        count and vocabulary must be ours (the descriptor's tokenizer label is `name:vocab`; its
+        name part is a local path's, e.g. `checkpoint` after a restart, so only the vocabulary
+        is compared)."""
+        mine = (self.parameters, len(self.policy.tokenizer))
+        vocab = batch.model.tokenizer.rsplit(":", 1)[-1]
+        theirs = (batch.model.parameters, int(vocab) if vocab.isdigit() else None)
         if mine != theirs:
             return (
-                f"declares a model of {theirs[0]} parameters with tokenizer {theirs[1]}; this "
-                f"swarm's has {mine[0]} and {mine[1]}"
+                f"declares a model of {theirs[0]} parameters and a vocabulary of {theirs[1]}; "
+                f"this swarm's has {mine[0]} and {mine[1]}"
             )
         return None
 
