@@ -23,7 +23,7 @@ whole group: the learner's std-normalised advantage would amplify it, but its in
 Gaming surface, and what closes it:
 - All-correct batches (reference answers typed in) earn 0 by the rule itself.
 - Mixed batches written by hand (half reference answers, half wrong) would earn the maximum:
-  the rule alone does not stop that; the proof of generation does (client.policy.proof:
+  the rule alone does not stop that; the proof of generation does (client.node.proving:
   completions must be the seeded draws of the checkpoints the batch names, or it is disputed).
 - Choosing easy or hard questions is impossible: tasks are drawn from the seed.
 - A node may pick its temperature or completion length; both change what it samples, honestly:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from client.node.proving import Prover, Snapshots, checked_rows, opened
 from client.node.rollouts import generation_seed, make_batch, task_seed
 from client.policy import SeedSpec, build_seed_policy, load_policy
-from client.policy.proof import Prover, checked_rows, opened
-from client.policy.weights import Snapshots, load_weights, weights_bytes
+from client.policy.weights import load_weights, weights_bytes
 from client.store import Item, LocalStore, Sampling, StoreError, digest_to_cid
 from client.store.weights import CHUNK, WeightsError, get_weights, put_weights, split
 from client.tasks import load_catalog, reference_answer, regenerate

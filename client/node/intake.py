@@ -11,7 +11,7 @@ nearest deadline), at most `[sapo].attest_budget` fetches a chain round; then, f
 fetches run at once, each on a store client of its own, so a batch nobody can give (a free claim:
 a digest of nothing) costs its time-out beside the others, not before them; verification and the
 journal stay on the intake thread. A drawn checker also checks the batch's generation
-(client.policy.proof): on the same worker it fetches the checkpoints the beacon opened (from the
+(client.node.proving): on the same worker it fetches the checkpoints the beacon opened (from the
 producer, or from attesters who fetched them) and re-draws its share of completions on its own
 copy of the model; a batch whose completions are not the seeded draws of the checkpoints it
 names is attested 0 (findings: generation), which disputes it. Only a drawn checker votes, at
@@ -40,6 +40,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from client.chain import ChainError
@@ -58,7 +59,7 @@ from client.store.weights import WeightsError, get_weights, pin_weights
 from client.tasks import Catalog
 
 if TYPE_CHECKING:  # the checker's model: intake without one (audits, tests) skips the proof
-    from client.policy.proof import GenerationCheck, Prover
+    from client.node.proving import GenerationCheck, Prover
 
 log = logging.getLogger("sapo.node.intake")
 
@@ -182,7 +183,7 @@ class Intake(Stage):
             basis = self.journal.peers.vote_basis(sub.round, sub.node)
             if basis is None or self.journal.outbox(key) is not None:
                 continue
-            if basis["verdict"] == VERIFIED and self._unproven(sub):
+            if self._unproven(sub, basis["verdict"]):
                 continue  # fetched for learning before we were drawn: its proof comes first
             if not self.params.attest_open(sub.round, self.current_round()):
                 continue
@@ -204,13 +205,14 @@ class Intake(Stage):
             queued |= self.journal.enqueue(key, kind, sub.round, payload)
         return queued
 
-    def _unproven(self, sub: PeerSubmission) -> bool:
-        """Whether we are drawn to check `sub`, verified it, but have not checked its
-        generation yet (it was fetched for learning before its beacon was known)."""
+    def _unproven(self, sub: PeerSubmission, verdict: str | None) -> bool:
+        """Whether we are drawn to check `sub` and verified it (`verdict`, journaled), but have
+        not checked its generation yet (it was fetched for learning before its beacon was
+        known)."""
         return (
-            self.prover is not None
+            verdict == VERIFIED
+            and self.prover is not None
             and (sub.round, sub.node) not in self._proven
-            and self.journal.peers.peer_verdict(sub.round, sub.node) == VERIFIED
             and self.drawn(sub)
         )
 
@@ -280,8 +282,8 @@ class Intake(Stage):
             s
             for s in self.journal.peers.peer_submissions(max(0, first))
             if (
-                self.journal.peers.peer_verdict(s.round, s.node) in (None, UNAVAILABLE)
-                or self._unproven(s)
+                (verdict := self.journal.peers.peer_verdict(s.round, s.node)) in (None, UNAVAILABLE)
+                or self._unproven(s, verdict)
             )
             and self._retry_at.get((s.round, s.node), 0.0) <= now
             and (s.round, s.node) not in self._inflight
@@ -342,7 +344,7 @@ class Intake(Stage):
 
     def _prove(self, sub: PeerSubmission, batch, sources, store: BlockStore, beacon: int) -> Proof:
         """Fetches the checkpoints `beacon` opened and re-draws our share of the completions."""
-        from client.policy.proof import opened
+        from client.node.proving import opened
 
         assert self.prover is not None
         started = time.time()
@@ -363,14 +365,10 @@ class Intake(Stage):
             outcome: object = check(None)  # what needs no weights first: no fetch for a forgery
             if outcome.passed:
                 for ident in sorted(wanted):
-
-                    def get(ident=ident):
-                        return get_weights(store, ident, parameters=self.prover.parameters)
-
                     (manifest, weights[ident]), _ = from_sources(
                         store,
                         sources,
-                        get,
+                        partial(get_weights, store, ident, parameters=self.prover.parameters),
                         connect_timeout_s=self.cfg.store.connect_timeout_s,
                         what=f"checkpoint {ident[:12]}…",
                     )

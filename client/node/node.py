@@ -33,14 +33,13 @@ from client.node.eventlog import Event, EventLog, Phase, Span, timed
 from client.node.health import Health
 from client.node.intake import Intake
 from client.node.journal import SKIPPED, Journal, LocalRoundRecord
+from client.node.proving import Prover, Snapshots
 from client.node.publishing import Publisher
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
 from client.node.services import Services
 from client.node.training import PeerPool, Trainer, mix
 from client.policy import TransformersBackend
 from client.policy.encode import Group
-from client.policy.proof import Prover
-from client.policy.weights import Snapshots
 from client.store import BlockStore, Sampling
 from client.store.batch import canonical_json
 from client.tasks import Catalog

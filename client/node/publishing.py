@@ -9,7 +9,7 @@ attestations intake queued, together (one nonce sequence, receipts awaited at on
 for all). What cannot go yet waits (an outage); a submission whose window (round + W) closes
 first, or an attestation past its challenge window, is dropped and the round recorded as missed.
 Once a submission's beacon is known (the block after it), the publisher pins the checkpoints the
-beacon opened (client.policy.proof.opened: the weights of OPEN_ROUNDS local rounds, kept as
+beacon opened (client.node.proving.opened: the weights of OPEN_ROUNDS local rounds, kept as
 snapshots until then), so that the drawn checkers can re-draw its completions; a batch whose
 openings nobody can fetch is voted unavailable and earns nothing.
 It also unpins what `[store].retain_rounds` no longer keeps, and once a chain round keeps the
@@ -29,10 +29,9 @@ from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import MISSED, OutboxEntry
+from client.node.proving import Snapshots, opened
 from client.node.rollouts import make_batch
 from client.node.services import Services, Stage
-from client.policy.proof import opened
-from client.policy.weights import Snapshots
 from client.store import BlockStore, LocalRound, Sampling, StoreError
 from client.store.batch import BatchLimits, decode_batch
 from client.store.weights import put_weights

@@ -4,7 +4,7 @@ The transformers backend samples all prompts x n completions in batches with a K
 padding, prefills each prompt once for its n completions, and stops a sequence at `</answer>` or
 EOS. Each token is drawn by inverse CDF from a uniform that the call's seed fixes for its row and
 step (`Draws`), so that anyone with the weights can check that a completion is the seeded draw
-(client.policy.proof). (A vLLM backend is planned for GPUs; it is not part of this build.)
+(client.policy.proof.check_draws). (A vLLM backend is planned for GPUs; not part of this build.)
 """
 
 from __future__ import annotations

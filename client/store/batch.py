@@ -9,7 +9,7 @@ weights, client.store.weights) and holds its items: a task reference (enough to 
 question and its reference answer), the question, the completions with the token ids they were
 sampled as, and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach the
 hashed bytes. The checkpoints and token ids are what proof of generation checks
-(client.policy.proof): a completion must be the seeded draw of its local round's weights.
+(client.node.proving): a completion must be the seeded draw of its local round's weights.
 
 Canonical encoding: UTF-8 JSON, keys sorted, no insignificant whitespace, non-ASCII kept as is.
 The decoder accepts only bytes that re-encode to themselves, so one batch has exactly one digest.
