@@ -35,11 +35,21 @@ def test_roles_expand_and_pair() -> None:
         "answer-farmer",
         "mixed-farmer",
         "copycat",
+        "griefer",
         "colluder",
         "colluder",
+        "cartel",
+        "cartel",
+        "cartel",
     ]
-    roles = [HONEST, "colluder", "copycat", "colluder"]
-    assert partners(roles, ["a", "b", "c", "d"]) == {1: "d", 3: "b"}
+    roles = [HONEST, "colluder", "cartel", "copycat", "colluder", "cartel", "cartel"]
+    assert partners(roles, list("abcdefg")) == {
+        1: ["e"],
+        4: ["b"],
+        2: ["f", "g"],
+        5: ["c", "g"],
+        6: ["c", "f"],
+    }
     with pytest.raises(ValueError, match="unknown adversary 'sybil'"):
         expand(["sybil"])
 
@@ -78,7 +88,7 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             honest.append(open_node(cfg, clock=warp.clock))
         else:
             name = f"{role}-{i}" if role == "colluder" else role
-            adversaries[name] = Adversary(cfg, signing_ledger(cfg), role, partner=pairs.get(i))
+            adversaries[name] = Adversary(cfg, signing_ledger(cfg), role, partners=pairs.get(i))
     ledger: Ledger = honest[0].ledger
     params = honest[0].params
     round_ = honest[0].current_round() + 1

@@ -112,7 +112,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ("[devnet]\nnodes = 12\naccounts = 10\n", "accounts (10) must be at least nodes + 1"),
         (
             '[devnet]\nnodes = 4\nadversaries = ["all"]\n',
-            "accounts (10) must be at least nodes + adversary nodes + 1 (11)",
+            "accounts (10) must be at least nodes + adversary nodes + 1 (15)",
         ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
@@ -257,10 +257,10 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes(capsys) -> None:
     # two nodes: each batch has one possible checker, so a quorum of 2 could never be met
     small = _devnet_config(devnet, 2, None, None)
     assert small.ledger.quorum == 1
-    # 3 honest + 6 adversary nodes with K = 8: an honest batch could draw too few honest
+    # 3 honest + 10 adversary nodes with K = 8: an honest batch could draw too few honest
     # checkers, so every node checks every batch; accounts for all of them
     attacked = _devnet_config(devnet, None, None, None, ["all"])
-    assert (attacked.ledger.checkers, attacked.ledger.quorum) == (9, 2)
-    assert attacked.devnet.accounts >= 10 and attacked.devnet.adversary_roles()[-1] == "colluder"
+    assert (attacked.ledger.checkers, attacked.ledger.quorum) == (13, 2)
+    assert attacked.devnet.accounts >= 14 and attacked.devnet.adversary_roles()[-1] == "cartel"
     notes = capsys.readouterr().err
-    assert "[ledger].quorum 2 lowered to 1" in notes and "[ledger].checkers 8 raised to 9" in notes
+    assert "[ledger].quorum 2 lowered to 1" in notes and "[ledger].checkers 8 raised to 13" in notes

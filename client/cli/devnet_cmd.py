@@ -223,7 +223,8 @@ def up(
         typer.Option(
             "--adversary",
             help="Add adversary nodes beside the honest ones (repeatable): free-claim, "
-            "answer-farmer, mixed-farmer, copycat, colluders (a pair) or all. See "
+            "answer-farmer, mixed-farmer, copycat, colluders (a pair), cartel (three), griefer "
+            "or all. See "
             "scripts/attack-table and docs/credit.md.",
         ),
     ] = None,
@@ -600,7 +601,10 @@ def adversary(
     strategy: Annotated[str, typer.Argument(help="free-claim, answer-farmer, mixed-farmer, …")],
     config: ConfigOption = None,
     partner: Annotated[
-        str | None, typer.Option("--partner", help="A colluder's partner (its address).")
+        list[str] | None,
+        typer.Option(
+            "--partner", help="A node a colluder or cartel member vouches for (repeatable)."
+        ),
     ] = None,
 ) -> None:
     """Run one adversary node of a devnet (`devnet up --adversary` starts them) until SIGTERM."""
@@ -619,7 +623,7 @@ def adversary(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: stop.set())
     try:
-        node = Adversary(cfg, signing_ledger(cfg), strategy, partner=partner)
+        node = Adversary(cfg, signing_ledger(cfg), strategy, partners=partner)
     except (NodeConfigError, KeystoreError, CatalogError, ValueError) as exc:
         fail(str(exc), Exit.USAGE)
     except (ChainError, StoreError) as exc:

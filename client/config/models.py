@@ -275,8 +275,8 @@ class SapoSection(Section):
         ge=0,
         le=256,
         description="votes (attestations and unavailable reports) sent, and drawn batches "
-        "fetched, per chain round as a drawn checker; a node drawn more often leaves the rest "
-        "short of their quorum",
+        "taken up (a retry of one nobody gave is not counted again), per chain round as a "
+        "drawn checker; a node drawn more often leaves the rest short of their quorum",
     )
     unavailable_after: int = Field(
         3,
@@ -376,8 +376,9 @@ class DevnetSection(Section):
     adversaries: list[str] = Field(
         default_factory=list,
         description="adversary nodes added beside the honest ones, each running one strategy "
-        "for farming credit (client.devnet.adversary): free-claim, answer-farmer, mixed-farmer, "
-        "copycat, colluders (a pair), or all",
+        "for farming credit or denying it to others (client.devnet.adversary): free-claim, "
+        "answer-farmer, mixed-farmer, copycat, colluders (a pair), cartel (three vouching for "
+        "each other), griefer, or all",
     )
 
     @field_validator("adversaries")

@@ -14,6 +14,12 @@ what the honest nodes did about it.
   colluder       free claims like free-claim, and an "agree" attestation of its partner's claim
                  (another colluder's) whenever the beacon draws it to check it
                  (`--adversary colluders` adds a pair)
+  cartel         a colluder whose partners are all the other cartel members (`--adversary
+                 cartel` adds roles.CARTEL = 3): each free claim can gather the devnet's quorum
+                 of agreeing votes, so only the honest checkers' unavailable votes stop it
+  griefer        submits nothing; disputes (attests 0, finding "generation") every peer
+                 submission the beacon draws it to check, without fetching it: the attack on
+                 honest nodes' credit that staking alone allows
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -33,7 +39,7 @@ from pathlib import Path
 from client.chain import ChainError, Ledger
 from client.chain.events import EventCursor, EventReader
 from client.config import NodeConfig
-from client.credit import group_signal
+from client.credit import GENERATION, group_signal
 from client.devnet.roles import STRATEGIES
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
@@ -83,16 +89,16 @@ class Adversary:
         ledger: Ledger,
         strategy: str,
         *,
-        partner: str | None = None,
+        partners: list[str] | None = None,
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
-        if (strategy == "colluder") != (partner is not None):
-            raise ValueError("a colluder needs a partner, and only a colluder has one")
+        if (strategy in ("colluder", "cartel")) != bool(partners):
+            raise ValueError("a colluder or cartel member needs partners, and only they have any")
         self.cfg = cfg
         self.ledger = ledger
         self.strategy = strategy
-        self.partner = partner
+        self.partners = [p.lower() for p in partners or []]
         self.params = ledger.check(cfg.chain.chain_id)
         self.catalog = load_catalog(cfg.tasks.catalog)
         check_against_ledger(self.catalog, self.params.catalog_digest)
@@ -107,7 +113,8 @@ class Adversary:
         )
         self.limits = BatchLimits(max_bytes=cfg.store.max_batch_bytes)
         self.submitted: set[int] = set()  # rounds we submitted (or gave up on)
-        self.vouched: set[int] = set()  # rounds whose partner claim we attested
+        self.vouched: set[tuple[int, str]] = set()  # (round, partner) claims we looked at
+        self.griefed: set[tuple[int, str]] = set()  # (round, node) submissions we looked at
         self.copied: set[str] = set()  # digests we copied (or tried to)
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
@@ -123,7 +130,7 @@ class Adversary:
             f"{self.ledger.current_round()}",
             address=self.address,
             adversary=self.strategy,
-            partner=self.partner,
+            partners=self.partners,
         )
         while not stop.is_set():
             try:
@@ -138,13 +145,15 @@ class Adversary:
     def step(self, current: int) -> None:
         if self.strategy == "copycat":
             self.copy(current)
+        elif self.strategy == "griefer":
+            self.grief(current)
         elif current not in self.submitted:
             self.submitted.add(current)
-            if self.strategy in ("free-claim", "colluder"):
+            if self.strategy in ("free-claim", "colluder", "cartel"):
                 self.free_claim(current)
             else:
                 self.farm(current, mixed=self.strategy == "mixed-farmer")
-        if self.partner is not None:
+        if self.partners:
             self.vouch(current)
 
     # --------------------------------------------------------------------------- strategies
@@ -241,29 +250,61 @@ class Adversary:
         return True
 
     def vouch(self, current: int) -> None:
-        """Attests "agree" with the partner's claims in every open round where we are drawn."""
+        """Attests "agree" with each partner's claims in every open round where we are drawn."""
         last = current - self.params.submit_rounds - self.params.challenge_rounds
         for round_ in range(max(0, last), current + 1):
-            if round_ in self.vouched:
-                continue
-            sub = self.ledger.submission(round_, self.partner)
-            if not sub.exists or not self.ledger.beacon(round_, self.partner).ready:
-                continue
-            self.vouched.add(round_)
-            if not self.ledger.is_checker(round_, self.partner, self.address):
+            for partner in self.partners:
+                if (round_, partner) in self.vouched:
+                    continue
+                sub = self.ledger.submission(round_, partner)
+                if not sub.exists or not self.ledger.beacon(round_, partner).ready:
+                    continue
+                self.vouched.add((round_, partner))
+                if not self.ledger.is_checker(round_, partner, self.address):
+                    self.events.emit(
+                        Event.ADVERSARY_MOVE,
+                        f"{self.strategy}: not drawn to check {partner}'s claim of round {round_}",
+                        round=round_,
+                        move="not-drawn",
+                    )
+                    continue
+                tx = self.ledger.attest(round_, partner, sub.score, sub.signal, 0)
                 self.events.emit(
                     Event.ADVERSARY_MOVE,
-                    f"colluder: not drawn to check {self.partner}'s claim of round {round_}",
+                    f"{self.strategy}: attested {partner}'s free claim of round {round_} as "
+                    "agreeing",
                     round=round_,
-                    move="not-drawn",
+                    move="vouch",
+                    gas=tx.gas_used,
                 )
+
+    def grief(self, current: int) -> None:
+        """Disputes every peer submission still open to attestation that the beacon draws us
+        to check: attests score 0, signal 0 and the generation finding, fetching nothing."""
+        first = max(0, current - self.params.submit_rounds - self.params.challenge_rounds)
+        mine = self.address.lower()
+        for event in self.reader.poll(self.cursor, ["Submitted"]):
+            node = event.args["node"].lower()
+            if node != mine:
+                self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
+        self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
+        for round_, node in [key for keys in self.seen.values() for key in keys]:
+            if (round_, node) in self.griefed or not self.ledger.beacon(round_, node).ready:
                 continue
-            tx = self.ledger.attest(round_, self.partner, sub.score, sub.signal, 0)
+            self.griefed.add((round_, node))
+            if not self.ledger.is_checker(round_, node, self.address):
+                continue
+            try:
+                tx = self.ledger.attest(round_, node, 0, 0, GENERATION)
+            except ChainError as exc:  # e.g. the window closed meanwhile
+                log.info("griefer: could not dispute %s's round %s: %s", node, round_, exc)
+                continue
             self.events.emit(
                 Event.ADVERSARY_MOVE,
-                f"colluder: attested {self.partner}'s free claim of round {round_} as agreeing",
+                f"griefer: disputed {node}'s batch of round {round_} without fetching it",
                 round=round_,
-                move="vouch",
+                move="dispute",
+                node=node,
                 gas=tx.gas_used,
             )
 

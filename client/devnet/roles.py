@@ -4,10 +4,30 @@ runs them). Pure names and pairing, no I/O: the config validates `[devnet].adver
 from __future__ import annotations
 
 HONEST = "honest"
-STRATEGIES = ("free-claim", "answer-farmer", "mixed-farmer", "copycat", "colluder")
+STRATEGIES = (
+    "free-claim",
+    "answer-farmer",
+    "mixed-farmer",
+    "copycat",
+    "colluder",
+    "cartel",
+    "griefer",
+)
+CARTEL = 3  # cartel members: each free claim gets 2 agreeing votes, the devnet's quorum Q
 # what `--adversary` and [devnet].adversaries accept: a strategy, `colluders` (a pair of colluder
-# nodes) or `all` (one node of each strategy and a colluder pair)
-CHOICES = ("free-claim", "answer-farmer", "mixed-farmer", "copycat", "colluders", "all")
+# nodes), `cartel` (CARTEL nodes vouching for each other) or `all` (one node of each other
+# strategy, a colluder pair and a cartel)
+CHOICES = (
+    "free-claim",
+    "answer-farmer",
+    "mixed-farmer",
+    "copycat",
+    "colluders",
+    "cartel",
+    "griefer",
+    "all",
+)
+SINGLE = ("free-claim", "answer-farmer", "mixed-farmer", "copycat", "griefer")
 
 
 def expand(names: list[str]) -> list[str]:
@@ -17,18 +37,24 @@ def expand(names: list[str]) -> list[str]:
         if name not in CHOICES:
             raise ValueError(f"unknown adversary {name!r}: expected one of {', '.join(CHOICES)}")
         if name == "all":
-            nodes += [s for s in STRATEGIES if s != "colluder"] + ["colluder", "colluder"]
+            nodes += [*SINGLE, "colluder", "colluder", *["cartel"] * CARTEL]
         elif name == "colluders":
             nodes += ["colluder", "colluder"]
+        elif name == "cartel":
+            nodes += ["cartel"] * CARTEL
         else:
             nodes.append(name)
     return nodes
 
 
-def partners(roles: list[str], addresses: list[str]) -> dict[int, str]:
-    """Pairs the colluders among the nodes, in order: node index -> its partner's address."""
+def partners(roles: list[str], addresses: list[str]) -> dict[int, list[str]]:
+    """Whom each vouching node vouches for: node index -> its partners' addresses. Colluders
+    pair up in order; the cartel's members (every `cartel` node) vouch for all the others."""
     colluders = [i for i, role in enumerate(roles) if role == "colluder"]
-    pairs: dict[int, str] = {}
+    cartel = [i for i, role in enumerate(roles) if role == "cartel"]
+    found: dict[int, list[str]] = {}
     for a, b in zip(colluders[::2], colluders[1::2], strict=True):
-        pairs[a], pairs[b] = addresses[b], addresses[a]
-    return pairs
+        found[a], found[b] = [addresses[b]], [addresses[a]]
+    for i in cartel:
+        found[i] = [addresses[j] for j in cartel if j != i]
+    return found

@@ -198,13 +198,15 @@ def adversary_process(
     name: str,
     config_path: Path,
     strategy: str,
-    partner: str | None = None,
+    partners: list[str] | None = None,
     wrap: list[str] | None = None,
 ) -> ServerProcess:
     """Returns (not started) an adversary node (client.devnet.adversary) as a server process,
     ready once it said `node.started`, like an honest node."""
     command = [sys.executable, "-m", "client.cli", "devnet", "adversary", strategy]
-    command += ["--config", str(config_path)] + (["--partner", partner] if partner else [])
+    command += ["--config", str(config_path)]
+    for partner in partners or []:
+        command += ["--partner", partner]
     return node_process(name, config_path, wrap, command)
 
 

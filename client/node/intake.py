@@ -6,7 +6,7 @@ Every poll it reads the `Submitted` and `Attested` events since its saved cursor
 on from there, not from the deployment block). It fetches from every round still open to
 attestation (r + W + C): first the batches whose beacons drew this node to check them (its duty:
 the ledger credits a batch only once `quorum` drawn checkers agree), oldest round first (the
-nearest deadline), at most `[sapo].attest_budget` fetches a chain round; then, for training,
+nearest deadline), at most `[sapo].attest_budget` new ones a chain round; then, for training,
 `[sapo].max_fetch_per_round` others, newest round first (the freshest items). Up to FETCH_WORKERS
 fetches run at once, each on a store client of its own, so a batch nobody can give (a free claim:
 a digest of nothing) costs its time-out beside the others, not before them; verification and the
@@ -18,7 +18,8 @@ names is attested 0 (findings: generation), which disputes it. Only a drawn chec
 most `[sapo].attest_budget` times a chain round: an attestation of our recomputed score and
 learning signal (0 for a batch whose tasks are not the seed's, with the findings bits saying
 what was wrong), or, once `[sapo].unavailable_after` fetches in a row found the batch nowhere
-(retried after a while: unavailability may be ours), an "unavailable" vote, which cancels credit
+(retried at intervals spread over what is left of its window, `retry_delay`: unavailability
+may be ours), an "unavailable" vote, which cancels credit
 but never slashes. A submission's beacon that nobody drew while the EVM still knew its block
 hash is re-armed through the outbox.
 
@@ -64,7 +65,8 @@ if TYPE_CHECKING:  # the checker's model: intake without one (audits, tests) ski
 log = logging.getLogger("sapo.node.intake")
 
 POLL_S = 2.0
-FETCH_WORKERS = 4  # fetches in flight at once (I/O: most of their time is waiting)
+FETCH_WORKERS = 8  # fetches in flight at once (I/O: most of their time is waiting)
+RETRY_MIN_S = 2.0  # the shortest wait between fetches of a batch nobody gave us
 MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its batch
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
 
@@ -153,9 +155,10 @@ class Intake(Stage):
             if room <= 0 or (stop and stop.is_set()):
                 break
             if self.drawn(sub):
-                if self._duties >= self.cfg.sapo.attest_budget:
+                retry = (sub.round, sub.node) in self._retry_at  # taken up already: not again
+                if not retry and self._duties >= self.cfg.sapo.attest_budget:
                     continue
-                self._duties += 1
+                self._duties += not retry
             elif self._fetched < self.cfg.sapo.max_fetch_per_round:
                 self._fetched += 1
             else:
@@ -391,7 +394,7 @@ class Intake(Stage):
                 raise fetched
             batch, source = fetched
         except NOT_THE_PRODUCERS_FAULT as exc:
-            return self._unavailable(sub, exc)
+            return self._unavailable(sub, exc, ended - started)
         except StoreError as exc:  # the peer published something that is not a valid batch
             return self._reject(sub, str(exc), sub.score, MALFORMED)
         seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
@@ -407,7 +410,7 @@ class Intake(Stage):
                 )
             if isinstance(outcome, StoreError):  # the opened checkpoints could not be had
                 if check.agrees:  # nothing else to hold against it: no evidence, no credit
-                    return self._unavailable(sub, outcome)
+                    return self._unavailable(sub, outcome, proof.ended - proof.started)
                 proof = None  # its claims are wrong whatever its weights: attest ours
             elif not outcome.passed:
                 reason = (
@@ -462,13 +465,34 @@ class Intake(Stage):
             log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
         return VERIFIED, check.recomputed
 
-    def _unavailable(self, sub: PeerSubmission, exc: StoreError) -> tuple[str, int]:
-        """Records a batch (or its opened checkpoints) that nobody gave us; retried later."""
-        self._retry_at[(sub.round, sub.node)] = time.monotonic() + max(
-            10.0, self.params.round_length / 2
-        )
+    def _unavailable(self, sub: PeerSubmission, exc: StoreError, took: float) -> tuple[str, int]:
+        """Records a batch (or its opened checkpoints) that nobody gave us in an attempt that
+        took `took` seconds; it is tried again after `retry_delay`."""
         self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
+        basis = self.journal.peers.vote_basis(sub.round, sub.node)
+        failures = basis["failures"] if basis else 1
+        self._retry_at[(sub.round, sub.node)] = time.monotonic() + self.retry_delay(
+            sub.round, failures, took, time.time()
+        )
         return UNAVAILABLE, 0
+
+    def retry_delay(self, round_: int, failures: int, took: float, now: float) -> float:
+        """Seconds to wait before fetching again a batch of `round_` that `failures` attempts in
+        a row (the last took `took` s) found nowhere. The attempts still owed before an
+        unavailable vote are spread over what is left of its attestation window, less a quarter
+        round for the vote's transaction: a producer whose node is briefly down gets the most
+        time to come back, and a batch nobody has still gets its vote before the window closes
+        (a fixed half-round spacing left most free claims unvoted at 20 s rounds: attack table
+        run 4). Between RETRY_MIN_S and half a round; once the vote is owed, half a round (a
+        late batch then still earns an attestation instead)."""
+        half = max(RETRY_MIN_S, self.params.round_length / 2)
+        owed = self.cfg.sapo.unavailable_after - failures
+        if owed <= 0:
+            return half
+        last = round_ + self.params.submit_rounds + self.params.challenge_rounds
+        closes = self.params.round_start(last + 1) - self.params.round_length / 4
+        spare = closes - now - owed * took  # the time not spent in the attempts themselves
+        return min(half, max(RETRY_MIN_S, spare / (owed + 1)))  # a gap's slack for queueing
 
     def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who

@@ -103,7 +103,7 @@ def from_sources(
     no peers runs it once, naming the first source."""
     if not isinstance(store, IpfsStore):
         return get(), sources[0][0] if sources else HELD
-    failures = []
+    failures, asked = [], False
     for name, addresses in sources:
         dialled, failed = store.connect(list(addresses.dialable[:MAX_DIALS]), connect_timeout_s)
         if dialled is None:  # not connected to it: a fetch now would not be its
@@ -111,11 +111,13 @@ def from_sources(
             failures.append(f"{name[:10]}…: not dialled ({why})")
             continue
         try:
+            asked = True
             return get(), name
         except NOT_THE_PRODUCERS_FAULT as exc:
             failures.append(f"{name[:10]}…: {exc}")
-    try:  # already held here, or given by a peer the daemon is connected to anyway
-        return get(), HELD
-    except NOT_THE_PRODUCERS_FAULT as exc:
-        failures.append(f"connected peers: {exc}")
+    if not asked:  # a get above asked every connected peer already (bitswap wants go to all)
+        try:  # held here, or given by a peer the daemon is connected to anyway
+            return get(), HELD
+        except NOT_THE_PRODUCERS_FAULT as exc:
+            failures.append(f"connected peers: {exc}")
     raise StoreTimeout(f"nobody gave the {what}: " + "; ".join(failures))
