@@ -184,7 +184,7 @@ class Intake(Stage):
             if self._attested >= self.cfg.sapo.attest_budget:
                 break
             basis = self.journal.peers.vote_basis(sub.round, sub.node)
-            if basis is None or self.journal.outbox(key) is not None:
+            if basis is None or self._voted(sub):
                 continue
             if self._unproven(sub, basis["verdict"]):
                 continue  # fetched for learning before we were drawn: its proof comes first
@@ -207,6 +207,12 @@ class Intake(Stage):
             self._attested += 1
             queued |= self.journal.enqueue(key, kind, sub.round, payload)
         return queued
+
+    def _voted(self, sub: PeerSubmission) -> bool:
+        """Whether our vote on `sub` is queued or sent: a batch voted unavailable is not fetched
+        again (a vote is final on chain, and a retry's time-outs would hold up the fetches of
+        batches still owed a vote: attack-table run 5)."""
+        return self.journal.outbox(f"attest:{sub.round}:{sub.node}") is not None
 
     def _unproven(self, sub: PeerSubmission, verdict: str | None) -> bool:
         """Whether we are drawn to check `sub` and verified it (`verdict`, journaled), but have
@@ -290,6 +296,7 @@ class Intake(Stage):
             )
             and self._retry_at.get((s.round, s.node), 0.0) <= now
             and (s.round, s.node) not in self._inflight
+            and not (verdict == UNAVAILABLE and self._voted(s))
         ]
         rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
         rng.shuffle(fresh)
@@ -484,7 +491,8 @@ class Intake(Stage):
         time to come back, and a batch nobody has still gets its vote before the window closes
         (a fixed half-round spacing left most free claims unvoted at 20 s rounds: attack table
         run 4). Between RETRY_MIN_S and half a round; once the vote is owed, half a round (a
-        late batch then still earns an attestation instead)."""
+        batch we are not drawn to check is fetched to learn from; one we voted on is not
+        fetched again)."""
         half = max(RETRY_MIN_S, self.params.round_length / 2)
         owed = self.cfg.sapo.unavailable_after - failures
         if owed <= 0:
