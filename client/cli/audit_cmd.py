@@ -287,8 +287,8 @@ def verify(
     except CatalogError as exc:
         fail(str(exc))
     try:
-        # from the producer's IPFS node, else from a peer who attested it (it fetched and pins
-        # it): a batch whose producer left can still be re-scored
+        # from the producer's IPFS node, else from a peer who agreed with it (it fetched and
+        # pins it): a batch whose producer left can still be re-scored
         with chain_errors():
             attesters = [
                 e.args["attester"]
@@ -297,6 +297,7 @@ def verify(
                     chunk_blocks=cfg.chain.log_chunk_blocks,
                     start_block=cfg.chain.ledger_deploy_block,
                 ).read(["Attested"], round=round_, node=address)
+                if e.args["agrees"]
             ]
             sources = [
                 (n, peer_addresses(bound.node_info(n).metadata, allow_private=private))
@@ -377,7 +378,7 @@ def verify(
         )
         out.print(table)
         if source.lower() != address.lower():
-            out.print(f"fetched from {source}, who attested it (its producer did not give it)")
+            out.print(f"fetched from {source}, who agreed with it (its producer did not give it)")
         if check.reason:
             out.print(f"[red]invalid batch:[/] {check.reason}", markup=True)
         out.print(

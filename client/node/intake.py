@@ -26,7 +26,7 @@ hash is re-armed through the outbox.
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
 client.store.peers), and the fetch goes over bitswap with a time-out. When the producer does not
-give it, the peers who attested the batch are tried in turn (they fetched it and pin it); the
+give it, the peers who agreed with the batch are tried in turn (they fetched it and pin it); the
 journal records whose node gave it. A fetched, verified batch is pinned for
 `[store].retain_rounds`, so it outlives its producer. The time one unreachable peer costs in a
 poll is bounded: exchange.MAX_DIALS addresses of [store].connect_timeout_s each, then one fetch of
@@ -67,7 +67,7 @@ log = logging.getLogger("sapo.node.intake")
 POLL_S = 2.0
 FETCH_WORKERS = 8  # fetches in flight at once (I/O: most of their time is waiting)
 RETRY_MIN_S = 2.0  # the shortest wait between fetches of a batch nobody gave us
-MAX_SOURCES = 4  # the producer, then up to three of the peers who attested its batch
+MAX_SOURCES = 4  # the producer, then up to three of the peers who agreed with its batch
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
 
 
@@ -266,7 +266,7 @@ class Intake(Stage):
         subs, attesters = [], []
         for e in self.reader.read(["Submitted", "Attested"], from_block=start, to_block=head):
             node = e.args["node"].lower()
-            if e.name == "Attested":
+            if e.name == "Attested" and e.args["agrees"]:  # a source: it fetched a valid batch
                 attesters.append((e.args["round"], node, e.args["attester"].lower()))
             elif node != self.me:
                 subs.append(
@@ -504,7 +504,9 @@ class Intake(Stage):
 
     def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
-        attested it (they fetched it and pin it), with their dialable addresses."""
+        agreed with it (they fetched it and pin it), with their dialable addresses. Disputers
+        are not asked: a griefer who disputes unfetched batches would add its time-out to every
+        attempt (attack-table run 5)."""
         attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
         return [(n, self.addresses(n)) for n in [sub.node, *attesters][:MAX_SOURCES]]
 

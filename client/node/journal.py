@@ -94,10 +94,10 @@ CREATE TABLE IF NOT EXISTS peer_batches (
     failures INTEGER NOT NULL DEFAULT 0,  -- fetches that found it unavailable, in a row
     items TEXT,
     fetched REAL NOT NULL,
-    source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who attested it)
+    source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who agreed with it)
     PRIMARY KEY (round, node)
 );
-CREATE TABLE IF NOT EXISTS peer_attesters (  -- who attested a peer's batch: where else it lives
+CREATE TABLE IF NOT EXISTS peer_attesters (  -- who agreed with a peer's batch: where else it is
     round INTEGER NOT NULL,
     node TEXT NOT NULL,
     attester TEXT NOT NULL,

@@ -57,7 +57,7 @@ class PeerBook:
         next_block: int,
         attesters: list[tuple[int, str, str]] = (),
     ) -> None:
-        """Records peers' submissions, who attested which batch (round, node, attester), and
+        """Records peers' submissions, who agreed with which batch (round, node, attester), and
         where the event scan goes on, in one transaction."""
         with self._journal._tx() as db:
             db.executemany(
@@ -79,7 +79,7 @@ class PeerBook:
         return [PeerSubmission(*r) for r in rows]
 
     def attesters(self, round_: int, node: str) -> list[str]:
-        """Returns who attested a node's batch of a round (they fetched it: it may be there)."""
+        """Returns who agreed with a node's batch of a round (they fetched it: it may be there)."""
         rows = self._journal._all(
             "SELECT attester FROM peer_attesters WHERE round = ? AND node = ? ORDER BY attester",
             round_,
