@@ -338,3 +338,35 @@ def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
         assert (cid in index) == kept, f"round {round_} (now {current}): pin index {cid in index}"
         assert (cid in on_daemon) == kept, f"round {round_} (now {current}): daemon pin {cid}"
     assert sum(len(e["cids"]) for e in unpinned) == sum(r < current - 3 for r in pinned)
+
+
+def test_a_stage_that_dies_stops_the_node_and_says_why(world) -> None:
+    """Fail-stop: a node whose intake died would go on training without learning or voting,
+    and its peers' batches would go unchecked (attack-table run 5 met it). A real fault no stage
+    handles, the journal's table of peer submissions dropped under the node, must stop it."""
+    import sqlite3
+
+    from client.node.node import StageFailed
+
+    node = open_node(load_config(world["swarm"].node_configs[1]), clock=world["warp"].clock)
+    with sqlite3.connect(node.journal.path) as db:
+        db.execute("DROP TABLE peer_submissions")
+    failures: list[StageFailed] = []
+
+    def run(stop: threading.Event) -> None:
+        try:
+            node.run(stop)
+        except StageFailed as exc:
+            failures.append(exc)
+
+    stop = threading.Event()
+    thread = threading.Thread(target=run, args=(stop,))
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the node went on without its intake"
+    assert failures and "intake stage failed" in str(failures[0]), failures
+    assert "no such table: peer_submissions" in str(failures[0])
+    events = read_events(node.events.path)
+    errors = [e for e in events if e["kind"] == Event.NODE_ERROR]
+    assert errors and errors[-1]["stage"] == "intake"
+    assert Event.NODE_STOPPED in [e["kind"] for e in events]  # it shut down in order

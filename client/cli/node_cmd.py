@@ -97,4 +97,9 @@ def run(
         fail(str(exc))
     except (ChainError, StoreError) as exc:
         fail(str(exc), Exit.CHECK_FAILED)
-    node.run(stop, rounds=rounds)
+    from client.node.node import StageFailed
+
+    try:
+        node.run(stop, rounds=rounds)
+    except StageFailed as exc:
+        fail(str(exc), Exit.CHECK_FAILED)

@@ -266,8 +266,9 @@ class Intake(Stage):
         subs, attesters = [], []
         for e in self.reader.read(["Submitted", "Attested"], from_block=start, to_block=head):
             node = e.args["node"].lower()
-            if e.name == "Attested" and e.args["agrees"]:  # a source: it fetched a valid batch
-                attesters.append((e.args["round"], node, e.args["attester"].lower()))
+            if e.name == "Attested":
+                if e.args["agrees"]:  # a source: it fetched the batch and found it valid
+                    attesters.append((e.args["round"], node, e.args["attester"].lower()))
             elif node != self.me:
                 subs.append(
                     PeerSubmission(

@@ -46,6 +46,11 @@ from client.tasks import Catalog
 from client.units import SCORE_SCALE
 
 SHUTDOWN_FLUSH_S = 10.0
+log = logging.getLogger("sapo.node")
+
+
+class StageFailed(Exception):
+    """An I/O stage (publisher, intake) died of an unexpected error; the node stopped."""
 
 
 class Node:
@@ -117,10 +122,23 @@ class Node:
         """Runs local rounds until `stop` is set (or `rounds` chain rounds were sealed); returns
         the chain rounds sealed."""
         io_stop = threading.Event()
-        threads = [
-            threading.Thread(target=self.publisher.run, args=(io_stop,), name="sapo-publisher"),
-            threading.Thread(target=self.intake.run, args=(io_stop,), name="sapo-intake"),
-        ]
+        failed: list[tuple[str, BaseException]] = []
+
+        def stage(name: str, target):
+            """Runs an I/O stage; if it dies, the whole node stops (fail-stop: a node without
+            its intake would neither learn nor vote, and its peers would not know)."""
+
+            def run() -> None:
+                try:
+                    target(io_stop)
+                except Exception as exc:
+                    log.exception("the %s stage failed; the node stops", name)
+                    failed.append((name, exc))
+                    stop.set()
+
+            return threading.Thread(target=run, name=f"sapo-{name}")
+
+        threads = [stage("publisher", self.publisher.run), stage("intake", self.intake.run)]
         self.events.emit(
             Event.NODE_STARTED,
             f"node {self.address} started at round {self.current_round()} "
@@ -154,6 +172,20 @@ class Node:
                 self.local_round(current, k, publish=room)
         finally:
             self.shutdown(io_stop, threads)
+        if failed:
+            name, exc = failed[0]
+            self.events.emit(
+                Event.NODE_ERROR,
+                f"the {name} stage failed: {type(exc).__name__}: {exc}",
+                logging.ERROR,
+                stage=name,
+                error=str(exc),
+            )
+            raise StageFailed(
+                f"the node's {name} stage failed ({type(exc).__name__}: {exc}); the node stopped "
+                "with its journal intact: restart it, and report the traceback in its log if it "
+                "happens again"
+            ) from exc
         return sealed
 
     def _next_local_round(self, round_: int) -> tuple[int, bool]:
