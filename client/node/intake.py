@@ -26,11 +26,11 @@ hash is re-armed through the outbox.
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
 client.store.peers), and the fetch goes over bitswap with a time-out. When the producer does not
-give it, the peers who agreed with the batch are tried in turn (they fetched it and pin it); the
-journal records whose node gave it. A fetched, verified batch is pinned for
-`[store].retain_rounds`, so it outlives its producer. The time one unreachable peer costs in a
-poll is bounded: exchange.MAX_DIALS addresses of [store].connect_timeout_s each, then one fetch of
-[store].timeout_s, for the producer and for each of at most MAX_SOURCES - 1 attesters.
+give it, up to MAX_SOURCES - 1 peers who agreed with the batch are dialled and asked at once
+(they fetched it and pin it); the journal records whose node gave it. A fetched, verified batch
+is pinned for `[store].retain_rounds`, so it outlives its producer. The time a batch nobody has
+costs a worker is bounded: exchange.MAX_DIALS addresses of [store].connect_timeout_s per source
+it cannot dial, and two fetches of [store].timeout_s (the producer's, the attesters').
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # the checker's model: intake without one (audits, tests) ski
 log = logging.getLogger("sapo.node.intake")
 
 POLL_S = 2.0
-FETCH_WORKERS = 8  # fetches in flight at once (I/O: most of their time is waiting)
+FETCH_WORKERS = 16  # fetches in flight at once (I/O: most of their time is waiting on time-outs)
 RETRY_MIN_S = 2.0  # the shortest wait between fetches of a batch nobody gave us
 MAX_SOURCES = 4  # the producer, then up to three of the peers who agreed with its batch
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)

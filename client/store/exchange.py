@@ -73,10 +73,10 @@ def fetch_from_peers(
     round_: int,
     node: str,
 ) -> tuple[RolloutBatch, str]:
-    """Fetches the batch of (round_, node) from the first of `sources` (name, addresses: the
-    producer first, then peers who fetched it) whose IPFS node gives it: dials at most MAX_DIALS
-    of its addresses and, once connected, fetches over bitswap within the store's time-out; a source
-    that cannot be dialled is passed over. Returns the checked batch and the source's name (HELD
+    """Fetches the batch of (round_, node) from `sources` (name, addresses: the producer first,
+    then peers who fetched it), as from_sources tries them: dials at most MAX_DIALS addresses of
+    each and, once connected, fetches over bitswap within the store's time-out; a source that
+    cannot be dialled is passed over. Returns the checked batch and the source's name (HELD
     when no source was reached but the daemon had it or got it anyway). Raises one of
     NOT_THE_PRODUCERS_FAULT naming every source tried when nobody gave it; another StoreError
     when what came is not a valid batch. A store with no peers (a shared local directory) is
@@ -98,23 +98,32 @@ def from_sources(
     connect_timeout_s: float,
     what: str,
 ) -> tuple[T, str]:
-    """Runs `get` (a fetch over the store's network) once connected to each of `sources` in
-    turn, as fetch_from_peers describes; returns its result and the source's name. A store with
-    no peers runs it once, naming the first source."""
+    """Runs `get` (a fetch over the store's network): first once connected to the first of
+    `sources` (the producer), then once connected to all the others at once (bitswap asks every
+    connected peer, so one time-out covers them all: a batch nobody has costs two time-outs
+    however many peers vouched for it); returns its result and the source's name (the first
+    other source dialled, in the second try). A store with no peers runs it once, naming the
+    first source."""
     if not isinstance(store, IpfsStore):
         return get(), sources[0][0] if sources else HELD
-    failures, asked = [], False
-    for name, addresses in sources:
-        dialled, failed = store.connect(list(addresses.dialable[:MAX_DIALS]), connect_timeout_s)
-        if dialled is None:  # not connected to it: a fetch now would not be its
-            why = addresses.reason if not addresses.dialable else "; ".join(failed[:2])
-            failures.append(f"{name[:10]}…: not dialled ({why})")
+    failures: list[str] = []
+    asked = False
+    for group in (sources[:1], sources[1:]):
+        dialled = []
+        for name, addresses in group:
+            found, failed = store.connect(list(addresses.dialable[:MAX_DIALS]), connect_timeout_s)
+            if found is None:  # not connected to it: a fetch now would not be its
+                why = addresses.reason if not addresses.dialable else "; ".join(failed[:2])
+                failures.append(f"{name[:10]}…: not dialled ({why})")
+            else:
+                dialled.append(name)
+        if not dialled:
             continue
         try:
             asked = True
-            return get(), name
+            return get(), dialled[0]
         except NOT_THE_PRODUCERS_FAULT as exc:
-            failures.append(f"{name[:10]}…: {exc}")
+            failures.append(f"{', '.join(n[:10] + '…' for n in dialled)}: {exc}")
     if not asked:  # a get above asked every connected peer already (bitswap wants go to all)
         try:  # held here, or given by a peer the daemon is connected to anyway
             return get(), HELD
