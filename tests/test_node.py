@@ -260,3 +260,47 @@ def test_wallet_import_reads_the_key_from_a_file_and_never_prints_it(tmp_path: P
         env={"SAPO_KEYSTORE_PASSWORD": "pw"},
     )
     assert bad.exit_code == 2 and "not a valid secp256k1 private key" in bad.output
+
+
+# ------------------------------------------------------------------------------ intake retries
+
+
+@pytest.mark.parametrize(
+    "round_length, took, late",
+    [(20, 10.0, 0.5), (20, 10.0, 3.0), (20, 2.0, 0.5), (60, 15.0, 3.0), (8, 2.0, 2.0)],
+)
+def test_retries_of_a_batch_nobody_has_fit_its_vote_in_the_window(round_length, took, late):
+    """A drawn checker retries a batch nobody gave it until `unavailable_after` attempts failed,
+    then votes: the schedule must bring the last failure before the window closes, whatever
+    the round length and however long an attempt takes (run 4: most free claims at 20-s rounds
+    ended their window one failure short)."""
+    from client.chain.models import LedgerParams
+    from client.node.intake import RETRY_MIN_S, retry_delay
+
+    params = LedgerParams(
+        round_length=round_length,
+        min_stake=1,
+        unbonding_period=0,
+        challenge_rounds=3,
+        submit_rounds=2,
+        reward_per_round=1,
+        slash_bps=0,
+        agree_tolerance_bps=0,
+        catalog_digest="0x" + "00" * 32,
+        quorum=2,
+        checkers=8,
+        genesis=1_000_000,
+    )
+    closes = params.round_start(5 + 2 + 3 + 1)  # round 5's votes are taken until then
+    # submitted in round 5; the first attempt starts `late` rounds after it ended (a busy
+    # checker: with the old fixed spacing of max(10 s, half a round), 3 rounds late at 20-s
+    # rounds ended its third failure 15 s after the vote's last chance)
+    now, failures = params.round_start(6) + late * round_length, 0
+    while failures < 3:
+        now += took  # an attempt that found it nowhere
+        failures += 1
+        wait = retry_delay(params, 3, 5, failures, took, now)
+        assert RETRY_MIN_S <= wait <= max(RETRY_MIN_S, round_length / 2)
+        if failures < 3:
+            now += wait
+    assert now <= closes - round_length / 4, (now, closes)  # room left for the vote

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from client.chain import ChainError
 from client.chain.events import EventReader
-from client.chain.models import NodeInfo
+from client.chain.models import LedgerParams, NodeInfo
 from client.credit import GENERATION, MALFORMED
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
@@ -69,6 +69,33 @@ FETCH_WORKERS = 16  # fetches in flight at once (I/O: most of their time is wait
 RETRY_MIN_S = 2.0  # the shortest wait between fetches of a batch nobody gave us
 MAX_SOURCES = 4  # the producer, then up to three of the peers who agreed with its batch
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
+
+
+def retry_delay(
+    params: LedgerParams,
+    unavailable_after: int,
+    round_: int,
+    failures: int,
+    took: float,
+    now: float,
+) -> float:
+    """Seconds to wait before fetching again a batch of `round_` that `failures` attempts in a
+    row (the last took `took` s, ending at unix time `now`) found nowhere. The attempts still
+    owed before an unavailable vote (`unavailable_after` in all) are spread over what is left of
+    its attestation window, less a quarter round for the vote's transaction and one gap of slack
+    for the queue: a producer whose node is briefly down gets the most time to come back, and a
+    batch nobody has still gets its vote before the window closes (a fixed half-round spacing
+    left most free claims unvoted at 20-s rounds: attack table run 4). Between RETRY_MIN_S and
+    half a round; once the vote is owed, half a round (a batch we are not drawn to check is
+    fetched to learn from; one we voted on is not fetched again)."""
+    half = max(RETRY_MIN_S, params.round_length / 2)
+    owed = unavailable_after - failures
+    if owed <= 0:
+        return half
+    last = round_ + params.submit_rounds + params.challenge_rounds
+    closes = params.round_start(last + 1) - params.round_length / 4
+    spare = closes - now - owed * took  # the time not spent in the attempts themselves
+    return min(half, max(RETRY_MIN_S, spare / (owed + 1)))
 
 
 @dataclass(frozen=True)
@@ -479,29 +506,10 @@ class Intake(Stage):
         self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
         basis = self.journal.peers.vote_basis(sub.round, sub.node)
         failures = basis["failures"] if basis else 1
-        self._retry_at[(sub.round, sub.node)] = time.monotonic() + self.retry_delay(
-            sub.round, failures, took, time.time()
+        self._retry_at[(sub.round, sub.node)] = time.monotonic() + retry_delay(
+            self.params, self.cfg.sapo.unavailable_after, sub.round, failures, took, time.time()
         )
         return UNAVAILABLE, 0
-
-    def retry_delay(self, round_: int, failures: int, took: float, now: float) -> float:
-        """Seconds to wait before fetching again a batch of `round_` that `failures` attempts in
-        a row (the last took `took` s) found nowhere. The attempts still owed before an
-        unavailable vote are spread over what is left of its attestation window, less a quarter
-        round for the vote's transaction: a producer whose node is briefly down gets the most
-        time to come back, and a batch nobody has still gets its vote before the window closes
-        (a fixed half-round spacing left most free claims unvoted at 20 s rounds: attack table
-        run 4). Between RETRY_MIN_S and half a round; once the vote is owed, half a round (a
-        batch we are not drawn to check is fetched to learn from; one we voted on is not
-        fetched again)."""
-        half = max(RETRY_MIN_S, self.params.round_length / 2)
-        owed = self.cfg.sapo.unavailable_after - failures
-        if owed <= 0:
-            return half
-        last = round_ + self.params.submit_rounds + self.params.challenge_rounds
-        closes = self.params.round_start(last + 1) - self.params.round_length / 4
-        spare = closes - now - owed * took  # the time not spent in the attempts themselves
-        return min(half, max(RETRY_MIN_S, spare / (owed + 1)))  # a gap's slack for queueing
 
     def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
