@@ -19,9 +19,8 @@ most `[sapo].attest_budget` times a chain round: an attestation of our recompute
 learning signal (0 for a batch whose tasks are not the seed's, with the findings bits saying
 what was wrong), or, once `[sapo].unavailable_after` fetches in a row found the batch nowhere
 (retried at intervals spread over what is left of its window, `retry_delay`: unavailability
-may be ours), an "unavailable" vote, which cancels credit
-but never slashes. A submission's beacon that nobody drew while the EVM still knew its block
-hash is re-armed through the outbox.
+may be ours), an "unavailable" vote, which cancels credit but never slashes. A submission's
+beacon that nobody drew while the EVM still knew its block hash is re-armed through the outbox.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
@@ -170,6 +169,7 @@ class Intake(Stage):
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
             self._beacons = {k: v for k, v in self._beacons.items() if k[0] >= first}
             self._proven = {k for k in self._proven if k[0] >= first}
+            self._retry_at = {k: v for k, v in self._retry_at.items() if k[0] >= first}
         self._stakes, self._unready = None, set()
         self.harvest()
         try:
@@ -238,7 +238,7 @@ class Intake(Stage):
     def _voted(self, sub: PeerSubmission) -> bool:
         """Whether our vote on `sub` is queued or sent: a batch voted unavailable is not fetched
         again (a vote is final on chain, and a retry's time-outs would hold up the fetches of
-        batches still owed a vote: attack-table run 5)."""
+        batches still owed a vote: attack-table run 6)."""
         return self.journal.outbox(f"attest:{sub.round}:{sub.node}") is not None
 
     def _unproven(self, sub: PeerSubmission, verdict: str | None) -> bool:
@@ -515,7 +515,7 @@ class Intake(Stage):
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
         agreed with it (they fetched it and pin it), with their dialable addresses. Disputers
         are not asked: a griefer who disputes unfetched batches would add its time-out to every
-        attempt (attack-table run 5)."""
+        attempt (attack-table run 6)."""
         attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
         return [(n, self.addresses(n)) for n in [sub.node, *attesters][:MAX_SOURCES]]
 
