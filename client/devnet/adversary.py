@@ -198,13 +198,7 @@ class Adversary:
         """Re-encodes a peer's batch of a past round still open to submissions under our
         address and submits it with the peer's claims. It copies what a checker already agreed
         with (so it can be fetched and re-verifies), credited first, then the largest signal."""
-        first = max(0, current - self.params.submit_rounds)
-        mine = self.address.lower()
-        for event in self.reader.poll(self.cursor, ["Submitted"]):  # new ones only
-            node = event.args["node"].lower()
-            if node != mine:
-                self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
-        self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
+        self._watch(max(0, current - self.params.submit_rounds))
         for round_, keys in sorted(self.seen.items()):
             if round_ >= current or round_ in self.submitted:
                 continue
@@ -281,13 +275,7 @@ class Adversary:
     def grief(self, current: int) -> None:
         """Disputes every peer submission still open to attestation that the beacon draws us
         to check: attests score 0, signal 0 and the generation finding, fetching nothing."""
-        first = max(0, current - self.params.submit_rounds - self.params.challenge_rounds)
-        mine = self.address.lower()
-        for event in self.reader.poll(self.cursor, ["Submitted"]):
-            node = event.args["node"].lower()
-            if node != mine:
-                self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
-        self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
+        self._watch(max(0, current - self.params.submit_rounds - self.params.challenge_rounds))
         for round_, node in [key for keys in self.seen.values() for key in keys]:
             if (round_, node) in self.griefed or not self.ledger.beacon(round_, node).ready:
                 continue
@@ -309,6 +297,15 @@ class Adversary:
             )
 
     # ------------------------------------------------------------------------------ helpers
+
+    def _watch(self, first: int) -> None:
+        """Adds the others' new `Submitted` events to `seen` and forgets rounds before `first`."""
+        mine = self.address.lower()
+        for event in self.reader.poll(self.cursor, ["Submitted"]):  # new ones only
+            node = event.args["node"].lower()
+            if node != mine:
+                self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
+        self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
 
     def _weights(self, round_: int):
         """Pins the seed policy's weights for `round_` (every opening a beacon may ask for);

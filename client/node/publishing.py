@@ -318,9 +318,11 @@ class Publisher(Stage):
             return
         batch = decode_batch(record.batch, self.limits)
         ks = opened(beacon.beacon, len(batch.local_rounds))
+        # local rounds with no GRPO step between them share a checkpoint: pinned once, named by
+        # its first opened local round
+        checkpoints = {batch.local_rounds[k].weights: k for k in reversed(ks)}
         with timed(self.journal, Span.PIN):
-            for k in ks:
-                ident = batch.local_rounds[k].weights
+            for ident, k in checkpoints.items():
                 data = self.snapshots.read(round_, ident)
                 if data is None:
                     reason = f"the snapshot of local round {k} ({ident[:12]}…) is gone"

@@ -50,8 +50,8 @@ class Manifest(BaseModel):
     def _consistent(self) -> Manifest:
         if self.bytes != 4 * self.parameters:
             raise ValueError(f"{self.parameters} float32 parameters are not {self.bytes} bytes")
-        if len(self.chunks) != -(-self.bytes // CHUNK):
-            wanted = -(-self.bytes // CHUNK)
+        wanted = -(-self.bytes // CHUNK)  # the chunks `bytes` fills, the last maybe in part
+        if len(self.chunks) != wanted:
             raise ValueError(f"{self.bytes} bytes are {wanted} chunks, not {len(self.chunks)}")
         return self
 
