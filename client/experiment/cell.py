@@ -57,13 +57,17 @@ class CellFailed(Exception):
 def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfig:
     """The nodes' config for a cell: configs/devnet.toml, the experiment's scale and overrides."""
     cfg = load_config(REPO / "configs" / "devnet.toml")
-    windows = cfg.ledger.model_copy(update={"round_length_s": exp.round_length_s})
+    if exp.round_length_s is not None:  # a devnet's; the in-process swarm has no chain clock
+        windows = cfg.ledger.model_copy(update={"round_length_s": exp.round_length_s})
+        cfg = _with(
+            cfg,
+            ledger={
+                "round_length_s": exp.round_length_s,
+                "unbonding_period_s": windows.least_unbonding_s(),
+            },
+        )
     cfg = _with(
         cfg,
-        ledger={
-            "round_length_s": exp.round_length_s,
-            "unbonding_period_s": windows.least_unbonding_s(),
-        },
         sapo={
             "local_items": cell.local,
             "external_items": cell.external,

@@ -2,8 +2,11 @@
 at a chosen scale.
 
 Every configuration (a variant of the nodes' starting policies × an I/J split) is played once
-per seed on a fresh devnet through the real node code; the same seeds are used for every
-configuration, so configurations differ only in what they are meant to differ in.
+per seed, either on a fresh devnet through the real node processes (`swarm = "devnet"`) or by
+the in-process swarm (`swarm = "in-process"`: the nodes' round loops in one process, the same
+sampler, trainer, batches and verifiers, no chain or IPFS; client.experiment.inprocess). The same
+seeds are used for every configuration, so configurations differ only in what they are meant
+to differ in.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ class ExperimentConfig(BaseModel):
     description: str = ""
     nodes: int = Field(8, ge=1, le=32)
     rounds: int = Field(ge=1, le=100_000, description="rounds scored per configuration and seed")
-    round_length_s: int = Field(ge=2, le=3_600)
+    swarm: Literal["devnet", "in-process"] = "devnet"
+    # a devnet's chain round; the in-process swarm has no clock (a round is one local round)
+    round_length_s: int | None = Field(None, ge=2, le=3_600)
     questions: int = Field(8, ge=1, le=256, description="I + J, the questions a node trains on")
     completions: int = Field(8, ge=2, le=64, description="L")
     splits: list[tuple[int, int]] = Field(
@@ -49,6 +54,15 @@ class ExperimentConfig(BaseModel):
         default_factory=lambda: ["homogeneous"], min_length=1
     )
     store: Literal["local", "ipfs"] = "local"
+    # held-out evaluation: greedy answers of every node's policy to a fixed set of questions drawn
+    # apart from every ledger task seed (client.policy.evaluate.eval_seed); a question a cell's
+    # nodes drew for training is left out of that cell's held-out score
+    eval_questions: int = Field(0, ge=0, le=4_096, description="0: no held-out evaluation")
+    eval_every: int = Field(
+        0, ge=0, le=100_000, description="rounds between evaluations (0: at the start and end)"
+    )
+    # torch threads of the in-process swarm (0: torch's default, one per core)
+    threads: int = Field(0, ge=0, le=1_024)
     # sections of the nodes' config to override (validated when applied), e.g. policy.model
     node: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -62,6 +76,22 @@ class ExperimentConfig(BaseModel):
                 )
         if len(set(self.splits)) != len(self.splits) or len(set(self.seeds)) != len(self.seeds):
             raise ValueError("splits and seeds must not repeat")
+        if self.swarm == "devnet":
+            if self.round_length_s is None:
+                raise ValueError("round_length_s: a devnet experiment needs its round length")
+            if self.eval_every:
+                raise ValueError(
+                    "eval_every: a devnet experiment evaluates at the start and the end only"
+                )
+            if self.threads:
+                raise ValueError("threads: set [node.policy].cpu_threads for devnet nodes")
+        else:
+            devnet_only = {"round_length_s", "store"} & self.model_fields_set
+            if devnet_only:
+                raise ValueError(
+                    f'{", ".join(sorted(devnet_only))}: only for swarm = "devnet" (the '
+                    "in-process swarm has no chain clock and passes batches in memory)"
+                )
         return self
 
     @property

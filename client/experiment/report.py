@@ -18,11 +18,67 @@ from client.experiment.cell import RECORD
 from client.experiment.config import Cell, ExperimentConfig
 
 TOLERANCE = 1e-6  # the journal's reward and the ledger's claim/rollouts are one number
+# Student's t, 97.5% quantile, for 1..30 degrees of freedom (a 95% interval of a mean)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def ci95(values: list[float]) -> tuple[float, float] | None:
+    """Returns (mean, half-width of its 95% t interval), or None below two values."""
+    if len(values) < 2:
+        return None
+    df = len(values) - 1
+    t = _T975[df - 1] if df <= len(_T975) else 1.96
+    return statistics.fmean(values), t * statistics.stdev(values) / len(values) ** 0.5
+
+
+def held_out_numbers(held: dict[str, Any], trained: set[int]) -> dict[str, Any]:
+    """A cell's held-out scores: per evaluation, the mean over nodes of greedy pass@1 (a reward
+    of 1) and of greedy reward, over the evaluation questions outside `trained` (those a node
+    of any cell of the experiment drew for training: one held-out set for every cell)."""
+    kept = [i for i in range(held["questions"]) if i not in trained]
+    curve = []
+    for e in held["evaluations"]:
+        per_node = [[rewards[i] for i in kept] for rewards in e["greedy"]]
+        curve.append(
+            {
+                "round": e["round"],
+                "pass1": statistics.fmean(
+                    statistics.fmean(r >= 1.0 - TOLERANCE for r in rs) for rs in per_node
+                )
+                if kept
+                else None,
+                "reward": statistics.fmean(statistics.fmean(rs) for rs in per_node)
+                if kept
+                else None,
+            }
+        )
+    start, end = curve[0], curve[-1]
+    return {
+        "held_out_questions": len(kept),
+        "held_out_excluded": len(trained),
+        "held_out_curve": curve,
+        "held_out_pass1_start": start["pass1"],
+        "held_out_pass1_end": end["pass1"],
+        "held_out_pass1_gain": None if start["pass1"] is None else end["pass1"] - start["pass1"],
+        "held_out_reward_start": start["reward"],
+        "held_out_reward_end": end["reward"],
+    }
+
+
 # mean local reward per node-round in the first and the last quarter of the scored rounds; for
 # specialists also on the entries they were pretrained on (home) and on the others (foreign)
 LEARNING_KEYS = (
     *(f"{part}{q}_quarter" for part in ("", "home_", "foreign_") for q in ("first", "last")),
     "external_used_per_round",
+)
+HELD_OUT_KEYS = (
+    "held_out_pass1_start",
+    "held_out_pass1_end",
+    "held_out_pass1_gain",
+    "held_out_reward_start",
+    "held_out_reward_end",
 )
 
 
@@ -57,7 +113,8 @@ def _entry_reward(rounds: list[dict[str, Any]], keep) -> list[float | None]:
     return out
 
 
-def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
+def _cell_numbers(record: dict[str, Any], trained: set[int]) -> dict[str, Any]:
+    on_chain = record.get("swarm", "devnet") == "devnet"  # the in-process swarm has no ledger
     rounds = len(record["nodes"][0]["rounds"])
     per_round = [0.0] * rounds
     missing = mismatched = 0
@@ -72,7 +129,7 @@ def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
             external_used.append(r["external_items"] or 0)
             per_round[k] += r["reward_local"]
             chain = r["reward_on_chain"]
-            if chain is None or abs(chain - r["reward_local"]) > TOLERANCE:
+            if on_chain and (chain is None or abs(chain - r["reward_local"]) > TOLERANCE):
                 mismatched += 1
             compute += r["compute_s"]
             swarm += r["swarm_s"]
@@ -88,11 +145,13 @@ def _cell_numbers(record: dict[str, Any]) -> dict[str, Any]:
         # J asked for, J got: the sampler falls short when peers publish too few items with signal
         "external_used_per_round": _mean_of(external_used),
         "missing_node_rounds": missing,
-        "not_on_chain_or_different": mismatched,
+        "not_on_chain_or_different": mismatched if on_chain else None,
         "compute_s": compute,
         "swarm_s": swarm,
         "wall_s": record.get("wall_s", 0.0),
     }
+    if record.get("held_out"):
+        numbers.update(held_out_numbers(record["held_out"], trained))
     if home:
         for name, curves in (("home", home), ("foreign", foreign)):
             numbers[f"{name}_first_quarter"] = _mean_of(_quarters(c)[0] for c in curves)
@@ -108,11 +167,13 @@ def _mean_of(values) -> float | None:
 def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
     """Aggregates the done cells per configuration; writes summary.json, table.md, curves.png."""
     records = load_records(exp, out_dir)
+    # evaluation questions drawn for training in any cell: left out of every cell's held-out score
+    trained = {i for r in records.values() for i in (r.get("held_out") or {}).get("trained", [])}
     configurations: dict[str, dict[str, Any]] = {}
     for cell in exp.cells():
         if cell.key not in records:
             continue
-        numbers = _cell_numbers(records[cell.key])
+        numbers = _cell_numbers(records[cell.key], trained)
         entry = configurations.setdefault(
             cell.configuration,
             {"variant": cell.variant, "local": cell.local, "external": cell.external, "seeds": {}},
@@ -134,13 +195,20 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
         entry["missing_node_rounds"] = sum(
             s["missing_node_rounds"] for s in entry["seeds"].values()
         )
-        entry["not_on_chain_or_different"] = sum(
-            s["not_on_chain_or_different"] for s in entry["seeds"].values()
+        checked = [s["not_on_chain_or_different"] for s in entry["seeds"].values()]
+        entry["not_on_chain_or_different"] = (
+            None if None in checked else sum(checked)  # None: played without a ledger
         )
         for key in LEARNING_KEYS:
             values = [s[key] for s in entry["seeds"].values() if s.get(key) is not None]
             if values:
                 entry[f"{key}_mean"] = statistics.fmean(values)
+        for key in HELD_OUT_KEYS:
+            values = [s[key] for s in entry["seeds"].values() if s.get(key) is not None]
+            if values:
+                entry[f"{key}_mean"] = statistics.fmean(values)
+                entry[f"{key}_ci95"] = ci95(values)
+        entry["cumulative_ci95"] = ci95([s["cumulative"] for s in entry["seeds"].values()])
     for entry in configurations.values():
         base = configurations.get(
             Cell(variant=entry["variant"], local=exp.baseline[0], external=0, seed=0).configuration
@@ -160,9 +228,28 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
             "per_seed": diffs,
             "mean": statistics.fmean(diffs.values()) if diffs else None,
             "std": statistics.stdev(diffs.values()) if len(diffs) > 1 else None,
+            "ci95": ci95(list(diffs.values())),
             "seeds_better": sum(d > 0 for d in diffs.values()),
             "seeds": len(diffs),
         }
+        # held-out pass@1 at the end, seed by seed against the baseline's (same questions drawn,
+        # same held-out set)
+        held = {
+            seed: numbers["held_out_pass1_end"] - base["seeds"][seed]["held_out_pass1_end"]
+            for seed, numbers in entry["seeds"].items()
+            if base
+            and seed in base["seeds"]
+            and numbers.get("held_out_pass1_end") is not None
+            and base["seeds"][seed].get("held_out_pass1_end") is not None
+        }
+        if held:
+            entry["held_out_paired_vs_baseline"] = {
+                "per_seed": held,
+                "mean": statistics.fmean(held.values()),
+                "ci95": ci95(list(held.values())),
+                "seeds_better": sum(d > 0 for d in held.values()),
+                "seeds": len(held),
+            }
     summary = {
         "experiment": exp.model_dump(mode="json"),
         "metric": "sum over scored rounds and nodes of the mean verifier reward of each node's "
@@ -180,31 +267,38 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
 
 
 def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
+    rounds = (
+        f"{exp.rounds} scored rounds of {exp.round_length_s} s on a devnet"
+        if exp.swarm == "devnet"
+        else f"{exp.rounds} rounds in process"
+    )
     lines = [
-        f"Experiment `{exp.name}`: {exp.nodes} nodes, {exp.rounds} scored rounds of "
-        f"{exp.round_length_s} s, {exp.questions} questions x {exp.completions} completions per "
-        f"node and round, seeds {', '.join(map(str, exp.seeds))} "
-        f"({summary['cells_done']}/{summary['cells_total']} cells done).",
+        f"Experiment `{exp.name}`: {exp.nodes} nodes, {rounds}, {exp.questions} questions x "
+        f"{exp.completions} completions per node and round, seeds "
+        f"{', '.join(map(str, exp.seeds))} ({summary['cells_done']}/{summary['cells_total']} "
+        "cells done).",
         "",
         "| configuration | I/J | cumulative reward (mean ± sd) | range | gain vs "
-        f"{exp.baseline[0]}/0 | paired Δ (mean ± sd) | seeds better | swarm share | wall |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        f"{exp.baseline[0]}/0 | paired Δ (mean ± sd) | paired Δ, 95% CI | seeds better "
+        "| swarm share | wall |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for e in summary["configurations"].values():
         sd = f" ± {e['cumulative_std']:.2f}" if e["cumulative_std"] is not None else ""
         gain = f"{100 * e['gain_vs_baseline']:+.1f}%" if e["gain_vs_baseline"] is not None else "-"
         share = f"{100 * e['swarm_share']:.1f}%" if e["swarm_share"] is not None else "-"
         paired = e["paired_vs_baseline"]
-        delta, better = "-", "-"
+        delta, interval, better = "-", "-", "-"
         if paired["seeds"] and e["external"]:
             delta = f"{paired['mean']:+.2f}" + (
                 f" ± {paired['std']:.2f}" if paired["std"] is not None else ""
             )
+            interval = _interval(paired.get("ci95"), 2)
             better = f"{paired['seeds_better']}/{paired['seeds']}"
         lines.append(
             f"| {e['variant']} | {e['local']}/{e['external']} | {e['cumulative_mean']:.2f}{sd} | "
             f"{e['cumulative_min']:.2f} – {e['cumulative_max']:.2f} | {gain} | {delta} | "
-            f"{better} | {share} | {e['wall_s'] / 60:.1f} min |"
+            f"{interval} | {better} | {share} | {e['wall_s'] / 60:.1f} min |"
         )
     lines += [
         "",
@@ -228,7 +322,43 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
             f"{'-' if used is None else f'{used:.2f}'} | {span(e, '')} | "
             f"{span(e, 'home_')} | {span(e, 'foreign_')} |"
         )
+    held = [e for e in summary["configurations"].values() if "held_out_pass1_end_mean" in e]
+    if held:
+        questions = sorted({s["held_out_questions"] for e in held for s in e["seeds"].values()})
+        lines += [
+            "",
+            "Held-out: greedy pass@1 (a verifier reward of 1) of every node on "
+            f"{exp.eval_questions} fixed evaluation questions, less the "
+            f"{exp.eval_questions - questions[0]} that a node of some cell drew for training; "
+            "mean over "
+            "nodes, then over seeds with a 95% t interval. Paired: the end pass@1 minus the "
+            f"{exp.baseline[0]}/0 configuration's with the same seed.",
+            "",
+            "| configuration | I/J | pass@1 at start | pass@1 at end | gain (95% CI) "
+            f"| paired Δ vs {exp.baseline[0]}/0 (95% CI) | seeds better |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for e in held:
+            paired = e.get("held_out_paired_vs_baseline")
+            delta, better = "-", "-"
+            if paired and e["external"]:
+                delta = _interval(paired["ci95"], 3, paired["mean"])
+                better = f"{paired['seeds_better']}/{paired['seeds']}"
+            lines.append(
+                f"| {e['variant']} | {e['local']}/{e['external']} | "
+                f"{e['held_out_pass1_start_mean']:.3f} | {e['held_out_pass1_end_mean']:.3f} | "
+                f"{_interval(e.get('held_out_pass1_gain_ci95'), 3, e['held_out_pass1_gain_mean'])}"
+                f" | {delta} | {better} |"
+            )
     return "\n".join(lines) + "\n"
+
+
+def _interval(ci: tuple[float, float] | list[float] | None, digits: int, mean=None) -> str:
+    """`mean [low, high]` of a 95% interval; the mean alone below two seeds."""
+    if ci is None:
+        return "-" if mean is None else f"{mean:+.{digits}f}"
+    m, half = ci
+    return f"{m:+.{digits}f} [{m - half:+.{digits}f}, {m + half:+.{digits}f}]"
 
 
 def _rolling(values: list[float], window: int) -> list[float]:
@@ -246,7 +376,11 @@ def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> N
 
     window = max(1, exp.rounds // 8)
     variants = sorted({e["variant"] for e in summary["configurations"].values()})
-    fig, axes = plt.subplots(1, len(variants), figsize=(6 * len(variants), 4), squeeze=False)
+    held = any("held_out_pass1_end_mean" in e for e in summary["configurations"].values())
+    rows = 2 if held else 1
+    fig, axes = plt.subplots(
+        rows, len(variants), figsize=(6 * len(variants), 4 * rows), squeeze=False
+    )
     for ax, variant in zip(axes[0], variants, strict=True):
         for e in summary["configurations"].values():
             if e["variant"] != variant:
@@ -265,6 +399,22 @@ def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> N
         ax.set_title(f"{exp.name}: {variant} ({len(exp.seeds)} seeds)")
         ax.set_xlabel("scored round")
         ax.set_ylabel(f"local reward per node ({window}-round mean)")
+        ax.legend(title="I/J")
+    for ax, variant in zip(axes[1] if held else [], variants, strict=True):
+        for e in summary["configurations"].values():
+            if e["variant"] != variant or "held_out_pass1_end_mean" not in e:
+                continue
+            curves = [s["held_out_curve"] for s in e["seeds"].values()]
+            xs = [point["round"] for point in curves[0]]
+            mean = [statistics.fmean(c[k]["pass1"] for c in curves) for k in range(len(xs))]
+            (line,) = ax.plot(xs, mean, marker="o", label=f"{e['local']}/{e['external']}")
+            if len(curves) > 1:
+                low = [min(c[k]["pass1"] for c in curves) for k in range(len(xs))]
+                high = [max(c[k]["pass1"] for c in curves) for k in range(len(xs))]
+                ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.15)
+        ax.set_title(f"{exp.name}: {variant}, held-out questions")
+        ax.set_xlabel("round")
+        ax.set_ylabel("greedy pass@1 per node")
         ax.legend(title="I/J")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -16,6 +16,7 @@ from typing import Any
 
 from client.experiment.cell import RECORD, play_cell, write_whole
 from client.experiment.config import Cell, ExperimentConfig, ExperimentError
+from client.experiment.inprocess import play_inprocess_cell
 from client.experiment.report import summarize
 
 
@@ -38,7 +39,8 @@ def run_experiment(
             continue
         if on_cell:
             on_cell(cell, "playing")
-        play_cell(
+        play = play_cell if exp.swarm == "devnet" else play_inprocess_cell
+        play(
             exp,
             cell,
             cell_dir,
@@ -54,7 +56,18 @@ def run_experiment(
 
 SCALE_RECORD = "experiment.json"
 # what every cell is played with: a done cell is only comparable with cells played at this scale
-CELL_SCALE = ("nodes", "rounds", "round_length_s", "questions", "completions", "store", "node")
+CELL_SCALE = (
+    "swarm",
+    "nodes",
+    "rounds",
+    "round_length_s",
+    "questions",
+    "completions",
+    "store",
+    "node",
+    "eval_questions",
+    "eval_every",
+)
 
 
 def _remember_scale(exp: ExperimentConfig, out_dir: Path) -> None:
@@ -69,10 +82,12 @@ def _remember_scale(exp: ExperimentConfig, out_dir: Path) -> None:
                 f"{path} is unreadable ({exc}); remove it only if every cell under "
                 f"{out_dir / 'cells'} was played with the experiment file as it is now"
             ) from exc
+        # a key the record predates was played at that key's default
+        defaults = {k: ExperimentConfig.model_fields[k].default for k in CELL_SCALE}
         changed = [
-            f"{key}: {before.get(key)!r} there, {scale[key]!r} now"
+            f"{key}: {before.get(key, defaults[key])!r} there, {scale[key]!r} now"
             for key in CELL_SCALE
-            if before.get(key) != scale[key]
+            if before.get(key, defaults[key]) != scale[key]
         ]
         if changed:
             raise ExperimentError(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from client.policy.generate import TransformersBackend
 from client.policy.policy import Policy
-from client.tasks import Catalog, draw, render_prompt, reward
+from client.tasks import Catalog, Task, draw, render_prompt, reward
 
 EVAL_DOMAIN = b"sapo.eval/1"
 
@@ -79,6 +79,21 @@ def evaluate(
             "sampled": _mean(untrained["sampled"]),
         }
     return result
+
+
+def greedy_rewards(
+    policy: Policy, tasks: list[Task], max_new_tokens: int, batch: int = 256
+) -> list[float]:
+    """Returns the verifier's reward of the policy's greedy answer to each task, in order (the
+    held-out evaluation of `sapo experiment`: pass@1 counts the rewards of 1)."""
+    backend = TransformersBackend(policy)
+    rewards: list[float] = []
+    for start in range(0, len(tasks), batch):
+        part = tasks[start : start + batch]
+        prompts = [render_prompt(t.question, policy.tokenizer) for t in part]
+        out = backend.generate(prompts, 1, max_new_tokens, 0.0, 1.0, 0)
+        rewards += [reward(t, texts[0]) for t, texts in zip(part, out.texts, strict=True)]
+    return rewards
 
 
 def _mean(values: list[float]) -> float:
