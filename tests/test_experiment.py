@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,13 @@ from conftest import REPO, sapo_run
 from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, node_sections
 from client.experiment.config import Cell
+from client.experiment.inprocess import SimNode, evaluation_set
 from client.experiment.run import _remember_scale
 from client.node.assemble import NodeConfigError, base_policy_path
 from client.node.devnet import _with
+from client.node.rollouts import task_seed
+from client.store.batch import canonical_json, decode_batch
+from client.tasks import draw, load_catalog, local_round_seed
 
 
 def sapo(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -90,6 +96,35 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
         assert entry["not_on_chain_or_different"] == 0
         if cell.external == 0:  # no external item is ever trained on in an I/0 split
             assert all(r["external_items"] == 0 for n in record["nodes"] for r in n["rounds"])
+    # the in-process swarm plays a node's round as the node played it: each node's first local
+    # round (from the seed policy, before any step), played again in process from the same ledger
+    # address and node address, is the same batch part byte for byte (questions, completions,
+    # token ids, rewards, weights id)
+    cell = exp.cells()[0]
+    record = json.loads((out / "cells" / cell.key / "cell.json").read_text())
+    base = base_config(exp, cell, cache)
+    sections = node_sections(cell, base)
+    catalog = load_catalog(base.tasks.catalog)
+    for i, node in enumerate(record["nodes"]):
+        journal = out / "cells" / cell.key / node["data_dir"] / "journal.sqlite"
+        with sqlite3.connect(f"file:{journal}?mode=ro", uri=True) as db:
+            round_, k, part = db.execute(
+                "SELECT round, k, part FROM local_rounds ORDER BY round, k LIMIT 1"
+            ).fetchone()
+        cfg = _with(base, **sections(i))
+        sim = SimNode(
+            i,
+            cfg,
+            catalog,
+            base.devnet.chain_id,
+            record["ledger"],
+            base_policy_path(cfg),
+            address=node["address"],
+        )
+        _, data = sim.play(round_)
+        replayed = decode_batch(data).local_rounds[0].model_dump(mode="json")
+        assert k == 0 and canonical_json(replayed) == bytes(part), f"node {i}, round {round_}"
+
     # a split is compared with the baseline seed by seed (same seed: same questions)
     configurations = summary["configurations"]
     baseline = configurations[f"homogeneous {exp.baseline[0]}/0"]
@@ -210,3 +245,99 @@ def test_specialist_seed_policies_are_pretrained_on_their_entries_only(tmp_path:
     assert questions and all("bits" in q or "legs" in q for q in questions), questions[:3]
     with pytest.raises(NodeConfigError, match="no entries"):
         base_policy_path(_with(base, policy={"seed_datasets": ["no_such_task"]}))
+
+
+IN_PROCESS = """
+name = "inproc"
+swarm = "in-process"
+nodes = 2
+rounds = 4
+questions = 2
+completions = 4
+splits = [[2, 0], [1, 1]]
+seeds = [0, 1]
+eval_questions = 24
+eval_every = 2
+
+[node.policy]
+model = "seed-test"
+max_new_tokens = 12
+
+[node.train]
+rounds_per_update = 1
+"""
+
+
+@pytest.mark.slow
+def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
+    tmp_path: Path,
+) -> None:
+    path, out, cache = tmp_path / "inproc.toml", tmp_path / "results", tmp_path / "cache"
+    path.write_text(IN_PROCESS)
+    exp = load_experiment(path)
+    command = ["experiment", "run", "--config", str(path), "--out", str(out)]
+    command += ["--cache-dir", str(cache)]
+    # interrupted for real once the first cell is done, then resumed by the same command
+    first = out / "cells" / exp.cells()[0].key / "cell.json"
+    proc = subprocess.Popen(
+        [str(REPO / ".venv" / "bin" / "sapo"), *command],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(600):
+            if first.is_file() or proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert first.is_file(), err[-3000:]
+    kept = first.read_text()
+    ran = sapo(*command)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert first.read_text() == kept, "a cell done before the interruption was played again"
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cells_done"] == summary["cells_total"] == len(exp.cells())
+    base = base_config(exp, exp.cells()[0], cache)
+    catalog = load_catalog(base.tasks.catalog)
+    held_out = evaluation_set(catalog, exp.eval_questions, "test")
+    for cell in exp.cells():
+        record = json.loads((out / "cells" / cell.key / "cell.json").read_text())
+        assert [r["round"] for r in record["nodes"][0]["rounds"]] == list(range(1, exp.rounds + 1))
+        drawn: set[str] = set()
+        for node in record["nodes"]:
+            for r in node["rounds"]:
+                # each node drew its own questions from its task seed, as a node on a ledger does
+                seed = task_seed(
+                    base.devnet.chain_id, record["ledger"], r["round"], node["address"]
+                )
+                drawn |= {t.question for t in draw(local_round_seed(seed, 0), cell.local, catalog)}
+                assert sum(n for _, n in r["reward_by_entry"].values()) == cell.local * 4
+                assert r["external_items"] <= cell.external
+        held = record["held_out"]
+        # a held-out question is one no node of the cell drew for training
+        assert held["trained"] == [i for i, t in enumerate(held_out) if t.question in drawn]
+        assert [e["round"] for e in held["evaluations"]] == [0, 2, 4]
+        start = held["evaluations"][0]["greedy"]
+        assert len(start) == exp.nodes and start[0] == start[1], "every node starts the same"
+        if cell.external:  # peers' verified items were trained on
+            assert sum(r["external_items"] for n in record["nodes"] for r in n["rounds"]) > 0
+
+    configurations = summary["configurations"]
+    baseline, shared = configurations["homogeneous 2/0"], configurations["homogeneous 1/1"]
+    paired = shared["held_out_paired_vs_baseline"]
+    for seed in ("0", "1"):
+        expected = (
+            shared["seeds"][seed]["held_out_pass1_end"]
+            - baseline["seeds"][seed]["held_out_pass1_end"]
+        )
+        assert paired["per_seed"][seed] == pytest.approx(expected)
+    assert paired["seeds"] == 2 and paired["ci95"] is not None
+    table = (out / "table.md").read_text()
+    assert "in process" in table and "Held-out: greedy pass@1" in table, table
+    assert "| homogeneous | 1/1 |" in table and "95% CI" in table, table

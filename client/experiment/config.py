@@ -58,6 +58,9 @@ class ExperimentConfig(BaseModel):
     # apart from every ledger task seed (client.policy.evaluate.eval_seed); a question a cell's
     # nodes drew for training is left out of that cell's held-out score
     eval_questions: int = Field(0, ge=0, le=4_096, description="0: no held-out evaluation")
+    # which fixed set: settings are chosen on `validation`; results are reported on `test`,
+    # which no choice of settings has looked at
+    eval_set: Literal["validation", "test"] = "test"
     eval_every: int = Field(
         0, ge=0, le=100_000, description="rounds between evaluations (0: at the start and end)"
     )
@@ -85,6 +88,11 @@ class ExperimentConfig(BaseModel):
                 )
             if self.threads:
                 raise ValueError("threads: set [node.policy].cpu_threads for devnet nodes")
+            if self.eval_questions:
+                raise ValueError(
+                    "eval_questions: held-out evaluation is built for the in-process swarm only; "
+                    "evaluate a devnet's checkpoints with `sapo policy eval`"
+                )
         else:
             devnet_only = {"round_length_s", "store"} & self.model_fields_set
             if devnet_only:

@@ -50,8 +50,9 @@ from client.store.batch import decode_batch
 from client.store.weights import weights_id
 from client.tasks import Catalog, Task, draw, load_catalog
 
-# the evaluation set every cell of every experiment is scored on (client.policy.evaluate)
-EVAL_SET = 24
+# the evaluation seeds of the two fixed sets (client.policy.evaluate.eval_seed): settings are
+# chosen on `validation`, results reported on `test`
+EVAL_SETS = {"validation": 23, "test": 24}
 
 
 def cell_ledger(cell: Cell) -> str:
@@ -59,21 +60,31 @@ def cell_ledger(cell: Cell) -> str:
     return "0x" + hashlib.sha256(f"sapo.in-process/1:{cell.seed}".encode()).hexdigest()[:40]
 
 
-def evaluation_set(catalog: Catalog, questions: int) -> list[Task]:
-    """The fixed held-out questions (the same for every cell and seed)."""
-    return draw(eval_seed(EVAL_SET), questions, catalog)
+def evaluation_set(catalog: Catalog, questions: int, which: str = "test") -> list[Task]:
+    """The fixed held-out questions of set `which` (the same for every cell and seed)."""
+    return draw(eval_seed(EVAL_SETS[which]), questions, catalog)
 
 
 class SimNode:
     """One node of the in-process swarm: its policy and trainer, and the peer items it verified."""
 
-    def __init__(self, index: int, cfg, catalog: Catalog, chain_id: int, ledger: str, path):
+    def __init__(
+        self,
+        index: int,
+        cfg,
+        catalog: Catalog,
+        chain_id: int,
+        ledger: str,
+        path,
+        address: str | None = None,
+    ):
         self.index = index
         self.cfg = cfg
         self.catalog = catalog
         self.chain_id = chain_id
         self.ledger = ledger
-        self.address = dev_account(index + 1).address  # a devnet's node i signs with account i+1
+        # a devnet's node i signs with dev account i + 1
+        self.address = address or dev_account(index + 1).address
         device, dtype = "cpu", "float32"
         policy = load_policy(path, device=device, dtype=dtype)
         optimizer = torch.optim.Adam(policy.model.parameters(), lr=cfg.train.learning_rate)
@@ -201,7 +212,9 @@ def play_inprocess_cell(
         path = base_policy_path(cfg, seed_progress)
         nodes.append(SimNode(i, cfg, catalog, chain_id, ledger, path))
     torch.manual_seed(cell.seed)  # nothing samples from torch's global generator; for safety
-    held_out = evaluation_set(catalog, exp.eval_questions) if exp.eval_questions else []
+    held_out = (
+        evaluation_set(catalog, exp.eval_questions, exp.eval_set) if exp.eval_questions else []
+    )
     evals: list[dict[str, Any]] = []
 
     def evaluate(after: int) -> None:
@@ -254,6 +267,7 @@ def play_inprocess_cell(
     }
     if held_out:
         record["held_out"] = {
+            "set": exp.eval_set,
             "questions": len(held_out),
             "entries": [t.entry for t in held_out],
             # evaluation questions some node of this cell trained on as its own: not held out

@@ -400,7 +400,7 @@ def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> N
         ax.set_xlabel("scored round")
         ax.set_ylabel(f"local reward per node ({window}-round mean)")
         ax.legend(title="I/J")
-    for ax, variant in zip(axes[1] if held else [], variants, strict=True):
+    for ax, variant in zip(axes[1], variants, strict=True) if held else ():
         for e in summary["configurations"].values():
             if e["variant"] != variant or "held_out_pass1_end_mean" not in e:
                 continue

@@ -66,6 +66,7 @@ CELL_SCALE = (
     "store",
     "node",
     "eval_questions",
+    "eval_set",
     "eval_every",
 )
 

@@ -39,8 +39,15 @@ def seed_spec(cfg: NodeConfig):
         return None
     from client.policy import SeedSpec
 
+    catalog = cfg.tasks.catalog
+    if "/" in catalog or catalog.endswith(".toml"):
+        raise NodeConfigError(
+            f"[tasks].catalog = {catalog!r} is a path, and a seed policy is pretrained on a named "
+            "catalog (configs/tasks/<name>.toml, its name in the policy's cache directory): put "
+            "the catalog there, or set [policy].model to a model directory"
+        )
     size = SeedSpec if cfg.policy.model == "seed" else SeedSpec.tiny_test
-    spec = size(seed=cfg.policy.seed)
+    spec = replace(size(seed=cfg.policy.seed), catalog=catalog)
     if cfg.policy.seed_datasets:
         spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
     return spec

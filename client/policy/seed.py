@@ -1,4 +1,5 @@
-"""The seed policy: a tiny Qwen2 model pretrained locally on `tiny` catalog tasks, no download.
+"""The seed policy: a tiny Qwen2 model pretrained locally on a task catalog's tasks (the node's
+[tasks].catalog, by default `tiny`), no download.
 
 CPU swarms start from it. It is built once per seed and cached:
 1. a corpus of questions from the catalog with their reference answers, drawn with seeds from
