@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,7 @@ from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, node_sections
 from client.experiment.config import Cell
 from client.experiment.inprocess import SimNode, evaluation_set
+from client.experiment.report import summarize
 from client.experiment.run import _remember_scale
 from client.node.assemble import NodeConfigError, base_policy_path
 from client.node.devnet import _with
@@ -220,6 +222,23 @@ def test_committed_paper_cpu_results_are_complete_and_at_the_configs_scale() -> 
     for path in (committed / "cells").glob("*.json"):  # the records name no machine's paths
         for node in json.loads(path.read_text())["nodes"]:
             assert node["data_dir"] == Path(node["data_dir"]).name, (path, node["data_dir"])
+
+
+def test_committed_sharing_search_tables_are_made_from_their_records(tmp_path: Path) -> None:
+    # docs/results/sharing-search quotes these tables: each is what the report makes of the
+    # committed cell records, under the preset (configs/experiments/<run>.toml) it was played with
+    root = REPO / "docs" / "results" / "sharing-search"
+    runs = sorted(p for p in root.iterdir() if p.is_dir())
+    assert runs, "no committed search run"
+    for run in runs:
+        exp = load_experiment(run.name)
+        _remember_scale(exp, run)  # refuses when the cells were played at another scale
+        again = tmp_path / run.name
+        shutil.copytree(run / "cells", again / "cells")
+        summary = summarize(exp, again)
+        assert summary["cells_done"] == summary["cells_total"], run.name
+        assert (again / "table.md").read_text() == (run / "table.md").read_text(), run.name
+        assert summary == json.loads((run / "summary.json").read_text()), run.name
 
 
 def test_unknown_experiment_names_the_presets() -> None:

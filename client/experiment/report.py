@@ -55,7 +55,28 @@ def held_out_numbers(held: dict[str, Any], trained: set[int]) -> dict[str, Any]:
             }
         )
     start, end = curve[0], curve[-1]
+    entries = held.get("entries") or []
+    by_entry: dict[str, dict[str, Any]] = {}
+    for entry in sorted(set(entries)):
+        mine = [i for i in kept if entries[i] == entry]
+        first, last = held["evaluations"][0]["greedy"], held["evaluations"][-1]["greedy"]
+        by_entry[entry] = {
+            "questions": len(mine),
+            **{
+                f"{what}_{when}": statistics.fmean(
+                    statistics.fmean(
+                        (r[i] >= 1.0 - TOLERANCE) if what == "pass1" else r[i] for i in mine
+                    )
+                    for r in rewards
+                )
+                if mine
+                else None
+                for what in ("pass1", "reward")
+                for when, rewards in (("start", first), ("end", last))
+            },
+        }
     return {
+        "held_out_by_entry": by_entry,
         "held_out_questions": len(kept),
         "held_out_excluded": len(trained),
         "held_out_curve": curve,
