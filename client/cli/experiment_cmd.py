@@ -1,9 +1,11 @@
 """`sapo experiment`: the SAPO paper's controlled experiment, through the real node code.
 
 `run` plays every configuration of an experiment file (configs/experiments/<name>.toml) once per
-seed on a fresh devnet (anvil, N node processes, the ledger recording everything) and writes
-results/<name>/: summary.json, table.md, curves.png, and cells/<cell>/ with every node's journal
-and the ledger's final state. Interrupted, it resumes at the first cell not done.
+seed, on a fresh devnet (anvil, N node processes, the ledger recording everything) or, for
+`swarm = "in-process"`, by the in-process swarm (client.experiment.inprocess), and writes
+results/<name>/: summary.json, table.md, curves.png, and cells/<cell>/ (a devnet cell keeps
+every node's journal and the ledger's final state). Interrupted, it resumes at the first cell
+not done.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The SAPO paper's controlled experiment, played through the real node code on devnets."""
+"""The SAPO paper's controlled experiment, played through the real node code: on devnets, or
+by the in-process swarm."""
 
 from client.experiment.config import ExperimentConfig, ExperimentError, load_experiment
 from client.experiment.run import run_experiment

@@ -211,7 +211,6 @@ def play_inprocess_cell(
         cfg = _with(base, **sections(i))
         path = base_policy_path(cfg, seed_progress)
         nodes.append(SimNode(i, cfg, catalog, chain_id, ledger, path))
-    torch.manual_seed(cell.seed)  # nothing samples from torch's global generator; for safety
     held_out = (
         evaluation_set(catalog, exp.eval_questions, exp.eval_set) if exp.eval_questions else []
     )
