@@ -148,3 +148,19 @@ def test_query_commands_do_not_import_the_training_stack(swarm, tmp_path: Path) 
     for args in commands:
         heavy = imported_heavy(*args, env=chain)
         assert not heavy, f"`sapo {' '.join(args)}` imported {sorted(heavy)}"
+
+
+def test_policy_seed_pretrains_on_the_catalog_named(cli: CliRunner, tmp_path: Path) -> None:
+    refused = cli.invoke(app, ["policy", "seed", "--catalog", "nope", "--data-dir", str(tmp_path)])
+    assert refused.exit_code == 2 and "known:" in refused.output and "wide" in refused.output
+    built = cli.invoke(
+        app,
+        ["policy", "seed", "--size", "test", "--catalog", "wide", "--data-dir", str(tmp_path)],
+    )
+    assert built.exit_code == 0, built.output
+    record = json.loads(
+        (tmp_path / "policies" / "seed-wide-0-h64l2" / "seed-build.json").read_text()
+    )
+    assert record["spec"]["catalog"] == "wide"
+    words = ("legs", "letter", "backward", "Calculate")
+    assert all(any(w in q for w in words) for q in record["corpus_questions"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -30,17 +31,28 @@ def seed(
         Literal["small", "test"],
         typer.Option("--size", help="small: the swarm's default; test: seconds, for tests."),
     ] = "small",
+    catalog: Annotated[
+        str, typer.Option("--catalog", help="Pretrain on this catalog (configs/tasks/<name>.toml).")
+    ] = "tiny",
     as_json: JsonOption = False,
 ) -> None:
-    """Build (once, then cached) the tiny Qwen2 seed policy on the `tiny` catalog; no download.
+    """Build (once, then cached) the tiny Qwen2 seed policy on a task catalog; no download.
 
     A stopped build resumes where it last saved; a second caller waits for a build under way
     and shows its progress."""
     from client.cli.progress import ProgressOutput, seed_progress
     from client.policy import SeedSpec, ensure_seed_policy, seed_policy_dir
     from client.policy.seed import SeedBuildBusy
+    from client.tasks import CatalogError, load_catalog
 
+    if "/" in catalog or catalog.endswith(".toml"):
+        fail(f"--catalog {catalog}: give a catalog's name (configs/tasks/<name>.toml), not a path")
+    try:
+        load_catalog(catalog)
+    except CatalogError as exc:
+        fail(str(exc))
     spec = SeedSpec(seed=seed_) if size == "small" else SeedSpec.tiny_test(seed_)
+    spec = replace(spec, catalog=catalog)
     directory = seed_policy_dir(data_dir.absolute(), spec)
     cached = (directory / "seed-build.json").is_file() and not force
     if not cached:
