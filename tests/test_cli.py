@@ -164,3 +164,17 @@ def test_policy_seed_pretrains_on_the_catalog_named(cli: CliRunner, tmp_path: Pa
     assert record["spec"]["catalog"] == "wide"
     words = ("legs", "letter", "backward", "Calculate")
     assert all(any(w in q for w in words) for q in record["corpus_questions"])
+
+
+def test_policy_seed_steps_build_a_longer_pretraining_under_its_own_name(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
+    built = cli.invoke(app, [*args, "--steps", "200"])
+    assert built.exit_code == 0, built.output
+    summary = json.loads(built.stdout)
+    # the recipe's 150 steps of 32 would repeat its 4,000 examples; 200 steps get 6,400 fresh
+    assert Path(summary["path"]).name == "seed-tiny-0-h64l2-s200" and summary["steps"] == 200
+    assert summary["spec"]["corpus"] == 200 * 32
+    again = cli.invoke(app, [*args, "--steps", "150"])  # the recipe's own steps: its usual name
+    assert Path(json.loads(again.stdout)["path"]).name == "seed-tiny-0-h64l2"

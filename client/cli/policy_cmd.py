@@ -34,6 +34,15 @@ def seed(
     catalog: Annotated[
         str, typer.Option("--catalog", help="Pretrain on this catalog (configs/tasks/<name>.toml).")
     ] = "tiny",
+    steps: Annotated[
+        int,
+        typer.Option(
+            "--steps",
+            min=0,
+            max=100_000,
+            help="Pretraining steps (0: the size's recipe); more steps, larger corpus.",
+        ),
+    ] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """Build (once, then cached) the tiny Qwen2 seed policy on a task catalog; no download.
@@ -53,6 +62,8 @@ def seed(
         fail(str(exc))
     spec = SeedSpec(seed=seed_) if size == "small" else SeedSpec.tiny_test(seed_)
     spec = replace(spec, catalog=catalog)
+    if steps:
+        spec = spec.with_steps(steps)
     directory = seed_policy_dir(data_dir.absolute(), spec)
     cached = (directory / "seed-build.json").is_file() and not force
     if not cached:

@@ -308,6 +308,13 @@ class PolicySection(Section):
         max_length=64,
         description="pretrain the seed policy on these catalog entries only (a specialist)",
     )
+    seed_steps: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="pretraining steps of the seed policy (0: its recipe's: 600 for 'seed', 150 "
+        "for 'seed-test'); more steps pretrain on a larger corpus, cached under their own name",
+    )
     cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
     backend: Annotated[str, AfterValidator(_check_backend)] = Field(
         "transformers", description="generation backend: transformers (vLLM: not yet)"

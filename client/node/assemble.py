@@ -50,6 +50,8 @@ def seed_spec(cfg: NodeConfig):
     spec = replace(size(seed=cfg.policy.seed), catalog=catalog)
     if cfg.policy.seed_datasets:
         spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
+    if cfg.policy.seed_steps:
+        spec = spec.with_steps(cfg.policy.seed_steps)
     return spec
 
 

@@ -72,6 +72,18 @@ class SeedSpec:
             batch=32,
         )
 
+    def with_steps(self, steps: int) -> SeedSpec:
+        """The same recipe pretrained for `steps` steps, on a corpus large enough that no
+        example is seen twice (the default recipe's corpus is one pass of its steps)."""
+        return replace(self, steps=steps, corpus=max(self.corpus, steps * self.batch))
+
+    @property
+    def recipe_steps(self) -> int:
+        """The pretraining steps of the recipe this spec's size comes from."""
+        test = SeedSpec.tiny_test()
+        recipe = test if (self.hidden, self.layers) == (test.hidden, test.layers) else SeedSpec()
+        return recipe.steps
+
 
 def corpus(spec: SeedSpec) -> list[tuple[str, str]]:
     """Returns (prompt, answer) pairs from the catalog for the spec's seed."""
@@ -382,6 +394,8 @@ def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
     name = f"seed-{spec.catalog}-{spec.seed}-h{spec.hidden}l{spec.layers}"
     if spec.entries:
         name += "-on-" + "+".join(sorted(spec.entries))
+    if spec.steps != spec.recipe_steps:  # a longer (or shorter) pretraining is another policy
+        name += f"-s{spec.steps}"
     return data_root / "policies" / name
 
 
