@@ -33,6 +33,22 @@ def ci95(values: list[float]) -> tuple[float, float] | None:
     return statistics.fmean(values), t * statistics.stdev(values) / len(values) ** 0.5
 
 
+def diff_ci95(a: list[float], b: list[float]) -> tuple[float, float] | None:
+    """Returns (mean(b) - mean(a), half-width of its 95% Welch interval) for two independent
+    samples, or None when either has fewer than two values. The t quantile is taken at the
+    Welch degrees of freedom rounded down (a little wider than exact)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    if va + vb == 0:
+        return diff, 0.0
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    k = max(1, int(df))
+    t = _T975[k - 1] if k <= len(_T975) else 1.96
+    return diff, t * (va + vb) ** 0.5
+
+
 def held_out_numbers(held: dict[str, Any], trained: set[int]) -> dict[str, Any]:
     """A cell's held-out scores: per evaluation, the mean over nodes of greedy pass@1 (a reward
     of 1) and of greedy reward, over the evaluation questions outside `trained` (those a node
