@@ -96,8 +96,9 @@ def run(
         except KeyboardInterrupt:
             shown.close()
             err.print(
-                f"interrupted: the cell being played was stopped (its devnet and nodes too); "
-                f"done cells are kept in {target}; run the same command again to resume"
+                "interrupted: the cell being played was stopped"
+                + (" (its devnet and nodes too)" if exp.swarm == "devnet" else "")
+                + f"; done cells are kept in {target}; run the same command again to resume"
             )
             raise typer.Exit(130) from None
     _print(summary, target, as_json)

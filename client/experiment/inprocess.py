@@ -49,6 +49,7 @@ from client.store import Sampling
 from client.store.batch import decode_batch
 from client.store.weights import weights_id
 from client.tasks import Catalog, Task, draw, load_catalog
+from client.tasks.verify import plain_prompt
 
 # the evaluation seeds of the two fixed sets (client.policy.evaluate.eval_seed): settings are
 # chosen on `validation`, results reported on `test`
@@ -58,6 +59,18 @@ EVAL_SETS = {"validation": 23, "test": 24}
 def cell_ledger(cell: Cell) -> str:
     """The ledger address a cell's draws are seeded with (no ledger is deployed)."""
     return "0x" + hashlib.sha256(f"sapo.in-process/1:{cell.seed}".encode()).hexdigest()[:40]
+
+
+def pretrained_questions(tasks: list, paths: list) -> list[int] | None:
+    """The indices of `tasks` whose prompt is in the pretraining corpus of any of the seed
+    policies at `paths` (from their seed-build.json); None when a model is not a seed policy."""
+    corpora: set[str] = set()
+    for path in dict.fromkeys(str(p) for p in paths):
+        build = Path(path) / "seed-build.json"
+        if not build.is_file():
+            return None
+        corpora.update(json.loads(build.read_text())["corpus_questions"])
+    return [i for i, t in enumerate(tasks) if plain_prompt(t.question) in corpora]
 
 
 def evaluation_set(catalog: Catalog, questions: int, which: str = "test") -> list[Task]:
@@ -206,10 +219,10 @@ def play_inprocess_cell(
     ledger = cell_ledger(cell)
     chain_id = base.devnet.chain_id
     began = time.time()
-    nodes = []
+    nodes, paths = [], []
     for i in range(exp.nodes):
         cfg = _with(base, **sections(i))
-        path = base_policy_path(cfg, seed_progress)
+        paths.append(path := base_policy_path(cfg, seed_progress))
         nodes.append(SimNode(i, cfg, catalog, chain_id, ledger, path))
     held_out = (
         evaluation_set(catalog, exp.eval_questions, exp.eval_set) if exp.eval_questions else []
@@ -271,6 +284,9 @@ def play_inprocess_cell(
             "entries": [t.entry for t in held_out],
             # evaluation questions some node of this cell trained on as its own: not held out
             "trained": [i for i, t in enumerate(held_out) if t.question in drawn],
+            # and those in a node's pretraining corpus (a seed policy's, which its build record
+            # lists; None: a model whose training data is not known here)
+            "pretrained": pretrained_questions(held_out, paths),
             "evaluations": evals,
         }
     record["wall_s"] = round(time.time() - began, 1)

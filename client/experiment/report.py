@@ -204,8 +204,15 @@ def _mean_of(values) -> float | None:
 def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
     """Aggregates the done cells per configuration; writes summary.json, table.md, curves.png."""
     records = load_records(exp, out_dir)
-    # evaluation questions drawn for training in any cell: left out of every cell's held-out score
-    trained = {i for r in records.values() for i in (r.get("held_out") or {}).get("trained", [])}
+    # evaluation questions drawn for training in any cell, or in a node's seed-policy pretraining
+    # corpus: left out of every cell's held-out score (records made before `pretrained` was kept
+    # name none)
+    trained = {
+        i
+        for r in records.values()
+        for key in ("trained", "pretrained")
+        for i in (r.get("held_out") or {}).get(key) or []
+    }
     configurations: dict[str, dict[str, Any]] = {}
     for cell in exp.cells():
         if cell.key not in records:
@@ -295,6 +302,10 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
         "cells_total": len(exp.cells()),
         "configurations": configurations,
     }
+    if any("pretrained" in (r.get("held_out") or {}) for r in records.values()):
+        summary["held_out_excludes"] = (
+            "drawn for training, or in a seed policy's pretraining corpus"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     (out_dir / "table.md").write_text(markdown_table(exp, summary))
@@ -366,8 +377,13 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
             "",
             "Held-out: greedy pass@1 (a verifier reward of 1) of every node on "
             f"{exp.eval_questions} fixed evaluation questions, less the "
-            f"{exp.eval_questions - questions[0]} that a node of some cell drew for training; "
-            "mean over "
+            f"{exp.eval_questions - questions[0]} that a node of some cell "
+            + (
+                "drew for training or saw in its seed policy's pretraining corpus"
+                if summary.get("held_out_excludes")
+                else "drew for training"
+            )
+            + "; mean over "
             "nodes, then over seeds with a 95% t interval. Paired: the end pass@1 minus the "
             f"{exp.baseline[0]}/0 configuration's with the same seed.",
             "",
