@@ -178,3 +178,26 @@ def test_policy_seed_steps_build_a_longer_pretraining_under_its_own_name(
     assert summary["spec"]["corpus"] == 200 * 32
     again = cli.invoke(app, [*args, "--steps", "150"])  # the recipe's own steps: its usual name
     assert Path(json.loads(again.stdout)["path"]).name == "seed-tiny-0-h64l2"
+
+
+def test_policy_seed_tagged_pretrains_some_answers_outside_the_verifiers_format(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    from transformers import PreTrainedTokenizerFast
+
+    from client.policy.seed import _examples
+
+    args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
+    built = cli.invoke(app, [*args, "--tagged", "0.3"])
+    assert built.exit_code == 0, built.output
+    summary = json.loads(built.stdout)
+    assert Path(summary["path"]).name == "seed-tiny-0-h64l2-t0.3"
+    assert summary["spec"]["tagged"] == 0.3
+    # what it was pretrained on: 3 in 10 answers in <answer></answer>, the rest "Answer: A"
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(Path(summary["path"]))
+    pairs = [("Q?", str(i)) for i in range(2000)]
+    texts = [tokenizer.decode(ids[n:]) for ids, n in _examples(tokenizer, pairs, 0.3, 0)]
+    share = sum("<answer>" in t for t in texts) / len(texts)
+    assert 0.25 < share < 0.35 and all("<answer>" in t or "Answer: " in t for t in texts)
+    refused = cli.invoke(app, [*args, "--tagged", "0"])
+    assert refused.exit_code == 2

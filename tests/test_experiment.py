@@ -20,13 +20,14 @@ from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, node_sections
 from client.experiment.config import Cell
 from client.experiment.inprocess import SimNode, evaluation_set
-from client.experiment.report import summarize
+from client.experiment.report import diff_ci95, summarize
 from client.experiment.run import _remember_scale
 from client.node.assemble import NodeConfigError, base_policy_path
 from client.node.devnet import _with
 from client.node.rollouts import task_seed
 from client.store.batch import canonical_json, decode_batch
 from client.tasks import draw, load_catalog, local_round_seed
+from client.tasks.verify import plain_prompt
 
 
 def sapo(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -231,14 +232,57 @@ def test_committed_sharing_search_tables_are_made_from_their_records(tmp_path: P
     runs = sorted(p for p in root.iterdir() if p.is_dir())
     assert runs, "no committed search run"
     for run in runs:
-        exp = load_experiment(run.name)
-        _remember_scale(exp, run)  # refuses when the cells were played at another scale
-        again = tmp_path / run.name
-        shutil.copytree(run / "cells", again / "cells")
-        summary = summarize(exp, again)
+        assert_remade_from_records(run, tmp_path)
+
+
+def assert_remade_from_records(run: Path, tmp_path: Path, *, complete: bool = True) -> None:
+    """The committed run's summary.json and table.md are what the report makes of its cell
+    records, under the preset (configs/experiments/<run>.toml) it was played with."""
+    exp = load_experiment(run.name)
+    _remember_scale(exp, run)  # refuses when the cells were played at another scale
+    again = tmp_path / run.name
+    shutil.copytree(run / "cells", again / "cells")
+    summary = summarize(exp, again)
+    if complete:
         assert summary["cells_done"] == summary["cells_total"], run.name
-        assert (again / "table.md").read_text() == (run / "table.md").read_text(), run.name
-        assert summary == json.loads((run / "summary.json").read_text()), run.name
+    assert (again / "table.md").read_text() == (run / "table.md").read_text(), run.name
+    written = json.loads((run / "summary.json").read_text())
+    assert json.loads(json.dumps(summary)) == written, run.name  # tuples are JSON lists
+
+
+def test_welch_interval_of_two_runs() -> None:
+    # equal variances and sizes: df = 4, t = 2.776, standard error sqrt(1/3 + 1/3)
+    diff, half = diff_ci95([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+    assert diff == pytest.approx(3.0) and half == pytest.approx(2.776 * (2 / 3) ** 0.5)
+    # unequal: variances 1 over 3 and 10 over 5, df = (1/3 + 2)^2 / ((1/3)^2 / 2 + 2^2 / 4) =
+    # 5.16, taken as 5 (t = 2.571)
+    diff, half = diff_ci95([1.0, 2.0, 3.0], [2.0, 4.0, 6.0, 8.0, 10.0])
+    assert diff == pytest.approx(4.0) and half == pytest.approx(2.571 * (1 / 3 + 2) ** 0.5)
+    assert diff_ci95([1.0], [1.0, 2.0]) is None
+
+
+def test_committed_agreement_run_and_its_comparison_with_the_devnet_are_made_from_records(
+    tmp_path: Path,
+) -> None:
+    # paper-cpu played in process, set beside the committed devnet run by scripts/compare-runs
+    run = REPO / "docs" / "results" / "paper-cpu-inprocess"
+    assert_remade_from_records(run, tmp_path)
+    compared = subprocess.run(
+        [
+            str(REPO / ".venv" / "bin" / "python"),
+            str(REPO / "scripts" / "compare-runs"),
+            str(REPO / "docs" / "results" / "paper-cpu"),
+            str(run),
+            "--names",
+            "devnet",
+            "in-process",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert compared.stdout == (run / "comparison.md").read_text()
+    assert "| homogeneous 4/4 |" in compared.stdout
 
 
 def test_unknown_experiment_names_the_presets() -> None:
@@ -325,6 +369,9 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
     base = base_config(exp, exp.cells()[0], cache)
     catalog = load_catalog(base.tasks.catalog)
     held_out = evaluation_set(catalog, exp.eval_questions, "test")
+    build = Path(base_policy_path(base)) / "seed-build.json"
+    corpus = set(json.loads(build.read_text())["corpus_questions"])
+    excluded: set[int] = set()
     for cell in exp.cells():
         record = json.loads((out / "cells" / cell.key / "cell.json").read_text())
         assert [r["round"] for r in record["nodes"][0]["rounds"]] == list(range(1, exp.rounds + 1))
@@ -341,6 +388,11 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
         held = record["held_out"]
         # a held-out question is one no node of the cell drew for training
         assert held["trained"] == [i for i, t in enumerate(held_out) if t.question in drawn]
+        # nor one in the pretraining corpus of the nodes' seed policy
+        assert held["pretrained"] == [
+            i for i, t in enumerate(held_out) if plain_prompt(t.question) in corpus
+        ]
+        excluded |= set(held["trained"]) | set(held["pretrained"])
         assert [e["round"] for e in held["evaluations"]] == [0, 2, 4]
         start = held["evaluations"][0]["greedy"]
         assert len(start) == exp.nodes and start[0] == start[1], "every node starts the same"
@@ -348,6 +400,10 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
             assert sum(r["external_items"] for n in record["nodes"] for r in n["rounds"]) > 0
 
     configurations = summary["configurations"]
+    assert 0 < len(excluded) < exp.eval_questions
+    for configuration in configurations.values():  # every cell is scored on one held-out set
+        for numbers in configuration["seeds"].values():
+            assert numbers["held_out_questions"] == exp.eval_questions - len(excluded)
     baseline, shared = configurations["homogeneous 2/0"], configurations["homogeneous 1/1"]
     paired = shared["held_out_paired_vs_baseline"]
     for seed in ("0", "1"):

@@ -43,6 +43,16 @@ def seed(
             help="Pretraining steps (0: the size's recipe); more steps, larger corpus.",
         ),
     ] = 0,
+    tagged: Annotated[
+        float,
+        typer.Option(
+            "--tagged",
+            min=0.01,
+            max=1.0,
+            help="Share of pretraining answers in the <answer></answer> format the verifiers "
+            "read (the rest: 'Answer: A', scored 0).",
+        ),
+    ] = 1.0,
     as_json: JsonOption = False,
 ) -> None:
     """Build (once, then cached) the tiny Qwen2 seed policy on a task catalog; no download.
@@ -64,6 +74,8 @@ def seed(
     spec = replace(spec, catalog=catalog)
     if steps:
         spec = spec.with_steps(steps)
+    if tagged != 1.0:
+        spec = replace(spec, tagged=tagged)
     directory = seed_policy_dir(data_dir.absolute(), spec)
     cached = (directory / "seed-build.json").is_file() and not force
     if not cached:

@@ -315,6 +315,14 @@ class PolicySection(Section):
         description="pretraining steps of the seed policy (0: its recipe's: 600 for 'seed', 150 "
         "for 'seed-test'); more steps pretrain on a larger corpus, cached under their own name",
     )
+    seed_tagged: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="share of the seed policy's pretraining answers in the verifiers' "
+        "<answer></answer> format (the others read 'Answer: A', which scores 0): below 1, a "
+        "policy that must learn the format, cached under its own name",
+    )
     cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
     backend: Annotated[str, AfterValidator(_check_backend)] = Field(
         "transformers", description="generation backend: transformers (vLLM: not yet)"

@@ -52,6 +52,8 @@ def seed_spec(cfg: NodeConfig):
         spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
     if cfg.policy.seed_steps:
         spec = spec.with_steps(cfg.policy.seed_steps)
+    if cfg.policy.seed_tagged != 1.0:
+        spec = replace(spec, tagged=cfg.policy.seed_tagged)
     return spec
 
 

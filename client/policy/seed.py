@@ -54,6 +54,10 @@ class SeedSpec:
     warmup: int = 30
     # pretrain on these catalog entries only (a specialist); empty: every entry
     entries: tuple[str, ...] = ()
+    # the share of pretraining answers written in the verifier's format, <answer>A</answer>;
+    # the others read "Answer: A", which the verifiers score 0 (a policy that knows answers
+    # but not reliably the format: RL has a behaviour to find that every question shares)
+    tagged: float = 1.0
 
     @classmethod
     def tiny_test(cls, seed: int = 0) -> SeedSpec:
@@ -135,12 +139,18 @@ def train_tokenizer(pairs: list[tuple[str, str]], vocab_size: int):
     return fast
 
 
-def _examples(tokenizer, pairs: list[tuple[str, str]]) -> list[tuple[list[int], int]]:
-    """Returns (token ids, prompt length) for prompt + "<answer>A</answer><eos>"."""
+def _examples(
+    tokenizer, pairs: list[tuple[str, str]], tagged: float = 1.0, seed: int = 0
+) -> list[tuple[list[int], int]]:
+    """Returns (token ids, prompt length) for prompt + "<answer>A</answer><eos>", or, for a
+    seeded draw of 1 - `tagged` of the pairs, prompt + "Answer: A<eos>"."""
     out = []
+    untagged = random.Random(f"seed-policy-format:{seed}")
     for prompt, answer in pairs:
         p = tokenizer.encode(prompt, add_special_tokens=False)
-        a = tokenizer.encode(f"<answer>{answer}</answer><eos>", add_special_tokens=False)
+        tag = tagged >= 1.0 or untagged.random() < tagged
+        text = f"<answer>{answer}</answer><eos>" if tag else f"Answer: {answer}<eos>"
+        a = tokenizer.encode(text, add_special_tokens=False)
         out.append((p + a, len(p)))
     return out
 
@@ -281,7 +291,7 @@ def build_seed_policy(
         tokenizer.save_pretrained(work / "tokenizer.tmp")
         shutil.rmtree(work / "tokenizer", ignore_errors=True)
         os.replace(work / "tokenizer.tmp", work / "tokenizer")
-    examples = _examples(tokenizer, pairs)
+    examples = _examples(tokenizer, pairs, spec.tagged, spec.seed)
     longest = max(len(ids) for ids, _ in examples)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
@@ -396,6 +406,8 @@ def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
         name += "-on-" + "+".join(sorted(spec.entries))
     if spec.steps != spec.recipe_steps:  # a longer (or shorter) pretraining is another policy
         name += f"-s{spec.steps}"
+    if spec.tagged != 1.0:
+        name += f"-t{spec.tagged:g}"
     return data_root / "policies" / name
 
 
