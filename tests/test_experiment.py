@@ -338,6 +338,8 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
     path, out, cache = tmp_path / "inproc.toml", tmp_path / "results", tmp_path / "cache"
     path.write_text(IN_PROCESS)
     exp = load_experiment(path)
+    # played seed by seed: a run stopped part way has whole seeds of every split to pair
+    assert [(c.local, c.seed) for c in exp.cells()] == [(2, 0), (1, 0), (2, 1), (1, 1)]
     command = ["experiment", "run", "--config", str(path), "--out", str(out)]
     command += ["--cache-dir", str(cache)]
     # interrupted for real once the first cell is done, then resumed by the same command

@@ -108,12 +108,14 @@ class ExperimentConfig(BaseModel):
         return (self.questions, 0)
 
     def cells(self) -> list[Cell]:
-        """Every (variant, split, seed) to play, in the order they are played."""
+        """Every (variant, split, seed) to play, in the order they are played: seed by seed,
+        so that a run stopped part way has every configuration at (nearly) the same seeds, and
+        its paired comparisons are of whole seeds."""
         return [
             Cell(variant=variant, local=i, external=j, seed=seed)
+            for seed in self.seeds
             for variant in self.variants
             for i, j in self.splits_of(variant)
-            for seed in self.seeds
         ]
 
     def splits_of(self, variant: str) -> list[tuple[int, int]]:
