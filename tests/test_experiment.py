@@ -235,6 +235,21 @@ def test_committed_sharing_search_tables_are_made_from_their_records(tmp_path: P
         assert_remade_from_records(run, tmp_path)
 
 
+def test_committed_sharing_runs_are_made_from_their_records(tmp_path: Path) -> None:
+    # docs/results/sharing-format (and its heterogeneous companion, once committed) quote these
+    runs = [REPO / "docs" / "results" / name for name in SHARING_RUNS]
+    assert runs[0].is_dir(), "the homogeneous sharing run is not committed"
+    for run in runs:
+        if run.is_dir():
+            assert_remade_from_records(run, tmp_path)
+            summary = json.loads((run / "summary.json").read_text())
+            for entry in summary["configurations"].values():  # 5 seeds, paired intervals
+                assert len(entry["seeds"]) >= 5, run.name
+
+
+SHARING_RUNS = ("sharing-format", "sharing-format-specialists")
+
+
 def assert_remade_from_records(run: Path, tmp_path: Path, *, complete: bool = True) -> None:
     """The committed run's summary.json and table.md are what the report makes of its cell
     records, under the preset (configs/experiments/<run>.toml) it was played with."""
