@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -70,12 +69,7 @@ def seed(
         load_catalog(catalog)
     except CatalogError as exc:
         fail(str(exc))
-    spec = SeedSpec(seed=seed_) if size == "small" else SeedSpec.tiny_test(seed_)
-    spec = replace(spec, catalog=catalog)
-    if steps:
-        spec = spec.with_steps(steps)
-    if tagged != 1.0:
-        spec = replace(spec, tagged=tagged)
+    spec = SeedSpec.of(size, seed_, catalog, steps=steps, tagged=tagged)
     directory = seed_policy_dir(data_dir.absolute(), spec)
     cached = (directory / "seed-build.json").is_file() and not force
     if not cached:

@@ -44,6 +44,7 @@ from client.node.training import Trainer, mix
 from client.policy import TransformersBackend, load_policy
 from client.policy.encode import Group
 from client.policy.evaluate import eval_seed, greedy_rewards
+from client.policy.seed import pretraining_prompts
 from client.policy.weights import weights_bytes
 from client.store import Sampling
 from client.store.batch import decode_batch
@@ -63,13 +64,12 @@ def cell_ledger(cell: Cell) -> str:
 
 def pretrained_questions(tasks: list, paths: list) -> list[int] | None:
     """The indices of `tasks` whose prompt is in the pretraining corpus of any of the seed
-    policies at `paths` (from their seed-build.json); None when a model is not a seed policy."""
+    policies at `paths`; None when a model is not a seed policy."""
     corpora: set[str] = set()
     for path in dict.fromkeys(str(p) for p in paths):
-        build = Path(path) / "seed-build.json"
-        if not build.is_file():
+        if (prompts := pretraining_prompts(path)) is None:
             return None
-        corpora.update(json.loads(build.read_text())["corpus_questions"])
+        corpora |= prompts
     return [i for i, t in enumerate(tasks) if plain_prompt(t.question) in corpora]
 
 

@@ -243,15 +243,12 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
         entry["not_on_chain_or_different"] = (
             None if None in checked else sum(checked)  # None: played without a ledger
         )
-        for key in LEARNING_KEYS:
+        for key in LEARNING_KEYS + HELD_OUT_KEYS:
             values = [s[key] for s in entry["seeds"].values() if s.get(key) is not None]
             if values:
                 entry[f"{key}_mean"] = statistics.fmean(values)
-        for key in HELD_OUT_KEYS:
-            values = [s[key] for s in entry["seeds"].values() if s.get(key) is not None]
-            if values:
-                entry[f"{key}_mean"] = statistics.fmean(values)
-                entry[f"{key}_ci95"] = ci95(values)
+                if key in HELD_OUT_KEYS:
+                    entry[f"{key}_ci95"] = ci95(values)
         entry["cumulative_ci95"] = ci95([s["cumulative"] for s in entry["seeds"].values()])
     for entry in configurations.values():
         base = configurations.get(

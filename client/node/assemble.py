@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,15 +45,14 @@ def seed_spec(cfg: NodeConfig):
             "catalog (configs/tasks/<name>.toml, its name in the policy's cache directory): put "
             "the catalog there, or set [policy].model to a model directory"
         )
-    size = SeedSpec if cfg.policy.model == "seed" else SeedSpec.tiny_test
-    spec = replace(size(seed=cfg.policy.seed), catalog=catalog)
-    if cfg.policy.seed_datasets:
-        spec = replace(spec, entries=tuple(sorted(cfg.policy.seed_datasets)))
-    if cfg.policy.seed_steps:
-        spec = spec.with_steps(cfg.policy.seed_steps)
-    if cfg.policy.seed_tagged != 1.0:
-        spec = replace(spec, tagged=cfg.policy.seed_tagged)
-    return spec
+    return SeedSpec.of(
+        "small" if cfg.policy.model == "seed" else "test",
+        cfg.policy.seed,
+        catalog,
+        entries=tuple(cfg.policy.seed_datasets),
+        steps=cfg.policy.seed_steps,
+        tagged=cfg.policy.seed_tagged,
+    )
 
 
 def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:

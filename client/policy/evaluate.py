@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
-from pathlib import Path
 
 from client.policy.generate import TransformersBackend
 from client.policy.policy import Policy
+from client.policy.seed import pretraining_prompts
 from client.tasks import Catalog, Task, draw, render_prompt, reward
 
 EVAL_DOMAIN = b"sapo.eval/1"
@@ -101,7 +100,4 @@ def _mean(values: list[float]) -> float:
 
 
 def _pretraining_prompts(policy: Policy) -> set[str] | None:
-    path = Path(str(getattr(policy.tokenizer, "name_or_path", ""))) / "seed-build.json"
-    if not path.is_file():
-        return None
-    return set(json.loads(path.read_text())["corpus_questions"])
+    return pretraining_prompts(str(getattr(policy.tokenizer, "name_or_path", "")))

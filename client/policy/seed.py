@@ -76,6 +76,27 @@ class SeedSpec:
             batch=32,
         )
 
+    @classmethod
+    def of(
+        cls,
+        size: str,
+        seed: int = 0,
+        catalog: str = "tiny",
+        *,
+        entries: tuple[str, ...] = (),
+        steps: int = 0,
+        tagged: float = 1.0,
+    ) -> SeedSpec:
+        """The spec of a recipe ('small': the swarm's default, 'test': seconds, for tests) on a
+        named catalog, optionally a specialist on `entries`, pretrained for `steps` steps (0:
+        the recipe's) with `tagged` of its answers in the verifiers' format."""
+        spec = replace(cls(seed=seed) if size == "small" else cls.tiny_test(seed), catalog=catalog)
+        if entries:
+            spec = replace(spec, entries=tuple(sorted(entries)))
+        if steps:
+            spec = spec.with_steps(steps)
+        return replace(spec, tagged=tagged) if tagged != 1.0 else spec
+
     def with_steps(self, steps: int) -> SeedSpec:
         """The same recipe pretrained for `steps` steps, on a corpus large enough that no
         example is seen twice (the default recipe's corpus is one pass of its steps)."""
@@ -397,6 +418,15 @@ def build_seed_policy(
     report(stage="done")
     progress_path(directory).unlink(missing_ok=True)
     return record
+
+
+def pretraining_prompts(directory: Path | str) -> set[str] | None:
+    """The prompts a seed policy at `directory` was pretrained on (its build record lists them);
+    None for a model that is not a seed policy, whose training data is not known here."""
+    record = Path(directory) / "seed-build.json"
+    if not record.is_file():
+        return None
+    return set(json.loads(record.read_text())["corpus_questions"])
 
 
 def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
