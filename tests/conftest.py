@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,33 @@ def cli(monkeypatch: pytest.MonkeyPatch):
             monkeypatch.delenv(name)
     monkeypatch.setenv("COLUMNS", "200")
     return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def seed_test(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test-size seed policy, built once a session (~8 s of pretraining here) instead of
+    once a module. Its build is deterministic (test_policy.py checks it), so a copy of it is the
+    policy a build would have left; the tests of the build itself build their own."""
+    from client.policy import SeedSpec, ensure_seed_policy
+
+    return ensure_seed_policy(tmp_path_factory.mktemp("seed-test"), SeedSpec.tiny_test())
+
+
+def cached_seed_test(built: Path, cache_dir: Path) -> Path:
+    """Puts the session's seed-test policy (`built`) where a node whose [policy].cache_dir is
+    `cache_dir` looks for it; returns `cache_dir`."""
+    from client.policy import SeedSpec, seed_policy_dir
+
+    target = seed_policy_dir(cache_dir, SeedSpec.tiny_test())
+    if not target.exists():
+        shutil.copytree(built, target)
+    return cache_dir
+
+
+def copied_seed_test(built: Path, directory: Path) -> Path:
+    """A copy of the session's seed-test policy at `directory` (a module's own, to load)."""
+    shutil.copytree(built, directory)
+    return directory
 
 
 @pytest.fixture(scope="module")

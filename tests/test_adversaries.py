@@ -8,9 +8,10 @@ Time moves by warping (anvil's evm_increaseTime and the nodes' WarpClock togethe
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
-from conftest import Warp, wait_until, warp_world_config
+from conftest import Warp, cached_seed_test, wait_until, warp_world_config
 
 from client.chain import Ledger
 from client.chain.audit import Auditor
@@ -55,8 +56,9 @@ def test_roles_expand_and_pair() -> None:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory):
+def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("adversaries")
+    cached_seed_test(seed_test, root / "policies")
     anvil = Anvil(root, block_time_s=1).start()
     daemon = IpfsDaemon(root / "ipfs").start()
     base = warp_world_config(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, sapo_process, sapo_run, start_devnet, wait_until
+from conftest import REPO, cached_seed_test, sapo_process, sapo_run, start_devnet, wait_until
 
 from client.devnet.process import die_with_parent, pid_alive
 from client.policy import SeedSpec, build_seed_policy, ensure_seed_policy, seed_policy_dir
@@ -27,11 +27,9 @@ POLICY = "seed-tiny-0-h64l2"  # SeedSpec.tiny_test(0)'s directory name
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A seed-policy cache with the test policy built once for the module."""
-    root = tmp_path_factory.mktemp("cache")
-    ensure_seed_policy(root, SeedSpec.tiny_test())
-    return root
+def cache(tmp_path_factory: pytest.TempPathFactory, seed_test: Path) -> Path:
+    """A seed-policy cache with the test policy in it (the session's build)."""
+    return cached_seed_test(seed_test, tmp_path_factory.mktemp("cache"))
 
 
 def env_for(cache: Path) -> dict[str, str]:

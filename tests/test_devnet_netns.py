@@ -17,6 +17,7 @@ import pytest
 from conftest import (
     MECHANICS_ENV,
     REPO,
+    cached_seed_test,
     start_mechanics_devnet,
     stop_devnet,
     wait_until,
@@ -56,12 +57,14 @@ def test_without_root_the_mode_is_refused_saying_why() -> None:
     assert "NetnsUnavailable" in result.stderr and "needs root" in result.stderr, result.stderr
 
 
-def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(tmp_path: Path):
+def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
+    tmp_path: Path, seed_test: Path
+):
     try:
         check()
     except NetnsUnavailable as exc:
         pytest.skip(str(exc))
-    ENV["SAPO_POLICY__CACHE_DIR"] = str(tmp_path / "policies")
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, tmp_path / "policies"))
     proc, state = start_mechanics_devnet(tmp_path / "devnet", 3, ROUND_S, "--netns", env=ENV)
     layout = NetnsLayout(**state["netns"])
     names = {layout.namespace(i) for i in range(3)}

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 from batches import local_round
+from conftest import copied_seed_test
 from typer.testing import CliRunner
 
 from client.cli.main import app
 from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS
 from client.node.journal import Journal, LocalRoundRecord
 from client.node.rollouts import make_batch, task_seed, verify_batch
-from client.policy import SeedSpec, build_seed_policy, load_policy
+from client.policy import load_policy
 from client.store import Item, RolloutBatch, Sampling
 from client.tasks import load_catalog
 
@@ -119,9 +120,8 @@ def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Pat
 
 
 @pytest.fixture(scope="module")
-def policy(tmp_path_factory: pytest.TempPathFactory):
-    directory = tmp_path_factory.mktemp("seed") / "seed-test"
-    build_seed_policy(SeedSpec.tiny_test(), directory)
+def policy(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
+    directory = copied_seed_test(seed_test, tmp_path_factory.mktemp("seed") / "seed-test")
     return load_policy(directory, device="cpu", dtype="float32")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from batches import local_round
-from conftest import Warp, wait_until, warp_world_config
+from conftest import Warp, cached_seed_test, wait_until, warp_world_config
 from eth_account import Account
 from gate import TcpGate
 
@@ -35,8 +35,9 @@ W, C = 2, 3  # the world ledger's submission and challenge windows (rounds)
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory):
+def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("faults")
+    cached_seed_test(seed_test, root / "policies")
     anvil = Anvil(root, block_time_s=1).start()
     daemon = IpfsDaemon(root / "ipfs").start()
     base = warp_world_config(root, ROUND_S, W, C)

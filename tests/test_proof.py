@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import copied_seed_test
 
 from client.node.proving import Prover, Snapshots, checked_rows, opened
 from client.node.rollouts import generation_seed, make_batch, task_seed
-from client.policy import SeedSpec, build_seed_policy, load_policy
+from client.policy import load_policy
 from client.policy.weights import load_weights, weights_bytes
 from client.store import Item, LocalStore, Sampling, StoreError, digest_to_cid
 from client.store.weights import CHUNK, WeightsError, get_weights, put_weights, split
@@ -23,13 +24,13 @@ CHECKER = "0x90f79bf6eb2c4f870365e785982e1f101e93b906"
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory):
+def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     """An honest batch of round 7: local round 0 sampled from the seed policy, local round 1
     from the weights a (stand-in) step left; the snapshots of both."""
     from tests.batches import local_round
 
     root = tmp_path_factory.mktemp("proof")
-    build_seed_policy(SeedSpec.tiny_test(), root / "seed")
+    copied_seed_test(seed_test, root / "seed")
     policy = load_policy(root / "seed", device="cpu", dtype="float32")
     snapshots = Snapshots(root / "weights")
     seed = task_seed(31_337, LEDGER, 7, NODE)

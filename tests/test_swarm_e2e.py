@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     MECHANICS_ENV,
+    cached_seed_test,
     sapo_process,
     sapo_run,
     start_mechanics_devnet,
@@ -61,9 +62,9 @@ def confirmed_rounds(node_dir: Path) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def devnet(tmp_path_factory: pytest.TempPathFactory):
+def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     data_dir = tmp_path_factory.mktemp("devnet")
-    ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, data_dir / "policies"))
     proc, state = start_mechanics_devnet(data_dir, NODES, ROUND_S, env=ENV)
     yield data_dir, state
     if proc.poll() is None:

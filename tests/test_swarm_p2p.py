@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     MECHANICS_ENV,
+    cached_seed_test,
     sapo_run,
     start_mechanics_devnet,
     stop_devnet,
@@ -50,9 +51,9 @@ def verdicts(node_dir: Path) -> dict[tuple[int, str], dict]:
 
 
 @pytest.fixture(scope="module")
-def devnet(tmp_path_factory: pytest.TempPathFactory):
+def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     data_dir = tmp_path_factory.mktemp("p2p")
-    ENV["SAPO_POLICY__CACHE_DIR"] = str(data_dir / "policies")
+    ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, data_dir / "policies"))
     proc, state = start_mechanics_devnet(data_dir / "devnet", 3, ROUND_S, env=ENV)
     yield proc, state
     if proc.poll() is None:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import copied_seed_test
 
 from client.config import NodeConfig
 from client.node.assemble import make_trainer
 from client.node.devnet import _with
-from client.policy import SeedSpec, build_seed_policy, load_policy
+from client.policy import load_policy
 from client.policy.encode import Group, completion_tokens, encode_groups
 from client.sapo import batch_logprobs
 
@@ -19,10 +20,8 @@ LR = 1e-2  # large, so that a few steps move a 0.1M-parameter policy measurably
 
 
 @pytest.fixture(scope="module")
-def seed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("seed") / "seed-test"
-    build_seed_policy(SeedSpec.tiny_test(), directory)
-    return directory
+def seed_dir(tmp_path_factory: pytest.TempPathFactory, seed_test: Path) -> Path:
+    return copied_seed_test(seed_test, tmp_path_factory.mktemp("seed") / "seed-test")
 
 
 def trainer_for(seed_dir: Path, **sections: dict):

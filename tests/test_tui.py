@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, sapo_process, wait_until
+from conftest import REPO, cached_seed_test, sapo_process, wait_until
 from eth_account import Account
 from gate import TcpGate
 from rich.console import Console
@@ -66,8 +66,9 @@ async def until(pilot, predicate, timeout_s: float, what: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory):
+def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("tui")
+    cached_seed_test(seed_test, root / "policies")
     anvil = Anvil(root, block_time_s=1).start()
     base = _with(
         load_config(REPO / "configs" / "devnet.toml"),

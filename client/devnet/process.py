@@ -110,6 +110,16 @@ _running: set[ServerProcess] = set()
 _running_lock = threading.Lock()
 
 
+def stop_together(processes: list[ServerProcess], timeout_s: float = 10.0) -> None:
+    """Stops every process (SIGTERM to all first, then waits for each, SIGKILL after
+    timeout_s): N nodes that checkpoint and flush their outbox as they stop take about as long
+    as the slowest, not N times as long."""
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.stop(timeout_s=timeout_s)
+
+
 def start_together(processes: list[ServerProcess]) -> None:
     """Spawns every process, then waits for each to be ready: N slow starters (node processes
     import torch) take about as long as the slowest, not N times as long. On a failure the
@@ -156,6 +166,7 @@ class ServerProcess:
         self._env = env
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
+        self._terminated: subprocess.Popen[bytes] | None = None  # the process sent SIGTERM
 
     @property
     def pid(self) -> int | None:
@@ -221,14 +232,21 @@ class ServerProcess:
                 )
             time.sleep(0.05)
 
+    def terminate(self) -> None:
+        """Asks the process to stop (SIGTERM, once) without waiting for it (see `stop`)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None and self._terminated is not proc:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            self._terminated = proc
+
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stops the process (SIGTERM, then SIGKILL after timeout_s) and reaps it. Idempotent."""
         proc = self._proc
         if proc is None:
             return
         if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
+            self.terminate()
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:

@@ -25,7 +25,13 @@ from client.config import NodeConfig
 from client.devnet import Anvil, IpfsDaemon, registry
 from client.devnet.netns import NetnsLayout
 from client.devnet.netns import check as netns_check
-from client.devnet.process import LOOPBACK, ManagedServer, ServerProcess, start_together
+from client.devnet.process import (
+    LOOPBACK,
+    ManagedServer,
+    ServerProcess,
+    start_together,
+    stop_together,
+)
 from client.devnet.roles import HONEST, partners
 from client.devnet.state import STATE, SUPERVISOR_PID, write_state
 from client.node.assemble import base_policy_path, seed_spec
@@ -212,8 +218,7 @@ class Supervisor:
 
     def stop(self) -> None:
         """Stops nodes first (they checkpoint and flush their outbox), then IPFS, then anvil."""
-        for proc in self.node_procs:
-            proc.stop(timeout_s=60)
+        stop_together(self.node_procs, timeout_s=60)  # at once: each checkpoints and flushes
         for part in reversed(self.parts):
             part.stop()
         if self.netns is not None:
