@@ -14,17 +14,20 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, sapo_run
+from conftest import REPO, cached_seed_test, sapo_run
 
 from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, node_sections
 from client.experiment.config import Cell
-from client.experiment.inprocess import SimNode, evaluation_set
+from client.experiment.heldout import evaluation_set
+from client.experiment.inprocess import SimNode
 from client.experiment.report import diff_ci95, summarize
 from client.experiment.run import _remember_scale
 from client.node.assemble import NodeConfigError, base_policy_path
 from client.node.devnet import _with
 from client.node.rollouts import task_seed
+from client.policy import load_policy
+from client.policy.evaluate import greedy_rewards
 from client.store.batch import canonical_json, decode_batch
 from client.tasks import draw, load_catalog, local_round_seed
 from client.tasks.verify import plain_prompt
@@ -56,8 +59,10 @@ def journal_rewards(node_dir: Path, first: int, last: int) -> dict[int, float]:
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> None:
-    out, cache = tmp_path / "results", tmp_path / "cache"
+def test_smoke_experiment_outputs_match_journals_and_ledger(
+    tmp_path: Path, seed_test: Path
+) -> None:
+    out, cache = tmp_path / "results", cached_seed_test(seed_test, tmp_path / "cache")
     ran = run_smoke(out, cache)
     assert ran.returncode == 0, ran.stderr[-3000:] + ran.stdout[-2000:]
     for name in ("summary.json", "table.md", "curves.png"):
@@ -99,6 +104,7 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
         assert entry["not_on_chain_or_different"] == 0
         if cell.external == 0:  # no external item is ever trained on in an I/0 split
             assert all(r["external_items"] == 0 for n in record["nodes"] for r in n["rounds"])
+        check_devnet_held_out(exp, cell, cell_dir, record, cache)
     # the in-process swarm plays a node's round as the node played it: each node's first local
     # round (from the seed policy, before any step), played again in process from the same ledger
     # address and node address, is the same batch part byte for byte (questions, completions,
@@ -139,18 +145,13 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
         assert paired["seeds"] == len(exp.seeds)
     assert "paired Δ" in table and "first → last quarter" in table, table
 
-    # resuming: done cells are not played again; a cell without its record is
+    # resuming: done cells are not played again (a cell without its record is played again: the
+    # in-process test below interrupts a run for real and resumes it; the logic is the same)
+    untouched = exp.cells()[0]
+    kept = (out / "cells" / untouched.key / "cell.json").read_text()
     again = run_smoke(out, cache, "--json")
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads(again.stdout)["configurations"] == summary["configurations"]
-    replayed, untouched = exp.cells()[-1], exp.cells()[0]
-    kept = (out / "cells" / untouched.key / "cell.json").read_text()
-    before = (out / "cells" / replayed.key / "cell.json").read_text()
-    (out / "cells" / replayed.key / "cell.json").unlink()
-    third = run_smoke(out, cache, "--json")
-    assert third.returncode == 0, third.stderr[-2000:]
-    after = json.loads((out / "cells" / replayed.key / "cell.json").read_text())
-    assert after["first_round"] >= 1 and after != json.loads(before), "the cell was played again"
     assert (out / "cells" / untouched.key / "cell.json").read_text() == kept, (
         "a done cell was replayed"
     )
@@ -165,6 +166,36 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(tmp_path: Path) -> N
     assert refused.returncode != 0
     assert "rounds: 3 there, 4 now" in refused.stderr and "--out" in refused.stderr, refused.stderr
     assert (out / "cells" / untouched.key / "cell.json").read_text() == kept
+
+
+def check_devnet_held_out(exp, cell: Cell, cell_dir: Path, record: dict, cache: Path) -> None:
+    """A devnet cell's held-out evaluation is of the nodes' starting policies and of the
+    checkpoints they saved, and leaves out every question a node drew for training."""
+    held = record["held_out"]
+    base = base_config(exp, cell, cache)
+    tasks = evaluation_set(load_catalog(base.tasks.catalog), exp.eval_questions, exp.eval_set)
+    start, end = held["evaluations"]
+    assert (start["round"], end["round"]) == (0, exp.rounds)
+    assert start["greedy"][0] == start["greedy"][1], "every node starts from the same policy"
+    drawn: set[str] = set()
+    for i, node in enumerate(record["nodes"]):
+        node_dir = cell_dir / node["data_dir"]
+        saved = load_policy(node_dir / "checkpoint")
+        # the end is the greedy answers of the checkpoint the node saved when it stopped ...
+        assert end["greedy"][i] == [
+            round(x, 6) for x in greedy_rewards(saved, tasks, base.policy.max_new_tokens)
+        ]
+        # ... the node's last state: the step it stopped at
+        events = [json.loads(line) for line in (node_dir / "events.jsonl").open()]
+        [stopped] = [e["step"] for e in events if e["kind"] == "node.stopped"]
+        assert end["steps"][i] == stopped
+        with sqlite3.connect(f"file:{node_dir / 'journal.sqlite'}?mode=ro", uri=True) as db:
+            parts = [bytes(p) for (p,) in db.execute("SELECT part FROM local_rounds")]
+        drawn |= {item["question"] for p in parts for item in json.loads(p)["items"]}
+    in_journals = {i for i, t in enumerate(tasks) if t.question in drawn}
+    # every evaluation question a node drew (as its journal shows) is left out
+    assert in_journals <= set(held["trained"]), (in_journals, held["trained"])
+    assert held["pretrained"] is not None and held["set"] == exp.eval_set
 
 
 @pytest.mark.parametrize(
@@ -348,9 +379,10 @@ rounds_per_update = 1
 
 @pytest.mark.slow
 def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
-    tmp_path: Path,
+    tmp_path: Path, seed_test: Path
 ) -> None:
-    path, out, cache = tmp_path / "inproc.toml", tmp_path / "results", tmp_path / "cache"
+    path, out = tmp_path / "inproc.toml", tmp_path / "results"
+    cache = cached_seed_test(seed_test, tmp_path / "cache")
     path.write_text(IN_PROCESS)
     exp = load_experiment(path)
     # played seed by seed: a run stopped part way has whole seeds of every split to pair

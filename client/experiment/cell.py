@@ -27,12 +27,20 @@ from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.config import NodeConfig, load_config
 from client.devnet import Anvil, IpfsDaemon, rpc_call
-from client.devnet.process import ServerProcess, start_together
+from client.devnet.process import ServerProcess, start_together, stop_together
 from client.experiment.config import REPO, Cell, ExperimentConfig
+from client.experiment.heldout import (
+    checkpoint_evaluation,
+    drawable,
+    evaluation_set,
+    greedy,
+    held_out_record,
+)
 from client.node.assemble import base_policy_path
-from client.node.devnet import _with, dev_account, node_process, provision
+from client.node.devnet import Provisioned, _with, dev_account, node_process, provision
 from client.node.eventlog import Span
 from client.node.view_journal import NodeView
+from client.policy import load_policy
 from client.tasks import SCORE_SCALE, load_catalog
 
 RECORD = "cell.json"
@@ -160,22 +168,56 @@ def play_cell(
                     "this machine? see node-*/node.log)"
                 )
             time.sleep(1)
-        for proc in nodes:  # gracefully: checkpoint and flush, as `devnet down` does
-            proc.stop(timeout_s=60)
+        stop_together(nodes, timeout_s=60)  # gracefully: checkpoint and flush, as `devnet down`
         (cell_dir / "ledger-state.json").write_text(
             json.dumps(rpc_call(anvil.url, "anvil_dumpState", timeout_s=60))
         )
+        stopped = params.round_at(time.time()) + 1  # no node drew a task of a later round
         record = collect(exp, cell, swarm.addresses, dirs, ledger, swarm.deploy_block, first, last)
         for i, node in enumerate(record["nodes"]):  # where each node started from
             node["policy"] = sections(i)["policy"]
     finally:
-        for proc in nodes:
-            proc.stop(timeout_s=60)
+        stop_together(nodes, timeout_s=60)
         for part in reversed(parts):
             part.stop()
+    if exp.eval_questions:  # with the cores to itself: the swarm has stopped
+        record["held_out"] = held_out(exp, base, sections, swarm, dirs, stopped)
     record["wall_s"] = round(time.time() - began, 1)
     write_whole(cell_dir / RECORD, json.dumps(record, indent=1))
     return record
+
+
+def held_out(
+    exp: ExperimentConfig,
+    base: NodeConfig,
+    sections: Callable[[int], dict[str, dict]],
+    swarm: Provisioned,
+    dirs: list[Path],
+    stopped: int,
+) -> dict[str, Any]:
+    """The cell's held-out evaluation: the nodes' starting policies (round 0) and the checkpoints
+    they saved when they stopped (after `exp.rounds` scored rounds, give or take the round or two
+    a faster node played while the slowest finished: each checkpoint's step count is kept)."""
+    catalog = load_catalog(base.tasks.catalog)
+    tasks = evaluation_set(catalog, exp.eval_questions, exp.eval_set)
+    starts = [base_policy_path(_with(base, **sections(i))) for i in range(exp.nodes)]
+    tokens = base.policy.max_new_tokens
+    first = greedy([load_policy(p) for p in starts], tasks, tokens)
+    try:
+        end = checkpoint_evaluation(dirs, tokens, tasks)
+    except FileNotFoundError as exc:
+        raise CellFailed(f"{exc} (see its node.log)") from None
+    drawn = drawable(
+        catalog,
+        base.devnet.chain_id,
+        swarm.ledger,
+        swarm.addresses,
+        range(stopped + 1),
+        base.sapo.max_local_rounds,
+        base.sapo.local_items,
+    )
+    evaluations = [{"round": 0, "greedy": first}, {"round": exp.rounds, **end}]
+    return held_out_record(exp.eval_set, tasks, drawn, starts, evaluations)
 
 
 def _bump_nonce(url: str, count: int) -> None:

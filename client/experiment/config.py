@@ -54,9 +54,10 @@ class ExperimentConfig(BaseModel):
         default_factory=lambda: ["homogeneous"], min_length=1
     )
     store: Literal["local", "ipfs"] = "local"
-    # held-out evaluation: greedy answers of every node's policy to a fixed set of questions drawn
-    # apart from every ledger task seed (client.policy.evaluate.eval_seed); a question a cell's
-    # nodes drew for training is left out of that cell's held-out score
+    # held-out evaluation (client.experiment.heldout): greedy answers of every node's policy to a
+    # fixed set of questions drawn apart from every ledger task seed; a question a cell's nodes
+    # drew for training is left out of that cell's held-out score. A devnet cell evaluates the
+    # starting policies and the checkpoints the nodes saved when they stopped
     eval_questions: int = Field(0, ge=0, le=4_096, description="0: no held-out evaluation")
     # which fixed set: settings are chosen on `validation`; results are reported on `test`,
     # which no choice of settings has looked at
@@ -88,11 +89,6 @@ class ExperimentConfig(BaseModel):
                 )
             if self.threads:
                 raise ValueError("threads: set [node.policy].cpu_threads for devnet nodes")
-            if self.eval_questions:
-                raise ValueError(
-                    "eval_questions: held-out evaluation is built for the in-process swarm only; "
-                    "evaluate a devnet's checkpoints with `sapo policy eval`"
-                )
         else:
             devnet_only = {"round_length_s", "store"} & self.model_fields_set
             if devnet_only:

@@ -15,10 +15,9 @@ sometimes two: the lookback window, [sapo].lookback_rounds, is the same). No cre
 or proof of generation is played: no honest node's training depends on them. The ledger's
 address and the nodes' addresses, which seed every draw, are derived from the cell's seed.
 
-Held-out evaluation (`eval_questions` > 0): every node's greedy answer to a fixed set of
-questions drawn from the evaluation seed (disjoint from every task seed), at the start, every
-`eval_every` rounds and at the end. Per-question rewards are kept, and the questions any node of
-the cell drew for training are named, so that the report scores only questions no node trained on.
+Held-out evaluation (`eval_questions` > 0, client.experiment.heldout): every node's greedy answer
+to a fixed set of questions at the start, every `eval_every` rounds and at the end; the questions
+any node of the cell drew for training are named, so that the report scores only the others.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ import torch
 
 from client.experiment.cell import RECORD, base_config, node_sections, write_whole
 from client.experiment.config import Cell, ExperimentConfig
+from client.experiment.heldout import evaluation_set, greedy, held_out_record
 from client.node.assemble import base_policy_path, make_trainer
 from client.node.devnet import _with, dev_account
 from client.node.peerbook import PeerItem
@@ -43,39 +43,16 @@ from client.node.rollouts import generate_local_round, make_batch, task_seed, ve
 from client.node.training import Trainer, mix
 from client.policy import TransformersBackend, load_policy
 from client.policy.encode import Group
-from client.policy.evaluate import eval_seed, greedy_rewards
-from client.policy.seed import pretraining_prompts
 from client.policy.weights import weights_bytes
 from client.store import Sampling
 from client.store.batch import decode_batch
 from client.store.weights import weights_id
-from client.tasks import Catalog, Task, draw, load_catalog
-from client.tasks.verify import plain_prompt
-
-# the evaluation seeds of the two fixed sets (client.policy.evaluate.eval_seed): settings are
-# chosen on `validation`, results reported on `test`
-EVAL_SETS = {"validation": 23, "test": 24}
+from client.tasks import Catalog, load_catalog
 
 
 def cell_ledger(cell: Cell) -> str:
     """The ledger address a cell's draws are seeded with (no ledger is deployed)."""
     return "0x" + hashlib.sha256(f"sapo.in-process/1:{cell.seed}".encode()).hexdigest()[:40]
-
-
-def pretrained_questions(tasks: list, paths: list) -> list[int] | None:
-    """The indices of `tasks` whose prompt is in the pretraining corpus of any of the seed
-    policies at `paths`; None when a model is not a seed policy."""
-    corpora: set[str] = set()
-    for path in dict.fromkeys(str(p) for p in paths):
-        if (prompts := pretraining_prompts(path)) is None:
-            return None
-        corpora |= prompts
-    return [i for i, t in enumerate(tasks) if plain_prompt(t.question) in corpora]
-
-
-def evaluation_set(catalog: Catalog, questions: int, which: str = "test") -> list[Task]:
-    """The fixed held-out questions of set `which` (the same for every cell and seed)."""
-    return draw(eval_seed(EVAL_SETS[which]), questions, catalog)
 
 
 class SimNode:
@@ -228,18 +205,12 @@ def play_inprocess_cell(
         evaluation_set(catalog, exp.eval_questions, exp.eval_set) if exp.eval_questions else []
     )
     evals: list[dict[str, Any]] = []
+    max_new_tokens = base.policy.max_new_tokens  # every node's: a variant changes its start only
 
     def evaluate(after: int) -> None:
         if held_out:
-            evals.append(
-                {
-                    "round": after,
-                    "greedy": [
-                        [round(x, 6) for x in greedy_rewards(n.policy, held_out, n.max_new_tokens)]
-                        for n in nodes
-                    ],
-                }
-            )
+            policies = [n.policy for n in nodes]
+            evals.append({"round": after, "greedy": greedy(policies, held_out, max_new_tokens)})
 
     evaluate(0)
     rounds: list[list[dict[str, Any]]] = [[] for _ in nodes]
@@ -278,17 +249,7 @@ def play_inprocess_cell(
         ],
     }
     if held_out:
-        record["held_out"] = {
-            "set": exp.eval_set,
-            "questions": len(held_out),
-            "entries": [t.entry for t in held_out],
-            # evaluation questions some node of this cell trained on as its own: not held out
-            "trained": [i for i, t in enumerate(held_out) if t.question in drawn],
-            # and those in a node's pretraining corpus (a seed policy's, which its build record
-            # lists; None: a model whose training data is not known here)
-            "pretrained": pretrained_questions(held_out, paths),
-            "evaluations": evals,
-        }
+        record["held_out"] = held_out_record(exp.eval_set, held_out, drawn, paths, evals)
     record["wall_s"] = round(time.time() - began, 1)
     write_whole(cell_dir / RECORD, json.dumps(record, indent=1))
     return record

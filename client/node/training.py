@@ -196,13 +196,17 @@ class Trainer:
 def resume_policy(
     data_dir: Path, make_optimizer, device: str, dtype: str, load_base
 ) -> tuple[Policy, torch.optim.Optimizer, int]:
-    """Returns (policy, optimizer, step) from the node's last checkpoint, or the base policy.
-
-    A checkpoint is replaced by renaming; a kill between the two renames leaves only
-    `checkpoint.old`, which is then the last checkpoint.
-    """
-    for candidate in (data_dir / CHECKPOINT, data_dir / f"{CHECKPOINT}.old"):
-        if (candidate / "sapo.json").is_file():
-            return load_checkpoint(candidate, make_optimizer, device=device, dtype=dtype)
+    """Returns (policy, optimizer, step) from the node's last checkpoint, or the base policy."""
+    if (path := last_checkpoint(data_dir)) is not None:
+        return load_checkpoint(path, make_optimizer, device=device, dtype=dtype)
     policy = load_base()
     return policy, make_optimizer(policy.model), 0
+
+
+def last_checkpoint(data_dir: Path) -> Path | None:
+    """The node's last whole checkpoint directory (`checkpoint`, or `checkpoint.old` when a kill
+    fell between the two renames that replace it), or None."""
+    for candidate in (data_dir / CHECKPOINT, data_dir / f"{CHECKPOINT}.old"):
+        if (candidate / "sapo.json").is_file():
+            return candidate
+    return None
