@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, cached_seed_test, sapo_run
 
 from client.experiment import ExperimentError, load_experiment
-from client.experiment.cell import base_config, node_sections
+from client.experiment.cell import base_config, mixed_families, node_sections
 from client.experiment.config import Cell
 from client.experiment.heldout import evaluation_set
 from client.experiment.inprocess import SimNode
@@ -336,7 +336,9 @@ def test_unknown_experiment_names_the_presets() -> None:
         load_experiment("no-such-experiment")
 
 
-def test_specialist_seed_policies_are_pretrained_on_their_entries_only(tmp_path: Path) -> None:
+def test_specialist_seed_policies_are_pretrained_on_their_entries_only(
+    tmp_path: Path, seed_test: Path
+) -> None:
     exp = load_experiment("smoke")
     cell = Cell(variant="specialties", local=2, external=0, seed=0)
     base = base_config(exp, cell, tmp_path / "cache")
@@ -354,6 +356,11 @@ def test_specialist_seed_policies_are_pretrained_on_their_entries_only(tmp_path:
     assert questions and all("bits" in q or "legs" in q for q in questions), questions[:3]
     with pytest.raises(NodeConfigError, match="no entries"):
         base_policy_path(_with(base, policy={"seed_datasets": ["no_such_task"]}))
+    # its BPE was trained on its own corpus: the same size as the generalist's, other tokens, so
+    # a devnet of both would dispute each other's honest batches and is refused before it starts
+    problem = mixed_families([seed_test, path])
+    assert problem and "2 different tokenizers" in problem and "in-process" in problem
+    assert mixed_families([seed_test, seed_test]) is None
 
 
 IN_PROCESS = """

@@ -181,3 +181,52 @@ def test_checkpoints_go_through_a_store_in_checked_chunks(world, tmp_path: Path)
     assert snapshots.take(policy.model, 3, 9) == a and snapshots.read(9, a) == snapshots.read(8, a)
     assert a == split(weights_bytes(policy.model))[0].id()
     assert snapshots.drop_before(9) == [8] and snapshots.rounds() == [9]
+
+
+def test_a_tokenizer_of_the_same_size_but_other_tokens_is_named_not_miscounted(world) -> None:
+    """Two seed policies whose BPE was trained on other corpora (two specialists) have the same
+    vocabulary size but decode the same ids to other text: the checker names the tokenizer as
+    the reason, it does not report every completion as text that is not its ids' decoding."""
+    import copy
+    import json
+
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    from client.policy import Policy
+    from client.policy.policy import parse_tokenizer_label, tokenizer_fingerprint
+    from tests.batches import local_round
+
+    policy = world["policy"]
+    spec = json.loads(policy.tokenizer.backend_tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    vocab["1"], vocab["2"] = vocab["2"], vocab["1"]  # the same tokens, two ids swapped
+    other = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(spec)),
+        eos_token=policy.tokenizer.eos_token,
+        pad_token=policy.tokenizer.pad_token,
+    )
+    assert len(other) == len(policy.tokenizer)
+    assert tokenizer_fingerprint(other) != tokenizer_fingerprint(policy.tokenizer)
+    specialist = Policy(policy.name, copy.deepcopy(policy.model), other, policy.device)
+    seed = task_seed(31_337, LEDGER, 7, NODE)
+    lr = local_round(specialist, seed, 7, NODE, 0, items=4, completions=4)
+    batch = make_batch(
+        chain_id=31_337,
+        ledger=LEDGER,
+        round_=7,
+        node=NODE,
+        catalog=load_catalog("tiny"),
+        model=specialist.descriptor(),
+        sampling=Sampling.of(1.0, 1.0, 12),
+        local_rounds=[lr.part],
+    )
+    assert parse_tokenizer_label(batch.model.tokenizer) == (
+        len(other),
+        tokenizer_fingerprint(other),
+    )
+    result = check(world, batch)
+    assert not result.passed and "declares a tokenizer with fingerprint" in result.reason
+    assert "not the decoding" not in result.reason
+    # its own family checks it: the same batch passes a checker with the specialist's tokenizer
+    assert Prover(specialist).model_problem(batch) is None

@@ -120,8 +120,10 @@ def play_cell(
     cell_dir.mkdir(parents=True)
     base = base_config(exp, cell, cache_dir)
     sections = node_sections(cell, base)
-    for i in range(exp.nodes):  # build every starting policy before the clock starts
-        base_policy_path(_with(base, **sections(i)), seed_progress)
+    # build every starting policy before the clock starts
+    starts = [base_policy_path(_with(base, **sections(i)), seed_progress) for i in range(exp.nodes)]
+    if problem := mixed_families(starts):
+        raise CellFailed(f"{cell.key}: {problem}")
     anvil = Anvil(
         cell_dir, chain_id=base.devnet.chain_id, accounts=max(10, exp.nodes + 2), block_time_s=1
     )
@@ -218,6 +220,31 @@ def held_out(
     )
     evaluations = [{"round": 0, "greedy": first}, {"round": exp.rounds, **end}]
     return held_out_record(exp.eval_set, tasks, drawn, starts, evaluations)
+
+
+def mixed_families(paths: list) -> str | None:
+    """Why the starting policies at `paths` cannot share a devnet (None when they can): a
+    node's drawn checkers re-draw its completions on their own model (docs/credit.md, proof of
+    generation), so every node must run one model family: the same tokenizer, token for token.
+    Seed policies pretrained on other corpora (the `seeds` and `specialties` variants) each
+    train their own BPE, of one size but other tokens; on a devnet every checker would dispute
+    every peer's honest batch, and nobody would learn from anybody."""
+    from transformers import AutoTokenizer
+
+    from client.policy.policy import tokenizer_fingerprint
+
+    prints = [
+        tokenizer_fingerprint(AutoTokenizer.from_pretrained(str(p), local_files_only=True))
+        for p in paths
+    ]
+    if len(set(prints)) == 1:
+        return None
+    return (
+        f"the nodes' starting policies have {len(set(prints))} different tokenizers "
+        f"({', '.join(prints)}): their checkers would dispute each other's honest batches "
+        "(proof of generation re-draws on the checker's own model family). Play this variant "
+        'with swarm = "in-process" (no proofs), or start the nodes from one tokenizer'
+    )
 
 
 def _bump_nonce(url: str, count: int) -> None:

@@ -32,6 +32,7 @@ import torch
 
 from client.policy import Policy, PolicyError
 from client.policy.generate import Stopping
+from client.policy.policy import parse_tokenizer_label, tokenizer_fingerprint
 from client.policy.proof import EPS, check_draws
 from client.policy.weights import load_weights, parameter_count, weights_bytes
 from client.store.batch import RolloutBatch
@@ -104,16 +105,23 @@ class Prover:
 
     def model_problem(self, batch: RolloutBatch) -> str | None:
         """Why this checker cannot re-draw the batch's model (None when it can): its parameter
-        count and vocabulary must be ours (the descriptor's tokenizer label is `name:vocab`; its
-        name part is a local path's, e.g. `checkpoint` after a restart, so only the vocabulary
-        is compared)."""
+        count, vocabulary size and tokenizer fingerprint must be ours (the descriptor's tokenizer
+        label is `name:vocab:fingerprint`; its name part is a local path's, e.g. `checkpoint`
+        after a restart, so it is not compared)."""
         mine = (self.parameters, len(self.policy.tokenizer))
-        vocab = batch.model.tokenizer.rsplit(":", 1)[-1]
-        theirs = (batch.model.parameters, int(vocab) if vocab.isdigit() else None)
+        theirs_vocab, theirs_print = parse_tokenizer_label(batch.model.tokenizer)
+        theirs = (batch.model.parameters, theirs_vocab)
         if mine != theirs:
             return (
                 f"declares a model of {theirs[0]} parameters and a vocabulary of {theirs[1]}; "
                 f"this swarm's has {mine[0]} and {mine[1]}"
+            )
+        ours = tokenizer_fingerprint(self.policy.tokenizer)
+        if theirs_print != ours:
+            return (
+                f"declares a tokenizer with fingerprint {theirs_print or '(none)'}, this swarm's "
+                f"is {ours}: the same size, other tokens (a seed policy's BPE trained on another "
+                "corpus?); a checker re-draws only its own model family"
             )
         return None
 

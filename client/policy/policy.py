@@ -31,14 +31,50 @@ class Policy:
         return sum(p.numel() for p in self.model.parameters())
 
     def descriptor(self) -> dict[str, Any]:
-        """Returns (name, parameter count, tokenizer) as a rollout batch records them."""
+        """Returns (name, parameter count, tokenizer) as a rollout batch records them. The
+        tokenizer is `label:vocabulary size:fingerprint` (see tokenizer_fingerprint)."""
         tok = self.tokenizer
         label = getattr(tok, "name_or_path", "") or type(tok).__name__
+        fingerprint = tokenizer_fingerprint(tok)
         return {
             "name": self.name,
             "parameters": self.parameters,
-            "tokenizer": f"{Path(str(label)).name or label}:{len(tok)}",
+            "tokenizer": f"{Path(str(label)).name or label}:{len(tok)}:{fingerprint}",
         }
+
+
+FINGERPRINT_CHARS = 16
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """The first 16 hex digits of sha256 over the tokenizer's vocabulary (every token string
+    with its id): two tokenizers of one size but other merges (BPE trained on other corpora, e.g.
+    two specialists' seed policies) decode the same ids to different text, so a checker compares
+    this, not the size. Cached on the tokenizer object."""
+    cached = getattr(tokenizer, "_sapo_fingerprint", None)
+    if cached is None:
+        import hashlib
+
+        vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+        text = json.dumps(vocab, ensure_ascii=False, separators=(",", ":"))
+        cached = hashlib.sha256(text.encode()).hexdigest()[:FINGERPRINT_CHARS]
+        tokenizer._sapo_fingerprint = cached
+    return cached
+
+
+def parse_tokenizer_label(label: str) -> tuple[int | None, str | None]:
+    """(vocabulary size, fingerprint) of a batch's tokenizer label; None for a part it lacks
+    (a label written before fingerprints: `label:size`)."""
+    parts = label.rsplit(":", 2)
+    fingerprint = None
+    if len(parts) == 3 and len(parts[2]) == FINGERPRINT_CHARS:
+        try:
+            int(parts[2], 16)
+            fingerprint = parts.pop()
+        except ValueError:
+            pass
+    size = parts[-1]
+    return (int(size) if size.isdigit() else None), fingerprint
 
 
 def load_policy(name_or_path: str | Path, device: str = "auto", dtype: str = "auto") -> Policy:
