@@ -361,6 +361,15 @@ def test_specialist_seed_policies_are_pretrained_on_their_entries_only(
     problem = mixed_families([seed_test, path])
     assert problem and "2 different tokenizers" in problem and "in-process" in problem
     assert mixed_families([seed_test, seed_test]) is None
+    # [policy].seed_shared_tokenizer: the specialist takes the generalist's tokenizer, token for
+    # token (trained on every entry's questions), and is pretrained on its entries only; a
+    # devnet of it and the generalist is one model family
+    policy = {**sections(1)["policy"], "seed_shared_tokenizer": True}
+    shared = base_policy_path(_with(base, policy=policy))
+    assert shared.name == path.name + "-shared-tok"
+    assert (shared / "tokenizer.json").read_bytes() == (seed_test / "tokenizer.json").read_bytes()
+    assert json.loads((shared / "seed-build.json").read_text())["corpus_questions"] == questions
+    assert mixed_families([seed_test, shared]) is None
 
 
 IN_PROCESS = """

@@ -323,6 +323,13 @@ class PolicySection(Section):
         "<answer></answer> format (the others read 'Answer: A', which scores 0): below 1, a "
         "policy that must learn the format, cached under its own name",
     )
+    seed_shared_tokenizer: bool = Field(
+        False,
+        description="a specialist seed policy (seed_datasets) takes the tokenizer of its recipe's "
+        "generalist (trained on every entry's questions) instead of training its own: then "
+        "specialists of one recipe are one model family, whose checkers can prove each other's "
+        "batches on a devnet; cached under its own name",
+    )
     cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
     backend: Annotated[str, AfterValidator(_check_backend)] = Field(
         "transformers", description="generation backend: transformers (vLLM: not yet)"

@@ -52,6 +52,7 @@ def seed_spec(cfg: NodeConfig):
         entries=tuple(cfg.policy.seed_datasets),
         steps=cfg.policy.seed_steps,
         tagged=cfg.policy.seed_tagged,
+        shared_tokenizer=cfg.policy.seed_shared_tokenizer,
     )
 
 

@@ -58,6 +58,11 @@ class SeedSpec:
     # the others read "Answer: A", which the verifiers score 0 (a policy that knows answers
     # but not reliably the format: RL has a behaviour to find that every question shares)
     tagged: float = 1.0
+    # a specialist's tokenizer: False, trained on its own corpus (its entries' questions: a BPE
+    # of the same size with other tokens than its recipe's generalist); True, on the corpus of
+    # the same recipe without `entries`, so it is the generalist's tokenizer token for token and
+    # specialists of one recipe are one model family (a devnet's checkers can prove each other)
+    shared_tokenizer: bool = False
 
     @classmethod
     def tiny_test(cls, seed: int = 0) -> SeedSpec:
@@ -86,13 +91,15 @@ class SeedSpec:
         entries: tuple[str, ...] = (),
         steps: int = 0,
         tagged: float = 1.0,
+        shared_tokenizer: bool = False,
     ) -> SeedSpec:
         """The spec of a recipe ('small': the swarm's default, 'test': seconds, for tests) on a
-        named catalog, optionally a specialist on `entries`, pretrained for `steps` steps (0:
-        the recipe's) with `tagged` of its answers in the verifiers' format."""
+        named catalog, optionally a specialist on `entries` (with the generalist's tokenizer if
+        `shared_tokenizer`), pretrained for `steps` steps (0: the recipe's) with `tagged` of its
+        answers in the verifiers' format."""
         spec = replace(cls(seed=seed) if size == "small" else cls.tiny_test(seed), catalog=catalog)
         if entries:
-            spec = replace(spec, entries=tuple(sorted(entries)))
+            spec = replace(spec, entries=tuple(sorted(entries)), shared_tokenizer=shared_tokenizer)
         if steps:
             spec = spec.with_steps(steps)
         return replace(spec, tagged=tagged) if tagged != 1.0 else spec
@@ -308,7 +315,9 @@ def build_seed_policy(
     if (work / "tokenizer" / "tokenizer.json").is_file():
         tokenizer = PreTrainedTokenizerFast.from_pretrained(work / "tokenizer")
     else:
-        tokenizer = train_tokenizer(pairs, spec.vocab_size)
+        # a shared tokenizer is trained on the generalist's corpus (the same recipe on every entry)
+        text = corpus(replace(spec, entries=())) if spec.shared_tokenizer else pairs
+        tokenizer = train_tokenizer(text, spec.vocab_size)
         tokenizer.save_pretrained(work / "tokenizer.tmp")
         shutil.rmtree(work / "tokenizer", ignore_errors=True)
         os.replace(work / "tokenizer.tmp", work / "tokenizer")
@@ -438,6 +447,8 @@ def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
         name += f"-s{spec.steps}"
     if spec.tagged != 1.0:
         name += f"-t{spec.tagged:g}"
+    if spec.shared_tokenizer:  # a specialist with the generalist's tokenizer
+        name += "-shared-tok"
     return data_root / "policies" / name
 
 
