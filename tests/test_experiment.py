@@ -307,21 +307,28 @@ def test_welch_interval_of_two_runs() -> None:
     assert diff_ci95([1.0], [1.0, 2.0]) is None
 
 
-def test_committed_agreement_run_and_its_comparison_with_the_devnet_are_made_from_records(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("name", "against", "names"),
+    [
+        # paper-cpu played in process, set beside the committed devnet run
+        ("paper-cpu-inprocess", "paper-cpu", ("devnet", "in-process")),
+        # sharing-format's 8/0 and 4/4 played on devnets, set beside the in-process run
+        ("sharing-format-devnet", "sharing-format", ("in-process", "devnet")),
+    ],
+)
+def test_committed_agreement_runs_and_their_comparisons_are_made_from_records(
+    name: str, against: str, names: tuple[str, str], tmp_path: Path
 ) -> None:
-    # paper-cpu played in process, set beside the committed devnet run by scripts/compare-runs
-    run = REPO / "docs" / "results" / "paper-cpu-inprocess"
+    run = REPO / "docs" / "results" / name
     assert_remade_from_records(run, tmp_path)
     compared = subprocess.run(
         [
             str(REPO / ".venv" / "bin" / "python"),
             str(REPO / "scripts" / "compare-runs"),
-            str(REPO / "docs" / "results" / "paper-cpu"),
+            str(REPO / "docs" / "results" / against),
             str(run),
             "--names",
-            "devnet",
-            "in-process",
+            *names,
         ],
         capture_output=True,
         text=True,
@@ -329,6 +336,12 @@ def test_committed_agreement_run_and_its_comparison_with_the_devnet_are_made_fro
     )
     assert compared.stdout == (run / "comparison.md").read_text()
     assert "| homogeneous 4/4 |" in compared.stdout
+    both_held_out = all(
+        "held_out_pass1_end_mean" in e
+        for d in (run, REPO / "docs" / "results" / against)
+        for e in json.loads((d / "summary.json").read_text())["configurations"].values()
+    )
+    assert ("held-out greedy pass@1 at the end" in compared.stdout) == both_held_out
 
 
 def test_unknown_experiment_names_the_presets() -> None:
