@@ -314,6 +314,12 @@ def test_welch_interval_of_two_runs() -> None:
         ("paper-cpu-inprocess", "paper-cpu", ("devnet", "in-process")),
         # sharing-format's 8/0 and 4/4 played on devnets, set beside the in-process run
         ("sharing-format-devnet", "sharing-format", ("in-process", "devnet")),
+        # the one-tokenizer specialists played on devnets, beside the in-process run
+        (
+            "sharing-format-specialists-devnet",
+            "sharing-format-specialists-shared",
+            ("in-process", "devnet"),
+        ),
     ],
 )
 def test_committed_agreement_runs_and_their_comparisons_are_made_from_records(
@@ -335,7 +341,7 @@ def test_committed_agreement_runs_and_their_comparisons_are_made_from_records(
         check=True,
     )
     assert compared.stdout == (run / "comparison.md").read_text()
-    assert "| homogeneous 4/4 |" in compared.stdout
+    assert " 4/4 |" in compared.stdout
     both_held_out = all(
         "held_out_pass1_end_mean" in e
         for d in (run, REPO / "docs" / "results" / against)
