@@ -43,7 +43,13 @@ def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
         with torch.no_grad():  # what a GRPO step does to the weights, coarsely
             policy.model.model.norm.weight.mul_(1.5)
     load_weights(policy.model, weights[parts[0].weights])
-    batch = make_batch(
+    batch = round_7_batch(policy, parts)
+    return {"policy": policy, "batch": batch, "weights": weights, "root": root}
+
+
+def round_7_batch(policy, parts):
+    """The batch NODE publishes for round 7 with these local rounds, sampled by `policy`."""
+    return make_batch(
         chain_id=31_337,
         ledger=LEDGER,
         round_=7,
@@ -53,7 +59,6 @@ def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
         sampling=Sampling.of(1.0, 1.0, 12),
         local_rounds=parts,
     )
-    return {"policy": policy, "batch": batch, "weights": weights, "root": root}
 
 
 def check(world, batch, *, node=NODE, beacon=12345, weights=None):
@@ -211,16 +216,7 @@ def test_a_tokenizer_of_the_same_size_but_other_tokens_is_named_not_miscounted(w
     specialist = Policy(policy.name, copy.deepcopy(policy.model), other, policy.device)
     seed = task_seed(31_337, LEDGER, 7, NODE)
     lr = local_round(specialist, seed, 7, NODE, 0, items=4, completions=4)
-    batch = make_batch(
-        chain_id=31_337,
-        ledger=LEDGER,
-        round_=7,
-        node=NODE,
-        catalog=load_catalog("tiny"),
-        model=specialist.descriptor(),
-        sampling=Sampling.of(1.0, 1.0, 12),
-        local_rounds=[lr.part],
-    )
+    batch = round_7_batch(specialist, [lr.part])
     assert parse_tokenizer_label(batch.model.tokenizer) == (
         len(other),
         tokenizer_fingerprint(other),
