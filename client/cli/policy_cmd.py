@@ -52,6 +52,16 @@ def seed(
             "read (the rest: 'Answer: A', scored 0).",
         ),
     ] = 1.0,
+    heads: Annotated[
+        int,
+        typer.Option(
+            "--heads",
+            min=0,
+            max=64,
+            help="Attention heads (0: the size's recipe); vLLM's CPU attention needs head size "
+            "32, 64, 80, ... (small: --heads 3).",
+        ),
+    ] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """Build (once, then cached) the tiny Qwen2 seed policy on a task catalog; no download.
@@ -69,7 +79,10 @@ def seed(
         load_catalog(catalog)
     except CatalogError as exc:
         fail(str(exc))
-    spec = SeedSpec.of(size, seed_, catalog, steps=steps, tagged=tagged)
+    try:
+        spec = SeedSpec.of(size, seed_, catalog, steps=steps, tagged=tagged, heads=heads)
+    except ValueError as exc:
+        fail(f"--heads {heads}: {exc}")
     directory = seed_policy_dir(data_dir.absolute(), spec)
     cached = (directory / "seed-build.json").is_file() and not force
     if not cached:

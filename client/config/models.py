@@ -112,14 +112,9 @@ def _check_multiaddr(value: str) -> str:
 
 
 def _check_backend(value: str) -> str:
-    if value == "transformers":
+    if value in ("transformers", "vllm"):
         return value
-    if value == "vllm":
-        raise ValueError(
-            "'vllm' is not supported by this version of sapo-swarm: generation runs on "
-            'transformers only; set backend = "transformers"'
-        )
-    raise ValueError(f"expected 'transformers', got {value!r}")
+    raise ValueError(f"expected 'transformers' or 'vllm', got {value!r}")
 
 
 RpcUrl = Annotated[str, AfterValidator(_check_rpc_url)]
@@ -323,6 +318,14 @@ class PolicySection(Section):
         "<answer></answer> format (the others read 'Answer: A', which scores 0): below 1, a "
         "policy that must learn the format, cached under its own name",
     )
+    seed_heads: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="attention heads of the seed policy (0: its recipe's: 4 for 'seed', head "
+        "size 48; 2 for 'seed-test', head size 32); vLLM's CPU attention needs a head size of "
+        "32, 64, 80, ...: 3 heads make 'seed' head size 64; cached under its own name",
+    )
     seed_shared_tokenizer: bool = Field(
         False,
         description="a specialist seed policy (seed_datasets) takes the tokenizer of its recipe's "
@@ -332,7 +335,9 @@ class PolicySection(Section):
     )
     cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
     backend: Annotated[str, AfterValidator(_check_backend)] = Field(
-        "transformers", description="generation backend: transformers (vLLM: not yet)"
+        "transformers",
+        description="generation backend: transformers, or vllm (needs the vllm extra: "
+        "scripts/setup --vllm; the same seeded draws, so peers prove its batches)",
     )
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"

@@ -36,8 +36,6 @@ def seed_spec(cfg: NodeConfig):
     """Returns the SeedSpec that [policy] names, or None when its model is not a seed policy."""
     if cfg.policy.model not in SEED_MODELS:
         return None
-    from client.policy import SeedSpec
-
     catalog = cfg.tasks.catalog
     if "/" in catalog or catalog.endswith(".toml"):
         raise NodeConfigError(
@@ -45,6 +43,15 @@ def seed_spec(cfg: NodeConfig):
             "catalog (configs/tasks/<name>.toml, its name in the policy's cache directory): put "
             "the catalog there, or set [policy].model to a model directory"
         )
+    try:
+        return _seed_spec(cfg, catalog)
+    except ValueError as exc:
+        raise NodeConfigError(f"[policy].seed_heads: {exc}") from None
+
+
+def _seed_spec(cfg: NodeConfig, catalog: str):
+    from client.policy import SeedSpec
+
     return SeedSpec.of(
         "small" if cfg.policy.model == "seed" else "test",
         cfg.policy.seed,
@@ -53,6 +60,7 @@ def seed_spec(cfg: NodeConfig):
         steps=cfg.policy.seed_steps,
         tagged=cfg.policy.seed_tagged,
         shared_tokenizer=cfg.policy.seed_shared_tokenizer,
+        heads=cfg.policy.seed_heads,
     )
 
 

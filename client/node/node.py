@@ -38,7 +38,7 @@ from client.node.publishing import Publisher
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
 from client.node.services import Services
 from client.node.training import PeerPool, Trainer, mix
-from client.policy import TransformersBackend
+from client.policy import make_backend
 from client.policy.encode import Group
 from client.store import BlockStore, Sampling
 from client.store.batch import canonical_json
@@ -75,7 +75,7 @@ class Node:
         self.trainer = trainer
         self.policy = trainer.policy
         self.clock = clock or SystemClock()
-        self.backend = TransformersBackend(self.policy)
+        self.backend = make_backend(cfg.policy.backend, self.policy)
         self.sampling = Sampling.of(
             cfg.policy.temperature, cfg.policy.top_p, cfg.policy.max_new_tokens
         )
@@ -144,11 +144,12 @@ class Node:
             f"node {self.address} started at round {self.current_round()} "
             f"(I={self.cfg.sapo.local_items} J={self.cfg.sapo.external_items} "
             f"L={self.cfg.sapo.completions}, step {self.steps}, "
-            f"{torch.get_num_threads()} CPU threads)",
+            f"{torch.get_num_threads()} CPU threads, generating with {self.backend.name})",
             address=self.address,
             round=self.current_round(),
             step=self.steps,
             cpu_threads=torch.get_num_threads(),
+            backend=self.backend.name,
         )
         for thread in threads:
             thread.start()
@@ -345,6 +346,7 @@ class Node:
                 logging.WARNING,
                 pending=left,
             )
+        self.backend.close()
         self._set_phase(Phase.STOPPED)
         steps = self.steps
         self.events.emit(Event.NODE_STOPPED, f"node stopped at step {steps}", step=steps)

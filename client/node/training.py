@@ -184,6 +184,7 @@ class Trainer:
             )
         self.steps += 1
         self.since_checkpoint += 1
+        self.policy.version += 1
         return stats
 
     def checkpoint(self, data_dir: Path) -> Path:

@@ -3,7 +3,12 @@
 from transformers.utils import logging as _hf_logging
 
 from client.policy.evaluate import evaluate
-from client.policy.generate import Completions, GenerationBackend, TransformersBackend
+from client.policy.generate import (
+    Completions,
+    GenerationBackend,
+    TransformersBackend,
+    make_backend,
+)
 from client.policy.policy import Policy, PolicyError, load_checkpoint, load_policy, save_checkpoint
 from client.policy.seed import SeedSpec, build_seed_policy, ensure_seed_policy, seed_policy_dir
 
@@ -23,6 +28,7 @@ __all__ = [
     "evaluate",
     "load_checkpoint",
     "load_policy",
+    "make_backend",
     "save_checkpoint",
     "seed_policy_dir",
 ]

@@ -4,7 +4,8 @@ The transformers backend samples all prompts x n completions in batches with a K
 padding, prefills each prompt once for its n completions, and stops a sequence at `</answer>` or
 EOS. Each token is drawn by inverse CDF from a uniform that the call's seed fixes for its row and
 step (`Draws`), so that anyone with the weights can check that a completion is the seeded draw
-(client.policy.proof.check_draws). (A vLLM backend is planned for GPUs; not part of this build.)
+(client.policy.proof.check_draws). The vLLM backend (client.policy.vllm_backend) takes the same
+draws.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class Completions:
     texts: list[list[str]]  # per prompt, n completions
     new_tokens: int  # tokens generated (padding excluded)
     token_ids: list[list[list[int]]] | None = None  # per prompt, n completions' sampled ids
+    # per prompt, n completions' per-token log-probs at temperature 1 (backends that report them)
+    logprobs: list[list[list[float]]] | None = None
 
 
 class Stopping:
@@ -74,6 +77,20 @@ class GenerationBackend(Protocol):
         seed: int,
     ) -> Completions: ...
 
+    def close(self) -> None: ...
+
+
+def make_backend(name: str, policy: Policy) -> GenerationBackend:
+    """The generation backend `[policy].backend` names, on `policy` (vllm: starts its engine;
+    PolicyError naming the install command where vLLM is not installed)."""
+    if name == "vllm":
+        from client.policy.vllm_backend import VllmBackend
+
+        return VllmBackend(policy)
+    if name != "transformers":
+        raise ValueError(f"unknown generation backend {name!r}: transformers or vllm")
+    return TransformersBackend(policy)
+
 
 class TransformersBackend:
     """Batched sampling on the policy's device, written out (nanoGPT-style) rather than through
@@ -87,10 +104,15 @@ class TransformersBackend:
     Prompts are left-padded; position ids follow the attention mask, as in `generate`.
     """
 
+    name = "transformers"
+
     def __init__(self, policy: Policy, batch_size: int = 64):
         self.policy = policy
         self.batch_size = batch_size
         self.stopping = Stopping(policy.tokenizer)
+
+    def close(self) -> None:
+        """Nothing to release: the backend samples with the policy's own model."""
 
     @torch.no_grad()
     def generate(

@@ -25,6 +25,7 @@ class Policy:
     model: Any  # transformers PreTrainedModel
     tokenizer: Any  # transformers PreTrainedTokenizerBase
     device: torch.device
+    version: int = 0  # bumped by each optimizer step: what a generation engine syncs to
 
     @property
     def parameters(self) -> int:

@@ -92,12 +92,21 @@ class SeedSpec:
         steps: int = 0,
         tagged: float = 1.0,
         shared_tokenizer: bool = False,
+        heads: int = 0,
     ) -> SeedSpec:
         """The spec of a recipe ('small': the swarm's default, 'test': seconds, for tests) on a
         named catalog, optionally a specialist on `entries` (with the generalist's tokenizer if
         `shared_tokenizer`), pretrained for `steps` steps (0: the recipe's) with `tagged` of its
-        answers in the verifiers' format."""
+        answers in the verifiers' format, with `heads` attention heads (0: the recipe's; vLLM's
+        CPU attention takes head sizes 32, 64, 80, ..., not the small recipe's 192 / 4 = 48)."""
         spec = replace(cls(seed=seed) if size == "small" else cls.tiny_test(seed), catalog=catalog)
+        if heads and heads != spec.heads:
+            if spec.hidden % heads:
+                raise ValueError(
+                    f"{heads} attention heads do not divide the {size} recipe's hidden size "
+                    f"{spec.hidden}"
+                )
+            spec = replace(spec, heads=heads)
         if entries:
             spec = replace(spec, entries=tuple(sorted(entries)), shared_tokenizer=shared_tokenizer)
         if steps:
@@ -110,11 +119,15 @@ class SeedSpec:
         return replace(self, steps=steps, corpus=max(self.corpus, steps * self.batch))
 
     @property
+    def recipe(self) -> SeedSpec:
+        """The recipe this spec's size comes from."""
+        test = SeedSpec.tiny_test()
+        return test if (self.hidden, self.layers) == (test.hidden, test.layers) else SeedSpec()
+
+    @property
     def recipe_steps(self) -> int:
         """The pretraining steps of the recipe this spec's size comes from."""
-        test = SeedSpec.tiny_test()
-        recipe = test if (self.hidden, self.layers) == (test.hidden, test.layers) else SeedSpec()
-        return recipe.steps
+        return self.recipe.steps
 
 
 def corpus(spec: SeedSpec) -> list[tuple[str, str]]:
@@ -449,6 +462,8 @@ def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
         name += f"-t{spec.tagged:g}"
     if spec.shared_tokenizer:  # a specialist with the generalist's tokenizer
         name += "-shared-tok"
+    if spec.heads != spec.recipe.heads:  # the same sizes cut into other attention heads
+        name += f"-a{spec.heads}"
     return data_root / "policies" / name
 
 
