@@ -234,8 +234,12 @@ def test_no_private_key_is_written_anywhere(devnet) -> None:
         p.name == "journal.sqlite" for p in written
     )
     for path in written:
-        if path.stat().st_size < 50 << 20:
-            text = path.read_bytes().decode("latin-1").lower()
+        try:  # the devnet runs on: a node prunes its old weight snapshots while we read
+            data = path.read_bytes() if path.stat().st_size < 50 << 20 else None
+        except FileNotFoundError:
+            continue
+        if data is not None:
+            text = data.decode("latin-1").lower()
             for key in keys:
                 assert key not in text, f"a private key appears in {path}"
 
