@@ -18,7 +18,7 @@ import torch
 from conftest import REPO, cached_seed_test, sapo_process, sapo_run, start_devnet, wait_until
 
 from client.devnet.process import die_with_parent, pid_alive
-from client.policy import SeedSpec, build_seed_policy, ensure_seed_policy, seed_policy_dir
+from client.policy import SeedSpec, ensure_seed_policy, seed_policy_dir
 from client.policy.seed import read_progress
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -207,8 +207,13 @@ def test_a_stopped_seed_build_resumes_and_never_leaves_half_a_policy(tmp_path: P
     record = json.loads(again.stdout)
     assert record["resumed_from"] >= saved >= 30 and record["steps"] == 150
     assert f"(resumed at step {record['resumed_from']})" in again.stderr
-    fresh = tmp_path / "fresh"
-    build_seed_policy(SeedSpec.tiny_test(), fresh)
+    # the uninterrupted build runs as the resumed one did, in a process of its own: a build is
+    # deterministic at a given torch thread count, and this test process's count is whatever an
+    # earlier in-process node set (test_adversaries' nodes take 1 thread each)
+    fresh_cache = tmp_path / "fresh"
+    whole_build = sapo_run("policy", "seed", "--size", "test", "--data-dir", str(fresh_cache))
+    assert whole_build.returncode == 0, whole_build.stderr
+    fresh = seed_policy_dir(fresh_cache, SeedSpec.tiny_test())
     from safetensors.torch import load_file
 
     resumed, whole = (
