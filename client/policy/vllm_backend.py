@@ -36,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from client.devnet.process import pid_alive
 from client.policy.generate import STOP, Completions, Draws, Stopping, pick
 from client.policy.policy import Policy, PolicyError
 
@@ -57,16 +58,6 @@ def _environment() -> None:
     # the engine core is a child process; fork would copy a process that already runs threads
     # (the node's publisher and intake), so it is spawned
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _watch_owner() -> None:
@@ -92,7 +83,7 @@ def _watch_owner() -> None:
     scratch = os.environ.get(SCRATCH_ENV)
 
     def watch() -> None:
-        while _alive(owner):
+        while pid_alive(owner):
             time.sleep(1.0)
         if scratch and Path(scratch).name.startswith("sapo-vllm-"):
             shutil.rmtree(scratch, ignore_errors=True)
