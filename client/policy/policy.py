@@ -153,5 +153,5 @@ def load_checkpoint(
     optimizer = optimizer_factory(policy.model)
     if state["optimizer"] is not None:
         optimizer.load_state_dict(state["optimizer"])
-    torch.set_rng_state(state["rng"])
+    torch.set_rng_state(state["rng"].cpu())  # map_location put it on the policy's device
     return policy, optimizer, int(state["step"])

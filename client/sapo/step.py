@@ -15,7 +15,7 @@ sequences for seq-mean), gradients accumulate, are clipped, and Adam takes one s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 import torch
@@ -31,6 +31,17 @@ class TokenBatch:
     advantages: torch.Tensor
     rewards: torch.Tensor  # (N,) each sequence's reward, for reporting
     external: torch.Tensor  # (N,) bool, for reporting the local/external mix
+
+    def to(self, device: torch.device) -> TokenBatch:
+        """The batch on `device` (itself when it is there already): a policy on a GPU takes its
+        batch from the CPU-side encoder."""
+        if self.input_ids.device == device:
+            return self
+        return TokenBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
+
+
+def model_device(model) -> torch.device:
+    return next(model.parameters()).device
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,7 @@ def batch_logprobs(model, batch: TokenBatch, micro_batch: int = 16) -> torch.Ten
     Take them once, before a round's first update, to make them pi_old for several steps.
     """
     model.eval()
+    batch = batch.to(model_device(model))
     parts = _chunks(batch.input_ids.shape[0], micro_batch)
     return torch.cat(
         [sequence_logprobs(model, batch.input_ids[p], batch.attention_mask[p]) for p in parts]
@@ -88,6 +100,7 @@ def grpo_step(
     same round clip against the policy that generated the rollouts; without it, pi_old is the
     model as it is now (ratio 1: a plain policy-gradient step).
     """
+    batch = batch.to(model_device(model))
     n = batch.input_ids.shape[0]
     target_mask = batch.completion_mask[:, 1:].float()  # (N, S-1)
     total_tokens = target_mask.sum().clamp(min=1)
