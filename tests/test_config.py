@@ -226,6 +226,18 @@ def test_the_backend_is_transformers_or_vllm_and_nothing_else(tmp_path: Path) ->
     assert "[policy].backend" in message and "'transformers' or 'vllm'" in message
 
 
+def test_half_precision_is_refused_because_peers_prove_draws_in_float32(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "[policy]\n")).policy.dtype == "auto"
+    path = write(tmp_path, '[policy]\ndtype = "float32"\n')
+    assert load_config(path).policy.dtype == "float32"
+    for half in ("bfloat16", "float16"):
+        with pytest.raises(ConfigError) as caught:
+            load_config(write(tmp_path, f'[policy]\ndtype = "{half}"\n'))
+        message = str(caught.value)
+        assert "[policy].dtype" in message and "re-drawing them in float32" in message
+        assert 'set dtype = "float32"' in message
+
+
 def test_devnet_node_overrides_are_checked_like_the_sections_they_change(tmp_path: Path) -> None:
     good = write(
         tmp_path, "[devnet]\nnodes = 3\n[devnet.node_overrides.2.sapo]\ncompletions = 24\n"

@@ -226,3 +226,60 @@ def test_a_tokenizer_of_the_same_size_but_other_tokens_is_named_not_miscounted(w
     assert "not the decoding" not in result.reason
     # its own family checks it: the same batch passes a checker with the specialist's tokenizer
     assert Prover(specialist).model_problem(batch) is None
+
+
+def test_float32_draws_pass_across_thread_counts_and_bfloat16_draws_do_not(
+    tmp_path: Path, seed_test: Path
+) -> None:
+    """Why a node samples in float32 (config refuses half precision): a checker re-draws in
+    float32. Draws sampled with another thread count (other reduction orders, as on another CPU)
+    pass; draws sampled in bfloat16 miss their float32 interval on some completions, so a bf16
+    node's batches would be disputed (scripts/bench-numerics measured the same on an H100)."""
+    from client.policy import TransformersBackend
+    from client.policy.proof import EPS, draw_gaps
+    from client.tasks import draw, render_prompt
+
+    copied_seed_test(seed_test, tmp_path / "seed")
+    checker = load_policy(tmp_path / "seed", device="cpu", dtype="float32")
+    tasks = draw(bytes(32), 32, load_catalog("tiny"))
+    prompts = [render_prompt(t.question, checker.tokenizer) for t in tasks]
+    n, seed = 8, 20_261_124
+
+    def refused(sampler) -> tuple[int, float]:
+        out = TransformersBackend(sampler).generate(prompts, n, 64, 1.0, 1.0, seed)
+        gaps = [
+            draw_gaps(checker, p, ids, seed=seed, row=i * n + j, temperature=1.0, top_p=1.0)
+            for i, p in enumerate(prompts)
+            for j, ids in enumerate(out.token_ids[i])
+        ]
+        return sum(max(g) > EPS for g in gaps if g), max(max(g) for g in gaps if g)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1 if threads > 1 else 2)
+    try:
+        other_threads = load_policy(tmp_path / "seed", device="cpu", dtype="float32")
+        assert refused(other_threads)[0] == 0
+    finally:
+        torch.set_num_threads(threads)
+    count, worst = refused(load_policy(tmp_path / "seed", device="cpu", dtype="bfloat16"))
+    assert count >= 1 and worst > 10 * EPS  # measured here: 13 of 256, worst gap 1.3e-3
+
+
+def test_the_committed_cross_hardware_table_is_made_from_its_records() -> None:
+    """docs/results/numerics/table.md (CPU and H100 samplers and checkers) is what
+    `scripts/bench-numerics table` makes of the committed check records."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    results = root / "docs" / "results" / "numerics"
+    records = sorted(str(p) for p in results.glob("chk-*.json.gz"))
+    assert len(records) == 16
+    made = subprocess.run(
+        [sys.executable, str(root / "scripts" / "bench-numerics"), "table", *records],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert made == (results / "table.md").read_text()
+    assert "NVIDIA H100" in made

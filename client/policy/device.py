@@ -1,4 +1,4 @@
-"""Where a policy runs: cuda, then mps, then cpu; bf16 where the device supports it."""
+"""Where a policy runs: cuda, then mps, then cpu; in float32 (what proofs of generation check)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ def pick_device(requested: str = "auto") -> torch.device:
 
 
 def pick_dtype(requested: str, device: torch.device) -> torch.dtype:
-    """Returns the dtype: bf16 on CUDA devices that support it when "auto", else float32."""
-    if requested != "auto":
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
-            requested
-        ]
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
+    """Returns the dtype: float32 when "auto", on every device. Proofs of generation re-draw a
+    node's completions in float32, and draws sampled in bfloat16 miss their float32 intervals
+    (1-5% of completions, CPU and H100 alike: scripts/bench-numerics), so a node samples in
+    float32; half precision stays available to code that proves nothing (benchmarks)."""
+    if requested == "auto":
+        return torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+        requested
+    ]
