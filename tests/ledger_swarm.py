@@ -80,7 +80,8 @@ class Swarm:
     def mine(self, blocks: int = 1) -> None:
         """Mines blocks without moving the clock much (a submission's beacon is the hash of the
         block after its own: checkers vote from the block after that)."""
-        rpc_call(self.url, "anvil_mine", [hex(blocks), "0x1"])
+        # mining hundreds of blocks took over rpc_call's 2 s once, on a loaded machine
+        rpc_call(self.url, "anvil_mine", [hex(blocks), "0x1"], timeout_s=60.0)
 
     def await_beacon(self, round_: int, node: str | None = None) -> None:
         """Mines until the beacons of the round's submissions (or of `node`'s) can be read: a
