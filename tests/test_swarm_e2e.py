@@ -35,7 +35,7 @@ from client.node.devnet import dev_account
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
-from client.policy.vllm_backend import OWNER_ENV
+from client.policy.vllm_backend import OWNER_ENV, SCRATCH_ENV
 from client.store import IpfsStore, digest_to_cid
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -65,6 +65,17 @@ def engine_processes(owner: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def engine_scratch(engine: list[int]) -> Path:
+    """The directory (in /dev/shm) of the model copy that the engine processes were started
+    from: client.policy.vllm_backend.SCRATCH_ENV in their environment."""
+    prefix = f"{SCRATCH_ENV}=".encode()
+    for pid in engine:
+        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if entry.startswith(prefix):
+                return Path(entry[len(prefix) :].decode())
+    raise AssertionError(f"no {SCRATCH_ENV} in the environment of the engine processes {engine}")
 
 
 def view(node_dir: Path) -> NodeView:
@@ -191,12 +202,19 @@ def test_a_node_killed_hard_resumes_without_losing_or_repeating(devnet) -> None:
     before = confirmed_rounds(node_dir)
     engine = engine_processes(node["pid"])  # vLLM's engine core and worker
     assert len(engine) >= 2, engine
+    scratch = engine_scratch(engine)
+    assert (scratch / "model").is_dir(), scratch
     os.kill(node["pid"], signal.SIGKILL)
     wait_until(lambda: not pid_alive(node["pid"]), what="node-0 to die")
     wait_until(
         lambda: not any(pid_alive(p) for p in engine),
         timeout_s=20,
         what="the SIGKILLed node's vLLM engine processes to die with it",
+    )
+    wait_until(
+        lambda: not scratch.exists(),
+        timeout_s=20,
+        what=f"the SIGKILLed node's model copy {scratch} to be removed with its engine",
     )
     restarted = sapo_process(
         "node",
