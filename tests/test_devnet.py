@@ -17,7 +17,8 @@ import pytest
 import torch
 from conftest import REPO, cached_seed_test, sapo_process, sapo_run, start_devnet, wait_until
 
-from client.devnet.process import die_with_parent, pid_alive
+from client.devnet.process import die_with_parent
+from client.pids import pid_alive
 from client.policy import SeedSpec, ensure_seed_policy, seed_policy_dir
 from client.policy.seed import read_progress
 

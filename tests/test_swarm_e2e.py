@@ -30,11 +30,11 @@ from conftest import (
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
-from client.devnet.process import pid_alive
 from client.node.devnet import dev_account
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
+from client.pids import pid_alive
 from client.policy.vllm_backend import OWNER_ENV, SCRATCH_ENV
 from client.store import IpfsStore, digest_to_cid
 
@@ -59,12 +59,18 @@ def engine_processes(owner: int) -> list[int]:
     mark = f"{OWNER_ENV}={owner}".encode()
     found = []
     for environ in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            if mark in environ.read_bytes().split(b"\0") and int(environ.parent.name) != owner:
-                found.append(int(environ.parent.name))
-        except OSError:
-            continue
+        pid = int(environ.parent.name)
+        if pid != owner and mark in environment(pid):
+            found.append(pid)
     return found
+
+
+def environment(pid: int) -> list[bytes]:
+    """Process `pid`'s environment entries (NAME=value), none if it is gone or unreadable."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
 
 
 def engine_scratch(engine: list[int]) -> Path:
@@ -72,7 +78,7 @@ def engine_scratch(engine: list[int]) -> Path:
     from: client.policy.vllm_backend.SCRATCH_ENV in their environment."""
     prefix = f"{SCRATCH_ENV}=".encode()
     for pid in engine:
-        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+        for entry in environment(pid):
             if entry.startswith(prefix):
                 return Path(entry[len(prefix) :].decode())
     raise AssertionError(f"no {SCRATCH_ENV} in the environment of the engine processes {engine}")

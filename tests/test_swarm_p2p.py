@@ -34,10 +34,10 @@ from conftest import (
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.devnet import IpfsDaemon
-from client.devnet.process import pid_alive
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
+from client.pids import pid_alive
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -32,9 +32,9 @@ from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, p
 from client.config import NodeConfig
 from client.config.models import format_score as score
 from client.devnet import registry
-from client.devnet.process import pid_alive
 from client.devnet.state import STATE, read_state, supervisor_alive
 from client.node.view import short
+from client.pids import pid_alive
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 

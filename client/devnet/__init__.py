@@ -15,9 +15,9 @@ from client.devnet.process import (
     ServerProcess,
     ServerStartError,
     free_loopback_port,
-    pid_alive,
     port_is_listening,
 )
+from client.pids import pid_alive
 
 __all__ = [
     "DEV_MNEMONIC",

@@ -50,32 +50,6 @@ def port_is_listening(port: int, host: str = LOOPBACK) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def pid_alive(pid: int) -> bool:
-    """Returns whether pid is a live process. A zombie counts as gone once all its threads are.
-
-    (A multi-threaded process such as anvil shows its main thread as a zombie while the other
-    threads are still tearing down and its sockets still open; an unreaped zombie, common in
-    containers whose init does not reap, holds nothing.)
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    tasks = Path(f"/proc/{pid}/task")
-    if not tasks.is_dir():
-        return True  # no procfs (macOS): the signal probe is all we have
-    for task in tasks.iterdir():
-        try:
-            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if state not in ("Z", "X"):
-            return True
-    return False
-
-
 def started_after(pid: int, when: float) -> bool:
     """Returns whether process `pid` started after unix time `when` (Linux; False elsewhere or
     when it cannot be told): a pid file older than its process names a reused pid."""

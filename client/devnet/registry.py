@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from client.devnet.process import pid_alive
+from client.pids import pid_alive
 
 
 def registry_dir() -> Path:

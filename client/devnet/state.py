@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from client.devnet.process import pid_alive
+from client.pids import pid_alive
 
 STATE = "devnet.json"  # where the devnet stands: its stage while starting, then what runs
 SUPERVISOR_PID = "devnet.pid"

@@ -27,7 +27,7 @@ def pick_device(requested: str = "auto") -> torch.device:
     return torch.device(requested)
 
 
-def pick_dtype(requested: str, device: torch.device) -> torch.dtype:
+def pick_dtype(requested: str) -> torch.dtype:
     """Returns the dtype: float32 when "auto", on every device. Proofs of generation re-draw a
     node's completions in float32, and draws sampled in bfloat16 miss their float32 intervals
     (1-5% of completions, CPU and H100 alike: scripts/bench-numerics), so a node samples in

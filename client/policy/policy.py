@@ -83,10 +83,10 @@ def load_policy(name_or_path: str | Path, device: str = "auto", dtype: str = "au
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        target = torch_device = pick_device(device)
+        target = pick_device(device)
     except RuntimeError as exc:  # a device this machine does not have: the message says what to set
         raise PolicyError(str(exc)) from None
-    torch_dtype = pick_dtype(dtype, torch_device)
+    torch_dtype = pick_dtype(dtype)
     source = str(name_or_path)
     local = Path(source).is_dir()
     offline = local or os.environ.get("HF_HUB_OFFLINE") == "1"

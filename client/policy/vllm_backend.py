@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from client.devnet.process import pid_alive
+from client.pids import pid_alive
 from client.policy.generate import STOP, Completions, Draws, Stopping, pick
 from client.policy.policy import Policy, PolicyError
 
