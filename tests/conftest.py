@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -196,6 +197,25 @@ MECHANICS_ENV = {
     "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
     "PYTHONUNBUFFERED": "1",
 }
+
+
+def start_readme_devnet(
+    data_dir: Path, nodes: int, round_s: int, *args: str, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], dict]:
+    """`start_devnet` as README writes the command: `--nodes N --round-length S`, no --config
+    (the defaults of a public node, which the devnet must adapt to its own topology). In the
+    foreground rather than with README's --detach: --detach re-runs this same `up` in the
+    background (tests/test_devnet.py), and a detached devnet would outlive a killed test run."""
+    return start_devnet(
+        data_dir, "--nodes", str(nodes), "--round-length", str(round_s), *args, env=env
+    )
+
+
+def credited_nodes(data_dir: Path, env: dict[str, str]) -> dict[str, dict]:
+    """Returns `sapo devnet status --json`'s rows (by address) of the nodes credited so far."""
+    status = sapo_run("devnet", "status", "--data-dir", str(data_dir), "--json", env=env)
+    rows = json.loads(status.stdout)["nodes"] if status.returncode == 0 else []
+    return {r["address"]: r for r in rows if r["credited"] > 0}
 
 
 def start_mechanics_devnet(

@@ -48,6 +48,26 @@ def listed(data_dir: Path, env: dict[str, str] | None = None) -> bool:
     return str(data_dir) in {d["data_dir"] for d in json.loads(ps.stdout)["devnets"]}
 
 
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        ("[store]\nallow_private_peers = false\n", "[store].allow_private_peers"),
+        ('[chain]\nrpc_url = "http://127.0.0.1:8545"\n', "[chain].rpc_url"),
+        ("[chain]\nchain_id = 1\n", "[chain].chain_id"),
+        ('[store]\nipfs_api = "/ip4/127.0.0.1/tcp/5001/http"\n', "[store].ipfs_api"),
+    ],
+)
+def test_a_config_that_contradicts_the_devnet_is_refused_naming_the_key(
+    tmp_path: Path, toml: str, named: str
+) -> None:
+    config = tmp_path / "node.toml"
+    config.write_text(toml)
+    up = sapo_run("devnet", "up", "--config", str(config), "--data-dir", str(tmp_path / "d"))
+    assert up.returncode == 2, up.stdout + up.stderr
+    assert named in up.stderr and "does not fit a devnet" in up.stderr, up.stderr
+    assert not (tmp_path / "d").exists(), "nothing is started or written for a refused config"
+
+
 def test_a_foreground_devnet_killed_hard_takes_every_part_along(cache: Path, tmp_path) -> None:
     data_dir = tmp_path / "devnet"
     proc, state = start_devnet(data_dir, "--nodes", "2", "--round-length", "10", env=env_for(cache))

@@ -18,7 +18,8 @@ from conftest import (
     MECHANICS_ENV,
     REPO,
     cached_seed_test,
-    start_mechanics_devnet,
+    credited_nodes,
+    start_readme_devnet,
     stop_devnet,
     wait_until,
 )
@@ -65,7 +66,8 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
     except NetnsUnavailable as exc:
         pytest.skip(str(exc))
     ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, tmp_path / "policies"))
-    proc, state = start_mechanics_devnet(tmp_path / "devnet", 3, ROUND_S, "--netns", env=ENV)
+    # as README writes it, no --config: the devnet makes its namespace addresses dialable
+    proc, state = start_readme_devnet(tmp_path / "devnet", 3, ROUND_S, "--netns", env=ENV)
     layout = NetnsLayout(**state["netns"])
     names = {layout.namespace(i) for i in range(3)}
     try:
@@ -90,6 +92,12 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
             lambda: all(fetched_from_producers(i) == set(addr) - {addr[i]} for i in range(3)),
             timeout_s=ROUND_S * 12 + 120,
             what="every node to fetch every peer's batch from the peer's own namespace",
+        )
+        every = {n["address"] for n in state["nodes"]}
+        wait_until(
+            lambda: set(credited_nodes(tmp_path / "devnet", ENV)) == every,
+            timeout_s=ROUND_S * 8 + 60,
+            what="every node to be credited (devnet status)",
         )
 
         layout.cut(0)  # node 0's link to the bridge goes down: no chain, no peers

@@ -104,6 +104,32 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     }
 
 
+def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
+    tmp_path: Path,
+) -> None:
+    """`sapo devnet status` reads it through NodeView: three chain rounds in a row in which
+    every peer batch was unavailable are an outage, with the reason the last fetch gave."""
+    from client.node.peerbook import UNAVAILABLE, VERIFIED
+    from client.node.view_journal import OUTAGE_ROUNDS, NodeView
+
+    journal = Journal(tmp_path / "journal.sqlite")
+    view = NodeView(tmp_path)
+    journal.peers.peer_batch(3, "0xa", "0xd3", VERIFIED)
+    reason = "not dialled (/ip4/127.0.0.4/tcp/4001: 127.0.0.4 is private)"
+    for round_ in range(4, 4 + OUTAGE_ROUNDS):
+        assert view.peer_outage() is None  # not yet for enough rounds
+        for node in ("0xa", "0xb"):
+            journal.peers.peer_batch(round_, node, f"0x{round_}{node}", UNAVAILABLE, reason=reason)
+    outage = view.peer_outage()
+    assert outage is not None and outage.rounds == (4, 5, 6) and outage.reason == reason
+    assert "rounds 4-6" in outage.describe() and reason in outage.describe()
+    # one batch that came through ends it
+    journal.peers.peer_batch(6, "0xb", "0x60xb", VERIFIED)
+    assert view.peer_outage() is None
+    view.close()
+    journal.close()
+
+
 def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Path) -> None:
     import sqlite3
 

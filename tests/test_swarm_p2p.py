@@ -25,8 +25,9 @@ import pytest
 from conftest import (
     MECHANICS_ENV,
     cached_seed_test,
+    credited_nodes,
     sapo_run,
-    start_mechanics_devnet,
+    start_readme_devnet,
     stop_devnet,
     wait_until,
 )
@@ -38,6 +39,7 @@ from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
 from client.pids import pid_alive
+from client.store import IpfsStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -54,10 +56,31 @@ def verdicts(node_dir: Path) -> dict[tuple[int, str], dict]:
 def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     data_dir = tmp_path_factory.mktemp("p2p")
     ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, data_dir / "policies"))
-    proc, state = start_mechanics_devnet(data_dir / "devnet", 3, ROUND_S, env=ENV)
+    # as README writes it: no --config (a node's defaults are a public node's)
+    proc, state = start_readme_devnet(data_dir / "devnet", 3, ROUND_S, env=ENV)
     yield proc, state
     if proc.poll() is None:
         stop_devnet(proc)
+
+
+def test_a_devnet_started_without_a_config_credits_every_node(devnet) -> None:
+    """Without --config the devnet used to write a public node's store defaults: no node would
+    dial its peers' daemons on 127.0.0.N, every batch was unavailable and nobody was credited."""
+    _, state = devnet
+    data_dir = Path(state["data_dir"])
+    for node in state["nodes"]:
+        assert "allow_private_peers = true" in Path(node["config"]).read_text(), node["config"]
+    addresses = {n["address"] for n in state["nodes"]}
+    wait_until(
+        lambda: set(credited_nodes(data_dir, ENV)) == addresses,
+        timeout_s=ROUND_S * 12 + 120,
+        what="every node to be credited (devnet status)",
+    )
+    for daemon in state["ipfs"]:  # the daemons are peers of each other while batches move
+        peers = IpfsStore(daemon["api"], index_dir=data_dir).swarm_peers()
+        assert peers, f"IPFS daemon {daemon['api']} has no swarm peers"
+    rows = credited_nodes(data_dir, ENV).values()
+    assert not any(r["peer_outage"] for r in rows), "status reports a peer outage"
 
 
 def doctor(config: str, **env: str) -> tuple[int, dict[str, dict]]:

@@ -89,15 +89,17 @@ def _devnet_config(
         if "adversaries" in devnet:
             accounts = max(accounts, nodes + len(expand(devnet["adversaries"])) + 1)
         changes["devnet"] = {**devnet, "nodes": nodes, "accounts": accounts}
-        if cfg.ledger.quorum > max(1, nodes - 1):
-            # a batch's checkers are the other nodes: a smaller devnet lowers its quorum to fit
-            quorum = max(1, nodes - 1)
-            err.print(
-                f"note: [ledger].quorum {cfg.ledger.quorum} lowered to {quorum} for a devnet of "
-                f"{nodes} node(s) (each batch has {nodes - 1} possible checker(s))",
-                markup=False,
-            )
-            changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
+    honest = cfg.devnet.nodes if nodes is None else nodes
+    if honest and cfg.ledger.quorum > max(1, honest - 1):
+        # a batch's checkers are the other nodes: a smaller devnet lowers its quorum to fit (the
+        # default quorum of 3 is a public swarm's; the default devnet has 3 nodes)
+        quorum = max(1, honest - 1)
+        err.print(
+            f"note: [ledger].quorum {cfg.ledger.quorum} lowered to {quorum} for a devnet of "
+            f"{honest} node(s) (each batch has {honest - 1} possible checker(s))",
+            markup=False,
+        )
+        changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
     roles = expand(changes.get("devnet", {}).get("adversaries", cfg.devnet.adversaries))
     total = (nodes or cfg.devnet.nodes) + len(roles)
     if roles and cfg.ledger.checkers < total:
@@ -244,10 +246,16 @@ def up(
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
     from client.devnet.netns import NetnsError, NetnsUnavailable
     from client.node.assemble import NodeConfigError
-    from client.node.devnet import quorum_problem
+    from client.node.devnet import quorum_problem, topology_conflicts
     from client.node.supervisor import Supervisor
 
-    cfg = _devnet_config(load_or_exit(config), nodes, round_length, store, adversary)
+    given = load_or_exit(config)
+    if conflicts := topology_conflicts(given):
+        fail(
+            f"{config or 'the environment'} does not fit a devnet: " + "; ".join(conflicts),
+            Exit.USAGE,
+        )
+    cfg = _devnet_config(given, nodes, round_length, store, adversary)
     count = cfg.devnet.nodes if nodes is None else nodes
     if problem := quorum_problem(cfg, count):
         fail(problem, Exit.USAGE)
@@ -368,6 +376,8 @@ def _node_rows(state: dict) -> list[dict]:
                 **(asdict(summary) if summary else {}),
             }
         )
+        if summary is not None and summary.peer_outage is not None:
+            rows[-1]["peer_outage"]["text"] = summary.peer_outage.describe()
     return rows
 
 
@@ -475,6 +485,9 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
         "busy: the share of the last 10 rounds a node spent generating or training; blocked: "
         "waiting on chain or IPFS with work to do"
     )
+    for i, r in enumerate(rows):
+        if outage := r.get("peer_outage"):
+            out.print(f"node-{i}: {outage['text']}", style="bold red", markup=False)
 
 
 @app.command("ps")

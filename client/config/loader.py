@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, get_args
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -84,6 +84,15 @@ class NodeConfig(BaseSettings):
     tasks: TasksSection = TasksSection()
     devnet: DevnetSection = DevnetSection()
 
+    # the (section, key) pairs the file, the environment or an override set, as loaded (pydantic
+    # merges each section with its defaults, so its fields_set cannot tell them apart)
+    _given: frozenset[tuple[str, str]] = PrivateAttr(default=frozenset())
+
+    def given(self, section: str, key: str) -> bool:
+        """Returns whether the loaded file, the environment or an override set [section].key
+        (a default does not count; a config rebuilt from a dump knows none)."""
+        return (section, key) in self._given
+
     @model_validator(mode="after")
     def _node_overrides_are_valid_configs(self) -> NodeConfig:
         for index, sections in self.devnet.node_overrides.items():
@@ -135,7 +144,25 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> NodeConfig:
     problems += _unknown_env_sections()
     if problems:
         raise ConfigError(source, problems)
+    config._given = frozenset(_given_keys(document, overrides))
     return _absolute_paths(config)
+
+
+def _given_keys(document: dict[str, Any], overrides: dict[str, Any]) -> set[tuple[str, str]]:
+    """Returns the (section, key) pairs that the file, SAPO_<SECTION>__<KEY> variables or the
+    keyword overrides set."""
+    given = {
+        (section, key)
+        for source in (document, overrides)
+        for section, values in source.items()
+        if isinstance(values, dict)
+        for key in values
+    }
+    for name in os.environ:
+        if name.startswith(ENV_PREFIX) and ENV_NESTED in name[len(ENV_PREFIX) :]:
+            section, key = name[len(ENV_PREFIX) :].lower().split(ENV_NESTED, 1)
+            given.add((section, key.split(ENV_NESTED, 1)[0]))
+    return given
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

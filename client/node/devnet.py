@@ -61,6 +61,40 @@ def quorum_problem(cfg: NodeConfig, nodes: int) -> str | None:
     return None
 
 
+# What a devnet decides itself, whatever config it is given: the keys it writes into every node's
+# config, and why a config that sets one of them otherwise cannot describe this swarm.
+OWNED_KEYS = {
+    ("chain", "rpc_url"): "the devnet starts its own anvil",
+    ("chain", "ledger_address"): "the devnet deploys its own ledger",
+    ("chain", "keystore"): "the devnet makes each node's keystore from anvil's dev accounts",
+    ("chain", "password_file"): "the devnet writes its keystores' password file",
+    ("store", "ipfs_api"): "the devnet starts one IPFS daemon per node and names it",
+}
+
+
+def topology_conflicts(cfg: NodeConfig) -> list[str]:
+    """Returns what in a config given to `devnet up` contradicts the swarm the devnet builds
+    (each naming the key and the fix); empty when it has nothing to say. Only keys the file or
+    the environment set count (NodeConfig.given), so call it on the config as loaded."""
+    problems = [
+        f"[{section}].{key} is set, but {why}: remove it from this config"
+        for (section, key), why in OWNED_KEYS.items()
+        if cfg.given(section, key)
+    ]
+    if cfg.given("store", "allow_private_peers") and not cfg.store.allow_private_peers:
+        problems.append(
+            "[store].allow_private_peers = false, but the devnet's IPFS daemons listen on "
+            "loopback (or namespace) addresses its nodes must dial: remove the key or set it true"
+        )
+    chain_id = cfg.chain.chain_id
+    if chain_id is not None and chain_id != cfg.devnet.chain_id:
+        problems.append(
+            f"[chain].chain_id = {chain_id}, but the devnet's anvil runs chain "
+            f"{cfg.devnet.chain_id} ([devnet].chain_id): make them equal or remove [chain].chain_id"
+        )
+    return problems
+
+
 def provision(
     cfg: NodeConfig,
     data_dir: Path,
@@ -108,7 +142,13 @@ def provision(
         "ledger_address": ledger.address,
         "ledger_deploy_block": deployed.block_number,
     }
-    store = {"backend": cfg.store.backend, "store_dir": data_dir / "blocks"}
+    # the devnet's daemons listen on loopback or namespace addresses: its nodes must dial them
+    # whatever the config's default for a public node says
+    store = {
+        "backend": cfg.store.backend,
+        "store_dir": data_dir / "blocks",
+        "allow_private_peers": True,
+    }
     if apis:
         store["ipfs_api"] = apis[0]
     # one seed-policy cache for the devnet and its nodes (a relative default would move with

@@ -24,6 +24,8 @@ from client.store import decode_batch
 from client.units import SCORE_SCALE, round_at
 
 WINDOW_ROUNDS = 10
+# rounds in a row in which every peer batch a node judged was unavailable before status says so
+OUTAGE_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,21 @@ class Shares:
     busy_share: float
     blocked_share: float
     stage_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PeerOutage:
+    """Chain rounds in a row in which a node got none of its peers' batches, and why (the
+    reason its last failed fetch gave)."""
+
+    rounds: tuple[int, ...]
+    reason: str
+
+    def describe(self) -> str:
+        return (
+            f"no peer batch could be fetched in rounds {self.rounds[0]}-{self.rounds[-1]}: "
+            f"{self.reason}"
+        )
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,7 @@ class NodeSummary:
     busy_share: float | None
     blocked_share: float | None
     window_s: float
+    peer_outage: PeerOutage | None = None
 
 
 class NodeView:
@@ -143,6 +161,19 @@ class NodeView:
                 c["unavailable"] += 1
         return counts
 
+    def peer_outage(self, rounds: int = OUTAGE_ROUNDS) -> PeerOutage | None:
+        """Returns the outage when every peer batch of the last `rounds` chain rounds that had
+        any was unavailable to us (None otherwise, or before `rounds` such rounds)."""
+        by_round: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for row in self.journal.peers.peer_verdicts() if self.journal else []:
+            by_round[row["round"]].append(row)
+        last = sorted(by_round)[-rounds:]
+        if len(last) < rounds or any(
+            row["verdict"] != UNAVAILABLE for r in last for row in by_round[r]
+        ):
+            return None
+        return PeerOutage(tuple(last), by_round[last[-1]][-1]["reason"] or "no reason given")
+
     # ---------------------------------------------------------------------------------- time
 
     def shares(self, since: float, until: float) -> Shares:
@@ -188,4 +219,5 @@ class NodeView:
             busy_share=shares.busy_share if shares else None,
             blocked_share=shares.blocked_share if shares else None,
             window_s=shares.window_s if shares else 0.0,
+            peer_outage=self.peer_outage(),
         )
