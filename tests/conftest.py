@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from client.config import with_sections
 from client.devnet import Anvil
 from client.devnet.process import die_with_parent
 
@@ -260,7 +261,6 @@ def warp_world_config(root: Path, round_s: int, w: int, c: int, **sections: dict
     completions a chain round (a node then idles until a warp starts the next), and short
     time-outs. `sections` change more keys of a section."""
     from client.config import load_config
-    from client.node.devnet import _with
 
     changes: dict[str, dict] = {
         "ledger": {
@@ -278,7 +278,7 @@ def warp_world_config(root: Path, round_s: int, w: int, c: int, **sections: dict
     }
     for name, values in sections.items():
         changes[name] = {**changes.get(name, {}), **values}
-    return _with(load_config(REPO / "configs" / "devnet.toml"), **changes)
+    return with_sections(load_config(REPO / "configs" / "devnet.toml"), **changes)
 
 
 class Warp:

@@ -17,12 +17,12 @@ from client.chain import Ledger
 from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.config import load_config
+from client.config.roles import HONEST, expand, partners
 from client.credit import FOREIGN_TASKS, GENERATION
 from client.devnet import Anvil, IpfsDaemon
 from client.devnet.adversary import Adversary
-from client.devnet.roles import HONEST, expand, partners
+from client.devnet.provision import provision
 from client.node.assemble import base_policy_path, open_node, signing_ledger
-from client.node.devnet import provision
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8

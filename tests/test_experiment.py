@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, cached_seed_test, sapo_run
 
+from client.config import with_sections
 from client.experiment import ExperimentError, load_experiment
 from client.experiment.cell import base_config, mixed_families, node_sections
 from client.experiment.config import Cell
@@ -24,7 +25,6 @@ from client.experiment.inprocess import SimNode
 from client.experiment.report import diff_ci95, summarize
 from client.experiment.run import _remember_scale
 from client.node.assemble import NodeConfigError, base_policy_path
-from client.node.devnet import _with
 from client.node.rollouts import task_seed
 from client.policy import load_policy
 from client.policy.evaluate import greedy_rewards
@@ -120,7 +120,7 @@ def test_smoke_experiment_outputs_match_journals_and_ledger(
             round_, k, part = db.execute(
                 "SELECT round, k, part FROM local_rounds ORDER BY round, k LIMIT 1"
             ).fetchone()
-        cfg = _with(base, **sections(i))
+        cfg = with_sections(base, **sections(i))
         sim = SimNode(
             i,
             cfg,
@@ -368,13 +368,13 @@ def test_specialist_seed_policies_are_pretrained_on_their_entries_only(
         ["count_bits", "leg_counting"],
         ["basic_arithmetic", "fraction_simplification"],
     ]
-    path = base_policy_path(_with(base, **sections(1)))
+    path = base_policy_path(with_sections(base, **sections(1)))
     assert path.name.endswith("-on-count_bits+leg_counting")
     build = json.loads((path / "seed-build.json").read_text())
     questions = build["corpus_questions"]
     assert questions and all("bits" in q or "legs" in q for q in questions), questions[:3]
     with pytest.raises(NodeConfigError, match="no entries"):
-        base_policy_path(_with(base, policy={"seed_datasets": ["no_such_task"]}))
+        base_policy_path(with_sections(base, policy={"seed_datasets": ["no_such_task"]}))
     # its BPE was trained on its own corpus: the same size as the generalist's, other tokens, so
     # a devnet of both would dispute each other's honest batches and is refused before it starts
     problem = mixed_families([seed_test, path])
@@ -384,7 +384,7 @@ def test_specialist_seed_policies_are_pretrained_on_their_entries_only(
     # token (trained on every entry's questions), and is pretrained on its entries only; a
     # devnet of it and the generalist is one model family
     policy = {**sections(1)["policy"], "seed_shared_tokenizer": True}
-    shared = base_policy_path(_with(base, policy=policy))
+    shared = base_policy_path(with_sections(base, policy=policy))
     assert shared.name == path.name + "-shared-tok"
     assert (shared / "tokenizer.json").read_bytes() == (seed_test / "tokenizer.json").read_bytes()
     assert json.loads((shared / "seed-build.json").read_text())["corpus_questions"] == questions

@@ -133,7 +133,7 @@ def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
 def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Path) -> None:
     import sqlite3
 
-    from client.node.journal import JournalVersionError
+    from client.node.journal_db import JournalVersionError
 
     path = tmp_path / "journal.sqlite"
     with sqlite3.connect(path) as db:  # what version 1 of the client wrote

@@ -19,10 +19,10 @@ from gate import TcpGate
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
-from client.config import load_config
+from client.config import load_config, with_sections
 from client.devnet import Anvil, IpfsDaemon, rpc_call
+from client.devnet.provision import provision
 from client.node.assemble import NodeConfigError, base_policy_path, open_node
-from client.node.devnet import _with, provision
 from client.node.eventlog import Event, read_events
 from client.node.rollouts import make_batch, task_seed
 from client.policy import load_policy
@@ -57,7 +57,7 @@ def gated_config(world, index: int, chain: TcpGate | None = None, ipfs: TcpGate 
         changes["chain"] = {"rpc_url": f"http://127.0.0.1:{chain.port}"}
     if ipfs:
         changes["store"] = {"ipfs_api": f"/ip4/127.0.0.1/tcp/{ipfs.port}/http"}
-    return _with(cfg, **changes)
+    return with_sections(cfg, **changes)
 
 
 def start(node) -> tuple[threading.Thread, threading.Event]:
@@ -160,7 +160,8 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     missing = cheater(world, json.dumps({"model": "cheat", "ipfs": dead}))
     # two fetches in a row that find the never-pinned batch nowhere make an unavailable vote
     node = open_node(
-        _with(gated_config(world, 0), sapo={"unavailable_after": 2}), clock=world["warp"].clock
+        with_sections(gated_config(world, 0), sapo={"unavailable_after": 2}),
+        clock=world["warp"].clock,
     )
     round_ = next_round(world, node)
 
@@ -263,7 +264,8 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
 def test_rounds_per_update_gathers_local_rounds_into_one_step(world) -> None:
     # not a fault: a training knob, checked here on the same devnet (a real local-round loop)
     node = open_node(
-        _with(gated_config(world, 1), train={"rounds_per_update": 2}), clock=world["warp"].clock
+        with_sections(gated_config(world, 1), train={"rounds_per_update": 2}),
+        clock=world["warp"].clock,
     )
     steps = node.steps
     first = next_round(world, node)
@@ -290,7 +292,7 @@ def test_rounds_per_update_gathers_local_rounds_into_one_step(world) -> None:
 
 def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
     """`[store].retain_rounds` used to be read by nothing: a node kept every batch forever."""
-    base = _with(
+    base = with_sections(
         world["base"],
         ledger={"challenge_rounds": 1, "submit_rounds": 1, "unbonding_period_s": 4 * ROUND_S},
         store={"retain_rounds": 3},
@@ -305,7 +307,7 @@ def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
     )
     cfg = load_config(swarm.node_configs[0])
     with pytest.raises(NodeConfigError, match=r"retain_rounds \(2\) must exceed .*\(2 rounds\)"):
-        open_node(_with(cfg, store={"retain_rounds": 2}))
+        open_node(with_sections(cfg, store={"retain_rounds": 2}))
     node = open_node(cfg, clock=world["warp"].clock)
     first = next_round(world, node)
     thread, stop = start(node)

@@ -21,6 +21,7 @@ from conftest import cached_seed_test, start_devnet, stop_devnet, wait_until
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
+from client.config import with_sections
 from client.node.journal import SKIPPED
 from client.node.view_journal import NodeView
 from client.policy import SeedSpec, ensure_seed_policy, load_policy
@@ -43,7 +44,6 @@ def measured_slow_local_round(cache: Path) -> float:
 
     from client.config import NodeConfig
     from client.node.assemble import make_trainer
-    from client.node.devnet import _with
     from client.policy.encode import Group
 
     threads = torch.get_num_threads()
@@ -51,7 +51,7 @@ def measured_slow_local_round(cache: Path) -> float:
     try:
         path = ensure_seed_policy(cache, SeedSpec.tiny_test())
         policy = load_policy(path, device="cpu")
-        cfg = _with(NodeConfig(), sapo=SLOW, train={"rounds_per_update": 1})
+        cfg = with_sections(NodeConfig(), sapo=SLOW, train={"rounds_per_update": 1})
         optimizer = torch.optim.Adam(policy.model.parameters(), lr=cfg.train.learning_rate)
         trainer = make_trainer(cfg, policy, optimizer, 0, lambda: None)
 

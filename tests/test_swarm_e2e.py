@@ -30,7 +30,7 @@ from conftest import (
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
-from client.node.devnet import dev_account
+from client.devnet.accounts import dev_account
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView

@@ -9,9 +9,8 @@ import pytest
 import torch
 from conftest import copied_seed_test
 
-from client.config import NodeConfig
+from client.config import NodeConfig, with_sections
 from client.node.assemble import make_trainer
-from client.node.devnet import _with
 from client.policy import load_policy
 from client.policy.encode import Group, completion_tokens, encode_groups
 from client.sapo import batch_logprobs
@@ -26,7 +25,7 @@ def seed_dir(tmp_path_factory: pytest.TempPathFactory, seed_test: Path) -> Path:
 
 def trainer_for(seed_dir: Path, **sections: dict):
     train = {"learning_rate": LR, "micro_batch": 4} | sections.pop("train", {})
-    cfg = _with(NodeConfig(), train=train, **sections)
+    cfg = with_sections(NodeConfig(), train=train, **sections)
     policy = load_policy(seed_dir, device="cpu", dtype="float32")
     optimizer = torch.optim.Adam(policy.model.parameters(), lr=cfg.train.learning_rate)
     return make_trainer(
@@ -99,7 +98,7 @@ def test_kl_coef_pulls_the_update_toward_the_reference(seed_dir: Path) -> None:
 def test_kl_without_a_reference_is_refused(seed_dir: Path) -> None:
     from client.node.training import Trainer
 
-    cfg = _with(NodeConfig(), train={"kl_coef": 0.1})
+    cfg = with_sections(NodeConfig(), train={"kl_coef": 0.1})
     policy = load_policy(seed_dir, device="cpu", dtype="float32")
     optimizer = torch.optim.Adam(policy.model.parameters())
     with pytest.raises(ValueError, match=r"kl_coef = 0.1 needs a reference policy"):

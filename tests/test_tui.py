@@ -24,11 +24,11 @@ from textual.widgets import DataTable, Static
 from tui_model import ETH, PEERS, FixedWatcher, snapshot
 
 from client.chain.keystore import keystore_address
-from client.config import load_config
+from client.config import load_config, with_sections
 from client.config.writer import dump_toml
 from client.devnet import Anvil
+from client.devnet.provision import provision
 from client.node.assemble import base_policy_path, open_node
-from client.node.devnet import _with, provision
 from client.node.eventlog import read_events
 from client.node.view import Watcher
 from tui.app import SapoApp
@@ -70,7 +70,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("tui")
     cached_seed_test(seed_test, root / "policies")
     anvil = Anvil(root, block_time_s=1).start()
-    base = _with(
+    base = with_sections(
         load_config(REPO / "configs" / "devnet.toml"),
         ledger={
             "round_length_s": ROUND_S,
@@ -115,9 +115,9 @@ def attached_app(
 ) -> SapoApp:
     cfg = load_config(world["configs"][1])
     if rpc_port is not None:
-        cfg = _with(cfg, chain={"rpc_url": f"http://127.0.0.1:{rpc_port}"})
+        cfg = with_sections(cfg, chain={"rpc_url": f"http://127.0.0.1:{rpc_port}"})
     if ipfs_port is not None:  # the watcher's store check goes to a real IPFS daemon
-        cfg = _with(
+        cfg = with_sections(
             cfg, store={"backend": "ipfs", "ipfs_api": f"/ip4/127.0.0.1/tcp/{ipfs_port}/http"}
         )
     address = keystore_address(Path(cfg.chain.keystore))
@@ -401,7 +401,7 @@ def test_attach_shows_a_first_start_building_its_policy(world, tmp_path: Path) -
     """A node started on a fresh machine builds the seed policy before its first round: the
     TUI attached to it shows that build as the node's phase, with its progress."""
     config = tmp_path / "node.toml"
-    cfg = _with(
+    cfg = with_sections(
         load_config(world["configs"][0]),
         node={"data_dir": tmp_path / "node"},
         policy={"cache_dir": tmp_path / "fresh-cache"},

@@ -15,9 +15,8 @@ import pytest
 import torch
 from conftest import REPO, copied_seed_test
 
-from client.config import NodeConfig
+from client.config import NodeConfig, with_sections
 from client.node.assemble import NodeConfigError, make_trainer, seed_spec
-from client.node.devnet import _with
 from client.policy import Policy, PolicyError, SeedSpec, TransformersBackend, load_policy
 from client.policy.encode import Group
 from client.policy.proof import check_draws
@@ -116,7 +115,7 @@ def test_after_a_grpo_step_the_engine_generates_from_the_new_weights(
     before = engine.generate(prompts, 4, MAX_NEW, 1.0, 1.0, 3, logprobs=True)
     assert logprob_gap(policy, prompts, before) < LOGPROB_TOL
     old_model = copy.deepcopy(policy.model)
-    cfg = _with(NodeConfig(), train={"rounds_per_update": 1, "learning_rate": 1e-3})
+    cfg = with_sections(NodeConfig(), train={"rounds_per_update": 1, "learning_rate": 1e-3})
     optimizer = torch.optim.Adam(policy.model.parameters(), lr=cfg.train.learning_rate)
     trainer = make_trainer(cfg, policy, optimizer, 0, lambda: None)
     groups = [  # one rewarded completion a group: every group has signal
@@ -169,10 +168,10 @@ def test_seed_heads_builds_a_policy_the_cpu_kernels_take() -> None:
     assert three.hidden // three.heads == 64 and 64 in cpu_head_sizes()
     name = seed_policy_dir(Path("c"), default).name
     assert seed_policy_dir(Path("c"), three).name == name + "-a3"
-    cfg = _with(NodeConfig(), policy={"model": "seed", "seed_heads": 3})
+    cfg = with_sections(NodeConfig(), policy={"model": "seed", "seed_heads": 3})
     assert seed_spec(cfg) == three
     with pytest.raises(NodeConfigError, match=r"seed_heads: 5 attention heads do not divide"):
-        seed_spec(_with(NodeConfig(), policy={"model": "seed", "seed_heads": 5}))
+        seed_spec(with_sections(NodeConfig(), policy={"model": "seed", "seed_heads": 5}))
 
 
 def test_without_the_extra_backend_vllm_fails_at_start_naming_the_install() -> None:

@@ -19,7 +19,8 @@ from textual.worker import get_current_worker
 
 from client.chain import ChainError, Ledger
 from client.chain.models import TxResult
-from client.node.view import Activity, Snapshot, Watcher
+from client.node.snapshot import Activity, Snapshot
+from client.node.view import Watcher
 from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
 from tui.format import format_ether, short
 from tui.live import LiveNode

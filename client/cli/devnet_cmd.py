@@ -1,6 +1,6 @@
 """`sapo devnet`: a complete local swarm on loopback, started and stopped with one command.
 
-`up` runs the supervisor (client.node.supervisor): anvil, the IPFS daemon (unless the store is
+`up` runs the supervisor (client.devnet.supervisor): anvil, the IPFS daemon (unless the store is
 local), the seed policy (built once, with its progress shown), the ledger with a funded reward
 pool, N registered and staked nodes as child processes; it writes DIR/devnet.toml for every
 other command. In the foreground Ctrl-C stops it; with --detach it runs in the background (its
@@ -29,11 +29,11 @@ from rich.table import Table
 from client.cli.chain_ctx import open_ledger
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
-from client.config import NodeConfig
+from client.config import NodeConfig, with_sections
 from client.config.models import format_score as score
 from client.devnet import registry
 from client.devnet.state import STATE, read_state, supervisor_alive
-from client.node.view import short
+from client.node.snapshot import short
 from client.pids import pid_alive
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
@@ -59,8 +59,7 @@ def _devnet_config(
     adversaries: list[str] | None = None,
 ) -> NodeConfig:
     """Applies the command's options to the config (validated like the file)."""
-    from client.devnet.roles import expand
-    from client.node.devnet import _with
+    from client.config.roles import expand
 
     changes: dict[str, dict] = {}
     if adversaries:
@@ -111,7 +110,7 @@ def _devnet_config(
             markup=False,
         )
         changes["ledger"] = {**changes.get("ledger", {}), "checkers": total}
-    return _with(cfg, **changes) if changes else cfg
+    return with_sections(cfg, **changes) if changes else cfg
 
 
 def _detach(data_dir: Path, as_json: bool) -> None:
@@ -245,9 +244,9 @@ def up(
     from client.cli.progress import ProgressOutput, seed_progress
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
     from client.devnet.netns import NetnsError, NetnsUnavailable
+    from client.devnet.provision import quorum_problem, topology_conflicts
+    from client.devnet.supervisor import Supervisor
     from client.node.assemble import NodeConfigError
-    from client.node.devnet import quorum_problem, topology_conflicts
-    from client.node.supervisor import Supervisor
 
     given = load_or_exit(config)
     if conflicts := topology_conflicts(given):

@@ -20,7 +20,8 @@ from client.cli.chain_ctx import amount, chain_errors
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
-from client.node.assemble import NodeConfigError, node_metadata, open_node, signing_ledger
+from client.node.assemble import NodeConfigError, open_node, signing_ledger
+from client.node.metadata import node_metadata
 from client.store import StoreError, open_store
 from client.tasks import CatalogError
 

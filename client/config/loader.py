@@ -300,3 +300,11 @@ def public_view(config: NodeConfig) -> dict[str, Any]:
     data = config.model_dump(mode="json")
     data["chain"]["rpc_url"] = masked_rpc_url(config.chain.rpc_url)
     return data
+
+
+def with_sections(cfg: NodeConfig, **sections: dict) -> NodeConfig:
+    """Returns a copy of cfg with keys of some sections replaced (validated again)."""
+    data = cfg.model_dump()
+    for name, values in sections.items():
+        data[name] = {**data[name], **values}
+    return NodeConfig.model_validate(data)

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from client.config.roles import expand
 from client.units import format_score  # noqa: F401 - re-exported for the CLI
 
 _UNITS = {"wei": 0, "gwei": 9, "ether": 18, "eth": 18}
@@ -428,15 +429,11 @@ class DevnetSection(Section):
     @field_validator("adversaries")
     @classmethod
     def _known_adversaries(cls, names: list[str]) -> list[str]:
-        from client.devnet.roles import expand
-
         expand(names)  # raises ValueError naming what is unknown
         return names
 
     def adversary_roles(self) -> list[str]:
         """The adversary nodes, one strategy each (a colluder pair is two)."""
-        from client.devnet.roles import expand
-
         return expand(self.adversaries)
 
     @model_validator(mode="after")

@@ -39,8 +39,8 @@ from pathlib import Path
 from client.chain import ChainError, Ledger
 from client.chain.events import EventCursor, EventReader
 from client.config import NodeConfig
+from client.config.roles import STRATEGIES
 from client.credit import GENERATION, group_signal
-from client.devnet.roles import STRATEGIES
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
 from client.store import (

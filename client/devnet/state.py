@@ -1,4 +1,4 @@
-"""Where a local swarm stands: the state file its supervisor (client.node.supervisor) keeps in
+"""Where a local swarm stands: the state file its supervisor (client.devnet.supervisor) keeps in
 the devnet's data dir, and its pid file. Read by `sapo devnet up --detach` while it waits, by
 `devnet status`, `devnet ps` and `devnet down`; nothing here imports web3 or torch.
 """

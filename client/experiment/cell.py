@@ -25,9 +25,11 @@ from typing import Any
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
-from client.config import NodeConfig, load_config
+from client.config import NodeConfig, load_config, with_sections
 from client.devnet import Anvil, IpfsDaemon, rpc_call
+from client.devnet.accounts import dev_account
 from client.devnet.process import ServerProcess, start_together, stop_together
+from client.devnet.provision import Provisioned, node_process, provision
 from client.experiment.config import REPO, Cell, ExperimentConfig
 from client.experiment.heldout import (
     checkpoint_evaluation,
@@ -37,7 +39,6 @@ from client.experiment.heldout import (
     held_out_record,
 )
 from client.node.assemble import base_policy_path
-from client.node.devnet import Provisioned, _with, dev_account, node_process, provision
 from client.node.eventlog import Span
 from client.node.view_journal import NodeView
 from client.policy import load_policy
@@ -67,14 +68,14 @@ def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfi
     cfg = load_config(REPO / "configs" / "devnet.toml")
     if exp.round_length_s is not None:  # a devnet's; the in-process swarm has no chain clock
         windows = cfg.ledger.model_copy(update={"round_length_s": exp.round_length_s})
-        cfg = _with(
+        cfg = with_sections(
             cfg,
             ledger={
                 "round_length_s": exp.round_length_s,
                 "unbonding_period_s": windows.least_unbonding_s(),
             },
         )
-    cfg = _with(
+    cfg = with_sections(
         cfg,
         sapo={
             "local_items": cell.local,
@@ -86,7 +87,7 @@ def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfi
         policy={"cache_dir": cache_dir},
         devnet={"nodes": exp.nodes},
     )
-    return _with(cfg, **exp.node) if exp.node else cfg
+    return with_sections(cfg, **exp.node) if exp.node else cfg
 
 
 def node_sections(cell: Cell, base: NodeConfig) -> Callable[[int], dict[str, dict]]:
@@ -121,7 +122,10 @@ def play_cell(
     base = base_config(exp, cell, cache_dir)
     sections = node_sections(cell, base)
     # build every starting policy before the clock starts
-    starts = [base_policy_path(_with(base, **sections(i)), seed_progress) for i in range(exp.nodes)]
+    starts = [
+        base_policy_path(with_sections(base, **sections(i)), seed_progress)
+        for i in range(exp.nodes)
+    ]
     if problem := mixed_families(starts):
         raise CellFailed(f"{cell.key}: {problem}")
     anvil = Anvil(
@@ -202,7 +206,7 @@ def held_out(
     a faster node played while the slowest finished: each checkpoint's step count is kept)."""
     catalog = load_catalog(base.tasks.catalog)
     tasks = evaluation_set(catalog, exp.eval_questions, exp.eval_set)
-    starts = [base_policy_path(_with(base, **sections(i))) for i in range(exp.nodes)]
+    starts = [base_policy_path(with_sections(base, **sections(i))) for i in range(exp.nodes)]
     tokens = base.policy.max_new_tokens
     first = greedy([load_policy(p) for p in starts], tasks, tokens)
     try:

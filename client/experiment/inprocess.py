@@ -33,11 +33,12 @@ from typing import Any
 
 import torch
 
+from client.config import with_sections
+from client.devnet.accounts import dev_account
 from client.experiment.cell import RECORD, base_config, node_sections, write_whole
 from client.experiment.config import Cell, ExperimentConfig
 from client.experiment.heldout import evaluation_set, greedy, held_out_record
 from client.node.assemble import base_policy_path, make_trainer
-from client.node.devnet import _with, dev_account
 from client.node.peerbook import PeerItem
 from client.node.rollouts import generate_local_round, make_batch, task_seed, verify_batch
 from client.node.training import Trainer, mix
@@ -198,7 +199,7 @@ def play_inprocess_cell(
     began = time.time()
     nodes, paths = [], []
     for i in range(exp.nodes):
-        cfg = _with(base, **sections(i))
+        cfg = with_sections(base, **sections(i))
         paths.append(path := base_policy_path(cfg, seed_progress))
         nodes.append(SimNode(i, cfg, catalog, chain_id, ledger, path))
     held_out = (

@@ -6,8 +6,6 @@ so `sapo node register` and the devnet's query commands start in a fraction of a
 
 from __future__ import annotations
 
-import contextlib
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,16 +14,13 @@ from client.chain import Ledger, connect
 from client.chain.keystore import load_account
 from client.config import NodeConfig
 from client.node.eventlog import EventLog
+from client.node.metadata import SEED_MODELS
 from client.store import open_store
 from client.tasks import check_against_ledger, load_catalog
 
 if TYPE_CHECKING:
     from client.node.node import Node
     from client.node.training import Trainer
-
-# [policy].model names that mean "the locally built seed policy": the default size, and the
-# test size that builds in seconds
-SEED_MODELS = ("seed", "seed-test")
 
 
 class NodeConfigError(Exception):
@@ -191,30 +186,3 @@ def make_trainer(cfg: NodeConfig, policy, optimizer, step: int, load_base) -> Tr
         reference=load_base() if cfg.train.kl_coef > 0 else None,
         steps=step,
     )
-
-
-MAX_METADATA_BYTES = 1024  # SwarmLedger.MAX_METADATA_BYTES
-
-
-def node_metadata(cfg: NodeConfig, store=None, peer: dict | None = None) -> str:
-    """Returns the compact JSON a node registers with: model, client version, and for an IPFS
-    store the daemon's peer id and (as many as fit) its addresses, so peers can connect
-    (`peer`: what the daemon's IpfsStore.peer() already said; else it is asked here)."""
-    from client import __version__
-    from client.store import IpfsStore, StoreError
-
-    data: dict = {"model": cfg.policy.model, "client": f"sapo-swarm/{__version__}"}
-    if cfg.policy.model in SEED_MODELS:
-        data["seed"] = cfg.policy.seed
-    data["store"] = cfg.store.backend
-    if peer is not None:  # a copy: trimmed below to fit
-        data["ipfs"] = {**peer, "addresses": list(peer.get("addresses") or [])}
-    elif isinstance(store, IpfsStore):
-        # registering does not need the store; without it the metadata just has no peer id
-        with contextlib.suppress(StoreError):
-            data["ipfs"] = store.peer()
-    text = json.dumps(data, separators=(",", ":"))
-    while len(text.encode()) > MAX_METADATA_BYTES and data.get("ipfs", {}).get("addresses"):
-        data["ipfs"]["addresses"].pop()
-        text = json.dumps(data, separators=(",", ":"))
-    return text

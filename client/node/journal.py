@@ -12,124 +12,24 @@ spent generating, training and checkpointing (the read model's busy share).
 Every write is one transaction, so a SIGKILL leaves the file as it was before or after it. Other
 processes (the TUI, `sapo devnet status`) read it concurrently through `Journal.read_only`.
 
-(Over 400 lines, on purpose: the schema and every write to it stay in one file, so that what one
-transaction covers is read in one place; the peer tables are in client.node.peerbook.)
+The schema, its version and the transaction API are client.node.journal_db; the peer tables'
+reads and writes are client.node.peerbook.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSION = 3  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+from client.node.journal_db import JournalDB
+from client.node.peerbook import PeerBook
 
 # A chain round moves forward through these; `missed` and `skipped` end it with a reason.
 PHASES = ("collecting", "sealed", "pinned", "confirmed")
 MISSED, SKIPPED = "missed", "skipped"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS rounds (
-    round INTEGER PRIMARY KEY,
-    phase TEXT NOT NULL,
-    reason TEXT,
-    batch BLOB,
-    digest TEXT,
-    cid TEXT,
-    claimed INTEGER,
-    signal INTEGER,  -- the batch's learning signal (client.credit): what the ledger pays by
-    rollouts INTEGER,
-    local_rounds INTEGER,
-    tx_hash TEXT,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS local_rounds (
-    round INTEGER NOT NULL,
-    k INTEGER NOT NULL,
-    part BLOB NOT NULL,
-    rollouts INTEGER NOT NULL,
-    score INTEGER NOT NULL,
-    started REAL NOT NULL,
-    finished REAL NOT NULL,
-    PRIMARY KEY (round, k)
-);
-CREATE TABLE IF NOT EXISTS outbox (
-    key TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    payload TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending',
-    tx_hash TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    error TEXT,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS peer_submissions (
-    round INTEGER NOT NULL,
-    node TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    rollouts INTEGER NOT NULL,
-    score INTEGER NOT NULL,
-    signal INTEGER NOT NULL,
-    PRIMARY KEY (round, node)
-);
-CREATE TABLE IF NOT EXISTS peer_batches (
-    round INTEGER NOT NULL,
-    node TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    verdict TEXT NOT NULL,
-    reason TEXT,
-    claimed INTEGER,
-    recomputed INTEGER,
-    claimed_signal INTEGER,
-    recomputed_signal INTEGER,
-    findings INTEGER,  -- what we found wrong (client.node.rollouts FINDINGS bits)
-    failures INTEGER NOT NULL DEFAULT 0,  -- fetches that found it unavailable, in a row
-    items TEXT,
-    fetched REAL NOT NULL,
-    source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who agreed with it)
-    PRIMARY KEY (round, node)
-);
-CREATE TABLE IF NOT EXISTS peer_attesters (  -- who agreed with a peer's batch: where else it is
-    round INTEGER NOT NULL,
-    node TEXT NOT NULL,
-    attester TEXT NOT NULL,
-    PRIMARY KEY (round, node, attester)
-);
-CREATE TABLE IF NOT EXISTS used_items (
-    round INTEGER NOT NULL,
-    node TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    PRIMARY KEY (round, node, idx)
-);
-CREATE TABLE IF NOT EXISTS metrics (
-    round INTEGER NOT NULL,
-    k INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (round, k)
-);
-CREATE TABLE IF NOT EXISTS spans (
-    started REAL NOT NULL,
-    ended REAL NOT NULL,
-    stage TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS spans_by_end ON spans (ended);
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
-
-
-class JournalVersionError(Exception):
-    """The journal was written by another version of the client."""
 
 
 @dataclass(frozen=True)
@@ -191,64 +91,27 @@ class Journal:
     """The journal of one node's data dir; safe to share between the node's threads."""
 
     def __init__(self, path: Path, *, read_only: bool = False):
-        self.path = Path(path)
-        if read_only:
-            if not self.path.is_file():
-                raise FileNotFoundError(f"no journal at {self.path}: has this node run here?")
-            uri = f"file:{self.path}?mode=ro"
-            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=5)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-        self._check_version(read_only)
-        self._lock = threading.Lock()
-        from client.node.peerbook import PeerBook
-
-        self.peers = PeerBook(self)
-
-    def _check_version(self, read_only: bool) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'")
-        if version == VERSION:
-            return
-        if version == 0 and tables.fetchone()[0] == 0 and not read_only:
-            self._db.executescript(SCHEMA)
-            self._db.execute(f"PRAGMA user_version = {VERSION}")
-            return
-        raise JournalVersionError(
-            f"{self.path} was written by another version of sapo-swarm (journal version "
-            f"{version}, this client writes {VERSION}); move it aside to start a fresh journal "
-            "(the checkpoint beside it is kept)"
-        )
+        self.db = JournalDB(path, read_only=read_only)
+        self.path = self.db.path
+        self.peers = PeerBook(self.db)
 
     @classmethod
     def read_only(cls, path: Path) -> Journal:
         return cls(path, read_only=True)
 
     def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._db:  # commits on success, rolls back on an exception
-            yield self._db
-
-    def _all(self, sql: str, *args: Any) -> list[tuple]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        self.db.close()
 
     # ------------------------------------------------------------------------- chain rounds
 
     def round(self, round_: int) -> RoundRecord | None:
-        rows = self._all("SELECT * FROM rounds WHERE round = ?", round_)
+        rows = self.db.all("SELECT * FROM rounds WHERE round = ?", round_)
         return RoundRecord(*rows[0]) if rows else None
 
     def rounds(self, last: int | None = None, *, first: int = 0) -> list[RoundRecord]:
         """Returns the recorded chain rounds from `first`, oldest first (only the `last` ones
         when given), without their batch bytes (`round(r)` has them)."""
-        rows = self._all(
+        rows = self.db.all(
             "SELECT round, phase, reason, NULL, digest, cid, claimed, signal, rollouts, "
             "local_rounds, tx_hash, updated FROM rounds WHERE round >= ? "
             "ORDER BY round DESC LIMIT ?",
@@ -259,18 +122,18 @@ class Journal:
 
     def local_round_counts(self, first: int) -> dict[int, int]:
         """Returns chain round -> local rounds started in it (published or not), from `first`."""
-        rows = self._all(
+        rows = self.db.all(
             "SELECT round, COUNT(*) FROM metrics WHERE round >= ? GROUP BY round", first
         )
         return dict(rows)
 
     def collecting(self) -> list[int]:
         """Returns the chain rounds whose batch is still open, oldest first."""
-        return [r for (r,) in self._all("SELECT round FROM rounds WHERE phase = 'collecting'")]
+        return [r for (r,) in self.db.all("SELECT round FROM rounds WHERE phase = 'collecting'")]
 
     def add_local_round(self, rec: LocalRoundRecord) -> None:
         """Records a finished local round in its chain round's open batch."""
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "INSERT OR IGNORE INTO rounds (round, phase, updated) VALUES (?, 'collecting', ?)",
                 (rec.round, time.time()),
@@ -281,13 +144,13 @@ class Journal:
             )
 
     def local_rounds(self, round_: int) -> list[LocalRoundRecord]:
-        rows = self._all("SELECT * FROM local_rounds WHERE round = ? ORDER BY k", round_)
+        rows = self.db.all("SELECT * FROM local_rounds WHERE round = ? ORDER BY k", round_)
         return [LocalRoundRecord(*r) for r in rows]
 
     def next_k(self, round_: int) -> int:
         """Returns the number of the next local round of a chain round (after every one it
         journaled, published or not)."""
-        rows = self._all(
+        rows = self.db.all(
             "SELECT MAX(k) FROM (SELECT k FROM local_rounds WHERE round = ? "
             "UNION SELECT k FROM metrics WHERE round = ?)",
             round_,
@@ -297,7 +160,7 @@ class Journal:
 
     def open_batch(self, round_: int) -> tuple[int, int]:
         """Returns (local rounds, bytes of their parts) a chain round's open batch holds."""
-        rows = self._all(
+        rows = self.db.all(
             "SELECT COUNT(*), COALESCE(SUM(LENGTH(part)), 0) FROM local_rounds WHERE round = ?",
             round_,
         )
@@ -315,7 +178,7 @@ class Journal:
     ) -> None:
         """Closes a chain round's batch and queues its pin and submission, in one transaction."""
         now = time.time()
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "INSERT INTO rounds (round, phase, batch, digest, claimed, signal, rollouts, "
                 "local_rounds, updated) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?, ?) ON "
@@ -341,7 +204,7 @@ class Journal:
         if phase not in PHASES:
             raise ValueError(f"unknown phase {phase!r}")
         record = self.round(round_)
-        with self._tx() as db:
+        with self.db.tx() as db:
             if record is None:
                 db.execute(
                     "INSERT INTO rounds (round, phase, updated) VALUES (?, ?, ?)",
@@ -362,7 +225,7 @@ class Journal:
     def end(self, round_: int, phase: str, reason: str) -> None:
         """Marks a round missed or skipped with the reason (the first reason is kept)."""
         assert phase in (MISSED, SKIPPED)
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "INSERT INTO rounds (round, phase, reason, updated) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(round) DO UPDATE SET phase = excluded.phase, "
@@ -372,7 +235,7 @@ class Journal:
 
     def confirmed_rounds(self) -> list[int]:
         """Returns the rounds whose submission is on chain."""
-        rows = self._all(
+        rows = self.db.all(
             "SELECT round FROM outbox WHERE kind = 'submit' AND status = 'done' ORDER BY round"
         )
         return [r for (r,) in rows]
@@ -382,7 +245,7 @@ class Journal:
     def enqueue(self, key: str, kind: str, round_: int, payload: dict[str, Any]) -> bool:
         """Adds an outbox entry unless one with this key exists; returns whether it was new."""
         now = time.time()
-        with self._tx() as db:
+        with self.db.tx() as db:
             cursor = db.execute(
                 "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -391,7 +254,7 @@ class Journal:
             return cursor.rowcount == 1
 
     def pending(self, kind: str | None = None) -> list[OutboxEntry]:
-        rows = self._all(
+        rows = self.db.all(
             f"{_OUTBOX} WHERE status = 'pending' AND (? IS NULL OR kind = ?) ORDER BY created",
             kind,
             kind,
@@ -399,23 +262,23 @@ class Journal:
         return [_entry(r) for r in rows]
 
     def outbox(self, key: str) -> OutboxEntry | None:
-        rows = self._all(f"{_OUTBOX} WHERE key = ?", key)
+        rows = self.db.all(f"{_OUTBOX} WHERE key = ?", key)
         return _entry(rows[0]) if rows else None
 
     def outbox_entries(self, kind: str | None = None) -> list[OutboxEntry]:
-        rows = self._all(f"{_OUTBOX} WHERE (? IS NULL OR kind = ?) ORDER BY created", kind, kind)
+        rows = self.db.all(f"{_OUTBOX} WHERE (? IS NULL OR kind = ?) ORDER BY created", kind, kind)
         return [_entry(r) for r in rows]
 
     def attempted(self, key: str, error: str) -> None:
         """Counts a failed attempt of a pending entry and keeps why."""
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "UPDATE outbox SET attempts = attempts + 1, error = ?, updated = ? WHERE key = ?",
                 (error[:500], time.time(), key),
             )
 
     def done(self, key: str, tx_hash: str | None = None) -> None:
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "UPDATE outbox SET status = 'done', tx_hash = COALESCE(?, tx_hash), error = NULL, "
                 "updated = ? WHERE key = ?",
@@ -423,7 +286,7 @@ class Journal:
             )
 
     def dropped(self, key: str, reason: str) -> None:
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "UPDATE outbox SET status = 'dropped', error = ?, updated = ? WHERE key = ?",
                 (reason[:500], time.time(), key),
@@ -432,7 +295,7 @@ class Journal:
     # ------------------------------------------------------------------- metrics and spans
 
     def metrics(self, round_: int, k: int, data: dict[str, Any]) -> None:
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO metrics (round, k, data) VALUES (?, ?, ?)",
                 (round_, k, json.dumps(data, sort_keys=True)),
@@ -443,7 +306,7 @@ class Journal:
     ) -> list[tuple[int, int, dict[str, Any]]]:
         """Returns (round, k, metrics) of the local rounds from chain round `first` (the `last`
         ones), oldest first."""
-        rows = self._all(
+        rows = self.db.all(
             "SELECT round, k, data FROM metrics WHERE round >= ? ORDER BY round DESC, k DESC "
             "LIMIT ?",
             first,
@@ -453,15 +316,15 @@ class Journal:
 
     def span(self, stage: str, started: float, ended: float) -> None:
         """Records that the compute stage spent started..ended on `stage`."""
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute("INSERT INTO spans VALUES (?, ?, ?)", (started, ended, stage))
 
     def spans(self, since: float) -> list[tuple[float, float, str]]:
         """Returns the spans that end after `since`, oldest first."""
-        return self._all(
+        return self.db.all(
             "SELECT started, ended, stage FROM spans WHERE ended > ? ORDER BY started", since
         )
 
     def prune_spans(self, before: float) -> None:
-        with self._tx() as db:
+        with self.db.tx() as db:
             db.execute("DELETE FROM spans WHERE ended < ?", (before,))

@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from client.node.journal import Journal
+from client.node.journal_db import JournalDB
 
 # Verdicts of a fetched peer batch.
 VERIFIED, BAD, UNAVAILABLE = "verified", "bad", "unavailable"
@@ -48,8 +47,8 @@ class PeerItem:
 class PeerBook:
     """The peer tables of a journal (every write one transaction of the journal's)."""
 
-    def __init__(self, journal: Journal):
-        self._journal = journal
+    def __init__(self, db: JournalDB):
+        self._db = db
 
     def discovered(
         self,
@@ -59,7 +58,7 @@ class PeerBook:
     ) -> None:
         """Records peers' submissions, who agreed with which batch (round, node, attester), and
         where the event scan goes on, in one transaction."""
-        with self._journal._tx() as db:
+        with self._db.tx() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?, ?)",
                 [(s.round, s.node, s.digest, s.rollouts, s.score, s.signal) for s in subs],
@@ -69,18 +68,18 @@ class PeerBook:
 
     def event_cursor(self) -> int | None:
         """Returns the block the event scan goes on from (None: scan from deployment)."""
-        rows = self._journal._all("SELECT value FROM meta WHERE key = 'event_cursor'")
+        rows = self._db.all("SELECT value FROM meta WHERE key = 'event_cursor'")
         return int(rows[0][0]) if rows else None
 
     def peer_submissions(self, first_round: int) -> list[PeerSubmission]:
-        rows = self._journal._all(
+        rows = self._db.all(
             "SELECT * FROM peer_submissions WHERE round >= ? ORDER BY round, node", first_round
         )
         return [PeerSubmission(*r) for r in rows]
 
     def attesters(self, round_: int, node: str) -> list[str]:
         """Returns who agreed with a node's batch of a round (they fetched it: it may be there)."""
-        rows = self._journal._all(
+        rows = self._db.all(
             "SELECT attester FROM peer_attesters WHERE round = ? AND node = ? ORDER BY attester",
             round_,
             node,
@@ -90,7 +89,7 @@ class PeerBook:
     def vote_basis(self, round_: int, node: str) -> dict[str, Any] | None:
         """What a checker's vote on a peer batch rests on: its verdict, our recomputed score and
         signal, the findings bits and how many fetches in a row found it unavailable."""
-        rows = self._journal._all(
+        rows = self._db.all(
             "SELECT verdict, recomputed, recomputed_signal, findings, failures FROM peer_batches "
             "WHERE round = ? AND node = ?",
             round_,
@@ -101,7 +100,7 @@ class PeerBook:
 
     def peer_verdict(self, round_: int, node: str) -> str | None:
         """Returns the verdict recorded for a peer's batch of a round, or None."""
-        rows = self._journal._all(
+        rows = self._db.all(
             "SELECT verdict FROM peer_batches WHERE round = ? AND node = ?", round_, node
         )
         return rows[0][0] if rows else None
@@ -124,7 +123,7 @@ class PeerBook:
     ) -> None:
         """Records a fetched peer batch, its verdict (an unavailable one may be retried; its
         failures in a row are counted) and whose node gave it."""
-        with self._journal._tx() as db:
+        with self._db.tx() as db:
             failures = 0
             if verdict == UNAVAILABLE:
                 row = db.execute(
@@ -158,7 +157,7 @@ class PeerBook:
     def peer_verdicts(self, since_round: int = 0) -> list[dict[str, Any]]:
         """Returns every fetched peer batch's verdict, how many of its items we used, and whose
         node gave it."""
-        rows = self._journal._all(
+        rows = self._db.all(
             "SELECT b.round, b.node, b.digest, b.verdict, b.reason, b.claimed, b.recomputed, "
             "b.claimed_signal, b.recomputed_signal, b.findings, b.failures, "
             "(SELECT COUNT(*) FROM used_items u WHERE u.round = b.round AND u.node = b.node), "
@@ -184,7 +183,7 @@ class PeerBook:
 
     def verified_batches(self, first_round: int, last_round: int) -> list[tuple[int, str]]:
         """Returns (round, node) of the verified peer batches of rounds first..last."""
-        return self._journal._all(
+        return self._db.all(
             "SELECT round, node FROM peer_batches WHERE verdict = ? AND round BETWEEN ? AND ? "
             "ORDER BY round, node",
             VERIFIED,
@@ -194,7 +193,7 @@ class PeerBook:
 
     def batch_items(self, round_: int, node: str) -> list[PeerItem]:
         """Returns every item of one verified peer batch, used or not."""
-        rows = self._journal._all(
+        rows = self._db.all(
             "SELECT items FROM peer_batches WHERE round = ? AND node = ? AND verdict = ?",
             round_,
             node,
@@ -208,12 +207,10 @@ class PeerBook:
 
     def used_keys(self, first_round: int) -> set[tuple[int, str, int]]:
         """Returns the peer items of rounds from `first_round` trained on already."""
-        rows = self._journal._all(
-            "SELECT round, node, idx FROM used_items WHERE round >= ?", first_round
-        )
+        rows = self._db.all("SELECT round, node, idx FROM used_items WHERE round >= ?", first_round)
         return {(r, n, i) for r, n, i in rows}
 
     def used(self, keys: list[tuple[int, str, int]]) -> None:
         """Records peer items as trained on (a restart will not use them again)."""
-        with self._journal._tx() as db:
+        with self._db.tx() as db:
             db.executemany("INSERT OR IGNORE INTO used_items VALUES (?, ?, ?)", keys)

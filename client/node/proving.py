@@ -31,9 +31,9 @@ from pathlib import Path
 import torch
 
 from client.policy import Policy, PolicyError
-from client.policy.generate import Stopping
 from client.policy.policy import parse_tokenizer_label, tokenizer_fingerprint
 from client.policy.proof import EPS, check_draws
+from client.policy.sampling import Stopping
 from client.policy.weights import load_weights, parameter_count, weights_bytes
 from client.store.batch import RolloutBatch
 from client.store.weights import WeightsError, weights_id

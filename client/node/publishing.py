@@ -29,10 +29,11 @@ from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import MISSED, OutboxEntry
+from client.node.metadata import node_metadata
 from client.node.proving import Snapshots, opened
 from client.node.rollouts import make_batch
 from client.node.services import Services, Stage
-from client.store import BlockStore, LocalRound, Sampling, StoreError
+from client.store import BlockStore, IpfsStore, LocalRound, Sampling, StoreError
 from client.store.batch import BatchLimits, decode_batch
 from client.store.weights import put_weights
 from client.tasks import Catalog
@@ -366,9 +367,6 @@ class Publisher(Stage):
         """Once a chain round: writes our metadata on chain when what peers need to reach our
         IPFS node changed. A daemon that cannot be asked leaves the metadata as it is (its
         addresses may still be right); a chain error retries next round."""
-        from client.node.assemble import node_metadata
-        from client.store import IpfsStore
-
         current = self.current_round()
         if current == self._metadata_round or not isinstance(self.store, IpfsStore):
             return

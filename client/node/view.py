@@ -16,202 +16,32 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
 
-from client.units import round_at
-
-if TYPE_CHECKING:
-    from client.config import NodeConfig
+from client.chain import ChainError, Ledger, connect
+from client.config import NodeConfig
+from client.node.eventlog import Event
+from client.node.snapshot import (
+    Activity,
+    Health,
+    RoundPoint,
+    Snapshot,
+    training_of,
+)
+from client.node.view_events import EventTail, activity_of
+from client.node.view_journal import NodeView
+from client.node.view_ledger import LedgerView
+from client.store import StoreError, open_store
 
 ACTIVITY_ROWS = 500
 HISTORY_ROUNDS = 60
 TIMEOUT_S = 3.0  # the watcher's own RPC and store calls: a red badge soon, not a frozen one
 
 
-def short(address: str) -> str:
-    """0x70997970…79C8: enough to tell nodes apart on a screen."""
-    return f"{address[:10]}…{address[-4:]}" if len(address) > 16 else address
-
-
-@dataclass(frozen=True)
-class Health:
-    """Whether a part (chain, store) answered at the last try; `as_of` is the last good answer."""
-
-    ok: bool | None = None  # None: not tried yet
-    as_of: float | None = None
-    detail: str = ""
-
-    def age(self, now: float | None = None) -> float | None:
-        return None if self.as_of is None else max(0.0, (now or time.time()) - self.as_of)
-
-
-@dataclass(frozen=True)
-class Account:
-    """Our node's money on the ledger (wei) and what it may claim now."""
-
-    address: str
-    registered: bool
-    balance: int
-    active_stake: int
-    unbonding: int
-    unbonding_end: int
-    total_paid: int
-    claimable: int
-    claimable_rounds: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class PeerRow:
-    """One registered node as the peers table shows it."""
-
-    address: str
-    model: str
-    stake: int  # active stake, wei
-    last_round: int | None  # last round it submitted
-    submissions: int
-    credited: int  # learning signal credited over all its submissions (SCORE_SCALE units)
-    used: int  # its items we trained on
-    agreed: int  # our attestations of it that agreed with its claim
-    disputed: int  # ... that disagreed (our verifier gave another score or signal)
-    bad: int  # its batches that failed verification (we attested 0)
-    unavailable: int  # its batches we could not fetch
-    me: bool = False
-
-
-@dataclass(frozen=True)
-class RoundPoint:
-    """One chain round of ours: verifier rewards (0-1), the learning signal we claimed and what
-    the ledger credited (SCORE_SCALE units), and our checkers' votes."""
-
-    round: int
-    reward_local: float | None = None
-    reward_external: float | None = None
-    claimed: int | None = None  # learning signal claimed on chain
-    credited: int | None = None
-    local_rounds: int | None = None
-    votes: tuple[int, int, int] = (0, 0, 0)  # checkers: agreeing, disputing, unavailable
-
-
-@dataclass(frozen=True)
-class Payout:
-    round: int  # the round in which the claim was mined
-    amount: int  # wei
-
-
-@dataclass(frozen=True)
-class Activity:
-    """One line of the activity log."""
-
-    time: float
-    kind: str  # submission, attestation, received, dispute, slash, claim, action, error, ...
-    text: str
-    round: int | None = None
-    level: str = "info"  # info, warning, error
-
-
-@dataclass(frozen=True)
-class Training:
-    """A local round's training numbers (the node's journal metrics row)."""
-
-    round: int
-    k: int
-    step: int
-    loss: float | None
-    clip_fraction: float | None
-    grad_norm: float | None
-    reward_local: float | None
-    reward_external: float | None
-    local_items: int
-    external_items: int
-    external_eligible: int
-    external_shortfall: int
-    tokens: int
-    train_seconds: float | None
-
-    @property
-    def tokens_per_s(self) -> float | None:
-        return self.tokens / self.train_seconds if self.train_seconds else None
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything the screens show, at `taken_at`."""
-
-    taken_at: float
-    mode: str  # "live" (the node runs in this process) or "attached" (read-only)
-    address: str
-    data_dir: str
-    ledger: str = ""
-    round_length: int | None = None
-    genesis: int | None = None
-    challenge_rounds: int | None = None
-    submit_rounds: int | None = None
-    unbonding_period: int | None = None
-    min_stake: int | None = None
-    quorum: int | None = None  # agreeing drawn checkers a batch needs before it earns
-    phase: str = "starting"
-    paused: bool = False
-    node_running: bool = False
-    chain: Health = Health()
-    store: Health = Health()
-    account: Account | None = None
-    reward_pool: int | None = None
-    peers: tuple[PeerRow, ...] = ()
-    rounds: tuple[RoundPoint, ...] = ()
-    payouts: tuple[Payout, ...] = ()
-    activity: tuple[Activity, ...] = ()  # the last lines, oldest first
-    activity_total: int = 0  # lines ever logged (the widget appends the ones it has not seen)
-    training: Training | None = None
-    history: tuple[Training, ...] = field(default=())  # the last local rounds, oldest first
-    busy_share: float | None = None  # over the last 10 chain rounds: generating or training
-    blocked_share: float | None = None  # ... waiting on chain or IPFS with work to do
-    local_rounds_per_round: float | None = None
-
-    @property
-    def round(self) -> int | None:
-        """The current round on the local clock (the ledger's formula), once params are known."""
-        if self.genesis is None or not self.round_length:
-            return None
-        return round_at(self.taken_at, self.genesis, self.round_length)
-
-    @property
-    def round_progress(self) -> float:
-        """How far the current round is, 0-1."""
-        if self.genesis is None or not self.round_length:
-            return 0.0
-        return ((self.taken_at - self.genesis) % self.round_length) / self.round_length
-
-
-def training_of(round_: int, k: int, m: dict[str, Any]) -> Training:
-    return Training(
-        round=round_,
-        k=k,
-        step=int(m.get("step") or 0),
-        loss=m.get("loss"),
-        clip_fraction=m.get("clip_fraction"),
-        grad_norm=m.get("grad_norm"),
-        reward_local=m.get("reward_local"),
-        reward_external=m.get("reward_external"),
-        local_items=int(m.get("local_items") or 0),
-        external_items=int(m.get("external_items") or 0),
-        external_eligible=int(m.get("external_eligible") or 0),
-        external_shortfall=int(m.get("external_shortfall") or 0),
-        tokens=int(m.get("tokens") or 0),
-        train_seconds=m.get("seconds"),
-    )
-
-
 class Watcher:
     """Builds snapshots of the node whose config is `cfg` and whose address is `address`."""
 
     def __init__(self, cfg: NodeConfig, address: str, *, mode: str = "attached"):
-        from client.chain import Ledger, connect
-        from client.node.view_events import EventTail
-        from client.node.view_journal import NodeView
-        from client.node.view_ledger import LedgerView
-        from client.store import open_store
-
         self.cfg = cfg
         self.address = address
         self.mode = mode
@@ -250,9 +80,6 @@ class Watcher:
 
     def snapshot(self, *, phase: str | None = None, paused: bool = False, running: bool = False):
         """Returns a fresh snapshot; parts that do not answer keep their last values."""
-        from client.node.eventlog import Event
-        from client.node.view_events import activity_of
-
         now = time.time()
         for event in self.tail.read():
             if event["kind"] == Event.NODE_PHASE:
@@ -272,8 +99,6 @@ class Watcher:
         return snap
 
     def _chain(self, snap: Snapshot, now: float) -> Snapshot:
-        from client.chain import ChainError
-
         try:
             params = self.ledger.params()
             for line in self.view.refresh():
@@ -298,8 +123,6 @@ class Watcher:
         )
 
     def _store(self, snap: Snapshot, now: float) -> Snapshot:
-        from client.store import StoreError
-
         try:
             self.store.ping()
         except StoreError as exc:

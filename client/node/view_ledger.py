@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from client.chain import Ledger
 from client.chain.events import EventCursor, EventReader, LedgerEvent
 from client.chain.models import NodeInfo
-from client.node.view import Account, Activity, Payout, PeerRow, short
+from client.node.snapshot import Account, Activity, Payout, PeerRow, short
 from client.units import SCORE_SCALE
 
 _STAKE_EVENTS = {"Registered", "StakeAdded", "UnstakeRequested", "Withdrawn", "Slashed"}

@@ -10,80 +10,24 @@ draws.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from typing import Protocol
-
 import torch
 
 from client.policy.policy import Policy
-
-STOP = "</answer>"
-
-
-@dataclass(frozen=True)
-class Completions:
-    texts: list[list[str]]  # per prompt, n completions
-    new_tokens: int  # tokens generated (padding excluded)
-    token_ids: list[list[list[int]]] | None = None  # per prompt, n completions' sampled ids
-    # per prompt, n completions' per-token log-probs at temperature 1 (backends that report them)
-    logprobs: list[list[list[float]]] | None = None
-
-
-class Stopping:
-    """Where a completion ends: at EOS or at `</answer>` (one token in the seed tokenizer; for
-    other tokenizers, its decoded string), or at `max_new_tokens`. The sampler stops by it, and a
-    checker holds a batch's token ids to it (a completion cut short is not the draw)."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-        stop_ids = tokenizer.encode(STOP, add_special_tokens=False)
-        self.ids = [tokenizer.eos_token_id] + (stop_ids if len(stop_ids) == 1 else [])
-        self.text = None if len(stop_ids) == 1 else STOP
-        self.tail = len(stop_ids) + 2  # tokens to decode when looking for the stop string
-
-    def stops(self, ids: list[int]) -> bool:
-        """Whether a completion whose tokens so far are `ids` ends after the last one."""
-        return ids[-1] in self.ids or (
-            self.text is not None and self.text in self.tokenizer.decode(ids[-self.tail :])
-        )
-
-    def problem(self, ids: list[int], max_new_tokens: int) -> str | None:
-        """Why `ids` cannot be a whole completion (None when they can): longer than the limit,
-        going on past a stop, or ending before the limit without one."""
-        if len(ids) > max_new_tokens:
-            return f"{len(ids)} tokens, over max_new_tokens {max_new_tokens}"
-        for t in range(len(ids) - 1):
-            if self.stops(ids[: t + 1]):
-                return f"goes on after a stop at token {t}"
-        if len(ids) < max_new_tokens and not self.stops(ids):
-            return f"ends at token {len(ids)} with no stop, before max_new_tokens {max_new_tokens}"
-        return None
-
-    def text_of(self, ids: list[int]) -> str:
-        """The completion's text, as the sampler decodes it (no pad or EOS)."""
-        tok = self.tokenizer
-        return tok.decode([t for t in ids if t not in (tok.pad_token_id, tok.eos_token_id)])
-
-
-class GenerationBackend(Protocol):
-    def generate(
-        self,
-        prompts: list[str],
-        n: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int,
-    ) -> Completions: ...
-
-    def close(self) -> None: ...
+from client.policy.sampling import (
+    Completions,
+    Draws,
+    GenerationBackend,
+    Stopping,
+    pick,
+)
 
 
 def make_backend(name: str, policy: Policy) -> GenerationBackend:
     """The generation backend `[policy].backend` names, on `policy` (vllm: starts its engine;
     PolicyError naming the install command where vLLM is not installed)."""
     if name == "vllm":
+        # lazily: importing the vLLM backend imports vLLM (seconds), which a transformers node
+        # never needs
         from client.policy.vllm_backend import VllmBackend
 
         return VllmBackend(policy)
@@ -185,48 +129,3 @@ class TransformersBackend:
             )
             logits = out.logits[:, -1]
         return rows
-
-
-class Draws:
-    """The sampling randomness of one `generate` call, as anyone holding its seed can derive it:
-    row r's token at step t is drawn with u = sha256(domain, seed, r, t) / 2^64 in [0, 1). Rows
-    count completions across the call, prompt-major (prompt i's completion j is row i * n + j),
-    so a checker re-derives any completion's draws from the seed, the prompt's index and j."""
-
-    DOMAIN = b"sapo.sample/1"
-
-    def __init__(self, seed: int, first_row: int = 0):
-        self.key = self.DOMAIN + int(seed).to_bytes(8, "big", signed=False)
-        self.first_row = first_row
-
-    def uniform(self, row: int, step: int) -> float:
-        digest = hashlib.sha256(
-            self.key + (self.first_row + row).to_bytes(4, "big") + step.to_bytes(4, "big")
-        ).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64
-
-    def uniforms(self, rows: list[int], step: int) -> list[float]:
-        return [self.uniform(row, step) for row in rows]
-
-
-def distribution(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
-    """The sampling distribution of each row (b, V), in float64: softmax at `temperature`,
-    restricted to the top-p nucleus (the most likely token always kept), renormalised."""
-    probs = torch.softmax(logits.double() / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p
-        sorted_probs = sorted_probs.masked_fill(outside, 0.0)
-        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-    return probs / probs.sum(-1, keepdim=True)
-
-
-def pick(logits: torch.Tensor, temperature: float, top_p: float, u: list[float]) -> torch.Tensor:
-    """Next tokens (b,): argmax at temperature 0, else each row's draw by inverse CDF: the first
-    token id (in id order) whose cumulative probability exceeds the row's u."""
-    if temperature <= 0:
-        return logits.argmax(-1)
-    cdf = distribution(logits, temperature, top_p).cumsum(-1)
-    draws = torch.tensor(u, dtype=cdf.dtype, device=cdf.device)[:, None]
-    index = torch.searchsorted(cdf, draws, right=True).squeeze(-1)
-    return index.clamp(max=cdf.shape[-1] - 1)

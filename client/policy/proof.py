@@ -1,7 +1,7 @@
 """Proof of generation's core (docs/credit.md): checking that one completion is the seeded draw of a
 model. `check_draws` teacher-forces the prompt and the completion's token ids through the
 model once, recompute each position's sampling distribution, and test that the draw u the seed
-gives that position (client.policy.generate.Draws) falls in the cumulative-probability interval of
+gives that position (client.policy.sampling.Draws) falls in the cumulative-probability interval of
 the token the completion has. A completion sampled by `TransformersBackend` from these weights
 with this seed passes up to numerics (`eps`); text written by hand or by another model fails at
 its first token that is not the draw.
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from client.policy.generate import Draws, distribution
 from client.policy.policy import Policy
+from client.policy.sampling import Draws, distribution
 
 # numeric tolerance of a draw against its interval's edges. float32 interval edges computed on
 # two CPUs agreed exactly and on a CPU and an H100 within 1.5e-6 (docs/results/numerics:

@@ -11,7 +11,7 @@ interface and its draws, so that a checker proves a vLLM node's batch as it prov
   its model in place (`SapoWorker.sapo_load_weights`, a worker extension calling vLLM's in-place
   reload, as TRL's colocate mode loads its trainer's weights), then forgets its prefix cache (KV
   computed by the old weights).
-- **The draws are the protocol's** (client.policy.generate.Draws): a logits processor
+- **The draws are the protocol's** (client.policy.sampling.Draws): a logits processor
   (`SeededDraws`) sees each sequence's raw logits before vLLM's own sampling, takes the draw the
   call's seed gives that row and step by inverse CDF at the batch's temperature and top-p (the
   same `pick` the transformers backend uses), and leaves vLLM only that token to sample. A
@@ -37,8 +37,8 @@ from pathlib import Path
 import torch
 
 from client.pids import pid_alive
-from client.policy.generate import STOP, Completions, Draws, Stopping, pick
 from client.policy.policy import Policy, PolicyError
+from client.policy.sampling import STOP, Completions, Draws, Stopping, pick
 
 OWNER_ENV = "SAPO_VLLM_OWNER"  # the pid of the process whose backend started the engine
 SCRATCH_ENV = "SAPO_VLLM_SCRATCH"  # that backend's scratch directory (the engine's model copy)

@@ -250,11 +250,11 @@ def decode_batch(data: bytes, limits: BatchLimits | None = None) -> RolloutBatch
     if not isinstance(document, dict):
         raise MalformedBatch(f"a batch is a JSON object, got {type(document).__name__}")
     if document.get("schema") != SCHEMA:
-        raise UnsupportedSchema(document.get("schema"))
+        raise UnsupportedSchema(document.get("schema"), SCHEMA)
     try:
         batch = RolloutBatch.model_validate(document)
     except ValidationError as exc:
-        raise SchemaMismatch([_problem(e) for e in exc.errors()]) from None
+        raise SchemaMismatch([_problem(e) for e in exc.errors()], SCHEMA) from None
     except RecursionError:
         raise MalformedBatch("JSON nested too deeply") from None
     _check_limits(batch, limits)
@@ -326,7 +326,7 @@ def _check_limits(batch: RolloutBatch, limits: BatchLimits) -> None:
                     f"{where}.completions: over {limits.max_completion_chars} characters"
                 )
     if problems:
-        raise SchemaMismatch(problems)
+        raise SchemaMismatch(problems, SCHEMA)
 
 
 def check_record(

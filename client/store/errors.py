@@ -22,25 +22,23 @@ class MalformedBatch(StoreError):
 
 
 class SchemaMismatch(StoreError):
-    """The JSON does not fit the batch schema; `problems` names each field."""
+    """The JSON does not fit the batch schema `expected`; `problems` names each field."""
 
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        from client.store.batch import SCHEMA
-
-        super().__init__(f"batch does not fit {SCHEMA}: " + "; ".join(problems[:10]))
+    def __init__(self, problems: list[str], expected: str):
+        self.problems, self.expected = problems, expected
+        super().__init__(f"batch does not fit {expected}: " + "; ".join(problems[:10]))
 
 
 class UnsupportedSchema(StoreError):
-    def __init__(self, version: object):
-        self.version = version
+    """A document of another schema than `expected` (the one this client reads), or of none."""
+
+    def __init__(self, version: object, expected: str):
+        self.version, self.expected = version, expected
         if version is None:
             text = "no schema field: a JSON document, but not a rollout batch"
         else:
-            from client.store.batch import SCHEMA
-
             text = (
-                f"batch schema {version!r} is not {SCHEMA}, the one this client reads "
+                f"batch schema {version!r} is not {expected}, the one this client reads "
                 "(another version of sapo-swarm may read it)"
             )
         super().__init__(text)

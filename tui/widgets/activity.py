@@ -8,7 +8,7 @@ import datetime as dt
 from rich.text import Text
 from textual.widgets import RichLog
 
-from client.node.view import Snapshot
+from client.node.snapshot import Snapshot
 
 STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 KIND_STYLES = {

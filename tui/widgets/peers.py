@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from client.node.view import PeerRow
+from client.node.snapshot import PeerRow
 from tui.format import format_ether, format_score, short
 
 # (column key, header, sort key)

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual_plotext import PlotextPlot
 
-from client.node.view import Snapshot
+from client.node.snapshot import Snapshot
 
 
 class RewardCharts(Vertical):

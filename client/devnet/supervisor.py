@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from client.config import NodeConfig
+from client.config.roles import HONEST, partners
 from client.devnet import Anvil, IpfsDaemon, registry
 from client.devnet.netns import NetnsLayout
 from client.devnet.netns import check as netns_check
@@ -32,10 +33,9 @@ from client.devnet.process import (
     start_together,
     stop_together,
 )
-from client.devnet.roles import HONEST, partners
+from client.devnet.provision import adversary_process, node_process, provision
 from client.devnet.state import STATE, SUPERVISOR_PID, write_state
 from client.node.assemble import base_policy_path, seed_spec
-from client.node.devnet import adversary_process, node_process, provision
 
 
 def node_host(index: int) -> str:

@@ -1,0 +1,161 @@
+"""The journal's SQLite database: its schema and version, opening it (WAL, or read-only for
+another process), and the one transaction API that client.node.journal and
+client.node.peerbook write through: `tx()` commits on success and rolls back on an exception, so
+a SIGKILL leaves the file as it was before or after each write.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+VERSION = 3  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS rounds (
+    round INTEGER PRIMARY KEY,
+    phase TEXT NOT NULL,
+    reason TEXT,
+    batch BLOB,
+    digest TEXT,
+    cid TEXT,
+    claimed INTEGER,
+    signal INTEGER,  -- the batch's learning signal (client.credit): what the ledger pays by
+    rollouts INTEGER,
+    local_rounds INTEGER,
+    tx_hash TEXT,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS local_rounds (
+    round INTEGER NOT NULL,
+    k INTEGER NOT NULL,
+    part BLOB NOT NULL,
+    rollouts INTEGER NOT NULL,
+    score INTEGER NOT NULL,
+    started REAL NOT NULL,
+    finished REAL NOT NULL,
+    PRIMARY KEY (round, k)
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    tx_hash TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS peer_submissions (
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    rollouts INTEGER NOT NULL,
+    score INTEGER NOT NULL,
+    signal INTEGER NOT NULL,
+    PRIMARY KEY (round, node)
+);
+CREATE TABLE IF NOT EXISTS peer_batches (
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    reason TEXT,
+    claimed INTEGER,
+    recomputed INTEGER,
+    claimed_signal INTEGER,
+    recomputed_signal INTEGER,
+    findings INTEGER,  -- what we found wrong (client.node.rollouts FINDINGS bits)
+    failures INTEGER NOT NULL DEFAULT 0,  -- fetches that found it unavailable, in a row
+    items TEXT,
+    fetched REAL NOT NULL,
+    source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who agreed with it)
+    PRIMARY KEY (round, node)
+);
+CREATE TABLE IF NOT EXISTS peer_attesters (  -- who agreed with a peer's batch: where else it is
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    attester TEXT NOT NULL,
+    PRIMARY KEY (round, node, attester)
+);
+CREATE TABLE IF NOT EXISTS used_items (
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    PRIMARY KEY (round, node, idx)
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    round INTEGER NOT NULL,
+    k INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (round, k)
+);
+CREATE TABLE IF NOT EXISTS spans (
+    started REAL NOT NULL,
+    ended REAL NOT NULL,
+    stage TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spans_by_end ON spans (ended);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+class JournalVersionError(Exception):
+    """The journal was written by another version of the client."""
+
+
+class JournalDB:
+    """One node's journal file; safe to share between the node's threads."""
+
+    def __init__(self, path: Path, *, read_only: bool = False):
+        self.path = Path(path)
+        if read_only:
+            if not self.path.is_file():
+                raise FileNotFoundError(f"no journal at {self.path}: has this node run here?")
+            uri = f"file:{self.path}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=5)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        self._check_version(read_only)
+        self._lock = threading.Lock()
+
+    def _check_version(self, read_only: bool) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'")
+        if version == VERSION:
+            return
+        if version == 0 and tables.fetchone()[0] == 0 and not read_only:
+            self._db.executescript(SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {VERSION}")
+            return
+        raise JournalVersionError(
+            f"{self.path} was written by another version of sapo-swarm (journal version "
+            f"{version}, this client writes {VERSION}); move it aside to start a fresh journal "
+            "(the checkpoint beside it is kept)"
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: commits when the block ends, rolls back if it raises."""
+        with self._lock, self._db:
+            yield self._db
+
+    def all(self, sql: str, *args: Any) -> list[tuple]:
+        """Returns every row of one read."""
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
