@@ -7,162 +7,63 @@ other command. In the foreground Ctrl-C stops it; with --detach it runs in the b
 own log: DIR/devnet.log) until `sapo devnet down`. `status` shows where a devnet stands (its
 stage while it starts, each node's progress once it runs); `ps` lists every devnet this user
 runs, wherever its data dir.
+
+It parses, calls client.devnet (control: options, background start, stop; status: what to show)
+and prints; it holds no process control of its own. (Over 400 lines for the tables and the help
+of six commands, not for logic.)
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from client.cli.chain_ctx import open_ledger
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
-from client.config import NodeConfig, with_sections
+from client.cli.progress import ProgressOutput, seed_progress
 from client.config.models import format_score as score
 from client.devnet import registry
-from client.devnet.state import STATE, read_state, supervisor_alive
+from client.devnet.control import (
+    DetachedStart,
+    DevnetOptionError,
+    StartFailed,
+    StartStalled,
+    StopFailed,
+    apply_options,
+    raise_on_stop_signals,
+    stop_devnet,
+    stop_event_on_signals,
+)
+from client.devnet.state import read_state, supervisor_alive
 from client.node.snapshot import short
 from client.pids import pid_alive
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
-
-# `up --detach` waits while the background devnet makes progress; after this long without any
-# (no stage change, no build step) it stops waiting, and leaves the devnet running.
-STALL_S = 600
 
 DataDirOption = Annotated[
     Path, typer.Option("--data-dir", help="Where the devnet's state, logs and nodes live.")
 ]
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-def _devnet_config(
-    cfg: NodeConfig,
-    nodes: int | None,
-    round_length: int | None,
-    store: str | None,
-    adversaries: list[str] | None = None,
-) -> NodeConfig:
-    """Applies the command's options to the config (validated like the file)."""
-    from client.config.roles import expand
-
-    changes: dict[str, dict] = {}
-    if adversaries:
-        try:
-            roles = expand([*cfg.devnet.adversaries, *adversaries])
-        except ValueError as exc:
-            fail(f"--adversary: {exc}", Exit.USAGE)
-        honest = nodes or cfg.devnet.nodes
-        changes["devnet"] = {
-            "adversaries": [*cfg.devnet.adversaries, *adversaries],
-            "accounts": max(cfg.devnet.accounts, honest + len(roles) + 1),
-        }
-    if store is not None:
-        if store not in ("ipfs", "local"):
-            fail(f"--store: expected ipfs or local, got {store!r}")
-        changes["store"] = {"backend": store}
-    if round_length is not None:
-        least = cfg.ledger.model_copy(update={"round_length_s": round_length}).least_unbonding_s()
-        changes["ledger"] = {
-            "round_length_s": round_length,
-            "unbonding_period_s": max(cfg.ledger.unbonding_period_s, least),
-        }
-    if nodes:
-        devnet = changes.get("devnet", {})
-        accounts = max(cfg.devnet.accounts, devnet.get("accounts", 0), nodes + 1)
-        if "adversaries" in devnet:
-            accounts = max(accounts, nodes + len(expand(devnet["adversaries"])) + 1)
-        changes["devnet"] = {**devnet, "nodes": nodes, "accounts": accounts}
-    honest = cfg.devnet.nodes if nodes is None else nodes
-    if honest and cfg.ledger.quorum > max(1, honest - 1):
-        # a batch's checkers are the other nodes: a smaller devnet lowers its quorum to fit (the
-        # default quorum of 3 is a public swarm's; the default devnet has 3 nodes)
-        quorum = max(1, honest - 1)
-        err.print(
-            f"note: [ledger].quorum {cfg.ledger.quorum} lowered to {quorum} for a devnet of "
-            f"{honest} node(s) (each batch has {honest - 1} possible checker(s))",
-            markup=False,
-        )
-        changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
-    roles = expand(changes.get("devnet", {}).get("adversaries", cfg.devnet.adversaries))
-    total = (nodes or cfg.devnet.nodes) + len(roles)
-    if roles and cfg.ledger.checkers < total:
-        # with fewer checkers than nodes an honest batch may draw fewer than Q honest checkers
-        # (adversaries never vote for it): the devnet then measures the draw, not the attack
-        err.print(
-            f"note: [ledger].checkers {cfg.ledger.checkers} raised to {total} for a devnet of "
-            f"{total} nodes with adversaries (every node checks every batch)",
-            markup=False,
-        )
-        changes["ledger"] = {**changes.get("ledger", {}), "checkers": total}
-    return with_sections(cfg, **changes) if changes else cfg
-
-
 def _detach(data_dir: Path, as_json: bool) -> None:
-    """Re-runs this `up` in the background (own session) and returns once it runs, showing
-    where it stands meanwhile; it never stops a devnet that is still making progress."""
-    from client.cli.progress import ProgressOutput
-    from client.policy.seed import read_progress
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / STATE).unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "client.cli", *[a for a in sys.argv[1:] if a != "--detach"]]
-    if "--data-dir" not in argv:
-        argv += ["--data-dir", str(data_dir)]
-    argv = [a for a in argv if a != "--json"] + ["--json", "--background"]
-    log_path = data_dir / "devnet.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # a detached devnet outlives this command on purpose
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    seen, changed = None, time.monotonic()
+    """Re-runs this `up` in the background (client.devnet.control.DetachedStart) and returns
+    once it runs, showing where it stands meanwhile."""
+    start = DetachedStart.spawn(sys.argv[1:], data_dir)
     try:
         with ProgressOutput("starting the devnet", json_mode=as_json) as shown:
-            while (state := read_state(data_dir) or {}).get("status") != "running":
-                if proc.poll() is not None:
-                    tail = "\n".join(log_path.read_text().splitlines()[-15:])
-                    fail(
-                        f"the devnet did not start (exit {proc.returncode}); {log_path} ends "
-                        f"with:\n{tail}",
-                        Exit.CHECK_FAILED,
-                    )
-                build = read_progress(Path(state["policy_dir"])) if "policy_dir" in state else None
-                now = (state.get("stage"), build and (build.stage, build.step))
-                if now != seen:
-                    seen, changed = now, time.monotonic()
-                    _show_stage(shown, state, build)
-                elif time.monotonic() - changed > STALL_S:
-                    fail(
-                        f"no progress for {STALL_S // 60} minutes at stage "
-                        f"{state.get('stage', 'starting')!r}; the devnet keeps running in the "
-                        f"background (pid {proc.pid}): see {log_path}, stop it with "
-                        f"sapo devnet down --data-dir {data_dir}",
-                        Exit.CHECK_FAILED,
-                    )
-                time.sleep(0.5)
+            state = start.wait(lambda state, build: _show_stage(shown, state, build))
+    except (StartFailed, StartStalled) as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
     except KeyboardInterrupt:
         err.print(
-            f"\nstopped waiting; the devnet goes on starting in the background (pid {proc.pid}): "
+            f"\nstopped waiting; the devnet goes on starting in the background (pid {start.pid}): "
             f"sapo devnet status --data-dir {data_dir}; stop it: sapo devnet down --data-dir "
             f"{data_dir}"
         )
@@ -170,7 +71,7 @@ def _detach(data_dir: Path, as_json: bool) -> None:
     _report(state, as_json, foreground=False)
     if not as_json:
         out.print(
-            f"running in the background (pid {proc.pid}); "
+            f"running in the background (pid {start.pid}); "
             f"stop: sapo devnet down --data-dir {data_dir}"
         )
 
@@ -240,8 +141,9 @@ def up(
     as_json: JsonOption = False,
 ) -> None:
     """Start the local swarm: anvil, IPFS, the ledger, N nodes. Ctrl-C (or `down`) stops it."""
+    # lazily: the supervisor brings web3, eth-account and the node's stack, which `devnet ps`,
+    # `status` and `down` start without
     from client.chain import ChainError
-    from client.cli.progress import ProgressOutput, seed_progress
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
     from client.devnet.netns import NetnsError, NetnsUnavailable
     from client.devnet.provision import quorum_problem, topology_conflicts
@@ -254,7 +156,12 @@ def up(
             f"{config or 'the environment'} does not fit a devnet: " + "; ".join(conflicts),
             Exit.USAGE,
         )
-    cfg = _devnet_config(given, nodes, round_length, store, adversary)
+    try:
+        cfg, notes = apply_options(given, nodes, round_length, store, adversary)
+    except DevnetOptionError as exc:
+        fail(str(exc), Exit.USAGE)
+    for note in notes:
+        err.print(f"note: {note}", markup=False)
     count = cfg.devnet.nodes if nodes is None else nodes
     if problem := quorum_problem(cfg, count):
         fail(problem, Exit.USAGE)
@@ -267,10 +174,7 @@ def up(
     if detach:
         _detach(data_dir, as_json)
         return
-    # SIGTERM (kill, `devnet down`) and SIGHUP (a closed SSH session) stop as cleanly as Ctrl-C;
-    # SIGINT is set too, as a shell that starts us in the background leaves it ignored.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    raise_on_stop_signals()
     shown = ProgressOutput("seed policy", json_mode=as_json)
     try:
         supervisor = Supervisor(
@@ -344,67 +248,6 @@ def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
     sys.stdout.flush()
 
 
-def _node_rows(state: dict) -> list[dict]:
-    """Returns each node's progress and shares of time (its journal, through the read model),
-    plus its credited total from the chain."""
-    from dataclasses import asdict
-
-    from client.chain import ChainError
-    from client.chain.audit import Auditor
-    from client.node.view_journal import NodeView
-
-    credited: dict[str, int] = {}
-    genesis = round_length = None
-    with contextlib.suppress(ChainError, SystemExit, typer.Exit):
-        _, ledger, reader = open_ledger(Path(state["config"]), None, None)
-        params = ledger.params()
-        genesis, round_length = params.genesis, params.round_length
-        credited = {row.node.lower(): row.credited for row in Auditor(ledger, reader).leaderboard()}
-    rows = []
-    for node in state["nodes"]:
-        view = NodeView(Path(node["data_dir"]))
-        summary = view.summary(genesis, round_length, time.time()) if genesis is not None else None
-        view.close()
-        rows.append(
-            {
-                "address": node["address"],
-                "role": node.get("role", "honest"),  # or its adversary strategy
-                "pid": node["pid"],
-                "running": pid_alive(node["pid"]),
-                "credited": credited.get(node["address"].lower(), 0),
-                **(asdict(summary) if summary else {}),
-            }
-        )
-        if summary is not None and summary.peer_outage is not None:
-            rows[-1]["peer_outage"]["text"] = summary.peer_outage.describe()
-    return rows
-
-
-def _starting_view(state: dict) -> dict:
-    """Returns what a starting devnet is doing: its stage, and its seed build's progress."""
-    from client.policy.seed import read_progress
-
-    view = {
-        "status": "starting",
-        "stage": state.get("stage"),
-        "supervisor_pid": state.get("supervisor_pid"),
-        "seconds": round(time.time() - state.get("started_at", time.time())),
-    }
-    if "policy_dir" in state and (build := read_progress(Path(state["policy_dir"]))):
-        view["build"] = {
-            "policy": build.policy,
-            "stage": build.stage,
-            "step": build.step,
-            "steps": build.steps,
-            "loss": build.loss,
-            "eta_s": build.eta_s,
-            "builder_pid": build.builder_pid,
-            "resumed_from": build.resumed_from,
-            "text": build.describe(),
-        }
-    return view
-
-
 def _current_state(data_dir: Path) -> dict:
     """Returns the state of the devnet that runs in data_dir, or exits 1 naming why none does."""
     state = read_state(data_dir)
@@ -427,10 +270,14 @@ def _current_state(data_dir: Path) -> dict:
 @app.command("status")
 def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = False) -> None:
     """Where the devnet stands: its stage while it starts, then each node's progress."""
+    # lazily: reading the nodes' journals and the chain imports web3 (`devnet ps` and `down`
+    # do without it)
+    from client.devnet.status import node_rows, starting_view
+
     data_dir = data_dir.absolute()
     state = _current_state(data_dir)
     if state.get("status") == "starting":
-        view = _starting_view(state)
+        view = starting_view(state)
         if as_json:
             print_json({"data_dir": str(data_dir), **view})
             return
@@ -442,7 +289,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             line += f" {build['policy']}: {build['text']}"
         out.print(line)
         return
-    rows = _node_rows(state)
+    rows = node_rows(state)
     if as_json:
         print_json(
             {
@@ -529,57 +376,6 @@ def ps(as_json: JsonOption = False) -> None:
     out.print(table)
 
 
-def _stop_supervisor(pid: int, timeout_s: float = 120) -> bool:
-    """SIGTERMs a devnet's supervisor (it stops its nodes, IPFS and anvil in order); returns
-    whether it is gone. After `timeout_s` it is SIGKILLed: its parts die with it (PDEATHSIG)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-    return not pid_alive(pid)
-
-
-def _stop_leftovers(data_dir: Path) -> list[int]:
-    """Stops servers whose pid files a supervisor killed hard left behind (a process that
-    started after its pid file was written reuses the pid: it is not ours and is spared)."""
-    from client.devnet.process import started_after
-
-    pids = []
-    for pid_file in [*data_dir.glob("*.pid"), *data_dir.glob("node-*/*.pid")]:
-        with contextlib.suppress(ValueError, OSError):
-            pid = int(pid_file.read_text().strip())
-            if pid_alive(pid) and not started_after(pid, pid_file.stat().st_mtime + 1):
-                os.kill(pid, signal.SIGTERM)
-                pids.append(pid)
-            pid_file.unlink(missing_ok=True)
-    deadline = time.monotonic() + 30
-    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in pids:
-        if pid_alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    return pids
-
-
-def _remove_namespaces(data_dir: Path) -> None:
-    """Removes the network namespaces a --netns devnet's supervisor left (killed before it
-    could); they are kernel objects that outlive every process."""
-    state = read_state(data_dir) or {}
-    if isinstance(state.get("netns"), dict):
-        from client.devnet.netns import NetnsLayout
-
-        with contextlib.suppress(TypeError, ValueError, OSError):
-            NetnsLayout(**state["netns"]).destroy()
-
-
 @app.command("down")
 def down(
     data_dir: DataDirOption = Path(".devnet"),
@@ -594,18 +390,14 @@ def down(
         out.print("no devnet runs for this user")
         return
     for target in targets:
-        supervisor = supervisor_alive(target)
-        if supervisor and not _stop_supervisor(supervisor):
-            fail(f"could not stop the devnet supervisor pid {supervisor} in {target}")
-        left = _stop_leftovers(target)
-        _remove_namespaces(target)
-        (target / STATE).unlink(missing_ok=True)
-        if wipe and target.exists():
-            import shutil
-
-            shutil.rmtree(target)
-        stopped = "stopped" if supervisor or left else "nothing was running"
-        out.print(f"devnet {target} {stopped}; " + ("data wiped" if wipe else "data kept"))
+        try:
+            stopped = stop_devnet(target, wipe=wipe)
+        except StopFailed as exc:
+            fail(str(exc))
+        out.print(
+            f"devnet {target} {'stopped' if stopped else 'nothing was running'}; "
+            + ("data wiped" if wipe else "data kept")
+        )
 
 
 @app.command("adversary", hidden=True)
@@ -620,6 +412,7 @@ def adversary(
     ] = None,
 ) -> None:
     """Run one adversary node of a devnet (`devnet up --adversary` starts them) until SIGTERM."""
+    # lazily, as in `up`: an adversary node's stack is for this hidden command alone
     import logging
 
     from client.chain import ChainError
@@ -631,9 +424,7 @@ def adversary(
 
     cfg = load_or_exit(config)
     logging.basicConfig(level=cfg.node.log_level.upper(), format="%(asctime)s %(message)s")
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: stop.set())
+    stop = stop_event_on_signals()
     try:
         node = Adversary(cfg, signing_ledger(cfg), strategy, partners=partner)
     except (NodeConfigError, KeystoreError, CatalogError, ValueError) as exc:

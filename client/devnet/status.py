@@ -1,0 +1,82 @@
+"""What `sapo devnet status` shows: a starting devnet's stage (with its seed build's progress), or
+each node of a running one: its progress and shares of time from its journal (through
+client.node's read model), its credited total from the chain, and a peer outage if it has one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from client.chain import ChainError, Ledger, connect
+from client.chain.audit import Auditor
+from client.chain.events import EventReader
+from client.config import ConfigError, load_config
+from client.config.roles import HONEST
+from client.devnet.control import seed_build_progress
+from client.node.view_journal import NodeView
+from client.pids import pid_alive
+
+
+def starting_view(state: dict) -> dict:
+    """Returns what a starting devnet is doing: its stage, and its seed build's progress."""
+    view = {
+        "status": "starting",
+        "stage": state.get("stage"),
+        "supervisor_pid": state.get("supervisor_pid"),
+        "seconds": round(time.time() - state.get("started_at", time.time())),
+    }
+    if build := seed_build_progress(state):
+        view["build"] = {
+            "policy": build.policy,
+            "stage": build.stage,
+            "step": build.step,
+            "steps": build.steps,
+            "loss": build.loss,
+            "eta_s": build.eta_s,
+            "builder_pid": build.builder_pid,
+            "resumed_from": build.resumed_from,
+            "text": build.describe(),
+        }
+    return view
+
+
+def node_rows(state: dict) -> list[dict]:
+    """Returns each node of a running devnet: its progress and shares of time (its journal,
+    through the read model), its credited total from the chain (0 while the chain does not
+    answer), and a peer outage (`peer_outage`, with its `text`) when it has one."""
+    credited: dict[str, int] = {}
+    genesis = round_length = None
+    with contextlib.suppress(ChainError, ConfigError, OSError):
+        cfg = load_config(Path(state["config"]))
+        ledger = Ledger(
+            connect(str(cfg.chain.rpc_url), cfg.chain.request_timeout_s),
+            str(cfg.chain.ledger_address),
+        )
+        params = ledger.params()
+        genesis, round_length = params.genesis, params.round_length
+        reader = EventReader(
+            ledger,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+            start_block=cfg.chain.ledger_deploy_block,
+        )
+        credited = {row.node.lower(): row.credited for row in Auditor(ledger, reader).leaderboard()}
+    rows = []
+    for node in state["nodes"]:
+        view = NodeView(Path(node["data_dir"]))
+        summary = view.summary(genesis, round_length, time.time()) if genesis is not None else None
+        view.close()
+        row = {
+            "address": node["address"],
+            "role": node.get("role", HONEST),  # or its adversary strategy
+            "pid": node["pid"],
+            "running": pid_alive(node["pid"]),
+            "credited": credited.get(node["address"].lower(), 0),
+            **(asdict(summary) if summary else {}),
+        }
+        if summary is not None and summary.peer_outage is not None:
+            row["peer_outage"]["text"] = summary.peer_outage.describe()
+        rows.append(row)
+    return rows
