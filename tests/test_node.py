@@ -77,13 +77,14 @@ def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_pat
 def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> None:
     """Where the event scan stopped and which peer items were trained on are kept: a restart
     neither rescans the chain from its deployment nor trains on an item twice."""
-    from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
+    from client.node.peerbook import PeerSubmission
+    from client.node.states import Verdict
     from client.node.training import PeerPool
 
     journal = Journal(tmp_path / "journal.sqlite")
     journal.peers.discovered([PeerSubmission(4, "0xpeer", "0xd1", 8, 4_000, 2_000)], next_block=77)
     items = [{"question": "q", "completions": ["a", "b"], "rewards": [1.0, 0.0]}] * 3
-    journal.peers.peer_batch(4, "0xpeer", "0xd1", VERIFIED, items=items)
+    journal.peers.peer_batch(4, "0xpeer", "0xd1", Verdict.VERIFIED, items=items)
     journal.peers.used([(4, "0xpeer", 1)])
     journal.close()
     again = Journal(tmp_path / "journal.sqlite")
@@ -92,11 +93,11 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     assert [i.index for i in PeerPool(again).items(0, 10)] == [0, 2]
     assert again.peers.peer_verdicts()[0]["used"] == 1
     for _ in range(2):  # fetches that found it nowhere are counted, in a row
-        again.peers.peer_batch(4, "0xother", "0xd2", UNAVAILABLE, reason="no provider")
+        again.peers.peer_batch(4, "0xother", "0xd2", Verdict.UNAVAILABLE, reason="no provider")
     assert again.peers.vote_basis(4, "0xother")["failures"] == 2
-    again.peers.peer_batch(4, "0xother", "0xd2", BAD, recomputed=0, findings=1)
+    again.peers.peer_batch(4, "0xother", "0xd2", Verdict.BAD, recomputed=0, findings=1)
     assert again.peers.vote_basis(4, "0xother") == {
-        "verdict": BAD,
+        "verdict": Verdict.BAD,
         "score": 0,
         "signal": None,
         "findings": 1,
@@ -109,22 +110,23 @@ def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
 ) -> None:
     """`sapo devnet status` reads it through NodeView: three chain rounds in a row in which
     every peer batch was unavailable are an outage, with the reason the last fetch gave."""
-    from client.node.peerbook import UNAVAILABLE, VERIFIED
+    from client.node.states import Verdict
     from client.node.view_journal import OUTAGE_ROUNDS, NodeView
 
     journal = Journal(tmp_path / "journal.sqlite")
     view = NodeView(tmp_path)
-    journal.peers.peer_batch(3, "0xa", "0xd3", VERIFIED)
+    journal.peers.peer_batch(3, "0xa", "0xd3", Verdict.VERIFIED)
     reason = "not dialled (/ip4/127.0.0.4/tcp/4001: 127.0.0.4 is private)"
     for round_ in range(4, 4 + OUTAGE_ROUNDS):
         assert view.peer_outage() is None  # not yet for enough rounds
         for node in ("0xa", "0xb"):
-            journal.peers.peer_batch(round_, node, f"0x{round_}{node}", UNAVAILABLE, reason=reason)
+            digest = f"0x{round_}{node}"
+            journal.peers.peer_batch(round_, node, digest, Verdict.UNAVAILABLE, reason=reason)
     outage = view.peer_outage()
     assert outage is not None and outage.rounds == (4, 5, 6) and outage.reason == reason
     assert "rounds 4-6" in outage.describe() and reason in outage.describe()
     # one batch that came through ends it
-    journal.peers.peer_batch(6, "0xb", "0x60xb", VERIFIED)
+    journal.peers.peer_batch(6, "0xb", "0x60xb", Verdict.VERIFIED)
     assert view.peer_outage() is None
     view.close()
     journal.close()

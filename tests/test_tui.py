@@ -249,7 +249,7 @@ async def test_live_node_screens_and_actions(world) -> None:
         await pilot.press("y")
         await until(pilot, lambda: not app.live.running, 60, "the node to stop")
     assert not app.is_running
-    kinds = [e["kind"] for e in read_events(Path(node.data_dir) / "events.jsonl")]
+    kinds = [e["kind"] for e in read_events(node.data_dir.events)]
     assert kinds[-1] == "node.stopped", kinds[-5:]
     assert not node.journal.pending(), "a graceful quit leaves nothing in the outbox"
 

@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from client.chain import ChainError, Ledger
 from client.chain.models import TxResult
+from client.node.doctor import preflight
 from client.node.snapshot import Activity, Snapshot
 from client.node.view import Watcher
 from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
@@ -115,8 +116,6 @@ class SapoApp(App):
     def run_checks(self) -> None:
         """The checks of `sapo doctor` (not the model: a running node loaded it, and an
         attached watcher is not the node), summed up in a notification; `d` shows them."""
-        from client.node.doctor import preflight
-
         checks = preflight(self.watcher.cfg, load_model=False)
         failed = [c.name for c in checks if c.ok is False]
         self.checks = checks

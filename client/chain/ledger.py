@@ -120,6 +120,7 @@ class Ledger:
         code = bytes(self.tx.rpc(lambda: self.w3.eth.get_code(self.address), "eth_getCode"))
         if not code:
             raise WrongChain(f"no contract at {self.address} on chain {chain_id}")
+        self.chain_id = chain_id  # as checked: the task seeds of this ledger's batches use it
         if not matches_runtime(code, load_artifact(CONTRACT)):
             raise WrongChain(
                 f"the contract at {self.address} is not this client's SwarmLedger "

@@ -264,6 +264,8 @@ def verify(
 ) -> None:
     """Re-verify a submission: fetch its batch by the on-chain digest, regenerate every task
     from the seed, re-score every completion; exit 1 on any mismatch."""
+    # lazily: re-verifying loads the task generators (reasoning-gym) and the store, which the
+    # other audit commands do without
     from client.chain.events import EventReader
     from client.node.rollouts import task_seed, verify_batch
     from client.store import StoreError, fetch_from_peers, open_store

@@ -42,6 +42,7 @@ KeystoreOption = Annotated[
 @contextlib.contextmanager
 def chain_errors() -> Iterator[None]:
     """Turns chain and keystore failures into one-line errors with meaningful exit codes."""
+    # lazily: web3 loads only for the commands that reach a chain (`--help` and `config` do not)
     from client.chain import ChainError
     from client.chain.keystore import KeystoreError
 
@@ -80,6 +81,7 @@ def open_ledger(
     signer: bool = False,
 ) -> tuple[NodeConfig, Ledger, EventReader]:
     """Returns the config, a checked Ledger (signing when `signer`) and an event reader."""
+    # lazily: web3 loads only for the commands that reach a chain (`--help` and `config` do not)
     from client.chain import Ledger, connect
     from client.chain.events import EventReader
 
@@ -111,6 +113,7 @@ def open_ledger(
 
 def open_account(cfg: NodeConfig, keystore: Path | None):
     """Returns the LocalAccount of --keystore or [chain].keystore; exits 2 without one."""
+    # lazily: web3 loads only for the commands that reach a chain (`--help` and `config` do not)
     from client.chain.keystore import load_account
 
     path = keystore or cfg.chain.keystore

@@ -21,6 +21,7 @@ def doctor(
     as_json: JsonOption = False,
 ) -> None:
     """Print the fix for each failure; exit 1 when anything fails."""
+    # lazily: the checks load web3 and the store, which `sapo --help` does without
     from client.node.doctor import preflight
 
     cfg = load_or_exit(config)

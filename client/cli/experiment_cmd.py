@@ -18,6 +18,7 @@ import typer
 
 from client.chain import ChainError
 from client.cli.console import Exit, JsonOption, err, fail, out, print_json
+from client.cli.progress import ProgressOutput, seed_progress
 from client.devnet import AnvilNotFound, IpfsNotFound
 from client.devnet.process import ServerStartError
 from client.experiment import ExperimentError, load_experiment, run_experiment
@@ -53,7 +54,6 @@ def run(
     # SIGTERM and SIGHUP (a closed SSH session) stop like Ctrl-C: nodes and devnet shut down
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
-    from client.cli.progress import ProgressOutput, seed_progress
 
     count = {"done": 0}
     with ProgressOutput(f"{exp.name}", json_mode=as_json) as shown:

@@ -84,6 +84,7 @@ def run(
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, request_stop)
+    # lazily: the training stack (torch, transformers) loads only for the command that uses it
     from client.policy import PolicyError
 
     try:
@@ -98,6 +99,7 @@ def run(
         fail(str(exc))
     except (ChainError, StoreError) as exc:
         fail(str(exc), Exit.CHECK_FAILED)
+    # lazily, as above: the node module imports torch
     from client.node.node import StageFailed
 
     try:

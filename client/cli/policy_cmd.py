@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from client.cli.console import Exit, JsonOption, fail, out, print_json
+from client.cli.progress import ProgressOutput, seed_progress
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
@@ -68,7 +69,7 @@ def seed(
 
     A stopped build resumes where it last saved; a second caller waits for a build under way
     and shows its progress."""
-    from client.cli.progress import ProgressOutput, seed_progress
+    # lazily: the training stack (torch, transformers) loads only for the command that uses it
     from client.policy import SeedSpec, ensure_seed_policy, seed_policy_dir
     from client.policy.seed import SeedBuildBusy
     from client.tasks import CatalogError, load_catalog
@@ -125,6 +126,7 @@ def eval_(
     as_json: JsonOption = False,
 ) -> None:
     """Mean verifier reward per dataset and overall, greedy and sampled, on fresh questions."""
+    # lazily: the training stack (torch, transformers) loads only for the command that uses it
     from client.policy import PolicyError, evaluate, load_policy
     from client.tasks import CatalogError, load_catalog
 

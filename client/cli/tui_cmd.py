@@ -17,8 +17,10 @@ from client.chain import ChainError
 from client.chain.keystore import KeystoreError, keystore_address
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, fail
+from client.cli.progress import ProgressOutput, seed_progress
 from client.config import NodeConfig
-from client.node.eventlog import read_events
+from client.node.datadir import DataDir
+from client.node.eventlog import Event, read_events
 from client.store import StoreError
 from client.tasks import CatalogError
 
@@ -38,6 +40,7 @@ def tui(
     ] = 1.0,
 ) -> None:
     """Run a node with the terminal UI (--config), or watch a running one (--attach DIR)."""
+    # lazily: Textual and the read model load only when the TUI runs (`sapo --help` stays quick)
     from client.node.view import Watcher
     from tui.app import SapoApp
     from tui.live import LiveNode, log_to_file
@@ -46,13 +49,13 @@ def tui(
         cfg, address = _attached(attach, config)
         app = SapoApp(Watcher(cfg, address, mode="attached"), interval_s=interval, preflight=True)
     elif config is not None:
+        # lazily: the training stack (torch, transformers) loads only for the command that uses it
         from client.node.assemble import NodeConfigError, open_node
         from client.policy import PolicyError
 
         cfg = load_or_exit(config)
         _need_chain(cfg, config)
-        log_to_file(Path(cfg.node.data_dir) / "node.log", cfg.node.log_level)
-        from client.cli.progress import ProgressOutput, seed_progress
+        log_to_file(DataDir(cfg.node.data_dir).log, cfg.node.log_level)
 
         try:
             # a first start may build the seed policy: its progress shows here, before the screen
@@ -82,7 +85,7 @@ def _attached(data_dir: Path, config: Path | None) -> tuple[NodeConfig, str]:
     """Returns the watched node's config (its data dir forced to DATA_DIR) and address."""
     if not data_dir.is_dir():
         fail(f"--attach {data_dir}: no such directory (a node's data dir, e.g. .devnet/node-0)")
-    source = config or data_dir / "node.toml"
+    source = config or DataDir(data_dir).config
     if not Path(source).is_file():
         fail(f"--attach {data_dir}: no node.toml there; pass the node's config with --config PATH")
     cfg = load_or_exit(source)
@@ -95,7 +98,8 @@ def _attached(data_dir: Path, config: Path | None) -> tuple[NodeConfig, str]:
             return cfg, keystore_address(Path(cfg.chain.keystore))
         except KeystoreError as exc:
             fail(f"{source}: {exc}")
-    started = [e for e in read_events(data_dir / "events.jsonl") if e["kind"] == "node.started"]
+    events = read_events(DataDir(data_dir).events)
+    started = [e for e in events if e["kind"] == Event.NODE_STARTED]
     if started and isinstance(started[-1].get("address"), str):
         return cfg, started[-1]["address"]
     fail(

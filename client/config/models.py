@@ -4,6 +4,9 @@ Unknown keys are refused everywhere (a typo must never silently fall back to a d
 are resolved by the loader (relative to the file that names them), so every consumer sees
 absolute paths. Amounts of ether accept what `cast` users write: an integer number of wei, or a
 string with a unit ("1 ether", "0.5 ether", "20 gwei").
+
+(Over 400 lines, on purpose: it is the whole config file's schema, every key with its bounds and
+description, which `sapo config` and the docs read from here.)
 """
 
 from __future__ import annotations

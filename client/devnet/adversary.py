@@ -34,13 +34,13 @@ import logging
 import secrets
 import threading
 import time
-from pathlib import Path
 
 from client.chain import ChainError, Ledger
 from client.chain.events import EventCursor, EventReader
 from client.config import NodeConfig
 from client.config.roles import STRATEGIES
 from client.credit import GENERATION, group_signal
+from client.node.datadir import DataDir
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
 from client.store import (
@@ -105,7 +105,7 @@ class Adversary:
         self.store = open_store(cfg.store)
         self.address = ledger.account_address
         self.chain_id = ledger.w3.eth.chain_id
-        self.events = EventLog(Path(cfg.node.data_dir) / "events.jsonl")
+        self.events = EventLog(DataDir(cfg.node.data_dir).events)
         self.reader = EventReader(
             ledger,
             chunk_blocks=cfg.chain.log_chunk_blocks,
@@ -311,6 +311,7 @@ class Adversary:
         """Pins the seed policy's weights for `round_` (every opening a beacon may ask for);
         returns their id and a text -> token ids function of the seed tokenizer."""
         if self._seed is None:
+            # lazily: only this strategy needs a model (torch); the others run without one
             from client.node.assemble import base_policy_path
             from client.policy import load_policy
             from client.policy.weights import weights_bytes

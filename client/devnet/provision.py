@@ -25,6 +25,8 @@ from client.config.roles import HONEST, Role
 from client.config.writer import dump_toml
 from client.devnet.accounts import dev_account
 from client.devnet.process import ServerProcess
+from client.node.datadir import DataDir
+from client.node.eventlog import Event, read_events
 from client.node.metadata import node_metadata
 from client.store import open_store
 from client.tasks import load_catalog
@@ -159,7 +161,7 @@ def provision(
     stake = 2 * cfg.ledger.min_stake
     for i in range(nodes):
         node_dir = data_dir / f"node-{i}"
-        keystore = node_dir / "keystore.json"
+        keystore = DataDir(node_dir).keystore
         account = dev_account(i + 1)
         if not keystore.exists():
             write_keystore(keystore, account.key, password)
@@ -184,7 +186,7 @@ def provision(
         node_ledger = Ledger(w3, ledger.address, account=account)
         if not node_ledger.node_info(account.address).registered:
             node_ledger.register(node_metadata(node_cfg, open_store(node_cfg.store)), stake)
-        path = node_dir / "node.toml"
+        path = DataDir(node_dir).config
         path.write_text(dump_toml(node_cfg, f"{HEADER}\nNode {i}: {account.address}."))
         node_configs.append(path)
         addresses.append(account.address)
@@ -203,7 +205,7 @@ def node_process(
     process: its log beside its config, ready once it has said `node.started` (a node still
     preparing, e.g. building its policy, writes other events before). `wrap` runs it in a
     network namespace."""
-    events = config_path.parent / "events.jsonl"
+    node_dir = DataDir(config_path.parent)
     command = command or [
         sys.executable,
         "-m",
@@ -216,8 +218,8 @@ def node_process(
     return ServerProcess(
         name,
         [*(wrap or []), *command],
-        log_path=config_path.parent / "node.log",
-        ready=lambda: events.is_file() and '"kind": "node.started"' in events.read_text(),
+        log_path=node_dir.log,
+        ready=lambda: any(e["kind"] == Event.NODE_STARTED for e in read_events(node_dir.events)),
         ready_timeout_s=300,
         # the node's file holds its resolved config (per-node overrides included): SAPO_*__*
         # overrides the supervisor was started with must not apply a second time over it

@@ -134,6 +134,8 @@ class Supervisor:
             self._stage(f"starting IPFS daemon {i + 1} of {len(self.daemons)}")
             daemon.start()
         if self.nodes and (spec := seed_spec(self.cfg)) is not None:
+            # lazily: client.policy imports torch, which `up --detach` (this module's first
+            # importer) and a devnet of a downloaded model do without
             from client.policy import seed_policy_dir
 
             directory = seed_policy_dir(Path(self.cfg.policy.cache_dir), spec)

@@ -40,8 +40,10 @@ from client.experiment.heldout import (
 )
 from client.node.assemble import base_policy_path
 from client.node.eventlog import Span
+from client.node.states import RoundPhase
 from client.node.view_journal import NodeView
 from client.policy import load_policy
+from client.policy.policy import tokenizer_fingerprint
 from client.tasks import SCORE_SCALE, load_catalog
 
 RECORD = "cell.json"
@@ -235,8 +237,6 @@ def mixed_families(paths: list) -> str | None:
     every peer's honest batch, and nobody would learn from anybody."""
     from transformers import AutoTokenizer
 
-    from client.policy.policy import tokenizer_fingerprint
-
     prints = [
         tokenizer_fingerprint(AutoTokenizer.from_pretrained(str(p), local_files_only=True))
         for p in paths
@@ -268,7 +268,7 @@ def _trained(node_dir: Path, first: int, last: int) -> list[int]:
         return [
             r.round
             for r in view.rounds()
-            if first <= r.round <= last and r.local_rounds and r.phase != "collecting"
+            if first <= r.round <= last and r.local_rounds and r.phase != RoundPhase.COLLECTING
         ]
     finally:
         view.close()

@@ -5,6 +5,9 @@ the sum over the scored rounds r and over the nodes n of the mean verifier rewar
 rollouts in round r (its I x L completions; the same number the node recorded on the ledger as
 its claim divided by its rollouts). Across seeds we report the mean, the sample standard deviation
 and the range, so that a difference between configurations can be told from noise.
+
+(Over 400 lines, on purpose: the summary, the tables and the curves are made from one reading of
+the records, so a number in the table and a point on the curve cannot disagree.)
 """
 
 from __future__ import annotations

@@ -11,15 +11,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from client.chain import Ledger, connect
+from client.chain.events import EventReader
 from client.chain.keystore import load_account
 from client.config import NodeConfig
+from client.node.clock import SystemClock
+from client.node.datadir import DataDir
 from client.node.eventlog import EventLog
-from client.node.metadata import SEED_MODELS
-from client.store import open_store
+from client.node.health import Health
+from client.node.journal import Journal
+from client.node.metadata import SEED_MODELS, node_metadata
+from client.node.services import Services
+from client.store import Sampling, open_store
 from client.tasks import check_against_ledger, load_catalog
 
 if TYPE_CHECKING:
     from client.node.node import Node
+
+    # lazily, as above: torch
     from client.node.training import Trainer
 
 
@@ -45,6 +53,8 @@ def seed_spec(cfg: NodeConfig):
 
 
 def _seed_spec(cfg: NodeConfig, catalog: str):
+    # lazily: client.policy imports torch and transformers, which `sapo node register` and the
+    # devnet's commands do without
     from client.policy import SeedSpec
 
     return SeedSpec.of(
@@ -65,6 +75,7 @@ def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
     spec = seed_spec(cfg)
     if spec is None:
         return cfg.policy.model
+    # lazily, as above: torch
     from client.policy import ensure_seed_policy
 
     try:
@@ -100,9 +111,13 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     `clock` (client.node.clock) defaults to the system clock; tests pass a WarpClock."""
     import torch
 
+    # lazily, as above: the node and its stages, training and generation import torch
+    from client.node.intake import Intake
     from client.node.node import Node
+    from client.node.proving import Prover, Snapshots
+    from client.node.publishing import Publisher
     from client.node.training import resume_policy
-    from client.policy import Policy, load_policy
+    from client.policy import Policy, load_policy, make_backend
 
     ledger = signing_ledger(cfg, password)
     params = ledger.check(cfg.chain.chain_id)
@@ -128,26 +143,64 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     def make_optimizer(model) -> torch.optim.Optimizer:
         return torch.optim.Adam(model.parameters(), lr=cfg.train.learning_rate)
 
-    events = EventLog(Path(cfg.node.data_dir) / "events.jsonl")
+    data_dir = DataDir(cfg.node.data_dir)
+    events = EventLog(data_dir.events)
 
     def load_base() -> Policy:
         announce = _building_phase(events, progress)
         return load_policy(base_policy_path(cfg, announce), device=device, dtype=dtype)
 
-    policy, optimizer, step = resume_policy(
-        Path(cfg.node.data_dir), make_optimizer, device, dtype, load_base
-    )
+    policy, optimizer, step = resume_policy(data_dir.path, make_optimizer, device, dtype, load_base)
     trainer = make_trainer(cfg, policy, optimizer, step, load_base)
-    # intake reads peers' batches through a client of its own: it runs beside the publisher
-    return Node(
-        cfg,
+    services = Services(
         ledger,
         params,
+        ledger.chain_id,
+        Journal(data_dir.journal),
+        events,
+        Health(events),
+        clock or SystemClock(),
+    )
+    sampling = Sampling.of(cfg.policy.temperature, cfg.policy.top_p, cfg.policy.max_new_tokens)
+    snapshots = Snapshots(data_dir.path / "weights")
+    publisher = Publisher(
+        services,
         store,
         catalog,
-        trainer,
-        peer_store=open_store(cfg.store),
-        clock=clock,
+        policy.descriptor(),
+        sampling,
+        snapshots,
+        store_cfg=cfg.store,
+        sapo=cfg.sapo,
+        metadata=lambda peer: node_metadata(cfg, peer=peer),
+    )
+    reader = EventReader(
+        ledger, chunk_blocks=cfg.chain.log_chunk_blocks, start_block=cfg.chain.ledger_deploy_block
+    )
+    # intake reads peers' batches through a store client of its own (it runs beside the
+    # publisher's) and re-draws peers' completions on a copy of our model
+    intake = Intake(
+        services,
+        open_store(cfg.store),
+        catalog,
+        publisher.wake,
+        Prover(policy),
+        reader=reader,
+        sapo=cfg.sapo,
+        store_cfg=cfg.store,
+    )
+    return Node(
+        services,
+        sapo=cfg.sapo,
+        train=cfg.train,
+        data_dir=data_dir,
+        catalog=catalog,
+        trainer=trainer,
+        backend=make_backend(cfg.policy.backend, policy),
+        sampling=sampling,
+        snapshots=snapshots,
+        publisher=publisher,
+        intake=intake,
     )
 
 

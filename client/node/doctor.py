@@ -18,7 +18,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from client.chain import ChainError, Ledger, connect
+from client.chain.events import EventReader
+from client.chain.keystore import KeystoreError, load_account
 from client.config import NodeConfig
+from client.config.models import format_ether
+from client.node.assemble import seed_spec
+from client.store import IpfsStore, StoreError, open_store
+from client.store.peers import ipfs_addresses, peer_addresses
 
 # Our clock may run ahead of the latest block by the block interval (seconds on L2s and anvil),
 # plus a few seconds of drift; more than this shifts our rounds against the ledger's.
@@ -72,7 +79,6 @@ class Preflight:
     # ------------------------------------------------------------------------------ checks
 
     def rpc(self) -> Check:
-        from client.chain import ChainError, connect
 
         chain = self.cfg.chain
         if not chain.rpc_url:
@@ -97,7 +103,6 @@ class Preflight:
         return Check("rpc", True, f"{chain.rpc_url}: chain {chain_id}")
 
     def ledger_code(self) -> Check:
-        from client.chain import ChainError, Ledger
 
         if not self._ok("rpc"):
             return Check("ledger", None, "skipped: the RPC did not answer")
@@ -117,7 +122,6 @@ class Preflight:
         )
 
     def keystore(self) -> Check:
-        from client.chain.keystore import KeystoreError, load_account
 
         path = self.cfg.chain.keystore
         if path is None:
@@ -140,7 +144,6 @@ class Preflight:
         return Check("keystore", True, f"{path} (0600) decrypts to {self.account.address}")
 
     def stake(self) -> Check:
-        from client.config.models import format_ether
 
         if self.ledger is None or self.account is None:
             return Check("stake", None, "skipped: needs the ledger and the keystore")
@@ -163,8 +166,6 @@ class Preflight:
         return Check("stake", True, f"{format_ether(info.active_stake)} active")
 
     def ipfs(self) -> Check:
-        from client.store import IpfsStore, StoreError, open_store
-        from client.store.peers import ipfs_addresses
 
         if self.cfg.store.backend != "ipfs":
             return Check("ipfs", None, "skipped: [store].backend is local (no peers can fetch)")
@@ -191,8 +192,6 @@ class Preflight:
         )
 
     def peers(self) -> Check:
-        from client.chain.events import EventReader
-        from client.store.peers import peer_addresses
 
         if self.ledger is None or not self._ok("ipfs"):
             return Check("peers", None, "skipped: needs the ledger and the IPFS node")
@@ -262,7 +261,8 @@ class Preflight:
     def model(self) -> Check:
         if not self.load_model:
             return Check("model", None, "skipped (--no-model)")
-        from client.node.assemble import seed_spec
+        # lazily: the model check alone loads torch and transformers (the TUI's preflight runs the
+        # others first)
         from client.policy import PolicyError, load_policy, seed_policy_dir
 
         spec = seed_spec(self.cfg)

@@ -30,6 +30,9 @@ give it, up to MAX_SOURCES - 1 peers who agreed with the batch are dialled and a
 is pinned for `[store].retain_rounds`, so it outlives its producer. The time a batch nobody has
 costs a worker is bounded: exchange.MAX_DIALS addresses of [store].connect_timeout_s per source
 it cannot dial, and two fetches of [store].timeout_s (the producer's, the attesters').
+
+(Over 400 lines, on purpose: discovery, fetching, verification and the vote of one batch share
+its retry state and its deadlines, kept in one stage that owns them.)
 """
 
 from __future__ import annotations
@@ -41,25 +44,24 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from client.chain import ChainError
 from client.chain.events import EventReader
 from client.chain.models import LedgerParams, NodeInfo
+from client.config.models import SapoSection, StoreSection
 from client.credit import GENERATION, MALFORMED
 from client.node.eventlog import Event, Span, timed
-from client.node.peerbook import BAD, UNAVAILABLE, VERIFIED, PeerSubmission
+from client.node.peerbook import PeerSubmission
+from client.node.proving import GenerationCheck, Prover, opened
 from client.node.rollouts import generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage
+from client.node.states import OutboxKind, Verdict
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
 from client.store.cid import digest_to_cid
 from client.store.exchange import NOT_THE_PRODUCERS_FAULT, from_sources
 from client.store.peers import PeerAddresses, peer_addresses
 from client.store.weights import WeightsError, get_weights, pin_weights
 from client.tasks import Catalog
-
-if TYPE_CHECKING:  # the checker's model: intake without one (audits, tests) skips the proof
-    from client.node.proving import GenerationCheck, Prover
 
 log = logging.getLogger("sapo.node.intake")
 
@@ -117,18 +119,20 @@ class Intake(Stage):
         catalog: Catalog,
         wake: threading.Event,
         prover: Prover | None = None,
+        *,
+        reader: EventReader,
+        sapo: SapoSection,
+        store_cfg: StoreSection,
     ):
+        """`reader`: the ledger's events from the deployment block, in the config's chunks."""
         super().__init__(services)
+        self.sapo, self.store_cfg = sapo, store_cfg
         self.store = store
         self.prover = prover
         self.catalog = catalog
         self.wake_publisher = wake
         self.me = services.address.lower()
-        self.reader = EventReader(
-            self.ledger,
-            chunk_blocks=self.cfg.chain.log_chunk_blocks,
-            start_block=self.cfg.chain.ledger_deploy_block,
-        )
+        self.reader = reader
         self._budget_round = -1
         self._fetched = self._duties = self._attested = 0
         self._local = threading.local()  # each fetch worker's own store client
@@ -183,10 +187,10 @@ class Intake(Stage):
                 break
             if self.drawn(sub):
                 retry = (sub.round, sub.node) in self._retry_at  # taken up already: not again
-                if not retry and self._duties >= self.cfg.sapo.attest_budget:
+                if not retry and self._duties >= self.sapo.attest_budget:
                     continue
                 self._duties += not retry
-            elif self._fetched < self.cfg.sapo.max_fetch_per_round:
+            elif self._fetched < self.sapo.max_fetch_per_round:
                 self._fetched += 1
             else:
                 continue
@@ -208,7 +212,7 @@ class Intake(Stage):
         queued = False
         for sub in self.journal.peers.peer_submissions(max(0, first)):
             key = f"attest:{sub.round}:{sub.node}"
-            if self._attested >= self.cfg.sapo.attest_budget:
+            if self._attested >= self.sapo.attest_budget:
                 break
             basis = self.journal.peers.vote_basis(sub.round, sub.node)
             if basis is None or self._voted(sub):
@@ -217,12 +221,12 @@ class Intake(Stage):
                 continue  # fetched for learning before we were drawn: its proof comes first
             if not self.params.attest_open(sub.round, self.current_round()):
                 continue
-            if basis["verdict"] == UNAVAILABLE:
-                if basis["failures"] < self.cfg.sapo.unavailable_after:
+            if basis["verdict"] == Verdict.UNAVAILABLE:
+                if basis["failures"] < self.sapo.unavailable_after:
                     continue
-                kind, payload = "unavailable", {"node": sub.node}
+                kind, payload = OutboxKind.UNAVAILABLE, {"node": sub.node}
             else:
-                kind = "attest"
+                kind = OutboxKind.ATTEST
                 payload = {
                     "node": sub.node,
                     "score": basis["score"] or 0,
@@ -246,7 +250,7 @@ class Intake(Stage):
         not checked its generation yet (it was fetched for learning before its beacon was
         known)."""
         return (
-            verdict == VERIFIED
+            verdict == Verdict.VERIFIED
             and self.prover is not None
             and (sub.round, sub.node) not in self._proven
             and self.drawn(sub)
@@ -268,7 +272,7 @@ class Intake(Stage):
             if beacon.block and self.reader.head() > beacon.block + BLOCKHASH_WINDOW:
                 self.journal.enqueue(
                     f"rearm:{sub.round}:{sub.node}:{beacon.block}",
-                    "rearm",
+                    OutboxKind.REARM,
                     sub.round,
                     {"node": sub.node, "block": beacon.block},
                 )
@@ -286,7 +290,7 @@ class Intake(Stage):
     def discover(self) -> None:
         """Journals the peers' `Submitted` events since the saved cursor, and the new cursor."""
         cursor = self.journal.peers.event_cursor()
-        start = self.cfg.chain.ledger_deploy_block if cursor is None else cursor
+        start = self.reader.start_block if cursor is None else cursor
         head = self.reader.head()
         if head < start:
             return
@@ -319,12 +323,13 @@ class Intake(Stage):
             s
             for s in self.journal.peers.peer_submissions(max(0, first))
             if (
-                (verdict := self.journal.peers.peer_verdict(s.round, s.node)) in (None, UNAVAILABLE)
+                (verdict := self.journal.peers.peer_verdict(s.round, s.node))
+                in (None, Verdict.UNAVAILABLE)
                 or self._unproven(s, verdict)
             )
             and self._retry_at.get((s.round, s.node), 0.0) <= now
             and (s.round, s.node) not in self._inflight
-            and not (verdict == UNAVAILABLE and self._voted(s))
+            and not (verdict == Verdict.UNAVAILABLE and self._voted(s))
         ]
         rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
         rng.shuffle(fresh)
@@ -360,14 +365,14 @@ class Intake(Stage):
         if store is None:
             store = getattr(self._local, "store", None)
             if store is None:
-                store = self._local.store = open_store(self.cfg.store)
+                store = self._local.store = open_store(self.store_cfg)
         proof = None
         try:
             result: object = fetch_from_peers(
                 store,
                 sub.digest,
                 sources,
-                connect_timeout_s=self.cfg.store.connect_timeout_s,
+                connect_timeout_s=self.store_cfg.connect_timeout_s,
                 chain_id=self.services.chain_id,
                 ledger=self.ledger.address,
                 round_=sub.round,
@@ -382,7 +387,6 @@ class Intake(Stage):
 
     def _prove(self, sub: PeerSubmission, batch, sources, store: BlockStore, beacon: int) -> Proof:
         """Fetches the checkpoints `beacon` opened and re-draws our share of the completions."""
-        from client.node.proving import opened
 
         assert self.prover is not None
         started = time.time()
@@ -407,7 +411,7 @@ class Intake(Stage):
                         store,
                         sources,
                         partial(get_weights, store, ident, parameters=self.prover.parameters),
-                        connect_timeout_s=self.cfg.store.connect_timeout_s,
+                        connect_timeout_s=self.store_cfg.connect_timeout_s,
                         what=f"checkpoint {ident[:12]}…",
                     )
                     manifests.append(manifest)
@@ -472,7 +476,7 @@ class Intake(Stage):
         )
         self._verdict(
             sub,
-            VERIFIED,
+            Verdict.VERIFIED,
             Event.PEER_VERIFIED,
             f"verified ({len(batch.local_rounds)} local rounds): claimed {check.claimed}, "
             f"recomputed {check.recomputed}; signal {check.claimed_signal} / "
@@ -498,18 +502,20 @@ class Intake(Stage):
             self.store.pin(digest_to_cid(sub.digest), sub.round)
         except StoreError as exc:
             log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
-        return VERIFIED, check.recomputed
+        return Verdict.VERIFIED, check.recomputed
 
     def _unavailable(self, sub: PeerSubmission, exc: StoreError, took: float) -> tuple[str, int]:
         """Records a batch (or its opened checkpoints) that nobody gave us in an attempt that
         took `took` seconds; it is tried again after `retry_delay`."""
-        self._verdict(sub, UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc))
+        self._verdict(
+            sub, Verdict.UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc)
+        )
         basis = self.journal.peers.vote_basis(sub.round, sub.node)
         failures = basis["failures"] if basis else 1
         self._retry_at[(sub.round, sub.node)] = time.monotonic() + retry_delay(
-            self.params, self.cfg.sapo.unavailable_after, sub.round, failures, took, time.time()
+            self.params, self.sapo.unavailable_after, sub.round, failures, took, time.time()
         )
-        return UNAVAILABLE, 0
+        return Verdict.UNAVAILABLE, 0
 
     def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
@@ -528,7 +534,7 @@ class Intake(Stage):
                 metadata = self.ledger.node_info(node).metadata
             except ChainError as exc:
                 return PeerAddresses(None, refused=(("metadata", f"not read: {exc}"),))
-            found = peer_addresses(metadata, allow_private=self.cfg.store.allow_private_peers)
+            found = peer_addresses(metadata, allow_private=self.store_cfg.allow_private_peers)
             cached = self._directory[node] = (current, found)
             if found.refused:
                 log.info("%s's metadata: refused %s", node[:10], found.reason)
@@ -540,7 +546,7 @@ class Intake(Stage):
         """Journals a peer batch that is available but not valid; we attest 0 for it."""
         self._verdict(
             sub,
-            BAD,
+            Verdict.BAD,
             Event.PEER_BAD,
             f"bad batch: {reason}",
             reason,
@@ -550,7 +556,7 @@ class Intake(Stage):
             recomputed_signal=0,
             findings=findings,
         )
-        return BAD, 0
+        return Verdict.BAD, 0
 
     def _verdict(
         self,
@@ -572,7 +578,7 @@ class Intake(Stage):
         self.events.emit(
             event,
             f"round {sub.round}: {sub.node[:10]}…'s batch {what}",
-            logging.INFO if verdict == VERIFIED else logging.WARNING,
+            logging.INFO if verdict == Verdict.VERIFIED else logging.WARNING,
             round=sub.round,
             node=sub.node,
             reason=reason,

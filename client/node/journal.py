@@ -26,16 +26,13 @@ from typing import Any
 
 from client.node.journal_db import JournalDB
 from client.node.peerbook import PeerBook
-
-# A chain round moves forward through these; `missed` and `skipped` end it with a reason.
-PHASES = ("collecting", "sealed", "pinned", "confirmed")
-MISSED, SKIPPED = "missed", "skipped"
+from client.node.states import FORWARD, OutboxKind, RoundPhase
 
 
 @dataclass(frozen=True)
 class RoundRecord:
     round: int
-    phase: str
+    phase: RoundPhase
     reason: str | None
     batch: bytes | None
     digest: str | None
@@ -47,14 +44,17 @@ class RoundRecord:
     tx_hash: str | None
     updated: float
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase", RoundPhase(self.phase))  # as SQLite gives it back
+
     @property
     def ended(self) -> bool:
         """Missed or skipped: nothing more happens to it."""
-        return self.phase in (MISSED, SKIPPED)
+        return self.phase.ended
 
-    def reached(self, phase: str) -> bool:
+    def reached(self, phase: RoundPhase) -> bool:
         """True once the round got to `phase` (a missed or skipped round reached nothing more)."""
-        return not self.ended and PHASES.index(self.phase) >= PHASES.index(phase)
+        return not self.ended and FORWARD.index(self.phase) >= FORWARD.index(phase)
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class LocalRoundRecord:
 @dataclass(frozen=True)
 class OutboxEntry:
     key: str
-    kind: str  # "pin" | "submit" | "attest"
+    kind: OutboxKind
     round: int
     payload: dict[str, Any]
     status: str  # "pending" | "done" | "dropped"
@@ -84,7 +84,7 @@ _OUTBOX = "SELECT key, kind, round, payload, status, tx_hash, attempts, error FR
 
 
 def _entry(row: tuple) -> OutboxEntry:
-    return OutboxEntry(row[0], row[1], row[2], json.loads(row[3]), *row[4:])
+    return OutboxEntry(row[0], OutboxKind(row[1]), row[2], json.loads(row[3]), *row[4:])
 
 
 class Journal:
@@ -129,14 +129,19 @@ class Journal:
 
     def collecting(self) -> list[int]:
         """Returns the chain rounds whose batch is still open, oldest first."""
-        return [r for (r,) in self.db.all("SELECT round FROM rounds WHERE phase = 'collecting'")]
+        return [
+            r
+            for (r,) in self.db.all(
+                "SELECT round FROM rounds WHERE phase = ?", RoundPhase.COLLECTING
+            )
+        ]
 
     def add_local_round(self, rec: LocalRoundRecord) -> None:
         """Records a finished local round in its chain round's open batch."""
         with self.db.tx() as db:
             db.execute(
-                "INSERT OR IGNORE INTO rounds (round, phase, updated) VALUES (?, 'collecting', ?)",
-                (rec.round, time.time()),
+                "INSERT OR IGNORE INTO rounds (round, phase, updated) VALUES (?, ?, ?)",
+                (rec.round, RoundPhase.COLLECTING, time.time()),
             )
             db.execute(
                 "INSERT INTO local_rounds VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -181,17 +186,20 @@ class Journal:
         with self.db.tx() as db:
             db.execute(
                 "INSERT INTO rounds (round, phase, batch, digest, claimed, signal, rollouts, "
-                "local_rounds, updated) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?, ?) ON "
-                "CONFLICT(round) DO UPDATE SET phase = 'sealed', batch = excluded.batch, digest = "
-                "excluded.digest, claimed = excluded.claimed, signal = excluded.signal, rollouts "
-                "= excluded.rollouts, local_rounds = excluded.local_rounds, updated = "
-                "excluded.updated WHERE rounds.phase = 'collecting'",
-                (round_, batch, digest, claimed, signal, rollouts, local, now),
+                "local_rounds, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON "
+                "CONFLICT(round) DO UPDATE SET phase = excluded.phase, batch = excluded.batch, "
+                "digest = excluded.digest, claimed = excluded.claimed, signal = excluded.signal, "
+                "rollouts = excluded.rollouts, local_rounds = excluded.local_rounds, updated = "
+                "excluded.updated WHERE rounds.phase = ?",
+                (
+                    *(round_, RoundPhase.SEALED, batch, digest, claimed, signal, rollouts, local),
+                    *(now, RoundPhase.COLLECTING),
+                ),
             )
             payload = {"digest": digest, "rollouts": rollouts, "score": claimed, "signal": signal}
             for key, kind, data in (
-                (f"pin:{round_}", "pin", {}),
-                (f"submit:{round_}", "submit", payload),
+                (f"pin:{round_}", OutboxKind.PIN, {}),
+                (f"submit:{round_}", OutboxKind.SUBMIT, payload),
             ):
                 db.execute(
                     "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
@@ -199,10 +207,10 @@ class Journal:
                     (key, kind, round_, json.dumps(data, sort_keys=True), now, now),
                 )
 
-    def advance(self, round_: int, phase: str, **fields: Any) -> None:
+    def advance(self, round_: int, phase: RoundPhase, **fields: Any) -> None:
         """Moves a round to `phase` (never backwards) and sets cid / tx_hash when given."""
-        if phase not in PHASES:
-            raise ValueError(f"unknown phase {phase!r}")
+        if phase not in FORWARD:
+            raise ValueError(f"{phase!r} is not a phase a round advances to")
         record = self.round(round_)
         with self.db.tx() as db:
             if record is None:
@@ -210,7 +218,7 @@ class Journal:
                     "INSERT INTO rounds (round, phase, updated) VALUES (?, ?, ?)",
                     (round_, phase, time.time()),
                 )
-            elif not record.ended and PHASES.index(phase) > PHASES.index(record.phase):
+            elif not record.ended and FORWARD.index(phase) > FORWARD.index(record.phase):
                 db.execute(
                     "UPDATE rounds SET phase = ?, updated = ? WHERE round = ?",
                     (phase, time.time(), round_),
@@ -222,9 +230,10 @@ class Journal:
                         (fields[name], round_),
                     )
 
-    def end(self, round_: int, phase: str, reason: str) -> None:
+    def end(self, round_: int, phase: RoundPhase, reason: str) -> None:
         """Marks a round missed or skipped with the reason (the first reason is kept)."""
-        assert phase in (MISSED, SKIPPED)
+        if not phase.ended:
+            raise ValueError(f"{phase!r} does not end a round")
         with self.db.tx() as db:
             db.execute(
                 "INSERT INTO rounds (round, phase, reason, updated) VALUES (?, ?, ?, ?) "
@@ -236,7 +245,8 @@ class Journal:
     def confirmed_rounds(self) -> list[int]:
         """Returns the rounds whose submission is on chain."""
         rows = self.db.all(
-            "SELECT round FROM outbox WHERE kind = 'submit' AND status = 'done' ORDER BY round"
+            "SELECT round FROM outbox WHERE kind = ? AND status = 'done' ORDER BY round",
+            OutboxKind.SUBMIT,
         )
         return [r for (r,) in rows]
 

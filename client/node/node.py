@@ -26,19 +26,18 @@ from pathlib import Path
 
 import torch
 
-from client.chain import Ledger, LedgerParams
-from client.config import NodeConfig
-from client.node.clock import Clock, SystemClock
-from client.node.eventlog import Event, EventLog, Phase, Span, timed
-from client.node.health import Health
+from client.config.models import SapoSection, TrainSection
+from client.node.datadir import DataDir
+from client.node.eventlog import Event, Phase, Span, timed
 from client.node.intake import Intake
-from client.node.journal import SKIPPED, Journal, LocalRoundRecord
-from client.node.proving import Prover, Snapshots
+from client.node.journal import LocalRoundRecord
+from client.node.proving import Snapshots
 from client.node.publishing import Publisher
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
 from client.node.services import Services
+from client.node.states import RoundPhase
 from client.node.training import PeerPool, Trainer, mix
-from client.policy import make_backend
+from client.policy import GenerationBackend
 from client.policy.encode import Group
 from client.store import BlockStore, Sampling
 from client.store.batch import canonical_json
@@ -58,46 +57,37 @@ class Node:
 
     def __init__(
         self,
-        cfg: NodeConfig,
-        ledger: Ledger,
-        params: LedgerParams,
-        store: BlockStore,
+        services: Services,
+        *,
+        sapo: SapoSection,
+        train: TrainSection,
+        data_dir: DataDir,
         catalog: Catalog,
         trainer: Trainer,
-        *,
-        peer_store: BlockStore | None = None,
-        clock: Clock | None = None,
+        backend: GenerationBackend,
+        sampling: Sampling,
+        snapshots: Snapshots,
+        publisher: Publisher,
+        intake: Intake,
     ):
-        self.cfg = cfg
-        self.ledger = ledger
-        self.params = params
+        """The builder (client.node.assemble.open_node) makes every part and gives each stage
+        its own sections of the config; the node runs them."""
+        self.services = services
+        self.sapo, self.train = sapo, train
+        self.data_dir = data_dir
+        self.ledger, self.params = services.ledger, services.params
+        self.journal, self.events, self.health = services.journal, services.events, services.health
+        self.clock = services.clock
         self.catalog = catalog
         self.trainer = trainer
         self.policy = trainer.policy
-        self.clock = clock or SystemClock()
-        self.backend = make_backend(cfg.policy.backend, self.policy)
-        self.sampling = Sampling.of(
-            cfg.policy.temperature, cfg.policy.top_p, cfg.policy.max_new_tokens
-        )
-        self.address = ledger.account_address
-        self.chain_id = ledger.w3.eth.chain_id if cfg.chain.chain_id is None else cfg.chain.chain_id
-        self.data_dir = Path(cfg.node.data_dir)
-        self.journal = Journal(self.data_dir / "journal.sqlite")
-        self.events = EventLog(self.data_dir / "events.jsonl")
-        self.health = Health(self.events)
-        services = Services(
-            cfg, ledger, params, self.chain_id, self.journal, self.events, self.health, self.clock
-        )
-        self.services = services
-        self.snapshots = Snapshots(self.data_dir / "weights")
-        self.publisher = Publisher(
-            services, store, catalog, self.policy.descriptor(), self.sampling, self.snapshots
-        )
-        # intake reads peers' batches through a store client of its own: it runs beside the
-        # publisher's; it re-draws peers' completions on a copy of our model
-        self.intake = Intake(
-            services, peer_store or store, catalog, self.publisher.wake, Prover(self.policy)
-        )
+        self.backend = backend
+        self.sampling = sampling
+        self.address = services.address
+        self.chain_id = services.chain_id
+        self.snapshots = snapshots
+        self.publisher = publisher
+        self.intake = intake
         self.phase = Phase.STARTING
         self.paused = threading.Event()
         self.pool = PeerPool(self.journal)
@@ -142,8 +132,8 @@ class Node:
         self.events.emit(
             Event.NODE_STARTED,
             f"node {self.address} started at round {self.current_round()} "
-            f"(I={self.cfg.sapo.local_items} J={self.cfg.sapo.external_items} "
-            f"L={self.cfg.sapo.completions}, step {self.steps}, "
+            f"(I={self.sapo.local_items} J={self.sapo.external_items} "
+            f"L={self.sapo.completions}, step {self.steps}, "
             f"{torch.get_num_threads()} CPU threads, generating with {self.backend.name})",
             address=self.address,
             round=self.current_round(),
@@ -165,7 +155,7 @@ class Node:
                     self.clock.wait_until(self.clock.now() + 0.5, stop)
                     continue
                 k, room = self._next_local_round(current)
-                cap = self.cfg.sapo.max_local_rounds
+                cap = self.sapo.max_local_rounds
                 if cap and k >= cap:  # this chain round has its local rounds: wait for the next
                     self._set_phase(Phase.IDLE)
                     self.clock.wait_until(self.params.round_start(current + 1), stop)
@@ -194,7 +184,7 @@ class Node:
         batch: the batch is open, has room, and k follows its last local round)."""
         k = self.journal.next_k(round_)
         record = self.journal.round(round_)
-        if record is not None and record.phase != "collecting":
+        if record is not None and record.phase != RoundPhase.COLLECTING:
             return k, False  # sealed already (a restart in the same round): train, not publish
         parts = self.journal.local_rounds(round_)
         last = len(parts[-1].part) if parts else 0  # the next part is about as large
@@ -211,7 +201,7 @@ class Node:
             for skipped in range(self._last_round + 1, current):
                 if self.journal.round(skipped) is None:
                     reason = f"no local round started in it (round {self._last_round}'s ran on)"
-                    self.journal.end(skipped, SKIPPED, reason)
+                    self.journal.end(skipped, RoundPhase.SKIPPED, reason)
                     self.events.emit(
                         Event.ROUND_SKIPPED, f"round {skipped}: skipped: {reason}", round=skipped
                     )
@@ -235,8 +225,8 @@ class Node:
                 round_=round_,
                 node=self.address,
                 k=k,
-                items=self.cfg.sapo.local_items,
-                completions=self.cfg.sapo.completions,
+                items=self.sapo.local_items,
+                completions=self.sapo.completions,
                 sampling=self.sampling,
                 weights=weights,
             )
@@ -260,7 +250,7 @@ class Node:
         self._set_phase(Phase.TRAINING)
         round_, k = rollouts.round, rollouts.k
         with timed(self.journal, Span.TRAIN):
-            first = max(0, round_ - self.cfg.sapo.lookback_rounds)
+            first = max(0, round_ - self.sapo.lookback_rounds)
             peers = self.pool.items(first, round_)
             self._fits = {key: v for key, v in self._fits.items() if key[0] >= first}
 
@@ -276,7 +266,7 @@ class Node:
                 )
             ]
             rng = random.Random(f"sapo.sample:{self.address.lower()}:{round_}:{k}")  # noqa: S311
-            chosen = mix(local, peers, self.cfg.sapo.external_items, rng, fits)
+            chosen = mix(local, peers, self.sapo.external_items, rng, fits)
             stats = self.trainer.learn(chosen.groups)
         self.pool.mark_used(chosen.external_used)
         metrics = {
@@ -297,7 +287,7 @@ class Node:
             "loss": stats.loss if stats else None,
             "clip_fraction": stats.clip_fraction if stats else None,
             "grad_norm": stats.grad_norm if stats else None,
-            "kl": stats.kl if stats and self.cfg.train.kl_coef > 0 else None,
+            "kl": stats.kl if stats and self.train.kl_coef > 0 else None,
             "tokens": stats.tokens if stats else 0,
             "step": self.steps,
             "seconds": round(time.time() - started, 3),
@@ -314,7 +304,7 @@ class Node:
                 if stats
                 else (
                     f", gathering ({len(self.trainer.gathered)}/"
-                    f"{self.cfg.train.rounds_per_update} local rounds)"
+                    f"{self.train.rounds_per_update} local rounds)"
                     if self.trainer.gathered
                     else ", no item with signal: no step"
                 )
@@ -322,7 +312,7 @@ class Node:
             + ("" if published else " (not published: the round's batch is full)"),
             **metrics,
         )
-        if self.trainer.since_checkpoint >= self.cfg.train.checkpoint_every:
+        if self.trainer.since_checkpoint >= self.train.checkpoint_every:
             self.checkpoint()
 
     # ----------------------------------------------------------------------------- stopping
@@ -354,7 +344,7 @@ class Node:
     def checkpoint(self) -> Path:
         self._set_phase(Phase.CHECKPOINTING)
         with timed(self.journal, Span.CHECKPOINT):
-            path = self.trainer.checkpoint(self.data_dir)
+            path = self.trainer.checkpoint(self.data_dir.path)
         steps = self.steps
         self.events.emit(
             Event.NODE_CHECKPOINT, f"checkpoint at step {steps}", step=steps, path=str(path)

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.node.journal_db import JournalDB
-
-# Verdicts of a fetched peer batch.
-VERIFIED, BAD, UNAVAILABLE = "verified", "bad", "unavailable"
+from client.node.states import Verdict
 
 
 @dataclass(frozen=True)
@@ -125,11 +123,11 @@ class PeerBook:
         failures in a row are counted) and whose node gave it."""
         with self._db.tx() as db:
             failures = 0
-            if verdict == UNAVAILABLE:
+            if verdict == Verdict.UNAVAILABLE:
                 row = db.execute(
                     "SELECT failures FROM peer_batches WHERE round = ? AND node = ? "
                     "AND verdict = ?",
-                    (round_, node, UNAVAILABLE),
+                    (round_, node, Verdict.UNAVAILABLE),
                 ).fetchone()
                 failures = (row[0] if row else 0) + 1
             db.execute(
@@ -186,7 +184,7 @@ class PeerBook:
         return self._db.all(
             "SELECT round, node FROM peer_batches WHERE verdict = ? AND round BETWEEN ? AND ? "
             "ORDER BY round, node",
-            VERIFIED,
+            Verdict.VERIFIED,
             first_round,
             last_round,
         )
@@ -197,7 +195,7 @@ class PeerBook:
             "SELECT items FROM peer_batches WHERE round = ? AND node = ? AND verdict = ?",
             round_,
             node,
-            VERIFIED,
+            Verdict.VERIFIED,
         )
         items = json.loads(rows[0][0] or "[]") if rows else []
         return [

@@ -15,6 +15,10 @@ openings nobody can fetch is voted unavailable and earns nothing.
 It also unpins what `[store].retain_rounds` no longer keeps, and once a chain round keeps the
 node's on-chain metadata current (its IPFS peer id and swarm addresses, which peers dial to
 fetch its batches: `setMetadata` when they changed, e.g. after the daemon moved).
+
+(Over 400 lines, on purpose: every outbox kind is sent, retried and dropped here, one thread and
+one nonce sequence, so what can happen to an entry between its queueing and its receipt reads in
+one place.)
 """
 
 from __future__ import annotations
@@ -22,17 +26,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from client.chain import ChainError
 from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
+from client.config.models import SapoSection, StoreSection
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
-from client.node.journal import MISSED, OutboxEntry
-from client.node.metadata import node_metadata
+from client.node.journal import OutboxEntry
 from client.node.proving import Snapshots, opened
 from client.node.rollouts import make_batch
 from client.node.services import Services, Stage
+from client.node.states import OutboxKind, RoundPhase
 from client.store import BlockStore, IpfsStore, LocalRound, Sampling, StoreError
 from client.store.batch import BatchLimits, decode_batch
 from client.store.weights import put_weights
@@ -56,15 +62,22 @@ class Publisher(Stage):
         model: dict,
         sampling: Sampling,
         snapshots: Snapshots,
+        *,
+        store_cfg: StoreSection,
+        sapo: SapoSection,
+        metadata: Callable[[dict], str],
     ):
+        """`metadata(peer)`: the metadata the node registers with, given what its IPFS daemon
+        says of itself (client.node.metadata)."""
         super().__init__(services)
+        self.store_cfg, self.sapo, self.metadata = store_cfg, sapo, metadata
         self.store = store
         self.catalog = catalog
         self.model = model
         self.sampling = sampling
         self.snapshots = snapshots
         self.address = services.address
-        self.limits = BatchLimits(max_bytes=self.cfg.store.max_batch_bytes)
+        self.limits = BatchLimits(max_bytes=store_cfg.max_batch_bytes)
         self.wake = threading.Event()
         self._metadata_round = -1
 
@@ -76,7 +89,7 @@ class Publisher(Stage):
         count, used = self.journal.open_batch(round_)
         return (
             count < self.limits.max_local_rounds
-            and (count + 1) * self.cfg.sapo.local_items <= self.limits.max_items
+            and (count + 1) * self.sapo.local_items <= self.limits.max_items
             and used + part_bytes + count + HEADER_BYTES <= self.limits.max_bytes
         )
 
@@ -137,9 +150,9 @@ class Publisher(Stage):
         chain_down = store_down = False
         attestations = []
         for entry in self.journal.pending():
-            if entry.kind == "pin" and not store_down:
+            if entry.kind == OutboxKind.PIN and not store_down:
                 store_down = not self._pin(entry)
-            elif entry.kind == "submit" and not chain_down:
+            elif entry.kind == OutboxKind.SUBMIT and not chain_down:
                 pin = self.journal.outbox(f"pin:{entry.round}")
                 if pin is not None and pin.status == "pending":
                     if not self.params.submit_open(entry.round, self.current_round()):
@@ -148,7 +161,7 @@ class Publisher(Stage):
                         )
                     continue  # a digest nobody can fetch earns nothing: pin first
                 chain_down = not self._send(entry)
-            elif entry.kind == "open" and not chain_down and not store_down:
+            elif entry.kind == OutboxKind.OPEN and not chain_down and not store_down:
                 try:
                     self._open(entry)
                 except ChainError as exc:
@@ -158,7 +171,7 @@ class Publisher(Stage):
                     store_down = True
                     self.journal.attempted(entry.key, str(exc))
                     self.health.store(False, str(exc))
-            elif entry.kind in ("attest", "unavailable", "rearm"):
+            elif entry.kind in (OutboxKind.ATTEST, OutboxKind.UNAVAILABLE, OutboxKind.REARM):
                 attestations.append(entry)
         if attestations and not chain_down:
             with (
@@ -183,7 +196,7 @@ class Publisher(Stage):
             return False
         self.health.store(True)
         self.journal.done(entry.key)
-        self.journal.advance(entry.round, "pinned", cid=cid)
+        self.journal.advance(entry.round, RoundPhase.PINNED, cid=cid)
         self.events.emit(
             Event.ROUND_PINNED, f"round {entry.round}: pinned {cid}", round=entry.round, cid=cid
         )
@@ -192,7 +205,7 @@ class Publisher(Stage):
     def _send(self, entry: OutboxEntry) -> bool:
         """Sends one submit or attest; returns False when the chain is unreachable."""
         try:
-            if entry.kind == "submit":
+            if entry.kind == OutboxKind.SUBMIT:
                 with timed(self.journal, Span.SUBMIT):
                     self._submit(entry)
             else:
@@ -227,9 +240,9 @@ class Publisher(Stage):
         self._submitted(entry, result.tx_hash)
 
     def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
-        self.journal.enqueue(f"open:{entry.round}", "open", entry.round, {})
+        self.journal.enqueue(f"open:{entry.round}", OutboxKind.OPEN, entry.round, {})
         self.journal.done(entry.key, tx_hash)
-        self.journal.advance(entry.round, "confirmed", tx_hash=tx_hash)
+        self.journal.advance(entry.round, RoundPhase.CONFIRMED, tx_hash=tx_hash)
         record = self.journal.round(entry.round)
         self.events.emit(
             Event.ROUND_SUBMITTED,
@@ -246,7 +259,7 @@ class Publisher(Stage):
         """Casts a drawn checker's vote: an attestation of what we recomputed, or (kind
         `unavailable`) that we could not fetch the batch from anyone."""
         round_, p = entry.round, entry.payload
-        if entry.kind == "rearm":
+        if entry.kind == OutboxKind.REARM:
             self._rearm(entry)
             return
         peer = p["node"]
@@ -256,7 +269,7 @@ class Publisher(Stage):
         if not self.params.attest_open(round_, self.current_round()):
             self._give_up(entry, "the challenge window closed")
             return
-        if entry.kind == "unavailable":
+        if entry.kind == OutboxKind.UNAVAILABLE:
             result = self.ledger.report_unavailable(round_, peer)
             what = "reported unavailable (fetched from nobody)"
             event = Event.PEER_REPORTED_UNAVAILABLE
@@ -352,9 +365,9 @@ class Publisher(Stage):
 
     def _give_up(self, entry: OutboxEntry, reason: str) -> None:
         self.journal.dropped(entry.key, reason)
-        if entry.kind == "submit":
-            self.journal.end(entry.round, MISSED, reason)
-        kind = Event.SUBMIT_DROPPED if entry.kind != "attest" else Event.ATTEST_DROPPED
+        if entry.kind == OutboxKind.SUBMIT:
+            self.journal.end(entry.round, RoundPhase.MISSED, reason)
+        kind = Event.SUBMIT_DROPPED if entry.kind != OutboxKind.ATTEST else Event.ATTEST_DROPPED
         self.events.emit(
             kind,
             f"round {entry.round}: {entry.kind} dropped: {reason}",
@@ -375,7 +388,7 @@ class Publisher(Stage):
             peer = self.store.peer()
         except StoreError:
             return
-        wanted = node_metadata(self.cfg, peer=peer)
+        wanted = self.metadata(peer)
         try:
             if self.ledger.node_info(self.address).metadata == wanted:
                 return
@@ -395,7 +408,7 @@ class Publisher(Stage):
         it: open_node checks retain_rounds against them) and old time spans."""
         current = self.current_round()
         try:
-            dropped = self.store.gc(current, self.cfg.store.retain_rounds)
+            dropped = self.store.gc(current, self.store_cfg.retain_rounds)
         except StoreError as exc:
             self.health.store(False, str(exc))
             return
@@ -403,7 +416,7 @@ class Publisher(Stage):
             self.events.emit(
                 Event.STORE_UNPINNED,
                 f"unpinned {len(dropped)} batch(es) older than round "
-                f"{current - self.cfg.store.retain_rounds}",
+                f"{current - self.store_cfg.retain_rounds}",
                 round=current,
                 cids=dropped,
             )
@@ -412,7 +425,7 @@ class Publisher(Stage):
             current - self.params.submit_rounds - self.params.challenge_rounds
         )
         with contextlib.suppress(Exception):  # bookkeeping only
-            keep_s = max(self.cfg.store.retain_rounds, 100) * self.params.round_length
+            keep_s = max(self.store_cfg.retain_rounds, 100) * self.params.round_length
             self.journal.prune_spans(self.services.clock.now() - keep_s)
 
     def drain(self, seconds: float, stop_waiting: threading.Event) -> int:

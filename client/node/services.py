@@ -1,13 +1,13 @@
-"""What every stage of a node shares: its config, identity, journal, event log, clock, the chain
-and its health. Stages take one `Services` and their own parts (a store, a catalog), and talk to
-each other through the journal and events, not through each other's attributes."""
+"""What every stage of a node shares: its identity, journal, event log, clock, the chain and its
+health. Stages take one `Services`, their own parts (a store, a catalog) and their own sections
+of the config, and talk to each other through the journal and events, not through each other's
+attributes. The builder (client.node.assemble) makes one of each."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from client.chain import Ledger, LedgerParams
-from client.config import NodeConfig
 from client.node.clock import Clock
 from client.node.eventlog import EventLog
 from client.node.health import Health
@@ -16,7 +16,6 @@ from client.node.journal import Journal
 
 @dataclass(frozen=True)
 class Services:
-    cfg: NodeConfig
     ledger: Ledger  # signing as the node
     params: LedgerParams
     chain_id: int
@@ -39,7 +38,7 @@ class Stage:
 
     def __init__(self, services: Services):
         self.services = services
-        self.cfg, self.journal, self.events = services.cfg, services.journal, services.events
+        self.journal, self.events = services.journal, services.events
         self.ledger, self.params, self.health = services.ledger, services.params, services.health
 
     def current_round(self) -> int:

@@ -32,12 +32,11 @@ from pathlib import Path
 import torch
 
 from client.config.models import TrainSection
+from client.node.datadir import DataDir
 from client.node.peerbook import PeerItem
 from client.policy import Policy, load_checkpoint, save_checkpoint
 from client.policy.encode import Group, completion_tokens, encode_groups
 from client.sapo import Candidate, StepStats, batch_logprobs, grpo_step, training_set
-
-CHECKPOINT = "checkpoint"
 
 
 @dataclass(frozen=True)
@@ -189,7 +188,9 @@ class Trainer:
 
     def checkpoint(self, data_dir: Path) -> Path:
         """Saves policy, optimizer and step (atomically); returns the checkpoint directory."""
-        path = save_checkpoint(self.policy, self.optimizer, self.steps, data_dir / CHECKPOINT)
+        path = save_checkpoint(
+            self.policy, self.optimizer, self.steps, DataDir(data_dir).checkpoint
+        )
         self.since_checkpoint = 0
         return path
 
@@ -207,7 +208,8 @@ def resume_policy(
 def last_checkpoint(data_dir: Path) -> Path | None:
     """The node's last whole checkpoint directory (`checkpoint`, or `checkpoint.old` when a kill
     fell between the two renames that replace it), or None."""
-    for candidate in (data_dir / CHECKPOINT, data_dir / f"{CHECKPOINT}.old"):
+    latest = DataDir(data_dir).checkpoint
+    for candidate in (latest, latest.with_name(f"{latest.name}.old")):
         if (candidate / "sapo.json").is_file():
             return candidate
     return None

