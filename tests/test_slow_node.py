@@ -22,7 +22,7 @@ from conftest import cached_seed_test, start_devnet, stop_devnet, wait_until
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.config import with_sections
-from client.node.journal import SKIPPED
+from client.node.states import RoundPhase
 from client.node.view_journal import NodeView
 from client.policy import SeedSpec, ensure_seed_policy, load_policy
 
@@ -167,7 +167,7 @@ def test_a_node_slower_than_a_chain_round_keeps_submitting_and_is_credited(
             f"the slow node submitted every checked batch in its own round ({submitted_in}): "
             "its local rounds did not outlast a chain round"
         )
-        skipped = [r for r in slow_view.rounds() if r.phase == SKIPPED]
+        skipped = [r for r in slow_view.rounds() if r.phase == RoundPhase.SKIPPED]
         seconds = [m["seconds"] for _, _, m in slow_view.local_metrics()]
         assert skipped, (
             f"no chain round skipped: round {round_s} s (a slow local round measured "

@@ -209,6 +209,7 @@ class Journal:
 
     def advance(self, round_: int, phase: RoundPhase, **fields: Any) -> None:
         """Moves a round to `phase` (never backwards) and sets cid / tx_hash when given."""
+        phase = RoundPhase(phase)  # ValueError for a name that is no phase
         if phase not in FORWARD:
             raise ValueError(f"{phase!r} is not a phase a round advances to")
         record = self.round(round_)
@@ -232,6 +233,7 @@ class Journal:
 
     def end(self, round_: int, phase: RoundPhase, reason: str) -> None:
         """Marks a round missed or skipped with the reason (the first reason is kept)."""
+        phase = RoundPhase(phase)
         if not phase.ended:
             raise ValueError(f"{phase!r} does not end a round")
         with self.db.tx() as db:
