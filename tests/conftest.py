@@ -20,6 +20,48 @@ from client.devnet.process import die_with_parent
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Every test is in one group, by what it needs (select one with -m while editing; CI runs all):
+#   unit   nothing outside the test process but files: tiny models, verifiers, batches, config
+#   chain  an anvil chain (and foundry's tools), no other process of ours
+#   swarm  a swarm of processes: IPFS daemons, devnets, nodes, engines beside the test
+# A module whose tests start those parts themselves is named here; a test elsewhere that asks
+# for a chain fixture is in `chain`.
+SWARM_MODULES = {
+    "test_adversaries",
+    "test_devnet",
+    "test_devnet_netns",
+    "test_node_faults",
+    "test_slow_node",
+    "test_store",
+    "test_store_cli",
+    "test_swarm_e2e",
+    "test_swarm_p2p",
+    "test_tui",
+    "test_vllm",
+}
+CHAIN_MODULES = {
+    "test_anvil",
+    "test_audit_cast",
+    "test_chain_cli",
+    "test_chain_client",
+    "test_ledger",
+    "test_ledger_forge",
+    "test_ledger_stateful",
+}
+CHAIN_FIXTURES = {"anvil", "chain", "swarm"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__ if item.module else ""
+        if module in SWARM_MODULES:
+            group = "swarm"
+        elif module in CHAIN_MODULES or CHAIN_FIXTURES & set(item.fixturenames):
+            group = "chain"
+        else:
+            group = "unit"
+        item.add_marker(group)
+
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch):
