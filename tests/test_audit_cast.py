@@ -1,5 +1,5 @@
-"""An auditor who installs nothing of ours: README's `cast` commands (section "Auditing with cast
-alone"), run as written with bash, foundry's cast, jq and coreutils, against a ledger on a real
+"""An auditor who installs nothing of ours: docs/audit.md's `cast` commands (section "Auditing with
+cast alone"), run as written with bash, foundry's cast, jq and coreutils, against a ledger on a real
 anvil that has seen registrations, submissions, agreeing and disputing attestations, a slash, an
 unstake and claims; each answer is checked field by field against `sapo audit ... --json`.
 """
@@ -23,21 +23,21 @@ from client.devnet import Anvil, find_foundry_tool
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+AUDIT_DOC = Path(__file__).resolve().parents[1] / "docs" / "audit.md"
 PASSWORD = "correct horse battery staple"
 MARKER = "<!-- cast-audit:"
 
 
 def readme_snippets() -> dict[str, str]:
-    """The bash block after README's cast-audit marker, as {comment: command}."""
-    text = README.read_text()
+    """The bash block after docs/audit.md's cast-audit marker, as {comment: command}."""
+    text = AUDIT_DOC.read_text()
     start = text.index(MARKER)
     block = re.search(r"```bash\n(.*?)```", text[start:], re.S)
-    assert block, "README: no bash block after the cast-audit marker"
+    assert block, "docs/audit.md: no bash block after the cast-audit marker"
     snippets = {}
     for chunk in block.group(1).strip().split("\n\n"):
         lines = chunk.splitlines()
-        assert lines[0].startswith("# "), f"README cast snippet without a comment: {chunk!r}"
+        assert lines[0].startswith("# "), f"docs/audit.md cast snippet without a comment: {chunk!r}"
         snippets[lines[0][2:]] = "\n".join(lines[1:])
     return snippets
 
