@@ -270,12 +270,12 @@ def _current_state(data_dir: Path) -> dict:
 @app.command("status")
 def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = False) -> None:
     """Where the devnet stands: its stage while it starts, then each node's progress."""
-    # lazily: reading the nodes' journals and the chain imports web3 (`devnet ps` and `down`
-    # do without it)
-    from client.devnet.status import node_rows, starting_view
-
     data_dir = data_dir.absolute()
     state = _current_state(data_dir)
+    # lazily, once a devnet runs: reading the nodes' journals and the chain imports web3
+    # (`devnet ps`, `down` and a status that finds no devnet do without it)
+    from client.devnet.status import node_rows, starting_view
+
     if state.get("status") == "starting":
         view = starting_view(state)
         if as_json:
