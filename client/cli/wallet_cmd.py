@@ -47,6 +47,14 @@ def _path(keystore: Path | None, config: Path | None) -> Path:
     return Path(cfg.chain.keystore)
 
 
+def _new_path(keystore: Path | None, config: Path | None) -> Path:
+    """Returns where a new keystore goes; exits 2 when one is there (never overwritten)."""
+    path = _path(keystore, config)
+    if path.exists():
+        fail(f"{path} exists; choose another path (a keystore is never overwritten)")
+    return path
+
+
 def _new_password(path: Path, password_file: Path | None) -> str:
     """Returns the new keystore's password: from the usual sources, or asked twice."""
     if PASSWORD_ENV in os.environ or password_file is not None or not sys.stdin.isatty():
@@ -80,9 +88,7 @@ def new(
     as_json: JsonOption = False,
 ) -> None:
     """Create a new account in a new encrypted keystore."""
-    path = _path(keystore, config)
-    if path.exists():
-        fail(f"{path} exists; choose another path (a keystore is never overwritten)")
+    path = _new_path(keystore, config)
     _write(path, Account.create().key, _new_password(path, password_file), as_json)
 
 
@@ -98,9 +104,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> None:
     """Import an existing private key into a new encrypted keystore."""
-    path = _path(keystore, config)
-    if path.exists():
-        fail(f"{path} exists; choose another path (a keystore is never overwritten)")
+    path = _new_path(keystore, config)
     if key_file is not None:
         try:
             key = key_file.read_text().strip()
