@@ -105,6 +105,11 @@ def make_copy(into: Path, skip: tuple[str, ...] = ()) -> Path:
         ROOT / "contracts", into / "contracts", ignore=shutil.ignore_patterns("artifacts", *skip)
     )
     shutil.copy2(ROOT / "foundry.toml", into / "foundry.toml")
+    # this checkout's build, when there is one: forge then compiles only what differs (a mutant,
+    # an inflated ledger), since its cache knows each source by its content
+    for built in ("cache", "out"):
+        if (ROOT / ".forge" / built).is_dir():
+            shutil.copytree(ROOT / ".forge" / built, into / ".forge" / built)
     (into / "scripts").mkdir()
     shutil.copy2(ROOT / "scripts" / "solc", into / "scripts" / "solc")
     (into / "node_modules").symlink_to(ROOT / "node_modules")
@@ -125,8 +130,13 @@ def run_suites(
     match_test: str | None = None,
     runs: int | None = None,
     depth: int | None = None,
+    ledger_artifact: str | None = None,
+    shrink_runs: int | None = None,
 ) -> ForgeRun:
-    """Runs `forge test --json` and parses it; raises ForgeError when forge itself failed."""
+    """Runs `forge test --json` and parses it; raises ForgeError when forge itself failed.
+    `ledger_artifact` ("path.sol:SwarmLedger") is the ledger the suites deploy instead of
+    contracts/SwarmLedger.sol's (Cheats.sol's deployLedger; scripts/mutate-ledger's mutants);
+    `shrink_runs` bounds forge's shrinking of a failing sequence (foundry.toml's by default)."""
     paths_file = root / PATHS_FILE
     paths_file.parent.mkdir(parents=True, exist_ok=True)
     paths_file.unlink(missing_ok=True)
@@ -143,6 +153,13 @@ def run_suites(
         env["FOUNDRY_INVARIANT_RUNS"] = str(runs)
     if depth is not None:
         env["FOUNDRY_INVARIANT_DEPTH"] = str(depth)
+    if shrink_runs is not None:
+        env["FOUNDRY_INVARIANT_SHRINK_RUN_LIMIT"] = str(shrink_runs)
+    if ledger_artifact is not None:
+        env["SAPO_LEDGER_ARTIFACT"] = ledger_artifact
+        # forge replays a persisted failing sequence first on the next run: one mutant's failures
+        # must not be replayed against another's
+        env["FOUNDRY_INVARIANT_FAILURE_PERSIST_DIR"] = str(scratch / "invariant-failures")
     try:
         done = run_forge(args, root=root, env=env)
     finally:

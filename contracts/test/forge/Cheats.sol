@@ -15,6 +15,8 @@ interface Vm {
     function createDir(string calldata path, bool recursive) external;
     function writeLine(string calldata path, string calldata data) external;
     function snapshotGasLastCall(string calldata name) external returns (uint256 gasUsed);
+    function envOr(string calldata name, string calldata defaultValue) external view returns (string memory);
+    function deployCode(string calldata artifactPath, bytes calldata constructorArgs) external returns (address);
 }
 
 /// @notice What forge reads from an invariant test contract to choose its fuzz targets.
@@ -25,6 +27,18 @@ struct FuzzSelector {
 
 abstract contract CheatsBase {
     Vm internal constant vm = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));
+
+    /// @dev The artifact a suite deploys as its ledger; scripts/mutate-ledger names a seeded fault's
+    /// copy here instead (contracts/mutants/<fault>.sol, compiled with the suites in one build).
+    string internal constant LEDGER_ARTIFACT = "contracts/SwarmLedger.sol:SwarmLedger";
+
+    /// @dev Deploys the ledger under test from its compiled artifact, with ABI-encoded constructor
+    /// arguments. Not `new SwarmLedger(...)`: that would put the ledger's creation code inside each
+    /// suite, and via-IR would optimize the whole ledger again for every suite that creates one.
+    /// SAPO_LEDGER_ARTIFACT, when set, names another artifact of the same interface (a mutant).
+    function deployLedger(bytes memory constructorArgs) internal returns (address) {
+        return vm.deployCode(vm.envOr("SAPO_LEDGER_ARTIFACT", LEDGER_ARTIFACT), constructorArgs);
+    }
 
     /// @dev Maps `x` into [lo, hi] (inclusive) uniformly enough for fuzzing; keeps small values
     /// as they are so that forge's dictionary of interesting numbers still reaches the bounds.

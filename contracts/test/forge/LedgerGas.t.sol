@@ -31,7 +31,9 @@ contract LedgerGasTest is CheatsBase {
         vm.roll(1_000);
         // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance, a
         // quorum of 2 with every node drawn (50 checkers on average: each node's chance is 1)
-        ledger = new SwarmLedger(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 50);
+        ledger = SwarmLedger(
+            deployLedger(abi.encode(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 50))
+        );
         address[5] memory nodes = [A, B, C, D, E];
         uint256[5] memory stakes = [uint256(2 ether), 3 ether, 4 ether, 5 ether, 20 ether];
         for (uint256 i; i < nodes.length; ++i) {

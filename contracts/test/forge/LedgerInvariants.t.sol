@@ -35,18 +35,22 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         Params memory p = params();
         vm.warp(1_700_000_000);
         vm.roll(1_000);
-        ledger = new SwarmLedger(
-            p.roundLength,
-            p.minStake,
-            p.unbondingPeriod,
-            p.challengeRounds,
-            p.submitRounds,
-            p.rewardPerRound,
-            p.slashBps,
-            p.agreeToleranceBps,
-            keccak256("catalog"),
-            p.quorum,
-            p.checkers
+        ledger = SwarmLedger(
+            deployLedger(
+                abi.encode(
+                    p.roundLength,
+                    p.minStake,
+                    p.unbondingPeriod,
+                    p.challengeRounds,
+                    p.submitRounds,
+                    p.rewardPerRound,
+                    p.slashBps,
+                    p.agreeToleranceBps,
+                    keccak256("catalog"),
+                    p.quorum,
+                    p.checkers
+                )
+            )
         );
         handler = new LedgerHandler(ledger);
         handler.seedNodes(3);

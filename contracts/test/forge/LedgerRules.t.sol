@@ -22,7 +22,9 @@ contract LedgerRulesTest is CheatsBase {
     function _deploy(uint8 quorum) internal {
         vm.warp(1_700_000_000);
         vm.roll(100);
-        ledger = new SwarmLedger(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 255);
+        ledger = SwarmLedger(
+            deployLedger(abi.encode(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 255))
+        );
         address[5] memory nodes = [P, A, B, C, D];
         for (uint256 i; i < nodes.length; ++i) {
             vm.deal(nodes[i], 10 ether);
