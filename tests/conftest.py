@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -134,12 +135,16 @@ def anvil(tmp_path: Path) -> Iterator[Anvil]:
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 15.0, what: str = "") -> None:
-    """Polls predicate until true; fails the test naming `what` if it never becomes true."""
+    """Polls predicate until true; fails the test naming `what` if it never becomes true.
+    Polls quickly at first (a process exiting, a port opening) and backs off to once a second:
+    a long wait (rounds of a devnet) must not take the cores its nodes are measured on."""
     deadline = time.monotonic() + timeout_s
+    pause = 0.05
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(1.0, pause * 1.5)
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what or predicate}")
 
 
@@ -321,6 +326,50 @@ def warp_world_config(root: Path, round_s: int, w: int, c: int, **sections: dict
     for name, values in sections.items():
         changes[name] = {**changes.get(name, {}), **values}
     return with_sections(load_config(REPO / "configs" / "devnet.toml"), **changes)
+
+
+@contextlib.contextmanager
+def warp_world(
+    root: Path,
+    seed_test: Path,
+    round_s: int,
+    w: int,
+    c: int,
+    *,
+    nodes: int = 2,
+    adversaries: list | None = None,
+    **sections: dict,
+) -> Iterator[dict]:
+    """A chain (anvil, 1 s blocks) and one IPFS daemon under `root`, the seed-test policy cached
+    there and built into its base policy, and a devnet of `nodes` honest nodes (and `adversaries`,
+    roles) provisioned on warp_world_config(...): for in-process nodes that a Warp moves through
+    rounds. Yields anvil, daemon, swarm, base and warp; stops the daemon and the chain after."""
+    from client.devnet import Anvil, IpfsDaemon
+    from client.devnet.provision import provision
+    from client.node.assemble import base_policy_path
+
+    cached_seed_test(seed_test, root / "policies")
+    anvil = Anvil(root, block_time_s=1).start()
+    try:
+        daemon = IpfsDaemon(root / "ipfs").start()
+        try:
+            base = warp_world_config(root, round_s, w, c, **sections)
+            base_policy_path(base)
+            swarm = provision(
+                base,
+                root / "swarm",
+                rpc_url=anvil.url,
+                chain_id=31_337,
+                ipfs_api=daemon.api,
+                nodes=nodes,
+                adversaries=adversaries or [],
+            )
+            warp = Warp(anvil)
+            yield {"anvil": anvil, "daemon": daemon, "swarm": swarm, "base": base, "warp": warp}
+        finally:
+            daemon.stop()
+    finally:
+        anvil.stop()
 
 
 class Warp:

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Warp, cached_seed_test, wait_until, warp_world_config
+from conftest import wait_until, warp_world
 
 from client.chain import Ledger
 from client.chain.audit import Auditor
@@ -19,10 +19,8 @@ from client.chain.events import EventReader
 from client.config import load_config
 from client.config.roles import HONEST, expand, partners
 from client.credit import FOREIGN_TASKS, GENERATION
-from client.devnet import Anvil, IpfsDaemon
 from client.devnet.adversary import Adversary
-from client.devnet.provision import provision
-from client.node.assemble import base_policy_path, open_node, signing_ledger
+from client.node.assemble import open_node, signing_ledger
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8
@@ -58,26 +56,9 @@ def test_roles_expand_and_pair() -> None:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("adversaries")
-    cached_seed_test(seed_test, root / "policies")
-    anvil = Anvil(root, block_time_s=1).start()
-    daemon = IpfsDaemon(root / "ipfs").start()
-    base = warp_world_config(
-        root, ROUND_S, W, C, sapo={"unavailable_after": 2}, devnet={"accounts": 12}
-    )
-    base_policy_path(base)
-    roles = expand(STRATEGIES)
-    swarm = provision(
-        base,
-        root / "swarm",
-        rpc_url=anvil.url,
-        chain_id=31_337,
-        ipfs_api=daemon.api,
-        nodes=2,
-        adversaries=roles,
-    )
-    yield {"anvil": anvil, "swarm": swarm, "warp": Warp(anvil)}
-    daemon.stop()
-    anvil.stop()
+    extra = {"sapo": {"unavailable_after": 2}, "devnet": {"accounts": 12}}
+    with warp_world(root, seed_test, ROUND_S, W, C, adversaries=expand(STRATEGIES), **extra) as w:
+        yield w
 
 
 def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:

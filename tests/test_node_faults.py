@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from batches import local_round
-from conftest import Warp, cached_seed_test, wait_until, warp_world_config
+from conftest import wait_until, warp_world
 from eth_account import Account
 from gate import TcpGate
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.config import load_config, with_sections
-from client.devnet import Anvil, IpfsDaemon, rpc_call
+from client.devnet import rpc_call
 from client.devnet.provision import provision
 from client.node.assemble import NodeConfigError, base_policy_path, open_node
 from client.node.eventlog import Event, read_events
@@ -36,18 +36,8 @@ W, C = 2, 3  # the world ledger's submission and challenge windows (rounds)
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
-    root = tmp_path_factory.mktemp("faults")
-    cached_seed_test(seed_test, root / "policies")
-    anvil = Anvil(root, block_time_s=1).start()
-    daemon = IpfsDaemon(root / "ipfs").start()
-    base = warp_world_config(root, ROUND_S, W, C)
-    base_policy_path(base)
-    swarm = provision(
-        base, root / "swarm", rpc_url=anvil.url, chain_id=31_337, ipfs_api=daemon.api, nodes=2
-    )
-    yield {"anvil": anvil, "daemon": daemon, "swarm": swarm, "base": base, "warp": Warp(anvil)}
-    daemon.stop()
-    anvil.stop()
+    with warp_world(tmp_path_factory.mktemp("faults"), seed_test, ROUND_S, W, C) as w:
+        yield w
 
 
 def gated_config(world, index: int, chain: TcpGate | None = None, ipfs: TcpGate | None = None):

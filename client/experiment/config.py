@@ -11,11 +11,12 @@ to differ in.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from client.config.files import load_toml_model
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "configs" / "experiments"
@@ -144,17 +145,6 @@ def load_experiment(name_or_path: str | Path) -> ExperimentConfig:
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
         path = EXPERIMENTS / f"{name_or_path}.toml"
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        known = ", ".join(sorted(p.stem for p in EXPERIMENTS.glob("*.toml")))
-        raise ExperimentError(f"{path}: no such experiment file (presets: {known})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ExperimentError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        return ExperimentConfig.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(file)'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ExperimentError(f"{path}: {problems}") from None
+    known = ", ".join(sorted(p.stem for p in EXPERIMENTS.glob("*.toml")))
+    missing = f"{path}: no such experiment file (presets: {known})"
+    return load_toml_model(path, ExperimentConfig, ExperimentError, missing=missing, whole="(file)")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from client.config.files import load_toml_model
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "configs" / "tasks"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -92,20 +93,9 @@ def load_catalog(name_or_path: str | Path) -> Catalog:
     """Returns the catalog named (configs/tasks/<name>.toml) or at a path."""
     text = str(name_or_path)
     path = Path(text) if text.endswith(".toml") or "/" in text else CATALOG_DIR / f"{text}.toml"
-    try:
-        document = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        known = sorted(p.stem for p in CATALOG_DIR.glob("*.toml"))
-        raise CatalogError(f"no catalog {text!r} ({path}); known: {', '.join(known)}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        return Catalog.model_validate(document)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'catalog'}: {e['msg']}" for e in exc.errors()
-        )
-        raise CatalogError(f"{path}: {problems}") from None
+    known = ", ".join(sorted(p.stem for p in CATALOG_DIR.glob("*.toml")))
+    missing = f"no catalog {text!r} ({path}); known: {known}"
+    return load_toml_model(path, Catalog, CatalogError, missing=missing, whole="catalog")
 
 
 def check_against_ledger(catalog: Catalog, ledger_digest: str) -> None:
