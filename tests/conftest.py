@@ -230,12 +230,12 @@ def start_devnet(
     )
     log.close()
     deadline = time.monotonic() + timeout_s
-    while (state := read_state(data_dir) or {}).get("status") != "running":
+    while (state := read_state(data_dir)) is None or not state.running:
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             pytest.fail(f"devnet up did not start: {Path(log.name).read_text()[-3000:]}")
         time.sleep(0.2)
-    return proc, state
+    return proc, state.public()  # as JSON, what `devnet up --json` prints
 
 
 # A devnet whose mechanics are under test, not learning: the tiny test policy, a GRPO step every

@@ -242,3 +242,32 @@ def test_a_stopped_seed_build_resumes_and_never_leaves_half_a_policy(tmp_path: P
         load_file(fresh / "model.safetensors"),
     )
     assert all(torch.equal(resumed[k], whole[k]) for k in whole), "resumed != uninterrupted"
+
+
+def test_status_names_a_devnet_that_is_gone_and_a_state_file_that_is_not_one(
+    tmp_path: Path,
+) -> None:
+    from client.devnet.state import DevnetState, DevnetStatus, write_state
+
+    def status() -> subprocess.CompletedProcess[str]:
+        return sapo_run("devnet", "status", "--data-dir", str(tmp_path))
+
+    nothing = status()
+    assert nothing.returncode == 1 and "no devnet runs in" in nothing.stderr, nothing.stderr
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    starting = DevnetState(
+        status=DevnetStatus.STARTING,
+        stage="starting anvil",
+        supervisor_pid=ended.pid,
+        data_dir=tmp_path,
+        started_at=0.0,
+    )
+    write_state(tmp_path, starting)
+    gone = status()
+    assert gone.returncode == 1, gone.stdout + gone.stderr
+    assert f"its supervisor (pid {ended.pid}) is gone" in gone.stderr
+    (tmp_path / "devnet.json").write_text(json.dumps({"status": "running", "nodes": "three"}))
+    other = status()
+    assert other.returncode == 1 and "is not a devnet's state file" in other.stderr, other.stderr
+    assert "Traceback" not in other.stderr

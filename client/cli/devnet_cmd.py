@@ -29,6 +29,7 @@ from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
 from client.cli.progress import ProgressOutput, seed_progress
 from client.config.models import format_score as score
+from client.config.roles import Role
 from client.devnet import registry
 from client.devnet.control import (
     DetachedStart,
@@ -41,7 +42,7 @@ from client.devnet.control import (
     stop_devnet,
     stop_event_on_signals,
 )
-from client.devnet.state import read_state, supervisor_alive
+from client.devnet.state import DevnetState, DevnetStateError, read_state, supervisor_alive
 from client.node.snapshot import short
 from client.pids import pid_alive
 
@@ -76,9 +77,9 @@ def _detach(data_dir: Path, as_json: bool) -> None:
         )
 
 
-def _show_stage(shown, state: dict, build) -> None:
+def _show_stage(shown, state: DevnetState, build) -> None:
     """Puts a starting devnet's stage (and its seed build's progress) on the progress output."""
-    stage = state.get("stage", "starting")
+    stage = state.stage or "starting"
     if build is not None and stage == "building the seed policy":
         shown.update(
             build.step, build.steps, f"{stage} {build.policy}: {build.describe()}", stage=stage
@@ -214,51 +215,52 @@ def up(
         out.print(f"stopped; logs and data kept in {data_dir}")
 
 
-def _report(state: dict, as_json: bool, foreground: bool = True) -> None:
+def _report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
     if as_json:
-        print(json.dumps(state), flush=True)
+        print(json.dumps(state.public()), flush=True)
         return
-    data_dir = Path(state["data_dir"])
+    data_dir = state.data_dir
     out.print(f"[bold]devnet up[/]  data in {data_dir}", markup=True)
     out.print(
-        f"  chain   anvil at {state['rpc_url']}  chain id {state['chain_id']}  "
-        f"pid {state['anvil_pid']}  log {data_dir / 'anvil.log'}"
+        f"  chain   anvil at {state.rpc_url}  chain id {state.chain_id}  "
+        f"pid {state.anvil_pid}  log {data_dir / 'anvil.log'}"
     )
     out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
-    if state.get("ipfs"):
-        for i, daemon in enumerate(state["ipfs"]):
+    if state.ipfs:
+        for i, daemon in enumerate(state.ipfs):
             out.print(
-                f"  ipfs-{i}  js-ipfs API {daemon['api']}  swarm {daemon['swarm']}  "
-                f"pid {daemon['pid']}"
+                f"  ipfs-{i}  js-ipfs API {daemon.api}  swarm {daemon.swarm}  pid {daemon.pid}"
             )
     else:
         out.print("  store   local blockstore shared by the nodes (no IPFS daemon)")
-    out.print(f"  ledger  {state['ledger']} (reward pool funded)")
-    for node in state["nodes"]:
-        role = node.get("role", "honest")
+    out.print(f"  ledger  {state.ledger} (reward pool funded)")
+    for node in state.nodes:
+        honest = node.role == Role.HONEST
         out.print(
-            f"  node-{node['index']}  {node['address']}  pid {node['pid']}  "
-            f"log {Path(node['data_dir']) / 'node.log'}"
-            + ("" if role == "honest" else f"  [bold red]adversary: {role}[/]"),
-            markup=role != "honest",
+            f"  node-{node.index}  {node.address}  pid {node.pid}  log {node.data_dir / 'node.log'}"
+            + ("" if honest else f"  [bold red]adversary: {node.role}[/]"),
+            markup=not honest,
         )
-    out.print(f"  config  {state['config']}  (use it with --config, e.g. sapo audit leaderboard)")
+    out.print(f"  config  {state.config}  (use it with --config, e.g. sapo audit leaderboard)")
     if foreground and os.isatty(1):
         out.print("Press Ctrl-C to stop.")
     sys.stdout.flush()
 
 
-def _current_state(data_dir: Path) -> dict:
+def _current_state(data_dir: Path) -> DevnetState:
     """Returns the state of the devnet that runs in data_dir, or exits 1 naming why none does."""
-    state = read_state(data_dir)
+    try:
+        state = read_state(data_dir)
+    except DevnetStateError as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
     if state is None:
         fail(
             f"no devnet runs in {data_dir} (start one: sapo devnet up --detach; see all: "
             "sapo devnet ps)",
             Exit.CHECK_FAILED,
         )
-    pid = state.get("supervisor_pid")
-    if not isinstance(pid, int) or not pid_alive(pid):
+    pid = state.supervisor_pid
+    if not pid_alive(pid):
         fail(
             f"the devnet in {data_dir} is not running: its supervisor (pid {pid}) is gone and its "
             "parts went with it; data kept (start again: sapo devnet up)",
@@ -276,7 +278,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
     # (`devnet ps`, `down` and a status that finds no devnet do without it)
     from client.devnet.status import node_rows, starting_view
 
-    if state.get("status") == "starting":
+    if not state.running:
         view = starting_view(state)
         if as_json:
             print_json({"data_dir": str(data_dir), **view})
@@ -295,12 +297,12 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             {
                 "data_dir": str(data_dir),
                 "status": "running",
-                "ledger": state["ledger"],
+                "ledger": state.ledger,
                 "nodes": rows,
             }
         )
         return
-    table = Table(title=f"devnet {data_dir}  ledger {state['ledger']}")
+    table = Table(title=f"devnet {data_dir}  ledger {state.ledger}")
     columns = ("node", "address", "state", "round", "last sub.", "missed", "skipped", "credited")
     for column in (*columns, "local/round", "busy", "blocked", "ext. items", "peers used"):
         table.add_column(
@@ -341,16 +343,19 @@ def ps(as_json: JsonOption = False) -> None:
     """List every devnet this user runs, wherever its data dir (foreground and background)."""
     rows = []
     for entry in registry.running():
-        state = read_state(Path(entry.data_dir)) or {}
+        try:
+            state = read_state(Path(entry.data_dir))  # None: not written yet
+        except DevnetStateError:
+            state = None
         rows.append(
             {
                 "pid": entry.pid,
                 "data_dir": entry.data_dir,
                 "mode": "background" if entry.detached else "foreground",
-                "status": state.get("status", "starting"),
-                "stage": state.get("stage"),
-                "nodes": len(state.get("nodes", [])) or state.get("nodes_wanted"),
-                "rpc_url": state.get("rpc_url"),
+                "status": str(state.status) if state else "starting",
+                "stage": state.stage if state else None,
+                "nodes": (len(state.nodes) or state.nodes_wanted) if state else None,
+                "rpc_url": state.rpc_url if state else None,
                 "up_s": round(time.time() - entry.started_at),
             }
         )

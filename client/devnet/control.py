@@ -25,7 +25,13 @@ from client.config import NodeConfig, with_sections
 from client.config.roles import expand
 from client.devnet.netns import NetnsLayout
 from client.devnet.process import started_after
-from client.devnet.state import STATE, read_state, supervisor_alive
+from client.devnet.state import (
+    STATE,
+    DevnetState,
+    DevnetStateError,
+    read_state,
+    supervisor_alive,
+)
 from client.pids import pid_alive
 
 # `up --detach` waits while the background devnet makes progress; after this long without any
@@ -140,44 +146,57 @@ class DetachedStart:
             )
         return cls(proc, data_dir, log_path)
 
-    def wait(self, on_progress: Callable[[dict, object | None], None], stall_s: float = STALL_S):
+    def wait(
+        self,
+        on_progress: Callable[[DevnetState, object | None], None],
+        stall_s: float = STALL_S,
+    ) -> DevnetState:
         """Returns the running devnet's state once it runs, calling `on_progress(state, build)`
         whenever its stage or its seed build's step changes (`build`: the BuildProgress of the
         seed policy being built, or None). Raises StartFailed when the start exited, and
         StartStalled after `stall_s` seconds without progress; never stops a devnet."""
         seen, changed = None, time.monotonic()
-        while (state := read_state(self.data_dir) or {}).get("status") != "running":
+        while (state := self._state()) is None or not state.running:
             if self.proc.poll() is not None:
                 tail = "\n".join(self.log_path.read_text().splitlines()[-15:])
                 raise StartFailed(
                     f"the devnet did not start (exit {self.proc.returncode}); {self.log_path} "
                     f"ends with:\n{tail}"
                 )
+            if state is None:  # not written yet
+                time.sleep(0.5)
+                continue
             build = seed_build_progress(state)
-            now = (state.get("stage"), build and (build.stage, build.step))
+            now = (state.stage, build and (build.stage, build.step))
             if now != seen:
                 seen, changed = now, time.monotonic()
                 on_progress(state, build)
             elif time.monotonic() - changed > stall_s:
                 raise StartStalled(
                     f"no progress for {stall_s / 60:.0f} minutes at stage "
-                    f"{state.get('stage', 'starting')!r}; the devnet keeps running in the "
+                    f"{state.stage or 'starting'!r}; the devnet keeps running in the "
                     f"background (pid {self.pid}): see {self.log_path}, stop it with "
                     f"sapo devnet down --data-dir {self.data_dir}"
                 )
             time.sleep(0.5)
         return state
 
+    def _state(self) -> DevnetState | None:
+        try:
+            return read_state(self.data_dir)
+        except DevnetStateError as exc:
+            raise StartFailed(str(exc)) from None
 
-def seed_build_progress(state: dict):
+
+def seed_build_progress(state: DevnetState):
     """The seed build's progress a starting devnet's state points at (None: none)."""
-    if "policy_dir" not in state:
+    if state.policy_dir is None:
         return None
     # lazily: client.policy imports torch and transformers, which only a starting devnet's view
     # needs (its seed build's progress file)
     from client.policy.seed import read_progress
 
-    return read_progress(Path(state["policy_dir"]))
+    return read_progress(state.policy_dir)
 
 
 class StopFailed(Exception):
@@ -240,10 +259,10 @@ def _stop_leftovers(data_dir: Path) -> list[int]:
 def _remove_namespaces(data_dir: Path) -> None:
     """Removes the network namespaces a --netns devnet's supervisor left (killed before it
     could); they are kernel objects that outlive every process."""
-    state = read_state(data_dir) or {}
-    if isinstance(state.get("netns"), dict):
-        with contextlib.suppress(TypeError, ValueError, OSError):
-            NetnsLayout(**state["netns"]).destroy()
+    with contextlib.suppress(TypeError, ValueError, OSError):  # DevnetStateError included
+        state = read_state(data_dir)
+        if state is not None and state.netns is not None:
+            NetnsLayout(**state.netns).destroy()
 
 
 def raise_on_stop_signals() -> None:

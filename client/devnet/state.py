@@ -5,29 +5,111 @@ the devnet's data dir, and its pid file. Read by `sapo devnet up --detach` while
 
 from __future__ import annotations
 
-import json
 import os
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from client.config.roles import Role
 from client.pids import pid_alive
 
 STATE = "devnet.json"  # where the devnet stands: its stage while starting, then what runs
 SUPERVISOR_PID = "devnet.pid"
 
 
-def read_state(data_dir: Path) -> dict | None:
-    """Returns the devnet's state file, or None when there is none (or it cannot be read)."""
+class DevnetStatus(StrEnum):
+    STARTING = "starting"  # parts are being started (`stage` says which)
+    RUNNING = "running"  # every part runs (the fields below `running` are set)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DaemonEntry(_Entry):
+    """One node's IPFS daemon: its RPC API, pid and the swarm address peers dial."""
+
+    api: str
+    pid: int
+    swarm: str
+
+
+class NodeEntry(_Entry):
+    """One node process of the devnet."""
+
+    index: int
+    role: Role
+    address: str
+    pid: int
+    config: Path
+    data_dir: Path
+
+
+class DevnetState(_Entry):
+    """The state file (`devnet.json`): written whole by the supervisor at each stage of a start
+    and once everything runs; `sapo devnet up --json` prints it."""
+
+    status: DevnetStatus
+    supervisor_pid: int
+    data_dir: Path
+    detached: bool = False
+    started_at: float
+    netns: dict[str, Any] | None = None  # client.devnet.netns.NetnsLayout, to be undone
+    # while starting
+    stage: str | None = None
+    nodes_wanted: int | None = None
+    policy_dir: Path | None = None  # the seed policy being built, whose progress file it has
+    # running
+    rpc_url: str | None = None
+    chain_id: int | None = None
+    anvil_pid: int | None = None
+    ipfs: list[DaemonEntry] = []
+    config: Path | None = None
+    ledger: str | None = None
+    nodes: list[NodeEntry] = []
+
+    @property
+    def running(self) -> bool:
+        return self.status == DevnetStatus.RUNNING
+
+    def public(self) -> dict[str, Any]:
+        """The state as JSON (what the file holds, without the keys that are unset)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class DevnetStateError(ValueError):
+    """A devnet's state file that cannot be read or is not one."""
+
+
+def read_state(data_dir: Path) -> DevnetState | None:
+    """Returns the devnet's state, or None when there is no state file (no devnet was started
+    there, or its supervisor has not written it yet). Raises DevnetStateError for a file that
+    cannot be read or is not a devnet's state (it is written whole, by rename: never half)."""
+    path = Path(data_dir) / STATE
     try:
-        return json.loads((Path(data_dir) / STATE).read_text())
-    except (OSError, ValueError):
+        text = path.read_bytes()
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise DevnetStateError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return DevnetState.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the file"
+        raise DevnetStateError(
+            f"{path} is not a devnet's state file ({where}: {first['msg']}); no devnet started "
+            "by this version runs there: remove the file, or start one with sapo devnet up"
+        ) from None
 
 
-def write_state(data_dir: Path, state: dict) -> None:
+def write_state(data_dir: Path, state: DevnetState) -> None:
     """Replaces the state file whole (temp file, rename)."""
     path = Path(data_dir) / STATE
     tmp = path.with_name(f".{STATE}.tmp")
-    tmp.write_text(json.dumps(state, indent=1))
+    tmp.write_text(state.model_dump_json(indent=1, exclude_none=True))
     os.replace(tmp, path)
 
 

@@ -8,25 +8,24 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 from client.chain import ChainError, Ledger, connect
 from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.config import ConfigError, load_config
-from client.config.roles import HONEST
 from client.devnet.control import seed_build_progress
+from client.devnet.state import DevnetState
 from client.node.view_journal import NodeView
 from client.pids import pid_alive
 
 
-def starting_view(state: dict) -> dict:
+def starting_view(state: DevnetState) -> dict:
     """Returns what a starting devnet is doing: its stage, and its seed build's progress."""
     view = {
         "status": "starting",
-        "stage": state.get("stage"),
-        "supervisor_pid": state.get("supervisor_pid"),
-        "seconds": round(time.time() - state.get("started_at", time.time())),
+        "stage": state.stage,
+        "supervisor_pid": state.supervisor_pid,
+        "seconds": round(time.time() - state.started_at),
     }
     if build := seed_build_progress(state):
         view["build"] = {
@@ -43,14 +42,14 @@ def starting_view(state: dict) -> dict:
     return view
 
 
-def node_rows(state: dict) -> list[dict]:
+def node_rows(state: DevnetState) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
     through the read model), its credited total from the chain (0 while the chain does not
     answer), and a peer outage (`peer_outage`, with its `text`) when it has one."""
     credited: dict[str, int] = {}
     genesis = round_length = None
     with contextlib.suppress(ChainError, ConfigError, OSError):
-        cfg = load_config(Path(state["config"]))
+        cfg = load_config(state.config)
         ledger = Ledger(
             connect(str(cfg.chain.rpc_url), cfg.chain.request_timeout_s),
             str(cfg.chain.ledger_address),
@@ -64,16 +63,16 @@ def node_rows(state: dict) -> list[dict]:
         )
         credited = {row.node.lower(): row.credited for row in Auditor(ledger, reader).leaderboard()}
     rows = []
-    for node in state["nodes"]:
-        view = NodeView(Path(node["data_dir"]))
+    for node in state.nodes:
+        view = NodeView(node.data_dir)
         summary = view.summary(genesis, round_length, time.time()) if genesis is not None else None
         view.close()
         row = {
-            "address": node["address"],
-            "role": node.get("role", HONEST),  # or its adversary strategy
-            "pid": node["pid"],
-            "running": pid_alive(node["pid"]),
-            "credited": credited.get(node["address"].lower(), 0),
+            "address": node.address,
+            "role": str(node.role),  # honest, or its adversary strategy
+            "pid": node.pid,
+            "running": pid_alive(node.pid),
+            "credited": credited.get(node.address.lower(), 0),
             **(asdict(summary) if summary else {}),
         }
         if summary is not None and summary.peer_outage is not None:

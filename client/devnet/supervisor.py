@@ -34,7 +34,15 @@ from client.devnet.process import (
     stop_together,
 )
 from client.devnet.provision import adversary_process, node_process, provision
-from client.devnet.state import STATE, SUPERVISOR_PID, write_state
+from client.devnet.state import (
+    STATE,
+    SUPERVISOR_PID,
+    DaemonEntry,
+    DevnetState,
+    DevnetStatus,
+    NodeEntry,
+    write_state,
+)
 from client.node.assemble import base_policy_path, seed_spec
 
 
@@ -99,27 +107,27 @@ class Supervisor:
         )
         self.parts: list[ManagedServer] = [self.anvil, *self.daemons]
         self.node_procs: list[ServerProcess] = []
-        self.state: dict = {}
+        self.state: DevnetState | None = None
         self._registered: Path | None = None
         self._began = time.time()
 
     # ---------------------------------------------------------------------------- starting
 
-    def _stage(self, stage: str, **extra) -> None:
-        self.state = {
-            "status": "starting",
-            "stage": stage,
-            "supervisor_pid": os.getpid(),
-            "data_dir": str(self.data_dir),
-            "detached": self.detached,
-            "started_at": self._began,
-            "nodes_wanted": len(self.roles),
-            "netns": self.netns.as_dict() if self.netns else None,
-            **extra,
-        }
+    def _stage(self, stage: str, policy_dir: Path | None = None) -> None:
+        self.state = DevnetState(
+            status=DevnetStatus.STARTING,
+            stage=stage,
+            supervisor_pid=os.getpid(),
+            data_dir=self.data_dir,
+            detached=self.detached,
+            started_at=self._began,
+            nodes_wanted=len(self.roles),
+            netns=self.netns.as_dict() if self.netns else None,
+            policy_dir=policy_dir,
+        )
         write_state(self.data_dir, self.state)
 
-    def start(self) -> dict:
+    def start(self) -> DevnetState:
         """Starts everything; returns the running state. Raises what a part raised (the caller
         then calls stop(), which stops what did start)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +147,7 @@ class Supervisor:
             from client.policy import seed_policy_dir
 
             directory = seed_policy_dir(Path(self.cfg.policy.cache_dir), spec)
-            self._stage("building the seed policy", policy_dir=str(directory))
+            self._stage("building the seed policy", policy_dir=directory)
             base_policy_path(self.cfg, self.seed_progress)
         adversaries = len(self.roles) - self.nodes
         also = f" and {adversaries} adversary node(s)" if adversaries else ""
@@ -164,29 +172,29 @@ class Supervisor:
                 else adversary_process(f"node-{i}", path, role, pairs.get(i), wrap=wrap)
             )
         start_together(self.node_procs)
-        self.state = {
-            "status": "running",
-            "rpc_url": self.anvil.url,
-            "chain_id": self.anvil.chain_id,
-            "anvil_pid": self.anvil.pid,
+        self.state = DevnetState(
+            status=DevnetStatus.RUNNING,
+            rpc_url=self.anvil.url,
+            chain_id=self.anvil.chain_id,
+            anvil_pid=self.anvil.pid,
             # every node's daemon (node 0's is the one the swarm's devnet.toml names)
-            "ipfs": [{"api": d.api, "pid": d.pid, "swarm": d.swarm_address} for d in self.daemons],
-            "netns": self.netns.as_dict() if self.netns else None,
-            "data_dir": str(self.data_dir),
-            "config": str(swarm.config_path),
-            "ledger": swarm.ledger,
-            "supervisor_pid": os.getpid(),
-            "detached": self.detached,
-            "started_at": self._began,
-            "nodes": [
-                {
-                    "index": i,
-                    "role": role,
-                    "address": address,
-                    "pid": proc.pid,
-                    "config": str(path),
-                    "data_dir": str(path.parent),
-                }
+            ipfs=[DaemonEntry(api=d.api, pid=d.pid, swarm=d.swarm_address) for d in self.daemons],
+            netns=self.netns.as_dict() if self.netns else None,
+            data_dir=self.data_dir,
+            config=swarm.config_path,
+            ledger=swarm.ledger,
+            supervisor_pid=os.getpid(),
+            detached=self.detached,
+            started_at=self._began,
+            nodes=[
+                NodeEntry(
+                    index=i,
+                    role=role,
+                    address=address,
+                    pid=proc.pid,
+                    config=path,
+                    data_dir=path.parent,
+                )
                 for i, (address, path, proc, role) in enumerate(
                     zip(
                         swarm.addresses,
@@ -197,7 +205,7 @@ class Supervisor:
                     )
                 )
             ],
-        }
+        )
         write_state(self.data_dir, self.state)
         return self.state
 
