@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,7 +53,47 @@ CHAIN_MODULES = {
 CHAIN_FIXTURES = {"anvil", "chain", "swarm"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The modules that take longest, longest first (minutes on this 2-core machine). Under xdist
+# (scripts/test: -n 2 --dist loadfile, a module to a worker) they are handed out first, so that
+# the long ones overlap and the short ones fill in after, instead of one long module running
+# alone at the end.
+LONGEST_FIRST = (
+    "test_swarm_e2e",
+    "test_devnet",
+    "test_experiment",
+    "test_ledger_stateful",
+    "test_ledger_forge",
+    "test_swarm_p2p",
+    "test_devnet_netns",
+    "test_cli",
+    "test_adversaries",
+    "test_slow_node",
+    "test_tui",
+    "test_node_faults",
+    "test_policy",
+    "test_vllm",
+    "test_store",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Devnets the tests start register in a registry of this test process's own (each xdist
+    # worker has one), never the user's: `sapo devnet down --all` under test must not stop a
+    # devnet the user runs, nor one of another worker.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    config._sapo_state_home = tempfile.mkdtemp(prefix=f"sapo-tests-{worker}-state-")
+    os.environ["XDG_STATE_HOME"] = config._sapo_state_home
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if state_home := getattr(config, "_sapo_state_home", None):
+        shutil.rmtree(state_home, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.module.__name__ if item.module else "", 99))
     for item in items:
         module = item.module.__name__ if item.module else ""
         if module in SWARM_MODULES:
