@@ -53,25 +53,25 @@ CHAIN_MODULES = {
 CHAIN_FIXTURES = {"anvil", "chain", "swarm"}
 
 
-# The modules that take longest, longest first (minutes on this 2-core machine). Under xdist
-# (scripts/test: -n 2 --dist loadfile, a module to a worker) they are handed out first, so that
-# the long ones overlap and the short ones fill in after, instead of one long module running
-# alone at the end.
+# The modules that take longest, longest first. Under xdist (scripts/test: -n 2 --dist loadfile
+# --no-loadscope-reorder, a module to a worker, in collection order) they are handed out first,
+# so that the long ones overlap and the short ones fill in after, instead of one long module
+# running alone at the end (xdist's own order, by number of tests, hands them out last).
 LONGEST_FIRST = (
-    "test_swarm_e2e",
-    "test_devnet",
-    "test_experiment",
-    "test_ledger_stateful",
-    "test_ledger_forge",
-    "test_swarm_p2p",
-    "test_devnet_netns",
-    "test_cli",
+    "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
+    "test_ledger_forge",  # ~12
+    "test_experiment",  # ~5
+    "test_swarm_p2p",  # ~6
+    "test_devnet",  # ~5
+    "test_ledger_stateful",  # ~4
+    "test_cli",  # ~3.5
+    "test_devnet_netns",  # ~3
+    "test_slow_node",  # ~2.7
+    "test_tui",  # ~2
     "test_adversaries",
-    "test_slow_node",
-    "test_tui",
+    "test_vllm",
     "test_node_faults",
     "test_policy",
-    "test_vllm",
     "test_store",
 )
 

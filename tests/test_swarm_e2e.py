@@ -123,7 +123,7 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
     submitted = {
         (e.args["round"], e.args["node"].lower()): e for e in events if e.name == "Submitted"
     }
-    for node, node_dir in zip(state["nodes"], node_dirs, strict=True):
+    for i, (node, node_dir) in enumerate(zip(state["nodes"], node_dirs, strict=True)):
         rounds = confirmed_rounds(node_dir)
         first = rounds[0]
         assert rounds[:ROUNDS] == list(range(first, first + ROUNDS)), f"{node_dir}: gaps {rounds}"
@@ -134,6 +134,8 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
             assert on_chain.args["digest"] == digest  # the batch pinned is the one recorded
             # every local round the node finished in the chain round is in its batch
             assert records[round_].local_rounds >= 1
+            if round_ != rounds[i % ROUNDS]:
+                continue  # an auditor re-scores one round of each node (a different one each)
             verified = sapo(
                 "audit",
                 "verify",
