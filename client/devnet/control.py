@@ -163,18 +163,18 @@ class DetachedStart:
                     f"the devnet did not start (exit {self.proc.returncode}); {self.log_path} "
                     f"ends with:\n{tail}"
                 )
-            if state is None:  # not written yet
-                time.sleep(0.5)
-                continue
-            build = seed_build_progress(state)
-            now = (state.stage, build and (build.stage, build.step))
+            # no state yet (the supervisor has not written it) counts as a stage, which stalls too
+            build = seed_build_progress(state) if state is not None else None
+            stage = state.stage if state is not None else None
+            now = (stage, build and (build.stage, build.step))
             if now != seen:
                 seen, changed = now, time.monotonic()
-                on_progress(state, build)
+                if state is not None:
+                    on_progress(state, build)
             elif time.monotonic() - changed > stall_s:
                 raise StartStalled(
                     f"no progress for {stall_s / 60:.0f} minutes at stage "
-                    f"{state.stage or 'starting'!r}; the devnet keeps running in the "
+                    f"{stage or 'starting'!r}; the devnet keeps running in the "
                     f"background (pid {self.pid}): see {self.log_path}, stop it with "
                     f"sapo devnet down --data-dir {self.data_dir}"
                 )
