@@ -53,19 +53,22 @@ CHAIN_MODULES = {
 CHAIN_FIXTURES = {"anvil", "chain", "swarm"}
 
 
-# The modules that take longest, longest first. Under xdist (scripts/test: -n 2 --dist loadfile
-# --no-loadscope-reorder, a module to a worker, in collection order) they are handed out first,
-# so that the long ones overlap and the short ones fill in after, instead of one long module
-# running alone at the end (xdist's own order, by number of tests, hands them out last).
+# The order modules are handed out in under xdist (scripts/test: -n 2 --dist loadfile
+# --no-loadscope-reorder, a module to a worker, in collection order): the long ones first, so
+# that the short ones fill in after instead of one long module running alone at the end (xdist's
+# own order, by number of tests, hands them out last). The end-to-end devnet's uncapped nodes and
+# vLLM engine fill both cores for its whole run: beside it go the devnets whose nodes are capped
+# (MECHANICS_ENV), which mostly wait on chain rounds, and the modules that compute (forge's
+# campaigns, the stateful ledger, the experiment) come after, two at a time.
 LONGEST_FIRST = (
     "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
-    "test_ledger_forge",  # ~12
-    "test_experiment",  # ~5
     "test_swarm_p2p",  # ~6
-    "test_devnet",  # ~5
-    "test_ledger_stateful",  # ~4
-    "test_cli",  # ~3.5
     "test_devnet_netns",  # ~3
+    "test_ledger_forge",  # ~12 (beside the end-to-end devnet; ~5 alone)
+    "test_ledger_stateful",  # ~4
+    "test_experiment",  # ~5
+    "test_devnet",  # ~5
+    "test_cli",  # ~3.5
     "test_slow_node",  # ~2.7
     "test_tui",  # ~2
     "test_adversaries",
@@ -280,10 +283,15 @@ def start_devnet(
 
 
 # A devnet whose mechanics are under test, not learning: the tiny test policy, a GRPO step every
-# local round (the end-to-end, p2p and netns tests).
+# local round (the end-to-end, p2p and netns tests), and two local rounds a chain round. A node
+# left uncapped computes local rounds back to back for as long as the test waits on the chain,
+# on the cores the other test worker needs; two hold what a batch needs (OPEN_ROUNDS checkpoints
+# to open). The end-to-end test, which measures the busy share, runs its nodes uncapped.
+CAPPED_LOCAL_ROUNDS = "2"
 MECHANICS_ENV = {
     "SAPO_POLICY__MODEL": "seed-test",
     "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
+    "SAPO_SAPO__MAX_LOCAL_ROUNDS": CAPPED_LOCAL_ROUNDS,
     "PYTHONUNBUFFERED": "1",
 }
 

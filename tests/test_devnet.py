@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, cached_seed_test, sapo_process, sapo_run, start_devnet, wait_until
+from conftest import (
+    CAPPED_LOCAL_ROUNDS,
+    REPO,
+    cached_seed_test,
+    sapo_process,
+    sapo_run,
+    start_devnet,
+    wait_until,
+)
 
 from client.devnet.process import die_with_parent
 from client.pids import pid_alive
@@ -34,7 +42,11 @@ def cache(tmp_path_factory: pytest.TempPathFactory, seed_test: Path) -> Path:
 
 
 def env_for(cache: Path) -> dict[str, str]:
-    return {"SAPO_POLICY__MODEL": "seed-test", "SAPO_POLICY__CACHE_DIR": str(cache)}
+    return {
+        "SAPO_POLICY__MODEL": "seed-test",
+        "SAPO_POLICY__CACHE_DIR": str(cache),
+        "SAPO_SAPO__MAX_LOCAL_ROUNDS": CAPPED_LOCAL_ROUNDS,  # (conftest.MECHANICS_ENV says why)
+    }
 
 
 def devnet_pids(state: dict) -> list[int]:

@@ -34,6 +34,7 @@ MAX_NEW_TOKENS = 16
 W = 8  # the submission window, in chain rounds
 CHALLENGE_S = 16  # the least challenge window, in seconds: to fetch, prove and vote in
 SUBMISSIONS = 3  # slow batches checked
+FAST_CAP = 4  # local rounds a fast node plays a chain round (the slow one: under 1)
 
 
 def measured_slow_local_round(cache: Path) -> float:
@@ -103,7 +104,10 @@ def test_a_node_slower_than_a_chain_round_keeps_submitting_and_is_credited(
         "SAPO_LEDGER__UNBONDING_PERIOD_S": str((W + 2 * challenge + 1) * 60),
         "SAPO_SAPO__LOCAL_ITEMS": str(FAST["local_items"]),
         "SAPO_SAPO__COMPLETIONS": str(FAST["completions"]),
-        "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({"2": {"sapo": SLOW}}),
+        # the fast nodes play FAST_CAP local rounds a chain round, not as many as fit: they
+        # leave the cores to the slow node (and the other test worker) instead of filling them
+        "SAPO_SAPO__MAX_LOCAL_ROUNDS": str(FAST_CAP),
+        "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({"2": {"sapo": SLOW | {"max_local_rounds": 0}}}),
     }
     data_dir = tmp_path / "devnet"
     proc, state = start_devnet(

@@ -49,7 +49,9 @@ def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 
 VLLM_NODE = 0  # the node that generates with vLLM (and is killed and restarted)
 ENV = dict(MECHANICS_ENV) | {
-    "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({str(VLLM_NODE): {"policy": {"backend": "vllm"}}})
+    "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({str(VLLM_NODE): {"policy": {"backend": "vllm"}}}),
+    # uncapped, as a node runs: the test asserts that its compute is kept busy
+    "SAPO_SAPO__MAX_LOCAL_ROUNDS": "0",
 }
 
 
