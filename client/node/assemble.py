@@ -162,7 +162,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         clock or SystemClock(),
     )
     sampling = Sampling.of(cfg.policy.temperature, cfg.policy.top_p, cfg.policy.max_new_tokens)
-    snapshots = Snapshots(data_dir.path / "weights")
+    snapshots = Snapshots(data_dir.weights)
     publisher = Publisher(
         services,
         store,

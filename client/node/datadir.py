@@ -32,6 +32,12 @@ class DataDir:
         return self.path / "checkpoint"
 
     @property
+    def weights(self) -> Path:
+        """The snapshots of the checkpoints sampled from, a folder per chain round, kept until
+        the round's beacon opens some (client.node.proving.Snapshots)."""
+        return self.path / "weights"
+
+    @property
     def log(self) -> Path:
         """The node process's own output, when a devnet or the TUI runs it."""
         return self.path / "node.log"
