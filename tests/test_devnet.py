@@ -283,3 +283,43 @@ def test_status_names_a_devnet_that_is_gone_and_a_state_file_that_is_not_one(
     other = status()
     assert other.returncode == 1 and "is not a devnet's state file" in other.stderr, other.stderr
     assert "Traceback" not in other.stderr
+
+
+def test_status_reads_progress_and_credit_only_from_the_devnets_own_chain(
+    swarm, tmp_path: Path
+) -> None:
+    """`devnet status` reads a node's rounds and credit through the ledger its config names only
+    when that chain is the one the config says (Ledger.check, as a node starts): an RPC that
+    answers for another chain shows no progress and no credit instead of another chain's."""
+    from client.config.roles import Role
+    from client.devnet.state import DevnetState, DevnetStatus, NodeEntry
+    from client.devnet.status import node_rows
+
+    def rows(chain_id: int) -> list[dict]:
+        config = tmp_path / f"node-{chain_id}.toml"
+        config.write_text(
+            f'[chain]\nrpc_url = "{swarm.url}"\nledger_address = "{swarm.ledger.address}"\n'
+            f"chain_id = {chain_id}\n"
+        )
+        node = NodeEntry(
+            index=0,
+            role=Role.HONEST,
+            address=swarm.account().address,
+            pid=os.getpid(),
+            config=config,
+            data_dir=tmp_path / "node-0",
+        )
+        state = DevnetState(
+            status=DevnetStatus.RUNNING,
+            supervisor_pid=os.getpid(),
+            data_dir=tmp_path,
+            started_at=0.0,
+            config=config,
+            nodes=[node],
+        )
+        return node_rows(state)
+
+    ours = rows(31_337)
+    assert "window_s" in ours[0] and ours[0]["credited"] == 0, ours
+    other = rows(1)
+    assert "window_s" not in other[0] and other[0]["credited"] == 0, other

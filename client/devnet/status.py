@@ -45,7 +45,9 @@ def starting_view(state: DevnetState) -> dict:
 def node_rows(state: DevnetState) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
     through the read model), its credited total from the chain (0 while the chain does not
-    answer), and a peer outage (`peer_outage`, with its `text`) when it has one."""
+    answer, or answers for another chain or contract than the devnet's: a devnet's port may be
+    taken by another's anvil once it is gone), and a peer outage (`peer_outage`, with its
+    `text`) when it has one."""
     credited: dict[str, int] = {}
     genesis = round_length = None
     with contextlib.suppress(ChainError, ConfigError, OSError):
@@ -54,7 +56,7 @@ def node_rows(state: DevnetState) -> list[dict]:
             connect(str(cfg.chain.rpc_url), cfg.chain.request_timeout_s),
             str(cfg.chain.ledger_address),
         )
-        params = ledger.params()
+        params = ledger.check(cfg.chain.chain_id)  # WrongChain is a ChainError
         genesis, round_length = params.genesis, params.round_length
         reader = EventReader(
             ledger,
