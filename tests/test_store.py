@@ -6,8 +6,13 @@ own repo), the daemon is stopped and restarted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import multiprocessing
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -260,3 +265,45 @@ def test_a_restarted_daemon_listens_where_it_did(tmp_path: Path) -> None:
         assert (again.api, again.swarm_address) == (api, swarm)
     finally:
         again.stop()
+
+
+def test_a_port_taken_while_the_daemon_starts_is_picked_again(tmp_path: Path) -> None:
+    """Another devnet's daemon on the same loopback host can bind a port in the seconds between
+    our pick and our daemon's bind (two test workers' devnets did: EADDRINUSE, and the devnet
+    failed to start). Here a listener takes the daemon's RPC port (where the race hit) as soon as
+    it is written to the repo's config; the daemon starts on ports picked again."""
+    host = "127.0.0.6"
+    config = tmp_path / "ipfs" / "config"
+    taken: list[socket.socket] = []
+
+    def take_the_rpc_port() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                rpc = json.loads(config.read_text())["Addresses"]["RPC"]
+                if rpc.startswith(f"/ip4/{host}/"):
+                    listener = socket.socket()
+                    listener.bind((host, int(rpc.rsplit("/", 1)[1])))
+                    listener.listen()
+                    taken.append(listener)
+                    return
+            time.sleep(0.005)
+
+    thief = threading.Thread(target=take_the_rpc_port)
+    thief.start()
+    try:
+        daemon = IpfsDaemon(tmp_path, host=host).start()
+        thief.join()
+        try:
+            assert taken, "the listener never took the daemon's port"
+            port = taken[0].getsockname()[1]
+            rpc = json.loads(config.read_text())["Addresses"]["RPC"]
+            assert rpc != f"/ip4/{host}/tcp/{port}"
+            assert "EADDRINUSE" in (tmp_path / "ipfs.log").read_text()
+            assert IpfsStore(daemon.api, index_dir=tmp_path).put(b"still works", 0)
+        finally:
+            daemon.stop()
+    finally:
+        thief.join()
+        for listener in taken:
+            listener.close()

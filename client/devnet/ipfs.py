@@ -65,10 +65,12 @@ def _same_or_free_port(host: str, previous: str | None) -> int:
     return free_loopback_port(host)
 
 
-def _api_answers(host: str, port: int) -> bool:
-    request = urllib.request.Request(f"http://{host}:{port}/api/v0/version", method="POST")
+def _api_answers(host: str, port: int, peer_id: str) -> bool:
+    """Whether the daemon of `peer_id` answers on host:port (another daemon that took the port
+    while ours started answers with its own id)."""
+    request = urllib.request.Request(f"http://{host}:{port}/api/v0/id", method="POST")
     with urllib.request.urlopen(request, timeout=1.0) as response:  # noqa: S310 - loopback http
-        return response.status == 200
+        return response.status == 200 and json.loads(response.read()).get("ID") == peer_id
 
 
 class IpfsDaemon(ManagedServer):
@@ -112,7 +114,9 @@ class IpfsDaemon(ManagedServer):
     def _env(self) -> dict[str, str]:
         return os.environ | {"IPFS_PATH": str(self.repo), "IPFS_MONITORING": ""}
 
-    def _init_repo(self, node: str, cli: Path) -> None:
+    def _init_repo(self, node: str, cli: Path, fresh_ports: bool = False) -> None:
+        """Initialises the repo once, then writes its addresses: the ports of the last start
+        where they are still free (unless `fresh_ports`), else free ones."""
         if not (self.repo / "config").is_file():
             self.repo.parent.mkdir(parents=True, exist_ok=True)
             result = subprocess.run(
@@ -133,7 +137,7 @@ class IpfsDaemon(ManagedServer):
         else:
             # A restarted daemon keeps its API and swarm ports where they are still free, so
             # that its node's config and its peers' view of it (on-chain metadata) stay right.
-            before = config.get("Addresses") or {}
+            before = {} if fresh_ports else config.get("Addresses") or {}
             self.api_port = _same_or_free_port(host, before.get("API"))
             swarm_before = (before.get("Swarm") or [None])[0]
             self.swarm_port = _same_or_free_port(host, swarm_before) if self.swarm else None
@@ -160,10 +164,38 @@ class IpfsDaemon(ManagedServer):
     def start(self) -> IpfsDaemon:
         """Starts the daemon (initialising its repo once) and returns when its API answers."""
         node, cli = find_jsipfs()
-        self._init_repo(node, cli)
+        # A port free when we picked it can be taken before the daemon (seconds to start) binds
+        # it, e.g. by another devnet's daemon on the same host: then all four are picked again.
+        # A namespace's daemon has fixed ports of its own.
+        attempts = 1 if self.wrap else 3
+        for attempt in range(attempts):
+            self._init_repo(node, cli, fresh_ports=attempt > 0)
+            try:
+                self._server = self._spawn(node, cli).start()
+                return self
+            except ServerStartError as exc:
+                if attempt + 1 < attempts and "EADDRINUSE" in str(exc):
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _spawn(self, node: str, cli: Path) -> ServerProcess:
+        """The daemon's process on the addresses its repo's config has, not started yet."""
         host, port = self.host, self.api_port
+        peer_id = json.loads((self.repo / "config").read_text())["Identity"]["PeerID"]
+        log_path = self.data_dir / "ipfs.log"
+        start = log_path.stat().st_size if log_path.is_file() else 0  # the log is appended to
+
+        def ready() -> bool:
+            # the API answers before the gateway and gRPC servers listen, and one of those may
+            # still fail on a taken port: ready once the daemon says all of them are
+            with log_path.open("rb") as log:
+                log.seek(start)
+                said = b"Daemon is ready" in log.read()
+            return said and _api_answers(host, port, peer_id)
+
         mode = [] if self.swarm else ["--offline"]
-        server = ServerProcess(
+        return ServerProcess(
             "ipfs",
             [
                 *self.wrap,
@@ -175,11 +207,8 @@ class IpfsDaemon(ManagedServer):
                 "--enable-preload=false",
                 *mode,
             ],
-            log_path=self.data_dir / "ipfs.log",
-            ready=lambda: _api_answers(host, port),
+            log_path=log_path,
+            ready=ready,
             ready_timeout_s=self._ready_timeout_s,
             env=self._env(),
         )
-        server.start()
-        self._server = server
-        return self
