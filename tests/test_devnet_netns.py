@@ -7,6 +7,7 @@ message (shown by really dropping root), and the devnet test is skipped saying w
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -138,3 +139,59 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
     assert not names & namespaces()  # the supervisor removed what it made
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert layout.bridge not in links
+
+
+def test_a_peers_name_is_dialled_as_the_address_it_resolved_to_and_checked() -> None:
+    """A name in a peer's metadata is resolved by the system's resolver and each answer checked
+    like an address: here inside a namespace whose resolver answers from a hosts file of its own
+    (`ip netns exec` mounts /etc/netns/NAME/hosts over /etc/hosts), a name that resolves to a
+    public address is dialled as that address, not as the name (whose next answer may differ),
+    and a name that resolves to a private one is refused on a public swarm."""
+    try:
+        check()
+    except NetnsUnavailable as exc:
+        pytest.skip(str(exc))
+    name = f"sapo-dns-{os.getpid()}"
+    etc = Path("/etc/netns") / name
+    peer = "12D3KooWMc5B3DpRBc8mPmZrC3cMXpjDYCV1mQynS2GnE3jgSv2h"
+    metadata = json.dumps(
+        {
+            "ipfs": {
+                "id": peer,
+                "addresses": [
+                    "/dns4/node.example.org/tcp/4001",
+                    "/dns4/inward.example.org/tcp/4001",
+                ],
+            }
+        }
+    )
+    probe = (
+        "import json, sys; from client.store.peers import peer_addresses; "
+        "found = peer_addresses(sys.argv[1], allow_private=False); "
+        "print(json.dumps({'dialable': found.dialable, 'refused': found.refused}))"
+    )
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        etc.mkdir(parents=True)
+        (etc / "hosts").write_text("8.8.4.4 node.example.org\n10.1.2.3 inward.example.org\n")
+        result = subprocess.run(
+            ["ip", "netns", "exec", name, sys.executable, "-c", probe, metadata],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=os.environ | {"PYTHONPATH": str(REPO)},
+            timeout=60,
+        )
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+        shutil.rmtree(etc, ignore_errors=True)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["dialable"] == [f"/ip4/8.8.4.4/tcp/4001/p2p/{peer}"]
+    assert found["refused"] == [
+        [
+            "/dns4/inward.example.org/tcp/4001",
+            "inward.example.org resolves to 10.1.2.3 is private "
+            "([store].allow_private_peers is off)",
+        ]
+    ]

@@ -3,7 +3,10 @@ anything there, so each address is checked before it is dialled (client.store.pe
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
+import socket
 
 import pytest
 
@@ -18,14 +21,43 @@ def meta(*addresses: object, peer: object = PEER) -> str:
 
 def test_public_addresses_are_dialled_with_the_peer_id_appended() -> None:
     found = peer_addresses(
-        meta("/ip4/8.8.4.4/tcp/4001", f"/dns4/node.example.org/tcp/4001/p2p/{PEER}"),
+        meta("/ip4/8.8.4.4/tcp/4001", f"/ip6/2001:4860:4860::8844/tcp/4001/p2p/{PEER}"),
         allow_private=False,
     )
     assert found.dialable == (
         f"/ip4/8.8.4.4/tcp/4001/p2p/{PEER}",
-        f"/dns4/node.example.org/tcp/4001/p2p/{PEER}",
+        f"/ip6/2001:4860:4860::8844/tcp/4001/p2p/{PEER}",
     )
     assert found.refused == ()
+
+
+def test_a_name_is_resolved_checked_and_dialled_as_the_address_it_resolved_to() -> None:
+    """This machine's own name resolves (through the system's resolver: /etc/hosts) to a private
+    address: a public swarm refuses it as it refuses the address; a devnet dials the address it
+    checked, never the name again (whose next answer may differ: DNS rebinding)."""
+    name = socket.gethostname()
+    try:
+        resolved = ipaddress.ip_address(socket.gethostbyname(name))
+    except OSError:
+        pytest.skip(f"this machine's name {name!r} does not resolve")
+    if resolved.is_global:
+        pytest.skip(f"this machine's name resolves to a public address ({resolved})")
+    public = peer_addresses(meta(f"/dns4/{name}/tcp/4001"), allow_private=False)
+    assert public.dialable == ()
+    assert public.refused[0][1] == (
+        f"{name} resolves to {resolved} is private ([store].allow_private_peers is off)"
+    )
+    devnet = peer_addresses(meta(f"/dns4/{name}/tcp/4001"), allow_private=True)
+    assert devnet.dialable == (f"/ip4/{resolved}/tcp/4001/p2p/{PEER}",)
+
+
+def test_a_name_that_does_not_resolve_is_refused_saying_so() -> None:
+    found = peer_addresses(meta("/dns4/node.invalid/tcp/4001"), allow_private=True)
+    assert found.dialable == ()
+    # (a resolver that cannot reach its servers may answer only at RESOLVE_TIMEOUT_S)
+    assert re.search(
+        r"node\.invalid (does not resolve|did not resolve within)", found.refused[0][1]
+    )
 
 
 @pytest.mark.parametrize(
