@@ -27,10 +27,14 @@ from conftest import (
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
+from client.devnet import IpfsDaemon
 from client.devnet.netns import NetnsLayout, NetnsUnavailable, check
 from client.node.eventlog import read_events
 from client.node.journal import Journal
 from client.node.view_journal import NodeView
+from client.store import IpfsStore, StoreTimeout
+from client.store.peers import ipfs_addresses
+from client.store.weights import CHUNK, get_weights, put_weights
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -195,3 +199,50 @@ def test_a_peers_name_is_dialled_as_the_address_it_resolved_to_and_checked() -> 
             "([store].allow_private_peers is off)",
         ]
     ]
+
+
+def test_a_producer_that_trickles_its_checkpoint_holds_a_fetch_no_longer_than_its_deadline(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint opened for a proof is fetched block by block, each within the store's
+    time-out; a producer that sends each chunk just within it would hold a checker's fetch
+    worker for hours. Here the producer's IPFS daemon sits in a namespace whose link really
+    sends at 1 Mbit/s (tc's token bucket on it): each 1 MiB chunk arrives within the time-out,
+    and the fetch ends at its deadline ([store].min_rate_kib_s) instead of at its last chunk."""
+    try:
+        check()
+    except NetnsUnavailable as exc:
+        pytest.skip(str(exc))
+    layout = NetnsLayout.plan(str(tmp_path), 2).create()
+    daemons: list[IpfsDaemon] = []
+    try:
+        for i, name in enumerate(("producer", "checker")):
+            daemon = IpfsDaemon(
+                tmp_path / name, host=layout.host(i), swarm=True, wrap=layout.wrap(i)
+            )
+            daemons.append(daemon.start())
+        producer, checker = (
+            IpfsStore(d.api, index_dir=tmp_path / f"index-{i}", timeout_s=30)
+            for i, d in enumerate(daemons)
+        )
+        data = os.urandom(3 * CHUNK)  # three chunks: ~25 s at 1 Mbit/s, each ~8.4 s
+        ident = put_weights(producer, data, 1)
+        bucket = ["tbf", "rate", "1mbit", "burst", "32kbit", "latency", "2s"]
+        subprocess.run(
+            [*layout.wrap(0), "tc", "qdisc", "add", "dev", "eth0", "root", *bucket], check=True
+        )
+        dialable = ipfs_addresses(producer.peer(), allow_private=True).dialable
+        assert checker.connect(list(dialable))[0] is not None
+        with pytest.raises(StoreTimeout, match="min_rate_kib_s") as ended:
+            # a deadline of 2 s + 3 MiB at 1 MiB/s: past it after the first chunk
+            get_weights(
+                checker, ident, parameters=len(data) // 4, min_rate=float(CHUNK), allowance_s=2
+            )
+        assert f"of {len(data)} bytes" in str(ended.value) and " 0 of" not in str(ended.value)
+        # without a least rate the same trickle does arrive whole: the deadline ended the fetch
+        _, whole = get_weights(checker, ident, parameters=len(data) // 4)
+        assert whole == data
+    finally:
+        for daemon in daemons:
+            daemon.stop()
+        layout.destroy()

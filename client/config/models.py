@@ -195,6 +195,14 @@ class StoreSection(Section):
     connect_timeout_s: float = Field(
         5.0, gt=0, le=60, description="time to dial one of a peer's swarm addresses"
     )
+    min_rate_kib_s: float = Field(
+        256.0,
+        gt=0,
+        le=1 << 20,
+        description="the least rate a peer's checkpoint must arrive at: a fetch ends by timeout_s "
+        "plus the checkpoint's size at this rate, so a source that trickles its chunks cannot "
+        "hold a fetch worker for longer",
+    )
 
 
 def least_unbonding_s(round_length_s: int, submit_rounds: int, challenge_rounds: int) -> int:

@@ -410,7 +410,14 @@ class Intake(Stage):
                     (manifest, weights[ident]), _ = from_sources(
                         store,
                         sources,
-                        partial(get_weights, store, ident, parameters=self.prover.parameters),
+                        partial(
+                            get_weights,
+                            store,
+                            ident,
+                            parameters=self.prover.parameters,
+                            min_rate=self.store_cfg.min_rate_kib_s * 1024,
+                            allowance_s=self.store_cfg.timeout_s,
+                        ),
                         connect_timeout_s=self.store_cfg.connect_timeout_s,
                         what=f"checkpoint {ident[:12]}…",
                     )

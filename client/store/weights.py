@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from typing import Annotated, Literal
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from client.store.backends import BlockStore
 from client.store.batch import canonical_json
 from client.store.cid import digest_to_cid
-from client.store.errors import StoreError
+from client.store.errors import StoreError, StoreTimeout
 
 SCHEMA = "sapo.weights/1"
 CHUNK = 1 << 20  # bytes a chunk holds (the last one may hold fewer)
@@ -110,20 +111,44 @@ def put_weights(store: BlockStore, data: bytes, round_: int) -> str:
 
 
 def get_weights(
-    store: BlockStore, ident: str, *, parameters: int, network: bool = True
+    store: BlockStore,
+    ident: str,
+    *,
+    parameters: int,
+    network: bool = True,
+    min_rate: float | None = None,
+    allowance_s: float = 0.0,
 ) -> tuple[Manifest, bytes]:
     """Returns the manifest and bytes of checkpoint `ident`, every block checked against its
     hash. Raises WeightsError for a manifest that is not one of `parameters` float32s (not this
     model's), and the store's errors (BlockNotFound, StoreTimeout, ...) for what could not be
-    fetched."""
+    fetched.
+
+    `min_rate` (bytes a second): the whole fetch must end within `allowance_s` plus the
+    checkpoint's size at that rate, else StoreTimeout. The store's time-out bounds each block
+    only, so without it a source that trickles each chunk just within that time-out would hold
+    the fetch for hours (a 0.5B checkpoint is 2,000 chunks); with it, a fetch ends at most one
+    block's time-out past its deadline."""
     get: Callable[[str, int], bytes] = store.fetch if network else store.get
+    started = time.monotonic()
     manifest = decode_manifest(get(digest_to_cid(ident), CHUNK))
     if manifest.parameters != parameters:
         raise WeightsError(
             f"checkpoint {ident[:12]}… holds {manifest.parameters} parameters; the declared model "
             f"has {parameters} parameters"
         )
-    return manifest, b"".join(get(digest_to_cid(c), CHUNK) for c in manifest.chunks)
+    deadline = None if min_rate is None else started + allowance_s + manifest.bytes / min_rate
+    chunks: list[bytes] = []
+    for cid in manifest.chunks:
+        if deadline is not None and time.monotonic() > deadline:
+            got = sum(map(len, chunks))
+            raise StoreTimeout(
+                f"checkpoint {ident[:12]}…: {got} of {manifest.bytes} bytes in "
+                f"{time.monotonic() - started:.0f} s, under the least rate of "
+                f"{min_rate / 1024:.0f} KiB/s ([store].min_rate_kib_s)"
+            )
+        chunks.append(get(digest_to_cid(cid), CHUNK))
+    return manifest, b"".join(chunks)
 
 
 def pin_weights(store: BlockStore, manifest: Manifest, round_: int) -> None:
