@@ -195,7 +195,7 @@ def test_a_peers_name_is_dialled_as_the_address_it_resolved_to_and_checked() -> 
     assert found["refused"] == [
         [
             "/dns4/inward.example.org/tcp/4001",
-            "inward.example.org resolves to 10.1.2.3 is private "
+            "inward.example.org resolves to 10.1.2.3, and 10.1.2.3 is private "
             "([store].allow_private_peers is off)",
         ]
     ]

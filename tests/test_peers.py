@@ -45,7 +45,8 @@ def test_a_name_is_resolved_checked_and_dialled_as_the_address_it_resolved_to() 
     public = peer_addresses(meta(f"/dns4/{name}/tcp/4001"), allow_private=False)
     assert public.dialable == ()
     assert public.refused[0][1] == (
-        f"{name} resolves to {resolved} is private ([store].allow_private_peers is off)"
+        f"{name} resolves to {resolved}, and {resolved} is private "
+        "([store].allow_private_peers is off)"
     )
     devnet = peer_addresses(meta(f"/dns4/{name}/tcp/4001"), allow_private=True)
     assert devnet.dialable == (f"/ip4/{resolved}/tcp/4001/p2p/{PEER}",)

@@ -133,11 +133,13 @@ def _targets(address: object, peer: str, allow_private: bool) -> tuple[list[str]
         return [], why
     for ip in ips:
         if refusal := _ip_refusal(ip, allow_private):
-            return [], f"{host} resolves to {refusal}"
+            return [], f"{host} resolves to {ip}, and {refusal}"
     return [f"/ip{ip.version}/{ip}/tcp/{port}/p2p/{peer}" for ip in ips], None
 
 
-def _ip_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool):
+def _ip_refusal(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool
+) -> str | None:
     """Why `ip` cannot be dialled, or None when it can."""
     if ip.is_unspecified or ip.is_multicast:
         return f"{ip} cannot be dialled"
