@@ -116,7 +116,15 @@ def cli(monkeypatch: pytest.MonkeyPatch):
     for name in list(os.environ):
         if name.startswith("SAPO_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("COLUMNS", "200")
+    from client.cli import console
+
+    # One width for every test, wide enough for a round's table to show its CIDs whole. The
+    # CLI's rich consoles are made once, at import, and keep a COLUMNS they saw then: a test
+    # that set COLUMNS for one command got another width once in a full run, so their
+    # size is set here (and typer's help reads COLUMNS).
+    monkeypatch.setenv("COLUMNS", "220")
+    for stream in (console.out, console.err):
+        monkeypatch.setattr(stream, "size", (220, 50))
     return CliRunner()
 
 

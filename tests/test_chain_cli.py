@@ -167,7 +167,7 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     assert rows[cheat.account.address]["credited"] == 0
     assert rows[cheat.account.address]["dispute_stake"] == 4 * ETH
 
-    wide = cli.invoke(app, ["audit", "round", "0", *config], env={"COLUMNS": "220"})
+    wide = cli.invoke(app, ["audit", "round", "0", *config])  # (the fixture's 220 columns)
     assert wide.exit_code == 0 and "open to attestations" in wide.output
     assert first["cid"] in wide.output
 
