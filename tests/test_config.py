@@ -102,6 +102,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ("[chain]\nmax_fee_gwei = 1\npriority_fee_gwei = 2\n", "priority_fee_gwei"),
         ('[store]\nipfs_api = "localhost:5001"\n', "[store].ipfs_api"),
         ("[store]\nmax_batch_bytes = 2000000\n", "[store].max_batch_bytes"),
+        ("[store]\nmin_rate_kib_s = 0\n", "[store].min_rate_kib_s"),
         ("[ledger]\nslash_bps = 10001\n", "[ledger].slash_bps"),
         ('[ledger]\nmin_stake = "1 dogecoin"\n', "[ledger].min_stake"),
         ('[ledger]\nmin_stake = "-1 ether"\n', "[ledger].min_stake"),
