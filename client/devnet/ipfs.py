@@ -162,7 +162,8 @@ class IpfsDaemon(ManagedServer):
         lock.unlink(missing_ok=True)
 
     def start(self) -> IpfsDaemon:
-        """Starts the daemon (initialising its repo once) and returns when its API answers."""
+        """Starts the daemon (initialising its repo once) and returns once it says all its
+        servers listen and its API answers with the repo's peer id."""
         node, cli = find_jsipfs()
         # A port free when we picked it can be taken before the daemon (seconds to start) binds
         # it, e.g. by another devnet's daemon on the same host: then all four are picked again.
