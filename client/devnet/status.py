@@ -45,9 +45,9 @@ def starting_view(state: DevnetState) -> dict:
 def node_rows(state: DevnetState) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
     through the read model), its credited total from the chain (0 while the chain does not
-    answer, or answers for another chain or contract than the devnet's: a devnet's port may be
-    taken by another's anvil once it is gone), and a peer outage (`peer_outage`, with its
-    `text`) when it has one."""
+    answer, or answers for another chain id, or has no SwarmLedger of this client at the
+    address: Ledger.check, as a node starts), and a peer outage (`peer_outage`, with its `text`)
+    when it has one."""
     credited: dict[str, int] = {}
     genesis = round_length = None
     with contextlib.suppress(ChainError, ConfigError, OSError):
