@@ -11,14 +11,18 @@ pragma solidity 0.8.37;
 /// rather than never) and checked until round r + submitRounds + challengeRounds; after that its
 /// credit is final. Who checks a batch is drawn from its own beacon (the hash of the block after
 /// the one that holds the submission, unknown when it is sent, so a producer cannot pick the
-/// identity or the moment that draws friendly checkers): each staked node is a checker of a
-/// submission with probability
-/// min(1, checkers * its stake / all active stake), so a batch has about `checkers` checkers and
-/// no producer picks them. No evidence, no credit: a submission earns only once at least `quorum`
-/// distinct drawn checkers agreed with it and their stake is at least that of the checkers who
-/// disputed it plus those who could not fetch it. What it earns is its learning signal (the
-/// spread of rewards within its groups, which the checkers recompute), not its score (correct
-/// answers anyone can regenerate). A disputed submission is slashed at settlement; an
+/// identity or the moment that draws friendly checkers). Each staked node draws its seats on
+/// the committee: `checkers` independent trials, each won with probability its stake / all
+/// active stake, both as of the submission's block (a snapshot: stake moved once the beacon may
+/// be known changes nothing), so a node holds Binomial(checkers, its share) seats, a committee
+/// about `checkers` seats in all, and a vote counts once per seat. A holder of a share s of
+/// stake thus holds about s of a committee's seats, not the verdict (a vote that weighed its
+/// stake, by a node drawn with probability growing with its stake, counted stake twice). No evidence, no credit: a submission earns only once at least `quorum` distinct drawn
+/// checkers agreed with it and their seats are at least those of the checkers who disputed it
+/// plus those who could not fetch it. What it earns is its learning signal (the spread of
+/// rewards within its groups, an integer every checker recomputes exactly, so agreement on it is
+/// exact and the credited signal is what the agreeing checkers recomputed), not its score
+/// (correct answers anyone can regenerate). A disputed submission is slashed at settlement; an
 /// unavailable one is not (the voter's network may be at fault). The round's reward is split
 /// pro rata to the credited signal.
 contract SwarmLedger {
@@ -32,6 +36,8 @@ contract SwarmLedger {
     uint256 public constant MAX_ROLLOUTS = type(uint24).max;
     /// @notice Blocks the EVM keeps hashes of; a beacon not drawn within them is re-armed.
     uint256 public constant BLOCKHASH_WINDOW = 256;
+    /// @notice The most seat trials per node (a vote's seats and the tallies fit their fields).
+    uint256 public constant MAX_SEATS = type(uint8).max;
     uint256 private constant BPS = 10_000;
     uint256 private constant GWEI = 1e9;
     uint8 private constant SETTLED = 1;
@@ -56,11 +62,13 @@ contract SwarmLedger {
     // - submit reads the node's slot 0 (stake, uint96 wei: 7.9e10 ether) and writes nothing of
     //   the node: per-node counters (submissions, credited totals) are derivable from events and
     //   submissionOf, so audits read them there instead of every submit paying to keep them.
-    // - Submission slot 1 holds the batch size, score, signal, the agree and dispute tallies and
-    //   their counts. Tallies count stake in gwei (uint64: 1.8e10 ether) so that all fit in one
-    //   slot; a stake is counted at its whole gwei (minStake is at least 1 gwei). Slot 2 holds the
-    //   submission's beacon (the block whose hash draws its checkers, then that hash) and the
-    //   unavailable votes.
+    // - Submission slot 1 holds all a submit writes besides the digest: the batch size, score,
+    //   signal, its block (the stake snapshot; the beacon block is the next one) and the three
+    //   vote tallies, in seats (uint16: at most 255 votes of 255 seats), with their counts.
+    //   Slot 2 holds the drawn beacon and, when re-armed, the block that replaced the beacon's.
+    // - Stake history: one checkpoint (block, value) per block in which a node's active stake or
+    //   the total changed, so the draw reads stake as of a submission's block. Stake moves
+    //   rarely; a vote reads the last checkpoint first and binary-searches only past it.
     // - Round is one slot, the credited total, written only when credit moves: submit writes
     //   nothing of the round (a round's submissions are its Submitted events).
 
@@ -70,7 +78,6 @@ contract SwarmLedger {
         uint64 unbondingEnd;
         // slot 1
         bool registered;
-        uint64 stakeBlock; // the block of the last register or addStake
         uint128 totalPaid;
         // slot 2+
         string metadata;
@@ -82,16 +89,22 @@ contract SwarmLedger {
         uint24 rollouts;
         uint40 score;
         uint40 signal;
-        uint64 agreeGwei;
-        uint64 disputeGwei;
+        uint16 agreeSeats;
+        uint16 disputeSeats;
+        uint16 unavailableSeats;
         uint8 agrees;
         uint8 disputes;
-        uint8 flags; // SETTLED | PAID
-        // slot 2
-        uint64 unavailableGwei;
         uint8 unavailable;
-        uint40 beaconBlock; // the block whose hash is the beacon (the submission's + 1)
-        uint88 beacon; // that hash (truncated), once drawn; 0 before
+        uint8 flags; // SETTLED | PAID
+        uint40 snapshotBlock; // the submission's block: stake is read as of it
+        // slot 2
+        uint88 beacon; // the beacon block's hash (truncated), once drawn; 0 before
+        uint40 rearmedBlock; // the beacon block once re-armed; 0: snapshotBlock + 1
+    }
+
+    struct Checkpoint {
+        uint64 fromBlock;
+        uint192 value;
     }
 
     struct Round {
@@ -106,25 +119,26 @@ contract SwarmLedger {
         uint64 unbondingEnd;
         string metadata;
         uint256 totalPaid;
-        uint64 stakeBlock;
+        uint64 stakeBlock; // the block of the last change to its active stake
     }
 
-    /// @notice A submission as audits see it; stakes in wei (counted at whole gwei); score and
-    /// signal in SCORE_SCALE units.
+    /// @notice A submission as audits see it; score and signal in SCORE_SCALE units; votes in
+    /// seats (a checker's vote counts once per seat it holds) and in distinct checkers.
     struct SubmissionView {
         bytes32 digest;
         uint32 rollouts;
         uint64 score;
         uint64 signal;
-        uint256 agreeStake;
-        uint256 disputeStake;
-        uint256 unavailableStake;
+        uint16 agreeSeats;
+        uint16 disputeSeats;
+        uint16 unavailableSeats;
         uint16 agrees;
         uint16 disputes;
         uint16 unavailable;
         uint64 credited;
         bool settled;
         uint256 paid;
+        uint64 snapshotBlock; // the submission's block: its committee is drawn from stake then
     }
 
     mapping(address => Node) private _nodes;
@@ -132,6 +146,8 @@ contract SwarmLedger {
     mapping(uint64 => Round) private _rounds;
     mapping(address => mapping(uint64 => mapping(address => bool))) private _attested;
     address[] private _nodeList;
+    mapping(address => Checkpoint[]) private _stakeHistory;
+    Checkpoint[] private _totalHistory;
 
     uint128 private _totalActive;
     uint128 private _totalUnbonding;
@@ -194,7 +210,6 @@ contract SwarmLedger {
     error SignalOutOfRange(uint64 signal, uint256 max);
     error TooManyRollouts(uint32 rollouts, uint256 max);
     error NotDrawn(uint64 round, address node, address checker);
-    error StakedTooLate(uint64 round, uint64 stakeBlock, uint64 beaconBlock);
     error BeaconNotReady(uint64 round, address node, uint64 beaconBlock);
     error BeaconNotStale(uint64 round, address node, uint64 beaconBlock);
     error SelfAttestation(address node);
@@ -219,12 +234,13 @@ contract SwarmLedger {
     /// @param submitRounds_ Rounds after a round during which its batches are still accepted (>= 1).
     /// @param rewardPerRound_ Wei split pro rata among a round's credited submissions.
     /// @param slashBps_ Share of a disputed node's stake moved to the reward pool at settlement.
-    /// @param agreeToleranceBps_ Largest attested-vs-claimed gap that still agrees, in bps of the
-    /// batch's maximum score.
+    /// @param agreeToleranceBps_ Largest attested-vs-claimed score gap that still agrees, in bps of
+    /// the batch's maximum score (the signal must agree exactly).
     /// @param catalogDigest_ sha256 of the canonical task catalog nodes must draw tasks from.
     /// @param quorum_ Least number of distinct drawn checkers who must agree before a submission
     /// earns (>= 1).
-    /// @param checkers_ Expected number of checkers drawn per submission (quorum_ .. 255).
+    /// @param checkers_ Seat trials per node and submission: the committee's expected seats
+    /// (quorum_ .. MAX_SEATS).
     constructor(
         uint64 roundLength_,
         uint256 minStake_,
@@ -246,7 +262,7 @@ contract SwarmLedger {
         if (agreeToleranceBps_ > BPS) revert InvalidParameter("agreeToleranceBps");
         if (catalogDigest_ == bytes32(0)) revert InvalidParameter("catalogDigest");
         if (quorum_ == 0 || quorum_ > type(uint8).max) revert InvalidParameter("quorum");
-        if (checkers_ < quorum_ || checkers_ > type(uint8).max) revert InvalidParameter("checkers");
+        if (checkers_ < quorum_ || checkers_ > MAX_SEATS) revert InvalidParameter("checkers");
         // Stake that was active when a submission was made (as early as its round) must still be
         // here when it can be slashed: after the submission and challenge windows, plus a
         // settlement period as long as the challenge window.
@@ -300,17 +316,17 @@ contract SwarmLedger {
             revert MetadataTooLong(bytes(metadata).length, MAX_METADATA_BYTES);
         }
         n.registered = true;
-        n.stakeBlock = uint64(block.number);
         n.active = uint96(msg.value);
         n.metadata = metadata;
         _nodeList.push(msg.sender);
         _totalActive += uint128(msg.value);
+        _recordStake(msg.sender, msg.value);
         emit Registered(msg.sender, msg.value, metadata);
     }
 
-    /// @notice Adds msg.value to the caller's active stake. The node is not drawn to check the
-    /// submissions whose beacon block is not later than this one (stake added once a beacon may
-    /// be known buys no draws).
+    /// @notice Adds msg.value to the caller's active stake. Committees of submissions made before
+    /// this block are drawn from the stake before it (stake added once a beacon may be known buys
+    /// no seats).
     function addStake() external payable {
         Node storage n = _nodes[msg.sender];
         if (!n.registered) revert NotRegistered(msg.sender);
@@ -318,8 +334,8 @@ contract SwarmLedger {
         uint256 active = uint256(n.active) + msg.value;
         if (active > type(uint96).max) revert StakeTooHigh(active);
         n.active = uint96(active);
-        n.stakeBlock = uint64(block.number);
         _totalActive += uint128(msg.value);
+        _recordStake(msg.sender, active);
         emit StakeAdded(msg.sender, msg.value, active);
     }
 
@@ -337,6 +353,7 @@ contract SwarmLedger {
         n.unbondingEnd = end;
         _totalActive -= uint128(amount);
         _totalUnbonding += uint128(amount);
+        _recordStake(msg.sender, n.active);
         emit UnstakeRequested(msg.sender, amount, n.unbonding, end);
     }
 
@@ -396,14 +413,16 @@ contract SwarmLedger {
         s.rollouts = uint24(rollouts);
         s.score = uint40(score);
         s.signal = uint40(signal);
-        s.beaconBlock = uint40(block.number + 1);
+        s.snapshotBlock = uint40(block.number);
         emit Submitted(round, msg.sender, digest, rollouts, score, signal);
     }
 
     /// @notice Reports what the caller, a drawn checker of `node`'s batch, computed when it
-    /// fetched and re-verified it. It agrees when both the score and the signal are within the
-    /// tolerance of the claims; the caller's active stake joins that side's tally, which may
-    /// move the submission's credit either way.
+    /// fetched and re-verified it. It agrees when the signal is exactly the claimed one (an
+    /// integer every checker recomputes identically, so a claim above it, padded or inflated,
+    /// is disputed however small the gap) and the score is within the tolerance of the claim;
+    /// the caller's seats join that side's tally, which may move the submission's credit either
+    /// way.
     /// @param round The submission's round; checkable while currentRound() <= round +
     /// submitRounds + challengeRounds.
     /// @param node The node whose batch was re-verified (not the caller).
@@ -411,21 +430,20 @@ contract SwarmLedger {
     /// @param signal The learning signal the caller computed, at most rollouts * SCORE_SCALE.
     /// @param findings What the caller found wrong (its client's bits; 0 when nothing), for audits.
     function attest(uint64 round, address node, uint64 score, uint64 signal, uint16 findings) external {
-        (Submission storage s, uint64 weight) = _checkerVote(round, node);
+        (Submission storage s, uint16 seats) = _checkerVote(round, node);
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
         if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
         if (signal > maxScore) revert SignalOutOfRange(signal, maxScore);
-        // |x - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
-        uint256 allowed = maxScore * agreeToleranceBps;
-        bool agrees = _gap(score, s.score) * BPS <= allowed && _gap(signal, s.signal) * BPS <= allowed;
+        // |score - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
+        bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * agreeToleranceBps;
         bool wasCredited = _credited(s);
         if (agrees) {
             if (s.agrees == type(uint8).max) revert TooManyAttestations(round, node);
-            s.agreeGwei += weight;
+            s.agreeSeats += seats;
             s.agrees += 1;
         } else {
             if (s.disputes == type(uint8).max) revert TooManyAttestations(round, node);
-            s.disputeGwei += weight;
+            s.disputeSeats += seats;
             s.disputes += 1;
         }
         bool credited = _credited(s);
@@ -434,23 +452,23 @@ contract SwarmLedger {
     }
 
     /// @notice Records that the caller, a drawn checker of `node`'s batch, could not fetch it
-    /// from the producer nor from any peer who attested it. Its stake counts against credit
-    /// (no evidence, no credit) but never slashes: the caller's own network may be at fault.
+    /// from the producer nor from any peer who attested it. Its seats count against credit
+    /// (no evidence, no credit) but never slash: the caller's own network may be at fault.
     /// @param round The submission's round (same window as attest).
     /// @param node The producer.
     function reportUnavailable(uint64 round, address node) external {
-        (Submission storage s, uint64 weight) = _checkerVote(round, node);
+        (Submission storage s, uint16 seats) = _checkerVote(round, node);
         if (s.unavailable == type(uint8).max) revert TooManyAttestations(round, node);
         bool wasCredited = _credited(s);
-        s.unavailableGwei += weight;
+        s.unavailableSeats += seats;
         s.unavailable += 1;
         if (wasCredited && !_credited(s)) _moveCredit(round, node, s.signal, false);
         emit Unavailable(round, node, msg.sender);
     }
 
     /// @dev The checks every checker's vote passes; marks the vote cast and returns the
-    /// submission and the caller's weight (its active stake in whole gwei).
-    function _checkerVote(uint64 round, address node) private returns (Submission storage s, uint64 weight) {
+    /// submission and the caller's seats on its committee (at least 1).
+    function _checkerVote(uint64 round, address node) private returns (Submission storage s, uint16 seats) {
         if (node == msg.sender) revert SelfAttestation(node);
         Node storage a = _nodes[msg.sender];
         _requireStaked(a);
@@ -462,17 +480,16 @@ contract SwarmLedger {
         }
         mapping(address => bool) storage seen = _attested[msg.sender][round];
         if (seen[node]) revert AlreadyAttested(round, node, msg.sender);
-        (uint256 beacon, uint64 beaconBlock) = _drawBeacon(s, round, node);
-        if (a.stakeBlock >= beaconBlock) revert StakedTooLate(round, a.stakeBlock, beaconBlock);
-        if (!_drawn(beacon, round, node, msg.sender, a.active)) revert NotDrawn(round, node, msg.sender);
+        uint256 beacon = _drawBeacon(s, round, node);
+        seats = uint16(_seats(beacon, round, node, msg.sender, s.snapshotBlock));
+        if (seats == 0) revert NotDrawn(round, node, msg.sender);
         seen[node] = true;
-        weight = uint64(a.active / GWEI);
     }
 
-    /// @dev A submission earns once `quorum` checkers agreed and their stake is at least that of
-    /// those who disputed it plus those who could not fetch it.
+    /// @dev A submission earns once `quorum` checkers agreed and their seats are at least those
+    /// of the checkers who disputed it plus those who could not fetch it.
     function _credited(Submission storage s) private view returns (bool) {
-        return s.agrees >= quorum && s.agreeGwei >= uint256(s.disputeGwei) + s.unavailableGwei;
+        return s.agrees >= quorum && s.agreeSeats >= uint256(s.disputeSeats) + s.unavailableSeats;
     }
 
     function _gap(uint64 x, uint64 y) private pure returns (uint256) {
@@ -489,22 +506,50 @@ contract SwarmLedger {
 
     // ------------------------------------------------------------------------------- checkers
 
-    /// @notice Whether `checker` is drawn to check `node`'s submission of `round`, with its stake
-    /// and the total stake now. Anyone can recompute it: with h = keccak256(abi.encode(beacon,
-    /// round, node, checker)), a registered node other than `node` whose stake is at least
-    /// minStake and was last added before the submission's beacon block is drawn when
-    /// (h >> 128) * totalActive < checkers * active << 128, i.e. with probability
-    /// min(1, checkers * active / totalActive). False until the beacon is drawn.
+    /// @notice The seats `checker` holds on the committee of `node`'s submission of `round`; 0
+    /// when it is not drawn. Anyone can recompute it: with S its active stake and T all active
+    /// stake, both as of the submission's block (`stakeAt`, `totalStakeAt`), base =
+    /// keccak256(abi.encode(beacon, round, node, checker)) and h_j = keccak256(abi.encode(base,
+    /// j)) >> 128, it holds seat j (0 <= j < checkers) when h_j * T < S << 128, i.e. each seat
+    /// with probability S / T. A node holds none when it is the producer, is not registered, or
+    /// its stake then or now is below minStake. 0 until the beacon is drawn.
+    /// @param round The round.
+    /// @param node The producer.
+    /// @param checker The candidate checker.
+    /// @return The number of seats (each one vote).
+    function seatsOf(uint64 round, address node, address checker) public view returns (uint256) {
+        Node storage a = _nodes[checker];
+        if (checker == node || !a.registered || a.active < minStake) return 0;
+        (uint256 beacon,, bool ready) = beaconOf(round, node);
+        if (!ready) return 0;
+        return _seats(beacon, round, node, checker, _submissions[round][node].snapshotBlock);
+    }
+
+    /// @notice Whether `checker` holds a seat on the committee of `node`'s submission of `round`
+    /// (see seatsOf).
     /// @param round The round.
     /// @param node The producer.
     /// @param checker The candidate checker.
     /// @return Whether it may attest or report the submission unavailable (window and double
     /// votes aside).
     function isChecker(uint64 round, address node, address checker) external view returns (bool) {
-        Node storage a = _nodes[checker];
-        if (checker == node || !a.registered || a.active < minStake) return false;
-        (uint256 beacon, uint64 beaconBlock, bool ready) = beaconOf(round, node);
-        return ready && a.stakeBlock < beaconBlock && _drawn(beacon, round, node, checker, a.active);
+        return seatsOf(round, node, checker) != 0;
+    }
+
+    /// @notice A node's active stake at the end of block `blockNumber` (what the draws of that
+    /// block's submissions read).
+    /// @param node The node.
+    /// @param blockNumber The block.
+    /// @return Wei.
+    function stakeAt(address node, uint256 blockNumber) external view returns (uint256) {
+        return _at(_stakeHistory[node], blockNumber);
+    }
+
+    /// @notice All active stake at the end of block `blockNumber`.
+    /// @param blockNumber The block.
+    /// @return Wei.
+    function totalStakeAt(uint256 blockNumber) external view returns (uint256) {
+        return _at(_totalHistory, blockNumber);
     }
 
     /// @notice The beacon that draws the checkers of `node`'s submission of `round`: the hash of
@@ -517,7 +562,7 @@ contract SwarmLedger {
     /// @return ready Whether the beacon is known (stored, or its block hash is available).
     function beaconOf(uint64 round, address node) public view returns (uint256 beacon, uint64 beaconBlock, bool ready) {
         Submission storage s = _submissions[round][node];
-        beaconBlock = s.beaconBlock;
+        beaconBlock = _beaconBlock(s);
         if (s.beacon != 0) return (s.beacon, beaconBlock, true);
         if (beaconBlock == 0 || block.number <= beaconBlock) return (0, beaconBlock, false);
         beacon = _beaconFrom(blockhash(beaconBlock));
@@ -526,31 +571,35 @@ contract SwarmLedger {
 
     /// @notice Re-arms a submission's beacon to the next block when its block's hash has left the
     /// EVM's window before anyone drew it (no checker voted for 256 blocks). Anyone may call it.
+    /// The stake snapshot stays the submission's block.
     /// @param round The round.
     /// @param node The producer.
     function rearmBeacon(uint64 round, address node) external {
         Submission storage s = _submissions[round][node];
-        uint256 beaconBlock = s.beaconBlock;
+        uint256 beaconBlock = _beaconBlock(s);
         if (s.beacon != 0 || beaconBlock == 0 || block.number <= beaconBlock + BLOCKHASH_WINDOW) {
             revert BeaconNotStale(round, node, uint64(beaconBlock));
         }
-        s.beaconBlock = uint40(block.number + 1);
+        s.rearmedBlock = uint40(block.number + 1);
         emit BeaconRearmed(round, node, uint64(block.number + 1));
     }
 
-    /// @dev Returns the submission's beacon and its block, storing the beacon on first use;
-    /// reverts while it is not known.
-    function _drawBeacon(Submission storage s, uint64 round, address node)
-        private
-        returns (uint256 beacon, uint64 beaconBlock)
-    {
-        bool ready;
-        (beacon, beaconBlock, ready) = beaconOf(round, node);
+    /// @dev The block whose hash is the submission's beacon; 0 when there is no submission.
+    function _beaconBlock(Submission storage s) private view returns (uint64) {
+        if (s.rearmedBlock != 0) return s.rearmedBlock;
+        return s.snapshotBlock == 0 ? 0 : s.snapshotBlock + 1;
+    }
+
+    /// @dev Returns the submission's beacon, storing it on first use; reverts while it is not
+    /// known.
+    function _drawBeacon(Submission storage s, uint64 round, address node) private returns (uint256 beacon) {
+        (uint256 b, uint64 beaconBlock, bool ready) = beaconOf(round, node);
         if (!ready) revert BeaconNotReady(round, node, beaconBlock);
         if (s.beacon == 0) {
-            s.beacon = uint88(beacon);
-            emit BeaconDrawn(round, node, beacon, beaconBlock);
+            s.beacon = uint88(b);
+            emit BeaconDrawn(round, node, b, beaconBlock);
         }
+        return b;
     }
 
     /// @dev 88 bits of a block hash, never 0 for a real hash (0 means "not drawn").
@@ -560,17 +609,61 @@ contract SwarmLedger {
         return b == 0 ? 1 : b;
     }
 
-    function _drawn(uint256 beacon, uint64 round, address node, address checker, uint256 active)
+    /// @dev The seats `checker` draws with its stake and the total as of `snapshot` (see seatsOf).
+    function _seats(uint256 beacon, uint64 round, address node, address checker, uint256 snapshot)
         private
         view
-        returns (bool)
+        returns (uint256 seats)
     {
-        uint256 h = uint256(keccak256(abi.encode(beacon, round, node, checker))) >> 128;
-        return h * _totalActive < (uint256(checkers) * active) << 128;
+        uint256 stake = _at(_stakeHistory[checker], snapshot);
+        if (stake < minStake) return 0;
+        uint256 scaled = stake << 128;
+        uint256 total = _at(_totalHistory, snapshot);
+        bytes32 base = keccak256(abi.encode(beacon, round, node, checker));
+        for (uint256 j; j < checkers; ++j) {
+            if ((uint256(keccak256(abi.encode(base, j))) >> 128) * total < scaled) ++seats;
+        }
+    }
+
+    /// @dev Records the node's active stake and the total as of this block (one checkpoint per
+    /// block: a later change in the same block overwrites it).
+    function _recordStake(address node, uint256 active) private {
+        _record(_stakeHistory[node], active);
+        _record(_totalHistory, _totalActive);
+    }
+
+    function _record(Checkpoint[] storage history, uint256 value) private {
+        uint256 len = history.length;
+        if (len != 0 && history[len - 1].fromBlock == block.number) {
+            history[len - 1].value = uint192(value);
+        } else {
+            history.push(Checkpoint({fromBlock: uint64(block.number), value: uint192(value)}));
+        }
+    }
+
+    /// @dev The value recorded last at or before `blockNumber` (0 before the first checkpoint).
+    function _at(Checkpoint[] storage history, uint256 blockNumber) private view returns (uint256) {
+        uint256 hi = history.length;
+        if (hi == 0) return 0;
+        Checkpoint storage last = history[hi - 1];
+        if (last.fromBlock <= blockNumber) return last.value;
+        uint256 lo;
+        --hi; // the answer is before the last checkpoint: the first index past it is in [0, hi]
+        while (lo < hi) {
+            uint256 mid = (lo + hi) / 2;
+            if (history[mid].fromBlock > blockNumber) hi = mid;
+            else lo = mid + 1;
+        }
+        return lo == 0 ? 0 : history[lo - 1].value;
+    }
+
+    function _lastChange(Checkpoint[] storage history) private view returns (uint64) {
+        uint256 len = history.length;
+        return len == 0 ? 0 : history[len - 1].fromBlock;
     }
 
     /// @notice Closes a submission once its challenge window has passed; a disputed one (more
-    /// disputing than agreeing stake) loses slashBps of its node's stake (active first, then
+    /// disputing than agreeing seats) loses slashBps of its node's stake (active first, then
     /// unbonding) to the reward pool. Unavailable votes never slash.
     /// @param round The submission's round.
     /// @param node The submitting node.
@@ -582,7 +675,7 @@ contract SwarmLedger {
         if (s.flags & SETTLED != 0) revert AlreadySettled(round, node);
 
         s.flags |= SETTLED;
-        bool disputed = s.disputeGwei > s.agreeGwei;
+        bool disputed = s.disputeSeats > s.agreeSeats;
         uint256 slashed;
         if (disputed) {
             Node storage n = _nodes[node];
@@ -595,6 +688,7 @@ contract SwarmLedger {
             n.unbonding = uint96(unbonding - fromUnbonding);
             _totalActive -= uint128(fromActive);
             _totalUnbonding -= uint128(fromUnbonding);
+            if (fromActive != 0) _recordStake(node, n.active);
             rewardPool += slashed;
             totalSlashed += slashed;
             emit Slashed(node, round, slashed);
@@ -667,7 +761,7 @@ contract SwarmLedger {
             unbondingEnd: n.unbondingEnd,
             metadata: n.metadata,
             totalPaid: n.totalPaid,
-            stakeBlock: n.stakeBlock
+            stakeBlock: _lastChange(_stakeHistory[node])
         });
     }
 
@@ -682,15 +776,16 @@ contract SwarmLedger {
             rollouts: s.rollouts,
             score: s.score,
             signal: s.signal,
-            agreeStake: uint256(s.agreeGwei) * GWEI,
-            disputeStake: uint256(s.disputeGwei) * GWEI,
-            unavailableStake: uint256(s.unavailableGwei) * GWEI,
+            agreeSeats: s.agreeSeats,
+            disputeSeats: s.disputeSeats,
+            unavailableSeats: s.unavailableSeats,
             agrees: s.agrees,
             disputes: s.disputes,
             unavailable: s.unavailable,
             credited: _credited(s) ? s.signal : 0,
             settled: s.flags & SETTLED != 0,
-            paid: s.flags & PAID != 0 ? _share(s, round) : 0
+            paid: s.flags & PAID != 0 ? _share(s, round) : 0,
+            snapshotBlock: s.snapshotBlock
         });
     }
 

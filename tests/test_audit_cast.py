@@ -128,9 +128,9 @@ def test_readme_cast_commands_agree_with_sapo_audit(
             sub = sapo_json(cli, "audit", "submission", str(round_), node, "--config", str(config))
             key = next(k for k in snippets if k.startswith("one submission"))
             [view] = json.loads(run_snippet(snippets[key], env))
-            fields = ["digest", "rollouts", "score", "signal", "agree_stake", "dispute_stake"]
-            fields += ["unavailable_stake", "agrees", "disputes", "unavailable"]
-            fields += ["credited", "settled", "paid"]
+            fields = ["digest", "rollouts", "score", "signal", "agree_seats", "dispute_seats"]
+            fields += ["unavailable_seats", "agrees", "disputes", "unavailable"]
+            fields += ["credited", "settled", "paid", "snapshot_block"]
             assert dict(zip(fields, view, strict=True)) == {f: sub[f] for f in fields}, (
                 round_,
                 node,
@@ -152,10 +152,10 @@ def test_readme_cast_commands_agree_with_sapo_audit(
             assert run_snippet(snippets[key], env).split() == [
                 a["attester"] for a in sub["attestation_list"] if a["vote"] == "unavailable"
             ]
-            key = next(k for k in snippets if k.startswith("whether a node is one of"))
+            key = next(k for k in snippets if k.startswith("the seats a node holds"))
             for checker in [*addr, far.account_address]:
-                drawn = run_snippet(snippets[key], {**env, "CHECKER": checker}).strip()
-                assert drawn == str(checker in sub["checkers"]).lower(), (node, checker)
+                seats = run_snippet(snippets[key], {**env, "CHECKER": checker}).strip()
+                assert int(seats) == sub["seats"].get(checker, 0), (node, checker)
             key = next(k for k in snippets if k.startswith("the IPFS CID of a digest"))
             cid = run_snippet(snippets[key], env)
             assert cid.strip() == sub["cid"]

@@ -132,7 +132,9 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     cheat = ops[2]
     config = ["--config", str(ops[0].config)]
     code, output = run(cli, "audit", "submission", "0", ops[0].account.address, *config)
-    assert code == 0 and "checkers drawn: 2; voted: 0; not voted yet: " in output
+    assert code == 0 and "checkers drawn: 2 holding " in output, output
+    assert " of 255 seats; voted: 0" in output
+    assert "not voted yet: " in output
     assert "earns nothing yet: 0 of 1 agreeing checkers" in output  # no evidence, no credit
     swarm.await_beacon(0)
     ops[0].ledger.attest(0, ops[1].account.address, 10_000, 5_000)
@@ -158,14 +160,17 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
         "agrees",
         "disputes",
         "unavailable",
-        "agree_stake",
-        "dispute_stake",
-        "unavailable_stake",
+        "agree_seats",
+        "dispute_seats",
+        "unavailable_seats",
+        "snapshot_block",
         "settled",
     }
     assert first["cid"] == digest_to_cid(digest(ops[0].account.address))
     assert rows[cheat.account.address]["credited"] == 0
-    assert rows[cheat.account.address]["dispute_stake"] == 4 * ETH
+    assert rows[cheat.account.address]["dispute_seats"] == sum(
+        swarm.ledger.seats_of(0, cheat.account.address, op.account.address) for op in ops[:2]
+    )
 
     wide = cli.invoke(app, ["audit", "round", "0", *config])  # (the fixture's 220 columns)
     assert wide.exit_code == 0 and "open to attestations" in wide.output
@@ -182,7 +187,9 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
         == "no learning signal claimed (every group all-correct or all-wrong)"
     )
     code, output = run(cli, "audit", "submission", "0", cheat.account.address, *config)
-    assert code == 0 and "DISPUTES" in output and "checkers drawn: 2; voted: 2" in output
+    seats = sum(sub["seats"].values())
+    assert code == 0 and "DISPUTES" in output, output
+    assert f"checkers drawn: 2 holding {seats} of 255 seats; voted: 2" in output, output
     assert "earns nothing yet: no learning signal claimed" in output
 
     code, output = run(cli, "audit", "leaderboard", *config, "--json")

@@ -238,7 +238,7 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     assert found[missing.account_address.lower()]["failures"] >= 2
     for cheat in (foreign, inflated):
         info = node.ledger.submission(round_, cheat.account_address)
-        assert info.dispute_stake > 0 and info.credited == 0, cheat.account_address
+        assert info.dispute_seats > 0 and info.credited == 0, cheat.account_address
     # after the submission and challenge windows anyone may settle: a disputed one is slashed
     world["warp"].to(node.params, round_ + W + C + 1)
     for cheat in (foreign, inflated):

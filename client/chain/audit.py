@@ -3,7 +3,7 @@
 Per-node counters are not kept in contract storage (it would tax every submit); they are derived
 here from `Submitted`, `CreditChanged`, `Attested`, `Unavailable` and `Claimed` events, and current
 tallies are read with `submissionOf`. Who was drawn to check a batch is recomputed from the round's
-beacon and the stakes (`Beacon.draws`, the ledger's own rule), and why a batch earns nothing is
+beacon and the stakes (`Beacon.seats`, the ledger's own rule), and why a batch earns nothing is
 said in words (`SubmissionInfo.why_not_credited`).
 """
 
@@ -72,6 +72,8 @@ class SubmissionReport(Report):
     final: bool
     quorum: int
     checkers: list[str]  # who its beacon drew to check it (empty before the beacon is known)
+    seats: dict[str, int] = {}  # each drawn checker's seats (its vote counts that many times)
+    seats_total: int = 0  # the committee's seats (K)
     beacon_ready: bool
     why_not_credited: str | None  # None when it earns
 
@@ -157,27 +159,43 @@ class Auditor:
         ]
         params = self.ledger.params()
         beacon = self.ledger.beacon(round_, sub.node)
+        seats = self._drawn(beacon, sub, params)
         return SubmissionReport(
             submission=sub,
             attestations=sorted(rows, key=lambda r: (r.block_number, r.attester)),
             final=self.ledger.round_info(round_).final,
             quorum=params.quorum,
-            checkers=self._drawn(beacon, params) if sub.exists and beacon.ready else [],
+            checkers=list(seats),
+            seats=seats,
+            seats_total=params.checkers,
             beacon_ready=beacon.ready,
             why_not_credited=sub.why_not_credited(params.quorum) if sub.exists else None,
         )
 
-    def checkers(self, round_: int, node: str) -> list[str]:
-        """Who the submission's beacon draws to check `node`'s batch, recomputed from the beacon
-        and today's stakes (the ledger's rule; one batched read of every node)."""
-        return self._drawn(self.ledger.beacon(round_, node), self.ledger.params())
+    def checkers(self, round_: int, node: str) -> dict[str, int]:
+        """Who the submission's beacon draws to check `node`'s batch, with their seats,
+        recomputed from the beacon and the stakes as of the submission's block (the ledger's
+        rule; one batched read of every node)."""
+        sub = self.ledger.submission(round_, node)
+        return self._drawn(self.ledger.beacon(round_, node), sub, self.ledger.params())
 
-    def _drawn(self, beacon: Beacon, params: LedgerParams) -> list[str]:
-        infos = self.ledger.node_infos(self.ledger.nodes())
-        total = self.ledger.totals()["active"]
-        return [
-            i.address for i in infos if beacon.checks(i, total, params.min_stake, params.checkers)
-        ]
+    def _drawn(self, beacon: Beacon, sub: SubmissionInfo, params: LedgerParams) -> dict[str, int]:
+        if not sub.exists or not beacon.ready:
+            return {}
+        nodes = self.ledger.nodes()
+        then = self.ledger.stakes_at(nodes, sub.snapshot_block)
+        total = self.ledger.total_stake_at(sub.snapshot_block)
+        drawn: dict[str, int] = {}
+        for info, stake in zip(self.ledger.node_infos(nodes), then, strict=True):
+            eligible = (
+                info.address.lower() != sub.node.lower()
+                and info.registered
+                and min(info.active_stake, stake) >= params.min_stake
+            )
+            seats = beacon.seats(info.address, stake, total, params.checkers) if eligible else 0
+            if seats:
+                drawn[info.address] = seats
+        return drawn
 
     def leaderboard(self, first: int | None = None, last: int | None = None) -> list[LeaderRow]:
         """Returns nodes ranked by credited learning signal over rounds first..last, from events

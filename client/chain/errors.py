@@ -74,8 +74,6 @@ _HINTS = {
     "TooManyRollouts": "a batch holds at most 2^24 - 1 rollouts; split the round's work",
     "NotDrawn": "only the checkers a submission's beacon drew may vote on its batch "
     "(`sapo audit submission` lists them); this node was not drawn for it",
-    "StakedTooLate": "stake added at or after a submission's beacon block buys no draw for it; "
-    "this node checks the submissions made after its stake",
     "BeaconNotReady": "a submission's checkers are drawn from the hash of the block after it: "
     "wait a block (if 256 blocks passed, `rearmBeacon` the submission)",
     "BeaconNotStale": "the beacon can be re-armed only when nobody drew it for 256 blocks",

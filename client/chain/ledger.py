@@ -208,15 +208,16 @@ class Ledger:
             rollouts=v[1],
             score=v[2],
             signal=v[3],
-            agree_stake=v[4],
-            dispute_stake=v[5],
-            unavailable_stake=v[6],
+            agree_seats=v[4],
+            dispute_seats=v[5],
+            unavailable_seats=v[6],
             agrees=v[7],
             disputes=v[8],
             unavailable=v[9],
             credited=v[10],
             settled=v[11],
             paid=v[12],
+            snapshot_block=v[13],
         )
 
     def round_info(self, round_: int) -> RoundInfo:
@@ -231,6 +232,23 @@ class Ledger:
         """Whether `checker` is drawn to check `node`'s submission of `round_` (False while the
         submission's beacon is not ready)."""
         return self._view("isChecker", round_, _address(node), _address(checker))
+
+    def seats_of(self, round_: int, node: str, checker: str) -> int:
+        """The seats `checker` holds on the committee of `node`'s submission of `round_`: its
+        vote counts that many times (0: not drawn, or the beacon is not ready)."""
+        return self._view("seatsOf", round_, _address(node), _address(checker))
+
+    def stake_at(self, node: str, block: int) -> int:
+        """`node`'s active stake at the end of `block` (what that block's submissions draw on)."""
+        return self._view("stakeAt", _address(node), block)
+
+    def stakes_at(self, nodes: list[str], block: int, batch: int = 200) -> list[int]:
+        """stake_at for many nodes, in JSON-RPC batches of `batch`."""
+        return self._batched("stakeAt", [(_address(n), block) for n in nodes], batch)
+
+    def total_stake_at(self, block: int) -> int:
+        """All active stake at the end of `block`."""
+        return self._view("totalStakeAt", block)
 
     def beacon(self, round_: int, node: str) -> Beacon:
         """The beacon that draws the checkers of `node`'s submission of `round_`."""

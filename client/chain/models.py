@@ -62,8 +62,8 @@ class NodeInfo(ChainModel):
     unbonding_end: int
     metadata: str
     total_paid: int
-    stake_block: int  # the block of its last register/addStake: it checks only rounds whose
-    # beacon block is later (stake added once a beacon may be known buys no draws)
+    stake_block: int  # the block of the last change to its active stake (committees are drawn
+    # from the stake as of a submission's block: SwarmLedger.stakeAt)
 
 
 class SubmissionInfo(ChainModel):
@@ -76,15 +76,16 @@ class SubmissionInfo(ChainModel):
     rollouts: int
     score: int
     signal: int
-    agree_stake: int
-    dispute_stake: int
-    unavailable_stake: int
+    agree_seats: int  # a checker's vote counts once per seat it holds on the committee
+    dispute_seats: int
+    unavailable_seats: int
     agrees: int
     disputes: int
     unavailable: int
     credited: int
     settled: bool
     paid: int
+    snapshot_block: int  # its block: the committee is drawn from the stakes as of it
 
     @property
     def exists(self) -> bool:
@@ -102,7 +103,7 @@ class SubmissionInfo(ChainModel):
 
     @property
     def disputed(self) -> bool:
-        return self.dispute_stake > self.agree_stake
+        return self.dispute_seats > self.agree_seats
 
     def why_not_credited(self, quorum: int) -> str | None:
         """Why the submission earns nothing now, in words (None when it earns)."""
@@ -113,9 +114,11 @@ class SubmissionInfo(ChainModel):
         problems = []
         if self.agrees < quorum:
             problems.append(f"{self.agrees} of {quorum} agreeing checkers")
-        against = self.dispute_stake + self.unavailable_stake
-        if self.agree_stake < against:
-            problems.append("agreeing stake below disputing + unavailable stake")
+        against = self.dispute_seats + self.unavailable_seats
+        if self.agree_seats < against:
+            problems.append(
+                f"{self.agree_seats} agreeing seats below {against} disputing + unavailable"
+            )
         return "; ".join(problems) or "not credited"
 
 
@@ -129,36 +132,28 @@ class Beacon(ChainModel):
     block: int
     ready: bool
 
-    def draws(self, checker: str, active: int, total_active: int, checkers: int) -> bool:
-        """SwarmLedger's draw, recomputed from public data: whether `checker`, with `active`
-        stake of `total_active`, checks this submission with `checkers` (K) expected per batch.
-        (Eligibility aside: registered, minStake, stake added before the
-        beacon block, not the producer; `Ledger.is_checker` asks the ledger for all of it.)"""
-        if not self.ready:
-            return False
+    def seats(self, checker: str, stake: int, total_stake: int, checkers: int) -> int:
+        """SwarmLedger's draw, recomputed from public data: the seats `checker` holds on this
+        submission's committee of `checkers` seats, with `stake` of `total_stake` active stake as
+        of the submission's block (`Ledger.stake_at`, `Ledger.total_stake_at`); each seat is
+        held with probability stake / total_stake. (Eligibility aside: registered, minStake then
+        and now, not the producer; `Ledger.seats_of` asks the ledger for all of it.)"""
+        if not self.ready or stake <= 0 or total_stake <= 0:
+            return 0
         from eth_abi import encode
         from eth_utils import keccak
 
-        h = int.from_bytes(
-            keccak(
-                encode(
-                    ["uint256", "uint64", "address", "address"],
-                    [self.beacon, self.round, self.node, checker],
-                )
+        base = keccak(
+            encode(
+                ["uint256", "uint64", "address", "address"],
+                [self.beacon, self.round, self.node, checker],
             )
         )
-        return (h >> 128) * total_active < (checkers * active) << 128
-
-    def checks(self, checker: NodeInfo, total_active: int, min_stake: int, checkers: int) -> bool:
-        """SwarmLedger.isChecker recomputed: `checker` is registered, holds minStake, last
-        added stake before the beacon block, is not the producer, and `draws` picks it."""
-        return (
-            checker.address.lower() != self.node.lower()
-            and checker.registered
-            and checker.active_stake >= min_stake
-            and checker.stake_block < self.block
-            and self.draws(checker.address, checker.active_stake, total_active, checkers)
-        )
+        held = 0
+        for j in range(checkers):
+            h = int.from_bytes(keccak(encode(["bytes32", "uint256"], [base, j]))) >> 128
+            held += h * total_stake < stake << 128
+        return held
 
 
 class RoundInfo(ChainModel):

@@ -140,7 +140,10 @@ class TxSender:
         """Simulates, signs, sends and waits for `tx` ({to?, data, value}); returns its receipt."""
         sender = self.address
         tx = {**tx, "from": sender}
-        gas = self.rpc(lambda: self.w3.eth.estimate_gas(tx), action)
+        # Against the pending block, which the tx will join: a "latest" estimate runs with the
+        # latest block's number, and the ledger's stake history costs a new slot per block (an
+        # addStake one block after register was estimated 44k gas short and ran out).
+        gas = self.rpc(lambda: self.w3.eth.estimate_gas(tx, "pending"), action)
         with self._lock:
             if self._chain_id is None:
                 self._chain_id = self.rpc(lambda: self.w3.eth.chain_id, "eth_chainId")

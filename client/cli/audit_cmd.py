@@ -47,9 +47,10 @@ def _submission_json(sub: SubmissionInfo) -> dict:
         "agrees": sub.agrees,
         "disputes": sub.disputes,
         "unavailable": sub.unavailable,
-        "agree_stake": sub.agree_stake,
-        "dispute_stake": sub.dispute_stake,
-        "unavailable_stake": sub.unavailable_stake,
+        "agree_seats": sub.agree_seats,
+        "dispute_seats": sub.dispute_seats,
+        "unavailable_seats": sub.unavailable_seats,
+        "snapshot_block": sub.snapshot_block,
         "settled": sub.settled,
         "paid": sub.paid,
     }
@@ -65,7 +66,7 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
         "signal",
         "credited",
         "votes a/d/u",
-        "stake a/d/u (ETH)",
+        "seats a/d/u",
         "settled",
     ):
         # addresses and CIDs fold onto more lines in a narrow terminal, never lose characters
@@ -83,9 +84,7 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
             score(s.signal),
             score(s.credited),
             f"{s.agrees}/{s.disputes}/{s.unavailable}",
-            "/".join(
-                f"{w / 10**18:g}" for w in (s.agree_stake, s.dispute_stake, s.unavailable_stake)
-            ),
+            f"{s.agree_seats}/{s.dispute_seats}/{s.unavailable_seats}",
             "yes" if s.settled else "no",
         )
     return table
@@ -138,6 +137,7 @@ def submission(
                 "final": report.final,
                 "quorum": report.quorum,
                 "checkers": report.checkers,
+                "seats": report.seats,
                 "beacon_ready": report.beacon_ready,
                 "why_not_credited": report.why_not_credited,
                 "attestation_list": [
@@ -175,7 +175,8 @@ def submission(
     else:
         silent = [c for c in report.checkers if c.lower() not in voted]
         out.print(
-            f"checkers drawn: {len(report.checkers)}; voted: {len(voted)}"
+            f"checkers drawn: {len(report.checkers)} holding {sum(report.seats.values())} "
+            f"of {report.seats_total} seats; voted: {len(voted)}"
             + (f"; not voted yet: {', '.join(silent)}" if silent else "")
         )
     if report.why_not_credited:

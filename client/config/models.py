@@ -241,8 +241,9 @@ class LedgerSection(Section):
         10,
         ge=1,
         le=255,
-        description="K: checkers drawn per batch on average (each node with probability "
-        "min(1, K * its stake / all stake)); at least quorum",
+        description="K: seats per batch's committee on average (each node draws K trials, "
+        "each won with its share of stake as of the submission; a vote counts once per seat); "
+        "at least quorum",
     )
 
     def least_unbonding_s(self) -> int:

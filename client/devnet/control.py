@@ -9,6 +9,7 @@ Nothing here imports torch or web3 at module level: `devnet down` and `devnet ps
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -92,15 +93,24 @@ def apply_options(
         changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
     roles = expand(changes.get("devnet", {}).get("adversaries", cfg.devnet.adversaries))
     total = (nodes or cfg.devnet.nodes) + len(roles)
-    if roles and cfg.ledger.checkers < total:
-        # with fewer checkers than nodes an honest batch may draw fewer than Q honest checkers
-        # (adversaries never vote for it): the devnet then measures the draw, not the attack
+    seats = seats_for_every_node(total)
+    if cfg.ledger.checkers < seats:
+        # with too few seat trials an honest batch may seat fewer than Q honest checkers
+        # (adversaries never vote for it): the devnet then measures the draw, not the node
         notes.append(
-            f"[ledger].checkers {cfg.ledger.checkers} raised to {total} for a devnet of "
-            f"{total} nodes with adversaries (every node checks every batch)"
+            f"[ledger].checkers {cfg.ledger.checkers} raised to {seats} for a devnet of "
+            f"{total} nodes (every node holds a seat on every batch but once in a million)"
         )
-        changes["ledger"] = {**changes.get("ledger", {}), "checkers": total}
+        changes["ledger"] = {**changes.get("ledger", {}), "checkers": seats}
     return (with_sections(cfg, **changes) if changes else cfg), notes
+
+
+def seats_for_every_node(nodes: int, miss: float = 1e-6) -> int:
+    """The seat trials K at which each of `nodes` equal stakes holds a seat on a batch's
+    committee but with chance `miss`: (1 - 1/nodes)^K <= miss (at most the ledger's 255)."""
+    if nodes <= 1:
+        return 1
+    return min(255, math.ceil(math.log(miss) / math.log1p(-1 / nodes)))
 
 
 class StartFailed(Exception):

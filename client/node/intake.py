@@ -47,7 +47,7 @@ from functools import partial
 
 from client.chain import ChainError
 from client.chain.events import EventReader
-from client.chain.models import LedgerParams, NodeInfo
+from client.chain.models import LedgerParams
 from client.config.models import SapoSection, StoreSection
 from client.credit import GENERATION, MALFORMED
 from client.node.eventlog import Event, Span, timed
@@ -142,7 +142,6 @@ class Intake(Stage):
         self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
         self._beacons: dict[tuple[int, str], int] = {}  # (round, node) -> its beacon, once known
         self._proven: set[tuple[int, str]] = set()  # drawn batches whose generation we checked
-        self._stakes: tuple[NodeInfo, int] | None = None  # ours and all active, this poll
         self._unready: set[tuple[int, str]] = set()  # beacons not known yet, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
@@ -174,7 +173,7 @@ class Intake(Stage):
             self._beacons = {k: v for k, v in self._beacons.items() if k[0] >= first}
             self._proven = {k for k in self._proven if k[0] >= first}
             self._retry_at = {k: v for k, v in self._retry_at.items() if k[0] >= first}
-        self._stakes, self._unready = None, set()
+        self._unready = set()
         self.harvest()
         try:
             candidates = self._candidates(current)
@@ -257,10 +256,10 @@ class Intake(Stage):
         )
 
     def drawn(self, sub: PeerSubmission) -> bool:
-        """Whether the submission's beacon drew this node to check `sub`, computed here from
-        the beacon (read once, when it is known) and the stakes (read once a poll), as anyone
-        can. False while the beacon is not known yet; a beacon nobody drew for 256 blocks is
-        re-armed through the outbox."""
+        """Whether the submission's beacon gave this node a seat on its committee, asked once
+        the beacon is known (`seatsOf`: from the stakes as of the submission's block, so it
+        never changes afterwards). False while the beacon is not known yet; a beacon nobody drew
+        for 256 blocks is re-armed through the outbox."""
         key = (sub.round, sub.node)
         if key in self._draws:
             return self._draws[key]
@@ -277,14 +276,10 @@ class Intake(Stage):
                     {"node": sub.node, "block": beacon.block},
                 )
             return False
-        if self._stakes is None:
-            info = self.ledger.node_info(self.me)
-            self._stakes = (info, self.ledger.totals()["active"])
-        info, total = self._stakes
         self._beacons[key] = beacon.beacon
-        # Fixed once the beacon is known (stakes aside: a stake change may move a draw at the
-        # edge; the ledger then refuses the vote with NotDrawn and the outbox drops it).
-        self._draws[key] = beacon.checks(info, total, self.params.min_stake, self.params.checkers)
+        # Fixed once the beacon is known (our stake falling below minStake aside: the ledger
+        # then refuses the vote with StakeTooLow and the outbox drops it).
+        self._draws[key] = self.ledger.seats_of(sub.round, sub.node, self.me) > 0
         return self._draws[key]
 
     def discover(self) -> None:

@@ -7,6 +7,7 @@ pragma solidity 0.8.37;
 interface Vm {
     function warp(uint256 timestamp) external;
     function roll(uint256 blockNumber) external;
+    function setBlockhash(uint256 blockNumber, bytes32 blockHash) external;
     function deal(address who, uint256 balance) external;
     function prank(address sender) external;
     function label(address who, string calldata name) external;

@@ -22,7 +22,6 @@ contract LedgerHandler is CheatsBase {
 
     uint256 internal constant SCORE_SCALE = 10_000;
     uint256 internal constant BPS = 10_000;
-    uint256 internal constant GWEI = 1e9;
     uint256 internal constant N_ACTORS = 5;
 
     // the ledger's parameters, read once
@@ -49,7 +48,7 @@ contract LedgerHandler is CheatsBase {
         uint256 unbondingEnd;
         uint256 lastUnstakeAt; // when the caller last moved stake into unbonding
         uint256 claimedTotal; // sum of what its successful claims returned
-        uint256 stakeBlock; // the block of its last register or addStake
+        uint256 stakeBlock; // the block of the last change to its active stake
     }
 
     struct Sub {
@@ -59,9 +58,10 @@ contract LedgerHandler is CheatsBase {
         uint64 score;
         uint64 signal;
         uint256 submittedAt;
-        uint64 agreeGwei;
-        uint64 disputeGwei;
-        uint64 unavailableGwei;
+        uint256 snapshotBlock; // its block: its seats are drawn from the stakes as of it
+        uint64 agreeSeats;
+        uint64 disputeSeats;
+        uint64 unavailableSeats;
         uint16 agrees;
         uint16 disputes;
         uint16 unavailable;
@@ -71,6 +71,11 @@ contract LedgerHandler is CheatsBase {
     }
 
     mapping(address => Stake) public stakeOf;
+    // the model's stake history: per node (and for the total) the value after each block in
+    // which it changed, as the documented draw reads it
+    mapping(address => uint256[]) internal _histBlocks;
+    mapping(address => uint256[]) internal _histValues;
+    address internal constant TOTAL = address(0x7074A1);
     Sub[] internal _subs;
     mapping(uint64 => mapping(address => uint256)) internal _subIndex; // index + 1
     mapping(address => mapping(uint64 => mapping(address => bool))) internal _attested;
@@ -94,14 +99,14 @@ contract LedgerHandler is CheatsBase {
     /// read by the campaign's report so that a handler that avoids them is noticed.
     string[] internal _pathNames = [
         "disputedAttestations", // an attestation outside the tolerance
-        "creditLost", // a submission's credit removed by disputing or unavailable stake
-        "creditRegained", // and given back by agreeing stake
+        "creditLost", // a submission's credit removed by disputing or unavailable seats
+        "creditRegained", // and given back by agreeing seats
         "slashes", // a disputed submission settled with a slash
         "slashesIntoUnbonding", // a slash larger than the active stake
         "zeroShareClaims", // a claim that listed an uncredited or zero-signal round
         "fullUnstakes", // all active stake moved to unbonding
         "withdrawalsAfterSubmitting", // a withdrawal by a node that had submitted
-        "ties", // agreeing stake equal to disputing + unavailable (credited: not outweighed)
+        "ties", // agreeing seats equal to disputing + unavailable (credited: not outweighed)
         "quorumReached", // a submission credited by the vote that completed its quorum
         "unavailableVotes", // a drawn checker reported a batch unavailable
         "unavailableNotSlashed", // a settled submission with unavailable votes and no slash
@@ -185,7 +190,7 @@ contract LedgerHandler is CheatsBase {
             Stake storage st = stakeOf[a];
             st.registered = true;
             st.active = amount;
-            st.stakeBlock = _block();
+            _recordStake(a);
         }
         vm.warp(block.timestamp + L);
         _roll(5);
@@ -213,10 +218,10 @@ contract LedgerHandler is CheatsBase {
         return _violations.length == 0 ? "" : _violations[0];
     }
 
-    /// @notice The rule: a submission earns once `quorum` drawn checkers agreed and their stake
-    /// is at least that of those who disputed it plus those who could not fetch it.
+    /// @notice The rule: a submission earns once `quorum` drawn checkers agreed and their seats
+    /// are at least those of the checkers who disputed it plus those who could not fetch it.
     function credited(Sub memory s) public view returns (bool) {
-        return s.agrees >= Q && uint256(s.agreeGwei) >= uint256(s.disputeGwei) + s.unavailableGwei;
+        return s.agrees >= Q && uint256(s.agreeSeats) >= uint256(s.disputeSeats) + s.unavailableSeats;
     }
 
     /// @notice A submission's beacon as the documented rule derives it: the low 88 bits of the
@@ -238,17 +243,53 @@ contract LedgerHandler is CheatsBase {
         }
     }
 
-    /// @notice The documented draw: a staked node other than the producer, whose stake was last
-    /// added before the submission's beacon block, checks it with probability min(1, checkers * its
-    /// stake / all active stake), decided by keccak256(abi.encode(beacon, round, node, checker)).
-    function drawn(uint64 round, address node, address checker) public view returns (bool) {
-        Stake storage st = stakeOf[checker];
-        (uint256 beacon, bool ready) = beaconNow(round, node);
-        if (!ready || checker == node || st.active < MIN_STAKE || st.stakeBlock >= beaconBlockOf[round][node]) {
-            return false;
+    /// @dev Checkpoints `a`'s active stake and the total as of this block (one per block).
+    function _recordStake(address a) internal {
+        _checkpoint(a, stakeOf[a].active);
+        _checkpoint(TOTAL, _totalActive());
+        stakeOf[a].stakeBlock = _block();
+    }
+
+    function _checkpoint(address who, uint256 value) internal {
+        uint256[] storage blocks = _histBlocks[who];
+        uint256 len = blocks.length;
+        if (len != 0 && blocks[len - 1] == _block()) {
+            _histValues[who][len - 1] = value;
+        } else {
+            blocks.push(_block());
+            _histValues[who].push(value);
         }
-        uint256 h = uint256(keccak256(abi.encode(beacon, round, node, checker))) >> 128;
-        return h * _totalActive() < (K * st.active) << 128;
+    }
+
+    /// @notice The model's stake of `who` (TOTAL: all active stake) after block `at`.
+    function stakeAtModel(address who, uint256 at) public view returns (uint256) {
+        uint256[] storage blocks = _histBlocks[who];
+        for (uint256 i = blocks.length; i > 0; --i) {
+            if (blocks[i - 1] <= at) return _histValues[who][i - 1];
+        }
+        return 0;
+    }
+
+    /// @notice The documented draw: a registered node other than the producer, holding minStake
+    /// now and as of the submission's block, holds seat j of `checkers` when h_j * T < S << 128,
+    /// with S its stake and T all active stake as of that block, base = keccak256(abi.encode(
+    /// beacon, round, node, checker)) and h_j = keccak256(abi.encode(base, j)) >> 128.
+    function seats(uint64 round, address node, address checker) public view returns (uint256 held) {
+        (uint256 beacon, bool ready) = beaconNow(round, node);
+        uint256 index = _subIndex[round][node];
+        if (!ready || index == 0 || checker == node || stakeOf[checker].active < MIN_STAKE) return 0;
+        uint256 snapshot = _subs[index - 1].snapshotBlock;
+        uint256 stake = stakeAtModel(checker, snapshot);
+        if (stake < MIN_STAKE) return 0;
+        uint256 total = stakeAtModel(TOTAL, snapshot);
+        bytes32 base = keccak256(abi.encode(beacon, round, node, checker));
+        for (uint256 j; j < K; ++j) {
+            if ((uint256(keccak256(abi.encode(base, j))) >> 128) * total < stake << 128) ++held;
+        }
+    }
+
+    function drawn(uint64 round, address node, address checker) public view returns (bool) {
+        return seats(round, node, checker) != 0;
     }
 
     // --------------------------------------------------------------------------------- helpers
@@ -397,7 +438,7 @@ contract LedgerHandler is CheatsBase {
             Stake storage st = stakeOf[a];
             st.registered = true;
             st.active = amount;
-            st.stakeBlock = _block();
+            _recordStake(a);
         }
     }
 
@@ -411,7 +452,7 @@ contract LedgerHandler is CheatsBase {
         if (_judge("addStake", expectOk, ok, reason)) _refused();
         if (ok) {
             stakeOf[a].active += amount;
-            stakeOf[a].stakeBlock = _block();
+            _recordStake(a);
         }
     }
 
@@ -435,6 +476,7 @@ contract LedgerHandler is CheatsBase {
             st.unbonding += amount;
             st.unbondingEnd = block.timestamp + UNBONDING;
             st.lastUnstakeAt = block.timestamp;
+            _recordStake(a);
         }
     }
 
@@ -516,6 +558,7 @@ contract LedgerHandler is CheatsBase {
         s.score = uint64(score);
         s.signal = uint64(signal);
         s.submittedAt = block.timestamp;
+        s.snapshotBlock = _block();
         _subIndex[round][a] = _subs.length;
         // not credited yet: no evidence, no credit
         beaconBlockOf[round][a] = _block() + 1; // its own beacon: the next block's hash
@@ -577,7 +620,7 @@ contract LedgerHandler is CheatsBase {
         if (beaconOf[s.round][s.node] == 0) (beaconOf[s.round][s.node],) = beaconNow(s.round, s.node);
         _attested[a][s.round][s.node] = true;
         bool nowCredited = credited(s);
-        if (s.agrees >= Q && uint256(s.agreeGwei) == uint256(s.disputeGwei) + s.unavailableGwei) _hit(TIES);
+        if (s.agrees >= Q && uint256(s.agreeSeats) == uint256(s.disputeSeats) + s.unavailableSeats) _hit(TIES);
         if (wasCredited && !nowCredited) {
             creditedTotal[s.round] -= s.signal;
             _hit(CREDIT_LOST);
@@ -594,13 +637,13 @@ contract LedgerHandler is CheatsBase {
         if (!found) _refused();
         Sub storage s = _subs[i];
         address a = _voter(s, attesterSeed);
-        // one call in three disputes a credited submission, by the drawn checker whose stake ties
-        // the vote or the largest: credit is lost (or tied) as a dispute lands
+        // one call in three disputes a credited submission, by the drawn checker whose seats tie
+        // the vote or the most: credit is lost (or tied) as a dispute lands
         if (_oneIn(subSeed, 3, "dispute-credited")) {
             (uint256 j, bool hit) = _targetSub(subSeed, true);
             if (hit) {
                 s = _subs[j];
-                a = _bestVoter(s, s.agreeGwei - s.disputeGwei - s.unavailableGwei);
+                a = _bestVoter(s, s.agreeSeats - s.disputeSeats - s.unavailableSeats);
                 scoreSeed = 3 + 6 * (scoreSeed / 6); // mode 3: the disputing edge
             }
         }
@@ -618,15 +661,15 @@ contract LedgerHandler is CheatsBase {
         else if (mode == 3) x = claimed + tolerance + 1; // the disputing edge
         else if (mode == 4) x = claimed > tolerance ? claimed - tolerance - 1 : maxScore;
         else x = bound(scoreSeed >> 8, 0, maxScore + maxScore / 32);
-        // one call in three seeks a tie: a drawn checker whose stake equals the gap between
-        // agreeing and disputing + unavailable stake votes with the smaller side
-        uint256 against = uint256(s.disputeGwei) + s.unavailableGwei;
-        if (_oneIn(scoreSeed, 3, "tie") && s.agreeGwei != against) {
-            uint256 gapGwei = s.agreeGwei > against ? s.agreeGwei - against : against - s.agreeGwei;
+        // one call in three seeks a tie: a drawn checker whose seats equal the gap between
+        // agreeing and disputing + unavailable seats votes with the smaller side
+        uint256 against = uint256(s.disputeSeats) + s.unavailableSeats;
+        if (_oneIn(scoreSeed, 3, "tie") && s.agreeSeats != against) {
+            uint256 gapSeats = s.agreeSeats > against ? s.agreeSeats - against : against - s.agreeSeats;
             for (uint256 k; k < N_ACTORS; ++k) {
                 address t = actors[(attesterSeed + k) % N_ACTORS];
-                if (!_canAttest(t) || stakeOf[t].active / GWEI != gapGwei) continue;
-                if (against > s.agreeGwei) {
+                if (!_canAttest(t) || seats(s.round, s.node, t) != gapSeats) continue;
+                if (against > s.agreeSeats) {
                     (a, x) = (t, claimed);
                 } else if (claimed + tolerance + 1 <= maxScore) {
                     (a, x) = (t, claimed + tolerance + 1);
@@ -653,7 +696,7 @@ contract LedgerHandler is CheatsBase {
             (uint256 j, bool hit) = _targetSub(subSeed, false);
             if (hit) {
                 s = _subs[j];
-                a = _bestVoter(s, uint256(s.disputeGwei) + s.unavailableGwei - s.agreeGwei);
+                a = _bestVoter(s, uint256(s.disputeSeats) + s.unavailableSeats - s.agreeSeats);
             }
         }
         _vote(s, a, s.score, s.signal, 0);
@@ -678,22 +721,26 @@ contract LedgerHandler is CheatsBase {
         return (0, false);
     }
 
-    /// @dev A drawn checker of `s` that may vote, whose stake (in gwei) is `gapGwei` if there is
-    /// one (the vote ties), else the one with the largest stake.
-    function _bestVoter(Sub storage s, uint256 gapGwei) internal returns (address best) {
+    /// @dev A drawn checker of `s` that may vote, whose seats are `gapSeats` if there is one
+    /// (the vote ties), else the one with the most seats.
+    function _bestVoter(Sub storage s, uint256 gapSeats) internal returns (address best) {
         _pickNode = s.node;
         _pickSubRound = s.round;
+        uint256 most;
         for (uint256 t; t < N_ACTORS; ++t) {
             address c = actors[t];
             if (!_canAttest(c)) continue;
-            if (stakeOf[c].active / GWEI == gapGwei) return c;
-            if (best == address(0) || stakeOf[c].active > stakeOf[best].active) best = c;
+            uint256 held = seats(s.round, s.node, c);
+            if (held == gapSeats) return c;
+            if (best == address(0) || held > most) (best, most) = (c, held);
         }
     }
 
     function _vote(Sub storage s, address a, uint256 score, uint256 signal, uint16 findings) internal {
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
-        bool agrees = _gap(score, s.score) * BPS <= maxScore * TOL_BPS && _gap(signal, s.signal) * BPS <= maxScore * TOL_BPS;
+        // the signal agrees exactly (every checker recomputes the same integer); the score within
+        // the tolerance
+        bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * TOL_BPS;
         bool expectOk = _mayVote(s, a) && score <= maxScore && signal <= maxScore
             && (agrees ? s.agrees : s.disputes) < type(uint8).max;
         vm.prank(a);
@@ -703,12 +750,12 @@ contract LedgerHandler is CheatsBase {
         if (_judge("attest", expectOk, ok, reason)) _refused();
         if (!ok) return;
         bool wasCredited = credited(s);
-        uint64 weight = uint64(stakeOf[a].active / GWEI);
+        uint64 weight = uint64(seats(s.round, s.node, a));
         if (agrees) {
-            s.agreeGwei += weight;
+            s.agreeSeats += weight;
             s.agrees += 1;
         } else {
-            s.disputeGwei += weight;
+            s.disputeSeats += weight;
             s.disputes += 1;
             _hit(DISPUTED);
         }
@@ -726,12 +773,12 @@ contract LedgerHandler is CheatsBase {
         Sub storage s = _subs[i];
         address a = _voter(s, voterSeed);
         // half the time a credited submission that a drawn checker can still vote on, by the
-        // checker whose stake ties the vote (if any) or the largest: credit is lost or tied
+        // checker whose seats tie the vote (if any) or the most: credit is lost or tied
         if (_oneIn(subSeed, 2, "credited")) {
             (uint256 j, bool hit) = _targetSub(subSeed, true);
             if (hit) {
                 s = _subs[j];
-                a = _bestVoter(s, s.agreeGwei - s.disputeGwei - s.unavailableGwei);
+                a = _bestVoter(s, s.agreeSeats - s.disputeSeats - s.unavailableSeats);
             }
         }
         bool expectOk = _mayVote(s, a) && s.unavailable < type(uint8).max;
@@ -741,7 +788,7 @@ contract LedgerHandler is CheatsBase {
         if (_judge("reportUnavailable", expectOk, ok, reason)) _refused();
         if (!ok) return;
         bool wasCredited = credited(s);
-        s.unavailableGwei += uint64(stakeOf[a].active / GWEI);
+        s.unavailableSeats += uint64(seats(s.round, s.node, a));
         s.unavailable += 1;
         _hit(UNAVAILABLE_VOTES);
         _afterVote(s, a, wasCredited);
@@ -775,8 +822,8 @@ contract LedgerHandler is CheatsBase {
         Sub storage s = _subs[i];
         bool expectOk = _final(s.round) && !s.settled;
         Stake storage st = stakeOf[s.node];
-        // slashed when proven wrong: more disputing than agreeing stake (unavailable votes never slash)
-        bool disputed = s.disputeGwei > s.agreeGwei;
+        // slashed when proven wrong: more disputing than agreeing seats (unavailable votes never slash)
+        bool disputed = s.disputeSeats > s.agreeSeats;
         uint256 slash = disputed ? ((st.active + st.unbonding) * SLASH_BPS) / BPS : 0;
         uint256 slashedBefore = ledger.totalSlashed();
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.settle, (s.round, s.node)));
@@ -793,6 +840,7 @@ contract LedgerHandler is CheatsBase {
         uint256 fromActive = slash < st.active ? slash : st.active;
         st.active -= fromActive;
         st.unbonding -= slash - fromActive;
+        if (fromActive != 0) _recordStake(s.node);
         pool += slash;
         slashed += slash;
     }

@@ -13,7 +13,6 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     SwarmLedger internal ledger;
     LedgerHandler internal handler;
 
-    uint256 internal constant GWEI = 1e9;
 
     struct Params {
         uint64 roundLength;
@@ -138,15 +137,23 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             _eq(v.unbonding, unbonding, "a node's unbonding stake follows its calls and slashes");
             if (unbonding > 0) _eq(v.unbondingEnd, end, "unbonding frees unbondingPeriod after the last request");
             _eq(v.totalPaid, claimedTotal, "a node's total paid = the sum of its claims");
-            if (registered) _eq(v.stakeBlock, stakeBlock, "a node's stake block is that of its last register/addStake");
+            if (registered) _eq(v.stakeBlock, stakeBlock, "a node's stake block is that of its last stake change");
+            for (uint256 back; back < 4 && back < block.number; ++back) {
+                _eq(
+                    ledger.stakeAt(a, block.number - back),
+                    handler.stakeAtModel(a, block.number - back),
+                    "a node's stake at a block is its active stake after that block"
+                );
+            }
         }
     }
 
     /// Credit follows the votes: a submission is credited exactly while at least `quorum` drawn
-    /// checkers agreed and their stake is at least that of the checkers who disputed it plus
-    /// those who reported it unavailable, each stake counted at whole gwei on the side its vote
-    /// falls (within agreeToleranceBps of the batch's maximum, for both score and signal: agree);
-    /// what it earns is its signal; a round's credited total is the sum of its credited signals.
+    /// checkers agreed and their seats are at least those of the checkers who disputed it plus
+    /// those who reported it unavailable, each vote counted once per seat its checker drew, on
+    /// the side it falls (the signal exactly the claim and the score within agreeToleranceBps of
+    /// the batch's maximum: agree); what it earns is its signal, which every agreeing checker
+    /// recomputed; a round's credited total is the sum of its credited signals.
     function invariant_creditFollowsTheVotes() public view {
         uint256 n = handler.subCount();
         uint64[] memory one = new uint64[](1);
@@ -158,17 +165,14 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             _eq(v.agrees, s.agrees, "each agreeing vote is counted once");
             _eq(v.disputes, s.disputes, "each disputing vote is counted once");
             _eq(v.unavailable, s.unavailable, "each unavailable vote is counted once");
-            _eq(v.agreeStake, uint256(s.agreeGwei) * GWEI, "agreeing stake = the agreeing checkers' stake");
-            _eq(v.disputeStake, uint256(s.disputeGwei) * GWEI, "disputing stake = the disputing checkers' stake");
-            _eq(
-                v.unavailableStake,
-                uint256(s.unavailableGwei) * GWEI,
-                "unavailable stake = the stake of the checkers who could not fetch it"
-            );
+            _eq(v.agreeSeats, s.agreeSeats, "agreeing seats = the agreeing checkers' seats");
+            _eq(v.disputeSeats, s.disputeSeats, "disputing seats = the disputing checkers' seats");
+            _eq(v.unavailableSeats, s.unavailableSeats, "unavailable seats = the seats of the checkers who could not fetch it");
+            _eq(v.snapshotBlock, s.snapshotBlock, "a submission's stake snapshot is its block");
             _eq(
                 v.credited,
                 handler.credited(s) ? s.signal : 0,
-                "credited iff quorum agreed and agree stake >= dispute + unavailable stake"
+                "credited iff quorum agreed and agree seats >= dispute + unavailable seats"
             );
             _eq(v.settled ? 1 : 0, s.settled ? 1 : 0, "a submission is settled once settled");
             _eq(v.paid, s.paid ? s.paidAmount : 0, "a paid submission reports what it was paid");
@@ -201,8 +205,9 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     /// Checkers are drawn from the submission's own beacon, the hash of the block after the one
-    /// that holds it (unknown when it was sent): the ledger's beacon and its draw for every actor
-    /// and submission are the documented rule's (a producer cannot choose its checkers).
+    /// that holds it (unknown when it was sent), with the stakes as of the submission's block:
+    /// the ledger's beacon and every actor's seats on every submission are the documented rule's
+    /// (a producer cannot choose its checkers; stake moved later changes no committee).
     function invariant_checkersAreDrawnFromTheBeacon() public view {
         uint256 n = handler.subCount();
         for (uint256 i; i < n; ++i) {
@@ -217,11 +222,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             LedgerHandler.Sub memory s = handler.subAt(n - 1 - i);
             for (uint256 k; k < 5; ++k) {
                 address a = handler.actors(k);
-                _eq(
-                    ledger.isChecker(s.round, s.node, a) ? 1 : 0,
-                    handler.drawn(s.round, s.node, a) ? 1 : 0,
-                    "isChecker follows the documented draw"
-                );
+                _eq(ledger.seatsOf(s.round, s.node, a), handler.seats(s.round, s.node, a), "seatsOf follows the documented draw");
             }
         }
     }

@@ -6,10 +6,11 @@ import {CheatsBase} from "./Cheats.sol";
 
 /// @notice Directed tests of the credit rule's edges, which the invariant campaigns reach too
 /// rarely to catch a fault in (scripts/mutate-ledger runs these beside the campaigns): a tie
-/// between agreeing and disputing + unavailable stake, a quorum reached exactly, and unavailable
-/// votes that cancel credit without slashing. Every node is drawn (checkers 255) and stakes are
-/// equal, so that each vote moves the tallies by the same weight. Block numbers are set
-/// explicitly: via-IR may reuse a block.number read across vm.roll.
+/// between agreeing and disputing + unavailable seats, a quorum reached exactly, and unavailable
+/// votes that cancel credit without slashing. Stakes are equal and the beacon is chosen (forge's
+/// setBlockhash) so that the four checkers hold one seat each of 3 trials: each vote moves the
+/// tallies by the same weight. Block numbers are set explicitly: via-IR may reuse a block.number
+/// read across vm.roll.
 contract LedgerRulesTest is CheatsBase {
     SwarmLedger internal ledger;
     address internal constant P = address(0x9001);
@@ -23,7 +24,7 @@ contract LedgerRulesTest is CheatsBase {
         vm.warp(1_700_000_000);
         vm.roll(100);
         ledger = SwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 255))
+            deployLedger(abi.encode(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3))
         );
         address[5] memory nodes = [P, A, B, C, D];
         for (uint256 i; i < nodes.length; ++i) {
@@ -36,6 +37,17 @@ contract LedgerRulesTest is CheatsBase {
         vm.prank(P);
         ledger.submit(0, keccak256("p"), 8, 40_000, 20_000);
         vm.roll(112); // past the beacon block (111): checkers may vote
+        // a beacon that gives A, B, C and D one seat each (each holds Binomial(3, 1/5) seats:
+        // all four hold one with chance 0.384^4, about one beacon in 46)
+        for (uint256 i = 1;; ++i) {
+            require(i < 2_000, "no beacon of 2,000 gives the four checkers one seat each");
+            vm.setBlockhash(111, keccak256(abi.encode("beacon", i)));
+            if (_seats(A) == 1 && _seats(B) == 1 && _seats(C) == 1 && _seats(D) == 1) break;
+        }
+    }
+
+    function _seats(address who) internal view returns (uint256) {
+        return ledger.seatsOf(0, P, who);
     }
 
     function _agree(address who) internal {
@@ -61,11 +73,11 @@ contract LedgerRulesTest is CheatsBase {
         _deploy(1);
         _agree(A);
         _dispute(B);
-        require(_credited() == 20_000, "2 ETH agreeing vs 2 ETH disputing: not outweighed, credited");
+        require(_credited() == 20_000, "1 seat agreeing vs 1 seat disputing: not outweighed, credited");
         _unavailable(C);
-        require(_credited() == 0, "2 ETH agreeing vs 4 ETH against: outweighed");
+        require(_credited() == 0, "1 seat agreeing vs 2 against: outweighed");
         _agree(D);
-        require(_credited() == 20_000, "4 ETH agreeing vs 2 disputing + 2 unavailable: a tie, credited");
+        require(_credited() == 20_000, "2 seats agreeing vs 1 disputing + 1 unavailable: a tie, credited");
         (uint256 total,) = ledger.roundInfo(0);
         require(total == 20_000, "the round's total follows the credit");
     }
@@ -83,9 +95,9 @@ contract LedgerRulesTest is CheatsBase {
         _deploy(1);
         _agree(A);
         _unavailable(B);
-        require(_credited() == 20_000, "a tie with unavailable stake: credited");
+        require(_credited() == 20_000, "a tie with unavailable seats: credited");
         _unavailable(C);
-        require(_credited() == 0, "outweighed by unavailable stake: no credit");
+        require(_credited() == 0, "outweighed by unavailable seats: no credit");
         vm.warp(ledger.genesis() + 4 * L + 1);
         vm.roll(200);
         ledger.settle(0, P);
@@ -103,7 +115,7 @@ contract LedgerRulesTest is CheatsBase {
         require(ledger.claimable(P, rounds) == 0, "no attestation: nothing to claim");
     }
 
-    function test_disputingStakeThatComesToOutweighTakesCreditAndItsShare() public {
+    function test_disputingSeatsThatComeToOutweighTakeCreditAndItsShare() public {
         _deploy(1);
         vm.deal(address(this), 1 ether);
         ledger.fund{value: 1 ether}();
@@ -111,7 +123,7 @@ contract LedgerRulesTest is CheatsBase {
         _dispute(B);
         require(_credited() == 20_000, "a tie: credited");
         _dispute(C);
-        require(_credited() == 0, "2 ETH agreeing vs 4 ETH disputing: no credit");
+        require(_credited() == 0, "1 seat agreeing vs 2 disputing: no credit");
         (uint256 total,) = ledger.roundInfo(0);
         require(total == 0, "the round's total loses it");
         vm.warp(ledger.genesis() + 4 * L + 1);
@@ -136,19 +148,28 @@ contract LedgerRulesTest is CheatsBase {
         require(!ok, "an unavailable vote after the window is refused");
     }
 
-    function test_stakeAddedInTheBeaconBlockBuysNoDraw() public {
-        _deploy(1); // the submission is in block 110: its beacon is block 111's hash
+    function test_stakeMovedAfterTheSubmissionChangesNoSeat() public {
+        _deploy(1); // the submission is in block 110: stakes are read as of its end
         address late = address(0xE001);
-        vm.roll(111); // registered in the beacon block itself: too late for this submission
-        vm.deal(late, 10 ether);
+        vm.roll(113); // once the beacon is known: a whale registers, B tops up, C unbonds
+        vm.deal(late, 1_000 ether);
         vm.prank(late);
-        ledger.register{value: 2 ether}("{}");
-        vm.roll(113);
+        ledger.register{value: 100 ether}("{}");
+        vm.prank(B);
+        ledger.addStake{value: 8 ether}();
+        vm.prank(C);
+        ledger.requestUnstake(1 ether);
+        require(ledger.totalStakeAt(110) == 10 ether && ledger.stakeAt(B, 110) == 2 ether, "the snapshot");
+        require(ledger.stakeAt(B, 113) == 10 ether && ledger.stakeAt(late, 110) == 0, "and after it");
+        vm.roll(114);
         vm.prank(late);
         (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
-        require(!ok, "stake from the beacon's own block buys no draw");
-        require(!ledger.isChecker(0, P, late), "isChecker agrees");
-        _agree(A); // a node staked before the beacon block checks
+        require(!ok, "stake registered after the submission buys no seat");
+        require(_seats(late) == 0 && !ledger.isChecker(0, P, late), "seatsOf and isChecker agree");
+        require(_seats(A) == 1 && _seats(B) == 1 && _seats(C) == 1, "the other seats are as drawn");
+        _agree(B);
+        _agree(C);
+        require(ledger.submissionOf(0, P).agreeSeats == 2, "votes count their seats as of the snapshot");
     }
 
     function test_eachSubmissionIsDrawnFromItsOwnLaterBlock() public {
@@ -166,6 +187,9 @@ contract LedgerRulesTest is CheatsBase {
         (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, A, 40_000, 20_000, 0)));
         require(!ok, "no vote before the submission's own beacon is known");
         vm.roll(132);
+        for (uint256 i = 1; ledger.seatsOf(0, A, B) == 0; ++i) {
+            vm.setBlockhash(131, keccak256(abi.encode("A's beacon", i))); // one that seats B
+        }
         vm.prank(B);
         ledger.attest(0, A, 40_000, 20_000, 0);
         require(ledger.submissionOf(0, A).credited == 20_000, "then its checkers vote");
