@@ -57,12 +57,16 @@ SCORE_DIFFERS = 2  # our verifier's summed score differs from the claim
 SIGNAL_DIFFERS = 4  # the learning signal recomputed from our rewards differs from the claim
 MALFORMED = 8  # the bytes behind the digest are not a valid batch of this round and node
 GENERATION = 16  # completions that are not the seeded draws of the checkpoints the batch names
+# the batch could be fetched but the checkpoints its beacon opened could not, `unavailable_after`
+# attempts in a row: its proof is withheld, a dispute (a batch nobody can fetch stays unavailable)
+WITHHELD = 32
 FINDINGS = {
     FOREIGN_TASKS: "foreign tasks",
     SCORE_DIFFERS: "score differs",
     SIGNAL_DIFFERS: "signal differs",
     MALFORMED: "malformed batch",
     GENERATION: "not the seeded draws of its checkpoints",
+    WITHHELD: "opened checkpoints withheld",
 }
 
 

@@ -268,14 +268,14 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     # two nodes: each batch has one possible checker, so a quorum of 2 could never be met
     small, notes = apply_options(devnet, 2, None, None)
     assert small.ledger.quorum == 1
-    # 3 honest + 10 adversary nodes with K = 64: a node holds no seat on a batch with chance
-    # (12/13)^64 = 0.6%, and an honest batch could seat too few honest checkers, so K is raised
+    # 3 honest + 11 adversary nodes with K = 64: a node holds no seat on a batch with chance
+    # (13/14)^64 = 0.9%, and an honest batch could seat too few honest checkers, so K is raised
     # until every node holds a seat but once in a million; accounts for all of them
     attacked, more = apply_options(devnet, None, None, None, ["all"])
-    assert (attacked.ledger.checkers, attacked.ledger.quorum) == (173, 2)
-    assert (12 / 13) ** 173 <= 1e-6 < (12 / 13) ** 172
-    assert attacked.devnet.accounts >= 14 and attacked.devnet.adversary_roles()[-1] == "cartel"
+    assert (attacked.ledger.checkers, attacked.ledger.quorum) == (187, 2)
+    assert (13 / 14) ** 187 <= 1e-6 < (13 / 14) ** 186
+    assert attacked.devnet.accounts >= 15 and attacked.devnet.adversary_roles()[-1] == "cartel"
     assert any("[ledger].quorum 2 lowered to 1" in n for n in notes), notes
-    assert any("[ledger].checkers 64 raised to 173" in n for n in more), more
+    assert any("[ledger].checkers 64 raised to 187" in n for n in more), more
     # the default devnet (3 nodes, K = 64) is left as it is: (2/3)^64 = 5e-12
     assert apply_options(devnet, None, None, None)[0].ledger.checkers == 64

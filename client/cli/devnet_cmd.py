@@ -126,8 +126,8 @@ def up(
         typer.Option(
             "--adversary",
             help="Add adversary nodes beside the honest ones (repeatable): free-claim, "
-            "answer-farmer, mixed-farmer, copycat, colluders (a pair), cartel (three), griefer "
-            "or all. See "
+            "answer-farmer, mixed-farmer, withholder, copycat, colluders (a pair), cartel "
+            "(three), griefer or all. See "
             "scripts/attack-table and docs/credit.md.",
         ),
     ] = None,

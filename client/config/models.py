@@ -434,8 +434,8 @@ class DevnetSection(Section):
         default_factory=list,
         description="adversary nodes added beside the honest ones, each running one strategy "
         "for farming credit or denying it to others (client.devnet.adversary): free-claim, "
-        "answer-farmer, mixed-farmer, copycat, colluders (a pair), cartel (three vouching for "
-        "each other), griefer, or all",
+        "answer-farmer, mixed-farmer, withholder, copycat, colluders (a pair), cartel (three "
+        "vouching for each other), griefer, or all",
     )
 
     @field_validator("adversaries")

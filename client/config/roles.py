@@ -14,6 +14,7 @@ class Role(StrEnum):
     FREE_CLAIM = "free-claim"
     ANSWER_FARMER = "answer-farmer"
     MIXED_FARMER = "mixed-farmer"
+    WITHHOLDER = "withholder"
     COPYCAT = "copycat"
     COLLUDER = "colluder"
     CARTEL = "cartel"
@@ -30,13 +31,14 @@ CHOICES = (
     "free-claim",
     "answer-farmer",
     "mixed-farmer",
+    "withholder",
     "copycat",
     "colluders",
     "cartel",
     "griefer",
     "all",
 )
-SINGLE = ("free-claim", "answer-farmer", "mixed-farmer", "copycat", "griefer")
+SINGLE = ("free-claim", "answer-farmer", "mixed-farmer", "withholder", "copycat", "griefer")
 
 
 def expand(names: list[str]) -> list[Role]:

@@ -9,6 +9,9 @@ what the honest nodes did about it.
                  every group all correct
   mixed-farmer   the same, but half of each group's completions are wrong on purpose, so that
                  every group has mixed outcomes: the most learning signal a batch can claim
+  withholder     the mixed farmer's batches, naming a checkpoint it never publishes: the batch can
+                 be fetched, the checkpoints its beacon opens cannot (the attack on proof of
+                 generation that costs nothing if a missing opening is only "unavailable")
   copycat        fetches the batch of a peer's submission, re-encodes it under its own address
                  and submits it, with the peer's claims, while the round's window is open
   colluder       free claims like free-claim, and an "agree" attestation of its partner's claim
@@ -54,7 +57,7 @@ from client.store import (
 )
 from client.store.batch import BatchLimits
 from client.store.peers import peer_addresses
-from client.store.weights import put_weights
+from client.store.weights import put_weights, weights_id
 from client.tasks import (
     check_against_ledger,
     draw,
@@ -152,7 +155,10 @@ class Adversary:
             if self.strategy in ("free-claim", "colluder", "cartel"):
                 self.free_claim(current)
             else:
-                self.farm(current, mixed=self.strategy == "mixed-farmer")
+                withhold = self.strategy == "withholder"
+                self.farm(
+                    current, mixed=withhold or self.strategy == "mixed-farmer", withhold=withhold
+                )
         if self.partners:
             self.vouch(current)
 
@@ -165,11 +171,12 @@ class Adversary:
         score, signal = max_claim(rollouts, self.cfg.sapo.completions)
         self._submit(round_, "0x" + secrets.token_hex(32), rollouts, score, signal, pinned=False)
 
-    def farm(self, round_: int, *, mixed: bool) -> None:
-        """Pins and submits a batch of the round's own questions answered without a model."""
+    def farm(self, round_: int, *, mixed: bool, withhold: bool = False) -> None:
+        """Pins and submits a batch of the round's own questions answered without a model;
+        `withhold`: naming a checkpoint that nobody has (never published)."""
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
         items, completions = self.cfg.sapo.local_items, self.cfg.sapo.completions
-        weights, tokenizer = self._weights(round_)
+        weights, tokenizer = self._weights(round_, withhold=withhold)
         parts: list[LocalRound] = []
         for k in range(min(self.limits.max_local_rounds, self.limits.max_items // items)):
             part_items = []
@@ -307,9 +314,11 @@ class Adversary:
                 self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
         self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
 
-    def _weights(self, round_: int):
+    def _weights(self, round_: int, *, withhold: bool = False):
         """Pins the seed policy's weights for `round_` (every opening a beacon may ask for);
-        returns their id and a text -> token ids function of the seed tokenizer."""
+        returns their id and a text -> token ids function of the seed tokenizer. `withhold`:
+        the id of weights of its own (the seed's, a round's bytes appended) that it never
+        puts anywhere, so that no node can give them."""
         if self._seed is None:
             # lazily: only this strategy needs a model (torch); the others run without one
             from client.node.assemble import base_policy_path
@@ -320,7 +329,10 @@ class Adversary:
             self._seed = (policy.descriptor(), policy.tokenizer, weights_bytes(policy.model))
         descriptor, tokenizer, data = self._seed
         self.model = descriptor
-        ident = put_weights(self.store, data, round_)
+        if withhold:
+            ident = weights_id(data + f"withheld {self.address} {round_}".encode())
+        else:
+            ident = put_weights(self.store, data, round_)
         return ident, lambda text: tokenizer.encode(text, add_special_tokens=False)
 
     def _batch(self, round_: int, parts: list[LocalRound]):

@@ -19,7 +19,10 @@ most `[sapo].attest_budget` times a chain round: an attestation of our recompute
 learning signal (0 for a batch whose tasks are not the seed's, with the findings bits saying
 what was wrong), or, once `[sapo].unavailable_after` fetches in a row found the batch nowhere
 (retried at intervals spread over what is left of its window, `retry_delay`: unavailability
-may be ours), an "unavailable" vote, which cancels credit but never slashes. A submission's
+may be ours), an "unavailable" vote, which cancels credit but never slashes; when the last of
+those fetches had the batch but not the checkpoints its beacon opened, a dispute (findings:
+withheld), since a producer that withholds its openings would otherwise forge unopened-looking
+rounds at no risk. A submission's
 beacon that nobody drew while the EVM still knew its block hash is re-armed through the outbox.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
@@ -49,7 +52,7 @@ from client.chain import ChainError
 from client.chain.events import EventReader
 from client.chain.models import LedgerParams
 from client.config.models import SapoSection, StoreSection
-from client.credit import GENERATION, MALFORMED
+from client.credit import GENERATION, MALFORMED, WITHHELD
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import PeerSubmission
 from client.node.proving import GenerationCheck, Prover, opened
@@ -224,6 +227,9 @@ class Intake(Stage):
                 if basis["failures"] < self.sapo.unavailable_after:
                     continue
                 kind, payload = OutboxKind.UNAVAILABLE, {"node": sub.node}
+                if (basis["findings"] or 0) & WITHHELD:  # the batch, but never its openings
+                    kind = OutboxKind.ATTEST
+                    payload |= {"score": basis["score"] or 0, "signal": 0, "findings": WITHHELD}
             else:
                 kind = OutboxKind.ATTEST
                 payload = {
@@ -450,8 +456,9 @@ class Intake(Stage):
                     sub, f"proof of generation: {outcome}", check.claimed, GENERATION
                 )
             if isinstance(outcome, StoreError):  # the opened checkpoints could not be had
-                if check.agrees:  # nothing else to hold against it: no evidence, no credit
-                    return self._unavailable(sub, outcome, proof.ended - proof.started)
+                if check.agrees:  # the batch could: once in a row too often, a withheld proof
+                    took = proof.ended - proof.started
+                    return self._unavailable(sub, outcome, took, withheld=check.recomputed)
                 proof = None  # its claims are wrong whatever its weights: attest ours
             elif not outcome.passed:
                 reason = (
@@ -506,11 +513,33 @@ class Intake(Stage):
             log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
         return Verdict.VERIFIED, check.recomputed
 
-    def _unavailable(self, sub: PeerSubmission, exc: StoreError, took: float) -> tuple[str, int]:
-        """Records a batch (or its opened checkpoints) that nobody gave us in an attempt that
-        took `took` seconds; it is tried again after `retry_delay`."""
+    def _unavailable(
+        self, sub: PeerSubmission, exc: StoreError, took: float, withheld: int | None = None
+    ) -> tuple[str, int]:
+        """Records a batch that nobody gave us in an attempt that took `took` seconds, or, with
+        `withheld` (our recomputed score), a batch we had whose opened checkpoints nobody gave
+        us; it is tried again after `retry_delay`. The vote after `unavailable_after` attempts
+        in a row is "unavailable" when the last one found no batch, and a dispute (WITHHELD)
+        when it found the batch but not its openings."""
+        journaled = (
+            {}
+            if withheld is None
+            else {
+                "claimed": sub.score,
+                "recomputed": withheld,
+                "claimed_signal": sub.signal,
+                "recomputed_signal": 0,
+                "findings": WITHHELD,
+            }
+        )
+        what = "unavailable" if withheld is None else "opened checkpoints unavailable"
         self._verdict(
-            sub, Verdict.UNAVAILABLE, Event.PEER_UNAVAILABLE, f"unavailable: {exc}", str(exc)
+            sub,
+            Verdict.UNAVAILABLE,
+            Event.PEER_UNAVAILABLE,
+            f"{what}: {exc}",
+            str(exc),
+            **journaled,
         )
         basis = self.journal.peers.vote_basis(sub.round, sub.node)
         failures = basis["failures"] if basis else 1
