@@ -34,7 +34,7 @@ contract SwarmLedger {
     uint256 public constant MAX_METADATA_BYTES = 1024;
     /// @notice The most rollouts one submission may hold.
     uint256 public constant MAX_ROLLOUTS = type(uint24).max;
-    /// @notice Blocks the EVM keeps hashes of; a beacon not drawn within them is re-armed.
+    /// @notice Blocks the EVM keeps hashes of; a beacon not drawn within them lapses.
     uint256 public constant BLOCKHASH_WINDOW = 256;
     /// @notice The most seat trials per node (a vote's seats and the tallies fit their fields).
     uint256 public constant MAX_SEATS = type(uint8).max;
@@ -65,7 +65,7 @@ contract SwarmLedger {
     // - Submission slot 1 holds all a submit writes besides the digest: the batch size, score,
     //   signal, its block (the stake snapshot; the beacon block is the next one) and the three
     //   vote tallies, in seats (uint16: at most 255 votes of 255 seats), with their counts.
-    //   Slot 2 holds the drawn beacon and, when re-armed, the block that replaced the beacon's.
+    //   Slot 2 holds the drawn beacon.
     // - Stake history: one checkpoint (block, value) per block in which a node's active stake or
     //   the total changed, so the draw reads stake as of a submission's block. Stake moves
     //   rarely; a vote reads the last checkpoint first and binary-searches only past it.
@@ -99,7 +99,6 @@ contract SwarmLedger {
         uint40 snapshotBlock; // the submission's block: stake is read as of it
         // slot 2
         uint88 beacon; // the beacon block's hash (truncated), once drawn; 0 before
-        uint40 rearmedBlock; // the beacon block once re-armed; 0: snapshotBlock + 1
     }
 
     struct Checkpoint {
@@ -183,7 +182,6 @@ contract SwarmLedger {
     );
     event Unavailable(uint64 indexed round, address indexed node, address indexed attester);
     event BeaconDrawn(uint64 indexed round, address indexed node, uint256 beacon, uint64 beaconBlock);
-    event BeaconRearmed(uint64 indexed round, address indexed node, uint64 beaconBlock);
     event CreditChanged(uint64 indexed round, address indexed node, bool credited, uint256 roundTotalCredited);
     event Settled(uint64 indexed round, address indexed node, bool disputed, uint256 slashed);
     event Slashed(address indexed node, uint64 indexed round, uint256 amount);
@@ -211,7 +209,8 @@ contract SwarmLedger {
     error TooManyRollouts(uint32 rollouts, uint256 max);
     error NotDrawn(uint64 round, address node, address checker);
     error BeaconNotReady(uint64 round, address node, uint64 beaconBlock);
-    error BeaconNotStale(uint64 round, address node, uint64 beaconBlock);
+    error BeaconLapsed(uint64 round, address node, uint64 beaconBlock);
+    error BeaconAlreadyDrawn(uint64 round, address node);
     error SelfAttestation(address node);
     error NoSubmission(uint64 round, address node);
     error ChallengeWindowClosed(uint64 round, uint64 current);
@@ -520,7 +519,7 @@ contract SwarmLedger {
     function seatsOf(uint64 round, address node, address checker) public view returns (uint256) {
         Node storage a = _nodes[checker];
         if (checker == node || !a.registered || a.active < minStake) return 0;
-        (uint256 beacon,, bool ready) = beaconOf(round, node);
+        (uint256 beacon,, bool ready,) = beaconOf(round, node);
         if (!ready) return 0;
         return _seats(beacon, round, node, checker, _submissions[round][node].snapshotBlock);
     }
@@ -553,48 +552,52 @@ contract SwarmLedger {
     }
 
     /// @notice The beacon that draws the checkers of `node`'s submission of `round`: the hash of
-    /// the block after the submission's (re-armed to a later block if nobody drew it while the
-    /// EVM still knew that hash).
+    /// the block after the submission's. It is stored by the first vote or `drawBeacon`; one
+    /// that nobody stored while the EVM still knew its block's hash (256 blocks) has lapsed for
+    /// good: the submission can no longer be checked and earns nothing (a re-drawn beacon would
+    /// hand its producer a new committee and new openings, chosen by waiting).
     /// @param round The round.
     /// @param node The producer.
     /// @return beacon The beacon (the block hash's low 88 bits; 0 while not ready).
     /// @return beaconBlock The block whose hash it is (0 when there is no submission).
     /// @return ready Whether the beacon is known (stored, or its block hash is available).
-    function beaconOf(uint64 round, address node) public view returns (uint256 beacon, uint64 beaconBlock, bool ready) {
+    /// @return drawn Whether it is stored (then it never lapses).
+    function beaconOf(uint64 round, address node)
+        public
+        view
+        returns (uint256 beacon, uint64 beaconBlock, bool ready, bool drawn)
+    {
         Submission storage s = _submissions[round][node];
-        beaconBlock = _beaconBlock(s);
-        if (s.beacon != 0) return (s.beacon, beaconBlock, true);
-        if (beaconBlock == 0 || block.number <= beaconBlock) return (0, beaconBlock, false);
+        beaconBlock = s.snapshotBlock == 0 ? 0 : s.snapshotBlock + 1;
+        if (s.beacon != 0) return (s.beacon, beaconBlock, true, true);
+        if (beaconBlock == 0 || block.number <= beaconBlock) return (0, beaconBlock, false, false);
         beacon = _beaconFrom(blockhash(beaconBlock));
         ready = beacon != 0;
     }
 
-    /// @notice Re-arms a submission's beacon to the next block when its block's hash has left the
-    /// EVM's window before anyone drew it (no checker voted for 256 blocks). Anyone may call it.
-    /// The stake snapshot stays the submission's block.
+    /// @notice Stores a submission's beacon, so that it cannot lapse before its checkers vote.
+    /// Anyone may call it once the beacon block is mined and while its hash is known; a
+    /// producer's client calls it for its own submissions, a drawn checker's for the batches it
+    /// is still fetching.
     /// @param round The round.
     /// @param node The producer.
-    function rearmBeacon(uint64 round, address node) external {
+    function drawBeacon(uint64 round, address node) external {
         Submission storage s = _submissions[round][node];
-        uint256 beaconBlock = _beaconBlock(s);
-        if (s.beacon != 0 || beaconBlock == 0 || block.number <= beaconBlock + BLOCKHASH_WINDOW) {
-            revert BeaconNotStale(round, node, uint64(beaconBlock));
-        }
-        s.rearmedBlock = uint40(block.number + 1);
-        emit BeaconRearmed(round, node, uint64(block.number + 1));
-    }
-
-    /// @dev The block whose hash is the submission's beacon; 0 when there is no submission.
-    function _beaconBlock(Submission storage s) private view returns (uint64) {
-        if (s.rearmedBlock != 0) return s.rearmedBlock;
-        return s.snapshotBlock == 0 ? 0 : s.snapshotBlock + 1;
+        if (s.rollouts == 0) revert NoSubmission(round, node);
+        if (s.beacon != 0) revert BeaconAlreadyDrawn(round, node);
+        _drawBeacon(s, round, node);
     }
 
     /// @dev Returns the submission's beacon, storing it on first use; reverts while it is not
-    /// known.
+    /// known, and for good once it lapsed.
     function _drawBeacon(Submission storage s, uint64 round, address node) private returns (uint256 beacon) {
-        (uint256 b, uint64 beaconBlock, bool ready) = beaconOf(round, node);
-        if (!ready) revert BeaconNotReady(round, node, beaconBlock);
+        (uint256 b, uint64 beaconBlock, bool ready,) = beaconOf(round, node);
+        if (!ready) {
+            if (beaconBlock != 0 && block.number > beaconBlock + BLOCKHASH_WINDOW) {
+                revert BeaconLapsed(round, node, beaconBlock);
+            }
+            revert BeaconNotReady(round, node, beaconBlock);
+        }
         if (s.beacon == 0) {
             s.beacon = uint88(b);
             emit BeaconDrawn(round, node, b, beaconBlock);

@@ -40,7 +40,7 @@ HARD_PATHS = (
     "unavailableVotes",
     "unavailableNotSlashed",
     "finalWithoutQuorum",
-    "beaconsRearmed",
+    "beaconsLapsed",
 )
 
 

@@ -153,8 +153,8 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
     )
     colluders = [n for n in addr if n.startswith("colluder")]
     for name in colluders:
-        # its partner's seats against the two honest checkers' (about 13 each of K = 118 on
-        # nine nodes): credited only when the partner holds at least as many, ~1% of draws
+        # its partner's seats against the two honest checkers' (about 28 each of K = 255 on
+        # nine nodes): credited only when the partner holds at least as many, ~0.1% of draws
         sub = subs[name]
         assert (sub.credited > 0) == (sub.agree_seats >= sub.unavailable_seats), sub
     cat = auditor.submission(round_, copycat.address)

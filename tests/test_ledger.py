@@ -391,25 +391,45 @@ def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil
     assert producer.submission(0, producer.account_address).agree_seats == sum(seats)
 
 
-def test_a_beacon_nobody_drew_in_256_blocks_is_rearmed(swarm: Swarm) -> None:
+def test_a_beacon_nobody_drew_in_256_blocks_lapses_and_is_never_drawn_again(
+    swarm: Swarm,
+) -> None:
+    """No re-roll: a producer that waits out its beacon gets no new committee and no new
+    openings, only a batch nobody can check (it earns nothing)."""
     a, b = swarm.node(), swarm.node()
     a.submit(0, digest("a"), 8, 40_000, 20_000)
     producer = a.account_address
-    with pytest.raises(E.BeaconNotStale):
-        b.rearm_beacon(0, producer)
-    with pytest.raises(E.BeaconNotStale):
-        b.rearm_beacon(1, producer)  # no submission: no beacon to re-arm
-    swarm.mine(300)  # the beacon block's hash leaves the EVM's 256-block window
-    assert not swarm.ledger.beacon(0, producer).ready
     with pytest.raises(E.BeaconNotReady):
+        b.draw_beacon(0, producer)  # its block is not mined yet
+    with pytest.raises(E.NoSubmission):
+        b.draw_beacon(1, producer)
+    swarm.mine(300)  # the beacon block's hash leaves the EVM's 256-block window
+    beacon = swarm.ledger.beacon(0, producer)
+    assert not beacon.ready and not beacon.drawn and beacon.lapsed(swarm.w3.eth.block_number)
+    assert swarm.ledger.seats_of(0, producer, b.account_address) == 0
+    with pytest.raises(E.BeaconLapsed):
         b.attest(0, producer, 40_000, 20_000)
-    b.rearm_beacon(0, producer)
-    assert swarm.ledger.beacon(0, producer).block == swarm.w3.eth.block_number + 1
+    with pytest.raises(E.BeaconLapsed):
+        b.draw_beacon(0, producer)
+    swarm.goto(4)
+    assert a.submission(0, producer).credited == 0
+
+
+def test_a_drawn_beacon_never_lapses(swarm: Swarm) -> None:
+    a, b = swarm.node(), swarm.node()
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    producer = a.account_address
     swarm.await_beacon(0)
+    seats = swarm.ledger.seats_of(0, producer, b.account_address)
+    a.draw_beacon(0, producer)  # what the producer's client does if no vote stored it
+    with pytest.raises(E.BeaconAlreadyDrawn):
+        b.draw_beacon(0, producer)
+    swarm.mine(300)
+    beacon = swarm.ledger.beacon(0, producer)
+    assert beacon.ready and beacon.drawn and not beacon.lapsed(swarm.w3.eth.block_number)
+    assert swarm.ledger.seats_of(0, producer, b.account_address) == seats
     b.attest(0, producer, 40_000, 20_000)
     assert a.submission(0, producer).credited == 20_000
-    with pytest.raises(E.BeaconNotStale):  # drawn now: fixed for good
-        swarm.mine(300) or b.rearm_beacon(0, producer)
 
 
 def test_a_late_submitter_cannot_know_its_own_beacon(swarm: Swarm) -> None:

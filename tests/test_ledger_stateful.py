@@ -97,6 +97,7 @@ class LedgerMachine(RuleBasedStateMachine):
         # submission (round, node) -> the block its beacon is the hash of (the one after its own)
         self.beacon_block: dict[tuple[int, int], int] = {}
         self.beacon_drawn: set[tuple[int, int]] = set()
+        self.lapsed: set[tuple[int, int]] = set()  # beacons nobody drew in time: never votable
         self.pool = self.funded = self.slashed = self.paid_out = 0
         self.steps = 0
         # Most examples start with three staked nodes and a funded pool (the fourth stays out,
@@ -164,14 +165,15 @@ class LedgerMachine(RuleBasedStateMachine):
 
     def await_beacon(self, key: tuple[int, int]) -> None:
         """Makes a submission's beacon readable as a voter's gas estimate sees it: mines past its
-        block, and re-arms it (as any node would) when its hash left the 256-block window."""
-        if key in self.beacon_drawn or key not in self.beacon_block:
+        block; one nobody drew while its hash was in the EVM's 256-block window has lapsed (clear
+        of the window's edge: 10 blocks more), and is never drawn again."""
+        if key in self.beacon_drawn or key not in self.beacon_block or key in self.lapsed:
             return
         if self.block() - self.beacon_block[key] > 250:
-            self.swarm.mine(10)  # clear of the window's edge, then re-arm
-            self.ledgers[0].rearm_beacon(key[0], self.ledgers[key[1]].account_address)
-            self.beacon_block[key] = self.block() + 1
-            self.seen["beacon-rearmed"] += 1
+            self.swarm.mine(10)
+            self.lapsed.add(key)
+            self.seen["beacon-lapsed"] += 1
+            return
         while self.block() <= self.beacon_block[key]:
             self.swarm.mine()
 
@@ -372,6 +374,8 @@ class LedgerMachine(RuleBasedStateMachine):
         if i in sub.attesters:
             return "AlreadyAttested"
         self.await_beacon(key)
+        if key in self.lapsed:
+            return "BeaconLapsed"
         if self.seats(i, key) == 0:
             return "NotDrawn"
         return None

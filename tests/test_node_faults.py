@@ -280,6 +280,30 @@ def test_rounds_per_update_gathers_local_rounds_into_one_step(world) -> None:
     assert node.steps - steps == with_signal, "one step per two local rounds with signal"
 
 
+def test_a_batch_nobody_votes_on_has_its_beacon_stored_by_its_producer(world) -> None:
+    """No vote stores the beacon (node 1 is not running): 128 blocks on, node 0 stores its own
+    (`drawBeacon`), so that it cannot lapse and its batch stays checkable."""
+    node = open_node(load_config(world["swarm"].node_configs[0]), clock=world["warp"].clock)
+    first = next_round(world, node)
+    thread, stop = start(node)
+    key = f"draw:{first}:{node.address}"
+    try:
+        wait_until(lambda: played(node, first), what="two local rounds")
+        next_round(world, node)  # the batch is sealed and submitted; its beacon comes a block on
+        wait_until(lambda: key in outbox(node), what="the beacon's storing queued")
+        beacon = node.ledger.beacon(first, node.address)
+        assert beacon.ready and not beacon.drawn and outbox(node)[key][0] == "pending"
+        # 130 blocks in one go, at the same timestamp (the round does not move)
+        rpc_call(world["anvil"].url, "anvil_mine", [hex(130), hex(0)])
+        wait_until(lambda: outbox(node)[key][0] == "done", what="the beacon stored")
+    finally:
+        finish(thread, stop)
+    beacon = node.ledger.beacon(first, node.address)
+    assert beacon.drawn and not beacon.lapsed(node.ledger.head() + 1_000)
+    drawn = [e for e in read_events(node.events.path) if e["kind"] == str(Event.BEACON_DRAWN)]
+    assert [e["round"] for e in drawn] == [first]
+
+
 def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
     """`[store].retain_rounds` used to be read by nothing: a node kept every batch forever."""
     base = with_sections(

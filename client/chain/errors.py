@@ -75,8 +75,10 @@ _HINTS = {
     "NotDrawn": "only the checkers a submission's beacon drew may vote on its batch "
     "(`sapo audit submission` lists them); this node was not drawn for it",
     "BeaconNotReady": "a submission's checkers are drawn from the hash of the block after it: "
-    "wait a block (if 256 blocks passed, `rearmBeacon` the submission)",
-    "BeaconNotStale": "the beacon can be re-armed only when nobody drew it for 256 blocks",
+    "wait a block",
+    "BeaconLapsed": "nobody drew the submission's beacon (a vote or drawBeacon) while the EVM "
+    "knew its block's hash (256 blocks): it can no longer be checked and earns nothing",
+    "BeaconAlreadyDrawn": "the submission's beacon is stored already: nothing to do",
     "SelfAttestation": "a node cannot attest its own batch",
     "NoSubmission": "there is no submission of that node in that round",
     "ChallengeWindowClosed": "the submission's attestation window has closed",

@@ -152,6 +152,10 @@ class Ledger:
     def current_round(self) -> int:
         return self._view("currentRound")
 
+    def head(self) -> int:
+        """The chain's latest block number."""
+        return self.tx.rpc(lambda: self.w3.eth.block_number, "eth_blockNumber")
+
     def task_seed(self, round_: int, node: str) -> bytes:
         return bytes(self._view("taskSeed", round_, _address(node)))
 
@@ -253,8 +257,8 @@ class Ledger:
     def beacon(self, round_: int, node: str) -> Beacon:
         """The beacon that draws the checkers of `node`'s submission of `round_`."""
         node = _address(node)
-        beacon, block, ready = self._view("beaconOf", round_, node)
-        return Beacon(round=round_, node=node, beacon=beacon, block=block, ready=ready)
+        beacon, block, ready, drawn = self._view("beaconOf", round_, node)
+        return Beacon(round=round_, node=node, beacon=beacon, block=block, ready=ready, drawn=drawn)
 
     def node_count(self) -> int:
         return self._view("nodeCount")
@@ -328,8 +332,9 @@ class Ledger:
     def report_unavailable(self, round_: int, node: str) -> TxResult:
         return self._send("reportUnavailable", round_, _address(node))
 
-    def rearm_beacon(self, round_: int, node: str) -> TxResult:
-        return self._send("rearmBeacon", round_, _address(node))
+    def draw_beacon(self, round_: int, node: str) -> TxResult:
+        """Stores the beacon of `node`'s submission of `round_`, so that it cannot lapse."""
+        return self._send("drawBeacon", round_, _address(node))
 
     def settle(self, round_: int, node: str) -> TxResult:
         return self._send("settle", round_, _address(node))

@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from client.units import SCORE_SCALE, round_at  # noqa: F401 - SCORE_SCALE re-exported
 
+BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
+
 
 class ChainModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -131,6 +133,12 @@ class Beacon(ChainModel):
     beacon: int
     block: int
     ready: bool
+    drawn: bool = False  # stored on chain (by a vote or drawBeacon): it can no longer lapse
+
+    def lapsed(self, head: int) -> bool:
+        """Whether nobody stored it while the EVM knew its block's hash: the submission can no
+        longer be checked (the ledger never draws it again)."""
+        return not self.drawn and self.block > 0 and head > self.block + BLOCKHASH_WINDOW
 
     def seats(self, checker: str, stake: int, total_stake: int, checkers: int) -> int:
         """SwarmLedger's draw, recomputed from public data: the seats `checker` holds on this

@@ -86,7 +86,7 @@ class Event(StrEnum):
     PEER_ATTESTED = "peer.attested"
     PEER_REPORTED_UNAVAILABLE = "peer.reported_unavailable"  # our unavailable vote, on chain
     ATTEST_DROPPED = "attest.dropped"
-    BEACON_REARMED = "beacon.rearmed"
+    BEACON_DRAWN = "beacon.drawn"
     WEIGHTS_OPENED = "round.opened"  # the checkpoints our submission's beacon opened, pinned
     CHAIN_STATUS = "chain.status"
     STORE_STATUS = "store.status"

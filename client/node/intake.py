@@ -22,8 +22,10 @@ what was wrong), or, once `[sapo].unavailable_after` fetches in a row found the 
 may be ours), an "unavailable" vote, which cancels credit but never slashes; when the last of
 those fetches had the batch but not the checkpoints its beacon opened, a dispute (findings:
 withheld), since a producer that withholds its openings would otherwise forge unopened-looking
-rounds at no risk. A submission's
-beacon that nobody drew while the EVM still knew its block hash is re-armed through the outbox.
+rounds at no risk. A drawn checker
+queues the storing of the submission's beacon (sent only if nobody stored it half a window on):
+a beacon nobody stored while the EVM knew its block hash lapses, and its batch can no longer be
+checked.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
@@ -72,7 +74,6 @@ POLL_S = 2.0
 FETCH_WORKERS = 16  # fetches in flight at once (I/O: most of their time is waiting on time-outs)
 RETRY_MIN_S = 2.0  # the shortest wait between fetches of a batch nobody gave us
 MAX_SOURCES = 4  # the producer, then up to three of the peers who agreed with its batch
-BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
 
 
 def retry_delay(
@@ -264,8 +265,10 @@ class Intake(Stage):
     def drawn(self, sub: PeerSubmission) -> bool:
         """Whether the submission's beacon gave this node a seat on its committee, asked once
         the beacon is known (`seatsOf`: from the stakes as of the submission's block, so it
-        never changes afterwards). False while the beacon is not known yet; a beacon nobody drew
-        for 256 blocks is re-armed through the outbox."""
+        never changes afterwards). False while the beacon is not known yet, and for good once it
+        lapsed (nobody stored it while the EVM knew its block's hash: the ledger never draws it
+        again). Drawn, and the beacon not stored yet, we queue its storing (`OutboxKind.DRAW`,
+        sent only if nobody has stored it half a window on), so that our vote cannot lapse."""
         key = (sub.round, sub.node)
         if key in self._draws:
             return self._draws[key]
@@ -274,18 +277,20 @@ class Intake(Stage):
         beacon = self.ledger.beacon(sub.round, sub.node)
         if not beacon.ready:
             self._unready.add(key)
-            if beacon.block and self.reader.head() > beacon.block + BLOCKHASH_WINDOW:
-                self.journal.enqueue(
-                    f"rearm:{sub.round}:{sub.node}:{beacon.block}",
-                    OutboxKind.REARM,
-                    sub.round,
-                    {"node": sub.node, "block": beacon.block},
-                )
+            if beacon.lapsed(self.reader.head()):
+                self._draws[key] = False
             return False
         self._beacons[key] = beacon.beacon
         # Fixed once the beacon is known (our stake falling below minStake aside: the ledger
         # then refuses the vote with StakeTooLow and the outbox drops it).
         self._draws[key] = self.ledger.seats_of(sub.round, sub.node, self.me) > 0
+        if self._draws[key] and not beacon.drawn:
+            self.journal.enqueue(
+                f"draw:{sub.round}:{sub.node}",
+                OutboxKind.DRAW,
+                sub.round,
+                {"node": sub.node, "block": beacon.block},
+            )
         return self._draws[key]
 
     def discover(self) -> None:

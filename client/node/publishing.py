@@ -10,8 +10,11 @@ for all). What cannot go yet waits (an outage); a submission whose window (round
 first, or an attestation past its challenge window, is dropped and the round recorded as missed.
 Once a submission's beacon is known (the block after it), the publisher pins the checkpoints the
 beacon opened (client.node.proving.opened: the weights of OPEN_ROUNDS local rounds, kept as
-snapshots until then), so that the drawn checkers can re-draw its completions; a batch whose
-openings nobody can fetch is voted unavailable and earns nothing.
+snapshots until then), so that the drawn checkers can re-draw its completions; a batch that
+can be fetched but whose openings cannot is disputed (withheld) and slashed. If no vote has
+stored the beacon DRAW_AFTER_BLOCKS after its block, the publisher stores it (`drawBeacon`), for
+its own batch and for those its node is drawn to check: a beacon nobody stores within the EVM's
+256-block window lapses, and its batch can no longer be checked.
 It also unpins what `[store].retain_rounds` no longer keeps, and once a chain round keeps the
 node's on-chain metadata current (its IPFS peer id and swarm addresses, which peers dial to
 fetch its batches: `setMetadata` when they changed, e.g. after the daemon moved).
@@ -30,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from client.chain import ChainError
-from client.chain.errors import LedgerRevert, RpcUnavailable, TransactionTimeout
+from client.chain.errors import BeaconAlreadyDrawn, LedgerRevert, RpcUnavailable, TransactionTimeout
 from client.config.models import SapoSection, StoreSection
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
@@ -49,6 +52,10 @@ log = logging.getLogger("sapo.node.publishing")
 MAX_CONCURRENT_TX = 8  # attestations in flight at once (each waits for its own receipt)
 _CHAIN_DOWN = (RpcUnavailable, TransactionTimeout)
 HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
+# a beacon nobody stored this many blocks after its block is stored by the producer or a drawn
+# checker (half of the EVM's 256-block window: time enough for the transaction, and most batches
+# have had their first vote, which stores it, long before)
+DRAW_AFTER_BLOCKS = 128
 
 
 class Publisher(Stage):
@@ -171,7 +178,7 @@ class Publisher(Stage):
                     store_down = True
                     self.journal.attempted(entry.key, str(exc))
                     self.health.store(False, str(exc))
-            elif entry.kind in (OutboxKind.ATTEST, OutboxKind.UNAVAILABLE, OutboxKind.REARM):
+            elif entry.kind in (OutboxKind.ATTEST, OutboxKind.UNAVAILABLE, OutboxKind.DRAW):
                 attestations.append(entry)
         if attestations and not chain_down:
             with (
@@ -259,8 +266,8 @@ class Publisher(Stage):
         """Casts a drawn checker's vote: an attestation of what we recomputed, or (kind
         `unavailable`) that we could not fetch the batch from anyone."""
         round_, p = entry.round, entry.payload
-        if entry.kind == OutboxKind.REARM:
-            self._rearm(entry)
+        if entry.kind == OutboxKind.DRAW:
+            self._draw(entry)
             return
         peer = p["node"]
         if self.ledger.has_attested(self.address, round_, peer):
@@ -294,21 +301,33 @@ class Publisher(Stage):
             tx_hash=result.tx_hash,
         )
 
-    def _rearm(self, entry: OutboxEntry) -> None:
-        """Re-arms a submission's beacon that nobody drew while the EVM knew its block's hash
-        (so that its checkers can be drawn at all); another node may have done it first."""
+    def _draw(self, entry: OutboxEntry) -> None:
+        """Stores a submission's beacon (ours, or one we are drawn to check) if nobody has
+        half a window after its block: the first vote usually stores it, and a beacon nobody
+        stores within 256 blocks lapses (the batch can no longer be checked: for our own, no
+        credit; for one we check, no vote). Waits while it is early; done once it is stored."""
         node = entry.payload["node"]
         beacon = self.ledger.beacon(entry.round, node)
+        head = self.ledger.head()
         self.health.chain(True)
-        if beacon.ready or beacon.block != entry.payload["block"]:
+        if beacon.drawn:
             self.journal.done(entry.key)
             return
-        result = self.ledger.rearm_beacon(entry.round, node)
+        if beacon.lapsed(head):
+            self._give_up(entry, "nobody drew the beacon in 256 blocks: it lapsed")
+            return
+        if not beacon.ready or head < beacon.block + DRAW_AFTER_BLOCKS:
+            return  # the checkers' votes usually store it first
+        try:
+            result = self.ledger.draw_beacon(entry.round, node)
+        except BeaconAlreadyDrawn:  # another node's transaction came first
+            self.journal.done(entry.key)
+            return
         self.journal.done(entry.key, result.tx_hash)
         self.events.emit(
-            Event.BEACON_REARMED,
-            f"round {entry.round}: re-armed the beacon of {node}'s batch (nobody drew it in 256 "
-            "blocks)",
+            Event.BEACON_DRAWN,
+            f"round {entry.round}: stored the beacon of {node[:10]}…'s batch (nobody had, "
+            f"{head - beacon.block} blocks on)",
             round=entry.round,
             node=node,
             tx_hash=result.tx_hash,
@@ -326,6 +345,13 @@ class Publisher(Stage):
         self.health.chain(True)
         if not beacon.ready:
             return
+        if not beacon.drawn:  # stored by its first vote, else by us before it can lapse
+            self.journal.enqueue(
+                f"draw:{round_}:{self.address}",
+                OutboxKind.DRAW,
+                round_,
+                {"node": self.address, "block": beacon.block},
+            )
         record = self.journal.round(round_)
         if record is None or record.batch is None:
             self.journal.dropped(entry.key, "no batch recorded for the round")

@@ -37,7 +37,7 @@ class OutboxKind(StrEnum):
     OPEN = "open"  # publish the checkpoints our batch's beacon opened
     ATTEST = "attest"  # our verdict on a peer's batch
     UNAVAILABLE = "unavailable"  # our vote that a peer's batch could be fetched nowhere
-    REARM = "rearm"  # have a batch's beacon drawn again: its block's hash is out of reach
+    DRAW = "draw"  # store a batch's beacon (ours, or one we check) before its block hash is gone
 
 
 class Verdict(StrEnum):

@@ -31,7 +31,7 @@ contract LedgerGasTest is CheatsBase {
     /// than C and D together, so that every vote below is a checker's and E's unavailable vote
     /// cancels their credit. About one beacon in three does.
     function _seatCheckers(uint64 r, address node) internal {
-        (, uint64 beaconBlock,) = ledger.beaconOf(r, node);
+        (, uint64 beaconBlock,,) = ledger.beaconOf(r, node);
         for (uint256 i = 1;; ++i) {
             require(i < 1_000, "no beacon of 1,000 seats the checkers");
             vm.setBlockhash(beaconBlock, keccak256(abi.encode(r, node, i)));

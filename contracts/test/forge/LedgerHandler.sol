@@ -111,7 +111,7 @@ contract LedgerHandler is CheatsBase {
         "unavailableVotes", // a drawn checker reported a batch unavailable
         "unavailableNotSlashed", // a settled submission with unavailable votes and no slash
         "finalWithoutQuorum", // a submission whose window closed with fewer than quorum agreements
-        "beaconsRearmed" // a beacon re-armed after its block hash left the EVM's window
+        "beaconsLapsed" // a beacon nobody drew while the EVM knew its block's hash, refused for good
     ];
     mapping(uint256 => uint256) internal _pathCount;
 
@@ -128,7 +128,7 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant UNAVAILABLE_VOTES = 10;
     uint256 internal constant UNAVAILABLE_NOT_SLASHED = 11;
     uint256 internal constant FINAL_WITHOUT_QUORUM = 12;
-    uint256 internal constant BEACONS_REARMED = 13;
+    uint256 internal constant BEACONS_LAPSED = 13;
 
     function _hit(uint256 path) internal {
         _pathCount[path] += 1;
@@ -794,26 +794,41 @@ contract LedgerHandler is CheatsBase {
         _afterVote(s, a, wasCredited);
     }
 
-    /// @dev Re-arms a submission's beacon; mostly one whose block hash has left the EVM's window.
-    function rearmBeacon(uint256 subSeed) external {
+    /// @dev Stores a submission's beacon; mostly one that is known and not stored yet, one call
+    /// in three one that lapsed (refused), else any (not mined yet, or stored already: refused).
+    function drawBeacon(uint256 subSeed) external {
+        _roll(1);
         uint256 n = _subs.length;
         if (n == 0) _refused();
         Sub storage s = _subs[subSeed % n];
+        bool wantLapsed = _oneIn(subSeed, 3, "lapsed-beacon");
         for (uint256 k; k < n; ++k) {
             Sub storage t = _subs[(subSeed + k) % n];
-            if (beaconOf[t.round][t.node] == 0 && _block() > beaconBlockOf[t.round][t.node] + 256) {
+            (, bool known) = beaconNow(t.round, t.node);
+            bool unstored = beaconOf[t.round][t.node] == 0;
+            if (wantLapsed ? unstored && _block() > beaconBlockOf[t.round][t.node] + 256 : known && unstored) {
                 s = t;
                 break;
             }
         }
         uint256 bb = beaconBlockOf[s.round][s.node];
-        bool expectOk = beaconOf[s.round][s.node] == 0 && bb != 0 && _block() > bb + 256;
+        (uint256 beacon, bool ready) = beaconNow(s.round, s.node);
+        bool lapsed = beaconOf[s.round][s.node] == 0 && _block() > bb + 256;
+        bool expectOk = ready && beaconOf[s.round][s.node] == 0;
         (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.rearmBeacon, (s.round, s.node)));
-        if (_judge("rearmBeacon", expectOk, ok, reason)) _refused();
+            address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (s.round, s.node)));
+        bool refused = _judge("drawBeacon", expectOk, ok, reason);
+        if (refused && lapsed) {
+            // kept (not reverted like other refusals) so the campaign counts the lapses it saw
+            if (bytes4(reason) != SwarmLedger.BeaconLapsed.selector) {
+                _violate(string.concat("drawBeacon: a lapsed beacon refused with ", _hex4(reason)));
+            }
+            _hit(BEACONS_LAPSED);
+            return;
+        }
+        if (refused) _refused();
         if (!ok) return;
-        beaconBlockOf[s.round][s.node] = _block() + 1;
-        _hit(BEACONS_REARMED);
+        beaconOf[s.round][s.node] = beacon;
     }
 
     function settle(uint256 subSeed) external {
@@ -935,7 +950,7 @@ contract LedgerHandler is CheatsBase {
         uint256 step = bound(seconds_ >> 3, 1, maxStep);
         vm.warp(block.timestamp + step);
         // one call in sixteen, a quiet chain: 300 blocks pass, so that a beacon nobody drew yet
-        // leaves the EVM's 256-block window and must be re-armed
+        // leaves the EVM's 256-block window and lapses
         _roll(2 + step / 12 + (_oneIn(seconds_, 16, "quiet") ? 300 : 0));
     }
 

@@ -83,7 +83,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         actions[9] = LedgerHandler.claim.selector;
         actions[10] = LedgerHandler.warp.selector;
         actions[11] = LedgerHandler.reportUnavailable.selector;
-        actions[12] = LedgerHandler.rearmBeacon.selector;
+        actions[12] = LedgerHandler.drawBeacon.selector;
         actions[13] = LedgerHandler.attestAgreeing.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
@@ -207,16 +207,23 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     /// Checkers are drawn from the submission's own beacon, the hash of the block after the one
     /// that holds it (unknown when it was sent), with the stakes as of the submission's block:
     /// the ledger's beacon and every actor's seats on every submission are the documented rule's
-    /// (a producer cannot choose its checkers; stake moved later changes no committee).
+    /// (a producer cannot choose its checkers; stake moved later changes no committee), and a
+    /// beacon nobody stored within the EVM's window lapses instead of being drawn again (no
+    /// re-roll of its committee or openings).
     function invariant_checkersAreDrawnFromTheBeacon() public view {
         uint256 n = handler.subCount();
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory t = handler.subAt(i);
-            (uint256 beacon, uint64 beaconBlock, bool ready) = ledger.beaconOf(t.round, t.node);
+            (uint256 beacon, uint64 beaconBlock, bool ready, bool stored) = ledger.beaconOf(t.round, t.node);
             (uint256 want, bool wantReady) = handler.beaconNow(t.round, t.node);
             _eq(beaconBlock, handler.beaconBlockOf(t.round, t.node), "a beacon block follows its submission's");
             _eq(ready ? 1 : 0, wantReady ? 1 : 0, "a beacon is ready once its block is past and its hash known");
             _eq(beacon, want, "a submission's beacon is its block's hash");
+            _eq(
+                stored ? 1 : 0,
+                handler.beaconOf(t.round, t.node) != 0 ? 1 : 0,
+                "a beacon is stored once a vote or drawBeacon drew it, and then never lapses"
+            );
         }
         for (uint256 i; i < n && i < 24; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(n - 1 - i);

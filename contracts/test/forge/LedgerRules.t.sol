@@ -177,8 +177,8 @@ contract LedgerRulesTest is CheatsBase {
         vm.roll(130); // a late submitter in the same round, 20 blocks on, when P's beacon is known
         vm.prank(A);
         ledger.submit(0, keccak256("a"), 8, 40_000, 20_000);
-        (, uint64 pBlock, bool pReady) = ledger.beaconOf(0, P);
-        (, uint64 aBlock, bool aReady) = ledger.beaconOf(0, A);
+        (, uint64 pBlock, bool pReady,) = ledger.beaconOf(0, P);
+        (, uint64 aBlock, bool aReady,) = ledger.beaconOf(0, A);
         require(pBlock == 111 && pReady, "P's beacon is block 111's hash");
         // A's checkers come from a block that did not exist when A sent its submission: the
         // beacons known then (P's) cannot tell A which identity or moment draws friendly checkers
@@ -193,5 +193,34 @@ contract LedgerRulesTest is CheatsBase {
         vm.prank(B);
         ledger.attest(0, A, 40_000, 20_000, 0);
         require(ledger.submissionOf(0, A).credited == 20_000, "then its checkers vote");
+    }
+
+    function test_aBeaconNobodyDrewLapsesAndIsNeverDrawnAgain() public {
+        _deploy(1); // P's beacon is block 111's hash; the search above chose it
+        uint256 seatsA = _seats(A);
+        vm.roll(111 + 256); // the last block whose EVM still knows block 111's hash
+        require(_seats(A) == seatsA, "the beacon still draws");
+        vm.roll(111 + 257); // the hash is gone: no new beacon, no new committee, no new openings
+        (uint256 beacon,, bool ready, bool stored) = ledger.beaconOf(0, P);
+        require(beacon == 0 && !ready && !stored, "a lapsed beacon is not ready");
+        require(_seats(A) == 0, "and seats nobody");
+        vm.prank(A);
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(!ok && bytes4(reason) == SwarmLedger.BeaconLapsed.selector, "a vote is refused: lapsed");
+        (ok, reason) = address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (0, P)));
+        require(!ok && bytes4(reason) == SwarmLedger.BeaconLapsed.selector, "so is drawing it");
+    }
+
+    function test_aDrawnBeaconNeverLapses() public {
+        _deploy(1);
+        uint256 seatsA = _seats(A);
+        ledger.drawBeacon(0, P); // anyone: the producer's client does it for its own batches
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (0, P)));
+        require(!ok && bytes4(reason) == SwarmLedger.BeaconAlreadyDrawn.selector, "once");
+        vm.roll(111 + 1_000);
+        (,, bool ready, bool stored) = ledger.beaconOf(0, P);
+        require(ready && stored && _seats(A) == seatsA, "the stored beacon draws the same seats");
+        _agree(A);
+        require(_credited() == 20_000, "and its checkers vote");
     }
 }
