@@ -78,6 +78,9 @@ contract SwarmLedger {
         uint64 unbondingEnd;
         // slot 1
         bool registered;
+        uint32 unsettled; // its submissions not settled yet
+        uint32 backing; // of those, the ones made before its last unstake request: withdraw waits
+        uint32 unstakes; // its unstake requests so far (a submission records the count)
         uint128 totalPaid;
         // slot 2+
         string metadata;
@@ -97,6 +100,7 @@ contract SwarmLedger {
         uint8 unavailable;
         uint8 flags; // SETTLED | PAID
         uint40 snapshotBlock; // the submission's block: stake is read as of it
+        uint32 unstakes; // its node's unstake requests before it (did its unbonding stake back it?)
         // slot 2
         uint88 beacon; // the beacon block's hash (truncated), once drawn; 0 before
     }
@@ -119,6 +123,8 @@ contract SwarmLedger {
         string metadata;
         uint256 totalPaid;
         uint64 stakeBlock; // the block of the last change to its active stake
+        uint32 unsettled; // its submissions not settled yet
+        uint32 backing; // of those, the ones its unbonding stake backed: withdraw waits for them
     }
 
     /// @notice A submission as audits see it; score and signal in SCORE_SCALE units; votes in
@@ -200,6 +206,7 @@ contract SwarmLedger {
     error InsufficientActiveStake(uint256 requested, uint256 active);
     error NothingToWithdraw();
     error StillUnbonding(uint64 until);
+    error UnsettledSubmissions(address node, uint32 count);
     error RoundNotOpen(uint64 round, uint64 current);
     error AlreadySubmitted(uint64 round, address node);
     error ZeroDigest();
@@ -350,20 +357,25 @@ contract SwarmLedger {
         n.unbonding += uint96(amount);
         uint64 end = uint64(block.timestamp) + unbondingPeriod;
         n.unbondingEnd = end;
+        n.unstakes += 1;
+        n.backing = n.unsettled; // every unsettled submission was made with this stake active
         _totalActive -= uint128(amount);
         _totalUnbonding += uint128(amount);
         _recordStake(msg.sender, n.active);
         emit UnstakeRequested(msg.sender, amount, n.unbonding, end);
     }
 
-    /// @notice Pays out the caller's unbonding stake once its clock has run. The unbonding period
-    /// outlasts a challenge window plus a settlement period, so stake that backed a submission
-    /// can still be slashed if that submission ends disputed.
+    /// @notice Pays out the caller's unbonding stake once its clock has run and every submission
+    /// it made before its last unstake request (those this stake backed) is settled: anyone may
+    /// settle a final submission and `claim` settles what it claims, and the unbonding period
+    /// outlasts their windows. A disputed node cannot take out the stake its slash is owed
+    /// from; a node that goes on submitting with its remaining stake is not held up by those.
     function withdraw() external {
         Node storage n = _nodes[msg.sender];
         uint256 amount = n.unbonding;
         if (amount == 0) revert NothingToWithdraw();
         if (block.timestamp < n.unbondingEnd) revert StillUnbonding(n.unbondingEnd);
+        if (n.backing != 0) revert UnsettledSubmissions(msg.sender, n.backing);
         n.unbonding = 0;
         _totalUnbonding -= uint128(amount);
         emit Withdrawn(msg.sender, amount);
@@ -413,6 +425,8 @@ contract SwarmLedger {
         s.score = uint40(score);
         s.signal = uint40(signal);
         s.snapshotBlock = uint40(block.number);
+        s.unstakes = n.unstakes;
+        n.unsettled += 1;
         emit Submitted(round, msg.sender, digest, rollouts, score, signal);
     }
 
@@ -676,12 +690,18 @@ contract SwarmLedger {
         uint64 current = currentRound();
         if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
         if (s.flags & SETTLED != 0) revert AlreadySettled(round, node);
+        _settle(s, round, node);
+    }
 
+    /// @dev Marks a final submission settled and slashes its node if it is disputed.
+    function _settle(Submission storage s, uint64 round, address node) private {
         s.flags |= SETTLED;
+        Node storage n = _nodes[node];
+        n.unsettled -= 1;
+        if (s.unstakes < n.unstakes) n.backing -= 1; // made before the last unstake request
         bool disputed = s.disputeSeats > s.agreeSeats;
         uint256 slashed;
         if (disputed) {
-            Node storage n = _nodes[node];
             uint256 active = n.active;
             uint256 unbonding = n.unbonding;
             slashed = ((active + unbonding) * slashBps) / BPS;
@@ -711,7 +731,8 @@ contract SwarmLedger {
 
     /// @notice Pays the caller, in one transfer, its share of each listed round: rewardPerRound *
     /// its credited signal / the round's total credited signal. Every round must be final, carry a submission of the
-    /// caller and not be claimed yet; nothing is paid unless the pool covers the whole sum.
+    /// caller and not be claimed yet; nothing is paid unless the pool covers the whole sum. Each
+    /// listed submission not settled yet is settled first (slashed if disputed).
     /// @param roundList The rounds to claim.
     /// @return amount The wei paid.
     function claim(uint64[] calldata roundList) external returns (uint256 amount) {
@@ -723,6 +744,7 @@ contract SwarmLedger {
             if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
             if (s.flags & PAID != 0) revert AlreadyClaimed(round, msg.sender);
             s.flags |= PAID;
+            if (s.flags & SETTLED == 0) _settle(s, round, msg.sender);
             amount += _share(s, round);
         }
         if (amount == 0) revert NothingToClaim();
@@ -764,7 +786,9 @@ contract SwarmLedger {
             unbondingEnd: n.unbondingEnd,
             metadata: n.metadata,
             totalPaid: n.totalPaid,
-            stakeBlock: _lastChange(_stakeHistory[node])
+            stakeBlock: _lastChange(_stakeHistory[node]),
+            unsettled: n.unsettled,
+            backing: n.backing
         });
     }
 

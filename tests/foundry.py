@@ -41,6 +41,7 @@ HARD_PATHS = (
     "unavailableNotSlashed",
     "finalWithoutQuorum",
     "beaconsLapsed",
+    "claimsSettling",
 )
 
 

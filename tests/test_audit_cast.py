@@ -166,18 +166,20 @@ def test_readme_cast_commands_agree_with_sapo_audit(
         key = next(k for k in snippets if k.startswith("a node:"))
         [view] = json.loads(run_snippet(snippets[key], env))
         info = report["info"]
-        registered, active, unbonding, end, metadata, paid, stake_block = view
+        registered, active, unbonding, end, metadata, paid, stake_block, unsettled, backing = view
         # cast prints a metadata string that is JSON as the object it encodes
         assert metadata == (
             json.loads(info["metadata"]) if info["metadata"].startswith("{") else info["metadata"]
         )
-        assert [registered, active, unbonding, end, paid, stake_block] == [
+        assert [registered, active, unbonding, end, paid, stake_block, unsettled, backing] == [
             info["registered"],
             info["active_stake"],
             info["unbonding"],
             info["unbonding_end"],
             info["total_paid"],
             info["stake_block"],
+            info["unsettled"],
+            info["backing"],
         ]
         lines = run_snippet(snippets["its payouts, one per line: amount rounds"], env).splitlines()
         assert [json.loads(line) for line in lines] == [

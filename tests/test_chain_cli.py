@@ -206,6 +206,16 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     assert json.loads(output)["paid"] == 3 * ETH // 4
     code, output = run(cli, "rewards", "claim", *config)
     assert code == 1 and "nothing to claim" in output
+    # the claim settled the round it claimed; the cheat's disputed round is settled by anyone,
+    # which slashes it (and its unbonding stake could not leave before)
+    rows = json.loads(run(cli, "rewards", "show", *config, "--json")[1])["rounds"]
+    assert [(r["round"], r["settled"]) for r in rows] == [(0, True)]
+    code, output = run(cli, "rewards", "settle", cheat.account.address, *config, "--json")
+    assert code == 0, output
+    assert [(d["round"], d["disputed"]) for d in json.loads(output)["settled"]] == [(0, True)]
+    assert swarm.ledger.node_info(cheat.account.address).active_stake == 2 * ETH * 9 // 10
+    code, output = run(cli, "rewards", "settle", cheat.account.address, *config)
+    assert code == 1 and "nothing to settle" in output
 
     code, output = run(cli, "audit", "node", ops[0].account.address, *config, "--json")
     node = json.loads(output)

@@ -113,7 +113,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ("[devnet]\nnodes = 12\naccounts = 10\n", "accounts (10) must be at least nodes + 1"),
         (
             '[devnet]\nnodes = 4\nadversaries = ["all"]\n',
-            "accounts (10) must be at least nodes + adversary nodes + 1 (15)",
+            "accounts (10) must be at least nodes + adversary nodes + 1 (16)",
         ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),

@@ -560,6 +560,63 @@ def test_unstaking_before_settlement_does_not_dodge_the_slash(swarm: Swarm) -> N
 # ----------------------------------------------------------------------------------------- claim
 
 
+def test_withdraw_refuses_while_the_node_s_own_submissions_are_unsettled(swarm: Swarm) -> None:
+    """Nobody settling let a disputed producer unbond and leave before its slash: now its stake
+    stays until each of its submissions is settled, which slashes it."""
+    cheat, checker = swarm.node(10 * ETH), swarm.node()
+    cheat.submit(0, digest("c"), 8, 80_000, 40_000)
+    swarm.await_beacon(0)
+    checker.attest(0, cheat.account_address, 0, 0)  # disputed
+    cheat.request_unstake(10 * ETH)
+    swarm.set_time(swarm.now() + 6_001)  # the unbonding clock has run; round 0 is final
+    assert cheat.node_info(cheat.account_address).unsettled == 1
+    with pytest.raises(E.UnsettledSubmissions, match="count=1"):
+        cheat.withdraw()
+    checker.settle(0, cheat.account_address)
+    info = cheat.node_info(cheat.account_address)
+    assert (info.unsettled, info.unbonding) == (0, 9 * ETH)  # slashed 10% on the way out
+    cheat.withdraw()
+    assert cheat.node_info(cheat.account_address).unbonding == 0
+    check_invariants(swarm)
+
+
+def test_a_node_that_goes_on_submitting_withdraws_once_what_its_stake_backed_is_settled(
+    swarm: Swarm,
+) -> None:
+    """Only the submissions made before the unstake request hold the withdrawal: a node that
+    keeps working with its remaining stake is not held up by its newer ones."""
+    a, b = swarm.node(4 * ETH), swarm.node()
+    a.submit(0, digest("a0"), 8, 40_000, 20_000)
+    a.request_unstake(ETH)
+    swarm.goto(1)
+    a.submit(1, digest("a1"), 8, 40_000, 20_000)  # made after the request
+    info = a.node_info(a.account_address)
+    assert (info.unsettled, info.backing) == (2, 1)
+    swarm.goto(6)  # the unbonding clock (6,000 s) has run; rounds 0 and 1 are final
+    with pytest.raises(E.UnsettledSubmissions, match="count=1"):
+        a.withdraw()
+    b.settle(0, a.account_address)
+    a.withdraw()  # round 1, unsettled, was backed by the stake that stays
+    info = a.node_info(a.account_address)
+    assert (info.unsettled, info.backing, info.unbonding) == (1, 0, 0)
+    check_invariants(swarm)
+
+
+def test_a_claim_settles_the_rounds_it_claims(swarm: Swarm) -> None:
+    a, b = swarm.node(), swarm.node()
+    swarm.bind(swarm.account()).fund(5 * ETH)
+    a.submit(0, digest("a"), 8, 40_000, 20_000)
+    swarm.await_beacon(0)
+    b.attest(0, a.account_address, 40_000, 20_000)
+    swarm.goto(4)
+    assert not a.submission(0, a.account_address).settled
+    a.claim([0])
+    assert a.submission(0, a.account_address).settled
+    assert a.node_info(a.account_address).unsettled == 0
+    with pytest.raises(E.AlreadySettled):
+        b.settle(0, a.account_address)
+
+
 def test_claim_pays_pro_rata_to_learning_signal_once(swarm: Swarm) -> None:
     funder = swarm.bind(swarm.account())
     funder.fund(10 * ETH)
@@ -635,6 +692,7 @@ def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
     if what == "withdraw":
         call("unstake", 2 * ETH)
         swarm.set_time(swarm.now() + 6_001)
+        judge.settle(0, address)  # anyone may: its stake cannot leave before
     else:
         swarm.goto(4)
     call("attack", mode, [0])

@@ -44,6 +44,7 @@ class MNode:
     unbonding: int = 0
     end: int = 0
     history: list[tuple[int, int]] = field(default_factory=list)  # (block, active) checkpoints
+    unstakes: int = 0  # its accepted unstake requests
 
 
 QUORUM = 2
@@ -55,6 +56,7 @@ class MSub:
     score: int
     signal: int
     snapshot: int  # the submission's block: seats are drawn from the stakes as of it
+    unstakes: int = 0  # its node's unstake requests before it (did its unbonding stake back it?)
     agree: int = 0  # seats
     dispute: int = 0
     unavailable: int = 0
@@ -217,6 +219,7 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.expect(error, lambda: self.ledgers[i].request_unstake(amount), "unstake"):
             node.active -= amount
             node.unbonding += amount
+            node.unstakes += 1
             self.record_stake(i)
             node.end = self.swarm.now() + self.unbond  # approximate; re-read below
             node.end = self.ledgers[i].node_info(self.address(i)).unbonding_end
@@ -238,6 +241,11 @@ class LedgerMachine(RuleBasedStateMachine):
             if node.unbonding == 0
             else ("StillUnbonding" if now < node.end else None)
         )
+        if error is None and any(
+            j == i and not v.settled and v.unstakes < node.unstakes
+            for (_, j), v in self.subs.items()
+        ):
+            error = "UnsettledSubmissions"  # the stake that backed them stays until they settle
         if self.expect(error, self.ledgers[i].withdraw, "withdraw-paid"):
             node.unbonding = 0
 
@@ -247,6 +255,11 @@ class LedgerMachine(RuleBasedStateMachine):
         in eight; the others leave the swarm as it is, so that most sequences keep their nodes)."""
         if pick == 0 and self.nodes[i].active:
             self.unstake(i, self.nodes[i].active)
+            node = self.nodes[i]
+            if node.end + 30 > self.swarm.now():
+                self.swarm.set_time(node.end + 30)  # sit out the unbonding period first
+            for key in sorted(k for k, v in self.subs.items() if k[1] == i and not v.settled):
+                self.settle(0, key)  # its own submissions, as its client does before leaving
             self.withdraw(i, wait=True, pick=0)
 
     @rule(amount=st.sampled_from([0, ETH // 4, 2 * ETH]))
@@ -288,7 +301,9 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.expect(
             error, lambda: self.ledgers[i].submit(round_, label, rollouts, score, signal)
         ):
-            self.subs[(round_, i)] = MSub(rollouts, score, signal, snapshot=self.block())
+            self.subs[(round_, i)] = MSub(
+                rollouts, score, signal, snapshot=self.block(), unstakes=self.nodes[i].unstakes
+            )
             self.round_total.setdefault(round_, 0)  # no credit until the quorum agrees
             self.beacon_block[(round_, i)] = self.block() + 1  # its own: the next block
 
@@ -323,6 +338,10 @@ class LedgerMachine(RuleBasedStateMachine):
         closed = [k for k in sorted(self.subs) if k[0] + self.W + self.C < current]
         if closed:
             self.attest_submission((closed[0][1] + 1) % (N - 1), closed[0], 0, 0)
+        # and a settlement before the round is final
+        open_now = [k for k in sorted(self.subs) if k[0] == current]
+        if open_now:
+            self.settle(0, open_now[0])
         self.advance(rounds, 0.5)
         # then, as nodes do, the final submissions are settled and a node owed a final credited
         # round claims it (seats make credit depend on the beacons: the random settles and claims
@@ -444,17 +463,27 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.expect(
             error, lambda: self.ledgers[(j + 1) % N].settle(round_, self.address(j)), what
         ):
-            sub.settled = True
-            if sub.disputed:
-                node = self.nodes[j]
-                cut = (node.active + node.unbonding) * self.slash_bps // 10_000
-                from_active = min(cut, node.active)
-                node.active -= from_active
-                node.unbonding -= cut - from_active
-                if from_active:
-                    self.record_stake(j)
-                self.pool += cut
-                self.slashed += cut
+            self.settled(round_, j)
+
+    def slash_of(self, round_: int, j: int) -> int:
+        """What settling node j's submission of `round_` slashes now."""
+        node = self.nodes[j]
+        if not self.subs[(round_, j)].disputed:
+            return 0
+        return (node.active + node.unbonding) * self.slash_bps // 10_000
+
+    def settled(self, round_: int, j: int) -> None:
+        """The model after the ledger settled a submission (by settle, or by a claim of it)."""
+        sub, node, cut = self.subs[(round_, j)], self.nodes[j], self.slash_of(round_, j)
+        sub.settled = True
+        if cut:
+            from_active = min(cut, node.active)
+            node.active -= from_active
+            node.unbonding -= cut - from_active
+            if from_active:
+                self.record_stake(j)
+            self.pool += cut
+            self.slashed += cut
 
     @rule(i=st.integers(0, N - 1), picks=st.lists(st.integers(0, 50), min_size=1, max_size=3))
     def claim(self, i: int, picks: list[int], only: list[int] | None = None) -> None:
@@ -481,12 +510,25 @@ class LedgerMachine(RuleBasedStateMachine):
             seen.add(r)
             if sub.signal and sub.credited:
                 amount += self.swarm.params.reward_per_round * sub.signal // self.round_total[r]
+        # the claim settles each listed submission not settled yet first (slashing a disputed
+        # one into the pool): the slashes, one after the other, on a copy of the node's stake
+        inline, active, unbonding = 0, self.nodes[i].active, self.nodes[i].unbonding
+        for r in rounds if error is None else []:
+            sub = self.subs[(r, i)]
+            if not sub.settled and sub.disputed:
+                cut = (active + unbonding) * self.slash_bps // 10_000
+                from_active = min(cut, active)
+                active, unbonding = active - from_active, unbonding - (cut - from_active)
+                inline += cut
         if error is None and amount == 0:
             error = "NothingToClaim"
-        elif error is None and amount > self.pool:
+        elif error is None and amount > self.pool + inline:
             error = "PoolInsufficient"
         if self.expect(error, lambda: self.ledgers[i].claim(rounds), "claim-paid"):
             for r in rounds:
+                if not self.subs[(r, i)].settled:
+                    self.seen["claim-settles"] += 1
+                    self.settled(r, i)
                 self.subs[(r, i)].paid = True
             self.pool -= amount
             self.paid_out += amount

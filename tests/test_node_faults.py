@@ -280,9 +280,10 @@ def test_rounds_per_update_gathers_local_rounds_into_one_step(world) -> None:
     assert node.steps - steps == with_signal, "one step per two local rounds with signal"
 
 
-def test_a_batch_nobody_votes_on_has_its_beacon_stored_by_its_producer(world) -> None:
+def test_a_node_stores_its_own_beacon_and_settles_its_own_submission(world) -> None:
     """No vote stores the beacon (node 1 is not running): 128 blocks on, node 0 stores its own
-    (`drawBeacon`), so that it cannot lapse and its batch stays checkable."""
+    (`drawBeacon`), so that it cannot lapse and its batch stays checkable; once the round is
+    final, node 0 settles its submission itself (its stake could not leave otherwise)."""
     node = open_node(load_config(world["swarm"].node_configs[0]), clock=world["warp"].clock)
     first = next_round(world, node)
     thread, stop = start(node)
@@ -296,12 +297,20 @@ def test_a_batch_nobody_votes_on_has_its_beacon_stored_by_its_producer(world) ->
         # 130 blocks in one go, at the same timestamp (the round does not move)
         rpc_call(world["anvil"].url, "anvil_mine", [hex(130), hex(0)])
         wait_until(lambda: outbox(node)[key][0] == "done", what="the beacon stored")
+        assert node.ledger.node_info(node.address).unsettled >= 1
+        assert outbox(node)[f"settle:{first}"][0] == "pending"  # until the round is final
+        world["warp"].to(node.params, first + W + C + 1, 0.05)
+        wait_until(lambda: outbox(node)[f"settle:{first}"][0] == "done", what="settled by itself")
     finally:
         finish(thread, stop)
+    assert node.ledger.submission(first, node.address).settled
     beacon = node.ledger.beacon(first, node.address)
     assert beacon.drawn and not beacon.lapsed(node.ledger.head() + 1_000)
-    drawn = [e for e in read_events(node.events.path) if e["kind"] == str(Event.BEACON_DRAWN)]
+    events = read_events(node.events.path)
+    drawn = [e for e in events if e["kind"] == str(Event.BEACON_DRAWN)]
     assert [e["round"] for e in drawn] == [first]
+    settled = [e for e in events if e["kind"] == str(Event.ROUND_SETTLED)]
+    assert first in [e["round"] for e in settled] and not settled[0]["disputed"]
 
 
 def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:

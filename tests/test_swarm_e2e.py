@@ -285,4 +285,6 @@ def test_devnet_down_leaves_no_process(devnet) -> None:
         events = [json.loads(x) for x in (node_dir / "events.jsonl").read_text().splitlines()]
         assert events[-1]["kind"] == "node.stopped", events[-3:]
         assert (node_dir / "checkpoint" / "sapo.json").is_file()
-        assert not [e for e in outbox(node_dir) if e.status == "pending"]
+        # (settlements and beacon draws wait for a later round or block: kept for the next start)
+        waiting = ("settle", "draw")
+        assert not [e for e in outbox(node_dir) if e.status == "pending" and e.kind not in waiting]

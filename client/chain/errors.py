@@ -64,6 +64,9 @@ _HINTS = {
     "ZeroAmount": "the amount must be above zero",
     "InsufficientActiveStake": "unstake at most your active stake",
     "NothingToWithdraw": "request an unstake first (`sapo stake unstake`)",
+    "UnsettledSubmissions": "unbonding stake cannot leave while a submission it backed (made "
+    "before the last unstake request) is unsettled: settle the final ones (`sapo rewards "
+    "settle`; a running node settles its own)",
     "StillUnbonding": "wait until the unbonding period ends",
     "RoundNotOpen": "a round accepts submissions from its start until submitRounds rounds later",
     "AlreadySubmitted": "one submission per node and round",

@@ -178,6 +178,8 @@ class Ledger:
             metadata=v[4],
             total_paid=v[5],
             stake_block=v[6],
+            unsettled=v[7],
+            backing=v[8],
         )
 
     def submission(self, round_: int, node: str) -> SubmissionInfo:

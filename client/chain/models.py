@@ -66,6 +66,8 @@ class NodeInfo(ChainModel):
     total_paid: int
     stake_block: int  # the block of the last change to its active stake (committees are drawn
     # from the stake as of a submission's block: SwarmLedger.stakeAt)
+    unsettled: int = 0  # its submissions not settled yet
+    backing: int = 0  # of those, the ones made before its last unstake request: withdraw waits
 
 
 class SubmissionInfo(ChainModel):

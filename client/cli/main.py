@@ -34,7 +34,7 @@ COMMANDS: dict[str, Entry] = {
     ),
     "chain": Entry("client.cli.chain_cmd", "app", "Deploy and query the SwarmLedger contract."),
     "stake": Entry("client.cli.stake_cmd", "stake_app", "Add stake, request unstake, withdraw."),
-    "rewards": Entry("client.cli.stake_cmd", "rewards_app", "Show and claim rewards."),
+    "rewards": Entry("client.cli.stake_cmd", "rewards_app", "Show, settle and claim rewards."),
     "audit": Entry(
         "client.cli.audit_cmd",
         "app",

@@ -103,6 +103,7 @@ def _reward_rows(bound: Ledger, reader: EventReader, node: str) -> list[dict]:
                 "credited": sub.credited,
                 "why_not_credited": sub.why_not_credited(params.quorum),
                 "final": final,
+                "settled": sub.settled,
                 "paid": sub.paid,
                 "claimable": claimable,
             }
@@ -133,7 +134,8 @@ def show(
         print_json({"node": node, "claimable": total, "reward_pool": pool, "rounds": rows})
         return
     table = Table(title=f"rewards of {node}")
-    for column in ("round", "score", "signal", "credited", "final", "paid", "claimable", "why not"):
+    columns = ("round", "score", "signal", "credited", "final", "settled", "paid", "claimable")
+    for column in (*columns, "why not"):
         table.add_column(column, justify="left" if column == "why not" else "right")
     for r in rows:
         table.add_row(
@@ -142,12 +144,19 @@ def show(
             score(r["signal"]),
             score(r["credited"]),
             "yes" if r["final"] else "no",
+            "yes" if r["settled"] else ("due" if r["final"] else "no"),
             ether(r["paid"]),
             ether(r["claimable"]),
             r["why_not_credited"] or "",
         )
     out.print(table)
+    due = [r["round"] for r in rows if r["final"] and not r["settled"]]
     out.print(f"claimable now: {ether(total)} (reward pool {ether(pool)})")
+    if due:
+        out.print(
+            f"unsettled final rounds: {', '.join(map(str, due))} (withdraw waits for them; "
+            "a running node settles them, or `sapo rewards settle`)"
+        )
 
 
 @rewards_app.command("claim")
@@ -180,3 +189,48 @@ def claim(
         print_json({"node": node, "rounds": rounds, "paid": paid, **tx.model_dump()})
         return
     out.print(f"claimed {ether(paid)} for rounds {', '.join(map(str, rounds))}: tx {tx.tx_hash}")
+
+
+@rewards_app.command("settle")
+def settle(
+    address: Annotated[
+        str | None,
+        typer.Argument(help="Whose submissions (default: the keystore's); anyone may settle."),
+    ] = None,
+    rounds: Annotated[
+        list[int] | None, typer.Option("--round", help="Settle this round (repeatable).")
+    ] = None,
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Settle final submissions (default: every final, unsettled one of the node): a disputed
+    one is slashed; until all are settled the node's unbonding stake cannot be withdrawn."""
+    _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=True)
+    done = []
+    with chain_errors():
+        node = address or bound.account_address
+        if not rounds:
+            rows = _reward_rows(bound, reader, node)
+            rounds = [r["round"] for r in rows if r["final"] and not r["settled"]]
+        if not rounds:
+            fail(
+                f"nothing to settle: no final, unsettled submission of {node} (a round is final "
+                "once its challenge window has closed; see sapo rewards show)",
+                Exit.CHECK_FAILED,
+            )
+        for round_ in rounds:
+            tx = bound.settle(round_, node)
+            slashed = bound.submission(round_, node).disputed
+            done.append({"round": round_, "disputed": slashed, **tx.model_dump()})
+    if as_json:
+        print_json({"node": node, "settled": done})
+        return
+    for d in done:
+        out.print(
+            f"round {d['round']}: settled"
+            + (" (disputed: slashed)" if d["disputed"] else "")
+            + f": tx {d['tx_hash']}"
+        )

@@ -79,6 +79,7 @@ class Event(StrEnum):
     ROUND_SKIPPED = "round.skipped"  # a chain round in which no local round started
     ROUND_PINNED = "round.pinned"
     ROUND_SUBMITTED = "round.submitted"
+    ROUND_SETTLED = "round.settled"  # we settled a final submission (ours, or one we disputed)
     SUBMIT_DROPPED = "submit.dropped"
     PEER_VERIFIED = "peer.verified"
     PEER_BAD = "peer.bad"

@@ -243,6 +243,17 @@ class Intake(Stage):
                 continue
             self._attested += 1
             queued |= self.journal.enqueue(key, kind, sub.round, payload)
+            if kind == OutboxKind.ATTEST and (
+                payload["findings"] or payload["signal"] != sub.signal
+            ):
+                # a batch we dispute: settled by us once final unless someone did first, so
+                # that its slash lands (its producer would rather never settle it)
+                self.journal.enqueue(
+                    f"settle:{sub.round}:{sub.node}",
+                    OutboxKind.SETTLE,
+                    sub.round,
+                    {"node": sub.node},
+                )
         return queued
 
     def _voted(self, sub: PeerSubmission) -> bool:

@@ -33,7 +33,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from client.chain import ChainError
-from client.chain.errors import BeaconAlreadyDrawn, LedgerRevert, RpcUnavailable, TransactionTimeout
+from client.chain.errors import (
+    AlreadySettled,
+    BeaconAlreadyDrawn,
+    LedgerRevert,
+    RpcUnavailable,
+    TransactionTimeout,
+)
 from client.config.models import SapoSection, StoreSection
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
@@ -56,6 +62,7 @@ HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
 # checker (half of the EVM's 256-block window: time enough for the transaction, and most batches
 # have had their first vote, which stores it, long before)
 DRAW_AFTER_BLOCKS = 128
+WAITING = (OutboxKind.SETTLE, OutboxKind.DRAW)  # outbox kinds that wait for a later round or block
 
 
 class Publisher(Stage):
@@ -178,7 +185,12 @@ class Publisher(Stage):
                     store_down = True
                     self.journal.attempted(entry.key, str(exc))
                     self.health.store(False, str(exc))
-            elif entry.kind in (OutboxKind.ATTEST, OutboxKind.UNAVAILABLE, OutboxKind.DRAW):
+            elif entry.kind in (
+                OutboxKind.ATTEST,
+                OutboxKind.UNAVAILABLE,
+                OutboxKind.DRAW,
+                OutboxKind.SETTLE,
+            ):
                 attestations.append(entry)
         if attestations and not chain_down:
             with (
@@ -248,6 +260,7 @@ class Publisher(Stage):
 
     def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
         self.journal.enqueue(f"open:{entry.round}", OutboxKind.OPEN, entry.round, {})
+        self.journal.enqueue(f"settle:{entry.round}", OutboxKind.SETTLE, entry.round, {})
         self.journal.done(entry.key, tx_hash)
         self.journal.advance(entry.round, RoundPhase.CONFIRMED, tx_hash=tx_hash)
         record = self.journal.round(entry.round)
@@ -268,6 +281,9 @@ class Publisher(Stage):
         round_, p = entry.round, entry.payload
         if entry.kind == OutboxKind.DRAW:
             self._draw(entry)
+            return
+        if entry.kind == OutboxKind.SETTLE:
+            self._settle(entry)
             return
         peer = p["node"]
         if self.ledger.has_attested(self.address, round_, peer):
@@ -330,6 +346,39 @@ class Publisher(Stage):
             f"{head - beacon.block} blocks on)",
             round=entry.round,
             node=node,
+            tx_hash=result.tx_hash,
+        )
+
+    def _settle(self, entry: OutboxEntry) -> None:
+        """Settles a submission once its challenge window has closed: ours (until every one of
+        them is settled the ledger keeps our unbonding stake), or a peer's we disputed (so that
+        its slash lands; its producer would never settle it). Anyone may, and a claim settles
+        what it claims: done when it is settled already. Waits while the round is not final."""
+        round_, node = entry.round, entry.payload.get("node", self.address)
+        if not self.params.is_final(round_, self.current_round()):
+            return
+        sub = self.ledger.submission(round_, node)
+        self.health.chain(True)
+        if sub.settled or not sub.exists:
+            self.journal.done(entry.key)
+            return
+        try:
+            result = self.ledger.settle(round_, node)
+        except AlreadySettled:  # settled by another's transaction first
+            self.journal.done(entry.key)
+            return
+        self.journal.done(entry.key, result.tx_hash)
+        disputed = sub.disputed
+        whose = "our submission" if node == self.address else f"{node[:10]}…'s submission"
+        outcome = " (disputed: slashed)" if disputed else f", credited {sub.credited / SCORE_SCALE}"
+        self.events.emit(
+            Event.ROUND_SETTLED,
+            f"round {round_}: {whose} settled{outcome}",
+            logging.WARNING if disputed else logging.INFO,
+            round=round_,
+            node=node,
+            disputed=disputed,
+            credited=sub.credited,
             tx_hash=result.tx_hash,
         )
 
@@ -455,14 +504,20 @@ class Publisher(Stage):
             self.journal.prune_spans(self.services.clock.now() - keep_s)
 
     def drain(self, seconds: float, stop_waiting: threading.Event) -> int:
-        """Sends the outbox until it is empty, the chain or store is down, or `seconds` pass;
-        returns how many entries are left (kept for the next start)."""
+        """Sends the outbox until nothing that can go now is left, the chain or store is down,
+        or `seconds` pass; returns how many such entries are left (kept for the next start, like
+        the entries that wait for a later round or block: settlements and beacon draws)."""
         import time
 
         deadline = time.monotonic() + seconds
         self.flush()
-        while self.journal.pending() and self.health.chain_ok and self.health.store_ok:
+        while self.sendable() and self.health.chain_ok and self.health.store_ok:
             if time.monotonic() > deadline or stop_waiting.wait(0.5):
                 break
             self.flush()
-        return len(self.journal.pending())
+        return len(self.sendable())
+
+    def sendable(self) -> list[OutboxEntry]:
+        """Pending entries that could go now: not those that wait for their round to be final
+        (SETTLE) or for half a block-hash window (DRAW)."""
+        return [e for e in self.journal.pending() if e.kind not in WAITING]

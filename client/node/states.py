@@ -38,6 +38,9 @@ class OutboxKind(StrEnum):
     ATTEST = "attest"  # our verdict on a peer's batch
     UNAVAILABLE = "unavailable"  # our vote that a peer's batch could be fetched nowhere
     DRAW = "draw"  # store a batch's beacon (ours, or one we check) before its block hash is gone
+    SETTLE = (
+        "settle"  # settle a final submission: ours (our stake stays till then), one we disputed
+    )
 
 
 class Verdict(StrEnum):

@@ -49,6 +49,9 @@ contract LedgerHandler is CheatsBase {
         uint256 lastUnstakeAt; // when the caller last moved stake into unbonding
         uint256 claimedTotal; // sum of what its successful claims returned
         uint256 stakeBlock; // the block of the last change to its active stake
+        uint256 unsettled; // its submissions not settled yet
+        uint256 backing; // of those, the ones made before its last unstake request: withdraw waits
+        uint256 unstakes; // its accepted unstake requests
     }
 
     struct Sub {
@@ -59,6 +62,7 @@ contract LedgerHandler is CheatsBase {
         uint64 signal;
         uint256 submittedAt;
         uint256 snapshotBlock; // its block: its seats are drawn from the stakes as of it
+        uint256 unstakes; // its node's unstake requests before it
         uint64 agreeSeats;
         uint64 disputeSeats;
         uint64 unavailableSeats;
@@ -111,7 +115,8 @@ contract LedgerHandler is CheatsBase {
         "unavailableVotes", // a drawn checker reported a batch unavailable
         "unavailableNotSlashed", // a settled submission with unavailable votes and no slash
         "finalWithoutQuorum", // a submission whose window closed with fewer than quorum agreements
-        "beaconsLapsed" // a beacon nobody drew while the EVM knew its block's hash, refused for good
+        "beaconsLapsed", // a beacon nobody drew while the EVM knew its block's hash, refused for good
+        "claimsSettling" // a claim that settled a submission it listed
     ];
     mapping(uint256 => uint256) internal _pathCount;
 
@@ -129,6 +134,7 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant UNAVAILABLE_NOT_SLASHED = 11;
     uint256 internal constant FINAL_WITHOUT_QUORUM = 12;
     uint256 internal constant BEACONS_LAPSED = 13;
+    uint256 internal constant CLAIMS_SETTLING = 14;
 
     function _hit(uint256 path) internal {
         _pathCount[path] += 1;
@@ -262,10 +268,10 @@ contract LedgerHandler is CheatsBase {
     }
 
     /// @notice The model's stake of `who` (TOTAL: all active stake) after block `at`.
-    function stakeAtModel(address who, uint256 at) public view returns (uint256) {
+    function stakeAtModel(address who, uint256 blockNumber) public view returns (uint256) {
         uint256[] storage blocks = _histBlocks[who];
         for (uint256 i = blocks.length; i > 0; --i) {
-            if (blocks[i - 1] <= at) return _histValues[who][i - 1];
+            if (blocks[i - 1] <= blockNumber) return _histValues[who][i - 1];
         }
         return 0;
     }
@@ -365,6 +371,10 @@ contract LedgerHandler is CheatsBase {
     }
 
     function _canWithdraw(address a) internal view returns (bool) {
+        return _canWithdrawButUnsettled(a) && stakeOf[a].backing == 0;
+    }
+
+    function _canWithdrawButUnsettled(address a) internal view returns (bool) {
         return stakeOf[a].unbonding > 0 && block.timestamp >= stakeOf[a].unbondingEnd;
     }
 
@@ -476,14 +486,19 @@ contract LedgerHandler is CheatsBase {
             st.unbonding += amount;
             st.unbondingEnd = block.timestamp + UNBONDING;
             st.lastUnstakeAt = block.timestamp;
+            st.unstakes += 1;
+            st.backing = st.unsettled;
             _recordStake(a);
         }
     }
 
     function withdraw(uint256 actorSeed) external {
-        address a = _actorWhere(actorSeed, _canWithdraw);
+        // one call in four, a node whose clock has run but whose submissions are not all settled
+        address a = _oneIn(actorSeed, 4, "unsettled")
+            ? _actorWhere(actorSeed, _canWithdrawButUnsettled)
+            : _actorWhere(actorSeed, _canWithdraw);
         Stake storage st = stakeOf[a];
-        bool expectOk = st.unbonding > 0 && block.timestamp >= st.unbondingEnd;
+        bool expectOk = st.unbonding > 0 && block.timestamp >= st.unbondingEnd && st.backing == 0;
         uint256 before = a.balance;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.withdraw, ()));
@@ -559,6 +574,8 @@ contract LedgerHandler is CheatsBase {
         s.signal = uint64(signal);
         s.submittedAt = block.timestamp;
         s.snapshotBlock = _block();
+        s.unstakes = stakeOf[a].unstakes;
+        stakeOf[a].unsettled += 1;
         _subIndex[round][a] = _subs.length;
         // not credited yet: no evidence, no credit
         beaconBlockOf[round][a] = _block() + 1; // its own beacon: the next block's hash
@@ -836,18 +853,32 @@ contract LedgerHandler is CheatsBase {
         if (!found) _refused();
         Sub storage s = _subs[i];
         bool expectOk = _final(s.round) && !s.settled;
-        Stake storage st = stakeOf[s.node];
-        // slashed when proven wrong: more disputing than agreeing seats (unavailable votes never slash)
-        bool disputed = s.disputeSeats > s.agreeSeats;
-        uint256 slash = disputed ? ((st.active + st.unbonding) * SLASH_BPS) / BPS : 0;
+        uint256 slash = _slashOf(s);
         uint256 slashedBefore = ledger.totalSlashed();
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.settle, (s.round, s.node)));
         if (_judge("settle", expectOk, ok, reason)) _refused();
         if (!ok) return;
-        s.settled = true;
         if (ledger.totalSlashed() - slashedBefore != slash) {
             _violate("settle: slashed a different amount than slashBps of a disputed node's stake");
         }
+        _settled(s);
+    }
+
+    /// @dev What settling `s` slashes now: slashBps of its node's stake when more seats disputed
+    /// than agreed (unavailable votes never slash), else 0.
+    function _slashOf(Sub storage s) internal view returns (uint256) {
+        Stake storage st = stakeOf[s.node];
+        return s.disputeSeats > s.agreeSeats ? ((st.active + st.unbonding) * SLASH_BPS) / BPS : 0;
+    }
+
+    /// @dev The model after the ledger settled `s` (by `settle`, or by a claim of it).
+    function _settled(Sub storage s) internal {
+        Stake storage st = stakeOf[s.node];
+        uint256 slash = _slashOf(s);
+        bool disputed = s.disputeSeats > s.agreeSeats;
+        s.settled = true;
+        st.unsettled -= 1;
+        if (s.unstakes < st.unstakes) st.backing -= 1;
         if (disputed) _hit(SLASHES);
         if (!disputed && s.unavailable > 0) _hit(UNAVAILABLE_NOT_SLASHED);
         if (s.agrees < Q) _hit(FINAL_WITHOUT_QUORUM);
@@ -919,7 +950,22 @@ contract LedgerHandler is CheatsBase {
         assembly ("memory-safe") {
             mstore(list, n)
         }
-        bool expectOk = valid && amount > 0 && amount <= pool;
+        // the claim settles each listed submission not settled yet, first (a disputed one is
+        // slashed into the pool it is paid from): the slashes, one after the other
+        uint256 inlineSlashes;
+        {
+            uint256 act = stakeOf[a].active;
+            uint256 unb = stakeOf[a].unbonding;
+            for (uint256 k; k < n && valid; ++k) {
+                Sub storage s = _subs[picked[k]];
+                if (s.settled || s.disputeSeats <= s.agreeSeats) continue;
+                uint256 cut = ((act + unb) * SLASH_BPS) / BPS;
+                uint256 fromActive = cut < act ? cut : act;
+                (act, unb) = (act - fromActive, unb - (cut - fromActive));
+                inlineSlashes += cut;
+            }
+        }
+        bool expectOk = valid && amount > 0 && amount <= pool + inlineSlashes;
         uint256 before = a.balance;
         vm.prank(a);
         (bool ok, bytes memory data) = address(ledger).call(abi.encodeCall(SwarmLedger.claim, (list)));
@@ -930,6 +976,10 @@ contract LedgerHandler is CheatsBase {
         if (a.balance - before != got) _violate("claim: transferred a different amount than it returned");
         for (uint256 k; k < n; ++k) {
             Sub storage s = _subs[picked[k]];
+            if (!s.settled) {
+                _settled(s);
+                _hit(CLAIMS_SETTLING);
+            }
             if (s.paid) _violate("claim: a submission was paid twice");
             s.paid = true;
             s.paidAmount = _share(s);

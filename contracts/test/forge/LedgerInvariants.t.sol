@@ -105,7 +105,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         uint256 modelActive;
         uint256 modelUnbonding;
         for (uint256 i; i < 5; ++i) {
-            (, uint256 a, uint256 u,,,,) = handler.stakeOf(handler.actors(i));
+            (, uint256 a, uint256 u,,,,,,,) = handler.stakeOf(handler.actors(i));
             modelActive += a;
             modelUnbonding += u;
         }
@@ -130,8 +130,18 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         for (uint256 i; i < 5; ++i) {
             address a = handler.actors(i);
             SwarmLedger.NodeView memory v = ledger.nodeInfo(a);
-            (bool registered, uint256 active, uint256 unbonding, uint256 end,, uint256 claimedTotal, uint256 stakeBlock) =
-                handler.stakeOf(a);
+            (
+                bool registered,
+                uint256 active,
+                uint256 unbonding,
+                uint256 end,,
+                uint256 claimedTotal,
+                uint256 stakeBlock,
+                uint256 unsettled,
+                uint256 backing,
+            ) = handler.stakeOf(a);
+            _eq(v.unsettled, unsettled, "a node's unsettled count = its submissions not settled");
+            _eq(v.backing, backing, "its backing count = those made before its last unstake request");
             _eq(v.registered ? 1 : 0, registered ? 1 : 0, "a node is registered once it registered");
             _eq(v.activeStake, active, "a node's active stake follows its calls and slashes");
             _eq(v.unbonding, unbonding, "a node's unbonding stake follows its calls and slashes");
