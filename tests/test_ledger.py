@@ -592,7 +592,7 @@ def test_a_node_that_goes_on_submitting_withdraws_once_what_its_stake_backed_is_
     a.submit(1, digest("a1"), 8, 40_000, 20_000)  # made after the request
     info = a.node_info(a.account_address)
     assert (info.unsettled, info.backing) == (2, 1)
-    swarm.goto(6)  # the unbonding clock (6,000 s) has run; rounds 0 and 1 are final
+    swarm.goto(7)  # the unbonding clock (6,000 s) has run; rounds 0 and 1 are final
     with pytest.raises(E.UnsettledSubmissions, match="count=1"):
         a.withdraw()
     b.settle(0, a.account_address)

@@ -33,8 +33,10 @@ write each completion's token ids as the seed tokenizer encodes its text. None o
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
+import struct
 import threading
 import time
 
@@ -317,8 +319,8 @@ class Adversary:
     def _weights(self, round_: int, *, withhold: bool = False):
         """Pins the seed policy's weights for `round_` (every opening a beacon may ask for);
         returns their id and a text -> token ids function of the seed tokenizer. `withhold`:
-        the id of weights of its own (the seed's, a round's bytes appended) that it never
-        puts anywhere, so that no node can give them."""
+        the id of weights of its own (the seed's, 8 parameters appended) that it never puts
+        anywhere, so that no node can give them."""
         if self._seed is None:
             # lazily: only this strategy needs a model (torch); the others run without one
             from client.node.assemble import base_policy_path
@@ -329,8 +331,9 @@ class Adversary:
             self._seed = (policy.descriptor(), policy.tokenizer, weights_bytes(policy.model))
         descriptor, tokenizer, data = self._seed
         self.model = descriptor
-        if withhold:
-            ident = weights_id(data + f"withheld {self.address} {round_}".encode())
+        if withhold:  # 8 more float32 parameters, from its address and the round: unique
+            salt = hashlib.sha256(f"withheld {self.address} {round_}".encode()).digest()[:8]
+            ident = weights_id(data + struct.pack("<8f", *salt))
         else:
             ident = put_weights(self.store, data, round_)
         return ident, lambda text: tokenizer.encode(text, add_special_tokens=False)
