@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-VERSION = 3  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+VERSION = 4  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+# (4: the outbox kinds `draw` and `settle` replace `rearm`, for a ledger without rearmBeacon)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rounds (

@@ -62,7 +62,6 @@ HEADER_BYTES = 1_024  # room kept for a batch's header beside its local rounds
 # checker (half of the EVM's 256-block window: time enough for the transaction, and most batches
 # have had their first vote, which stores it, long before)
 DRAW_AFTER_BLOCKS = 128
-WAITING = (OutboxKind.SETTLE, OutboxKind.DRAW)  # outbox kinds that wait for a later round or block
 
 
 class Publisher(Stage):
@@ -192,7 +191,8 @@ class Publisher(Stage):
                 OutboxKind.SETTLE,
             ):
                 attestations.append(entry)
-        if attestations and not chain_down:
+        attestations = self._due(attestations) if not chain_down else []
+        if attestations:
             with (
                 timed(self.journal, Span.ATTEST),
                 ThreadPoolExecutor(
@@ -326,14 +326,12 @@ class Publisher(Stage):
         beacon = self.ledger.beacon(entry.round, node)
         head = self.ledger.head()
         self.health.chain(True)
-        if beacon.drawn:
+        if beacon.drawn:  # the checkers' votes usually stored it first
             self.journal.done(entry.key)
             return
         if beacon.lapsed(head):
             self._give_up(entry, "nobody drew the beacon in 256 blocks: it lapsed")
             return
-        if not beacon.ready or head < beacon.block + DRAW_AFTER_BLOCKS:
-            return  # the checkers' votes usually store it first
         try:
             result = self.ledger.draw_beacon(entry.round, node)
         except BeaconAlreadyDrawn:  # another node's transaction came first
@@ -353,10 +351,8 @@ class Publisher(Stage):
         """Settles a submission once its challenge window has closed: ours (until every one of
         them is settled the ledger keeps our unbonding stake), or a peer's we disputed (so that
         its slash lands; its producer would never settle it). Anyone may, and a claim settles
-        what it claims: done when it is settled already. Waits while the round is not final."""
+        what it claims: done when it is settled already. Sent once the round is final (`_due`)."""
         round_, node = entry.round, entry.payload.get("node", self.address)
-        if not self.params.is_final(round_, self.current_round()):
-            return
         sub = self.ledger.submission(round_, node)
         self.health.chain(True)
         if sub.settled or not sub.exists:
@@ -518,6 +514,25 @@ class Publisher(Stage):
         return len(self.sendable())
 
     def sendable(self) -> list[OutboxEntry]:
-        """Pending entries that could go now: not those that wait for their round to be final
-        (SETTLE) or for half a block-hash window (DRAW)."""
-        return [e for e in self.journal.pending() if e.kind not in WAITING]
+        """Pending entries that could go now (`_due`)."""
+        return self._due(self.journal.pending())
+
+    def _due(self, entries: list[OutboxEntry]) -> list[OutboxEntry]:
+        """The entries whose time has come: a SETTLE once its round is final, a DRAW once
+        DRAW_AFTER_BLOCKS blocks have passed its beacon block (the chain's head read once, and
+        only when a DRAW waits; none is due while the chain does not answer), any other at once.
+        The waiting ones cost nothing each second they wait."""
+        current, head, due = self.current_round(), None, []
+        for entry in entries:
+            if entry.kind == OutboxKind.SETTLE and not self.params.is_final(entry.round, current):
+                continue
+            if entry.kind == OutboxKind.DRAW:
+                if head is None:
+                    try:
+                        head = self.ledger.head()
+                    except ChainError:
+                        head = -1
+                if head < entry.payload["block"] + DRAW_AFTER_BLOCKS:
+                    continue
+            due.append(entry)
+        return due
