@@ -42,6 +42,12 @@ contract SwarmLedger {
     uint256 private constant GWEI = 1e9;
     uint8 private constant SETTLED = 1;
     uint8 private constant PAID = 2;
+    // A vote's side, and a voter's record of a submission: the first committee's side in bits
+    // 0-1, the appeal's in bits 2-3, VOTE_SETTLED once judged.
+    uint256 private constant AGREE = 1;
+    uint256 private constant DISPUTE = 2;
+    uint256 private constant UNAVAILABLE = 3;
+    uint8 private constant VOTE_SETTLED = 16;
 
     uint64 public immutable roundLength;
     uint256 public immutable minStake;
@@ -54,6 +60,8 @@ contract SwarmLedger {
     bytes32 public immutable catalogDigest;
     uint16 public immutable quorum;
     uint16 public immutable checkers;
+    uint64 public immutable appealRounds;
+    uint16 public immutable appealCheckers;
     uint64 public immutable genesis;
 
     // ------------------------------------------------------------------------------------ storage
@@ -86,23 +94,25 @@ contract SwarmLedger {
         string metadata;
     }
 
+    // A committee's tally, packed in 72 bits (see _add): seats agreeing, disputing and
+    // unavailable (16 bits each: at most 255 votes of 255 seats), then the three vote counts
+    // (8 bits each).
     struct Submission {
         bytes32 digest;
         // slot 1
         uint24 rollouts;
         uint40 score;
         uint40 signal;
-        uint16 agreeSeats;
-        uint16 disputeSeats;
-        uint16 unavailableSeats;
-        uint8 agrees;
-        uint8 disputes;
-        uint8 unavailable;
+        uint72 votes; // the first committee's tally
         uint8 flags; // SETTLED | PAID
         uint40 snapshotBlock; // the submission's block: stake is read as of it
         uint32 unstakes; // its node's unstake requests before it (did its unbonding stake back it?)
         // slot 2
         uint88 beacon; // the beacon block's hash (truncated), once drawn; 0 before
+        uint40 appealBlock; // the block of its producer's appeal; 0 when not appealed
+        uint72 appealVotes; // the appeal committee's tally
+        // slot 3
+        uint88 appealBeacon; // the appeal's beacon, once drawn
     }
 
     struct Checkpoint {
@@ -144,12 +154,30 @@ contract SwarmLedger {
         bool settled;
         uint256 paid;
         uint64 snapshotBlock; // the submission's block: its committee is drawn from stake then
+        uint64 appealBlock; // the block of its producer's appeal (0: none); then its verdict and
+        // credit are the appeal committee's (appealOf)
+    }
+
+    /// @notice A submission's appeal: its block, the beacon that draws its committee (as
+    /// beaconOf), and that committee's votes, in seats and in distinct checkers.
+    struct AppealView {
+        uint64 appealBlock;
+        uint256 beacon;
+        uint64 beaconBlock;
+        bool ready;
+        bool drawn;
+        uint16 agreeSeats;
+        uint16 disputeSeats;
+        uint16 unavailableSeats;
+        uint16 agrees;
+        uint16 disputes;
+        uint16 unavailable;
     }
 
     mapping(address => Node) private _nodes;
     mapping(uint64 => mapping(address => Submission)) private _submissions;
     mapping(uint64 => Round) private _rounds;
-    mapping(address => mapping(uint64 => mapping(address => bool))) private _attested;
+    mapping(address => mapping(uint64 => mapping(address => uint8))) private _votes;
     address[] private _nodeList;
     mapping(address => Checkpoint[]) private _stakeHistory;
     Checkpoint[] private _totalHistory;
@@ -187,7 +215,12 @@ contract SwarmLedger {
         uint16 findings
     );
     event Unavailable(uint64 indexed round, address indexed node, address indexed attester);
+    /// @dev Also emitted for an appeal's beacon (its beaconBlock is the appeal's block + 1).
     event BeaconDrawn(uint64 indexed round, address indexed node, uint256 beacon, uint64 beaconBlock);
+    event Appealed(uint64 indexed round, address indexed node, uint64 beaconBlock);
+    event VoteSettled(
+        uint64 indexed round, address indexed node, address indexed voter, bool lost, uint256 slashed
+    );
     event CreditChanged(uint64 indexed round, address indexed node, bool credited, uint256 roundTotalCredited);
     event Settled(uint64 indexed round, address indexed node, bool disputed, uint256 slashed);
     event Slashed(address indexed node, uint64 indexed round, uint256 amount);
@@ -224,6 +257,10 @@ contract SwarmLedger {
     error AlreadyAttested(uint64 round, address node, address attester);
     error TooManyAttestations(uint64 round, address node);
     error RoundNotFinal(uint64 round, uint64 current);
+    error NotAppealable(uint64 round, uint64 current);
+    error AlreadyAppealed(uint64 round, address node);
+    error AlreadyCredited(uint64 round, address node);
+    error SettlementWindowClosed(uint64 round, uint64 current);
     error AlreadySettled(uint64 round, address node);
     error AlreadyClaimed(uint64 round, address node);
     error NothingToClaim();
@@ -247,6 +284,11 @@ contract SwarmLedger {
     /// earns (>= 1).
     /// @param checkers_ Seat trials per node and submission: the committee's expected seats
     /// (quorum_ .. MAX_SEATS).
+    /// @param appealRounds_ Rounds after the challenge window in which an appeal is filed (all
+    /// but the last) and voted on (>= 2); a round is final after them.
+    /// @param appealCheckers_ Seat trials per node on an appeal's committee (quorum_ ..
+    /// MAX_SEATS): larger than checkers_, so a verdict a minority won by the luck of a small
+    /// draw does not survive it.
     constructor(
         uint64 roundLength_,
         uint256 minStake_,
@@ -258,7 +300,9 @@ contract SwarmLedger {
         uint16 agreeToleranceBps_,
         bytes32 catalogDigest_,
         uint16 quorum_,
-        uint16 checkers_
+        uint16 checkers_,
+        uint64 appealRounds_,
+        uint16 appealCheckers_
     ) {
         if (roundLength_ == 0) revert InvalidParameter("roundLength");
         if (minStake_ < GWEI || minStake_ > type(uint96).max) revert InvalidParameter("minStake");
@@ -269,12 +313,18 @@ contract SwarmLedger {
         if (catalogDigest_ == bytes32(0)) revert InvalidParameter("catalogDigest");
         if (quorum_ == 0 || quorum_ > type(uint8).max) revert InvalidParameter("quorum");
         if (checkers_ < quorum_ || checkers_ > MAX_SEATS) revert InvalidParameter("checkers");
+        if (appealRounds_ < 2 || appealRounds_ > 10_000) revert InvalidParameter("appealRounds");
+        if (appealCheckers_ < quorum_ || appealCheckers_ > MAX_SEATS) {
+            revert InvalidParameter("appealCheckers");
+        }
         // Stake that was active when a submission was made (as early as its round) must still be
-        // here when it can be slashed: after the submission and challenge windows, plus a
-        // settlement period as long as the challenge window.
+        // here when it or a vote on it can be slashed: after the submission, challenge and appeal
+        // windows, plus a settlement period as long as the challenge window (a vote is judged
+        // only then; a submission's own slash is waited for: see withdraw).
         if (
             uint256(unbondingPeriod_)
-                < (uint256(submitRounds_) + 2 * uint256(challengeRounds_) + 1) * roundLength_
+                < (uint256(submitRounds_) + 2 * uint256(challengeRounds_) + appealRounds_ + 1)
+                    * roundLength_
         ) {
             revert InvalidParameter("unbondingPeriod");
         }
@@ -289,6 +339,8 @@ contract SwarmLedger {
         catalogDigest = catalogDigest_;
         quorum = quorum_;
         checkers = checkers_;
+        appealRounds = appealRounds_;
+        appealCheckers = appealCheckers_;
         genesis = uint64(block.timestamp);
     }
 
@@ -435,74 +487,106 @@ contract SwarmLedger {
     /// integer every checker recomputes identically, so a claim above it, padded or inflated,
     /// is disputed however small the gap) and the score is within the tolerance of the claim;
     /// the caller's seats join that side's tally, which may move the submission's credit either
-    /// way.
+    /// way. Once the producer appealed, the votes are the appeal committee's (see appeal).
     /// @param round The submission's round; checkable while currentRound() <= round +
-    /// submitRounds + challengeRounds.
+    /// submitRounds + challengeRounds, and once appealed until round + submitRounds +
+    /// challengeRounds + appealRounds.
     /// @param node The node whose batch was re-verified (not the caller).
     /// @param score The summed verifier score the caller computed, at most rollouts * SCORE_SCALE.
     /// @param signal The learning signal the caller computed, at most rollouts * SCORE_SCALE.
     /// @param findings What the caller found wrong (its client's bits; 0 when nothing), for audits.
     function attest(uint64 round, address node, uint64 score, uint64 signal, uint16 findings) external {
-        (Submission storage s, uint16 seats) = _checkerVote(round, node);
+        (Submission storage s, uint256 seats, uint256 shift) = _checkerVote(round, node);
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
         if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
         if (signal > maxScore) revert SignalOutOfRange(signal, maxScore);
         // |score - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
         bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * agreeToleranceBps;
-        bool wasCredited = _credited(s);
-        if (agrees) {
-            if (s.agrees == type(uint8).max) revert TooManyAttestations(round, node);
-            s.agreeSeats += seats;
-            s.agrees += 1;
-        } else {
-            if (s.disputes == type(uint8).max) revert TooManyAttestations(round, node);
-            s.disputeSeats += seats;
-            s.disputes += 1;
-        }
-        bool credited = _credited(s);
-        if (credited != wasCredited) _moveCredit(round, node, s.signal, credited);
+        _tally(s, round, node, seats, shift, agrees ? AGREE : DISPUTE);
         emit Attested(round, node, msg.sender, score, signal, agrees, findings);
     }
 
     /// @notice Records that the caller, a drawn checker of `node`'s batch, could not fetch it
     /// from the producer nor from any peer who attested it. Its seats count against credit
-    /// (no evidence, no credit) but never slash: the caller's own network may be at fault.
+    /// (no evidence, no credit) but never slash, the producer nor the caller: the caller's own
+    /// network may be at fault (the producer's recourse is its appeal).
     /// @param round The submission's round (same window as attest).
     /// @param node The producer.
     function reportUnavailable(uint64 round, address node) external {
-        (Submission storage s, uint16 seats) = _checkerVote(round, node);
-        if (s.unavailable == type(uint8).max) revert TooManyAttestations(round, node);
-        bool wasCredited = _credited(s);
-        s.unavailableSeats += seats;
-        s.unavailable += 1;
-        if (wasCredited && !_credited(s)) _moveCredit(round, node, s.signal, false);
+        (Submission storage s, uint256 seats, uint256 shift) = _checkerVote(round, node);
+        _tally(s, round, node, seats, shift, UNAVAILABLE);
         emit Unavailable(round, node, msg.sender);
     }
 
-    /// @dev The checks every checker's vote passes; marks the vote cast and returns the
-    /// submission and the caller's seats on its committee (at least 1).
-    function _checkerVote(uint64 round, address node) private returns (Submission storage s, uint16 seats) {
+    /// @dev The checks every checker's vote passes, for the committee voting now (the appeal's
+    /// once appealed); returns the submission, the caller's seats on that committee (at least 1)
+    /// and where its side goes in the caller's record (0: first committee, 2: appeal).
+    function _checkerVote(uint64 round, address node)
+        private
+        returns (Submission storage s, uint256 seats, uint256 shift)
+    {
         if (node == msg.sender) revert SelfAttestation(node);
-        Node storage a = _nodes[msg.sender];
-        _requireStaked(a);
+        _requireStaked(_nodes[msg.sender]);
         s = _submissions[round][node];
         if (s.rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
-        if (current > round + submitRounds + challengeRounds) {
-            revert ChallengeWindowClosed(round, current);
-        }
-        mapping(address => bool) storage seen = _attested[msg.sender][round];
-        if (seen[node]) revert AlreadyAttested(round, node, msg.sender);
-        uint256 beacon = _drawBeacon(s, round, node);
-        seats = uint16(_seats(beacon, round, node, msg.sender, s.snapshotBlock));
+        bool appealed = s.appealBlock != 0;
+        uint64 close = round + submitRounds + challengeRounds;
+        if (current > (appealed ? close + appealRounds : close)) revert ChallengeWindowClosed(round, current);
+        shift = appealed ? 2 : 0;
+        if ((_votes[msg.sender][round][node] >> shift) & 3 != 0) revert AlreadyAttested(round, node, msg.sender);
+        uint256 beacon = _drawBeacon(s, round, node, appealed);
+        seats = _seats(beacon, round, node, msg.sender, s.snapshotBlock, appealed ? appealCheckers : checkers);
         if (seats == 0) revert NotDrawn(round, node, msg.sender);
-        seen[node] = true;
     }
 
-    /// @dev A submission earns once `quorum` checkers agreed and their seats are at least those
-    /// of the checkers who disputed it plus those who could not fetch it.
+    /// @dev Adds the caller's seats to `side` of the voting committee's tally, records its side,
+    /// and moves the submission's credit if its verdict changed.
+    function _tally(Submission storage s, uint64 round, address node, uint256 seats, uint256 shift, uint256 side)
+        private
+    {
+        bool wasCredited = _credited(s);
+        if (shift == 0) s.votes = _add(s.votes, seats, side, round, node);
+        else s.appealVotes = _add(s.appealVotes, seats, side, round, node);
+        _votes[msg.sender][round][node] |= uint8(side << shift);
+        bool credited = _credited(s);
+        if (credited != wasCredited) _moveCredit(round, node, s.signal, credited);
+    }
+
+    /// @dev A tally plus one vote of `seats` on `side`: seats at bits 16 * (side - 1), the count
+    /// at bits 48 + 8 * (side - 1) (at most 255 votes a side, so seats stay under 2^16).
+    function _add(uint72 t, uint256 seats, uint256 side, uint64 round, address node) private pure returns (uint72) {
+        uint256 i = side - 1;
+        if (_count(t, i) == type(uint8).max) revert TooManyAttestations(round, node);
+        return uint72(uint256(t) + (seats << (16 * i)) + (1 << (48 + 8 * i)));
+    }
+
+    /// @dev Seats of side index i (0 agree, 1 dispute, 2 unavailable) in a tally.
+    function _seatsIn(uint72 t, uint256 i) private pure returns (uint256) {
+        return (uint256(t) >> (16 * i)) & 0xffff;
+    }
+
+    /// @dev Votes of side index i in a tally.
+    function _count(uint72 t, uint256 i) private pure returns (uint256) {
+        return (uint256(t) >> (48 + 8 * i)) & 0xff;
+    }
+
+    /// @dev The tally that decides: the appeal committee's once appealed.
+    function _verdict(Submission storage s) private view returns (uint72) {
+        return s.appealBlock != 0 ? s.appealVotes : s.votes;
+    }
+
+    /// @dev A submission earns once `quorum` checkers of the deciding committee agreed and their
+    /// seats are at least those of the checkers who disputed it plus those who could not fetch it.
     function _credited(Submission storage s) private view returns (bool) {
-        return s.agrees >= quorum && s.agreeSeats >= uint256(s.disputeSeats) + s.unavailableSeats;
+        uint72 t = _verdict(s);
+        return _count(t, 0) >= quorum && _seatsIn(t, 0) >= _seatsIn(t, 1) + _seatsIn(t, 2);
+    }
+
+    /// @dev Disputed: more of the deciding committee's seats disputed it than agreed.
+    function _disputed(Submission storage s) private view returns (bool) {
+        uint72 t = _verdict(s);
+        return _seatsIn(t, 1) > _seatsIn(t, 0);
     }
 
     function _gap(uint64 x, uint64 y) private pure returns (uint256) {
@@ -531,15 +615,32 @@ contract SwarmLedger {
     /// @param checker The candidate checker.
     /// @return The number of seats (each one vote).
     function seatsOf(uint64 round, address node, address checker) public view returns (uint256) {
+        return _seatsOf(round, node, checker, false);
+    }
+
+    /// @notice The seats `checker` holds on the committee of the appeal of `node`'s submission
+    /// of `round`: as seatsOf, with the appeal's beacon (appealOf) and appealCheckers trials,
+    /// from the same stake snapshot (the submission's block). 0 when not appealed.
+    /// @param round The round.
+    /// @param node The producer.
+    /// @param checker The candidate checker.
+    /// @return The number of seats (each one vote on the appeal).
+    function appealSeatsOf(uint64 round, address node, address checker) external view returns (uint256) {
+        return _seatsOf(round, node, checker, true);
+    }
+
+    function _seatsOf(uint64 round, address node, address checker, bool ofAppeal) private view returns (uint256) {
+        Submission storage s = _submissions[round][node];
         Node storage a = _nodes[checker];
         if (checker == node || !a.registered || a.active < minStake) return 0;
-        (uint256 beacon,, bool ready,) = beaconOf(round, node);
+        if (ofAppeal && s.appealBlock == 0) return 0;
+        (uint256 beacon, bool ready,) = _beaconAt(ofAppeal ? s.appealBeacon : s.beacon, _beaconBlock(s, ofAppeal));
         if (!ready) return 0;
-        return _seats(beacon, round, node, checker, _submissions[round][node].snapshotBlock);
+        return _seats(beacon, round, node, checker, s.snapshotBlock, ofAppeal ? appealCheckers : checkers);
     }
 
     /// @notice Whether `checker` holds a seat on the committee of `node`'s submission of `round`
-    /// (see seatsOf).
+    /// (see seatsOf; the appeal's committee: appealSeatsOf).
     /// @param round The round.
     /// @param node The producer.
     /// @param checker The candidate checker.
@@ -569,7 +670,8 @@ contract SwarmLedger {
     /// the block after the submission's. It is stored by the first vote or `drawBeacon`; one
     /// that nobody stored while the EVM still knew its block's hash (256 blocks) has lapsed for
     /// good: the submission can no longer be checked and earns nothing (a re-drawn beacon would
-    /// hand its producer a new committee and new openings, chosen by waiting).
+    /// hand its producer a new committee and new openings, chosen by waiting). It also draws
+    /// which checkpoints the producer opens, for the first committee and an appeal's alike.
     /// @param round The round.
     /// @param node The producer.
     /// @return beacon The beacon (the block hash's low 88 bits; 0 while not ready).
@@ -582,41 +684,103 @@ contract SwarmLedger {
         returns (uint256 beacon, uint64 beaconBlock, bool ready, bool drawn)
     {
         Submission storage s = _submissions[round][node];
-        beaconBlock = s.snapshotBlock == 0 ? 0 : s.snapshotBlock + 1;
-        if (s.beacon != 0) return (s.beacon, beaconBlock, true, true);
-        if (beaconBlock == 0 || block.number <= beaconBlock) return (0, beaconBlock, false, false);
-        beacon = _beaconFrom(blockhash(beaconBlock));
-        ready = beacon != 0;
+        beaconBlock = _beaconBlock(s, false);
+        (beacon, ready, drawn) = _beaconAt(s.beacon, beaconBlock);
     }
 
-    /// @notice Stores a submission's beacon, so that it cannot lapse before its checkers vote.
-    /// Anyone may call it once the beacon block is mined and while its hash is known; a
-    /// producer's client calls it for its own submissions, a drawn checker's for the batches it
-    /// is still fetching.
+    /// @notice Appeals the verdict on the caller's submission of `round` to a committee of
+    /// appealCheckers seat trials per node, drawn afresh from the hash of the next block and the
+    /// same stake snapshot; that committee's votes replace the first one's (its verdict is
+    /// final, and judges the first committee's votes too). Open in the rounds after the
+    /// challenge window but the last appeal round, to a submission not credited by then (its
+    /// client files it when its own re-check of the batch agrees with its claim). A lost appeal
+    /// (the appeal committee disputes it) slashes twice slashBps at settlement: appeals are not
+    /// a free second draw for a bad batch. The openings stay those of the first beacon.
+    /// @param round The round of the caller's submission.
+    function appeal(uint64 round) external {
+        Submission storage s = _submissions[round][msg.sender];
+        if (s.rollouts == 0) revert NoSubmission(round, msg.sender);
+        uint64 current = currentRound();
+        uint64 close = round + submitRounds + challengeRounds;
+        if (current <= close || current >= close + appealRounds) revert NotAppealable(round, current);
+        if (s.appealBlock != 0) revert AlreadyAppealed(round, msg.sender);
+        if (_credited(s)) revert AlreadyCredited(round, msg.sender);
+        _drawBeacon(s, round, msg.sender, false); // the openings: a lapsed beacon cannot be checked
+        s.appealBlock = uint40(block.number);
+        emit Appealed(round, msg.sender, uint64(block.number) + 1);
+    }
+
+    /// @notice The appeal of `node`'s submission of `round`, its beacon and its committee's votes
+    /// (all zero when not appealed).
+    /// @param round The round.
+    /// @param node The producer.
+    /// @return info The appeal.
+    function appealOf(uint64 round, address node) external view returns (AppealView memory info) {
+        Submission storage s = _submissions[round][node];
+        uint72 t = s.appealVotes;
+        info.appealBlock = s.appealBlock;
+        if (s.appealBlock == 0) return info;
+        info.beaconBlock = _beaconBlock(s, true);
+        (info.beacon, info.ready, info.drawn) = _beaconAt(s.appealBeacon, info.beaconBlock);
+        info.agreeSeats = uint16(_seatsIn(t, 0));
+        info.disputeSeats = uint16(_seatsIn(t, 1));
+        info.unavailableSeats = uint16(_seatsIn(t, 2));
+        info.agrees = uint16(_count(t, 0));
+        info.disputes = uint16(_count(t, 1));
+        info.unavailable = uint16(_count(t, 2));
+    }
+
+    /// @notice Stores the beacon of the committee voting now on a submission (the appeal's once
+    /// appealed), so that it cannot lapse before its checkers vote. Anyone may call it once the
+    /// beacon block is mined and while its hash is known; a producer's client calls it for its
+    /// own submissions and appeals, a drawn checker's for the batches it is still fetching.
     /// @param round The round.
     /// @param node The producer.
     function drawBeacon(uint64 round, address node) external {
         Submission storage s = _submissions[round][node];
         if (s.rollouts == 0) revert NoSubmission(round, node);
-        if (s.beacon != 0) revert BeaconAlreadyDrawn(round, node);
-        _drawBeacon(s, round, node);
+        bool appealed = s.appealBlock != 0;
+        if ((appealed ? s.appealBeacon : s.beacon) != 0) revert BeaconAlreadyDrawn(round, node);
+        _drawBeacon(s, round, node, appealed);
     }
 
-    /// @dev Returns the submission's beacon, storing it on first use; reverts while it is not
-    /// known, and for good once it lapsed.
-    function _drawBeacon(Submission storage s, uint64 round, address node) private returns (uint256 beacon) {
-        (uint256 b, uint64 beaconBlock, bool ready,) = beaconOf(round, node);
+    /// @dev The block whose hash is the first (or the appeal's) beacon; 0 when there is none.
+    function _beaconBlock(Submission storage s, bool ofAppeal) private view returns (uint64) {
+        uint64 from = ofAppeal ? s.appealBlock : s.snapshotBlock;
+        return from == 0 ? 0 : from + 1;
+    }
+
+    /// @dev A beacon: the stored one, else its block's hash while the EVM knows it.
+    function _beaconAt(uint256 stored, uint64 beaconBlock)
+        private
+        view
+        returns (uint256 beacon, bool ready, bool drawn)
+    {
+        if (stored != 0) return (stored, true, true);
+        if (beaconBlock == 0 || block.number <= beaconBlock) return (0, false, false);
+        beacon = _beaconFrom(blockhash(beaconBlock));
+        ready = beacon != 0;
+    }
+
+    /// @dev Returns the submission's (or its appeal's) beacon, storing it on first use; reverts
+    /// while it is not known, and for good once it lapsed.
+    function _drawBeacon(Submission storage s, uint64 round, address node, bool ofAppeal)
+        private
+        returns (uint256 beacon)
+    {
+        uint64 beaconBlock = _beaconBlock(s, ofAppeal);
+        bool ready;
+        bool drawn;
+        (beacon, ready, drawn) = _beaconAt(ofAppeal ? s.appealBeacon : s.beacon, beaconBlock);
         if (!ready) {
-            if (beaconBlock != 0 && block.number > beaconBlock + BLOCKHASH_WINDOW) {
-                revert BeaconLapsed(round, node, beaconBlock);
-            }
+            if (block.number > beaconBlock + BLOCKHASH_WINDOW) revert BeaconLapsed(round, node, beaconBlock);
             revert BeaconNotReady(round, node, beaconBlock);
         }
-        if (s.beacon == 0) {
-            s.beacon = uint88(b);
-            emit BeaconDrawn(round, node, b, beaconBlock);
+        if (!drawn) {
+            if (ofAppeal) s.appealBeacon = uint88(beacon);
+            else s.beacon = uint88(beacon);
+            emit BeaconDrawn(round, node, beacon, beaconBlock);
         }
-        return b;
     }
 
     /// @dev 88 bits of a block hash, never 0 for a real hash (0 means "not drawn").
@@ -627,7 +791,7 @@ contract SwarmLedger {
     }
 
     /// @dev The seats `checker` draws with its stake and the total as of `snapshot` (see seatsOf).
-    function _seats(uint256 beacon, uint64 round, address node, address checker, uint256 snapshot)
+    function _seats(uint256 beacon, uint64 round, address node, address checker, uint256 snapshot, uint256 trials)
         private
         view
         returns (uint256 seats)
@@ -637,7 +801,7 @@ contract SwarmLedger {
         uint256 scaled = stake << 128;
         uint256 total = _at(_totalHistory, snapshot);
         bytes32 base = keccak256(abi.encode(beacon, round, node, checker));
-        for (uint256 j; j < checkers; ++j) {
+        for (uint256 j; j < trials; ++j) {
             if ((uint256(keccak256(abi.encode(base, j))) >> 128) * total < scaled) ++seats;
         }
     }
@@ -679,16 +843,17 @@ contract SwarmLedger {
         return len == 0 ? 0 : history[len - 1].fromBlock;
     }
 
-    /// @notice Closes a submission once its challenge window has passed; a disputed one (more
-    /// disputing than agreeing seats) loses slashBps of its node's stake (active first, then
-    /// unbonding) to the reward pool. Unavailable votes never slash.
+    /// @notice Closes a submission once its round is final (its challenge and appeal windows
+    /// have passed); a disputed one (more of the deciding committee's seats disputed it than
+    /// agreed) loses slashBps of its node's stake (active first, then unbonding) to the reward
+    /// pool, twice that after a lost appeal. Unavailable votes never slash.
     /// @param round The submission's round.
     /// @param node The submitting node.
     function settle(uint64 round, address node) external {
         Submission storage s = _submissions[round][node];
         if (s.rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
-        if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
+        if (current <= _finalAfter(round)) revert RoundNotFinal(round, current);
         if (s.flags & SETTLED != 0) revert AlreadySettled(round, node);
         _settle(s, round, node);
     }
@@ -699,24 +864,67 @@ contract SwarmLedger {
         Node storage n = _nodes[node];
         n.unsettled -= 1;
         if (s.unstakes < n.unstakes) n.backing -= 1; // made before the last unstake request
-        bool disputed = s.disputeSeats > s.agreeSeats;
+        bool disputed = _disputed(s);
         uint256 slashed;
         if (disputed) {
-            uint256 active = n.active;
-            uint256 unbonding = n.unbonding;
-            slashed = ((active + unbonding) * slashBps) / BPS;
-            uint256 fromActive = slashed < active ? slashed : active;
-            uint256 fromUnbonding = slashed - fromActive;
-            n.active = uint96(active - fromActive);
-            n.unbonding = uint96(unbonding - fromUnbonding);
-            _totalActive -= uint128(fromActive);
-            _totalUnbonding -= uint128(fromUnbonding);
-            if (fromActive != 0) _recordStake(node, n.active);
-            rewardPool += slashed;
-            totalSlashed += slashed;
-            emit Slashed(node, round, slashed);
+            uint256 bps = s.appealBlock != 0 ? 2 * uint256(slashBps) : slashBps;
+            slashed = _slash(node, round, bps > BPS ? BPS : bps);
         }
         emit Settled(round, node, disputed, slashed);
+    }
+
+    /// @notice Judges the listed voters' votes on `node`'s submission of `round` by its final
+    /// verdict: a vote that lost (a dispute of a credited submission, or an agreement with a
+    /// disputed one, by the first committee or the appeal's) costs its voter slashBps of its
+    /// stake (active first, then unbonding), moved to the reward pool. Unavailable votes, and
+    /// every vote on a submission neither credited nor disputed, never lose. Open in the
+    /// challengeRounds rounds after the round is final (unbonding outlasts them, so the stake
+    /// that voted is still here); anyone may call it, each vote is judged once, and addresses
+    /// that did not vote or were judged already are skipped.
+    /// @param round The submission's round.
+    /// @param node The producer.
+    /// @param voters The voters to judge (from its Attested and Unavailable events).
+    function settleVotes(uint64 round, address node, address[] calldata voters) external {
+        Submission storage s = _submissions[round][node];
+        if (s.rollouts == 0) revert NoSubmission(round, node);
+        uint64 current = currentRound();
+        uint64 fin = _finalAfter(round);
+        if (current <= fin) revert RoundNotFinal(round, current);
+        if (current > fin + challengeRounds) revert SettlementWindowClosed(round, current);
+        uint256 losing = _credited(s) ? DISPUTE : _disputed(s) ? AGREE : 0;
+        for (uint256 i; i < voters.length; ++i) {
+            address voter = voters[i];
+            uint8 record = _votes[voter][round][node];
+            if (record == 0 || record & VOTE_SETTLED != 0) continue;
+            _votes[voter][round][node] = record | VOTE_SETTLED;
+            bool lost = losing != 0 && (record & 3 == losing || (record >> 2) & 3 == losing);
+            uint256 slashed = lost ? _slash(voter, round, slashBps) : 0;
+            emit VoteSettled(round, node, voter, lost, slashed);
+        }
+    }
+
+    /// @dev Moves `bps` of a node's stake, active first, then unbonding, to the reward pool.
+    function _slash(address node, uint64 round, uint256 bps) private returns (uint256 slashed) {
+        Node storage n = _nodes[node];
+        uint256 active = n.active;
+        uint256 unbonding = n.unbonding;
+        slashed = ((active + unbonding) * bps) / BPS;
+        uint256 fromActive = slashed < active ? slashed : active;
+        uint256 fromUnbonding = slashed - fromActive;
+        n.active = uint96(active - fromActive);
+        n.unbonding = uint96(unbonding - fromUnbonding);
+        _totalActive -= uint128(fromActive);
+        _totalUnbonding -= uint128(fromUnbonding);
+        if (fromActive != 0) _recordStake(node, n.active);
+        rewardPool += slashed;
+        totalSlashed += slashed;
+        emit Slashed(node, round, slashed);
+    }
+
+    /// @dev The last round in which a submission of `round` can still be voted on: its round is
+    /// final after it.
+    function _finalAfter(uint64 round) private view returns (uint64) {
+        return round + submitRounds + challengeRounds + appealRounds;
     }
 
     // ------------------------------------------------------------------------------------ rewards
@@ -741,7 +949,7 @@ contract SwarmLedger {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][msg.sender];
             if (s.rollouts == 0) revert NoSubmission(round, msg.sender);
-            if (current <= round + submitRounds + challengeRounds) revert RoundNotFinal(round, current);
+            if (current <= _finalAfter(round)) revert RoundNotFinal(round, current);
             if (s.flags & PAID != 0) revert AlreadyClaimed(round, msg.sender);
             s.flags |= PAID;
             if (s.flags & SETTLED == 0) _settle(s, round, msg.sender);
@@ -766,7 +974,7 @@ contract SwarmLedger {
         for (uint256 i; i < roundList.length; ++i) {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][node];
-            if (s.rollouts == 0 || s.flags & PAID != 0 || current <= round + submitRounds + challengeRounds) continue;
+            if (s.rollouts == 0 || s.flags & PAID != 0 || current <= _finalAfter(round)) continue;
             amount += _share(s, round);
         }
     }
@@ -792,27 +1000,30 @@ contract SwarmLedger {
         });
     }
 
-    /// @notice One submission: digest, claims, votes, credit, settlement and payout.
+    /// @notice One submission: digest, claims, the first committee's votes, credit (the appeal
+    /// committee's verdict once appealed: appealOf), settlement and payout.
     /// @param round The round.
     /// @param node The node.
     /// @return info The submission (all zero when there is none).
     function submissionOf(uint64 round, address node) external view returns (SubmissionView memory info) {
         Submission storage s = _submissions[round][node];
+        uint72 t = s.votes;
         info = SubmissionView({
             digest: s.digest,
             rollouts: s.rollouts,
             score: s.score,
             signal: s.signal,
-            agreeSeats: s.agreeSeats,
-            disputeSeats: s.disputeSeats,
-            unavailableSeats: s.unavailableSeats,
-            agrees: s.agrees,
-            disputes: s.disputes,
-            unavailable: s.unavailable,
+            agreeSeats: uint16(_seatsIn(t, 0)),
+            disputeSeats: uint16(_seatsIn(t, 1)),
+            unavailableSeats: uint16(_seatsIn(t, 2)),
+            agrees: uint16(_count(t, 0)),
+            disputes: uint16(_count(t, 1)),
+            unavailable: uint16(_count(t, 2)),
             credited: _credited(s) ? s.signal : 0,
             settled: s.flags & SETTLED != 0,
             paid: s.flags & PAID != 0 ? _share(s, round) : 0,
-            snapshotBlock: s.snapshotBlock
+            snapshotBlock: s.snapshotBlock,
+            appealBlock: s.appealBlock
         });
     }
 
@@ -820,19 +1031,38 @@ contract SwarmLedger {
     /// its Submitted events).
     /// @param round The round.
     /// @return totalCredited Sum of the credited signals.
-    /// @return isFinal Whether currentRound() > round + submitRounds + challengeRounds.
+    /// @return isFinal Whether currentRound() > round + submitRounds + challengeRounds +
+    /// appealRounds.
     function roundInfo(uint64 round) external view returns (uint256 totalCredited, bool isFinal) {
-        return (_rounds[round].totalCredited, currentRound() > round + submitRounds + challengeRounds);
+        return (_rounds[round].totalCredited, currentRound() > _finalAfter(round));
     }
 
     /// @notice Whether `attester` voted on `node`'s submission of `round` (attested it or
-    /// reported it unavailable).
+    /// reported it unavailable) on the committee voting now: the appeal's once appealed.
     /// @param attester The attester.
     /// @param round The round.
     /// @param node The node.
     /// @return True once voted.
     function hasAttested(address attester, uint64 round, address node) external view returns (bool) {
-        return _attested[attester][round][node];
+        uint256 shift = _submissions[round][node].appealBlock != 0 ? 2 : 0;
+        return (_votes[attester][round][node] >> shift) & 3 != 0;
+    }
+
+    /// @notice How `voter` voted on `node`'s submission of `round`, on each committee: 0 not at
+    /// all, 1 agreed, 2 disputed, 3 unavailable; and whether the vote was judged (settleVotes).
+    /// @param voter The voter.
+    /// @param round The round.
+    /// @param node The producer.
+    /// @return first Its vote on the first committee.
+    /// @return appealed Its vote on the appeal's.
+    /// @return settled Whether it was judged.
+    function voteOf(address voter, uint64 round, address node)
+        external
+        view
+        returns (uint8 first, uint8 appealed, bool settled)
+    {
+        uint8 record = _votes[voter][round][node];
+        return (record & 3, (record >> 2) & 3, record & VOTE_SETTLED != 0);
     }
 
     /// @notice The number of registered nodes.

@@ -371,7 +371,7 @@ def warp_world_config(root: Path, round_s: int, w: int, c: int, **sections: dict
             "round_length_s": round_s,
             "submit_rounds": w,
             "challenge_rounds": c,
-            "unbonding_period_s": (w + 2 * c + 1) * round_s,
+            "unbonding_period_s": (w + 2 * c + 2 + 1) * round_s,
             "quorum": 1,
         },
         "policy": {"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},
@@ -415,7 +415,7 @@ def warp_world(
             # the most seat trials the ledger takes, so that every node holds a seat on every
             # batch (more surely than `devnet up`'s seats_for_every_node), peers that a test
             # registers later included: (1 - 1/18)^255 < 1e-6
-            base = with_sections(base, ledger={"checkers": 255})
+            base = with_sections(base, ledger={"checkers": 255, "appeal_checkers": 255})
             base_policy_path(base)
             swarm = provision(
                 base,

@@ -22,7 +22,8 @@ CATALOG = hashlib.sha256(b"tests catalog").digest()
 PARAMS = {
     "round_length_s": 1_000,
     "min_stake": ETH,
-    "unbonding_period_s": 6_000,  # (submit_rounds + 2 * challenge_rounds + 1) * round_length_s
+    "unbonding_period_s": 8_000,  # (submit_rounds + 2 * challenge_rounds + appeal_rounds + 1) *
+    # round_length_s
     "challenge_rounds": 2,
     "submit_rounds": 1,
     "reward_per_round": ETH,
@@ -32,6 +33,8 @@ PARAMS = {
     # world; the quorum and the draw have their own tests with other values
     "quorum": 1,
     "checkers": 255,
+    "appeal_rounds": 2,
+    "appeal_checkers": 255,
 }
 
 

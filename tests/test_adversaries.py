@@ -25,6 +25,7 @@ from client.node.assemble import open_node, signing_ledger
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8
 W, C = 2, 3
+A = 2  # the appeal rounds (configs/devnet.toml): a round is final after W + C + A
 STRATEGIES = ["free-claim", "answer-farmer", "mixed-farmer", "withholder", "copycat", "colluders"]
 
 
@@ -162,7 +163,7 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
 
     # once final: the copycat and both farmers are slashed, no adversary can claim anything,
     # and the honest nodes share the round's reward by their learning signal
-    warp.to(params, round_ + W + C + 1)
+    warp.to(params, round_ + W + C + A + 1)
     for name in ("copycat", "answer-farmer", "mixed-farmer", "withholder"):
         stake = ledger.node_info(addr[name]).active_stake
         ledger.settle(round_, addr[name])

@@ -98,7 +98,7 @@ def test_readme_cast_commands_agree_with_sapo_audit(
     swarm.advance()
     a.submit(1, digest("a1"), 8, 20_000, 10_000)  # nobody attests it: it earns nothing
     c.request_unstake(ETH)
-    swarm.goto(5)  # rounds 0 and 1 final
+    swarm.goto(7)  # rounds 0 and 1 final (after round r + W + C + A)
     c.settle(0, addr[2])
     a.claim([0, 1])
     b.claim([0])

@@ -64,7 +64,7 @@ def test_deploy_prints_the_address_and_the_config_lines(
         "--round-length",
         "1000",
         "--unbonding-period",
-        "8000",
+        "10000",
         "--submit-rounds",
         "1",
         "--json",
@@ -75,7 +75,7 @@ def test_deploy_prints_the_address_and_the_config_lines(
     assert deployed["params"]["catalog_digest"] == "0x" + "ab" * 32
     code, output = run(cli, "chain", "info", *config, "--ledger", deployed["address"], "--json")
     assert code == 0, output
-    assert json.loads(output)["params"]["unbonding_period"] == 8000
+    assert json.loads(output)["params"]["unbonding_period"] == 10000
     assert json.loads(output)["params"]["submit_rounds"] == 1
     code, output = run(cli, "chain", "deploy", *config, "--catalog-digest", "0x" + "ab" * 32)
     assert code == 0 and "ledger_deploy_block = " in output
@@ -197,7 +197,7 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     assert [r["node"] for r in board][:2] == [ops[0].account.address, ops[1].account.address]
     assert board[-1]["node"] == cheat.account.address and board[-1]["uncredited"] == 1
 
-    swarm.goto(4)  # 0 + submitRounds(1) + challengeRounds(2) < 4: final
+    swarm.goto(6)  # 0 + submitRounds(1) + challengeRounds(2) + appealRounds(2) < 6: final
     code, output = run(cli, "rewards", "show", *config, "--json")
     assert code == 0, output
     assert json.loads(output)["claimable"] == 3 * ETH // 4

@@ -180,7 +180,7 @@ def test_a_free_claim_with_no_attestation_earns_nothing_after_its_window(swarm: 
     honest.submit(0, digest("h"), 64, 320_000, 64_000)
     swarm.await_beacon(0)
     judge.attest(0, honest.account_address, 320_000, 64_000)
-    swarm.goto(4)  # final
+    swarm.goto(6)  # final
     assert cheat.round_info(0).final
     assert cheat.claimable(cheat.account_address, [0]) == 0
     with pytest.raises(E.NothingToClaim):
@@ -243,7 +243,7 @@ def test_a_wider_submission_window_takes_late_batches_and_moves_every_deadline(
     chain: Anvil,
 ) -> None:
     """Slow hardware submits round r until r + W; attestation and finality follow."""
-    swarm = Swarm(chain, submit_rounds=3, unbonding_period_s=8_000)
+    swarm = Swarm(chain, submit_rounds=3, unbonding_period_s=10_000)
     late, judge = swarm.node(), swarm.node()
     swarm.goto(5)
     with pytest.raises(E.RoundNotOpen, match="round=1, current=5"):
@@ -252,11 +252,13 @@ def test_a_wider_submission_window_takes_late_batches_and_moves_every_deadline(
     swarm.goto(7)  # 2 + W + C
     swarm.await_beacon(2)
     judge.attest(2, late.account_address, 8_000, 8_000)
-    with pytest.raises(E.RoundNotFinal):
-        judge.settle(2, late.account_address)
     swarm.goto(8)
     with pytest.raises(E.ChallengeWindowClosed):
         swarm.node().attest(2, late.account_address, 8_000, 8_000)
+    swarm.goto(9)  # 2 + W + C + A: the appeal rounds
+    with pytest.raises(E.RoundNotFinal):
+        judge.settle(2, late.account_address)
+    swarm.goto(10)
     judge.settle(2, late.account_address)
     assert swarm.ledger.params().submit_rounds == 3
 
@@ -331,7 +333,7 @@ def test_unavailable_votes_cancel_credit_but_never_slash(swarm: Swarm) -> None:
         f"{sub.agree_seats} agreeing seats below {sub.unavailable_seats} disputing + unavailable"
     )
     assert a.round_info(0).total_credited == 0
-    swarm.goto(4)
+    swarm.goto(6)
     a.settle(0, a.account_address)
     assert a.node_info(a.account_address).active_stake == 2 * ETH  # unavailable is not wrong
     assert [e.name for e in swarm_events(swarm)].count("Unavailable") == 3
@@ -411,7 +413,7 @@ def test_a_beacon_nobody_drew_in_256_blocks_lapses_and_is_never_drawn_again(
         b.attest(0, producer, 40_000, 20_000)
     with pytest.raises(E.BeaconLapsed):
         b.draw_beacon(0, producer)
-    swarm.goto(4)
+    swarm.goto(6)
     assert a.submission(0, producer).credited == 0
 
 
@@ -516,7 +518,7 @@ def test_sybil_small_stakes_cannot_outweigh_larger_honest_stake(swarm: Swarm) ->
     assert sub.dispute_seats == sum(
         swarm.ledger.seats_of(0, honest.account_address, s.account_address) for s in sybils
     )
-    swarm.advance(4)
+    swarm.advance(6)
     honest.settle(0, honest.account_address)
     assert honest.node_info(honest.account_address).active_stake == 2 * ETH  # not slashed
 
@@ -531,7 +533,7 @@ def test_settle_slashes_a_disputed_submission_once(swarm: Swarm) -> None:
     judge.attest(0, cheat.account_address, 10_000, 10_000)
     with pytest.raises(E.RoundNotFinal):
         judge.settle(0, cheat.account_address)
-    swarm.goto(4)  # 0 + submitRounds(1) + challengeRounds(2) < 4: final
+    swarm.goto(6)  # 0 + submitRounds(1) + challengeRounds(2) + appealRounds(2) < 6: final
     judge.settle(0, cheat.account_address)
     assert cheat.node_info(cheat.account_address).active_stake == 9 * ETH
     assert swarm.ledger.reward_pool() == ETH
@@ -548,13 +550,138 @@ def test_unstaking_before_settlement_does_not_dodge_the_slash(swarm: Swarm) -> N
     swarm.await_beacon(0)
     judge.attest(0, cheat.account_address, 0, 0)
     cheat.request_unstake(10 * ETH)  # everything into unbonding right away
-    swarm.goto(4)
+    swarm.goto(6)
     with pytest.raises(E.StillUnbonding):  # the unbonding period outlasts window + settlement
         cheat.withdraw()
     judge.settle(0, cheat.account_address)
     info = cheat.node_info(cheat.account_address)
     assert (info.active_stake, info.unbonding) == (0, 9 * ETH)
     check_invariants(swarm)
+
+
+# ---------------------------------------------------------------------------- appeals and votes
+#
+# The Swarm's windows: a batch of round 0 is voted on by its first committee until round 3
+# (0 + W 1 + C 2), appealed in round 4 only (the appeal rounds 4 and 5 but the last), voted on by
+# the appeal's committee until round 5; round 0 is final from round 6, and its votes are judged
+# in rounds 6 and 7.
+
+
+def test_an_appeal_credits_what_a_whale_cancelled_and_the_whale_loses_its_stake(
+    swarm: Swarm,
+) -> None:
+    """Issue 40's whale: one address with a tenth of all stake disputes an honest batch that
+    no honest checker got to in the first window (or that its seats outweighed there). The
+    producer appeals; the appeal's committee, drawn afresh, credits it; the whale's disputes,
+    judged by that verdict, cost it slashBps of its stake, and the agreeing checkers nothing."""
+    producer = swarm.node()
+    honest = [swarm.node(3 * ETH) for _ in range(6)]
+    whale = swarm.node(2 * ETH)  # 2 of 22 ETH
+    producer.submit(0, digest("honest"), 8, 40_000, 20_000)
+    swarm.await_beacon(0)
+    whale.attest(0, producer.account_address, 0, 0, findings=1)
+    assert producer.submission(0, producer.account_address).credited == 0
+    with pytest.raises(E.NotAppealable, match="round=0, current=0"):
+        producer.appeal(0)  # the first committee still votes
+    swarm.goto(4)
+    with pytest.raises(E.NoSubmission):  # only the producer appeals its batch
+        whale.appeal(0)
+    producer.appeal(0)
+    with pytest.raises(E.AlreadyAppealed):
+        producer.appeal(0)
+    sub = producer.submission(0, producer.account_address)
+    assert sub.appealed and sub.appeal is not None and not sub.appeal.ready
+    swarm.mine(2)  # the appeal's beacon block, and one after it
+    appeal = producer.appeal_of(0, producer.account_address)
+    assert appeal is not None and appeal.ready and appeal.block == sub.appeal_block + 1
+    # a vote on the appeal is a new one: the whale disputes again, the honest agree
+    assert swarm.ledger.has_attested(whale.account_address, 0, producer.account_address) is False
+    whale.attest(0, producer.account_address, 0, 0, findings=1)
+    for h in honest:
+        if swarm.ledger.seats_of(0, producer.account_address, h.account_address, appeal=True):
+            h.attest(0, producer.account_address, 40_000, 20_000)
+    sub = producer.submission(0, producer.account_address)
+    assert sub.credited == 20_000 and sub.appeal.agree_seats > sub.appeal.dispute_seats
+    assert (sub.agrees, sub.disputes) == (0, 1)  # the first committee's votes stay as they were
+    assert swarm.ledger.vote_of(whale.account_address, 0, producer.account_address) == (2, 2, False)
+    with pytest.raises(E.RoundNotFinal):
+        producer.settle_votes(0, producer.account_address, [whale.account_address])
+    swarm.goto(6)
+    whale_before = whale.node_info(whale.account_address).active_stake
+    voters = [whale.account_address, *(h.account_address for h in honest), producer.account_address]
+    producer.settle_votes(0, producer.account_address, voters)
+    assert whale.node_info(whale.account_address).active_stake == whale_before * 9 // 10
+    for h in honest:
+        assert h.node_info(h.account_address).active_stake == 3 * ETH  # the winning side
+    assert swarm.ledger.vote_of(whale.account_address, 0, producer.account_address)[2]
+    producer.settle_votes(0, producer.account_address, voters)  # judged once: nothing more
+    assert whale.node_info(whale.account_address).active_stake == whale_before * 9 // 10
+    producer.settle(0, producer.account_address)  # credited: not slashed
+    assert producer.node_info(producer.account_address).active_stake == 2 * ETH
+    assert producer.claimable(producer.account_address, [0]) == ETH
+    check_invariants(swarm)
+
+
+def test_a_lost_appeal_slashes_twice_and_judges_the_agreeing_votes(swarm: Swarm) -> None:
+    """A producer whose padded claim was disputed appeals anyway; the appeal's committee
+    disputes it too: settled, it loses twice slashBps, and the colluder who agreed with it on
+    the appeal loses slashBps; an unavailable vote loses nothing."""
+    cheat, colluder, offline = swarm.node(10 * ETH), swarm.node(), swarm.node()
+    checkers = [swarm.node(3 * ETH) for _ in range(4)]
+    cheat.submit(0, digest("padded"), 8, 40_000, 30_000)  # recomputed signal: 20,000
+    swarm.await_beacon(0)
+    for c in checkers[:2]:
+        c.attest(0, cheat.account_address, 40_000, 20_000, findings=4)
+    assert cheat.submission(0, cheat.account_address).disputed
+    swarm.goto(4)
+    cheat.appeal(0)
+    swarm.mine()
+    colluder.attest(0, cheat.account_address, 40_000, 30_000)
+    offline.report_unavailable(0, cheat.account_address)
+    for c in checkers:
+        c.attest(0, cheat.account_address, 40_000, 20_000, findings=4)
+    sub = cheat.submission(0, cheat.account_address)
+    assert sub.disputed and sub.credited == 0
+    swarm.goto(5)
+    with pytest.raises(E.NotAppealable, match="round=0, current=5"):  # the last appeal round
+        cheat.appeal(0)
+    with pytest.raises(E.RoundNotFinal):
+        cheat.settle(0, cheat.account_address)
+    swarm.goto(6)
+    cheat.settle(0, cheat.account_address)
+    assert cheat.node_info(cheat.account_address).active_stake == 8 * ETH  # 20%: a lost appeal
+    voters = [
+        colluder.account_address,
+        offline.account_address,
+        *(c.account_address for c in checkers),
+    ]
+    checkers[0].settle_votes(0, cheat.account_address, voters)
+    assert colluder.node_info(colluder.account_address).active_stake == 2 * ETH * 9 // 10
+    assert offline.node_info(offline.account_address).active_stake == 2 * ETH
+    for c in checkers:
+        assert c.node_info(c.account_address).active_stake == 3 * ETH
+    swarm.goto(8)  # final after 5; votes judged in rounds 6 and 7
+    with pytest.raises(E.SettlementWindowClosed, match="round=0, current=8"):
+        checkers[0].settle_votes(0, cheat.account_address, voters)
+    check_invariants(swarm)
+
+
+def test_a_credited_batch_cannot_be_appealed_and_its_first_committee_judges_the_votes(
+    swarm: Swarm,
+) -> None:
+    producer, a, b = swarm.node(), swarm.node(4 * ETH), swarm.node()
+    producer.submit(0, digest("p"), 8, 40_000, 20_000)
+    swarm.await_beacon(0)
+    a.attest(0, producer.account_address, 40_000, 20_000)
+    b.attest(0, producer.account_address, 0, 0, findings=1)
+    assert producer.submission(0, producer.account_address).credited == 20_000
+    swarm.goto(4)
+    with pytest.raises(E.AlreadyCredited):
+        producer.appeal(0)
+    swarm.goto(7)  # the last round in which votes are judged
+    a.settle_votes(0, producer.account_address, [b.account_address, a.account_address])
+    assert b.node_info(b.account_address).active_stake == 2 * ETH * 9 // 10
+    assert a.node_info(a.account_address).active_stake == 4 * ETH
 
 
 # ----------------------------------------------------------------------------------------- claim
@@ -568,7 +695,7 @@ def test_withdraw_refuses_while_the_node_s_own_submissions_are_unsettled(swarm: 
     swarm.await_beacon(0)
     checker.attest(0, cheat.account_address, 0, 0)  # disputed
     cheat.request_unstake(10 * ETH)
-    swarm.set_time(swarm.now() + 6_001)  # the unbonding clock has run; round 0 is final
+    swarm.set_time(swarm.now() + 8_001)  # the unbonding clock has run; round 0 is final
     assert cheat.node_info(cheat.account_address).unsettled == 1
     with pytest.raises(E.UnsettledSubmissions, match="count=1"):
         cheat.withdraw()
@@ -592,7 +719,7 @@ def test_a_node_that_goes_on_submitting_withdraws_once_what_its_stake_backed_is_
     a.submit(1, digest("a1"), 8, 40_000, 20_000)  # made after the request
     info = a.node_info(a.account_address)
     assert (info.unsettled, info.backing) == (2, 1)
-    swarm.goto(7)  # the unbonding clock (6,000 s) has run; rounds 0 and 1 are final
+    swarm.goto(9)  # the unbonding clock (8,000 s) has run; rounds 0 and 1 are final
     with pytest.raises(E.UnsettledSubmissions, match="count=1"):
         a.withdraw()
     b.settle(0, a.account_address)
@@ -608,7 +735,7 @@ def test_a_claim_settles_the_rounds_it_claims(swarm: Swarm) -> None:
     a.submit(0, digest("a"), 8, 40_000, 20_000)
     swarm.await_beacon(0)
     b.attest(0, a.account_address, 40_000, 20_000)
-    swarm.goto(4)
+    swarm.goto(6)
     assert not a.submission(0, a.account_address).settled
     a.claim([0])
     assert a.submission(0, a.account_address).settled
@@ -629,7 +756,7 @@ def test_claim_pays_pro_rata_to_learning_signal_once(swarm: Swarm) -> None:
     with pytest.raises(E.RoundNotFinal):
         a.claim([0])
     assert a.claimable(a.account_address, [0]) == 0
-    swarm.goto(4)
+    swarm.goto(6)
     assert a.claimable(a.account_address, [0]) == 3 * ETH // 4
     tx = a.claim([0])
     assert a.submission(0, a.account_address).paid == 3 * ETH // 4
@@ -650,7 +777,7 @@ def test_claim_refuses_what_the_pool_cannot_cover(swarm: Swarm) -> None:
     swarm.await_beacon(0)
     judge.attest(0, a.account_address, 10_000, 10_000)
     swarm.bind(swarm.account()).fund(ETH // 2)
-    swarm.goto(4)
+    swarm.goto(6)
     before = a.balance(swarm.ledger.address)
     with pytest.raises(E.PoolInsufficient, match=f"needed={ETH}, available={ETH // 2}"):
         a.claim([0])
@@ -664,7 +791,7 @@ def test_disputed_or_missing_rounds_pay_nothing(swarm: Swarm) -> None:
     cheat.submit(0, digest("c"), 8, 10_000, 10_000)
     swarm.await_beacon(0)
     judge.attest(0, cheat.account_address, 0, 0)
-    swarm.goto(4)
+    swarm.goto(6)
     with pytest.raises(E.NothingToClaim):
         cheat.claim([0])
     with pytest.raises(E.NoSubmission):
@@ -691,10 +818,10 @@ def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
     judge.attest(0, address, 40_000, 40_000)
     if what == "withdraw":
         call("unstake", 2 * ETH)
-        swarm.set_time(swarm.now() + 6_001)
+        swarm.set_time(swarm.now() + 8_001)
         judge.settle(0, address)  # anyone may: its stake cannot leave before
     else:
-        swarm.goto(4)
+        swarm.goto(6)
     call("attack", mode, [0])
     assert attacker.functions.reentries().call() == 1
     assert attacker.functions.reentriesBlocked().call() == 1

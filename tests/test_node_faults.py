@@ -32,6 +32,7 @@ from client.tasks import load_catalog
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8
 W, C = 2, 3  # the world ledger's submission and challenge windows (rounds)
+A = 2  # its appeal rounds (configs/devnet.toml): a round is final after W + C + A
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +241,7 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
         info = node.ledger.submission(round_, cheat.account_address)
         assert info.dispute_seats > 0 and info.credited == 0, cheat.account_address
     # after the submission and challenge windows anyone may settle: a disputed one is slashed
-    world["warp"].to(node.params, round_ + W + C + 1)
+    world["warp"].to(node.params, round_ + W + C + A + 1)
     for cheat in (foreign, inflated):
         stake = node.ledger.node_info(cheat.account_address).active_stake
         node.ledger.settle(round_, cheat.account_address)
@@ -299,7 +300,7 @@ def test_a_node_stores_its_own_beacon_and_settles_its_own_submission(world) -> N
         wait_until(lambda: outbox(node)[key][0] == "done", what="the beacon stored")
         assert node.ledger.node_info(node.address).unsettled >= 1
         assert outbox(node)[f"settle:{first}"][0] == "pending"  # until the round is final
-        world["warp"].to(node.params, first + W + C + 1, 0.05)
+        world["warp"].to(node.params, first + W + C + A + 1, 0.05)
         wait_until(lambda: outbox(node)[f"settle:{first}"][0] == "done", what="settled by itself")
     finally:
         finish(thread, stop)

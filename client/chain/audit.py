@@ -35,6 +35,7 @@ class AttestationRow(Report):
     findings: int
     block_number: int
     tx_hash: str
+    committee: str = "first"  # or "appeal": a vote cast after its producer's appeal
 
     @property
     def agrees(self) -> bool:
@@ -74,6 +75,8 @@ class SubmissionReport(Report):
     checkers: list[str]  # who its beacon drew to check it (empty before the beacon is known)
     seats: dict[str, int] = {}  # each drawn checker's seats (its vote counts that many times)
     seats_total: int = 0  # the committee's seats (K)
+    appeal_seats: dict[str, int] = {}  # the appeal's committee, once appealed and its beacon known
+    appeal_seats_total: int = 0  # its seat trials per node
     beacon_ready: bool
     why_not_credited: str | None  # None when it earns
 
@@ -86,10 +89,14 @@ class LeaderRow(Report):
     uncredited: int  # submissions that earn nothing now (short of quorum, disputed, unavailable)
 
 
-def _vote(event: LedgerEvent) -> AttestationRow:
+def _vote(event: LedgerEvent, appeal_block: int = 0) -> AttestationRow:
+    """A vote from its event; `appeal_block`, the block of its submission's appeal (0: none):
+    a vote in a later block was cast on the appeal's committee (the first committee's window had
+    closed when the appeal went in, and the appeal's beacon is the next block's hash)."""
     a = event.args
     unavailable = event.name == "Unavailable"
     return AttestationRow(
+        committee="appeal" if appeal_block and event.block_number > appeal_block else "first",
         round=a["round"],
         node=a["node"],
         attester=a["attester"],
@@ -116,8 +123,15 @@ class Auditor:
         submitted = list(self.reader.read(["Submitted"], node=address))
         submissions = self.ledger.submissions([(e.args["round"], address) for e in submitted])
         votes = ["Attested", "Unavailable"]
-        received = [_vote(e) for e in self.reader.read(votes, node=address)]
-        given = [_vote(e) for e in self.reader.read(votes, attester=address)]
+        appealed = {(s.round, s.node): s.appeal_block for s in submissions}
+        received = [
+            _vote(e, appealed.get((e.args["round"], e.args["node"]), 0))
+            for e in self.reader.read(votes, node=address)
+        ]
+        cast = list(self.reader.read(votes, attester=address))
+        keys = sorted({(e.args["round"], e.args["node"]) for e in cast})
+        voted_on = {(s.round, s.node): s.appeal_block for s in self.ledger.submissions(keys)}
+        given = [_vote(e, voted_on.get((e.args["round"], e.args["node"]), 0)) for e in cast]
         payouts = [
             PayoutRow(
                 amount=e.args["amount"],
@@ -154,12 +168,18 @@ class Auditor:
         earns nothing, why."""
         sub = self.ledger.submission(round_, node)
         rows = [
-            _vote(e)
+            _vote(e, sub.appeal_block)
             for e in self.reader.read(["Attested", "Unavailable"], round=round_, node=sub.node)
         ]
         params = self.ledger.params()
         beacon = self.ledger.beacon(round_, sub.node)
         seats = self._drawn(beacon, sub, params)
+        appeal_seats: dict[str, int] = {}
+        if sub.appeal is not None and sub.appeal.ready:
+            drawn = Beacon(
+                round=round_, node=sub.node, beacon=sub.appeal.beacon, block=0, ready=True
+            )
+            appeal_seats = self._drawn(drawn, sub, params, params.appeal_checkers)
         return SubmissionReport(
             submission=sub,
             attestations=sorted(rows, key=lambda r: (r.block_number, r.attester)),
@@ -168,6 +188,8 @@ class Auditor:
             checkers=list(seats),
             seats=seats,
             seats_total=params.checkers,
+            appeal_seats=appeal_seats,
+            appeal_seats_total=params.appeal_checkers if sub.appealed else 0,
             beacon_ready=beacon.ready,
             why_not_credited=sub.why_not_credited(params.quorum) if sub.exists else None,
         )
@@ -179,7 +201,9 @@ class Auditor:
         sub = self.ledger.submission(round_, node)
         return self._drawn(self.ledger.beacon(round_, node), sub, self.ledger.params())
 
-    def _drawn(self, beacon: Beacon, sub: SubmissionInfo, params: LedgerParams) -> dict[str, int]:
+    def _drawn(
+        self, beacon: Beacon, sub: SubmissionInfo, params: LedgerParams, trials: int | None = None
+    ) -> dict[str, int]:
         if not sub.exists or not beacon.ready:
             return {}
         nodes = self.ledger.nodes()
@@ -192,7 +216,8 @@ class Auditor:
                 and info.registered
                 and min(info.active_stake, stake) >= params.min_stake
             )
-            seats = beacon.seats(info.address, stake, total, params.checkers) if eligible else 0
+            k = params.checkers if trials is None else trials
+            seats = beacon.seats(info.address, stake, total, k) if eligible else 0
             if seats:
                 drawn[info.address] = seats
         return drawn

@@ -41,6 +41,8 @@ def deploy_ledger(
             bytes32(catalog_digest),
             params.quorum,
             params.checkers,
+            params.appeal_rounds,
+            params.appeal_checkers,
         ],
     )
     data = artifact["bytecode"] + args.hex()

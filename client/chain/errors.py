@@ -87,7 +87,13 @@ _HINTS = {
     "ChallengeWindowClosed": "the submission's attestation window has closed",
     "AlreadyAttested": "one attestation per attester and submission",
     "TooManyAttestations": "the submission has the most attestations it can hold",
-    "RoundNotFinal": "wait until the round's submission and challenge windows have closed",
+    "RoundNotFinal": "wait until the round's submission, challenge and appeal windows have closed",
+    "NotAppealable": "a batch is appealed in the rounds after its challenge window but the last "
+    "appeal round (`sapo chain info` gives the windows)",
+    "AlreadyAppealed": "one appeal per submission: the appeal committee's verdict is final",
+    "AlreadyCredited": "the batch is credited: there is nothing to appeal",
+    "SettlementWindowClosed": "votes are judged only in the challengeRounds rounds after the "
+    "round is final",
     "AlreadySettled": "the submission was settled already",
     "AlreadyClaimed": "the round was claimed already",
     "NothingToClaim": "no credited, unpaid final round in the list",

@@ -17,6 +17,7 @@ from web3.contract import Contract
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, WrongChain
 from client.chain.models import (
+    Appeal,
     Beacon,
     LedgerParams,
     NodeInfo,
@@ -146,6 +147,8 @@ class Ledger:
                 quorum=self._view("quorum"),
                 checkers=self._view("checkers"),
                 genesis=self._view("genesis"),
+                appeal_rounds=self._view("appealRounds"),
+                appeal_checkers=self._view("appealCheckers"),
             )
         return self._params
 
@@ -183,12 +186,45 @@ class Ledger:
         )
 
     def submission(self, round_: int, node: str) -> SubmissionInfo:
-        return self._submission(round_, node, self._view("submissionOf", round_, _address(node)))
+        """submissionOf, with its appeal (appealOf) when it was appealed."""
+        return self.submissions([(round_, node)])[0]
 
     def submissions(self, keys: list[tuple[int, str]], batch: int = 200) -> list[SubmissionInfo]:
-        """Returns submissionOf for many (round, node) pairs, in JSON-RPC batches of `batch`."""
+        """Returns submissionOf for many (round, node) pairs, in JSON-RPC batches of `batch`,
+        each with its appeal (appealOf, asked only for the appealed ones)."""
         values = self._batched("submissionOf", [(r, _address(n)) for r, n in keys], batch)
-        return [self._submission(r, n, v) for (r, n), v in zip(keys, values, strict=True)]
+        subs = [self._submission(r, n, v) for (r, n), v in zip(keys, values, strict=True)]
+        appealed = [i for i, s in enumerate(subs) if s.appealed]
+        if appealed:
+            calls = [(subs[i].round, subs[i].node) for i in appealed]
+            for i, v in zip(appealed, self._batched("appealOf", calls, batch), strict=True):
+                subs[i] = subs[i].model_copy(
+                    update={"appeal": self._appeal(subs[i].round, subs[i].node, v)}
+                )
+        return subs
+
+    def appeal_of(self, round_: int, node: str) -> Appeal | None:
+        """The appeal of `node`'s submission of `round_` (None when not appealed)."""
+        v = self._view("appealOf", round_, _address(node))
+        return self._appeal(round_, node, v) if v[0] else None
+
+    @staticmethod
+    def _appeal(round_: int, node: str, v: Any) -> Appeal:
+        return Appeal(
+            round=round_,
+            node=_address(node),
+            appeal_block=v[0],
+            beacon=v[1],
+            block=v[2],
+            ready=v[3],
+            drawn=v[4],
+            agree_seats=v[5],
+            dispute_seats=v[6],
+            unavailable_seats=v[7],
+            agrees=v[8],
+            disputes=v[9],
+            unavailable=v[10],
+        )
 
     def _batched(self, name: str, calls: list[tuple], batch: int) -> list[Any]:
         """Returns the answers of view `name` for each argument tuple, `batch` per request."""
@@ -224,6 +260,7 @@ class Ledger:
             settled=v[11],
             paid=v[12],
             snapshot_block=v[13],
+            appeal_block=v[14],
         )
 
     def round_info(self, round_: int) -> RoundInfo:
@@ -231,18 +268,32 @@ class Ledger:
         return RoundInfo(round=round_, total_credited=total, final=final)
 
     def has_attested(self, attester: str, round_: int, node: str) -> bool:
-        """Whether `attester` voted on the submission (attested or reported it unavailable)."""
+        """Whether `attester` voted on the submission (attested or reported it unavailable), on
+        the committee voting now (the appeal's once appealed)."""
         return self._view("hasAttested", _address(attester), round_, _address(node))
+
+    def vote_of(self, voter: str, round_: int, node: str) -> tuple[int, int, bool]:
+        """`voter`'s vote on each committee (0 none, 1 agreed, 2 disputed, 3 unavailable) and
+        whether it was judged (settleVotes)."""
+        first, appealed, settled = self._view("voteOf", _address(voter), round_, _address(node))
+        return first, appealed, settled
+
+    def votes_of(self, voters: list[str], round_: int, node: str) -> list[tuple[int, int, bool]]:
+        """vote_of for many voters of one submission, in one JSON-RPC batch."""
+        calls = [(_address(v), round_, _address(node)) for v in voters]
+        return [tuple(v) for v in self._batched("voteOf", calls, 200)]
 
     def is_checker(self, round_: int, node: str, checker: str) -> bool:
         """Whether `checker` is drawn to check `node`'s submission of `round_` (False while the
         submission's beacon is not ready)."""
         return self._view("isChecker", round_, _address(node), _address(checker))
 
-    def seats_of(self, round_: int, node: str, checker: str) -> int:
-        """The seats `checker` holds on the committee of `node`'s submission of `round_`: its
-        vote counts that many times (0: not drawn, or the beacon is not ready)."""
-        return self._view("seatsOf", round_, _address(node), _address(checker))
+    def seats_of(self, round_: int, node: str, checker: str, appeal: bool = False) -> int:
+        """The seats `checker` holds on the committee of `node`'s submission of `round_` (its
+        appeal's with `appeal`): its vote counts that many times (0: not drawn, or the beacon is
+        not ready)."""
+        name = "appealSeatsOf" if appeal else "seatsOf"
+        return self._view(name, round_, _address(node), _address(checker))
 
     def stake_at(self, node: str, block: int) -> int:
         """`node`'s active stake at the end of `block` (what that block's submissions draw on)."""
@@ -340,6 +391,14 @@ class Ledger:
 
     def settle(self, round_: int, node: str) -> TxResult:
         return self._send("settle", round_, _address(node))
+
+    def appeal(self, round_: int) -> TxResult:
+        """Appeals the verdict on our own submission of `round_` to a larger committee."""
+        return self._send("appeal", round_)
+
+    def settle_votes(self, round_: int, node: str, voters: list[str]) -> TxResult:
+        """Judges the listed voters' votes on `node`'s submission by its final verdict."""
+        return self._send("settleVotes", round_, _address(node), [_address(v) for v in voters])
 
     def fund(self, amount: int) -> TxResult:
         return self._send("fund", value=amount)

@@ -18,7 +18,10 @@ class LedgerParams(ChainModel):
 
     The round formulas live here once (they mirror SwarmLedger.sol): round r runs from
     genesis + r * round_length; its batches are accepted until round r + submit_rounds and
-    attested until round r + submit_rounds + challenge_rounds; after that its credit is final.
+    attested until round r + submit_rounds + challenge_rounds (the close); a batch not credited
+    by then may be appealed by its producer in the appeal rounds after the close but the last,
+    and the appeal's committee votes until close + appeal_rounds; after that the round's credit
+    is final, and its votes are judged (settleVotes) for challenge_rounds more rounds.
     """
 
     round_length: int = Field(gt=0)
@@ -33,6 +36,8 @@ class LedgerParams(ChainModel):
     quorum: int = Field(ge=1)
     checkers: int = Field(ge=1)
     genesis: int
+    appeal_rounds: int = Field(2, ge=2)
+    appeal_checkers: int = Field(40, ge=1)
 
     def round_at(self, t: float) -> int:
         """Returns the round at unix time t (currentRound() at a block of that timestamp)."""
@@ -45,13 +50,36 @@ class LedgerParams(ChainModel):
         """Whether a batch of `round_` is still accepted in round `current`."""
         return round_ <= current <= round_ + self.submit_rounds
 
+    def close(self, round_: int) -> int:
+        """The last round in which the first committee of a batch of `round_` votes."""
+        return round_ + self.submit_rounds + self.challenge_rounds
+
+    def final_after(self, round_: int) -> int:
+        """The last round in which a batch of `round_` is voted on (its appeal's committee)."""
+        return self.close(round_) + self.appeal_rounds
+
     def attest_open(self, round_: int, current: int) -> bool:
-        """Whether a submission of `round_` can still be attested in round `current`."""
-        return current <= round_ + self.submit_rounds + self.challenge_rounds
+        """Whether the first committee of a submission of `round_` can still vote in `current`."""
+        return current <= self.close(round_)
+
+    def appeal_open(self, round_: int, current: int) -> bool:
+        """Whether a producer may appeal its batch of `round_` in round `current`."""
+        return self.close(round_) < current < self.final_after(round_)
+
+    def vote_open(self, round_: int, current: int, appealed: bool) -> bool:
+        """Whether the committee voting now on a batch of `round_` (the appeal's once
+        `appealed`) can still vote in `current`."""
+        return current <= (self.final_after(round_) if appealed else self.close(round_))
 
     def is_final(self, round_: int, current: int) -> bool:
         """Whether the credit of `round_` is final (settle and claim accept it) in `current`."""
-        return not self.attest_open(round_, current)
+        return current > self.final_after(round_)
+
+    def votes_judged_open(self, round_: int, current: int) -> bool:
+        """Whether the votes on a batch of `round_` can be judged (settleVotes) in `current`."""
+        return self.is_final(round_, current) and current <= (
+            self.final_after(round_) + self.challenge_rounds
+        )
 
 
 class NodeInfo(ChainModel):
@@ -70,9 +98,40 @@ class NodeInfo(ChainModel):
     backing: int = 0  # of those, the ones made before its last unstake request: withdraw waits
 
 
-class SubmissionInfo(ChainModel):
-    """One submission: the batch digest, its claims (score, learning signal), its checkers'
-    votes and the outcome. `credited` is the signal it earns (0 until the quorum agreed)."""
+class Tally(ChainModel):
+    """One committee's votes: seats (a vote counts once per seat its checker holds) and
+    distinct checkers on each side."""
+
+    agree_seats: int
+    dispute_seats: int
+    unavailable_seats: int
+    agrees: int
+    disputes: int
+    unavailable: int
+
+
+class Appeal(Tally):
+    """A producer's appeal of its submission: its block, the beacon that draws the appeal's
+    committee (the hash of the next block; stored by the first vote or drawBeacon, it lapses
+    like the first one) and that committee's votes, which decide the submission's credit."""
+
+    round: int
+    node: str
+    appeal_block: int
+    beacon: int
+    block: int
+    ready: bool
+    drawn: bool
+
+    def lapsed(self, head: int) -> bool:
+        """Whether nobody stored its beacon while the EVM knew its block's hash."""
+        return not self.drawn and self.block > 0 and head > self.block + BLOCKHASH_WINDOW
+
+
+class SubmissionInfo(Tally):
+    """One submission: the batch digest, its claims (score, learning signal), its first
+    committee's votes (the tally fields), its appeal's, and the outcome. `credited` is the
+    signal it earns (0 until the deciding committee's quorum agreed)."""
 
     round: int
     node: str
@@ -90,10 +149,16 @@ class SubmissionInfo(ChainModel):
     settled: bool
     paid: int
     snapshot_block: int  # its block: the committee is drawn from the stakes as of it
+    appeal_block: int = 0  # the block of its producer's appeal (0: not appealed)
+    appeal: Appeal | None = None  # the appeal's committee and votes, once appealed
 
     @property
     def exists(self) -> bool:
         return self.rollouts > 0
+
+    @property
+    def appealed(self) -> bool:
+        return self.appeal_block > 0
 
     @property
     def attestations(self) -> int:
@@ -106,8 +171,16 @@ class SubmissionInfo(ChainModel):
         return self.agrees + self.disputes + self.unavailable
 
     @property
+    def deciding(self) -> Tally:
+        """The votes that decide its credit: the appeal committee's once appealed."""
+        if self.appeal is not None:
+            return self.appeal
+        return self
+
+    @property
     def disputed(self) -> bool:
-        return self.dispute_seats > self.agree_seats
+        """More of the deciding committee's seats disputed it than agreed (slashed at settle)."""
+        return self.deciding.dispute_seats > self.deciding.agree_seats
 
     def why_not_credited(self, quorum: int) -> str | None:
         """Why the submission earns nothing now, in words (None when it earns)."""
@@ -115,13 +188,14 @@ class SubmissionInfo(ChainModel):
             return None
         if self.signal == 0:
             return "no learning signal claimed (every group all-correct or all-wrong)"
-        problems = []
-        if self.agrees < quorum:
-            problems.append(f"{self.agrees} of {quorum} agreeing checkers")
-        against = self.dispute_seats + self.unavailable_seats
-        if self.agree_seats < against:
+        t, problems = self.deciding, []
+        where = " on appeal" if self.appeal is not None else ""
+        if t.agrees < quorum:
+            problems.append(f"{t.agrees} of {quorum} agreeing checkers{where}")
+        against = t.dispute_seats + t.unavailable_seats
+        if t.agree_seats < against:
             problems.append(
-                f"{self.agree_seats} agreeing seats below {against} disputing + unavailable"
+                f"{t.agree_seats} agreeing seats below {against} disputing + unavailable{where}"
             )
         return "; ".join(problems) or "not credited"
 

@@ -51,6 +51,8 @@ def _submission_json(sub: SubmissionInfo) -> dict:
         "dispute_seats": sub.dispute_seats,
         "unavailable_seats": sub.unavailable_seats,
         "snapshot_block": sub.snapshot_block,
+        "appeal_block": sub.appeal_block,
+        "appeal": sub.appeal.model_dump(exclude={"round", "node"}) if sub.appeal else None,
         "settled": sub.settled,
         "paid": sub.paid,
     }
@@ -138,6 +140,7 @@ def submission(
                 "quorum": report.quorum,
                 "checkers": report.checkers,
                 "seats": report.seats,
+                "appeal_seats": report.appeal_seats,
                 "beacon_ready": report.beacon_ready,
                 "why_not_credited": report.why_not_credited,
                 "attestation_list": [
@@ -151,13 +154,16 @@ def submission(
         out.print(f"no submission of {address} in round {number}")
         return
     out.print(_submissions_table(f"round {number}", [report.submission]))
-    voted = {a.attester.lower() for a in report.attestations}
+    voted = {a.attester.lower() for a in report.attestations if a.committee == "first"}
+    appealed = report.submission.appeal_block > 0
     table = Table(title=f"votes (quorum {report.quorum} agreeing)")
-    for column in ("checker", "vote", "score", "signal", "findings", "block", "tx"):
+    columns = ("checker", "committee", "vote", "score", "signal", "findings", "block", "tx")
+    for column in columns if appealed else (c for c in columns if c != "committee"):
         table.add_column(column)
     for a in report.attestations:
         table.add_row(
             a.attester,
+            *([a.committee] if appealed else []),
             {"agree": "agrees", "dispute": "[red]DISPUTES[/]"}.get(
                 a.vote, "[yellow]unavailable[/]"
             ),
@@ -178,6 +184,20 @@ def submission(
             f"checkers drawn: {len(report.checkers)} holding {sum(report.seats.values())} "
             f"of {report.seats_total} seats; voted: {len(voted)}"
             + (f"; not voted yet: {', '.join(silent)}" if silent else "")
+        )
+    if appealed:
+        appeal = report.submission.appeal
+        on_appeal = {a.attester.lower() for a in report.attestations if a.committee == "appeal"}
+        out.print(
+            f"appealed in block {report.submission.appeal_block}: its committee decides"
+            + (
+                f"; drawn: {len(report.appeal_seats)} holding "
+                f"{sum(report.appeal_seats.values())} of {report.appeal_seats_total} seats; "
+                f"voted: {len(on_appeal)} ({appeal.agree_seats} agreeing seats, "
+                f"{appeal.dispute_seats} disputing, {appeal.unavailable_seats} unavailable)"
+                if appeal is not None and appeal.ready
+                else " (its beacon is not known yet)"
+            )
         )
     if report.why_not_credited:
         state = "earns nothing" if report.final else "earns nothing yet"

@@ -137,8 +137,18 @@ def info(
     table.add_row("submission window", f"{w} rounds (a batch of round r until round r + {w})")
     table.add_row(
         "challenge window",
-        f"{params.challenge_rounds} rounds after it (final after round "
+        f"{params.challenge_rounds} rounds after it (its first committee votes until round "
         f"r + {params.submit_rounds + params.challenge_rounds})",
+    )
+    table.add_row(
+        "appeal window",
+        f"{params.appeal_rounds} rounds after it (a batch not credited is appealed in all but "
+        f"the last; final after round r + {params.final_after(0)})",
+    )
+    table.add_row(
+        "committees",
+        f"{params.checkers} seat trials per node (quorum {params.quorum}); an appeal's "
+        f"{params.appeal_checkers}",
     )
     table.add_row("reward per round", ether(params.reward_per_round))
     table.add_row("slash", f"{params.slash_bps / 100:.2f}% of stake")

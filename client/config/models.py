@@ -205,11 +205,13 @@ class StoreSection(Section):
     )
 
 
-def least_unbonding_s(round_length_s: int, submit_rounds: int, challenge_rounds: int) -> int:
-    """The contract's rule: stake that backed a submission (made as early as its round) stays
-    until the submission and challenge windows and a settlement period as long as the challenge
-    window have passed."""
-    return (submit_rounds + 2 * challenge_rounds + 1) * round_length_s
+def least_unbonding_s(
+    round_length_s: int, submit_rounds: int, challenge_rounds: int, appeal_rounds: int
+) -> int:
+    """The contract's rule: stake that backed a submission or a vote (made as early as its
+    round) stays until the submission, challenge and appeal windows and a settlement period as
+    long as the challenge window (in which votes are judged) have passed."""
+    return (submit_rounds + 2 * challenge_rounds + appeal_rounds + 1) * round_length_s
 
 
 class LedgerSection(Section):
@@ -245,10 +247,28 @@ class LedgerSection(Section):
         "each won with its share of stake as of the submission; a vote counts once per seat); "
         "at least quorum",
     )
+    appeal_rounds: int = Field(
+        2,
+        ge=2,
+        le=10_000,
+        description="rounds after the challenge window in which a producer appeals a batch "
+        "that was not credited (all but the last) and the appeal's committee votes; a round is "
+        "final after them",
+    )
+    appeal_checkers: int = Field(
+        40,
+        ge=1,
+        le=255,
+        description="seat trials per node on an appeal's committee (drawn afresh, from the same "
+        "stake snapshot): larger than checkers, so a verdict a minority won by a small draw's "
+        "luck does not survive it; at least quorum",
+    )
 
     def least_unbonding_s(self) -> int:
         """Returns the shortest unbonding period the contract accepts for these windows."""
-        return least_unbonding_s(self.round_length_s, self.submit_rounds, self.challenge_rounds)
+        return least_unbonding_s(
+            self.round_length_s, self.submit_rounds, self.challenge_rounds, self.appeal_rounds
+        )
 
     @model_validator(mode="after")
     def _slashable_until_settled(self) -> LedgerSection:
@@ -258,7 +278,8 @@ class LedgerSection(Section):
         if self.unbonding_period_s < least:
             raise ValueError(
                 f"unbonding_period_s ({self.unbonding_period_s}) must be at least "
-                f"(submit_rounds + 2 * challenge_rounds + 1) * round_length_s = {least}"
+                "(submit_rounds + 2 * challenge_rounds + appeal_rounds + 1) * round_length_s "
+                f"= {least}"
             )
         if self.min_stake < 10**9 or self.min_stake >= 2**96:
             raise ValueError("min_stake must be between 1 gwei and 2^96 wei")
@@ -266,6 +287,11 @@ class LedgerSection(Section):
             raise ValueError(
                 f"checkers ({self.checkers}) must be at least quorum ({self.quorum}): a batch "
                 "could never reach its quorum"
+            )
+        if self.appeal_checkers < self.quorum:
+            raise ValueError(
+                f"appeal_checkers ({self.appeal_checkers}) must be at least quorum "
+                f"({self.quorum}): an appeal could never reach its quorum"
             )
         return self
 
@@ -435,7 +461,16 @@ class DevnetSection(Section):
         description="adversary nodes added beside the honest ones, each running one strategy "
         "for farming credit or denying it to others (client.devnet.adversary): free-claim, "
         "answer-farmer, mixed-farmer, withholder, copycat, colluders (a pair), cartel (three "
-        "vouching for each other), griefer, or all",
+        "vouching for each other), griefer, whale (a griefer holding whale_share of all "
+        "stake), or all (every strategy but the whale, whose stake would change the others' "
+        "world)",
+    )
+    whale_share: float = Field(
+        0.10,
+        gt=0,
+        lt=0.5,
+        description="the share of all active stake a whale adversary registers with (each "
+        "whale alike; at least [ledger].min_stake, so a small devnet's whale may hold more)",
     )
 
     @field_validator("adversaries")

@@ -19,6 +19,7 @@ class Role(StrEnum):
     COLLUDER = "colluder"
     CARTEL = "cartel"
     GRIEFER = "griefer"
+    WHALE = "whale"  # a griefer with [devnet].whale_share of all stake
 
 
 HONEST = Role.HONEST
@@ -36,6 +37,7 @@ CHOICES = (
     "colluders",
     "cartel",
     "griefer",
+    "whale",
     "all",
 )
 SINGLE = ("free-claim", "answer-farmer", "mixed-farmer", "withholder", "copycat", "griefer")

@@ -20,9 +20,13 @@ what the honest nodes did about it.
   cartel         a colluder whose partners are all the other cartel members (`--adversary
                  cartel` adds roles.CARTEL = 3): each free claim can gather the devnet's quorum
                  of agreeing votes, so only the honest checkers' unavailable votes stop it
-  griefer        submits nothing; disputes (attests 0, finding "generation") every peer
-                 submission the beacon draws it to check, without fetching it: the attack on
-                 honest nodes' credit that staking alone allows
+  griefer        submits nothing; disputes (attests score 0 and a signal off the claim, finding
+                 "generation") every peer submission the beacon draws it to check, without
+                 fetching it, and again on its appeal's committee when drawn there: the attack
+                 on honest nodes' credit that staking alone allows
+  whale          a griefer registered with `[devnet].whale_share` of all stake (issue 40's one
+                 address with a tenth of stake): its seats, not its stake, count, and the
+                 appeals that honest producers file overturn what it wins by a draw's luck
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -119,7 +123,8 @@ class Adversary:
         self.limits = BatchLimits(max_bytes=cfg.store.max_batch_bytes)
         self.submitted: set[int] = set()  # rounds we submitted (or gave up on)
         self.vouched: set[tuple[int, str]] = set()  # (round, partner) claims we looked at
-        self.griefed: set[tuple[int, str]] = set()  # (round, node) submissions we looked at
+        self.griefed: set[tuple[int, str, bool]] = set()  # (round, node, appeal) looked at
+        self.appealed: set[tuple[int, str]] = set()  # others' appealed submissions
         self.copied: set[str] = set()  # digests we copied (or tried to)
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
@@ -150,7 +155,7 @@ class Adversary:
     def step(self, current: int) -> None:
         if self.strategy == "copycat":
             self.copy(current)
-        elif self.strategy == "griefer":
+        elif self.strategy in ("griefer", "whale"):
             self.grief(current)
         elif current not in self.submitted:
             self.submitted.add(current)
@@ -283,22 +288,43 @@ class Adversary:
 
     def grief(self, current: int) -> None:
         """Disputes every peer submission still open to attestation that the beacon draws us
-        to check: attests score 0, signal 0 and the generation finding, fetching nothing."""
-        self._watch(max(0, current - self.params.submit_rounds - self.params.challenge_rounds))
+        to check: attests score 0, a signal one unit off the claim and the generation finding,
+        fetching nothing; and once more on an appealed one's committee, when drawn there."""
+        self._watch(
+            max(
+                0,
+                current
+                - self.params.submit_rounds
+                - self.params.challenge_rounds
+                - self.params.appeal_rounds,
+            )
+        )
         for round_, node in [key for keys in self.seen.values() for key in keys]:
-            if (round_, node) in self.griefed or not self.ledger.beacon(round_, node).ready:
+            appeal = (round_, node) in self.appealed
+            if (round_, node, appeal) in self.griefed:
                 continue
-            self.griefed.add((round_, node))
-            if not self.ledger.is_checker(round_, node, self.address):
+            if appeal:
+                found = self.ledger.appeal_of(round_, node)
+                if found is None or not found.ready:
+                    continue
+            elif not self.ledger.beacon(round_, node).ready:
                 continue
+            self.griefed.add((round_, node, appeal))
+            if not self.ledger.seats_of(round_, node, self.address, appeal):
+                continue
+            claim = self.ledger.submission(round_, node)
+            # a signal off the claim by one unit: a dispute whatever was claimed (zeros would
+            # agree with a batch that claims nothing)
+            signal = claim.signal + 1 if claim.signal < claim.rollouts * SCORE_SCALE else 0
             try:
-                tx = self.ledger.attest(round_, node, 0, 0, GENERATION)
+                tx = self.ledger.attest(round_, node, 0, signal, GENERATION)
             except ChainError as exc:  # e.g. the window closed meanwhile
                 log.info("griefer: could not dispute %s's round %s: %s", node, round_, exc)
                 continue
             self.events.emit(
                 Event.ADVERSARY_MOVE,
-                f"griefer: disputed {node}'s batch of round {round_} without fetching it",
+                f"{self.strategy}: disputed {node}'s batch of round {round_} without fetching "
+                "it" + (" (its appeal)" if appeal else ""),
                 round=round_,
                 move="dispute",
                 node=node,
@@ -310,9 +336,13 @@ class Adversary:
     def _watch(self, first: int) -> None:
         """Adds the others' new `Submitted` events to `seen` and forgets rounds before `first`."""
         mine = self.address.lower()
-        for event in self.reader.poll(self.cursor, ["Submitted"]):  # new ones only
+        for event in self.reader.poll(self.cursor, ["Submitted", "Appealed"]):  # new ones only
             node = event.args["node"].lower()
-            if node != mine:
+            if node == mine:
+                continue
+            if event.name == "Appealed":
+                self.appealed.add((event.args["round"], node))
+            else:
                 self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
         self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
 

@@ -102,6 +102,12 @@ def apply_options(
             f"{total} nodes (every node holds a seat on every batch but once in a million)"
         )
         changes["ledger"] = {**changes.get("ledger", {}), "checkers": seats}
+    if cfg.ledger.appeal_checkers < seats:
+        notes.append(
+            f"[ledger].appeal_checkers {cfg.ledger.appeal_checkers} raised to {seats} (an "
+            "appeal's committee is at least the first's)"
+        )
+        changes["ledger"] = {**changes.get("ledger", {}), "appeal_checkers": seats}
     return (with_sections(cfg, **changes) if changes else cfg), notes
 
 

@@ -11,6 +11,7 @@ Dev accounts come from anvil's public test mnemonic: devnet use only.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import sys
@@ -103,7 +104,8 @@ def provision(
     """Deploys and funds the ledger, creates and registers the nodes, writes the configs.
 
     `nodes` honest nodes come first, then one node per strategy in `adversaries` (expanded:
-    client.config.roles), registered and staked alike. `ipfs_api` is one daemon all nodes
+    client.config.roles), registered and staked alike (2 x minStake), but for a whale, which
+    registers with `[devnet].whale_share` of all active stake. `ipfs_api` is one daemon all nodes
     share, or one per node (node i uses the i-th; the swarm's devnet.toml names the first).
     `node_sections(i)` may change sections of node i's config (e.g. its policy seed)."""
     if problem := quorum_problem(cfg, nodes):
@@ -159,6 +161,11 @@ def provision(
 
     node_configs, addresses = [], []
     stake = 2 * cfg.ledger.min_stake
+    whales = roles.count(Role.WHALE)
+    share = cfg.devnet.whale_share
+    # each whale holds `share` of all active stake: w = share * (others + whales * w)
+    others = (nodes - whales) * stake
+    whale_stake = max(cfg.ledger.min_stake, math.ceil(share * others / (1 - share * whales)))
     for i in range(nodes):
         node_dir = data_dir / f"node-{i}"
         keystore = DataDir(node_dir).keystore
@@ -185,7 +192,10 @@ def provision(
             node_cfg = with_sections(node_cfg, **overrides)
         node_ledger = Ledger(w3, ledger.address, account=account)
         if not node_ledger.node_info(account.address).registered:
-            node_ledger.register(node_metadata(node_cfg, open_store(node_cfg.store)), stake)
+            whale = roles[i] == Role.WHALE
+            node_ledger.register(
+                node_metadata(node_cfg, open_store(node_cfg.store)), whale_stake if whale else stake
+            )
         path = DataDir(node_dir).config
         path.write_text(dump_toml(node_cfg, f"{HEADER}\nNode {i}: {account.address}."))
         node_configs.append(path)

@@ -173,6 +173,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         store_cfg=cfg.store,
         sapo=cfg.sapo,
         metadata=lambda peer: node_metadata(cfg, peer=peer),
+        reader=EventReader(ledger, chunk_blocks=cfg.chain.log_chunk_blocks),
     )
     reader = EventReader(
         ledger, chunk_blocks=cfg.chain.log_chunk_blocks, start_block=cfg.chain.ledger_deploy_block

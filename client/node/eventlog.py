@@ -80,6 +80,8 @@ class Event(StrEnum):
     ROUND_PINNED = "round.pinned"
     ROUND_SUBMITTED = "round.submitted"
     ROUND_SETTLED = "round.settled"  # we settled a final submission (ours, or one we disputed)
+    ROUND_APPEALED = "round.appealed"  # we appealed our batch's verdict (or chose not to)
+    VOTES_SETTLED = "votes.settled"  # we had the votes that lost against a verdict judged
     SUBMIT_DROPPED = "submit.dropped"
     PEER_VERIFIED = "peer.verified"
     PEER_BAD = "peer.bad"

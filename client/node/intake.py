@@ -25,7 +25,10 @@ withheld), since a producer that withholds its openings would otherwise forge un
 rounds at no risk. A drawn checker
 queues the storing of the submission's beacon (sent only if nobody stored it half a window on):
 a beacon nobody stored while the EVM knew its block hash lapses, and its batch can no longer be
-checked.
+checked. A batch its producer appealed (its `Appealed` event, journaled) is voted on again by
+the appeal's committee, drawn afresh until the appeal rounds end: drawn on it, this node votes
+a second time (what it found already, or a fetch and a proof of the same openings if it had not
+checked the batch), under the outbox key `appeal-vote:ROUND:NODE`.
 
 Nothing assumes that the producer and this node share an IPFS daemon: before fetching a batch it
 dials the producer's IPFS node at the addresses of its on-chain metadata (checked by
@@ -143,8 +146,11 @@ class Intake(Stage):
         self._pool: ThreadPoolExecutor | None = None  # while run() runs
         self._inflight: dict[tuple[int, str], tuple[PeerSubmission, Future]] = {}
         self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
-        self._draws: dict[tuple[int, str], bool] = {}  # (round, node) -> drawn to check it
+        # (round, node, appealed) -> drawn on the committee voting now (the appeal's, once
+        # appealed)
+        self._draws: dict[tuple[int, str, bool], bool] = {}
         self._beacons: dict[tuple[int, str], int] = {}  # (round, node) -> its beacon, once known
+        self._appeals: set[tuple[int, str]] = set()  # peers' appealed batches, still voted on
         self._proven: set[tuple[int, str]] = set()  # drawn batches whose generation we checked
         self._unready: set[tuple[int, str]] = set()  # beacons not known yet, this poll
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
@@ -170,9 +176,10 @@ class Intake(Stage):
             self.health.chain(False, str(exc))
             return
         current = self.current_round()
+        self._appeals = self.journal.peers.appealed(self._first(current))
         if current != self._budget_round:
             self._budget_round, self._fetched, self._duties, self._attested = current, 0, 0, 0
-            first = current - self.params.submit_rounds - self.params.challenge_rounds
+            first = self._first(current)
             self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
             self._beacons = {k: v for k, v in self._beacons.items() if k[0] >= first}
             self._proven = {k for k in self._proven if k[0] >= first}
@@ -207,14 +214,36 @@ class Intake(Stage):
         if queued:
             self.wake_publisher.set()
 
+    def _first(self, current: int) -> int:
+        """The oldest round whose batches may still be voted on (by an appeal's committee)."""
+        return max(
+            0,
+            current
+            - self.params.submit_rounds
+            - self.params.challenge_rounds
+            - self.params.appeal_rounds,
+        )
+
+    def _appealed(self, sub: PeerSubmission) -> bool:
+        return (sub.round, sub.node) in self._appeals
+
+    def _vote_key(self, sub: PeerSubmission) -> str:
+        """The outbox key of our vote on the committee voting now on `sub`."""
+        stage = "appeal-vote" if self._appealed(sub) else "attest"
+        return f"{stage}:{sub.round}:{sub.node}"
+
+    def _open(self, sub: PeerSubmission, current: int) -> bool:
+        """Whether the committee voting now on `sub` still votes in `current`."""
+        return self.params.vote_open(sub.round, current, self._appealed(sub))
+
     def vote(self, current: int) -> bool:
         """Queues this node's votes as a drawn checker on the batches it has a verdict for:
         an attestation of what it recomputed, or "unavailable" once `[sapo].unavailable_after`
-        fetches in a row found the batch nowhere. Returns whether anything was queued."""
-        first = current - self.params.submit_rounds - self.params.challenge_rounds
+        fetches in a row found the batch nowhere; on an appealed batch, its vote on the
+        appeal's committee when drawn there. Returns whether anything was queued."""
         queued = False
-        for sub in self.journal.peers.peer_submissions(max(0, first)):
-            key = f"attest:{sub.round}:{sub.node}"
+        for sub in self.journal.peers.peer_submissions(self._first(current)):
+            key = self._vote_key(sub)
             if self._attested >= self.sapo.attest_budget:
                 break
             basis = self.journal.peers.vote_basis(sub.round, sub.node)
@@ -222,7 +251,7 @@ class Intake(Stage):
                 continue
             if self._unproven(sub, basis["verdict"]):
                 continue  # fetched for learning before we were drawn: its proof comes first
-            if not self.params.attest_open(sub.round, self.current_round()):
+            if not self._open(sub, self.current_round()):
                 continue
             if basis["verdict"] == Verdict.UNAVAILABLE:
                 if basis["failures"] < self.sapo.unavailable_after:
@@ -241,6 +270,8 @@ class Intake(Stage):
                 }
             if not self.drawn(sub):
                 continue
+            if self._appealed(sub):
+                payload["appeal"] = True  # its window: the appeal rounds
             self._attested += 1
             queued |= self.journal.enqueue(key, kind, sub.round, payload)
             if kind == OutboxKind.ATTEST and (
@@ -260,7 +291,7 @@ class Intake(Stage):
         """Whether our vote on `sub` is queued or sent: a batch voted unavailable is not fetched
         again (a vote is final on chain, and a retry's time-outs would hold up the fetches of
         batches still owed a vote: attack-table run 6)."""
-        return self.journal.outbox(f"attest:{sub.round}:{sub.node}") is not None
+        return self.journal.outbox(self._vote_key(sub)) is not None
 
     def _unproven(self, sub: PeerSubmission, verdict: str | None) -> bool:
         """Whether we are drawn to check `sub` and verified it (`verdict`, journaled), but have
@@ -274,33 +305,40 @@ class Intake(Stage):
         )
 
     def drawn(self, sub: PeerSubmission) -> bool:
-        """Whether the submission's beacon gave this node a seat on its committee, asked once
-        the beacon is known (`seatsOf`: from the stakes as of the submission's block, so it
-        never changes afterwards). False while the beacon is not known yet, and for good once it
-        lapsed (nobody stored it while the EVM knew its block's hash: the ledger never draws it
-        again). Drawn, and the beacon not stored yet, we queue its storing (`OutboxKind.DRAW`,
-        sent only if nobody has stored it half a window on), so that our vote cannot lapse."""
-        key = (sub.round, sub.node)
+        """Whether the beacon of the committee voting now on the submission (the appeal's once
+        appealed) gave this node a seat on it, asked once that beacon is known (`seatsOf`,
+        `appealSeatsOf`: from the stakes as of the submission's block, so it never changes
+        afterwards). False while the beacon is not known yet, and for good once it lapsed
+        (nobody stored it while the EVM knew its block's hash: the ledger never draws it again).
+        Drawn, and the beacon not stored yet, we queue its storing (`OutboxKind.DRAW`, sent only
+        if nobody has stored it half a window on), so that our vote cannot lapse. The first
+        beacon, which draws the openings of both committees, is kept for the proof."""
+        appealed = self._appealed(sub)
+        key = (sub.round, sub.node, appealed)
         if key in self._draws:
             return self._draws[key]
         if key in self._unready:  # asked already in this poll
             return False
-        beacon = self.ledger.beacon(sub.round, sub.node)
+        beacon = self.ledger.appeal_of(sub.round, sub.node) if appealed else None
+        if beacon is None:
+            beacon = self.ledger.beacon(sub.round, sub.node)
         if not beacon.ready:
             self._unready.add(key)
             if beacon.lapsed(self.reader.head()):
                 self._draws[key] = False
             return False
-        self._beacons[key] = beacon.beacon
+        if (sub.round, sub.node) not in self._beacons:
+            first = beacon if not appealed else self.ledger.beacon(sub.round, sub.node)
+            self._beacons[(sub.round, sub.node)] = first.beacon
         # Fixed once the beacon is known (our stake falling below minStake aside: the ledger
         # then refuses the vote with StakeTooLow and the outbox drops it).
-        self._draws[key] = self.ledger.seats_of(sub.round, sub.node, self.me) > 0
+        self._draws[key] = self.ledger.seats_of(sub.round, sub.node, self.me, appealed) > 0
         if self._draws[key] and not beacon.drawn:
             self.journal.enqueue(
-                f"draw:{sub.round}:{sub.node}",
+                f"draw:{sub.round}:{sub.node}" + (":appeal" if appealed else ""),
                 OutboxKind.DRAW,
                 sub.round,
-                {"node": sub.node, "block": beacon.block},
+                {"node": sub.node, "block": beacon.block} | ({"appeal": True} if appealed else {}),
             )
         return self._draws[key]
 
@@ -311,12 +349,16 @@ class Intake(Stage):
         head = self.reader.head()
         if head < start:
             return
-        subs, attesters = [], []
-        for e in self.reader.read(["Submitted", "Attested"], from_block=start, to_block=head):
+        subs, attesters, appeals = [], [], []
+        names = ["Submitted", "Attested", "Appealed"]
+        for e in self.reader.read(names, from_block=start, to_block=head):
             node = e.args["node"].lower()
             if e.name == "Attested":
                 if e.args["agrees"]:  # a source: it fetched the batch and found it valid
                     attesters.append((e.args["round"], node, e.args["attester"].lower()))
+            elif e.name == "Appealed":
+                if node != self.me:
+                    appeals.append((e.args["round"], node, e.args["beaconBlock"] - 1))
             elif node != self.me:
                 subs.append(
                     PeerSubmission(
@@ -328,18 +370,18 @@ class Intake(Stage):
                         e.args["signal"],
                     )
                 )
-        self.journal.peers.discovered(subs, head + 1, attesters)
+        self.journal.peers.discovered(subs, head + 1, attesters, appeals)
 
     def _candidates(self, current: int) -> list[PeerSubmission]:
         """Peers' batches still open to attestation and not settled here: those we are drawn to
         check first, oldest round first (their votes close first), then the others newest round
         first; within a round in an order peers cannot predict (seeded by us and the round)."""
-        first = current - self.params.submit_rounds - self.params.challenge_rounds
         now = time.monotonic()
         fresh = [
             s
-            for s in self.journal.peers.peer_submissions(max(0, first))
-            if (
+            for s in self.journal.peers.peer_submissions(self._first(current))
+            if self._open(s, current)
+            and (
                 (verdict := self.journal.peers.peer_verdict(s.round, s.node))
                 in (None, Verdict.UNAVAILABLE)
                 or self._unproven(s, verdict)
@@ -358,7 +400,8 @@ class Intake(Stage):
         verifies right here."""
         sources = self.sources(sub)
         key = (sub.round, sub.node)
-        beacon = self._beacons.get(key) if self.prover and self._draws.get(key) else None
+        drawn = self._draws.get((sub.round, sub.node, self._appealed(sub)))
+        beacon = self._beacons.get(key) if self.prover and drawn else None
         if self._pool is None:
             self._checked(sub, *self._fetch(sub, sources, self.store, beacon))
         else:

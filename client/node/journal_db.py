@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-VERSION = 4  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
+VERSION = 5  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
 # (4: the outbox kinds `draw` and `settle` replace `rearm`, for a ledger without rearmBeacon)
 
 SCHEMA = """
@@ -84,6 +84,12 @@ CREATE TABLE IF NOT EXISTS peer_attesters (  -- who agreed with a peer's batch: 
     node TEXT NOT NULL,
     attester TEXT NOT NULL,
     PRIMARY KEY (round, node, attester)
+);
+CREATE TABLE IF NOT EXISTS peer_appeals (  -- peers' batches their producers appealed
+    round INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    appeal_block INTEGER NOT NULL,
+    PRIMARY KEY (round, node)
 );
 CREATE TABLE IF NOT EXISTS used_items (
     round INTEGER NOT NULL,

@@ -53,15 +53,18 @@ class PeerBook:
         subs: list[PeerSubmission],
         next_block: int,
         attesters: list[tuple[int, str, str]] = (),
+        appeals: list[tuple[int, str, int]] = (),
     ) -> None:
-        """Records peers' submissions, who agreed with which batch (round, node, attester), and
-        where the event scan goes on, in one transaction."""
+        """Records peers' submissions, who agreed with which batch (round, node, attester),
+        which batches their producers appealed (round, node, appeal block), and where the event
+        scan goes on, in one transaction."""
         with self._db.tx() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?, ?)",
                 [(s.round, s.node, s.digest, s.rollouts, s.score, s.signal) for s in subs],
             )
             db.executemany("INSERT OR IGNORE INTO peer_attesters VALUES (?, ?, ?)", attesters)
+            db.executemany("INSERT OR IGNORE INTO peer_appeals VALUES (?, ?, ?)", appeals)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('event_cursor', ?)", (str(next_block),))
 
     def event_cursor(self) -> int | None:
@@ -74,6 +77,11 @@ class PeerBook:
             "SELECT * FROM peer_submissions WHERE round >= ? ORDER BY round, node", first_round
         )
         return [PeerSubmission(*r) for r in rows]
+
+    def appealed(self, first_round: int) -> set[tuple[int, str]]:
+        """The (round, node) of peers' appealed batches from `first_round` on."""
+        rows = self._db.all("SELECT round, node FROM peer_appeals WHERE round >= ?", first_round)
+        return {(r, n) for r, n in rows}
 
     def attesters(self, round_: int, node: str) -> list[str]:
         """Returns who agreed with a node's batch of a round (they fetched it: it may be there)."""

@@ -15,6 +15,14 @@ can be fetched but whose openings cannot is disputed (withheld) and slashed. If 
 stored the beacon DRAW_AFTER_BLOCKS after its block, the publisher stores it (`drawBeacon`), for
 its own batch and for those its node is drawn to check: a beacon nobody stores within the EVM's
 256-block window lapses, and its batch can no longer be checked.
+Once the first committee's window closes, a batch of ours that it did not credit is appealed
+(`appeal`) if our own re-check of the batch, the checkers' verification run on the bytes we
+pinned, agrees with what we claimed: a verdict a large holder won by the luck of a small draw,
+or that checkers who never voted left uncredited, goes to a larger committee drawn afresh; a
+batch whose re-check disagrees is not appealed (a lost appeal slashes twice). Once a round is
+final, settling a submission (ours, or one we disputed) also has the votes that lost against
+its verdict judged (`settleVotes`: disputes of a credited batch, agreements with a disputed
+one), so that voting against the evidence costs the voter its stake, not only gas.
 It also unpins what `[store].retain_rounds` no longer keeps, and once a chain round keeps the
 node's on-chain metadata current (its IPFS peer id and swarm addresses, which peers dial to
 fetch its batches: `setMetadata` when they changed, e.g. after the daemon moved).
@@ -34,18 +42,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 from client.chain import ChainError
 from client.chain.errors import (
+    AlreadyAppealed,
     AlreadySettled,
     BeaconAlreadyDrawn,
     LedgerRevert,
     RpcUnavailable,
     TransactionTimeout,
 )
+from client.chain.events import EventReader
+from client.chain.models import SubmissionInfo
 from client.config.models import SapoSection, StoreSection
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import OutboxEntry
 from client.node.proving import Snapshots, opened
-from client.node.rollouts import make_batch
+from client.node.rollouts import make_batch, task_seed, verify_batch
 from client.node.services import Services, Stage
 from client.node.states import OutboxKind, RoundPhase
 from client.store import BlockStore, IpfsStore, LocalRound, Sampling, StoreError
@@ -79,6 +90,7 @@ class Publisher(Stage):
         store_cfg: StoreSection,
         sapo: SapoSection,
         metadata: Callable[[dict], str],
+        reader: EventReader | None = None,
     ):
         """`metadata(peer)`: the metadata the node registers with, given what its IPFS daemon
         says of itself (client.node.metadata)."""
@@ -91,6 +103,7 @@ class Publisher(Stage):
         self.snapshots = snapshots
         self.address = services.address
         self.limits = BatchLimits(max_bytes=store_cfg.max_batch_bytes)
+        self.reader = reader or EventReader(services.ledger)  # who voted on a batch
         self.wake = threading.Event()
         self._metadata_round = -1
 
@@ -189,6 +202,7 @@ class Publisher(Stage):
                 OutboxKind.UNAVAILABLE,
                 OutboxKind.DRAW,
                 OutboxKind.SETTLE,
+                OutboxKind.APPEAL,
             ):
                 attestations.append(entry)
         attestations = self._due(attestations) if not chain_down else []
@@ -261,6 +275,7 @@ class Publisher(Stage):
     def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
         self.journal.enqueue(f"open:{entry.round}", OutboxKind.OPEN, entry.round, {})
         self.journal.enqueue(f"settle:{entry.round}", OutboxKind.SETTLE, entry.round, {})
+        self.journal.enqueue(f"appeal:{entry.round}", OutboxKind.APPEAL, entry.round, {})
         self.journal.done(entry.key, tx_hash)
         self.journal.advance(entry.round, RoundPhase.CONFIRMED, tx_hash=tx_hash)
         record = self.journal.round(entry.round)
@@ -285,24 +300,29 @@ class Publisher(Stage):
         if entry.kind == OutboxKind.SETTLE:
             self._settle(entry)
             return
+        if entry.kind == OutboxKind.APPEAL:
+            self._appeal(entry)
+            return
         peer = p["node"]
         if self.ledger.has_attested(self.address, round_, peer):
             self.journal.done(entry.key)
             return
-        if not self.params.attest_open(round_, self.current_round()):
+        if not self.params.vote_open(round_, self.current_round(), p.get("appeal", False)):
             self._give_up(entry, "the challenge window closed")
             return
         if entry.kind == OutboxKind.UNAVAILABLE:
             result = self.ledger.report_unavailable(round_, peer)
             what = "reported unavailable (fetched from nobody)"
             event = Event.PEER_REPORTED_UNAVAILABLE
+            if p.get("appeal"):
+                what += " on its appeal"
         else:
             result = self.ledger.attest(round_, peer, p["score"], p["signal"], p["findings"])
             found = describe_findings(p["findings"])
             what = (
                 f"attested score {p['score'] / SCORE_SCALE:.4f}, "
                 f"signal {p['signal'] / SCORE_SCALE:.2f}" + (f" ({found})" if found else "")
-            )
+            ) + (" on its appeal" if p.get("appeal") else "")
             event = Event.PEER_ATTESTED
         self.health.chain(True)
         self.journal.done(entry.key, result.tx_hash)
@@ -323,7 +343,9 @@ class Publisher(Stage):
         stores within 256 blocks lapses (the batch can no longer be checked: for our own, no
         credit; for one we check, no vote). Waits while it is early; done once it is stored."""
         node = entry.payload["node"]
-        beacon = self.ledger.beacon(entry.round, node)
+        beacon = (
+            self.ledger.appeal_of(entry.round, node) if entry.payload.get("appeal") else None
+        ) or self.ledger.beacon(entry.round, node)
         head = self.ledger.head()
         self.health.chain(True)
         if beacon.drawn:  # the checkers' votes usually stored it first
@@ -348,35 +370,159 @@ class Publisher(Stage):
         )
 
     def _settle(self, entry: OutboxEntry) -> None:
-        """Settles a submission once its challenge window has closed: ours (until every one of
-        them is settled the ledger keeps our unbonding stake), or a peer's we disputed (so that
-        its slash lands; its producer would never settle it). Anyone may, and a claim settles
-        what it claims: done when it is settled already. Sent once the round is final (`_due`)."""
+        """Settles a submission once its round is final: ours (until every one of them is
+        settled the ledger keeps our unbonding stake), or a peer's we disputed (so that its
+        slash lands; its producer would never settle it). Anyone may, and a claim settles what
+        it claims: settled already, we go on to its votes. Then the votes that lost against its
+        verdict are judged (`_judge_votes`). Sent once the round is final (`_due`)."""
         round_, node = entry.round, entry.payload.get("node", self.address)
         sub = self.ledger.submission(round_, node)
         self.health.chain(True)
-        if sub.settled or not sub.exists:
+        if not sub.exists:
             self.journal.done(entry.key)
             return
-        try:
-            result = self.ledger.settle(round_, node)
-        except AlreadySettled:  # settled by another's transaction first
-            self.journal.done(entry.key)
+        tx_hash = None
+        if not sub.settled:
+            try:
+                tx_hash = self.ledger.settle(round_, node).tx_hash
+            except AlreadySettled:  # settled by another's transaction first
+                pass
+            else:
+                disputed = sub.disputed
+                whose = "our submission" if node == self.address else f"{node[:10]}…'s submission"
+                outcome = (
+                    " (disputed: slashed)"
+                    if disputed
+                    else f", credited {sub.credited / SCORE_SCALE}"
+                )
+                self.events.emit(
+                    Event.ROUND_SETTLED,
+                    f"round {round_}: {whose} settled{outcome}",
+                    logging.WARNING if disputed else logging.INFO,
+                    round=round_,
+                    node=node,
+                    disputed=disputed,
+                    credited=sub.credited,
+                    appealed=sub.appealed,
+                    tx_hash=tx_hash,
+                )
+        self._judge_votes(sub)
+        self.journal.done(entry.key, tx_hash)
+
+    def _judge_votes(self, sub: SubmissionInfo) -> None:
+        """Has the votes on a final submission that lost against its verdict judged
+        (`settleVotes`): the disputes of a credited batch, the agreements with a disputed one,
+        on either committee; each costs its voter slashBps of its stake. The voters are read
+        from the batch's Attested events; those judged already are skipped. Nothing when the
+        verdict is neither (unavailable votes never lose) or the judging window has passed."""
+        if not self.params.votes_judged_open(sub.round, self.current_round()):
             return
-        self.journal.done(entry.key, result.tx_hash)
-        disputed = sub.disputed
-        whose = "our submission" if node == self.address else f"{node[:10]}…'s submission"
-        outcome = " (disputed: slashed)" if disputed else f", credited {sub.credited / SCORE_SCALE}"
+        if sub.credited:
+            losing = lambda e: not e.args["agrees"]  # noqa: E731
+        elif sub.disputed:
+            losing = lambda e: e.args["agrees"]  # noqa: E731
+        else:
+            return
+        events = self.reader.read(
+            ["Attested"], from_block=sub.snapshot_block, round=sub.round, node=sub.node
+        )
+        voters = sorted({e.args["attester"] for e in events if losing(e)})
+        if not voters:
+            return
+        votes = self.ledger.votes_of(voters, sub.round, sub.node)
+        losers = [v for v, (_, _, judged) in zip(voters, votes, strict=True) if not judged]
+        if not losers:
+            return
+        result = self.ledger.settle_votes(sub.round, sub.node, losers)
+        side = "disputed it" if sub.credited else "agreed with it"
+        whose = "our batch" if sub.node == self.address else f"{sub.node[:10]}…'s batch"
         self.events.emit(
-            Event.ROUND_SETTLED,
-            f"round {round_}: {whose} settled{outcome}",
-            logging.WARNING if disputed else logging.INFO,
-            round=round_,
-            node=node,
-            disputed=disputed,
-            credited=sub.credited,
+            Event.VOTES_SETTLED,
+            f"round {sub.round}: {len(losers)} checker(s) who {side} against the verdict on "
+            f"{whose} judged (slashed)",
+            round=sub.round,
+            node=sub.node,
+            voters=losers,
             tx_hash=result.tx_hash,
         )
+
+    def _appeal(self, entry: OutboxEntry) -> None:
+        """Appeals our batch's verdict once the first committee's window has closed (`_due`),
+        if it did not credit the batch and our own re-check of the batch agrees with our
+        claim; then its beacon is stored if no appellate vote has half a window on. Done without
+        an appeal when the batch is credited (the usual case) or our re-check disagrees (a lost
+        appeal slashes twice slashBps)."""
+        round_ = entry.round
+        sub = self.ledger.submission(round_, self.address)
+        self.health.chain(True)
+        if not sub.exists or sub.credited:
+            self.journal.done(entry.key)
+            return
+        appealed, result = sub.appealed, None
+        if not appealed:
+            if not self.params.appeal_open(round_, self.current_round()):
+                self._give_up(entry, "the appeal window closed before the appeal could go")
+                return
+            agrees, why = self._recheck(round_)
+            if not agrees:
+                self.journal.dropped(entry.key, f"not appealed: {why}")
+                self.events.emit(
+                    Event.ROUND_APPEALED,
+                    f"round {round_}: our batch was not credited, and our re-check {why}: "
+                    "not appealed",
+                    logging.WARNING,
+                    round=round_,
+                    appealed=False,
+                    reason=why,
+                )
+                return
+            try:
+                result = self.ledger.appeal(round_)
+            except AlreadyAppealed:  # our earlier attempt went through
+                result = None
+            sub = self.ledger.submission(round_, self.address)
+            self.events.emit(
+                Event.ROUND_APPEALED,
+                f"round {round_}: our batch was not credited ({sub.agree_seats} agreeing seats, "
+                f"{sub.dispute_seats} disputing, {sub.unavailable_seats} unavailable; "
+                f"{sub.agrees} agreeing checkers); our re-check agrees with our claim: appealed "
+                "to a larger committee",
+                logging.WARNING,
+                round=round_,
+                appealed=True,
+                agree_seats=sub.agree_seats,
+                dispute_seats=sub.dispute_seats,
+                unavailable_seats=sub.unavailable_seats,
+                tx_hash=result.tx_hash if result else None,
+            )
+        # queued before the appeal is marked done: a crash between the two appeals nothing
+        # twice (the ledger says it is appealed) and still queues the draw
+        self.journal.enqueue(
+            f"draw:{round_}:{self.address}:appeal",
+            OutboxKind.DRAW,
+            round_,
+            {"node": self.address, "block": sub.appeal_block + 1, "appeal": True},
+        )
+        self.journal.done(entry.key, result.tx_hash if not appealed and result else None)
+
+    def _recheck(self, round_: int) -> tuple[bool, str]:
+        """Runs the checkers' verification on our own batch of `round_`, as pinned: whether
+        it agrees with our claim (score within the ledger's tolerance, the signal exactly),
+        and in words what it found."""
+        record = self.journal.round(round_)
+        if record is None or record.batch is None:
+            return False, "found no batch of ours for the round in the journal"
+        batch = decode_batch(record.batch, self.limits)
+        seed = task_seed(self.services.chain_id, self.ledger.address, round_, self.address)
+        check = verify_batch(batch, self.catalog, seed)
+        if not check.valid:
+            return False, f"finds the batch invalid ({check.reason})"
+        if not check.agrees:
+            return False, (
+                f"gives score {check.recomputed} and signal {check.recomputed_signal} where we "
+                f"claimed {check.claimed} and {check.claimed_signal}"
+            )
+        return True, "agrees with our claim"
 
     def _open(self, entry: OutboxEntry) -> None:
         """Pins the checkpoints our submission's beacon opened, once the beacon is known; then
@@ -518,13 +664,16 @@ class Publisher(Stage):
         return self._due(self.journal.pending())
 
     def _due(self, entries: list[OutboxEntry]) -> list[OutboxEntry]:
-        """The entries whose time has come: a SETTLE once its round is final, a DRAW once
+        """The entries whose time has come: a SETTLE once its round is final, an APPEAL once the
+        first committee's window has closed, a DRAW once
         DRAW_AFTER_BLOCKS blocks have passed its beacon block (the chain's head read once, and
         only when a DRAW waits; none is due while the chain does not answer), any other at once.
         The waiting ones cost nothing each second they wait."""
         current, head, due = self.current_round(), None, []
         for entry in entries:
             if entry.kind == OutboxKind.SETTLE and not self.params.is_final(entry.round, current):
+                continue
+            if entry.kind == OutboxKind.APPEAL and current <= self.params.close(entry.round):
                 continue
             if entry.kind == OutboxKind.DRAW:
                 if head is None:

@@ -40,7 +40,8 @@ class OutboxKind(StrEnum):
     DRAW = "draw"  # store a batch's beacon (ours, or one we check) before its block hash is gone
     SETTLE = (
         "settle"  # settle a final submission: ours (our stake stays till then), one we disputed
-    )
+    )  # and judge the votes that lost against its verdict
+    APPEAL = "appeal"  # appeal our batch's verdict when it was not credited and our re-check agrees
 
 
 class Verdict(StrEnum):
