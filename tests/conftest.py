@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 # for a chain fixture is in `chain`.
 SWARM_MODULES = {
     "test_adversaries",
+    "test_appeals",
     "test_devnet",
     "test_devnet_netns",
     "test_node_faults",
@@ -72,6 +73,7 @@ LONGEST_FIRST = (
     "test_slow_node",  # ~2.7
     "test_tui",  # ~2
     "test_adversaries",
+    "test_appeals",  # ~1.5
     "test_vllm",
     "test_node_faults",
     "test_policy",

@@ -225,6 +225,47 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     assert code == 0 and "1 submissions" in output
 
 
+def test_an_appeal_by_hand_and_its_committee_in_the_audit(
+    cli: CliRunner, chain: Anvil, tmp_path: Path
+) -> None:
+    """`rewards show` says when a batch can be appealed, `rewards appeal` files it, and `audit
+    submission` tells the two committees' votes apart."""
+    swarm = Swarm(chain)
+    producer, whale, checker = ops = [Operator(swarm, tmp_path, f"op{i}") for i in range(3)]
+    for op, stake in zip(ops, (2 * ETH, ETH, 4 * ETH), strict=True):
+        op.ledger.register('{"model":"tiny"}', stake)  # of 255 seats: about 36 and 146
+    producer.ledger.submit(0, digest("p"), 8, 30_000, 15_000)
+    swarm.await_beacon(0)
+    whale.ledger.attest(0, producer.account.address, 0, 0, findings=1)
+    config = ["--config", str(producer.config)]
+    code, output = run(cli, "rewards", "appeal", "0", *config)
+    assert code == 1 and "NotAppealable" in output, output  # its first committee still votes
+    swarm.goto(4)  # after r + W + C: the appeal round
+    row = json.loads(run(cli, "rewards", "show", *config, "--json")[1])["rounds"][0]
+    assert (row["appealable"], row["appealed"]) == (True, False)
+    code, output = run(cli, "rewards", "appeal", "0", *config, "--json")
+    assert code == 0, output
+    assert json.loads(output)["appeal_block"] > 0
+    code, output = run(cli, "rewards", "appeal", "0", *config)
+    assert code == 1 and "AlreadyAppealed" in output, output
+    swarm.mine(2)
+    checker.ledger.attest(0, producer.account.address, 30_000, 15_000)
+    whale.ledger.attest(0, producer.account.address, 0, 0, findings=1)
+    code, output = run(cli, "audit", "submission", "0", producer.account.address, *config, "--json")
+    assert code == 0, output
+    sub = json.loads(output)
+    assert [(a["committee"], a["vote"]) for a in sub["attestation_list"]] == [
+        ("first", "dispute"),
+        ("appeal", "agree"),
+        ("appeal", "dispute"),
+    ]
+    assert sub["appeal"]["agrees"] == 1 and sub["credited"] == 15_000
+    assert set(sub["appeal_seats"]) == {whale.account.address, checker.account.address}
+    code, output = run(cli, "audit", "submission", "0", producer.account.address, *config)
+    assert code == 0 and "committee" in output and "appealed in block" in output, output
+    assert "credited: learning signal" in output
+
+
 def test_chain_command_errors_are_one_line_and_name_the_fix(
     cli: CliRunner, chain: Anvil, tmp_path: Path
 ) -> None:

@@ -103,6 +103,10 @@ def _reward_rows(bound: Ledger, reader: EventReader, node: str) -> list[dict]:
                 "credited": sub.credited,
                 "why_not_credited": sub.why_not_credited(params.quorum),
                 "final": final,
+                "appealed": sub.appealed,
+                "appealable": not sub.credited
+                and not sub.appealed
+                and params.appeal_open(sub.round, current),
                 "settled": sub.settled,
                 "paid": sub.paid,
                 "claimable": claimable,
@@ -134,7 +138,17 @@ def show(
         print_json({"node": node, "claimable": total, "reward_pool": pool, "rounds": rows})
         return
     table = Table(title=f"rewards of {node}")
-    columns = ("round", "score", "signal", "credited", "final", "settled", "paid", "claimable")
+    columns = (
+        "round",
+        "score",
+        "signal",
+        "credited",
+        "final",
+        "appeal",
+        "settled",
+        "paid",
+        "claimable",
+    )
     for column in (*columns, "why not"):
         table.add_column(column, justify="left" if column == "why not" else "right")
     for r in rows:
@@ -144,6 +158,7 @@ def show(
             score(r["signal"]),
             score(r["credited"]),
             "yes" if r["final"] else "no",
+            "yes" if r["appealed"] else ("open" if r["appealable"] else "-"),
             "yes" if r["settled"] else ("due" if r["final"] else "no"),
             ether(r["paid"]),
             ether(r["claimable"]),
@@ -189,6 +204,31 @@ def claim(
         print_json({"node": node, "rounds": rounds, "paid": paid, **tx.model_dump()})
         return
     out.print(f"claimed {ether(paid)} for rounds {', '.join(map(str, rounds))}: tx {tx.tx_hash}")
+
+
+@rewards_app.command("appeal")
+def appeal(
+    round_: Annotated[int, typer.Argument(metavar="ROUND", help="The round of your batch.")],
+    config: ConfigOption = None,
+    rpc: RpcOption = None,
+    ledger: LedgerOption = None,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Appeal the verdict on your batch of ROUND to a larger committee drawn afresh (open in
+    the appeal rounds after its challenge window, to a batch not credited; a running node
+    appeals by itself when its re-check agrees with its claim). A lost appeal slashes twice."""
+    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    with chain_errors():
+        tx = bound.appeal(round_)
+        sub = bound.submission(round_, bound.account_address)
+    if as_json:
+        print_json({"round": round_, "appeal_block": sub.appeal_block, **tx.model_dump()})
+        return
+    out.print(
+        f"round {round_}: appealed in block {sub.appeal_block} (its committee is drawn from the "
+        f"next block's hash): tx {tx.tx_hash}"
+    )
 
 
 @rewards_app.command("settle")
