@@ -320,7 +320,7 @@ def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
     """`[store].retain_rounds` used to be read by nothing: a node kept every batch forever."""
     base = with_sections(
         world["base"],
-        ledger={"challenge_rounds": 1, "submit_rounds": 1, "unbonding_period_s": 4 * ROUND_S},
+        ledger={"challenge_rounds": 1, "submit_rounds": 1, "unbonding_period_s": 6 * ROUND_S},
         store={"retain_rounds": 3},
     )
     swarm = provision(

@@ -76,7 +76,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
             "round_length_s": ROUND_S,
             "challenge_rounds": 1,
             "submit_rounds": 1,
-            "unbonding_period_s": 4 * ROUND_S,
+            "unbonding_period_s": 6 * ROUND_S,  # (W + 2C + A + 1) rounds
             "quorum": 1,  # two nodes: each batch has one checker, the other node
         },
         policy={"model": "seed-test", "cache_dir": root / "policies", "max_new_tokens": 12},

@@ -86,6 +86,7 @@ def retry_delay(
     failures: int,
     took: float,
     now: float,
+    appealed: bool = False,
 ) -> float:
     """Seconds to wait before fetching again a batch of `round_` that `failures` attempts in a
     row (the last took `took` s, ending at unix time `now`) found nowhere. The attempts still
@@ -95,12 +96,13 @@ def retry_delay(
     batch nobody has still gets its vote before the window closes (a fixed half-round spacing
     left most free claims unvoted at 20-s rounds: attack table run 4). Between RETRY_MIN_S and
     half a round; once the vote is owed, half a round (a batch we are not drawn to check is
-    fetched to learn from; one we voted on is not fetched again)."""
+    fetched to learn from; one we voted on is not fetched again). An `appealed` batch's window
+    is its appeal's."""
     half = max(RETRY_MIN_S, params.round_length / 2)
     owed = unavailable_after - failures
     if owed <= 0:
         return half
-    last = round_ + params.submit_rounds + params.challenge_rounds
+    last = params.final_after(round_) if appealed else params.close(round_)
     closes = params.round_start(last + 1) - params.round_length / 4
     spare = closes - now - owed * took  # the time not spent in the attempts themselves
     return min(half, max(RETRY_MIN_S, spare / (owed + 1)))
@@ -603,7 +605,13 @@ class Intake(Stage):
         basis = self.journal.peers.vote_basis(sub.round, sub.node)
         failures = basis["failures"] if basis else 1
         self._retry_at[(sub.round, sub.node)] = time.monotonic() + retry_delay(
-            self.params, self.sapo.unavailable_after, sub.round, failures, took, time.time()
+            self.params,
+            self.sapo.unavailable_after,
+            sub.round,
+            failures,
+            took,
+            time.time(),
+            appealed=self._appealed(sub),
         )
         return Verdict.UNAVAILABLE, 0
 
