@@ -42,6 +42,7 @@ contract SwarmLedger {
     uint256 private constant GWEI = 1e9;
     uint8 private constant SETTLED = 1;
     uint8 private constant PAID = 2;
+    uint8 private constant APPEALED = 4; // beside appealBlock: the hot checks read slot 1 only
     // A vote's side, and a voter's record of a submission: the first committee's side in bits
     // 0-1, the appeal's in bits 2-3, VOTE_SETTLED once judged.
     uint256 private constant AGREE = 1;
@@ -104,7 +105,7 @@ contract SwarmLedger {
         uint40 score;
         uint40 signal;
         uint72 votes; // the first committee's tally
-        uint8 flags; // SETTLED | PAID
+        uint8 flags; // SETTLED | PAID | APPEALED
         uint40 snapshotBlock; // the submission's block: stake is read as of it
         uint32 unstakes; // its node's unstake requests before it (did its unbonding stake back it?)
         // slot 2
@@ -530,7 +531,7 @@ contract SwarmLedger {
         s = _submissions[round][node];
         if (s.rollouts == 0) revert NoSubmission(round, node);
         uint64 current = currentRound();
-        bool appealed = s.appealBlock != 0;
+        bool appealed = s.flags & APPEALED != 0;
         uint64 close = round + submitRounds + challengeRounds;
         if (current > (appealed ? close + appealRounds : close)) revert ChallengeWindowClosed(round, current);
         shift = appealed ? 2 : 0;
@@ -571,22 +572,31 @@ contract SwarmLedger {
         return (uint256(t) >> (48 + 8 * i)) & 0xff;
     }
 
-    /// @dev The tally that decides: the appeal committee's once appealed.
-    function _verdict(Submission storage s) private view returns (uint72) {
-        return s.appealBlock != 0 ? s.appealVotes : s.votes;
-    }
-
-    /// @dev A submission earns once `quorum` checkers of the deciding committee agreed and their
-    /// seats are at least those of the checkers who disputed it plus those who could not fetch it.
-    function _credited(Submission storage s) private view returns (bool) {
-        uint72 t = _verdict(s);
+    /// @dev A tally's verdict for credit: `quorum` checkers agreed and their seats are at least
+    /// those of the checkers who disputed plus those who could not fetch the batch.
+    function _wins(uint72 t) private view returns (bool) {
         return _count(t, 0) >= quorum && _seatsIn(t, 0) >= _seatsIn(t, 1) + _seatsIn(t, 2);
     }
 
-    /// @dev Disputed: more of the deciding committee's seats disputed it than agreed.
-    function _disputed(Submission storage s) private view returns (bool) {
-        uint72 t = _verdict(s);
-        return _seatsIn(t, 1) > _seatsIn(t, 0);
+    /// @dev A submission earns once its deciding committee credits it: the appeal's once
+    /// appealed (the first one had not credited it), else the first's.
+    function _credited(Submission storage s) private view returns (bool) {
+        return _wins(s.flags & APPEALED != 0 ? s.appealVotes : s.votes);
+    }
+
+    /// @dev Disputed: more of the deciding committee's seats disputed it than agreed. An appeal
+    /// decides when its committee reached a verdict (credited or disputed); one that reached
+    /// none (too few votes, or a beacon nobody drew) leaves the first committee's standing, so
+    /// that an appeal nobody votes on is no escape from a dispute. `byAppeal`: the appeal's
+    /// committee disputed it (a lost appeal, slashed twice).
+    function _disputed(Submission storage s) private view returns (bool disputed, bool byAppeal) {
+        if (s.flags & APPEALED != 0) {
+            uint72 t = s.appealVotes;
+            if (_seatsIn(t, 1) > _seatsIn(t, 0)) return (true, true);
+            if (_wins(t)) return (false, false);
+        }
+        uint72 first = s.votes;
+        return (_seatsIn(first, 1) > _seatsIn(first, 0), false);
     }
 
     function _gap(uint64 x, uint64 y) private pure returns (uint256) {
@@ -707,6 +717,7 @@ contract SwarmLedger {
         if (_credited(s)) revert AlreadyCredited(round, msg.sender);
         _drawBeacon(s, round, msg.sender, false); // the openings: a lapsed beacon cannot be checked
         s.appealBlock = uint40(block.number);
+        s.flags |= APPEALED;
         emit Appealed(round, msg.sender, uint64(block.number) + 1);
     }
 
@@ -846,7 +857,9 @@ contract SwarmLedger {
     /// @notice Closes a submission once its round is final (its challenge and appeal windows
     /// have passed); a disputed one (more of the deciding committee's seats disputed it than
     /// agreed) loses slashBps of its node's stake (active first, then unbonding) to the reward
-    /// pool, twice that after a lost appeal. Unavailable votes never slash.
+    /// pool, twice that after a lost appeal (its committee disputed it; an appeal whose committee
+    /// reached no verdict leaves the first one's, and its slash, standing). Unavailable votes
+    /// never slash.
     /// @param round The submission's round.
     /// @param node The submitting node.
     function settle(uint64 round, address node) external {
@@ -864,10 +877,10 @@ contract SwarmLedger {
         Node storage n = _nodes[node];
         n.unsettled -= 1;
         if (s.unstakes < n.unstakes) n.backing -= 1; // made before the last unstake request
-        bool disputed = _disputed(s);
+        (bool disputed, bool byAppeal) = _disputed(s);
         uint256 slashed;
         if (disputed) {
-            uint256 bps = s.appealBlock != 0 ? 2 * uint256(slashBps) : slashBps;
+            uint256 bps = byAppeal ? 2 * uint256(slashBps) : slashBps;
             slashed = _slash(node, round, bps > BPS ? BPS : bps);
         }
         emit Settled(round, node, disputed, slashed);
@@ -891,7 +904,8 @@ contract SwarmLedger {
         uint64 fin = _finalAfter(round);
         if (current <= fin) revert RoundNotFinal(round, current);
         if (current > fin + challengeRounds) revert SettlementWindowClosed(round, current);
-        uint256 losing = _credited(s) ? DISPUTE : _disputed(s) ? AGREE : 0;
+        (bool disputed,) = _disputed(s);
+        uint256 losing = _credited(s) ? DISPUTE : disputed ? AGREE : 0;
         for (uint256 i; i < voters.length; ++i) {
             address voter = voters[i];
             uint8 record = _votes[voter][round][node];
@@ -1044,7 +1058,7 @@ contract SwarmLedger {
     /// @param node The node.
     /// @return True once voted.
     function hasAttested(address attester, uint64 round, address node) external view returns (bool) {
-        uint256 shift = _submissions[round][node].appealBlock != 0 ? 2 : 0;
+        uint256 shift = _submissions[round][node].flags & APPEALED != 0 ? 2 : 0;
         return (_votes[attester][round][node] >> shift) & 3 != 0;
     }
 

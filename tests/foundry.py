@@ -42,6 +42,16 @@ HARD_PATHS = (
     "finalWithoutQuorum",
     "beaconsLapsed",
     "claimsSettling",
+    "appeals",
+    "appealsLapsed",
+    "appealVotes",
+    "secondVotes",
+    "appealsOverturned",
+    "lostAppealsSlashedTwice",
+    "losingVotesSlashed",
+    "unavailableVotesSpared",
+    "votesJudgedOnce",
+    "voteSettlementsClosed",
 )
 
 

@@ -66,6 +66,8 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "settle",
         "fund",
         "claim",
+        "appeal",
+        "settleVotes",
         "warp",
     }
     for path in HARD_PATHS:  # by one suite at least (problems() says which none reached)
@@ -111,6 +113,12 @@ CREDIT_RULE_FAULTS = (
     "paid-by-score",
     "signal-not-checked",
     "signal-within-tolerance",
+    "settle-votes-slashes-winners",
+    "lost-appeal-slashed-once",
+    "appeal-drawn-with-checkers",
+    "vote-judged-twice",
+    "unavailable-vote-loses",
+    "empty-appeal-clears-dispute",
 )
 
 

@@ -32,6 +32,7 @@ FAST = {"local_items": 2, "completions": 4}
 SLOW = {"local_items": 64, "completions": 24}
 MAX_NEW_TOKENS = 16
 W = 8  # the submission window, in chain rounds
+A = 2  # the appeal rounds (configs/devnet.toml): a round is final after W + C + A
 CHALLENGE_S = 16  # the least challenge window, in seconds: to fetch, prove and vote in
 SUBMISSIONS = 3  # slow batches checked
 FAST_CAP = 4  # local rounds a fast node plays a chain round (the slow one: under 1)
@@ -101,7 +102,7 @@ def test_a_node_slower_than_a_chain_round_keeps_submitting_and_is_credited(
         "SAPO_LEDGER__SUBMIT_ROUNDS": str(W),
         "SAPO_LEDGER__CHALLENGE_ROUNDS": str(challenge),
         # the file's 60-s rounds must be valid too before --round-length shortens them
-        "SAPO_LEDGER__UNBONDING_PERIOD_S": str((W + 2 * challenge + 1) * 60),
+        "SAPO_LEDGER__UNBONDING_PERIOD_S": str((W + 2 * challenge + A + 1) * 60),
         "SAPO_SAPO__LOCAL_ITEMS": str(FAST["local_items"]),
         "SAPO_SAPO__COMPLETIONS": str(FAST["completions"]),
         # the fast nodes play FAST_CAP local rounds a chain round, not as many as fit: they
@@ -133,7 +134,7 @@ def test_a_node_slower_than_a_chain_round_keeps_submitting_and_is_credited(
 
         wait_until(
             lambda: len(final_slow_rounds()) >= SUBMISSIONS,
-            timeout_s=(SUBMISSIONS * 4 + W + challenge + 4) * round_s + 240,
+            timeout_s=(SUBMISSIONS * 4 + W + challenge + A + 4) * round_s + 240,
             what=f"{SUBMISSIONS} final submissions of the slow node",
         )
         checked = final_slow_rounds()[:SUBMISSIONS]

@@ -4,7 +4,8 @@ pragma solidity 0.8.37;
 import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
-/// @notice The gas of the calls every node makes every round, recorded with forge's gas snapshot
+/// @notice The gas of the calls every node makes every round (and of an appeal and the judging of
+/// votes, rarer), recorded with forge's gas snapshot
 /// cheatcode (each test measures exactly one ledger call, made in its own transaction on a state
 /// built in setUp) into contracts/gas/LedgerGasTest.json. scripts/gas-ledger --check compares a
 /// fresh measurement with that committed file and fails when a call grew by more than 5%.
@@ -41,13 +42,42 @@ contract LedgerGasTest is CheatsBase {
         }
     }
 
+    /// @dev Sets the hash of the beacon block of the appeal of `node`'s submission of round `r`
+    /// to one that seats `checker` on the appeal's committee.
+    function _seatAppealChecker(uint64 r, address node, address checker) internal {
+        uint64 beaconBlock = ledger.appealOf(r, node).beaconBlock;
+        for (uint256 i = 1; ledger.appealSeatsOf(r, node, checker) == 0; ++i) {
+            require(i < 1_000, "no appeal beacon of 1,000 seats the checker");
+            vm.setBlockhash(beaconBlock, keccak256(abi.encode("appeal", r, node, i)));
+        }
+    }
+
+    /// @dev In round `r`: `node` submits, C and D agree, and E disputes unless `honest`.
+    function _checkedBatch(uint64 r, address node, bool honest) internal {
+        vm.warp(ledger.genesis() + uint256(r) * L + 1);
+        _nextBlock();
+        _as(node);
+        ledger.submit(r, keccak256(abi.encode(node, r)), 64, 40_000, 20_000);
+        _nextBlock();
+        _nextBlock();
+        _seatCheckers(r, node);
+        _as(C);
+        ledger.attest(r, node, 40_000, 20_000, 0);
+        _as(D);
+        ledger.attest(r, node, 40_000, 20_000, 0);
+        if (!honest) {
+            _as(E);
+            ledger.attest(r, node, 1_000, 0, 1);
+        }
+    }
+
     function setUp() public {
         vm.warp(1_700_000_000);
         vm.roll(1_000);
         // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance, a
         // quorum of 2 on committees of 8 seat trials (configs/devnet.toml)
         ledger = SwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8))
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8, 2, 32))
         );
         address[5] memory nodes = [A, B, C, D, E];
         uint256[5] memory stakes = [uint256(2 ether), 3 ether, 4 ether, 5 ether, 20 ether];
@@ -89,6 +119,12 @@ contract LedgerGasTest is CheatsBase {
         ledger.attest(10, E, 1_000, 0, 1);
         _as(D);
         ledger.attest(10, E, 1_000, 0, 1);
+        // round 14: B's batch is credited (its votes are judged in rounds 20-21); round 15: A's
+        // is disputed by E (judged in rounds 21-22); round 17: B's, disputed by E too, is not
+        // credited when its challenge window closes (B appeals it in round 21)
+        _checkedBatch(14, B, true);
+        _checkedBatch(15, A, false);
+        _checkedBatch(17, B, false);
         // round 21: rounds 1-10 are final; A and B have submitted in round 21, nobody in round 20
         vm.warp(ledger.genesis() + 21 * uint256(L) + 1);
         _nextBlock();
@@ -163,6 +199,37 @@ contract LedgerGasTest is CheatsBase {
     function test_gas_settleDisputed() public {
         ledger.settle(10, E);
         vm.snapshotGasLastCall("settle (disputed, slashes)");
+    }
+
+    function test_gas_appeal() public {
+        _as(B);
+        ledger.appeal(17);
+        vm.snapshotGasLastCall("appeal");
+    }
+
+    function test_gas_attestOnAppeal() public {
+        _as(B);
+        ledger.appeal(17);
+        _nextBlock();
+        _nextBlock(); // past the appeal's beacon block
+        _seatAppealChecker(17, B, D);
+        _as(D);
+        ledger.attest(17, B, 40_000, 20_000, 0);
+        vm.snapshotGasLastCall("attest (on an appeal: draws its beacon)");
+    }
+
+    function test_gas_settleVotesNoneLost() public {
+        address[] memory voters = new address[](2);
+        (voters[0], voters[1]) = (C, D);
+        ledger.settleVotes(14, B, voters);
+        vm.snapshotGasLastCall("settleVotes (2 voters, none lost)");
+    }
+
+    function test_gas_settleVotesSlashing() public {
+        address[] memory voters = new address[](3);
+        (voters[0], voters[1], voters[2]) = (C, D, E);
+        ledger.settleVotes(15, A, voters);
+        vm.snapshotGasLastCall("settleVotes (3 voters, 2 lost: slashed)");
     }
 
     function test_gas_claimOneRound() public {

@@ -23,6 +23,12 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant SCORE_SCALE = 10_000;
     uint256 internal constant BPS = 10_000;
     uint256 internal constant N_ACTORS = 5;
+    // a vote's side, and an actor's record of its votes on a submission: the first committee's
+    // side in bits 0-1, the appeal's in bits 2-3, JUDGED once settleVotes judged it
+    uint8 internal constant AGREE = 1;
+    uint8 internal constant DISPUTE = 2;
+    uint8 internal constant UNAVAILABLE = 3;
+    uint8 internal constant JUDGED = 16;
 
     // the ledger's parameters, read once
     uint64 internal immutable L;
@@ -36,6 +42,8 @@ contract LedgerHandler is CheatsBase {
     uint64 internal immutable GENESIS;
     uint256 internal immutable Q;
     uint256 internal immutable K;
+    uint64 internal immutable APPEAL_ROUNDS;
+    uint256 internal immutable APPEAL_K;
 
     address[N_ACTORS] public actors;
 
@@ -54,6 +62,16 @@ contract LedgerHandler is CheatsBase {
         uint256 unstakes; // its accepted unstake requests
     }
 
+    /// @notice One committee's votes on a submission: seats and distinct checkers per side.
+    struct Tally {
+        uint64 agreeSeats;
+        uint64 disputeSeats;
+        uint64 unavailableSeats;
+        uint16 agrees;
+        uint16 disputes;
+        uint16 unavailable;
+    }
+
     struct Sub {
         uint64 round;
         address node;
@@ -63,12 +81,9 @@ contract LedgerHandler is CheatsBase {
         uint256 submittedAt;
         uint256 snapshotBlock; // its block: its seats are drawn from the stakes as of it
         uint256 unstakes; // its node's unstake requests before it
-        uint64 agreeSeats;
-        uint64 disputeSeats;
-        uint64 unavailableSeats;
-        uint16 agrees;
-        uint16 disputes;
-        uint16 unavailable;
+        Tally votes; // the first committee's
+        uint256 appealBlock; // the block of its producer's appeal; 0 when not appealed
+        Tally appealVotes; // the appeal committee's: once appealed, the verdict is theirs
         bool settled;
         bool paid;
         uint256 paidAmount;
@@ -82,12 +97,15 @@ contract LedgerHandler is CheatsBase {
     address internal constant TOTAL = address(0x7074A1);
     Sub[] internal _subs;
     mapping(uint64 => mapping(address => uint256)) internal _subIndex; // index + 1
-    mapping(address => mapping(uint64 => mapping(address => bool))) internal _attested;
+    // voter => round => producer => its record (sides and JUDGED, as above)
+    mapping(address => mapping(uint64 => mapping(address => uint8))) public voteRecord;
+    mapping(uint256 => address[]) internal _votersOf; // per submission index, each voter once
     mapping(uint64 => uint256) public creditedTotal; // the model's round total of credited signal
     // per submission: the block whose hash draws its checkers, and that hash's low 88 bits once a
-    // vote drew it
+    // vote drew it; and its appeal's (the block after the appeal's), once drawn
     mapping(uint64 => mapping(address => uint256)) public beaconBlockOf;
     mapping(uint64 => mapping(address => uint256)) public beaconOf;
+    mapping(uint64 => mapping(address => uint256)) public appealBeaconOf;
     mapping(uint64 => uint256) public paidInRound;
     uint64[] internal _roundsWithSubs;
     mapping(uint64 => bool) internal _roundSeen;
@@ -116,7 +134,17 @@ contract LedgerHandler is CheatsBase {
         "unavailableNotSlashed", // a settled submission with unavailable votes and no slash
         "finalWithoutQuorum", // a submission whose window closed with fewer than quorum agreements
         "beaconsLapsed", // a beacon nobody drew while the EVM knew its block's hash, refused for good
-        "claimsSettling" // a claim that settled a submission it listed
+        "claimsSettling", // a claim that settled a submission it listed
+        "appeals", // a producer appealed its submission, not credited, in its appeal window
+        "appealsLapsed", // an appeal of a submission whose first beacon lapsed, refused (kept)
+        "appealVotes", // a vote on an appeal's committee
+        "secondVotes", // a checker of the first committee voted again on the appeal's
+        "appealsOverturned", // an appeal's committee credited a batch its first committee outweighed
+        "lostAppealsSlashedTwice", // an appealed submission settled disputed: twice slashBps
+        "losingVotesSlashed", // settleVotes slashed a vote on the losing side of the final verdict
+        "unavailableVotesSpared", // settleVotes judged an unavailable vote on a decided batch: kept
+        "votesJudgedOnce", // settleVotes skipped a vote it had judged already
+        "voteSettlementsClosed" // settleVotes after its window, refused (kept)
     ];
     mapping(uint256 => uint256) internal _pathCount;
 
@@ -135,6 +163,16 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant FINAL_WITHOUT_QUORUM = 12;
     uint256 internal constant BEACONS_LAPSED = 13;
     uint256 internal constant CLAIMS_SETTLING = 14;
+    uint256 internal constant APPEALS = 15;
+    uint256 internal constant APPEALS_LAPSED = 16;
+    uint256 internal constant APPEAL_VOTES = 17;
+    uint256 internal constant SECOND_VOTES = 18;
+    uint256 internal constant APPEALS_OVERTURNED = 19;
+    uint256 internal constant LOST_APPEALS_SLASHED_TWICE = 20;
+    uint256 internal constant LOSING_VOTES_SLASHED = 21;
+    uint256 internal constant UNAVAILABLE_VOTES_SPARED = 22;
+    uint256 internal constant VOTES_JUDGED_ONCE = 23;
+    uint256 internal constant VOTE_SETTLEMENTS_CLOSED = 24;
 
     function _hit(uint256 path) internal {
         _pathCount[path] += 1;
@@ -178,6 +216,8 @@ contract LedgerHandler is CheatsBase {
         GENESIS = ledger_.genesis();
         Q = ledger_.quorum();
         K = ledger_.checkers();
+        APPEAL_ROUNDS = ledger_.appealRounds();
+        APPEAL_K = ledger_.appealCheckers();
         for (uint256 i; i < N_ACTORS; ++i) {
             actors[i] = address(uint160(0xA11CE00 + i));
             vm.label(actors[i], string.concat("actor", vm.toString(i)));
@@ -224,23 +264,89 @@ contract LedgerHandler is CheatsBase {
         return _violations.length == 0 ? "" : _violations[0];
     }
 
-    /// @notice The rule: a submission earns once `quorum` drawn checkers agreed and their seats
-    /// are at least those of the checkers who disputed it plus those who could not fetch it.
+    /// @notice The committee whose votes decide `s`: the appeal's once its producer appealed,
+    /// else the first (also the committee voting now, while votes are open).
+    function deciding(Sub memory s) public pure returns (Tally memory) {
+        return s.appealBlock != 0 ? s.appealVotes : s.votes;
+    }
+
+    /// @notice The rule: a submission earns once `quorum` drawn checkers of its deciding
+    /// committee agreed and their seats are at least those of the checkers who disputed it plus
+    /// those who could not fetch it.
     function credited(Sub memory s) public view returns (bool) {
-        return s.agrees >= Q && uint256(s.agreeSeats) >= uint256(s.disputeSeats) + s.unavailableSeats;
+        Tally memory t = deciding(s);
+        return t.agrees >= Q && uint256(t.agreeSeats) >= uint256(t.disputeSeats) + t.unavailableSeats;
+    }
+
+    /// @notice Disputed (slashed at settlement, its agreeing voters lose): more of the deciding
+    /// committee's seats disputed it than agreed; unavailable seats never count. An appeal whose
+    /// committee reached no verdict (neither credited nor disputed it) leaves the first
+    /// committee's standing: an appeal nobody votes on is no escape from a dispute.
+    function disputed(Sub memory s) public view returns (bool) {
+        if (disputedOnAppeal(s)) return true;
+        if (s.appealBlock != 0 && credited(s)) return false;
+        return s.votes.disputeSeats > s.votes.agreeSeats;
+    }
+
+    /// @notice The appeal's committee disputed it: a lost appeal, slashed twice.
+    function disputedOnAppeal(Sub memory s) public pure returns (bool) {
+        return s.appealBlock != 0 && s.appealVotes.disputeSeats > s.appealVotes.agreeSeats;
+    }
+
+    /// @dev The deciding (and voting) committee's tally of `s`, in storage.
+    function _tallyNow(Sub storage s) internal view returns (Tally storage) {
+        return s.appealBlock != 0 ? s.appealVotes : s.votes;
     }
 
     /// @notice A submission's beacon as the documented rule derives it: the low 88 bits of the
     /// hash of the block after the submission's (1 if they are 0), once that block is past.
     function beaconNow(uint64 round, address node) public view returns (uint256 beacon, bool ready) {
-        if (beaconOf[round][node] != 0) return (beaconOf[round][node], true);
-        uint256 bb = beaconBlockOf[round][node];
-        if (bb == 0 || _block() <= bb) return (0, false);
-        bytes32 h = blockhash(bb);
+        return _beaconAt(beaconOf[round][node], beaconBlockOf[round][node]);
+    }
+
+    /// @notice The same for its appeal: the hash of the block after the appeal's.
+    function appealBeaconNow(uint64 round, address node) public view returns (uint256 beacon, bool ready) {
+        return _beaconAt(appealBeaconOf[round][node], appealBeaconBlock(round, node));
+    }
+
+    /// @notice The block whose hash draws the appeal's committee; 0 when not appealed.
+    function appealBeaconBlock(uint64 round, address node) public view returns (uint256) {
+        uint256 index = _subIndex[round][node];
+        if (index == 0 || _subs[index - 1].appealBlock == 0) return 0;
+        return _subs[index - 1].appealBlock + 1;
+    }
+
+    function _beaconAt(uint256 stored, uint256 beaconBlock) internal view returns (uint256 beacon, bool ready) {
+        if (stored != 0) return (stored, true);
+        if (beaconBlock == 0 || _block() <= beaconBlock) return (0, false);
+        bytes32 h = blockhash(beaconBlock);
         if (h == bytes32(0)) return (0, false);
         beacon = uint256(h) & type(uint88).max;
         if (beacon == 0) beacon = 1;
         return (beacon, true);
+    }
+
+    /// @dev The beacon of the committee voting on `s` now (the appeal's once appealed): whether
+    /// it is stored, its block, and its value and readiness.
+    function _beaconOfVoting(Sub storage s)
+        internal
+        view
+        returns (bool stored, uint256 beaconBlock, uint256 beacon, bool ready)
+    {
+        if (s.appealBlock != 0) {
+            stored = appealBeaconOf[s.round][s.node] != 0;
+            beaconBlock = s.appealBlock + 1;
+            (beacon, ready) = appealBeaconNow(s.round, s.node);
+        } else {
+            stored = beaconOf[s.round][s.node] != 0;
+            beaconBlock = beaconBlockOf[s.round][s.node];
+            (beacon, ready) = beaconNow(s.round, s.node);
+        }
+    }
+
+    function _storeVotingBeacon(Sub storage s, uint256 beacon) internal {
+        if (s.appealBlock != 0) appealBeaconOf[s.round][s.node] = beacon;
+        else beaconOf[s.round][s.node] = beacon;
     }
 
     function _totalActive() internal view returns (uint256 total) {
@@ -280,8 +386,18 @@ contract LedgerHandler is CheatsBase {
     /// now and as of the submission's block, holds seat j of `checkers` when h_j * T < S << 128,
     /// with S its stake and T all active stake as of that block, base = keccak256(abi.encode(
     /// beacon, round, node, checker)) and h_j = keccak256(abi.encode(base, j)) >> 128.
-    function seats(uint64 round, address node, address checker) public view returns (uint256 held) {
-        (uint256 beacon, bool ready) = beaconNow(round, node);
+    function seats(uint64 round, address node, address checker) public view returns (uint256) {
+        return _draw(round, node, checker, false);
+    }
+
+    /// @notice The appeal's draw: the same rule with the appeal's beacon and `appealCheckers`
+    /// trials, from the same snapshot (the submission's block); 0 when not appealed.
+    function appealSeats(uint64 round, address node, address checker) public view returns (uint256) {
+        return _draw(round, node, checker, true);
+    }
+
+    function _draw(uint64 round, address node, address checker, bool ofAppeal) internal view returns (uint256 held) {
+        (uint256 beacon, bool ready) = ofAppeal ? appealBeaconNow(round, node) : beaconNow(round, node);
         uint256 index = _subIndex[round][node];
         if (!ready || index == 0 || checker == node || stakeOf[checker].active < MIN_STAKE) return 0;
         uint256 snapshot = _subs[index - 1].snapshotBlock;
@@ -289,13 +405,15 @@ contract LedgerHandler is CheatsBase {
         if (stake < MIN_STAKE) return 0;
         uint256 total = stakeAtModel(TOTAL, snapshot);
         bytes32 base = keccak256(abi.encode(beacon, round, node, checker));
-        for (uint256 j; j < K; ++j) {
+        uint256 trials = ofAppeal ? APPEAL_K : K;
+        for (uint256 j; j < trials; ++j) {
             if ((uint256(keccak256(abi.encode(base, j))) >> 128) * total < stake << 128) ++held;
         }
     }
 
-    function drawn(uint64 round, address node, address checker) public view returns (bool) {
-        return seats(round, node, checker) != 0;
+    /// @dev The seats `checker` holds on the committee voting on `s` now.
+    function _seatsNow(Sub storage s, address checker) internal view returns (uint256) {
+        return _draw(s.round, s.node, checker, s.appealBlock != 0);
     }
 
     // --------------------------------------------------------------------------------- helpers
@@ -304,17 +422,46 @@ contract LedgerHandler is CheatsBase {
         return uint64((block.timestamp - GENESIS) / L);
     }
 
+    /// @dev The last round of a submission's challenge window (its first committee votes until it).
+    function _close(uint64 round) internal view returns (uint64) {
+        return round + S + C;
+    }
+
+    /// @dev Final: its challenge and appeal windows have passed.
     function _final(uint64 round) internal view returns (bool) {
-        return _current() > round + S + C;
+        return _current() > _close(round) + APPEAL_ROUNDS;
     }
 
-    /// @dev The end of the period in which a submission of `round` can still be slashed by the
-    /// ledger's promise: its submission and challenge windows, then a settlement period as long
-    /// as the challenge window.
+    /// @dev Votes are open on `s`: until its challenge window closes, or once appealed until its
+    /// appeal window closes.
+    function _votingOpen(Sub storage s) internal view returns (bool) {
+        return _current() <= _close(s.round) + (s.appealBlock != 0 ? APPEAL_ROUNDS : 0);
+    }
+
+    /// @dev In its appeal window: after its challenge window, before the last appeal round.
+    function _inAppealWindow(Sub storage s) internal view returns (bool) {
+        uint64 current = _current();
+        return current > _close(s.round) && current < _close(s.round) + APPEAL_ROUNDS;
+    }
+
+    /// @dev Its votes can be judged: final, and for challengeRounds rounds after.
+    function _inVoteSettlement(Sub storage s) internal view returns (bool) {
+        return _final(s.round) && _current() <= _close(s.round) + APPEAL_ROUNDS + C;
+    }
+
+    /// @dev The end of the period in which a submission of `round`, or a vote on it, can still be
+    /// slashed by the ledger's promise: its submission, challenge and appeal windows, then a
+    /// settlement period as long as the challenge window (settleVotes' window).
     function _slashHorizon(uint64 round) internal view returns (uint256) {
-        return GENESIS + uint256(round + S + 2 * C + 1) * L;
+        return GENESIS + uint256(round + S + 2 * C + APPEAL_ROUNDS + 1) * L;
     }
 
+    /// @dev What settling a disputed submission slashes, in bps: twice slashBps after a lost
+    /// appeal (its committee disputed it; at most all of it).
+    function _settleBps(Sub storage s) internal view returns (uint256) {
+        if (!disputedOnAppeal(s)) return SLASH_BPS;
+        return 2 * SLASH_BPS > BPS ? BPS : 2 * SLASH_BPS;
+    }
     function _actor(uint256 seed) internal view returns (address) {
         return actors[seed % N_ACTORS];
     }
@@ -361,9 +508,17 @@ contract LedgerHandler is CheatsBase {
     address internal _pickNode;
     uint64 internal _pickSubRound;
 
+    /// @dev Whether `a` may still vote on the picked submission: drawn on the committee voting
+    /// now, with its stake, and not voted on that committee yet.
     function _canAttest(address a) internal view returns (bool) {
-        return a != _pickNode && _canAct(a) && !_attested[a][_pickSubRound][_pickNode]
-            && drawn(_pickSubRound, _pickNode, a);
+        Sub storage s = _subs[_subIndex[_pickSubRound][_pickNode] - 1];
+        return a != _pickNode && _canAct(a) && _sideNow(s, a) == 0 && _seatsNow(s, a) != 0;
+    }
+
+    /// @dev `a`'s side on the committee voting on `s` now (0: none yet).
+    function _sideNow(Sub storage s, address a) internal view returns (uint8) {
+        uint8 record = voteRecord[a][s.round][s.node];
+        return s.appealBlock != 0 ? (record >> 2) & 3 : record & 3;
     }
 
     function _isRegisteredNotUnbonding(address a) internal view returns (bool) {
@@ -506,14 +661,19 @@ contract LedgerHandler is CheatsBase {
         if (!ok) return;
         if (a.balance - before != st.unbonding) _violate("withdraw: paid a different amount than the unbonding stake");
         bool submitted;
-        // Stake that backed a submission may not leave before that submission's slashing horizon
-        // (if it was moved to unbonding after the submission, it was active when it was made).
+        // Stake that backed a submission, or drew the seats of a vote, may not leave before the
+        // slashing horizon of that submission or vote (if it was moved to unbonding after the
+        // submission, it was active as of its snapshot).
         for (uint256 i; i < _subs.length; ++i) {
             Sub storage s = _subs[i];
             if (s.node == a) submitted = true;
-            if (s.node != a || s.settled || s.submittedAt > st.lastUnstakeAt) continue;
-            if (block.timestamp < _slashHorizon(s.round)) {
+            if (s.submittedAt > st.lastUnstakeAt || block.timestamp >= _slashHorizon(s.round)) continue;
+            if (s.node == a && !s.settled) {
                 _violate("withdraw: stake that can still be slashed for an unsettled submission left the ledger");
+            }
+            uint8 record = voteRecord[a][s.round][s.node];
+            if (record != 0 && record & JUDGED == 0) {
+                _violate("withdraw: stake that can still be slashed for an unjudged vote left the ledger");
             }
         }
         if (submitted) _hit(WITHDRAWALS_AFTER_SUBMITTING);
@@ -585,14 +745,16 @@ contract LedgerHandler is CheatsBase {
         }
     }
 
-    /// @dev Picks a submission from `seed` on, preferring one whose window `want` accepts.
+
+    /// @dev Picks a submission from `seed` on, preferring a final unsettled one (`wantFinal`) or
+    /// one open to votes.
     function _subWhere(uint256 seed, bool wantFinal) internal view returns (uint256 index, bool found) {
         uint256 n = _subs.length;
         if (n == 0) return (0, false);
         for (uint256 i; i < n; ++i) {
             uint256 j = (seed + i) % n;
             Sub storage s = _subs[j];
-            if (wantFinal ? (_final(s.round) && !s.settled) : !_final(s.round)) return (j, true);
+            if (wantFinal ? (_final(s.round) && !s.settled) : _votingOpen(s)) return (j, true);
         }
         return (seed % n, true);
     }
@@ -607,11 +769,12 @@ contract LedgerHandler is CheatsBase {
         return _actorWhere(seed, _canAttest);
     }
 
-    /// @dev Whether the rules let `a` vote on `s` now (a refusal reverts the handler's call too,
-    /// so forge's metrics count refusals; the campaign's mutants show each refusal is made).
+    /// @dev Whether the rules let `a` vote on `s` now, on the committee voting now (a refusal
+    /// reverts the handler's call too, so forge's metrics count refusals; the campaign's mutants
+    /// show each refusal is made).
     function _mayVote(Sub storage s, address a) internal view returns (bool) {
-        return a != s.node && stakeOf[a].active >= MIN_STAKE && !_final(s.round) && !_attested[a][s.round][s.node]
-            && drawn(s.round, s.node, a);
+        return a != s.node && stakeOf[a].active >= MIN_STAKE && _votingOpen(s) && _sideNow(s, a) == 0
+            && _seatsNow(s, a) != 0;
     }
 
     /// @dev Picks, from `seed` on, a submission open to votes that some drawn checker has not
@@ -622,7 +785,7 @@ contract LedgerHandler is CheatsBase {
         for (uint256 i; i < n; ++i) {
             uint256 j = (seed + i) % n;
             Sub storage s = _subs[j];
-            if (_final(s.round)) continue;
+            if (!_votingOpen(s)) continue;
             _pickNode = s.node;
             _pickSubRound = s.round;
             for (uint256 k; k < N_ACTORS; ++k) {
@@ -632,19 +795,32 @@ contract LedgerHandler is CheatsBase {
         return _subWhere(seed, false);
     }
 
-    /// @dev After an accepted vote: the beacon is drawn, the vote is seen, credit moves by the rule.
-    function _afterVote(Sub storage s, address a, bool wasCredited) internal {
-        if (beaconOf[s.round][s.node] == 0) (beaconOf[s.round][s.node],) = beaconNow(s.round, s.node);
-        _attested[a][s.round][s.node] = true;
+    /// @dev After an accepted vote on `side`: the voting committee's beacon is drawn, the vote
+    /// is recorded on its committee, credit moves by the rule.
+    function _afterVote(Sub storage s, address a, uint8 side, bool wasCredited) internal {
+        bool appealed = s.appealBlock != 0;
+        (bool stored,, uint256 beacon,) = _beaconOfVoting(s);
+        if (!stored) _storeVotingBeacon(s, beacon);
+        uint8 record = voteRecord[a][s.round][s.node];
+        if (record == 0) _votersOf[_subIndex[s.round][s.node] - 1].push(a);
+        if (appealed) {
+            _hit(APPEAL_VOTES);
+            if (record & 3 != 0) _hit(SECOND_VOTES);
+        }
+        voteRecord[a][s.round][s.node] = record | (appealed ? side << 2 : side);
+        Tally storage t = _tallyNow(s);
         bool nowCredited = credited(s);
-        if (s.agrees >= Q && uint256(s.agreeSeats) == uint256(s.disputeSeats) + s.unavailableSeats) _hit(TIES);
+        if (t.agrees >= Q && uint256(t.agreeSeats) == uint256(t.disputeSeats) + t.unavailableSeats) _hit(TIES);
         if (wasCredited && !nowCredited) {
             creditedTotal[s.round] -= s.signal;
             _hit(CREDIT_LOST);
         }
         if (!wasCredited && nowCredited) {
             creditedTotal[s.round] += s.signal;
-            _hit(s.agrees == Q ? QUORUM_REACHED : CREDIT_REGAINED);
+            if (appealed && uint256(s.votes.disputeSeats) + s.votes.unavailableSeats > s.votes.agreeSeats) {
+                _hit(APPEALS_OVERTURNED);
+            }
+            _hit(t.agrees == Q ? QUORUM_REACHED : CREDIT_REGAINED);
         }
     }
 
@@ -660,7 +836,8 @@ contract LedgerHandler is CheatsBase {
             (uint256 j, bool hit) = _targetSub(subSeed, true);
             if (hit) {
                 s = _subs[j];
-                a = _bestVoter(s, s.agreeSeats - s.disputeSeats - s.unavailableSeats);
+                Tally storage c = _tallyNow(s);
+                a = _bestVoter(s, c.agreeSeats - c.disputeSeats - c.unavailableSeats);
                 scoreSeed = 3 + 6 * (scoreSeed / 6); // mode 3: the disputing edge
             }
         }
@@ -680,18 +857,19 @@ contract LedgerHandler is CheatsBase {
         else x = bound(scoreSeed >> 8, 0, maxScore + maxScore / 32);
         // one call in three seeks a tie: a drawn checker whose seats equal the gap between
         // agreeing and disputing + unavailable seats votes with the smaller side
-        uint256 against = uint256(s.disputeSeats) + s.unavailableSeats;
-        if (_oneIn(scoreSeed, 3, "tie") && s.agreeSeats != against) {
-            uint256 gapSeats = s.agreeSeats > against ? s.agreeSeats - against : against - s.agreeSeats;
+        Tally storage t = _tallyNow(s);
+        uint256 against = uint256(t.disputeSeats) + t.unavailableSeats;
+        if (_oneIn(scoreSeed, 3, "tie") && t.agreeSeats != against) {
+            uint256 gapSeats = t.agreeSeats > against ? t.agreeSeats - against : against - t.agreeSeats;
             for (uint256 k; k < N_ACTORS; ++k) {
-                address t = actors[(attesterSeed + k) % N_ACTORS];
-                if (!_canAttest(t) || seats(s.round, s.node, t) != gapSeats) continue;
-                if (against > s.agreeSeats) {
-                    (a, x) = (t, claimed);
+                address c = actors[(attesterSeed + k) % N_ACTORS];
+                if (!_canAttest(c) || _seatsNow(s, c) != gapSeats) continue;
+                if (against > t.agreeSeats) {
+                    (a, x) = (c, claimed);
                 } else if (claimed + tolerance + 1 <= maxScore) {
-                    (a, x) = (t, claimed + tolerance + 1);
+                    (a, x) = (c, claimed + tolerance + 1);
                 } else if (claimed > tolerance) {
-                    (a, x) = (t, claimed - tolerance - 1);
+                    (a, x) = (c, claimed - tolerance - 1);
                 }
                 break;
             }
@@ -713,21 +891,23 @@ contract LedgerHandler is CheatsBase {
             (uint256 j, bool hit) = _targetSub(subSeed, false);
             if (hit) {
                 s = _subs[j];
-                a = _bestVoter(s, uint256(s.disputeSeats) + s.unavailableSeats - s.agreeSeats);
+                Tally storage t = _tallyNow(s);
+                a = _bestVoter(s, uint256(t.disputeSeats) + t.unavailableSeats - t.agreeSeats);
             }
         }
         _vote(s, a, s.score, s.signal, 0);
     }
 
     /// @dev From `seed` on, an open submission with a drawn checker left that is credited
-    /// (`wantCredited`) or that lost its credit (its quorum agreed, but it is outweighed).
+    /// (`wantCredited`) or that lost its credit (its quorum agreed, but it is outweighed), on
+    /// the committee voting now.
     function _targetSub(uint256 seed, bool wantCredited) internal returns (uint256, bool) {
         uint256 n = _subs.length;
         for (uint256 k; k < n; ++k) {
             uint256 j = (seed + k) % n;
             Sub storage c = _subs[j];
-            if (_final(c.round)) continue;
-            bool lost = c.agrees >= Q && !credited(c);
+            if (!_votingOpen(c)) continue;
+            bool lost = _tallyNow(c).agrees >= Q && !credited(c);
             if (wantCredited ? !credited(c) : !lost) continue;
             _pickNode = c.node;
             _pickSubRound = c.round;
@@ -747,7 +927,7 @@ contract LedgerHandler is CheatsBase {
         for (uint256 t; t < N_ACTORS; ++t) {
             address c = actors[t];
             if (!_canAttest(c)) continue;
-            uint256 held = seats(s.round, s.node, c);
+            uint256 held = _seatsNow(s, c);
             if (held == gapSeats) return c;
             if (best == address(0) || held > most) (best, most) = (c, held);
         }
@@ -758,8 +938,9 @@ contract LedgerHandler is CheatsBase {
         // the signal agrees exactly (every checker recomputes the same integer); the score within
         // the tolerance
         bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * TOL_BPS;
+        Tally storage t = _tallyNow(s);
         bool expectOk = _mayVote(s, a) && score <= maxScore && signal <= maxScore
-            && (agrees ? s.agrees : s.disputes) < type(uint8).max;
+            && (agrees ? t.agrees : t.disputes) < type(uint8).max;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(
             abi.encodeCall(SwarmLedger.attest, (s.round, s.node, uint64(score), uint64(signal), findings))
@@ -767,16 +948,16 @@ contract LedgerHandler is CheatsBase {
         if (_judge("attest", expectOk, ok, reason)) _refused();
         if (!ok) return;
         bool wasCredited = credited(s);
-        uint64 weight = uint64(seats(s.round, s.node, a));
+        uint64 weight = uint64(_seatsNow(s, a));
         if (agrees) {
-            s.agreeSeats += weight;
-            s.agrees += 1;
+            t.agreeSeats += weight;
+            t.agrees += 1;
         } else {
-            s.disputeSeats += weight;
-            s.disputes += 1;
+            t.disputeSeats += weight;
+            t.disputes += 1;
             _hit(DISPUTED);
         }
-        _afterVote(s, a, wasCredited);
+        _afterVote(s, a, agrees ? AGREE : DISPUTE, wasCredited);
     }
 
     function _gap(uint256 x, uint256 y) internal pure returns (uint256) {
@@ -795,24 +976,27 @@ contract LedgerHandler is CheatsBase {
             (uint256 j, bool hit) = _targetSub(subSeed, true);
             if (hit) {
                 s = _subs[j];
-                a = _bestVoter(s, s.agreeSeats - s.disputeSeats - s.unavailableSeats);
+                Tally storage c = _tallyNow(s);
+                a = _bestVoter(s, c.agreeSeats - c.disputeSeats - c.unavailableSeats);
             }
         }
-        bool expectOk = _mayVote(s, a) && s.unavailable < type(uint8).max;
+        Tally storage t = _tallyNow(s);
+        bool expectOk = _mayVote(s, a) && t.unavailable < type(uint8).max;
         vm.prank(a);
         (bool ok, bytes memory reason) =
             address(ledger).call(abi.encodeCall(SwarmLedger.reportUnavailable, (s.round, s.node)));
         if (_judge("reportUnavailable", expectOk, ok, reason)) _refused();
         if (!ok) return;
         bool wasCredited = credited(s);
-        s.unavailableSeats += uint64(seats(s.round, s.node, a));
-        s.unavailable += 1;
+        t.unavailableSeats += uint64(_seatsNow(s, a));
+        t.unavailable += 1;
         _hit(UNAVAILABLE_VOTES);
-        _afterVote(s, a, wasCredited);
+        _afterVote(s, a, UNAVAILABLE, wasCredited);
     }
 
-    /// @dev Stores a submission's beacon; mostly one that is known and not stored yet, one call
-    /// in three one that lapsed (refused), else any (not mined yet, or stored already: refused).
+    /// @dev Stores the beacon of the committee voting on a submission now (the appeal's once
+    /// appealed); mostly one that is known and not stored yet, one call in three one that
+    /// lapsed (refused), else any (not mined yet, or stored already: refused).
     function drawBeacon(uint256 subSeed) external {
         _roll(1);
         uint256 n = _subs.length;
@@ -820,18 +1004,16 @@ contract LedgerHandler is CheatsBase {
         Sub storage s = _subs[subSeed % n];
         bool wantLapsed = _oneIn(subSeed, 3, "lapsed-beacon");
         for (uint256 k; k < n; ++k) {
-            Sub storage t = _subs[(subSeed + k) % n];
-            (, bool known) = beaconNow(t.round, t.node);
-            bool unstored = beaconOf[t.round][t.node] == 0;
-            if (wantLapsed ? unstored && _block() > beaconBlockOf[t.round][t.node] + 256 : known && unstored) {
-                s = t;
+            Sub storage c = _subs[(subSeed + k) % n];
+            (bool stored, uint256 bb,, bool known) = _beaconOfVoting(c);
+            if (wantLapsed ? !stored && _block() > bb + 256 : known && !stored) {
+                s = c;
                 break;
             }
         }
-        uint256 bb = beaconBlockOf[s.round][s.node];
-        (uint256 beacon, bool ready) = beaconNow(s.round, s.node);
-        bool lapsed = beaconOf[s.round][s.node] == 0 && _block() > bb + 256;
-        bool expectOk = ready && beaconOf[s.round][s.node] == 0;
+        (bool wasStored, uint256 beaconBlock, uint256 beacon, bool ready) = _beaconOfVoting(s);
+        bool lapsed = !wasStored && _block() > beaconBlock + 256;
+        bool expectOk = ready && !wasStored;
         (bool ok, bytes memory reason) =
             address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (s.round, s.node)));
         bool refused = _judge("drawBeacon", expectOk, ok, reason);
@@ -845,7 +1027,163 @@ contract LedgerHandler is CheatsBase {
         }
         if (refused) _refused();
         if (!ok) return;
-        beaconOf[s.round][s.node] = beacon;
+        _storeVotingBeacon(s, beacon);
+    }
+
+    // ---------------------------------------------------------------------------------- appeals
+
+    /// @dev A producer appeals the verdict on its submission: mostly one it may appeal (in its
+    /// appeal window, not credited, not appealed, its first beacon known); one call in eight one
+    /// in its window but credited, one in eight one appealed already, one in four whatever
+    /// submission the seed picks (before or after its window, a lapsed first beacon): refused;
+    /// one in sixteen by any actor (one without a submission in that round: NoSubmission; with
+    /// one, it appeals its own).
+    function appeal(uint256 subSeed, uint256 callerSeed) external {
+        _roll(1);
+        uint256 n = _subs.length;
+        if (n == 0) _refused();
+        Sub storage s = _subs[subSeed % n];
+        uint256 kind = uint256(keccak256(abi.encode(subSeed, "appeal-kind"))) % 8;
+        if (kind >= 2) {
+            for (uint256 k; k < n; ++k) {
+                Sub storage c = _subs[(subSeed + k) % n];
+                (, bool known) = beaconNow(c.round, c.node);
+                bool want = kind == 2
+                    ? credited(c)
+                    : kind == 3 ? c.appealBlock != 0 : known && c.appealBlock == 0 && !credited(c);
+                if (want && _inAppealWindow(c)) {
+                    s = c;
+                    break;
+                }
+            }
+        }
+        uint64 round = s.round;
+        address caller = _oneIn(callerSeed, 16, "stranger") ? _actor(callerSeed >> 8) : s.node;
+        uint256 index = _subIndex[round][caller];
+        bool expectOk;
+        bool lapsed;
+        if (index != 0) {
+            s = _subs[index - 1]; // the caller's own submission of that round
+            (, bool known) = beaconNow(round, caller);
+            expectOk = _inAppealWindow(s) && s.appealBlock == 0 && !credited(s) && known;
+            lapsed = _inAppealWindow(s) && s.appealBlock == 0 && !credited(s) && !known;
+        }
+        vm.prank(caller);
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.appeal, (round)));
+        bool refused = _judge("appeal", expectOk, ok, reason);
+        if (refused && lapsed) {
+            // kept, as drawBeacon's: a batch nobody could check cannot be appealed either (its
+            // openings come from the first beacon, which no one may draw again)
+            if (bytes4(reason) != SwarmLedger.BeaconLapsed.selector) {
+                _violate(string.concat("appeal: a lapsed first beacon refused with ", _hex4(reason)));
+            }
+            _hit(APPEALS_LAPSED);
+            return;
+        }
+        if (refused) _refused();
+        if (!ok) return;
+        // the appeal stores the first beacon (the producer's openings) if nobody had
+        if (beaconOf[round][caller] == 0) (beaconOf[round][caller],) = beaconNow(round, caller);
+        s.appealBlock = _block(); // its committee: the next block's hash; not credited yet
+        _hit(APPEALS);
+    }
+
+    /// @dev Judges votes on a submission by its final verdict: mostly one in its settlement
+    /// window with a vote not judged yet, listing its voters from a seeded offset (at times one
+    /// twice, or an actor that did not vote: skipped); one call in four any submission (not
+    /// final yet, or its window closed: refused).
+    function settleVotes(uint256 subSeed, uint256 listSeed) external {
+        uint256 n = _subs.length;
+        if (n == 0) _refused();
+        uint256 i = subSeed % n;
+        if (!_oneIn(subSeed, 4, "any-votes")) {
+            for (uint256 k; k < n; ++k) {
+                uint256 j = (subSeed + k) % n;
+                if (_inVoteSettlement(_subs[j]) && _hasUnjudgedVote(j)) {
+                    i = j;
+                    break;
+                }
+            }
+        }
+        Sub storage s = _subs[i];
+        address[] memory list = _voterList(i, listSeed);
+        bool expectOk = _inVoteSettlement(s);
+        bool closed = _final(s.round) && !expectOk;
+        uint256 slashedBefore = ledger.totalSlashed();
+        (bool ok, bytes memory reason) =
+            address(ledger).call(abi.encodeCall(SwarmLedger.settleVotes, (s.round, s.node, list)));
+        bool refused = _judge("settleVotes", expectOk, ok, reason);
+        if (refused && closed) {
+            // kept: a vote not judged in its window is never judged (its stake may have left)
+            if (bytes4(reason) != SwarmLedger.SettlementWindowClosed.selector) {
+                _violate(string.concat("settleVotes: a closed window refused with ", _hex4(reason)));
+            }
+            _hit(VOTE_SETTLEMENTS_CLOSED);
+            return;
+        }
+        if (refused) _refused();
+        if (!ok) return;
+        if (ledger.totalSlashed() - slashedBefore != _judgeVotes(s, list)) {
+            _violate("settleVotes: slashed a different amount than slashBps of each losing voter's stake");
+        }
+    }
+
+    function _hasUnjudgedVote(uint256 i) internal view returns (bool) {
+        Sub storage s = _subs[i];
+        address[] storage voters = _votersOf[i];
+        for (uint256 k; k < voters.length; ++k) {
+            if (voteRecord[voters[k]][s.round][s.node] & JUDGED == 0) return true;
+        }
+        return false;
+    }
+
+    /// @dev One to six addresses: mostly the voters of submission `i` from a seeded offset (the
+    /// list wraps, so a voter may be listed twice), one in six any actor.
+    function _voterList(uint256 i, uint256 seed) internal view returns (address[] memory list) {
+        address[] storage voters = _votersOf[i];
+        list = new address[](1 + seed % 6);
+        for (uint256 k; k < list.length; ++k) {
+            uint256 pick = uint256(keccak256(abi.encode(seed, k)));
+            list[k] = voters.length == 0 || pick % 6 == 0
+                ? _actor(pick >> 8)
+                : voters[((seed >> 8) + k) % voters.length];
+        }
+    }
+
+    /// @dev The model after settleVotes judged `list` on `s`: each listed vote not judged yet is
+    /// judged once; one on the losing side of the final verdict (a dispute of a credited batch,
+    /// an agreement with a disputed one, on either committee) costs slashBps of its voter's
+    /// stake; unavailable votes never lose, nor any vote on a batch neither credited nor
+    /// disputed. Returns the wei slashed.
+    function _judgeVotes(Sub storage s, address[] memory list) internal returns (uint256 total) {
+        uint8 losing = credited(s) ? DISPUTE : disputed(s) ? AGREE : 0;
+        for (uint256 k; k < list.length; ++k) {
+            uint8 record = voteRecord[list[k]][s.round][s.node];
+            if (record & JUDGED != 0) _hit(VOTES_JUDGED_ONCE);
+            if (record == 0 || record & JUDGED != 0) continue;
+            voteRecord[list[k]][s.round][s.node] = record | JUDGED;
+            uint8 first = record & 3;
+            uint8 second = (record >> 2) & 3;
+            if (losing != 0 && (first == losing || second == losing)) {
+                total += _slashStake(list[k], SLASH_BPS);
+                _hit(LOSING_VOTES_SLASHED);
+            } else if (losing != 0 && (first == UNAVAILABLE || second == UNAVAILABLE)) {
+                _hit(UNAVAILABLE_VOTES_SPARED);
+            }
+        }
+    }
+
+    /// @dev The model's slash: `bps` of `who`'s stake, active first, then unbonding, into the pool.
+    function _slashStake(address who, uint256 bps) internal returns (uint256 cut) {
+        Stake storage st = stakeOf[who];
+        cut = ((st.active + st.unbonding) * bps) / BPS;
+        if (cut > st.active) _hit(SLASHES_INTO_UNBONDING);
+        uint256 fromActive = cut < st.active ? cut : st.active;
+        st.active -= fromActive;
+        st.unbonding -= cut - fromActive;
+        if (fromActive != 0) _recordStake(who);
+        pool += cut;
+        slashed += cut;
     }
 
     function settle(uint256 subSeed) external {
@@ -859,36 +1197,32 @@ contract LedgerHandler is CheatsBase {
         if (_judge("settle", expectOk, ok, reason)) _refused();
         if (!ok) return;
         if (ledger.totalSlashed() - slashedBefore != slash) {
-            _violate("settle: slashed a different amount than slashBps of a disputed node's stake");
+            _violate("settle: slashed a different amount than slashBps (twice after a lost appeal) of a disputed node's stake");
         }
         _settled(s);
     }
 
-    /// @dev What settling `s` slashes now: slashBps of its node's stake when more seats disputed
-    /// than agreed (unavailable votes never slash), else 0.
+    /// @dev What settling `s` slashes now: slashBps of its node's stake when more seats of its
+    /// deciding committee disputed than agreed (unavailable votes never slash), twice that after
+    /// a lost appeal; else 0.
     function _slashOf(Sub storage s) internal view returns (uint256) {
         Stake storage st = stakeOf[s.node];
-        return s.disputeSeats > s.agreeSeats ? ((st.active + st.unbonding) * SLASH_BPS) / BPS : 0;
+        return disputed(s) ? ((st.active + st.unbonding) * _settleBps(s)) / BPS : 0;
     }
 
     /// @dev The model after the ledger settled `s` (by `settle`, or by a claim of it).
     function _settled(Sub storage s) internal {
         Stake storage st = stakeOf[s.node];
-        uint256 slash = _slashOf(s);
-        bool disputed = s.disputeSeats > s.agreeSeats;
+        bool lost = disputed(s);
+        Tally storage t = _tallyNow(s);
         s.settled = true;
         st.unsettled -= 1;
         if (s.unstakes < st.unstakes) st.backing -= 1;
-        if (disputed) _hit(SLASHES);
-        if (!disputed && s.unavailable > 0) _hit(UNAVAILABLE_NOT_SLASHED);
-        if (s.agrees < Q) _hit(FINAL_WITHOUT_QUORUM);
-        if (slash > st.active) _hit(SLASHES_INTO_UNBONDING);
-        uint256 fromActive = slash < st.active ? slash : st.active;
-        st.active -= fromActive;
-        st.unbonding -= slash - fromActive;
-        if (fromActive != 0) _recordStake(s.node);
-        pool += slash;
-        slashed += slash;
+        if (lost) _hit(SLASHES);
+        if (lost && disputedOnAppeal(s)) _hit(LOST_APPEALS_SLASHED_TWICE);
+        if (!lost && t.unavailable > 0) _hit(UNAVAILABLE_NOT_SLASHED);
+        if (t.agrees < Q) _hit(FINAL_WITHOUT_QUORUM);
+        if (lost) _slashStake(s.node, _settleBps(s));
     }
 
     // --------------------------------------------------------------------------------- rewards
@@ -958,8 +1292,8 @@ contract LedgerHandler is CheatsBase {
             uint256 unb = stakeOf[a].unbonding;
             for (uint256 k; k < n && valid; ++k) {
                 Sub storage s = _subs[picked[k]];
-                if (s.settled || s.disputeSeats <= s.agreeSeats) continue;
-                uint256 cut = ((act + unb) * SLASH_BPS) / BPS;
+                if (s.settled || !disputed(s)) continue;
+                uint256 cut = ((act + unb) * _settleBps(s)) / BPS;
                 uint256 fromActive = cut < act ? cut : act;
                 (act, unb) = (act - fromActive, unb - (cut - fromActive));
                 inlineSlashes += cut;

@@ -25,6 +25,8 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         uint16 agreeToleranceBps;
         uint16 quorum;
         uint16 checkers;
+        uint64 appealRounds;
+        uint16 appealCheckers;
     }
 
     /// @dev The parameters of the ledger under test.
@@ -47,7 +49,9 @@ abstract contract LedgerInvariantsBase is CheatsBase {
                     p.agreeToleranceBps,
                     keccak256("catalog"),
                     p.quorum,
-                    p.checkers
+                    p.checkers,
+                    p.appealRounds,
+                    p.appealCheckers
                 )
             )
         );
@@ -70,7 +74,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](14);
+        bytes4[] memory actions = new bytes4[](16);
         actions[0] = LedgerHandler.register.selector;
         actions[1] = LedgerHandler.addStake.selector;
         actions[2] = LedgerHandler.requestUnstake.selector;
@@ -85,6 +89,8 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         actions[11] = LedgerHandler.reportUnavailable.selector;
         actions[12] = LedgerHandler.drawBeacon.selector;
         actions[13] = LedgerHandler.attestAgreeing.selector;
+        actions[14] = LedgerHandler.appeal.selector;
+        actions[15] = LedgerHandler.settleVotes.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }
@@ -113,7 +119,8 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         _eq(unbonding, modelUnbonding, "unbonding stake = the sum of the nodes' unbonding stake");
     }
 
-    /// Every wei that entered the pool (funded or slashed) is in the pool or was paid out.
+    /// Every wei that entered the pool (funded, or slashed from a disputed producer or a losing
+    /// voter) is in the pool or was paid out.
     function invariant_poolInEqualsPoolOut() public view {
         _eq(
             ledger.totalFunded() + ledger.totalSlashed(),
@@ -121,7 +128,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             "funded + slashed = pool + paid out"
         );
         _eq(ledger.rewardPool(), handler.pool(), "pool = what was funded and slashed minus what claims paid");
-        _eq(ledger.totalSlashed(), handler.slashed(), "slashed total = the sum of the settlements' slashes");
+        _eq(ledger.totalSlashed(), handler.slashed(), "slashed total = the sum of the settlements' and the judged votes' slashes");
     }
 
     /// A node's stake is what it staked, minus what it moved to unbonding, withdrew or lost to a
@@ -159,11 +166,13 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     /// Credit follows the votes: a submission is credited exactly while at least `quorum` drawn
-    /// checkers agreed and their seats are at least those of the checkers who disputed it plus
+    /// checkers of its deciding committee (the appeal's once its producer appealed, else the
+    /// first) agreed and their seats are at least those of the checkers who disputed it plus
     /// those who reported it unavailable, each vote counted once per seat its checker drew, on
-    /// the side it falls (the signal exactly the claim and the score within agreeToleranceBps of
-    /// the batch's maximum: agree); what it earns is its signal, which every agreeing checker
-    /// recomputed; a round's credited total is the sum of its credited signals.
+    /// its committee's tally and the side it falls (the signal exactly the claim and the score
+    /// within agreeToleranceBps of the batch's maximum: agree); what it earns is its signal,
+    /// which every agreeing checker recomputed; a round's credited total is the sum of its
+    /// credited signals.
     function invariant_creditFollowsTheVotes() public view {
         uint256 n = handler.subCount();
         uint64[] memory one = new uint64[](1);
@@ -172,17 +181,26 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
             _eq(v.score, s.score, "a submission keeps its score");
             _eq(v.signal, s.signal, "a submission keeps its signal");
-            _eq(v.agrees, s.agrees, "each agreeing vote is counted once");
-            _eq(v.disputes, s.disputes, "each disputing vote is counted once");
-            _eq(v.unavailable, s.unavailable, "each unavailable vote is counted once");
-            _eq(v.agreeSeats, s.agreeSeats, "agreeing seats = the agreeing checkers' seats");
-            _eq(v.disputeSeats, s.disputeSeats, "disputing seats = the disputing checkers' seats");
-            _eq(v.unavailableSeats, s.unavailableSeats, "unavailable seats = the seats of the checkers who could not fetch it");
+            _eq(v.agrees, s.votes.agrees, "each agreeing vote is counted once");
+            _eq(v.disputes, s.votes.disputes, "each disputing vote is counted once");
+            _eq(v.unavailable, s.votes.unavailable, "each unavailable vote is counted once");
+            _eq(v.agreeSeats, s.votes.agreeSeats, "agreeing seats = the agreeing checkers' seats");
+            _eq(v.disputeSeats, s.votes.disputeSeats, "disputing seats = the disputing checkers' seats");
+            _eq(v.unavailableSeats, s.votes.unavailableSeats, "unavailable seats = the seats of the checkers who could not fetch it");
             _eq(v.snapshotBlock, s.snapshotBlock, "a submission's stake snapshot is its block");
+            _eq(v.appealBlock, s.appealBlock, "a submission is appealed once its producer appealed, in that block");
+            SwarmLedger.AppealView memory p = ledger.appealOf(s.round, s.node);
+            _eq(p.appealBlock, s.appealBlock, "appealOf reports the appeal's block");
+            _eq(p.agrees, s.appealVotes.agrees, "each agreeing vote on an appeal is counted once, on the appeal");
+            _eq(p.disputes, s.appealVotes.disputes, "each disputing vote on an appeal is counted once, on the appeal");
+            _eq(p.unavailable, s.appealVotes.unavailable, "each unavailable vote on an appeal is counted once, on the appeal");
+            _eq(p.agreeSeats, s.appealVotes.agreeSeats, "an appeal's agreeing seats = its agreeing checkers' seats");
+            _eq(p.disputeSeats, s.appealVotes.disputeSeats, "an appeal's disputing seats = its disputing checkers' seats");
+            _eq(p.unavailableSeats, s.appealVotes.unavailableSeats, "an appeal's unavailable seats = its unavailable checkers' seats");
             _eq(
                 v.credited,
                 handler.credited(s) ? s.signal : 0,
-                "credited iff quorum agreed and agree seats >= dispute + unavailable seats"
+                "credited iff the deciding committee's quorum agreed and its agree seats >= dispute + unavailable seats"
             );
             _eq(v.settled ? 1 : 0, s.settled ? 1 : 0, "a submission is settled once settled");
             _eq(v.paid, s.paid ? s.paidAmount : 0, "a paid submission reports what it was paid");
@@ -199,15 +217,18 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         }
     }
 
-    /// No evidence, no credit: a submission that fewer than `quorum` checkers agreed with earns
-    /// nothing, and once its round is final nobody can make it earn (its share is 0 and stays 0).
+    /// No evidence, no credit: a submission that fewer than `quorum` checkers of its deciding
+    /// committee agreed with earns nothing (an appealed one: the appeal's, whatever the first
+    /// committee said), and once its round is final nobody can make it earn (its share is 0 and
+    /// stays 0).
     function invariant_noEvidenceNoCredit() public view {
         uint256 n = handler.subCount();
         uint64[] memory one = new uint64[](1);
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
             SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
-            if (v.agrees >= ledger.quorum()) continue;
+            uint256 agrees = v.appealBlock != 0 ? ledger.appealOf(s.round, s.node).agrees : v.agrees;
+            if (agrees >= ledger.quorum()) continue;
             _eq(v.credited, 0, "a submission short of its quorum is not credited");
             one[0] = s.round;
             if (!s.paid) _eq(ledger.claimable(s.node, one), 0, "a submission short of its quorum pays nothing");
@@ -219,7 +240,9 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     /// the ledger's beacon and every actor's seats on every submission are the documented rule's
     /// (a producer cannot choose its checkers; stake moved later changes no committee), and a
     /// beacon nobody stored within the EVM's window lapses instead of being drawn again (no
-    /// re-roll of its committee or openings).
+    /// re-roll of its committee or openings). An appeal's committee is drawn the same way from
+    /// the hash of the block after the appeal's, with appealCheckers trials, from the same
+    /// snapshot.
     function invariant_checkersAreDrawnFromTheBeacon() public view {
         uint256 n = handler.subCount();
         for (uint256 i; i < n; ++i) {
@@ -232,7 +255,17 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             _eq(
                 stored ? 1 : 0,
                 handler.beaconOf(t.round, t.node) != 0 ? 1 : 0,
-                "a beacon is stored once a vote or drawBeacon drew it, and then never lapses"
+                "a beacon is stored once a vote, drawBeacon or the appeal drew it, and then never lapses"
+            );
+            SwarmLedger.AppealView memory p = ledger.appealOf(t.round, t.node);
+            (want, wantReady) = handler.appealBeaconNow(t.round, t.node);
+            _eq(p.beaconBlock, handler.appealBeaconBlock(t.round, t.node), "an appeal's beacon block follows the appeal's");
+            _eq(p.ready ? 1 : 0, wantReady ? 1 : 0, "an appeal's beacon is ready once its block is past and its hash known");
+            _eq(p.beacon, want, "an appeal's beacon is its block's hash");
+            _eq(
+                p.drawn ? 1 : 0,
+                handler.appealBeaconOf(t.round, t.node) != 0 ? 1 : 0,
+                "an appeal's beacon is stored once an appellate vote or drawBeacon drew it"
             );
         }
         for (uint256 i; i < n && i < 24; ++i) {
@@ -240,6 +273,35 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             for (uint256 k; k < 5; ++k) {
                 address a = handler.actors(k);
                 _eq(ledger.seatsOf(s.round, s.node, a), handler.seats(s.round, s.node, a), "seatsOf follows the documented draw");
+                _eq(
+                    ledger.appealSeatsOf(s.round, s.node, a),
+                    handler.appealSeats(s.round, s.node, a),
+                    "appealSeatsOf follows the documented draw, with the appeal's beacon and trials"
+                );
+            }
+        }
+    }
+
+    /// Each vote is recorded on the committee it was cast on (the first, or once appealed the
+    /// appeal's: a checker may vote once on each), hasAttested answers for the committee voting
+    /// now, and a vote is judged at most once (settleVotes marks it, and skips it after).
+    function invariant_eachVoteIsRecordedOnItsCommitteeAndJudgedOnce() public view {
+        uint256 n = handler.subCount();
+        for (uint256 i; i < n; ++i) {
+            LedgerHandler.Sub memory s = handler.subAt(i);
+            for (uint256 k; k < 5; ++k) {
+                address a = handler.actors(k);
+                uint8 record = handler.voteRecord(a, s.round, s.node);
+                (uint8 first, uint8 second, bool judged) = ledger.voteOf(a, s.round, s.node);
+                _eq(first, record & 3, "voteOf: the side voted on the first committee");
+                _eq(second, (record >> 2) & 3, "voteOf: the side voted on the appeal's committee");
+                _eq(judged ? 1 : 0, record & 16 != 0 ? 1 : 0, "voteOf: judged once settleVotes judged it");
+                uint8 voting = s.appealBlock != 0 ? second : first;
+                _eq(
+                    ledger.hasAttested(a, s.round, s.node) ? 1 : 0,
+                    voting != 0 ? 1 : 0,
+                    "hasAttested: voted on the committee voting now"
+                );
             }
         }
     }
@@ -257,35 +319,38 @@ abstract contract LedgerInvariantsBase is CheatsBase {
 
     /// Every call did what the rules say: accepted exactly the calls the rules allow, paid each
     /// claim its pro-rata shares and no submission twice, slashed slashBps of a disputed node's
-    /// stake, and never let stake that can still be slashed leave (see LedgerHandler).
+    /// stake (twice that after a lost appeal) and of each losing voter's, once per vote, and
+    /// never let stake that can still be slashed leave (see LedgerHandler).
     function invariant_everyCallFollowedTheRules() public view {
         if (handler.violationCount() != 0) revert(handler.firstViolation());
     }
 }
 
-/// @notice The ledger with a short window: late by one round, challenged for two, 10% slashes,
-/// a 1% agreement tolerance, the shortest unbonding period the constructor allows, a quorum of
-/// 2 out of 4 checkers drawn on average (of five nodes with equal stakes, each is drawn 4 times
-/// in 5).
+/// @notice The ledger with a short window: late by one round, challenged for two, appealed in
+/// one round and voted on in two (the fewest allowed), 10% slashes (20% after a lost appeal), a
+/// 1% agreement tolerance, the shortest unbonding period the constructor allows, a quorum of 2
+/// out of 4 checkers drawn on average (of five nodes with equal stakes, each is drawn 4 times in
+/// 5), appeals' committees of 12 trials.
 contract LedgerInvariantsTest is LedgerInvariantsBase {
     function suiteName() internal pure override returns (string memory) {
         return "LedgerInvariantsTest";
     }
 
     function params() internal pure override returns (Params memory) {
-        return Params(60, 1 ether, (1 + 2 * 2 + 1) * 60, 2, 1, 1 ether, 1000, 100, 2, 4);
+        return Params(60, 1 ether, (1 + 2 * 2 + 2 + 1) * 60, 2, 1, 1 ether, 1000, 100, 2, 4, 2, 12);
     }
 }
 
 /// @notice Another corner of the parameter space: a long submission window, one challenge round,
-/// a whole-stake slash, no agreement tolerance at all, an odd minimum stake in gwei, and a quorum
-/// of one out of two checkers drawn on average (most nodes are not drawn for most batches).
+/// three appeal rounds, a whole-stake slash (a lost appeal's doubled slash is capped at all of
+/// it), no agreement tolerance at all, an odd minimum stake in gwei, and a quorum of one out of
+/// two checkers drawn on average (most nodes are not drawn for most batches), appeals' of 5.
 contract LedgerInvariantsStrictTest is LedgerInvariantsBase {
     function suiteName() internal pure override returns (string memory) {
         return "LedgerInvariantsStrictTest";
     }
 
     function params() internal pure override returns (Params memory) {
-        return Params(37, 1 ether + 3 gwei, (3 + 2 * 1 + 1) * 37 + 1, 1, 3, 2_333_333_333_333_333_333, 10_000, 0, 1, 2);
+        return Params(37, 1 ether + 3 gwei, (3 + 2 * 1 + 3 + 1) * 37 + 1, 1, 3, 2_333_333_333_333_333_333, 10_000, 0, 1, 2, 3, 5);
     }
 }

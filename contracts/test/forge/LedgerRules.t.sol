@@ -6,11 +6,15 @@ import {CheatsBase} from "./Cheats.sol";
 
 /// @notice Directed tests of the credit rule's edges, which the invariant campaigns reach too
 /// rarely to catch a fault in (scripts/mutate-ledger runs these beside the campaigns): a tie
-/// between agreeing and disputing + unavailable seats, a quorum reached exactly, and unavailable
-/// votes that cancel credit without slashing. Stakes are equal and the beacon is chosen (forge's
-/// setBlockhash) so that the four checkers hold one seat each of 3 trials: each vote moves the
-/// tallies by the same weight. Block numbers are set explicitly: via-IR may reuse a block.number
-/// read across vm.roll.
+/// between agreeing and disputing + unavailable seats, a quorum reached exactly, unavailable
+/// votes that cancel credit without slashing; and the appeal's: a whale's lucky first committee
+/// overturned, a lost appeal's double slash, the appeal's window, the judging of votes. Stakes
+/// are equal (but a whale's) and the beacon is chosen (forge's setBlockhash) so that the four
+/// checkers hold one seat each of 3 trials: each vote moves the tallies by the same weight.
+/// Block numbers are set explicitly: via-IR may reuse a block.number read across vm.roll.
+/// Rounds of P's submission of round 0 (submitRounds 1, challengeRounds 2, appealRounds 2):
+/// first votes until round 3, an appeal in round 4, appellate votes until round 5, final from
+/// round 6, its votes judged in rounds 6 and 7.
 contract LedgerRulesTest is CheatsBase {
     SwarmLedger internal ledger;
     address internal constant P = address(0x9001);
@@ -18,13 +22,17 @@ contract LedgerRulesTest is CheatsBase {
     address internal constant B = address(0xB001);
     address internal constant C = address(0xC001);
     address internal constant D = address(0xD001);
+    address internal constant W = address(0xF001);
     uint64 internal constant L = 60;
 
-    function _deploy(uint8 quorum) internal {
+    /// @dev Deploys the ledger (quorum as given, committees of 3 seat trials, appeals' of 12,
+    /// 10% slashes), registers P, A, B, C and D with 2 ether each (and the whale W with
+    /// `whaleStake`, if any), and has P submit a batch of round 0 in block 110.
+    function _launch(uint8 quorum, uint256 whaleStake) internal {
         vm.warp(1_700_000_000);
         vm.roll(100);
         ledger = SwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 6 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3))
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3, 2, 12))
         );
         address[5] memory nodes = [P, A, B, C, D];
         for (uint256 i; i < nodes.length; ++i) {
@@ -32,11 +40,20 @@ contract LedgerRulesTest is CheatsBase {
             vm.prank(nodes[i]);
             ledger.register{value: 2 ether}("{}");
         }
+        if (whaleStake != 0) {
+            vm.deal(W, whaleStake);
+            vm.prank(W);
+            ledger.register{value: whaleStake}("{}");
+        }
         vm.warp(ledger.genesis() + 1);
         vm.roll(110);
         vm.prank(P);
         ledger.submit(0, keccak256("p"), 8, 40_000, 20_000);
         vm.roll(112); // past the beacon block (111): checkers may vote
+    }
+
+    function _deploy(uint8 quorum) internal {
+        _launch(quorum, 0);
         // a beacon that gives A, B, C and D one seat each (each holds Binomial(3, 1/5) seats:
         // all four hold one with chance 0.384^4, about one beacon in 46)
         for (uint256 i = 1;; ++i) {
@@ -98,7 +115,7 @@ contract LedgerRulesTest is CheatsBase {
         require(_credited() == 20_000, "a tie with unavailable seats: credited");
         _unavailable(C);
         require(_credited() == 0, "outweighed by unavailable seats: no credit");
-        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.warp(ledger.genesis() + 6 * L + 1); // round 6: final (after round 0 + submit 1 + challenge 2 + appeal 2)
         vm.roll(200);
         ledger.settle(0, P);
         require(ledger.nodeInfo(P).activeStake == 2 ether, "unavailable is not wrong: no slash");
@@ -108,7 +125,7 @@ contract LedgerRulesTest is CheatsBase {
         _deploy(1);
         vm.deal(address(this), 1 ether);
         ledger.fund{value: 1 ether}();
-        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.warp(ledger.genesis() + 6 * L + 1);
         vm.roll(200);
         uint64[] memory rounds = new uint64[](1);
         rounds[0] = 0;
@@ -126,7 +143,7 @@ contract LedgerRulesTest is CheatsBase {
         require(_credited() == 0, "1 seat agreeing vs 2 disputing: no credit");
         (uint256 total,) = ledger.roundInfo(0);
         require(total == 0, "the round's total loses it");
-        vm.warp(ledger.genesis() + 4 * L + 1);
+        vm.warp(ledger.genesis() + 6 * L + 1);
         vm.roll(200);
         uint64[] memory rounds = new uint64[](1);
         rounds[0] = 0;
@@ -222,5 +239,255 @@ contract LedgerRulesTest is CheatsBase {
         require(ready && stored && _seats(A) == seatsA, "the stored beacon draws the same seats");
         _agree(A);
         require(_credited() == 20_000, "and its checkers vote");
+    }
+
+    // ---------------------------------------------------------------------------------- appeals
+
+    /// @dev Moves to round `round` (one second into it) and block `blockNumber`.
+    function _at(uint64 round, uint256 blockNumber) internal {
+        vm.warp(ledger.genesis() + uint256(round) * L + 1);
+        vm.roll(blockNumber);
+    }
+
+    function _appealSeats(address who) internal view returns (uint256) {
+        return ledger.appealSeatsOf(0, P, who);
+    }
+
+    /// @dev P appeals in block `appealBlock` of round 4, then the chain moves past the appeal's
+    /// beacon block.
+    function _appeal(uint256 appealBlock) internal {
+        _at(4, appealBlock);
+        vm.prank(P);
+        ledger.appeal(0);
+        vm.roll(appealBlock + 2);
+    }
+
+    /// @dev The error a call to the ledger reverted with (a revert expected).
+    function _refusal(address caller, bytes memory call) internal returns (bytes4) {
+        vm.prank(caller);
+        (bool ok, bytes memory reason) = address(ledger).call(call);
+        require(!ok, "the call was refused");
+        return bytes4(reason);
+    }
+
+    function _settleVotes(address[] memory voters) internal {
+        ledger.settleVotes(0, P, voters);
+    }
+
+    function _list(address a, address b, address c) internal pure returns (address[] memory list) {
+        list = new address[](3);
+        (list[0], list[1], list[2]) = (a, b, c);
+    }
+
+    function test_anAppealOverturnsAWhalesLuckyCommitteeAndItsVotesLose() public {
+        // W stakes 4 of 14 ether: more than any other node, less than the honest checkers
+        // together. A first beacon on which W drew all 3 of its seats and A and B one each: a
+        // small committee the luck of the draw handed to W (about one beacon in 430).
+        _launch(2, 4 ether);
+        for (uint256 i = 1;; ++i) {
+            require(i < 5_000, "no beacon of 5,000 gives W 3 seats and A and B one each");
+            vm.setBlockhash(111, keccak256(abi.encode("whale beacon", i)));
+            if (_seats(A) == 1 && _seats(B) == 1 && ledger.seatsOf(0, P, W) == 3) break;
+        }
+        vm.deal(address(this), 1 ether);
+        ledger.fund{value: 1 ether}();
+        _agree(A);
+        _agree(B);
+        require(_credited() == 20_000, "the quorum of 2 agreed: credited");
+        _dispute(W);
+        require(_credited() == 0, "W's 3 seats outweigh 2: the honest batch is cancelled");
+        // the producer, whose own re-check agrees with its claim, appeals; the appeal's committee
+        // of 12 trials per node is drawn from a beacon that seats W, A, B, C and D, with A + B + C
+        // at least W + D (in expectation W holds 3.4 seats, the four others 6.9)
+        _appeal(130);
+        for (uint256 i = 1;; ++i) {
+            require(i < 2_000, "no appeal beacon of 2,000 seats the five checkers");
+            vm.setBlockhash(131, keccak256(abi.encode("appeal beacon", i)));
+            uint256 w = ledger.appealSeatsOf(0, P, W);
+            uint256 a = _appealSeats(A);
+            uint256 b = _appealSeats(B);
+            uint256 c = _appealSeats(C);
+            uint256 d = _appealSeats(D);
+            if (w != 0 && a != 0 && b != 0 && c != 0 && d != 0 && a + b + c >= w + d) break;
+        }
+        require(!ledger.hasAttested(A, 0, P), "after the appeal, A has not voted on the committee voting now");
+        _dispute(W); // the whale again, on the appeal's committee
+        _agree(A); // a checker of the first committee votes again
+        require(_credited() == 0, "one appellate agreement: short of the quorum");
+        _unavailable(D);
+        _agree(B);
+        _agree(C);
+        require(_credited() == 20_000, "the appeal's committee credits it: its verdict replaces the first");
+        (uint256 total,) = ledger.roundInfo(0);
+        require(total == 20_000, "the round's total follows the appeal's verdict");
+        SwarmLedger.SubmissionView memory v = ledger.submissionOf(0, P);
+        require(v.agreeSeats == 2 && v.disputeSeats == 3 && v.appealBlock == 130, "the first tally stays as cast");
+        SwarmLedger.AppealView memory p = ledger.appealOf(0, P);
+        require(p.agrees == 3 && p.disputes == 1 && p.unavailable == 1, "the appeal's votes are its own tally");
+        (uint8 first, uint8 second,) = ledger.voteOf(W, 0, P);
+        require(first == 2 && second == 2, "W disputed on both committees");
+        _at(6, 200);
+        ledger.settle(0, P);
+        require(ledger.nodeInfo(P).activeStake == 2 ether, "credited on appeal: the producer keeps its stake");
+        uint64[] memory rounds = new uint64[](1);
+        vm.prank(P);
+        require(ledger.claim(rounds) == 1 ether, "and earns the round's reward");
+        // the votes are judged by the final verdict: W's disputes lost (one slash for its record,
+        // however many committees it disputed on), the agreements won, D's unavailable vote
+        // never loses; W listed twice and E, who never voted, are skipped
+        address[] memory voters = new address[](6);
+        (voters[0], voters[1], voters[2], voters[3]) = (A, W, B, C);
+        (voters[4], voters[5]) = (W, address(0xE001));
+        _settleVotes(voters);
+        _settleVotes(_list(D, D, W));
+        require(ledger.nodeInfo(W).activeStake == 3.6 ether, "W loses slashBps of its stake, once");
+        require(ledger.totalSlashed() == 0.4 ether, "nobody else is slashed");
+        require(ledger.rewardPool() == 0.4 ether, "the slash goes to the reward pool");
+        address[5] memory kept = [A, B, C, D, P];
+        for (uint256 i; i < kept.length; ++i) {
+            require(ledger.nodeInfo(kept[i]).activeStake == 2 ether, "the winning and unavailable voters keep theirs");
+        }
+        (,, bool judged) = ledger.voteOf(D, 0, P);
+        require(judged, "an unavailable vote is judged, and kept");
+        (first, second, judged) = ledger.voteOf(address(0xE001), 0, P);
+        require(first == 0 && second == 0 && !judged, "a non-voter listed is skipped: no record");
+    }
+
+    function test_aLostAppealSlashesTwiceSlashBps() public {
+        _deploy(1);
+        _dispute(A);
+        _appeal(130);
+        for (uint256 i = 1; _appealSeats(B) == 0; ++i) {
+            vm.setBlockhash(131, keccak256(abi.encode("appeal beacon", i))); // one that seats B
+        }
+        _dispute(B);
+        require(ledger.submissionOf(0, P).credited == 0, "the appeal's committee disputes it too");
+        _at(6, 140);
+        bytes4 late = _refusal(C, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(late == SwarmLedger.ChallengeWindowClosed.selector, "appellate votes close after appealRounds");
+        ledger.settle(0, P);
+        require(ledger.nodeInfo(P).activeStake == 1.6 ether, "a lost appeal slashes 2 x 10% of 2 ether");
+        require(ledger.totalSlashed() == 0.4 ether && ledger.rewardPool() == 0.4 ether, "into the pool");
+    }
+
+    function test_anAppealIsOpenOnlyInItsWindowOnceToABatchNotCredited() public {
+        _deploy(1);
+        _agree(A); // P's batch is credited
+        vm.roll(120);
+        vm.prank(B);
+        ledger.submit(0, keccak256("b"), 8, 40_000, 20_000); // nobody checks B's
+        vm.prank(C);
+        ledger.submit(0, keccak256("c"), 8, 40_000, 20_000); // nor C's
+        vm.roll(122);
+        ledger.drawBeacon(0, B); // their producers' clients store their beacons
+        ledger.drawBeacon(0, C);
+        bytes memory appealRound0 = abi.encodeCall(SwarmLedger.appeal, (0)); // by each caller: its own batch
+        _at(3, 130);
+        require(_refusal(B, appealRound0) == SwarmLedger.NotAppealable.selector, "not in the challenge window's last round");
+        _at(4, 131);
+        require(_refusal(P, appealRound0) == SwarmLedger.AlreadyCredited.selector, "not a credited batch");
+        require(_refusal(A, appealRound0) == SwarmLedger.NoSubmission.selector, "only a producer, its own batch");
+        vm.prank(B);
+        ledger.appeal(0);
+        require(ledger.appealOf(0, B).appealBlock == 131, "B appeals in the round after the window");
+        require(_refusal(B, appealRound0) == SwarmLedger.AlreadyAppealed.selector, "once");
+        _at(5, 132);
+        require(_refusal(C, appealRound0) == SwarmLedger.NotAppealable.selector, "not in the last appeal round");
+        _at(6, 133);
+        require(_refusal(C, appealRound0) == SwarmLedger.NotAppealable.selector, "nor once final");
+    }
+
+    function test_anAppealOfABatchWhoseBeaconLapsedIsRefused() public {
+        _deploy(1); // nobody stores P's beacon (block 111's hash)
+        _at(4, 111 + 257);
+        bytes4 refused = _refusal(P, abi.encodeCall(SwarmLedger.appeal, (0)));
+        require(refused == SwarmLedger.BeaconLapsed.selector, "no openings can be drawn: no appeal either");
+    }
+
+    function test_votesAreJudgedOnceInTheirWindowAndUnavailableNeverLoses() public {
+        _deploy(1);
+        _agree(A);
+        _agree(B);
+        _dispute(C);
+        _unavailable(D);
+        require(_credited() == 20_000, "2 agreeing seats vs 1 + 1: credited");
+        bytes memory judgeC = abi.encodeCall(SwarmLedger.settleVotes, (0, P, _list(C, C, C)));
+        _at(5, 150);
+        require(_refusal(A, judgeC) == SwarmLedger.RoundNotFinal.selector, "not before the round is final");
+        _at(6, 160);
+        _settleVotes(_list(D, P, address(0xE001))); // the producer and E never voted: skipped
+        require(ledger.totalSlashed() == 0, "an unavailable vote never loses");
+        (,, bool judged) = ledger.voteOf(D, 0, P);
+        require(judged, "but it is judged");
+        _settleVotes(_list(C, A, B));
+        require(ledger.nodeInfo(C).activeStake == 1.8 ether, "C disputed a credited batch: slashBps of its stake");
+        _at(7, 170);
+        _settleVotes(_list(C, D, C)); // the window's last round
+        require(ledger.nodeInfo(C).activeStake == 1.8 ether, "a vote is judged once");
+        require(ledger.totalSlashed() == 0.2 ether, "only C lost");
+        address[3] memory kept = [A, B, D];
+        for (uint256 i; i < kept.length; ++i) {
+            require(ledger.nodeInfo(kept[i]).activeStake == 2 ether, "winners and the unavailable vote keep theirs");
+        }
+        _at(8, 180);
+        require(_refusal(A, judgeC) == SwarmLedger.SettlementWindowClosed.selector, "not after challengeRounds more");
+    }
+
+    function test_anAppealNobodyVotesOnLeavesTheFirstDisputeStanding() public {
+        _deploy(1);
+        _dispute(A);
+        _appeal(130); // and nobody on the appeal's committee votes (or its beacon lapses)
+        _at(6, 140);
+        ledger.settle(0, P);
+        require(ledger.nodeInfo(P).activeStake == 1.8 ether, "the first dispute stands: 10% of 2 ether");
+        _settleVotes(_list(A, B, C));
+        require(ledger.nodeInfo(A).activeStake == 2 ether, "the disputer did not lose");
+    }
+
+    function test_aVerdictNeitherCreditedNorDisputedJudgesNoVoteLost() public {
+        _deploy(1);
+        _agree(A);
+        _dispute(B);
+        _unavailable(C); // 1 agreeing seat vs 1 + 1: not credited, and not disputed (1 vs 1)
+        _at(6, 160);
+        _settleVotes(_list(A, B, C));
+        require(ledger.totalSlashed() == 0, "no side lost");
+    }
+
+    function test_stakeMovedAfterTheSubmissionChangesNoAppealSeat() public {
+        _deploy(1); // P's batch in block 110: the snapshot of its committees, the appeal's too
+        address late = address(0xE001);
+        _at(4, 125);
+        vm.deal(late, 1_000 ether);
+        vm.prank(late);
+        ledger.register{value: 100 ether}("{}"); // before the appeal, after the snapshot
+        _appeal(130);
+        vm.prank(B);
+        ledger.addStake{value: 8 ether}(); // after the appeal, once its beacon is known
+        vm.prank(C);
+        ledger.requestUnstake(1 ether);
+        for (uint256 i = 1; _appealSeats(B) == 0 || _appealSeats(C) == 0; ++i) {
+            vm.setBlockhash(131, keccak256(abi.encode("appeal beacon", i)));
+        }
+        uint256 beacon = ledger.appealOf(0, P).beacon;
+        require(_appealSeats(late) == 0, "stake registered after the submission buys no appeal seat");
+        require(_appealSeats(B) == _drawn(beacon, B) && _appealSeats(C) == _drawn(beacon, C), "seats as of block 110");
+        bytes4 refused = _refusal(late, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(refused == SwarmLedger.NotDrawn.selector, "the late whale cannot vote on the appeal");
+        _agree(B);
+        _agree(C);
+        require(
+            ledger.appealOf(0, P).agreeSeats == _drawn(beacon, B) + _drawn(beacon, C),
+            "appellate votes count their seats as of the snapshot"
+        );
+    }
+
+    /// @dev The documented draw of the appeal's seats of `checker`, with its stake and the total
+    /// as of P's submission (2 of 10 ether) and appealCheckers (12) trials.
+    function _drawn(uint256 beacon, address checker) internal pure returns (uint256 held) {
+        bytes32 base = keccak256(abi.encode(beacon, uint64(0), P, checker));
+        for (uint256 j; j < 12; ++j) {
+            if ((uint256(keccak256(abi.encode(base, j))) >> 128) * 10 ether < uint256(2 ether) << 128) ++held;
+        }
     }
 }
