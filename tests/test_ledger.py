@@ -666,6 +666,24 @@ def test_a_lost_appeal_slashes_twice_and_judges_the_agreeing_votes(swarm: Swarm)
     check_invariants(swarm)
 
 
+def test_an_appeal_nobody_votes_on_leaves_the_first_dispute_standing(swarm: Swarm) -> None:
+    """Appealing a disputed batch is no escape: an appeal whose committee reaches no verdict
+    leaves the first one's, and its slash (once), standing; the disputer did not lose."""
+    cheat, checker = swarm.node(), swarm.node()
+    cheat.submit(0, digest("bad"), 8, 40_000, 30_000)
+    swarm.await_beacon(0)
+    checker.attest(0, cheat.account_address, 40_000, 20_000, findings=4)
+    swarm.goto(4)
+    cheat.appeal(0)  # and nobody on its committee votes
+    swarm.goto(6)
+    sub = cheat.submission(0, cheat.account_address)
+    assert sub.appeal is not None and not sub.appeal.decided and sub.disputed
+    cheat.settle(0, cheat.account_address)
+    assert cheat.node_info(cheat.account_address).active_stake == 2 * ETH * 9 // 10
+    cheat.settle_votes(0, cheat.account_address, [checker.account_address])
+    assert checker.node_info(checker.account_address).active_stake == 2 * ETH
+
+
 def test_a_credited_batch_cannot_be_appealed_and_its_first_committee_judges_the_votes(
     swarm: Swarm,
 ) -> None:

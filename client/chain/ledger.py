@@ -208,9 +208,11 @@ class Ledger:
         v = self._view("appealOf", round_, _address(node))
         return self._appeal(round_, node, v) if v[0] else None
 
-    @staticmethod
-    def _appeal(round_: int, node: str, v: Any) -> Appeal:
+    def _appeal(self, round_: int, node: str, v: Any) -> Appeal:
+        agree, dispute, unavailable, agrees = v[5], v[6], v[7], v[8]
+        wins = agrees >= self.params().quorum and agree >= dispute + unavailable
         return Appeal(
+            decided=dispute > agree or wins,
             round=round_,
             node=_address(node),
             appeal_block=v[0],

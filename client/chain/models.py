@@ -122,6 +122,8 @@ class Appeal(Tally):
     block: int
     ready: bool
     drawn: bool
+    decided: bool = False  # its committee reached a verdict (credited or disputed): it decides;
+    # else the first committee's verdict stands (SwarmLedger._disputed)
 
     def lapsed(self, head: int) -> bool:
         """Whether nobody stored its beacon while the EVM knew its block's hash."""
@@ -172,8 +174,9 @@ class SubmissionInfo(Tally):
 
     @property
     def deciding(self) -> Tally:
-        """The votes that decide its credit: the appeal committee's once appealed."""
-        if self.appeal is not None:
+        """The votes that decide its verdict: the appeal committee's once it reached one, else
+        the first committee's (an appeal nobody voted on leaves the first dispute standing)."""
+        if self.appeal is not None and self.appeal.decided:
             return self.appeal
         return self
 
@@ -188,7 +191,9 @@ class SubmissionInfo(Tally):
             return None
         if self.signal == 0:
             return "no learning signal claimed (every group all-correct or all-wrong)"
-        t, problems = self.deciding, []
+        # once appealed, only the appeal's committee can credit it
+        t: Tally = self.appeal if self.appeal is not None else self
+        problems = []
         where = " on appeal" if self.appeal is not None else ""
         if t.agrees < quorum:
             problems.append(f"{t.agrees} of {quorum} agreeing checkers{where}")
