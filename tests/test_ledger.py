@@ -885,3 +885,33 @@ def test_every_contract_error_has_a_named_exception_and_a_hint() -> None:
     names = {i["name"] for i in load_artifact("SwarmLedger")["abi"] if i["type"] == "error"}
     missing = sorted(n for n in names if n not in E.REVERTS or not E.REVERTS[n].hint)
     assert not missing, f"errors without a Python class or hint: {missing}"
+
+
+def test_the_whale_script_runs_the_issue_s_setup_on_anvil() -> None:
+    """`scripts/whale-anvil`, small: a whale with a tenth of stake disputes every honest batch
+    it is seated on; none that Q honest checkers agreed with stays cancelled, and its lost
+    disputes, judged, cost it stake."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "scripts/whale-anvil", "--honest", "20", "--batches", "5"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and "---" not in line and "what" not in line
+    }
+    assert rows["honest batches"] == "5"
+    assert rows["of the Q-agreed batches, not credited after the appeals"] == "0"
+    votes = int(rows["the whale's votes"])
+    lost = float(rows["the whale's stake lost to judged votes"].split()[0])
+    assert (lost > 0) == (votes > 0)
