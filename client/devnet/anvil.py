@@ -25,6 +25,7 @@ from client.devnet.process import (
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Anvil's default mnemonic: its accounts are public knowledge, fit for a devnet and nothing else.
 DEV_MNEMONIC = "test test test test test test test test test test test junk"
+HISTORY_STATES = 1_024  # past block states anvil keeps (in memory, none on disk)
 
 
 class FoundryToolNotFound(FileNotFoundError):
@@ -149,6 +150,13 @@ class Anvil(ManagedServer):
                     "--mnemonic",
                     DEV_MNEMONIC,
                     *(["--block-time", str(self._block_time_s)] if self._block_time_s else []),
+                    # Past states stay in memory, the last HISTORY_STATES blocks' only. By
+                    # default anvil writes older states to ~/.foundry/anvil/tmp, and a chain
+                    # killed or ended without anvil's cleanup leaves them there: a day of
+                    # tests left 76 GB and filled the disk. The client reads past state only
+                    # to replay a reverted transaction at its (recent) block.
+                    "--prune-history",
+                    str(HISTORY_STATES),
                 ],
                 log_path=self.data_dir / "anvil.log",
                 ready=lambda port=port: self._answers(port),
