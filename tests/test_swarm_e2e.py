@@ -285,6 +285,7 @@ def test_devnet_down_leaves_no_process(devnet) -> None:
         events = [json.loads(x) for x in (node_dir / "events.jsonl").read_text().splitlines()]
         assert events[-1]["kind"] == "node.stopped", events[-3:]
         assert (node_dir / "checkpoint" / "sapo.json").is_file()
-        # (settlements and beacon draws wait for a later round or block: kept for the next start)
-        waiting = ("settle", "draw")
+        # (settlements, appeals and beacon draws wait for a later round or block: kept for the
+        # next start)
+        waiting = ("settle", "draw", "appeal")
         assert not [e for e in outbox(node_dir) if e.status == "pending" and e.kind not in waiting]

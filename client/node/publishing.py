@@ -648,7 +648,7 @@ class Publisher(Stage):
     def drain(self, seconds: float, stop_waiting: threading.Event) -> int:
         """Sends the outbox until nothing that can go now is left, the chain or store is down,
         or `seconds` pass; returns how many such entries are left (kept for the next start, like
-        the entries that wait for a later round or block: settlements and beacon draws)."""
+        the entries that wait for a later round or block: settlements, appeals and beacon draws)."""
         import time
 
         deadline = time.monotonic() + seconds
