@@ -36,7 +36,6 @@ from hypothesis.stateful import (
 from ledger_swarm import ETH, Swarm, check_invariants, digest
 
 from client.chain import LedgerRevert
-from client.chain.models import Beacon
 from client.devnet import Anvil
 
 pytestmark = [pytest.mark.slow]
@@ -251,9 +250,7 @@ class LedgerMachine(RuleBasedStateMachine):
         else:
             a = self.ledgers[0].appeal_of(round_, self.address(j))
             assert a is not None and a.block == sub.appeal_block + 1, a
-            beacon = Beacon(
-                round=round_, node=a.node, beacon=a.beacon, block=a.block, ready=a.ready
-            )
+            beacon = a  # an Appeal is the Beacon of its committee
             trials = self.clock.appeal_checkers
         seats = beacon.seats(self.address(i), stake, total, trials)
         if i != j and self.staked_error(i) is None:  # the ledger counts the eligible only

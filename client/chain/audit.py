@@ -176,10 +176,7 @@ class Auditor:
         seats = self._drawn(beacon, sub, params)
         appeal_seats: dict[str, int] = {}
         if sub.appeal is not None and sub.appeal.ready:
-            drawn = Beacon(
-                round=round_, node=sub.node, beacon=sub.appeal.beacon, block=0, ready=True
-            )
-            appeal_seats = self._drawn(drawn, sub, params, params.appeal_checkers)
+            appeal_seats = self._drawn(sub.appeal, sub, params, params.appeal_checkers)
         return SubmissionReport(
             submission=sub,
             attestations=sorted(rows, key=lambda r: (r.block_number, r.attester)),

@@ -98,6 +98,46 @@ class NodeInfo(ChainModel):
     backing: int = 0  # of those, the ones made before its last unstake request: withdraw waits
 
 
+class Beacon(ChainModel):
+    """The block hash that draws the checkers of one submission: the hash of the block after
+    the submission's (see SwarmLedger.beaconOf)."""
+
+    round: int
+    node: str  # the producer
+    beacon: int
+    block: int
+    ready: bool
+    drawn: bool = False  # stored on chain (by a vote or drawBeacon): it can no longer lapse
+
+    def lapsed(self, head: int) -> bool:
+        """Whether nobody stored it while the EVM knew its block's hash: the submission can no
+        longer be checked (the ledger never draws it again)."""
+        return not self.drawn and self.block > 0 and head > self.block + BLOCKHASH_WINDOW
+
+    def seats(self, checker: str, stake: int, total_stake: int, checkers: int) -> int:
+        """SwarmLedger's draw, recomputed from public data: the seats `checker` holds on this
+        submission's committee of `checkers` seats, with `stake` of `total_stake` active stake as
+        of the submission's block (`Ledger.stake_at`, `Ledger.total_stake_at`); each seat is
+        held with probability stake / total_stake. (Eligibility aside: registered, minStake then
+        and now, not the producer; `Ledger.seats_of` asks the ledger for all of it.)"""
+        if not self.ready or stake <= 0 or total_stake <= 0:
+            return 0
+        from eth_abi import encode
+        from eth_utils import keccak
+
+        base = keccak(
+            encode(
+                ["uint256", "uint64", "address", "address"],
+                [self.beacon, self.round, self.node, checker],
+            )
+        )
+        held = 0
+        for j in range(checkers):
+            h = int.from_bytes(keccak(encode(["bytes32", "uint256"], [base, j]))) >> 128
+            held += h * total_stake < stake << 128
+        return held
+
+
 class Tally(ChainModel):
     """One committee's votes: seats (a vote counts once per seat its checker holds) and
     distinct checkers on each side."""
@@ -110,24 +150,15 @@ class Tally(ChainModel):
     unavailable: int
 
 
-class Appeal(Tally):
+class Appeal(Beacon, Tally):
     """A producer's appeal of its submission: its block, the beacon that draws the appeal's
-    committee (the hash of the next block; stored by the first vote or drawBeacon, it lapses
-    like the first one) and that committee's votes, which decide the submission's credit."""
+    committee (a Beacon: the hash of the block after the appeal's; stored by the first vote or
+    drawBeacon, it lapses like the first one, and `seats` with appeal_checkers trials recomputes
+    the committee) and that committee's votes, which decide the submission's credit."""
 
-    round: int
-    node: str
     appeal_block: int
-    beacon: int
-    block: int
-    ready: bool
-    drawn: bool
     decided: bool = False  # its committee reached a verdict (credited or disputed): it decides;
     # else the first committee's verdict stands (SwarmLedger._disputed)
-
-    def lapsed(self, head: int) -> bool:
-        """Whether nobody stored its beacon while the EVM knew its block's hash."""
-        return not self.drawn and self.block > 0 and head > self.block + BLOCKHASH_WINDOW
 
 
 class SubmissionInfo(Tally):
@@ -203,46 +234,6 @@ class SubmissionInfo(Tally):
                 f"{t.agree_seats} agreeing seats below {against} disputing + unavailable{where}"
             )
         return "; ".join(problems) or "not credited"
-
-
-class Beacon(ChainModel):
-    """The block hash that draws the checkers of one submission: the hash of the block after
-    the submission's (see SwarmLedger.beaconOf)."""
-
-    round: int
-    node: str  # the producer
-    beacon: int
-    block: int
-    ready: bool
-    drawn: bool = False  # stored on chain (by a vote or drawBeacon): it can no longer lapse
-
-    def lapsed(self, head: int) -> bool:
-        """Whether nobody stored it while the EVM knew its block's hash: the submission can no
-        longer be checked (the ledger never draws it again)."""
-        return not self.drawn and self.block > 0 and head > self.block + BLOCKHASH_WINDOW
-
-    def seats(self, checker: str, stake: int, total_stake: int, checkers: int) -> int:
-        """SwarmLedger's draw, recomputed from public data: the seats `checker` holds on this
-        submission's committee of `checkers` seats, with `stake` of `total_stake` active stake as
-        of the submission's block (`Ledger.stake_at`, `Ledger.total_stake_at`); each seat is
-        held with probability stake / total_stake. (Eligibility aside: registered, minStake then
-        and now, not the producer; `Ledger.seats_of` asks the ledger for all of it.)"""
-        if not self.ready or stake <= 0 or total_stake <= 0:
-            return 0
-        from eth_abi import encode
-        from eth_utils import keccak
-
-        base = keccak(
-            encode(
-                ["uint256", "uint64", "address", "address"],
-                [self.beacon, self.round, self.node, checker],
-            )
-        )
-        held = 0
-        for j in range(checkers):
-            h = int.from_bytes(keccak(encode(["bytes32", "uint256"], [base, j]))) >> 128
-            held += h * total_stake < stake << 128
-        return held
 
 
 class RoundInfo(ChainModel):

@@ -38,7 +38,9 @@ class OutboxKind(StrEnum):
     ATTEST = "attest"  # our verdict on a peer's batch
     UNAVAILABLE = "unavailable"  # our vote that a peer's batch could be fetched nowhere
     DRAW = "draw"  # store a batch's beacon (ours, or one we check) before its block hash is gone
-    SETTLE = "settle"  # settle a final submission: ours (our stake stays till then), one we disputed  # and judge the votes that lost against its verdict
+    # settle a final submission (ours: our stake stays till then; or one we disputed) and have
+    # the votes that lost against its verdict judged
+    SETTLE = "settle"
     APPEAL = "appeal"  # appeal our batch's verdict when it was not credited and our re-check agrees
 
 
