@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -200,6 +201,21 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 15.0, what: str
         time.sleep(pause)
         pause = min(1.0, pause * 1.5)
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what or predicate}")
+
+
+def start_node(node) -> tuple[threading.Thread, threading.Event]:
+    """Runs an in-process node (client.node.assemble.open_node) on a thread of its own."""
+    stop = threading.Event()
+    thread = threading.Thread(target=node.run, args=(stop,))
+    thread.start()
+    return thread, stop
+
+
+def finish_node(thread: threading.Thread, stop: threading.Event) -> None:
+    """Stops a node start_node runs; fails the test if it does not stop within a minute."""
+    stop.set()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the node did not stop"
 
 
 _STARTED: list[subprocess.Popen[str]] = []

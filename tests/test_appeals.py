@@ -13,10 +13,11 @@ Time moves by warping (anvil's evm_increaseTime and the nodes' WarpClock togethe
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
+from conftest import finish_node as finish
+from conftest import start_node as start
 from conftest import wait_until, warp_world
 
 from client.chain.events import EventReader
@@ -36,19 +37,6 @@ def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("appeals")
     with warp_world(root, seed_test, ROUND_S, W, C, adversaries=[Role.WHALE]) as w:
         yield w
-
-
-def start(node) -> tuple[threading.Thread, threading.Event]:
-    stop = threading.Event()
-    thread = threading.Thread(target=node.run, args=(stop,))
-    thread.start()
-    return thread, stop
-
-
-def finish(thread: threading.Thread, stop: threading.Event) -> None:
-    stop.set()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the node did not stop"
 
 
 def outbox(node) -> dict[str, str]:

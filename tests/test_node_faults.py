@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from batches import local_round
+from conftest import finish_node as finish
+from conftest import start_node as start
 from conftest import wait_until, warp_world
 from eth_account import Account
 from gate import TcpGate
@@ -49,19 +51,6 @@ def gated_config(world, index: int, chain: TcpGate | None = None, ipfs: TcpGate 
     if ipfs:
         changes["store"] = {"ipfs_api": f"/ip4/127.0.0.1/tcp/{ipfs.port}/http"}
     return with_sections(cfg, **changes)
-
-
-def start(node) -> tuple[threading.Thread, threading.Event]:
-    stop = threading.Event()
-    thread = threading.Thread(target=node.run, args=(stop,))
-    thread.start()
-    return thread, stop
-
-
-def finish(thread: threading.Thread, stop: threading.Event) -> None:
-    stop.set()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the node did not stop"
 
 
 def outbox(node) -> dict[str, tuple[str, str | None]]:
