@@ -889,7 +889,9 @@ contract SwarmLedger {
     /// @notice Judges the listed voters' votes on `node`'s submission of `round` by its final
     /// verdict: a vote that lost (a dispute of a credited submission, or an agreement with a
     /// disputed one, by the first committee or the appeal's) costs its voter slashBps of its
-    /// stake (active first, then unbonding), moved to the reward pool. Unavailable votes, and
+    /// stake (active first, then unbonding), moved to the reward pool. The appeal's votes are
+    /// judged only when the appeal reached the verdict; when it reached none and the first
+    /// committee's dispute stands, only the first committee's votes are. Unavailable votes, and
     /// every vote on a submission neither credited nor disputed, never lose. Open in the
     /// challengeRounds rounds after the round is final (unbonding outlasts them, so the stake
     /// that voted is still here); anyone may call it, each vote is judged once, and addresses
@@ -904,14 +906,20 @@ contract SwarmLedger {
         uint64 fin = _finalAfter(round);
         if (current <= fin) revert RoundNotFinal(round, current);
         if (current > fin + challengeRounds) revert SettlementWindowClosed(round, current);
-        (bool disputed,) = _disputed(s);
-        uint256 losing = _credited(s) ? DISPUTE : disputed ? AGREE : 0;
+        (bool disputed, bool byAppeal) = _disputed(s);
+        bool credited = _credited(s);
+        uint256 losing = credited ? DISPUTE : disputed ? AGREE : 0;
+        // An appeal's votes are judged only when the appeal decided (credited or disputed the
+        // batch); one that reached no verdict left the first committee's standing, and its
+        // votes (too few to decide) are not judged against a verdict they had no part in.
+        bool appealDecided = credited || byAppeal;
         for (uint256 i; i < voters.length; ++i) {
             address voter = voters[i];
             uint8 record = _votes[voter][round][node];
             if (record == 0 || record & VOTE_SETTLED != 0) continue;
             _votes[voter][round][node] = record | VOTE_SETTLED;
-            bool lost = losing != 0 && (record & 3 == losing || (record >> 2) & 3 == losing);
+            uint8 second = appealDecided ? (record >> 2) & 3 : 0;
+            bool lost = losing != 0 && (record & 3 == losing || second == losing);
             uint256 slashed = lost ? _slash(voter, round, slashBps) : 0;
             emit VoteSettled(round, node, voter, lost, slashed);
         }

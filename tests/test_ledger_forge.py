@@ -119,6 +119,7 @@ CREDIT_RULE_FAULTS = (
     "vote-judged-twice",
     "unavailable-vote-loses",
     "empty-appeal-clears-dispute",
+    "undecided-appeal-votes-judged",
 )
 
 

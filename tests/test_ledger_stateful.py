@@ -751,7 +751,10 @@ class LedgerMachine(RuleBasedStateMachine):
                 if v not in sub.voters or v in sub.judged:
                     continue  # skipped: it did not vote, or its vote was judged already
                 sub.judged.add(v)
-                if losing in sub.vote(v)[:2]:
+                first, second, _ = sub.vote(v)
+                if not (sub.credited or sub.lost_appeal):
+                    second = 0  # an appeal that decided nothing: only the first votes are judged
+                if losing in (first, second):
                     self.take(v, self.slash_bps)
                     self.seen["vote-lost"] += 1
                 else:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from client.units import SCORE_SCALE, round_at  # noqa: F401 - SCORE_SCALE re-exported
 
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
+
+
+class VoteSide(IntEnum):
+    """A voter's side on one committee, as `voteOf` reports it (SwarmLedger's vote record)."""
+
+    NONE = 0
+    AGREED = 1
+    DISPUTED = 2
+    UNAVAILABLE = 3
 
 
 class ChainModel(BaseModel):

@@ -50,7 +50,7 @@ from client.chain.errors import (
     TransactionTimeout,
 )
 from client.chain.events import EventReader
-from client.chain.models import SubmissionInfo
+from client.chain.models import SubmissionInfo, VoteSide
 from client.config.models import SapoSection, StoreSection
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
@@ -412,25 +412,31 @@ class Publisher(Stage):
     def _judge_votes(self, sub: SubmissionInfo) -> None:
         """Has the votes on a final submission that lost against its verdict judged
         (`settleVotes`): the disputes of a credited batch, the agreements with a disputed one,
-        on either committee; each costs its voter slashBps of its stake. The voters are read
-        from the batch's Attested events; those judged already are skipped. Nothing when the
-        verdict is neither (unavailable votes never lose) or the judging window has passed."""
+        on the first committee, and on the appeal's when the appeal reached the verdict; each
+        costs its voter slashBps of its stake. The voters are read from the batch's Attested
+        events; those judged already are skipped. Nothing when the verdict is neither
+        (unavailable votes never lose) or the judging window has passed."""
         if not self.params.votes_judged_open(sub.round, self.current_round()):
             return
         if sub.credited:
-            losing = lambda e: not e.args["agrees"]  # noqa: E731
+            losing = VoteSide.DISPUTED
         elif sub.disputed:
-            losing = lambda e: e.args["agrees"]  # noqa: E731
+            losing = VoteSide.AGREED
         else:
             return
         events = self.reader.read(
             ["Attested"], from_block=sub.snapshot_block, round=sub.round, node=sub.node
         )
-        voters = sorted({e.args["attester"] for e in events if losing(e)})
+        voters = sorted({e.args["attester"] for e in events})
         if not voters:
             return
+        appeal_decided = sub.appeal is not None and sub.appeal.decided
         votes = self.ledger.votes_of(voters, sub.round, sub.node)
-        losers = [v for v, (_, _, judged) in zip(voters, votes, strict=True) if not judged]
+        losers = [
+            v
+            for v, (first, second, judged) in zip(voters, votes, strict=True)
+            if not judged and (first == losing or (appeal_decided and second == losing))
+        ]
         if not losers:
             return
         result = self.ledger.settle_votes(sub.round, sub.node, losers)

@@ -144,7 +144,8 @@ contract LedgerHandler is CheatsBase {
         "losingVotesSlashed", // settleVotes slashed a vote on the losing side of the final verdict
         "unavailableVotesSpared", // settleVotes judged an unavailable vote on a decided batch: kept
         "votesJudgedOnce", // settleVotes skipped a vote it had judged already
-        "voteSettlementsClosed" // settleVotes after its window, refused (kept)
+        "voteSettlementsClosed", // settleVotes after its window, refused (kept)
+        "undecidedAppealVotesSpared" // settleVotes judged an appeal's vote when the appeal reached no verdict: kept
     ];
     mapping(uint256 => uint256) internal _pathCount;
 
@@ -173,6 +174,7 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant UNAVAILABLE_VOTES_SPARED = 22;
     uint256 internal constant VOTES_JUDGED_ONCE = 23;
     uint256 internal constant VOTE_SETTLEMENTS_CLOSED = 24;
+    uint256 internal constant UNDECIDED_APPEAL_VOTES_SPARED = 25;
 
     function _hit(uint256 path) internal {
         _pathCount[path] += 1;
@@ -1152,11 +1154,14 @@ contract LedgerHandler is CheatsBase {
 
     /// @dev The model after settleVotes judged `list` on `s`: each listed vote not judged yet is
     /// judged once; one on the losing side of the final verdict (a dispute of a credited batch,
-    /// an agreement with a disputed one, on either committee) costs slashBps of its voter's
-    /// stake; unavailable votes never lose, nor any vote on a batch neither credited nor
-    /// disputed. Returns the wei slashed.
+    /// an agreement with a disputed one, on the first committee, or on the appeal's when the
+    /// appeal decided) costs slashBps of its voter's stake; unavailable votes never lose, nor
+    /// any vote on a batch neither credited nor disputed, nor an appeal's vote when the appeal
+    /// reached no verdict. Returns the wei slashed.
     function _judgeVotes(Sub storage s, address[] memory list) internal returns (uint256 total) {
-        uint8 losing = credited(s) ? DISPUTE : disputed(s) ? AGREE : 0;
+        bool isCredited = credited(s);
+        uint8 losing = isCredited ? DISPUTE : disputed(s) ? AGREE : 0;
+        bool appealDecided = isCredited || disputedOnAppeal(s);
         for (uint256 k; k < list.length; ++k) {
             uint8 record = voteRecord[list[k]][s.round][s.node];
             if (record & JUDGED != 0) _hit(VOTES_JUDGED_ONCE);
@@ -1164,7 +1169,8 @@ contract LedgerHandler is CheatsBase {
             voteRecord[list[k]][s.round][s.node] = record | JUDGED;
             uint8 first = record & 3;
             uint8 second = (record >> 2) & 3;
-            if (losing != 0 && (first == losing || second == losing)) {
+            if (losing != 0 && second == losing && !appealDecided) _hit(UNDECIDED_APPEAL_VOTES_SPARED);
+            if (losing != 0 && (first == losing || (appealDecided && second == losing))) {
                 total += _slashStake(list[k], SLASH_BPS);
                 _hit(LOSING_VOTES_SLASHED);
             } else if (losing != 0 && (first == UNAVAILABLE || second == UNAVAILABLE)) {

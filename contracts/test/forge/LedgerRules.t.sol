@@ -444,6 +444,29 @@ contract LedgerRulesTest is CheatsBase {
         require(ledger.nodeInfo(A).activeStake == 2 ether, "the disputer did not lose");
     }
 
+    function test_anAppealWithoutAVerdictHasOnlyTheFirstCommitteesVotesJudged() public {
+        _deploy(2);
+        _dispute(A);
+        _dispute(D);
+        _agree(C); // 2 disputing seats vs 1 agreeing: disputed
+        _appeal(130);
+        for (uint256 i = 1; _appealSeats(B) == 0; ++i) {
+            vm.setBlockhash(131, keccak256(abi.encode("appeal beacon", i))); // one that seats B
+        }
+        _agree(B); // alone on the appeal: short of the quorum of 2, no verdict
+        require(_credited() == 0, "one appellate agreement: not credited");
+        (uint8 first, uint8 second,) = ledger.voteOf(B, 0, P);
+        require(first == 0 && second == 1, "B agreed on the appeal's committee only");
+        _at(6, 140);
+        ledger.settle(0, P);
+        require(ledger.nodeInfo(P).activeStake == 1.8 ether, "the first dispute stands: slashBps, once");
+        _settleVotes(_list(A, B, C));
+        _settleVotes(_list(D, D, B));
+        require(ledger.nodeInfo(C).activeStake == 1.8 ether, "C agreed with the standing dispute: it lost");
+        require(ledger.nodeInfo(B).activeStake == 2 ether, "B's vote on an appeal that decided nothing is not judged lost");
+        require(ledger.totalSlashed() == 0.4 ether, "only P and C lost");
+    }
+
     function test_aVerdictNeitherCreditedNorDisputedJudgesNoVoteLost() public {
         _deploy(1);
         _agree(A);
