@@ -233,15 +233,24 @@ def test_a_producer_that_trickles_its_checkpoint_holds_a_fetch_no_longer_than_it
         )
         dialable = ipfs_addresses(producer.peer(), allow_private=True).dialable
         assert checker.connect(list(dialable))[0] is not None
+        spool = tmp_path / "spool"
+        spool.mkdir()
+        dest = spool / "opened.f32"
         with pytest.raises(StoreTimeout, match="min_rate_kib_s") as ended:
             # a deadline of 2 s + 3 MiB at 1 MiB/s: past it after the first chunk
             get_weights(
-                checker, ident, parameters=len(data) // 4, min_rate=float(CHUNK), allowance_s=2
+                checker,
+                ident,
+                dest,
+                parameters=len(data) // 4,
+                min_rate=float(CHUNK),
+                allowance_s=2,
             )
         assert f"of {len(data)} bytes" in str(ended.value) and " 0 of" not in str(ended.value)
+        assert list(spool.iterdir()) == []  # the chunks that came were on disk, and are gone
         # without a least rate the same trickle does arrive whole: the deadline ended the fetch
-        _, whole = get_weights(checker, ident, parameters=len(data) // 4)
-        assert whole == data
+        get_weights(checker, ident, dest, parameters=len(data) // 4)
+        assert dest.read_bytes() == data
     finally:
         for daemon in daemons:
             daemon.stop()

@@ -241,6 +241,48 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
     assert node.ledger.node_info(missing.account_address).active_stake == stake
 
 
+def test_a_producer_whose_batches_never_come_holds_one_fetch_worker(world) -> None:
+    """A producer with a batch open in three rounds, none of them pinned anywhere (each fetch
+    ends at its time-outs), holds at most `[store].fetches_per_producer` of the node's fetch
+    workers at once; its batches are all tried, one after the other."""
+    dead = {"id": "12D3KooWMc5B3DpRBc8mPmZrC3cMXpjDYCV1mQynS2GnE3jgSv2h", "addresses": []}
+    slow = cheater(world, json.dumps({"model": "cheat", "ipfs": dead}))
+    node = open_node(
+        with_sections(gated_config(world, 0), store={"fetches_per_producer": 1}),
+        clock=world["warp"].clock,
+    )
+    now = next_round(world, node)
+    while now < 2:
+        now = next_round(world, node)
+    rounds = [now - 2, now - 1, now]  # all still accepted (W = 2), all open to attestation
+    for r in rounds:
+        slow.submit(r, f"0x{r + 1:064x}", 8, 40_000, 20_000)
+    who = slow.account_address.lower()
+    seen: list[int] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.is_set():
+            seen.append(node.intake.in_flight().get(who, 0))
+            sampling.wait(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    thread, stop = start(node)
+    try:
+
+        def tried() -> set[int]:
+            verdicts = node.journal.peers.peer_verdicts(rounds[0])
+            return {v["round"] for v in verdicts if v["node"] == who}
+
+        wait_until(lambda: tried() == set(rounds), timeout_s=120, what="every batch tried")
+    finally:
+        sampling.set()
+        sampler.join()
+        finish(thread, stop)
+    assert max(seen) == 1, "one producer held more than its quota of fetch workers"
+
+
 def test_rounds_per_update_gathers_local_rounds_into_one_step(world) -> None:
     # not a fault: a training knob, checked here on the same devnet (a real local-round loop)
     node = open_node(

@@ -4,6 +4,7 @@ a farmer or a copycat can make without sampling (docs/credit.md)."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from client.node.rollouts import generation_seed, make_batch, task_seed
 from client.policy import load_policy
 from client.policy.weights import load_weights, weights_bytes
 from client.store import Item, LocalStore, Sampling, StoreError, digest_to_cid
+from client.store.errors import SpoolError
 from client.store.weights import CHUNK, WeightsError, get_weights, put_weights, split
 from client.tasks import load_catalog, reference_answer, regenerate
 from tests.batches import LEDGER, NODE
@@ -93,6 +95,13 @@ def test_an_honest_batch_passes_every_checker_under_any_beacon(world) -> None:
         assert result.passed, result.reason
         assert result.completions == 32 and result.redrawn == 8 and result.tokens > 8
         assert result.min_margin > 0
+    # the same checkpoints read from files, as a checker's spool holds them
+    files = {}
+    for ident, data in world["weights"].items():
+        files[ident] = world["root"] / f"{ident[2:18]}.f32"
+        files[ident].write_bytes(data)
+    from_disk = check(world, batch, weights=files)
+    assert from_disk == check(world, batch) and from_disk.passed
 
 
 @pytest.mark.slow
@@ -167,18 +176,39 @@ def test_openings_are_fixed_by_the_beacon_and_checks_differ_by_checker() -> None
 @pytest.mark.slow
 def test_checkpoints_go_through_a_store_in_checked_chunks(world, tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "store", max_bytes=4096)  # the batch cap does not apply
-    data = torch.randn((5 * CHUNK) // 8).numpy().tobytes()  # 2.5 chunks of float32
+    data = torch.randn((33 * CHUNK) // 8).numpy().tobytes()  # 16.5 chunks of float32
     ident = split(data)[0].id()
     assert put_weights(store, data, 7) == ident
-    manifest, back = get_weights(store, ident, parameters=len(data) // 4, network=False)
-    assert back == data and len(manifest.chunks) == 3
+    dest = tmp_path / "spool" / "checkpoint.f32"
+    dest.parent.mkdir()
+    tracemalloc.start()
+    try:
+        manifest = get_weights(store, ident, dest, parameters=len(data) // 4, network=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert dest.read_bytes() == data and len(manifest.chunks) == 17
+    # streamed to disk: the fetch held a few copies of one chunk, not the 16.5 MiB checkpoint
+    assert peak < len(data) / 3, f"{peak} bytes held to fetch {len(data)}"
+    dest.unlink()
     with pytest.raises(WeightsError, match="the declared model has 5 parameters"):
-        get_weights(store, ident, parameters=5, network=False)
-    # a block altered on disk is refused on read
-    path = store._path(digest_to_cid(manifest.chunks[1]))
+        get_weights(store, ident, dest, parameters=5, network=False)
+    # a block altered on disk is refused on read, and nothing of the fetch is left behind
+    path = store._path(digest_to_cid(manifest.chunks[9]))
     path.write_bytes(b"\0" + path.read_bytes()[1:])
     with pytest.raises(StoreError, match="tampered block"):
-        get_weights(store, ident, parameters=len(data) // 4, network=False)
+        get_weights(store, ident, dest, parameters=len(data) // 4, network=False)
+    assert list(dest.parent.iterdir()) == []
+    # a spool we cannot write to is our fault (SpoolError), not a store's answer about the peer
+    path.write_bytes(data[9 * CHUNK : 10 * CHUNK])
+    with pytest.raises(SpoolError, match="could not write a fetched checkpoint"):
+        get_weights(
+            store,
+            ident,
+            tmp_path / "no-such-dir" / "x.f32",
+            parameters=len(data) // 4,
+            network=False,
+        )
     # snapshots: one file per step, shared by later local rounds and chain rounds
     snapshots = Snapshots(tmp_path / "snaps")
     policy = world["policy"]

@@ -189,6 +189,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         reader=reader,
         sapo=cfg.sapo,
         store_cfg=cfg.store,
+        spool=data_dir.spool,
     )
     return Node(
         services,

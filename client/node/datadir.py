@@ -38,6 +38,12 @@ class DataDir:
         return self.path / "weights"
 
     @property
+    def spool(self) -> Path:
+        """Peers' opened checkpoints while a drawn check fetches and re-draws them, a file
+        each, deleted once checked; emptied when the node starts (client.node.intake)."""
+        return self.path / "spool"
+
+    @property
     def log(self) -> Path:
         """The node process's own output, when a devnet or the TUI runs it."""
         return self.path / "node.log"

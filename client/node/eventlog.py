@@ -94,6 +94,7 @@ class Event(StrEnum):
     CHAIN_STATUS = "chain.status"
     STORE_STATUS = "store.status"
     STORE_UNPINNED = "store.unpinned"
+    STORE_SPOOL = "store.spool"  # a peer's checkpoint could not be written to our disk
     METADATA_SET = "node.metadata"  # our peer id / swarm addresses written on chain
     ADVERSARY_MOVE = "adversary.move"  # a devnet adversary's action (client.devnet.adversary)
 

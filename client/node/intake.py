@@ -45,13 +45,17 @@ its retry state and its deadlines, kept in one stage that owns them.)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+import shutil
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from client.chain import ChainError
 from client.chain.events import EventReader
@@ -60,12 +64,13 @@ from client.config.models import SapoSection, StoreSection
 from client.credit import GENERATION, MALFORMED, WITHHELD
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import PeerSubmission
-from client.node.proving import GenerationCheck, Prover, opened
+from client.node.proving import OPEN_ROUNDS, GenerationCheck, Prover, opened
 from client.node.rollouts import generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage
 from client.node.states import OutboxKind, Verdict
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
 from client.store.cid import digest_to_cid
+from client.store.errors import SpoolError
 from client.store.exchange import NOT_THE_PRODUCERS_FAULT, from_sources
 from client.store.peers import PeerAddresses, peer_addresses
 from client.store.weights import WeightsError, get_weights, pin_weights
@@ -132,10 +137,16 @@ class Intake(Stage):
         reader: EventReader,
         sapo: SapoSection,
         store_cfg: StoreSection,
+        spool: Path,
     ):
-        """`reader`: the ledger's events from the deployment block, in the config's chunks."""
+        """`reader`: the ledger's events from the deployment block, in the config's chunks;
+        `spool`: the folder peers' opened checkpoints are fetched into (DataDir.spool)."""
         super().__init__(services)
         self.sapo, self.store_cfg = sapo, store_cfg
+        self.spool = Path(spool)
+        # proofs whose checkpoints fit [store].spool_mib at once (one always may run)
+        need = OPEN_ROUNDS * 4 * (prover.parameters if prover else 1)
+        self._room = threading.BoundedSemaphore(max(1, (store_cfg.spool_mib << 20) // need))
         self.store = store
         self.prover = prover
         self.catalog = catalog
@@ -158,7 +169,10 @@ class Intake(Stage):
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
     def run(self, stop: threading.Event) -> None:
-        """Polls every POLL_S until `stop`; fetches run on FETCH_WORKERS threads meanwhile."""
+        """Polls every POLL_S until `stop`; fetches run on FETCH_WORKERS threads meanwhile.
+        The spool is emptied first: what a node killed mid-fetch left there is never read."""
+        shutil.rmtree(self.spool, ignore_errors=True)
+        self.spool.mkdir(parents=True, exist_ok=True)
         self._pool = ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="sapo-fetch")
         try:
             while not stop.is_set():
@@ -194,9 +208,12 @@ class Intake(Stage):
             self.health.chain(False, str(exc))
             return
         room = 2 * FETCH_WORKERS - len(self._inflight)  # the workers', and as many queued
+        held = self.in_flight()
         for sub in candidates:
             if room <= 0 or (stop and stop.is_set()):
                 break
+            if held.get(sub.node, 0) >= self.store_cfg.fetches_per_producer:
+                continue  # its producer's quota: taken up again once one of them ends
             if self.drawn(sub):
                 retry = (sub.round, sub.node) in self._retry_at  # taken up already: not again
                 if not retry and self._duties >= self.sapo.attest_budget:
@@ -207,6 +224,7 @@ class Intake(Stage):
             else:
                 continue
             self.start_fetch(sub)
+            held[sub.node] = held.get(sub.node, 0) + 1
             room -= 1
         try:
             queued = self.vote(current)
@@ -410,6 +428,15 @@ class Intake(Stage):
             future = self._pool.submit(self._fetch, sub, sources, None, beacon)
             self._inflight[key] = (sub, future)
 
+    def in_flight(self) -> dict[str, int]:
+        """Fetches in flight (queued or running) by producer: at most
+        `[store].fetches_per_producer` each, so a producer whose batches trickle in every round
+        still open holds that many fetch workers, not all of them."""
+        held: dict[str, int] = {}
+        for sub, _ in list(self._inflight.values()):
+            held[sub.node] = held.get(sub.node, 0) + 1
+        return held
+
     def harvest(self) -> None:
         """Re-verifies and journals, on this thread, every fetch that has finished."""
         for key, (sub, future) in list(self._inflight.items()):
@@ -448,15 +475,17 @@ class Intake(Stage):
         return started, ended, result, proof
 
     def _prove(self, sub: PeerSubmission, batch, sources, store: BlockStore, beacon: int) -> Proof:
-        """Fetches the checkpoints `beacon` opened and re-draws our share of the completions."""
+        """Fetches the checkpoints `beacon` opened into the spool (waiting for its room first:
+        that wait is ours, not counted in the producer's deadline) and re-draws our share of
+        the completions; the files are deleted once checked, whatever the outcome."""
 
         assert self.prover is not None
         started = time.time()
         wanted = {batch.local_rounds[k].weights for k in opened(beacon, len(batch.local_rounds))}
-        weights: dict[str, bytes] = {}
+        weights: dict[str, Path] = {}
         manifests = []
 
-        def check(weights: dict[str, bytes] | None):
+        def check(weights: dict[str, Path] | None):
             return self.prover.check(
                 batch,
                 beacon=beacon,
@@ -468,26 +497,48 @@ class Intake(Stage):
         try:
             outcome: object = check(None)  # what needs no weights first: no fetch for a forgery
             if outcome.passed:
-                for ident in sorted(wanted):
-                    (manifest, weights[ident]), _ = from_sources(
-                        store,
-                        sources,
-                        partial(
-                            get_weights,
-                            store,
-                            ident,
-                            parameters=self.prover.parameters,
-                            min_rate=self.store_cfg.min_rate_kib_s * 1024,
-                            allowance_s=self.store_cfg.timeout_s,
-                        ),
-                        connect_timeout_s=self.store_cfg.connect_timeout_s,
-                        what=f"checkpoint {ident[:12]}…",
-                    )
-                    manifests.append(manifest)
-                outcome = check(weights)
+                with self._room, self._spooled(wanted) as weights:
+                    manifests = self._fetch_openings(store, sources, weights)
+                    outcome = check(weights)
         except StoreError as exc:  # WeightsError included: a checkpoint that is not one
             outcome = exc
         return Proof(started, time.time(), outcome, manifests)
+
+    @contextlib.contextmanager
+    def _spooled(self, idents: set[str]) -> Iterator[dict[str, Path]]:
+        """A spool file for each checkpoint id, unique to this proof; all deleted afterwards."""
+        with contextlib.suppress(OSError):  # a spool that cannot be made fails its first write
+            self.spool.mkdir(parents=True, exist_ok=True)
+        tag = f"{threading.get_ident():x}"
+        files = {ident: self.spool / f"{ident[2:18]}-{tag}.f32" for ident in idents}
+        try:
+            yield files
+        finally:
+            for path in files.values():
+                path.unlink(missing_ok=True)
+
+    def _fetch_openings(self, store: BlockStore, sources, files: dict[str, Path]) -> list:
+        """Fetches each opened checkpoint into its spool file; returns their manifests."""
+        assert self.prover is not None
+        manifests = []
+        for ident, dest in sorted(files.items()):
+            manifest, _ = from_sources(
+                store,
+                sources,
+                partial(
+                    get_weights,
+                    store,
+                    ident,
+                    dest,
+                    parameters=self.prover.parameters,
+                    min_rate=self.store_cfg.min_rate_kib_s * 1024,
+                    allowance_s=self.store_cfg.timeout_s,
+                ),
+                connect_timeout_s=self.store_cfg.connect_timeout_s,
+                what=f"checkpoint {ident[:12]}…",
+            )
+            manifests.append(manifest)
+        return manifests
 
     def _checked(
         self, sub: PeerSubmission, started: float, ended: float, fetched, proof: Proof | None
@@ -512,6 +563,8 @@ class Intake(Stage):
             return self._reject(sub, check.reason or "invalid batch", check.claimed, check.findings)
         if proof is not None:
             outcome = proof.outcome
+            if isinstance(outcome, SpoolError):  # our disk, not the producer: again later
+                return self._deferred(sub, outcome)
             if isinstance(outcome, WeightsError):
                 return self._reject(
                     sub, f"proof of generation: {outcome}", check.claimed, GENERATION
@@ -614,6 +667,21 @@ class Intake(Stage):
             appealed=self._appealed(sub),
         )
         return Verdict.UNAVAILABLE, 0
+
+    def _deferred(self, sub: PeerSubmission, exc: SpoolError) -> tuple[str, int]:
+        """A check our own disk stopped (the spool full or unwritable): no verdict and no
+        failure counted against the producer; tried again in half a round."""
+        delay = max(RETRY_MIN_S, self.params.round_length / 2)
+        self._retry_at[(sub.round, sub.node)] = time.monotonic() + delay
+        self.events.emit(
+            Event.STORE_SPOOL,
+            f"round {sub.round}: {sub.node[:10]}…'s checkpoints could not be spooled ({exc}); "
+            f"checked again in {delay:.0f} s: free disk under {self.spool}",
+            logging.WARNING,
+            round=sub.round,
+            node=sub.node,
+        )
+        return "deferred", 0
 
     def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
         """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who

@@ -131,13 +131,14 @@ class Prover:
         *,
         beacon: int,
         checker: str,
-        weights: dict[str, bytes] | None,
+        weights: dict[str, bytes | Path] | None,
         generation_seed,
         eps: float = EPS,
     ) -> GenerationCheck:
         """Checks `batch` as drawn checker `checker` under `beacon`, with the opened checkpoints'
-        bytes in `weights` (by id; None: only what needs no weights). `generation_seed(k)` is
-        local round k's sampling seed. A batch that fails without weights is not re-drawn."""
+        bytes, or the files holding them, in `weights` (by id; None: only what needs no
+        weights). `generation_seed(k)` is local round k's sampling seed. A batch that fails
+        without weights is not re-drawn."""
         limit = batch.sampling.max_new_tokens
         completions = failed = 0
         reasons: list[str] = []

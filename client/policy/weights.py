@@ -7,6 +7,8 @@ Their id (client.store.weights) is what each local round of a batch names.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -30,16 +32,23 @@ def parameter_count(model) -> int:
     return sum(p.numel() for _, p in _parameters(model))
 
 
-def load_weights(model, data: bytes) -> None:
-    """Loads canonical weight bytes into `model` (same architecture); PolicyError if the size is
-    not the model's."""
+def load_weights(model, source: bytes | Path) -> None:
+    """Loads canonical weight bytes into `model` (same architecture), from memory or from a file
+    (read through a memory map: a parameter at a time is copied, so a checkpoint on disk is never
+    held whole in memory beside the model); PolicyError if the size is not the model's."""
     wanted = 4 * parameter_count(model)
-    if len(data) != wanted:
-        raise PolicyError(f"{len(data)} bytes of weights for a model of {wanted} bytes")
-    flat = torch.from_numpy(np.frombuffer(data, dtype="<f4").copy())
+    size = Path(source).stat().st_size if isinstance(source, Path) else len(source)
+    if size != wanted:
+        raise PolicyError(f"{size} bytes of weights for a model of {wanted} bytes")
+    if isinstance(source, Path):
+        flat = np.memmap(source, dtype="<f4", mode="r")
+    else:
+        flat = np.frombuffer(source, dtype="<f4")
     offset = 0
     with torch.no_grad():
         for _, p in _parameters(model):
             n = p.numel()
-            p.copy_(flat[offset : offset + n].view_as(p).to(p.device, p.dtype))
+            piece = torch.from_numpy(np.array(flat[offset : offset + n]))  # one parameter's copy
+            p.copy_(piece.view_as(p).to(p.device, p.dtype))
             offset += n
+    del flat  # the map closes with its last reference

@@ -74,3 +74,8 @@ class StoreUnavailable(StoreError):
 
 class StoreTimeout(StoreError):
     """The backend did not answer in time (a CID nobody has makes an IPFS daemon wait forever)."""
+
+
+class SpoolError(StoreError):
+    """This node could not write what it fetched to its own disk (full, unwritable): its own
+    fault, never the producer's; the fetch is tried again later and no vote is cast."""

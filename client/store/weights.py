@@ -15,18 +15,21 @@ against its hash on arrival. Nothing here needs torch.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import time
-from collections.abc import Callable
-from typing import Annotated, Literal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from client.store.backends import BlockStore
 from client.store.batch import canonical_json
 from client.store.cid import digest_to_cid
-from client.store.errors import StoreError, StoreTimeout
+from client.store.errors import SpoolError, StoreError, StoreTimeout
 
 SCHEMA = "sapo.weights/1"
 CHUNK = 1 << 20  # bytes a chunk holds (the last one may hold fewer)
@@ -113,16 +116,19 @@ def put_weights(store: BlockStore, data: bytes, round_: int) -> str:
 def get_weights(
     store: BlockStore,
     ident: str,
+    dest: Path,
     *,
     parameters: int,
     network: bool = True,
     min_rate: float | None = None,
     allowance_s: float = 0.0,
-) -> tuple[Manifest, bytes]:
-    """Returns the manifest and bytes of checkpoint `ident`, every block checked against its
-    hash. Raises WeightsError for a manifest that is not one of `parameters` float32s (not this
-    model's), and the store's errors (BlockNotFound, StoreTimeout, ...) for what could not be
-    fetched.
+) -> Manifest:
+    """Fetches checkpoint `ident` into the file `dest`, every block checked against its hash, and
+    returns its manifest. The chunks go to disk as they arrive (written to `dest`.part, renamed
+    to `dest` once whole), so a fetch holds one chunk in memory however large the checkpoint; on
+    any failure the partial file is removed and nothing is left at `dest`. Raises WeightsError
+    for a manifest that is not one of `parameters` float32s (not this model's), and the store's
+    errors (BlockNotFound, StoreTimeout, ...) for what could not be fetched.
 
     `min_rate` (bytes a second): the whole fetch must end within `allowance_s` plus the
     checkpoint's size at that rate, else StoreTimeout. The store's time-out bounds each block
@@ -138,17 +144,46 @@ def get_weights(
             f"has {parameters} parameters"
         )
     deadline = None if min_rate is None else started + allowance_s + manifest.bytes / min_rate
-    chunks: list[bytes] = []
-    for cid in manifest.chunks:
-        if deadline is not None and time.monotonic() > deadline:
-            got = sum(map(len, chunks))
-            raise StoreTimeout(
-                f"checkpoint {ident[:12]}…: {got} of {manifest.bytes} bytes in "
-                f"{time.monotonic() - started:.0f} s, under the least rate of "
-                f"{min_rate / 1024:.0f} KiB/s ([store].min_rate_kib_s)"
-            )
-        chunks.append(get(digest_to_cid(cid), CHUNK))
-    return manifest, b"".join(chunks)
+    dest = Path(dest)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        with _spooled(part) as out:
+            for cid in manifest.chunks:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise StoreTimeout(
+                        f"checkpoint {ident[:12]}…: {out.tell()} of {manifest.bytes} bytes in "
+                        f"{time.monotonic() - started:.0f} s, under the least rate of "
+                        f"{min_rate / 1024:.0f} KiB/s ([store].min_rate_kib_s)"
+                    )
+                chunk = get(digest_to_cid(cid), CHUNK)
+                with _ours(part):
+                    out.write(chunk)
+        with _ours(part):
+            os.replace(part, dest)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return manifest
+
+
+@contextlib.contextmanager
+def _ours(path: Path) -> Iterator[None]:
+    """Turns a failure of our own disk into SpoolError: not the producer's fault."""
+    try:
+        yield
+    except OSError as exc:
+        raise SpoolError(f"could not write a fetched checkpoint to {path}: {exc}") from None
+
+
+@contextlib.contextmanager
+def _spooled(path: Path) -> Iterator[BinaryIO]:
+    with _ours(path):
+        out = open(path, "wb")  # noqa: SIM115 - closed below, its errors ours too
+    try:
+        yield out
+    finally:
+        with _ours(path):
+            out.close()
 
 
 def pin_weights(store: BlockStore, manifest: Manifest, round_: int) -> None:
