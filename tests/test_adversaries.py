@@ -17,9 +17,10 @@ from client.chain import Ledger
 from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.config import load_config
-from client.config.roles import HONEST, expand, partners
+from client.config.roles import HONEST, Role, expand, partners
 from client.credit import FOREIGN_TASKS, GENERATION, WITHHELD
 from client.devnet.adversary import Adversary
+from client.devnet.provision import initial_stakes
 from client.node.assemble import open_node, signing_ledger
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -52,7 +53,28 @@ def test_roles_expand_and_pair() -> None:
         6: ["c", "f"],
     }
     with pytest.raises(ValueError, match="unknown adversary 'sybil'"):
-        expand(["sybil"])
+        expand(["sybil"])  # a set, not one: `sybils`
+    assert expand(["sybils", "stake-mover"]) == ["sybil", "sybil", "sybil", "stake-mover"]
+    assert partners([HONEST, "sybil", "sybil", "sybil"], list("abcd")) == {
+        1: ["c", "d"],
+        2: ["b", "d"],
+        3: ["b", "c"],
+    }
+
+
+def test_a_sybil_set_holds_its_share_of_stake_split_unequally_and_a_whale_its_own() -> None:
+    roles = [HONEST] * 9 + ["sybil", "sybil", "sybil", "whale", "stake-mover"]
+    eth = 10**18
+    stakes = initial_stakes([Role(r) for r in roles], eth, 0.10, node_stake=20 * eth)
+    total = sum(stakes)
+    sybils, whale = stakes[9:12], stakes[12]
+    assert stakes[:9] == [20 * eth] * 9 and stakes[13] == 20 * eth  # the mover moves later
+    assert abs(sum(sybils) / total - 0.10) < 1e-9 and abs(whale / total - 0.10) < 1e-9
+    assert abs(sybils[0] - 2 * sybils[1]) <= 2 and abs(sybils[1] - 2 * sybils[2]) <= 2  # 4:2:1
+    # on a devnet too small for the split, each identity still holds minStake
+    assert min(initial_stakes([Role.HONEST, Role.SYBIL, Role.SYBIL, Role.SYBIL], eth, 0.1)) == eth
+    with pytest.raises(ValueError, match=r"node_stake is .* under \[ledger\]\.min_stake"):
+        initial_stakes([Role.HONEST], eth, 0.1, node_stake=eth // 2)
 
 
 @pytest.fixture(scope="module")

@@ -203,6 +203,22 @@ class StoreSection(Section):
         "plus the checkpoint's size at this rate, so a source that trickles its chunks cannot "
         "hold a fetch worker for longer",
     )
+    fetches_per_producer: int = Field(
+        2,
+        ge=1,
+        le=16,
+        description="fetches of one producer's batches (and the checkpoints they open) in flight "
+        "at once: a producer whose batches are slow to give, in every round still open, holds "
+        "at most this many of the node's fetch workers and this many checkpoint spools",
+    )
+    spool_mib: int = Field(
+        4096,
+        ge=1,
+        le=1 << 30,
+        description="disk, in MiB, for peers' opened checkpoints while a drawn check fetches "
+        "and re-draws them (the data dir's spool/, emptied when the node starts): proofs that "
+        "would need more wait for room; one proof may always run",
+    )
 
 
 def least_unbonding_s(
@@ -462,8 +478,15 @@ class DevnetSection(Section):
         "for farming credit or denying it to others (client.devnet.adversary): free-claim, "
         "answer-farmer, mixed-farmer, withholder, copycat, colluders (a pair), cartel (three "
         "vouching for each other), griefer, whale (a griefer holding whale_share of all "
-        "stake), or all (every strategy but the whale, whose stake would change the others' "
-        "world)",
+        "stake), sybils (three identities holding whale_share together, 4:2:1, vouching for "
+        "each other and disputing the rest), stake-mover (a griefer adding whale_share of "
+        "stake before each batch's draw), or all (every strategy but the whale, the sybils and "
+        "the stake mover, whose stake would change the others' world)",
+    )
+    node_stake: Wei | None = Field(
+        None,
+        description="what each node registers with (default 2 x [ledger].min_stake; at least "
+        "min_stake); the heavy adversaries hold whale_share of all stake whatever it is",
     )
     whale_share: float = Field(
         0.10,

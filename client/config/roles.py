@@ -20,11 +20,14 @@ class Role(StrEnum):
     CARTEL = "cartel"
     GRIEFER = "griefer"
     WHALE = "whale"  # a griefer with [devnet].whale_share of all stake
+    SYBIL = "sybil"  # one of a set of identities with unequal stakes: cartel and griefer at once
+    STAKE_MOVER = "stake-mover"  # a griefer that adds stake after each batch, before its draw
 
 
 HONEST = Role.HONEST
 STRATEGIES = tuple(role for role in Role if role is not Role.HONEST)
 CARTEL = 3  # cartel members: each free claim gets 2 agreeing votes, the devnet's quorum Q
+SYBILS = (4, 2, 1)  # a sybil set's identities, and how the set's stake is split among them
 # what `--adversary` and [devnet].adversaries accept: a strategy, `colluders` (a pair of colluder
 # nodes), `cartel` (CARTEL nodes vouching for each other) or `all` (one node of each other
 # strategy, a colluder pair and a cartel)
@@ -38,6 +41,8 @@ CHOICES = (
     "cartel",
     "griefer",
     "whale",
+    "sybils",
+    "stake-mover",
     "all",
 )
 SINGLE = ("free-claim", "answer-farmer", "mixed-farmer", "withholder", "copycat", "griefer")
@@ -55,6 +60,8 @@ def expand(names: list[str]) -> list[Role]:
             nodes += [Role.COLLUDER, Role.COLLUDER]
         elif name == "cartel":
             nodes += [Role.CARTEL] * CARTEL
+        elif name == "sybils":
+            nodes += [Role.SYBIL] * len(SYBILS)
         else:
             nodes.append(Role(name))
     return nodes
@@ -62,12 +69,14 @@ def expand(names: list[str]) -> list[Role]:
 
 def partners(roles: list[Role], addresses: list[str]) -> dict[int, list[str]]:
     """Whom each vouching node vouches for: node index -> its partners' addresses. Colluders
-    pair up in order; the cartel's members (every `cartel` node) vouch for all the others."""
+    pair up in order; the cartel's members (every `cartel` node) vouch for all the others, and so
+    do a sybil set's."""
     colluders = [i for i, role in enumerate(roles) if role == Role.COLLUDER]
-    cartel = [i for i, role in enumerate(roles) if role == Role.CARTEL]
     found: dict[int, list[str]] = {}
     for a, b in zip(colluders[::2], colluders[1::2], strict=True):
         found[a], found[b] = [addresses[b]], [addresses[a]]
-    for i in cartel:
-        found[i] = [addresses[j] for j in cartel if j != i]
+    for role in (Role.CARTEL, Role.SYBIL):
+        members = [i for i, r in enumerate(roles) if r == role]
+        for i in members:
+            found[i] = [addresses[j] for j in members if j != i]
     return found

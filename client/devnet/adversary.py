@@ -27,6 +27,15 @@ what the honest nodes did about it.
   whale          a griefer registered with `[devnet].whale_share` of all stake (issue 40's one
                  address with a tenth of stake): its seats, not its stake, count, and the
                  appeals that honest producers file overturn what it wins by a draw's luck
+  sybil          one of a set of identities (`--adversary sybils`: roles.SYBILS, 3) holding
+                 `[devnet].whale_share` of all stake together, split 4:2:1: each free-claims,
+                 vouches for the others' claims (a cartel that meets the quorum of distinct
+                 addresses by itself) and disputes every honest batch it is drawn for
+  stake-mover    a griefer that, as soon as it sees a peer's batch, adds `[devnet].whale_share`
+                 of all stake before the batch's beacon is drawn, and requests it unstaked once
+                 the beacon is known: under a draw from live stake it would take the seats and
+                 un-draw honest checkers (issue 40); it journals the seats it holds beside those
+                 the live stake would have given it
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -39,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import secrets
 import struct
 import threading
@@ -102,8 +112,10 @@ class Adversary:
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
-        if (strategy in ("colluder", "cartel")) != bool(partners):
-            raise ValueError("a colluder or cartel member needs partners, and only they have any")
+        if (strategy in ("colluder", "cartel", "sybil")) != bool(partners):
+            raise ValueError(
+                "a colluder, cartel or sybil member needs partners, and only they have any"
+            )
         self.cfg = cfg
         self.ledger = ledger
         self.strategy = strategy
@@ -126,6 +138,9 @@ class Adversary:
         self.griefed: set[tuple[int, str, bool]] = set()  # (round, node, appeal) looked at
         self.appealed: set[tuple[int, str]] = set()  # others' appealed submissions
         self.copied: set[str] = set()  # digests we copied (or tried to)
+        self.moved: set[tuple[int, str]] = set()  # (round, node) a stake mover's seats read
+        self.lent = 0  # wei a stake mover added and has not requested unstaked yet
+        self.move_wei = 0  # what it added last
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
         self._seed = None  # the seed policy's descriptor, tokenizer and weights (farmers)
@@ -155,11 +170,13 @@ class Adversary:
     def step(self, current: int) -> None:
         if self.strategy == "copycat":
             self.copy(current)
-        elif self.strategy in ("griefer", "whale"):
+        elif self.strategy in ("griefer", "whale", "stake-mover"):
+            if self.strategy == "stake-mover":
+                self.move_stake(current)
             self.grief(current)
         elif current not in self.submitted:
             self.submitted.add(current)
-            if self.strategy in ("free-claim", "colluder", "cartel"):
+            if self.strategy in ("free-claim", "colluder", "cartel", "sybil"):
                 self.free_claim(current)
             else:
                 withhold = self.strategy == "withholder"
@@ -168,6 +185,8 @@ class Adversary:
                 )
         if self.partners:
             self.vouch(current)
+        if self.strategy == "sybil":
+            self.grief(current)
 
     # --------------------------------------------------------------------------- strategies
 
@@ -300,6 +319,8 @@ class Adversary:
             )
         )
         for round_, node in [key for keys in self.seen.values() for key in keys]:
+            if node in self.partners:
+                continue  # a sybil disputes the honest batches, not its own set's
             appeal = (round_, node) in self.appealed
             if (round_, node, appeal) in self.griefed:
                 continue
@@ -330,6 +351,66 @@ class Adversary:
                 node=node,
                 gas=tx.gas_used,
             )
+
+    def move_stake(self, current: int) -> None:
+        """While a peer's batch waits for its beacon, holds extra stake (enough to hold
+        `[devnet].whale_share` of all active stake with it, added once) and, once no batch it
+        saw waits, requests it unstaked. For each batch whose beacon came meanwhile it journals the
+        seats the ledger gives it (its stake as of the batch's block) beside the seats the stake
+        it held at the draw would give (what a draw from live stake did, ledger v3)."""
+        self._watch(max(0, current - self.params.final_after(0)))  # as grief() keeps them
+        me = self.address
+        waiting = []
+        for round_, node in [key for keys in self.seen.values() for key in keys]:
+            if (round_, node) in self.moved:
+                continue
+            beacon = self.ledger.beacon(round_, node)
+            if not beacon.ready:
+                waiting.append((round_, node))
+                continue
+            self.moved.add((round_, node))
+            if not self.lent:
+                continue  # its beacon came before we saw the batch: nothing was moved for it
+            held = self.ledger.seats_of(round_, node, me)
+            live = beacon.seats(
+                me,
+                self.ledger.node_info(me).active_stake,
+                self.ledger.totals()["active"],
+                self.params.checkers,
+            )
+            self.events.emit(
+                Event.ADVERSARY_MOVE,
+                f"{self.strategy}: {held} seat(s) on {node}'s batch of round {round_}; the stake "
+                f"it held at the draw would have given {live}",
+                round=round_,
+                move="seats",
+                node=node,
+                held=held,
+                live=live,
+            )
+        if waiting and not self.lent:
+            share = self.cfg.devnet.whale_share  # m = share * (active + m)
+            self.move_wei = math.ceil(share * self.ledger.totals()["active"] / (1 - share))
+            tx = self.ledger.add_stake(self.move_wei)
+            self.lent = self.move_wei
+            self.events.emit(
+                Event.ADVERSARY_MOVE,
+                f"{self.strategy}: added {self.move_wei / 1e18:g} ETH of stake before the beacons "
+                f"of {len(waiting)} batch(es)",
+                round=current,
+                move="stake-added",
+                gas=tx.gas_used,
+            )
+        elif self.lent and not waiting:
+            tx = self.ledger.request_unstake(self.lent)
+            self.events.emit(
+                Event.ADVERSARY_MOVE,
+                f"{self.strategy}: requested {self.lent / 1e18:g} ETH unstaked, the beacons drawn",
+                round=current,
+                move="stake-removed",
+                gas=tx.gas_used,
+            )
+            self.lent = 0
 
     # ------------------------------------------------------------------------------ helpers
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from client.chain import Ledger, connect, deploy_ledger
 from client.chain.keystore import write_keystore
 from client.config import NodeConfig, with_sections
-from client.config.roles import HONEST, Role
+from client.config.roles import HONEST, SYBILS, Role
 from client.config.writer import dump_toml
 from client.devnet.accounts import dev_account
 from client.devnet.process import ServerProcess
@@ -90,6 +90,32 @@ def topology_conflicts(cfg: NodeConfig) -> list[str]:
     return problems
 
 
+def initial_stakes(
+    roles: list[Role], min_stake: int, share: float, node_stake: int | None = None
+) -> list[int]:
+    """What each node registers with: `node_stake` (default 2 x minStake), but each whale holds
+    `share` of all active stake, and a sybil set holds `share` together, split SYBILS (4:2:1)
+    over its identities; every stake at least minStake (so on a small devnet a heavy node may
+    hold more, and a sybil set's split flattens: give the nodes more with node_stake)."""
+    stake = 2 * min_stake if node_stake is None else node_stake
+    if stake < min_stake:
+        raise ValueError(
+            f"[devnet].node_stake is {stake} wei, under [ledger].min_stake ({min_stake} wei): a "
+            "node could not register; raise it or leave it unset (2 x min_stake)"
+        )
+    whales, sybils = roles.count(Role.WHALE), roles.count(Role.SYBIL)
+    units = whales + (1 if sybils else 0)  # each holds `share`: u = share * (others + units * u)
+    others = (len(roles) - whales - sybils) * stake
+    unit = math.ceil(share * others / (1 - share * units)) if units else 0
+    weights = SYBILS[:sybils] + (1,) * max(0, sybils - len(SYBILS))
+    split = iter(unit * w // sum(weights) for w in weights)
+    found = []
+    for role in roles:
+        heavy = unit if role == Role.WHALE else next(split) if role == Role.SYBIL else stake
+        found.append(max(min_stake, heavy))
+    return found
+
+
 def provision(
     cfg: NodeConfig,
     data_dir: Path,
@@ -104,13 +130,20 @@ def provision(
     """Deploys and funds the ledger, creates and registers the nodes, writes the configs.
 
     `nodes` honest nodes come first, then one node per strategy in `adversaries` (expanded:
-    client.config.roles), registered and staked alike (2 x minStake), but for a whale, which
-    registers with `[devnet].whale_share` of all active stake. `ipfs_api` is one daemon all nodes
-    share, or one per node (node i uses the i-th; the swarm's devnet.toml names the first).
+    client.config.roles), registered and staked alike (`[devnet].node_stake`, 2 x minStake
+    unless set), but for a whale and a sybil set (initial_stakes). `ipfs_api` is one daemon
+    all nodes share, or one per node (node i uses the i-th; the swarm's devnet.toml names the
+    first).
     `node_sections(i)` may change sections of node i's config (e.g. its policy seed)."""
     if problem := quorum_problem(cfg, nodes):
         raise ValueError(problem)
     roles = [HONEST] * nodes + list(adversaries or [])
+    stakes = initial_stakes(
+        [Role(r) for r in roles],
+        cfg.ledger.min_stake,
+        cfg.devnet.whale_share,
+        cfg.devnet.node_stake,
+    )
     nodes = len(roles)
     apis = [ipfs_api] * max(1, nodes) if isinstance(ipfs_api, str) else ipfs_api
     if apis is not None and len(apis) < nodes:
@@ -160,12 +193,6 @@ def provision(
     config_path.write_text(dump_toml(swarm_cfg, HEADER))
 
     node_configs, addresses = [], []
-    stake = 2 * cfg.ledger.min_stake
-    whales = roles.count(Role.WHALE)
-    share = cfg.devnet.whale_share
-    # each whale holds `share` of all active stake: w = share * (others + whales * w)
-    others = (nodes - whales) * stake
-    whale_stake = max(cfg.ledger.min_stake, math.ceil(share * others / (1 - share * whales)))
     for i in range(nodes):
         node_dir = data_dir / f"node-{i}"
         keystore = DataDir(node_dir).keystore
@@ -192,10 +219,7 @@ def provision(
             node_cfg = with_sections(node_cfg, **overrides)
         node_ledger = Ledger(w3, ledger.address, account=account)
         if not node_ledger.node_info(account.address).registered:
-            whale = roles[i] == Role.WHALE
-            node_ledger.register(
-                node_metadata(node_cfg, open_store(node_cfg.store)), whale_stake if whale else stake
-            )
+            node_ledger.register(node_metadata(node_cfg, open_store(node_cfg.store)), stakes[i])
         path = DataDir(node_dir).config
         path.write_text(dump_toml(node_cfg, f"{HEADER}\nNode {i}: {account.address}."))
         node_configs.append(path)
