@@ -38,6 +38,10 @@ contract SwarmLedger {
     uint256 public constant BLOCKHASH_WINDOW = 256;
     /// @notice The most seat trials per node (a vote's seats and the tallies fit their fields).
     uint256 public constant MAX_SEATS = type(uint8).max;
+    /// @notice The share of what a `settle` or `settleVotes` slashes that is paid to its caller,
+    /// in basis points (none when the caller is the node slashed): settlement needs nobody's
+    /// goodwill, since the party it pays is whoever sends it first.
+    uint256 public constant SETTLER_CUT_BPS = 1_000;
     uint256 private constant BPS = 10_000;
     uint256 private constant GWEI = 1e9;
     uint8 private constant SETTLED = 1;
@@ -193,6 +197,8 @@ contract SwarmLedger {
     uint256 public totalSlashed;
     /// @notice Wei ever paid out by `claim`.
     uint256 public totalPaidOut;
+    /// @notice Wei ever paid from the pool to the callers of `settle` and `settleVotes`.
+    uint256 public totalSettlerPaid;
 
     // ------------------------------------------------------------------------------------- events
 
@@ -227,6 +233,8 @@ contract SwarmLedger {
     event Slashed(address indexed node, uint64 indexed round, uint256 amount);
     event Claimed(address indexed node, uint256 amount, uint64[] rounds);
     event Funded(address indexed from, uint256 amount);
+    /// @dev The settler's cut of a settlement's or a judgment's slashes (SETTLER_CUT_BPS).
+    event SettlerPaid(address indexed settler, uint64 indexed round, address indexed node, uint256 amount);
 
     // ------------------------------------------------------------------------------------- errors
 
@@ -859,7 +867,8 @@ contract SwarmLedger {
     /// agreed) loses slashBps of its node's stake (active first, then unbonding) to the reward
     /// pool, twice that after a lost appeal (its committee disputed it; an appeal whose committee
     /// reached no verdict leaves the first one's, and its slash, standing). Unavailable votes
-    /// never slash.
+    /// never slash. Its caller is paid SETTLER_CUT_BPS of the slash from the pool, unless it is
+    /// the node itself.
     /// @param round The submission's round.
     /// @param node The submitting node.
     function settle(uint64 round, address node) external {
@@ -868,17 +877,18 @@ contract SwarmLedger {
         uint64 current = currentRound();
         if (current <= _finalAfter(round)) revert RoundNotFinal(round, current);
         if (s.flags & SETTLED != 0) revert AlreadySettled(round, node);
-        _settle(s, round, node);
+        uint256 slashed = _settle(s, round, node);
+        if (msg.sender != node) _paySettler(round, node, slashed);
     }
 
-    /// @dev Marks a final submission settled and slashes its node if it is disputed.
-    function _settle(Submission storage s, uint64 round, address node) private {
+    /// @dev Marks a final submission settled and slashes its node if it is disputed; returns
+    /// the wei slashed.
+    function _settle(Submission storage s, uint64 round, address node) private returns (uint256 slashed) {
         s.flags |= SETTLED;
         Node storage n = _nodes[node];
         n.unsettled -= 1;
         if (s.unstakes < n.unstakes) n.backing -= 1; // made before the last unstake request
         (bool disputed, bool byAppeal) = _disputed(s);
-        uint256 slashed;
         if (disputed) {
             uint256 bps = byAppeal ? 2 * uint256(slashBps) : slashBps;
             slashed = _slash(node, round, bps > BPS ? BPS : bps);
@@ -895,7 +905,8 @@ contract SwarmLedger {
     /// every vote on a submission neither credited nor disputed, never lose. Open in the
     /// challengeRounds rounds after the round is final (unbonding outlasts them, so the stake
     /// that voted is still here); anyone may call it, each vote is judged once, and addresses
-    /// that did not vote or were judged already are skipped.
+    /// that did not vote or were judged already are skipped. Its caller is paid SETTLER_CUT_BPS
+    /// of what the others' losing votes lost, from the pool (its own losing vote pays nothing).
     /// @param round The submission's round.
     /// @param node The producer.
     /// @param voters The voters to judge (from its Attested and Unavailable events).
@@ -913,6 +924,7 @@ contract SwarmLedger {
         // batch); one that reached no verdict left the first committee's standing, and its
         // votes (too few to decide) are not judged against a verdict they had no part in.
         bool appealDecided = credited || byAppeal;
+        uint256 cutFrom; // what the losing votes of others than the caller lost
         for (uint256 i; i < voters.length; ++i) {
             address voter = voters[i];
             uint8 record = _votes[voter][round][node];
@@ -921,8 +933,20 @@ contract SwarmLedger {
             uint8 second = appealDecided ? (record >> 2) & 3 : 0;
             bool lost = losing != 0 && (record & 3 == losing || second == losing);
             uint256 slashed = lost ? _slash(voter, round, slashBps) : 0;
+            if (voter != msg.sender) cutFrom += slashed;
             emit VoteSettled(round, node, voter, lost, slashed);
         }
+        _paySettler(round, node, cutFrom);
+    }
+
+    /// @dev Pays the caller SETTLER_CUT_BPS of `slashed` from the pool, last (after every write).
+    function _paySettler(uint64 round, address node, uint256 slashed) private {
+        uint256 cut = (slashed * SETTLER_CUT_BPS) / BPS;
+        if (cut == 0) return;
+        rewardPool -= cut;
+        totalSettlerPaid += cut;
+        emit SettlerPaid(msg.sender, round, node, cut);
+        _send(msg.sender, cut);
     }
 
     /// @dev Moves `bps` of a node's stake, active first, then unbonding, to the reward pool.

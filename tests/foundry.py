@@ -52,6 +52,7 @@ HARD_PATHS = (
     "unavailableVotesSpared",
     "votesJudgedOnce",
     "voteSettlementsClosed",
+    "settlersPaid",
 )
 
 

@@ -18,7 +18,7 @@ from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.config import load_config
 from client.config.roles import HONEST, Role, expand, partners
-from client.credit import FOREIGN_TASKS, GENERATION, WITHHELD
+from client.credit import FOREIGN_TASKS, GENERATION, SIGNAL_DIFFERS, WITHHELD
 from client.devnet.adversary import Adversary
 from client.devnet.provision import initial_stakes
 from client.node.assemble import open_node, signing_ledger
@@ -27,7 +27,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8
 W, C = 2, 3
 A = 2  # the appeal rounds (configs/devnet.toml): a round is final after W + C + A
-STRATEGIES = ["free-claim", "answer-farmer", "mixed-farmer", "withholder", "copycat", "colluders"]
+STRATEGIES = [
+    "free-claim",
+    "answer-farmer",
+    "mixed-farmer",
+    "withholder",
+    "copycat",
+    "padder",
+    "colluders",
+]
 
 
 def test_roles_expand_and_pair() -> None:
@@ -38,6 +46,7 @@ def test_roles_expand_and_pair() -> None:
         "withholder",
         "copycat",
         "griefer",
+        "padder",
         "colluder",
         "colluder",
         "cartel",
@@ -134,6 +143,8 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             # the batch can be fetched, its openings cannot: a withheld proof is a dispute
             "withholder": dict(agrees=0, disputes=2, unavailable=0),
             "copycat": dict(agrees=0, disputes=2, unavailable=0),
+            # honest draws, but a signal claimed above what the checkers recompute exactly
+            "padder": dict(agrees=0, disputes=2, unavailable=0),
         } | {
             name: dict(agrees=1, disputes=0, unavailable=2)  # its partner's vote: not enough
             for name in adversaries
@@ -180,13 +191,21 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
         # nine nodes): credited only when the partner holds at least as many, ~0.1% of draws
         sub = subs[name]
         assert (sub.credited > 0) == (sub.agree_seats >= sub.unavailable_seats), sub
+    # the padder's batch passes every check but its claim: the checkers attest the signal they
+    # recomputed, below the claim by v3's tolerance (finding: signal differs; its draws pass
+    # the proof), and it is credited nothing
+    padded = auditor.submission(round_, addr["padder"])
+    assert subs["padder"].signal > 0 and subs["padder"].credited == 0
+    recomputed = {v.signal for v in padded.attestations}
+    assert len(recomputed) == 1 and recomputed.pop() < subs["padder"].signal
+    assert all(v.vote == "dispute" and v.findings == SIGNAL_DIFFERS for v in padded.attestations)
     cat = auditor.submission(round_, copycat.address)
     assert all(v.vote == "dispute" and v.findings & FOREIGN_TASKS for v in cat.attestations)
 
     # once final: the copycat and both farmers are slashed, no adversary can claim anything,
     # and the honest nodes share the round's reward by their learning signal
     warp.to(params, round_ + W + C + A + 1)
-    for name in ("copycat", "answer-farmer", "mixed-farmer", "withholder"):
+    for name in ("copycat", "answer-farmer", "mixed-farmer", "withholder", "padder"):
         stake = ledger.node_info(addr[name]).active_stake
         ledger.settle(round_, addr[name])
         assert ledger.node_info(addr[name]).active_stake == stake * 9 // 10, name

@@ -120,6 +120,9 @@ CREDIT_RULE_FAULTS = (
     "unavailable-vote-loses",
     "empty-appeal-clears-dispute",
     "undecided-appeal-votes-judged",
+    "settler-paid-for-own-slash",
+    "settler-paid-for-own-vote",
+    "settler-cut-not-from-pool",
 )
 
 

@@ -43,6 +43,7 @@ GWEI = 10**9
 SCALE = 10_000
 N = 4  # accounts per example (index N, in settle_votes' lists: an address that never registered)
 QUORUM = 2
+SETTLER_CUT_BPS = 1_000  # SwarmLedger.SETTLER_CUT_BPS: a settler's share of what its call slashed
 AGREE, DISPUTE, UNAVAILABLE = 1, 2, 3  # a vote's side, as voteOf reports it
 
 
@@ -166,7 +167,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.beacon_block: dict[tuple[int, int, bool], int] = {}
         self.beacon_drawn: set[tuple[int, int, bool]] = set()
         self.lapsed: set[tuple[int, int, bool]] = set()  # beacons nobody drew in time
-        self.pool = self.funded = self.slashed = self.paid_out = 0
+        self.pool = self.funded = self.slashed = self.paid_out = self.settler_paid = 0
         self.steps = 0
         # Most examples start with three staked nodes and a funded pool (the fourth stays out,
         # for the refusals), so that short sequences reach attestations, slashes and claims.
@@ -683,19 +684,25 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.expect(
             error, lambda: self.ledgers[(j + 1) % N].settle(round_, self.address(j)), what
         ):
-            self.settled(round_, j)
+            self.pay_settler(self.settled(round_, j))  # settled by another node: its cut
+
+    def pay_settler(self, slashed: int) -> None:
+        """The settler's cut: SETTLER_CUT_BPS of what its call slashed others, from the pool."""
+        cut = slashed * SETTLER_CUT_BPS // 10_000
+        self.pool -= cut
+        self.settler_paid += cut
 
     def settle_bps(self, sub: MSub) -> int:
         """What settling a disputed submission slashes, in bps: twice as much after a lost
         appeal."""
         return min(2 * self.slash_bps, 10_000) if sub.lost_appeal else self.slash_bps
 
-    def settled(self, round_: int, j: int) -> None:
-        """The model after the ledger settled a submission (by settle, or by a claim of it)."""
+    def settled(self, round_: int, j: int) -> int:
+        """The model after the ledger settled a submission (by settle, or by a claim of it);
+        returns the wei slashed."""
         sub = self.subs[(round_, j)]
         sub.settled = True
-        if sub.disputed:
-            self.take(j, self.settle_bps(sub))
+        return self.take(j, self.settle_bps(sub)) if sub.disputed else 0
 
     @precondition(lambda self: bool(self.subs))
     @rule(
@@ -746,7 +753,7 @@ class LedgerMachine(RuleBasedStateMachine):
             round_, self.address(j), [self.address(v) for v in who]
         )
         if self.expect(error, action, "settle-votes"):
-            losing = self.losing_side(sub)
+            losing, by_others = self.losing_side(sub), 0
             for v in who:
                 if v not in sub.voters or v in sub.judged:
                     continue  # skipped: it did not vote, or its vote was judged already
@@ -755,10 +762,14 @@ class LedgerMachine(RuleBasedStateMachine):
                 if not (sub.credited or sub.lost_appeal):
                     second = 0  # an appeal that decided nothing: only the first votes are judged
                 if losing in (first, second):
-                    self.take(v, self.slash_bps)
+                    lost = self.take(v, self.slash_bps)
+                    by_others += lost if v != caller else 0
                     self.seen["vote-lost"] += 1
+                    if v == caller:
+                        self.seen["own-vote-judged"] += 1
                 else:
                     self.seen["vote-kept"] += 1
+            self.pay_settler(by_others)  # none of its own vote's loss
         self.check_votes(key, who)
 
     @staticmethod
@@ -868,23 +879,24 @@ class LedgerMachine(RuleBasedStateMachine):
         newest = [sub.snapshot for sub in list(self.subs.values())[-2:]]  # their committees' stake
         f = self.swarm.ledger.contract.functions
         calls = [f.stakeTotals(), f.rewardPool(), f.totalFunded(), f.totalSlashed()]
-        calls += [f.totalPaidOut(), *(f.roundInfo(r) for r in rounds)]
+        calls += [f.totalPaidOut(), f.totalSettlerPaid(), *(f.roundInfo(r) for r in rounds)]
         calls += [f.totalStakeAt(block) for block in newest]
         with self.swarm.w3.batch_requests() as batch:  # one round trip: it runs after every step
             for call in calls:
                 batch.add(call)
             answers = batch.execute()
-        (active, unbonding), pool, funded, slashed, paid_out = answers[:5]
+        (active, unbonding), pool, funded, slashed, paid_out, settler_paid = answers[:6]
         assert pool == self.pool
+        assert settler_paid == self.settler_paid
         assert (active, unbonding) == (
             sum(n.active for n in self.nodes),
             sum(n.unbonding for n in self.nodes),
         )
         assert (funded, slashed, paid_out) == (self.funded, self.slashed, self.paid_out)
-        for r, (total, final) in zip(rounds, answers[5 : 5 + len(rounds)], strict=True):
+        for r, (total, final) in zip(rounds, answers[6 : 6 + len(rounds)], strict=True):
             assert total == self.round_total[r], f"round {r}'s credited total"
             assert final == self.clock.is_final(r, current), f"round {r} final in {current}"
-        for block, total in zip(newest, answers[5 + len(rounds) :], strict=True):
+        for block, total in zip(newest, answers[6 + len(rounds) :], strict=True):
             assert total == self.stake_at(self.total_history, block), f"total stake at {block}"
 
 

@@ -480,7 +480,8 @@ class DevnetSection(Section):
         "vouching for each other), griefer, whale (a griefer holding whale_share of all "
         "stake), sybils (three identities holding whale_share together, 4:2:1, vouching for "
         "each other and disputing the rest), stake-mover (a griefer adding whale_share of "
-        "stake before each batch's draw), or all (every strategy but the whale, the sybils and "
+        "stake once a batch is on chain), padder (honest samples, a claim padded by v3's "
+        "tolerance), or all (every strategy but the whale, the sybils and "
         "the stake mover, whose stake would change the others' world)",
     )
     node_stake: Wei | None = Field(

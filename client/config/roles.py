@@ -21,7 +21,8 @@ class Role(StrEnum):
     GRIEFER = "griefer"
     WHALE = "whale"  # a griefer with [devnet].whale_share of all stake
     SYBIL = "sybil"  # one of a set of identities with unequal stakes: cartel and griefer at once
-    STAKE_MOVER = "stake-mover"  # a griefer that adds stake after each batch, before its draw
+    STAKE_MOVER = "stake-mover"  # a griefer that adds stake once a batch is on chain
+    PADDER = "padder"  # samples honestly, pads with zero-signal groups, claims the tolerance
 
 
 HONEST = Role.HONEST
@@ -43,9 +44,18 @@ CHOICES = (
     "whale",
     "sybils",
     "stake-mover",
+    "padder",
     "all",
 )
-SINGLE = ("free-claim", "answer-farmer", "mixed-farmer", "withholder", "copycat", "griefer")
+SINGLE = (
+    "free-claim",
+    "answer-farmer",
+    "mixed-farmer",
+    "withholder",
+    "copycat",
+    "griefer",
+    "padder",
+)
 
 
 def expand(names: list[str]) -> list[Role]:

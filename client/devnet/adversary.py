@@ -31,11 +31,16 @@ what the honest nodes did about it.
                  `[devnet].whale_share` of all stake together, split 4:2:1: each free-claims,
                  vouches for the others' claims (a cartel that meets the quorum of distinct
                  addresses by itself) and disputes every honest batch it is drawn for
-  stake-mover    a griefer that, as soon as it sees a peer's batch, adds `[devnet].whale_share`
-                 of all stake before the batch's beacon is drawn, and requests it unstaked once
-                 the beacon is known: under a draw from live stake it would take the seats and
-                 un-draw honest checkers (issue 40); it journals the seats it holds beside those
-                 the live stake would have given it
+  stake-mover    a griefer that, as soon as it sees a peer's batch on chain, adds enough stake
+                 to hold `[devnet].whale_share` of all stake, and requests it unstaked once it
+                 has read its seats: under ledger v3's draw from live stake it would take seats
+                 and un-draw honest checkers (issue 40); it journals the seats it holds beside
+                 those its stake of the moment would give it
+  padder         samples honestly from the seed checkpoint it names (its completions are the
+                 seeded draws: proof of generation passes), PADDED local rounds of them (mostly
+                 zero-signal groups), and claims its signal plus ledger v3's agreement tolerance
+                 (agree_tolerance_bps of the batch's maximal score, which padding widens): v3
+                 credited the claim (150 for a recomputed 100 at 10,000 rollouts, issue 40)
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -88,6 +93,7 @@ from client.units import SCORE_SCALE
 log = logging.getLogger("sapo.adversary")
 
 POLL_S = 1.0
+PADDED = 4  # local rounds a padder samples a chain round (an honest node plays 2 at 20-s rounds)
 WRONG = "<answer>not the answer</answer>"
 
 
@@ -140,10 +146,11 @@ class Adversary:
         self.copied: set[str] = set()  # digests we copied (or tried to)
         self.moved: set[tuple[int, str]] = set()  # (round, node) a stake mover's seats read
         self.lent = 0  # wei a stake mover added and has not requested unstaked yet
-        self.move_wei = 0  # what it added last
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
         self._seed = None  # the seed policy's descriptor, tokenizer and weights (farmers)
+        self._seed_policy = None  # the seed policy itself, and a backend on it (a padder)
+        self._backend = None
         self.model = {"name": f"none ({strategy})", "parameters": 0, "tokenizer": "none"}
 
     # ------------------------------------------------------------------------------ the loop
@@ -178,6 +185,8 @@ class Adversary:
             self.submitted.add(current)
             if self.strategy in ("free-claim", "colluder", "cartel", "sybil"):
                 self.free_claim(current)
+            elif self.strategy == "padder":
+                self.pad(current)
             else:
                 withhold = self.strategy == "withholder"
                 self.farm(
@@ -225,6 +234,51 @@ class Adversary:
         cid = self.store.put(data, round_)
         self._submit(
             round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, batch.signal, cid=cid
+        )
+
+    def pad(self, round_: int) -> None:
+        """Pins and submits a batch it sampled honestly from the seed checkpoint, PADDED local
+        rounds long (as many as fit), claiming its learning signal plus the tolerance v3
+        allowed: agree_tolerance_bps of the batch's maximal score."""
+        from client.node.rollouts import generate_local_round
+        from client.policy.generate import make_backend
+
+        weights, _ = self._weights(round_)
+        policy = self._seed_policy
+        if self._backend is None:
+            if self.cfg.policy.cpu_threads:  # it shares the machine with the devnet's nodes
+                import torch
+
+                torch.set_num_threads(self.cfg.policy.cpu_threads)
+            self._backend = make_backend("transformers", policy)
+        sampling = Sampling.of(
+            self.cfg.policy.temperature, self.cfg.policy.top_p, self.cfg.policy.max_new_tokens
+        )
+        seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
+        parts = [
+            generate_local_round(
+                policy,
+                self._backend,
+                self.catalog,
+                seed=seed,
+                round_=round_,
+                node=self.address,
+                k=k,
+                items=self.cfg.sapo.local_items,
+                completions=self.cfg.sapo.completions,
+                sampling=sampling,
+                weights=weights,
+            ).part
+            for k in range(min(PADDED, self.limits.max_local_rounds))
+        ]
+        while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
+            parts.pop()
+        cid = self.store.put(data, round_)
+        top = batch.rollouts * SCORE_SCALE
+        padding = max(1, top * self.params.agree_tolerance_bps // 10_000)
+        signal = min(top, batch.signal + padding)
+        self._submit(
+            round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, signal, cid=cid
         )
 
     def copy(self, current: int) -> None:
@@ -353,64 +407,60 @@ class Adversary:
             )
 
     def move_stake(self, current: int) -> None:
-        """While a peer's batch waits for its beacon, holds extra stake (enough to hold
-        `[devnet].whale_share` of all active stake with it, added once) and, once no batch it
-        saw waits, requests it unstaked. For each batch whose beacon came meanwhile it journals the
-        seats the ledger gives it (its stake as of the batch's block) beside the seats the stake
-        it held at the draw would give (what a draw from live stake did, ledger v3)."""
+        """Moves stake around the draws of the batches it sees: once a batch is on chain (its
+        committee's snapshot taken), adds enough stake to hold `[devnet].whale_share` of all
+        active stake with it; the poll after, reads the seats the ledger gives it on each such
+        batch (its stake as of the batch's block) beside the seats the stake it holds now would
+        give (ledger v3 drew from live stake whenever a checker asked), journals both, and
+        requests the added stake unstaked. Its disputes (grief) go by the ledger's seats."""
         self._watch(max(0, current - self.params.final_after(0)))  # as grief() keeps them
         me = self.address
-        waiting = []
+        fresh = []
         for round_, node in [key for keys in self.seen.values() for key in keys]:
-            if (round_, node) in self.moved:
+            if (round_, node) in self.moved or not self.params.attest_open(round_, current):
                 continue
             beacon = self.ledger.beacon(round_, node)
-            if not beacon.ready:
-                waiting.append((round_, node))
-                continue
-            self.moved.add((round_, node))
-            if not self.lent:
-                continue  # its beacon came before we saw the batch: nothing was moved for it
-            held = self.ledger.seats_of(round_, node, me)
-            live = beacon.seats(
-                me,
-                self.ledger.node_info(me).active_stake,
-                self.ledger.totals()["active"],
-                self.params.checkers,
+            if beacon.ready:
+                fresh.append((round_, node, beacon))
+        if fresh and not self.lent:
+            share = self.cfg.devnet.whale_share  # m = share * (active + m)
+            self.lent = math.ceil(share * self.ledger.totals()["active"] / (1 - share))
+            tx = self.ledger.add_stake(self.lent)
+            self.events.emit(
+                Event.ADVERSARY_MOVE,
+                f"{self.strategy}: added {self.lent / 1e18:g} ETH of stake after "
+                f"{len(fresh)} batch(es) went on chain",
+                round=current,
+                move="stake-added",
+                gas=tx.gas_used,
             )
+            return
+        if not self.lent:
+            return
+        stake, total = self.ledger.node_info(me).active_stake, self.ledger.totals()["active"]
+        for round_, node, beacon in fresh:
+            self.moved.add((round_, node))
+            held = self.ledger.seats_of(round_, node, me)
+            live = beacon.seats(me, stake, total, self.params.checkers)
             self.events.emit(
                 Event.ADVERSARY_MOVE,
                 f"{self.strategy}: {held} seat(s) on {node}'s batch of round {round_}; the stake "
-                f"it held at the draw would have given {live}",
+                f"it holds now would give {live}",
                 round=round_,
                 move="seats",
                 node=node,
                 held=held,
                 live=live,
             )
-        if waiting and not self.lent:
-            share = self.cfg.devnet.whale_share  # m = share * (active + m)
-            self.move_wei = math.ceil(share * self.ledger.totals()["active"] / (1 - share))
-            tx = self.ledger.add_stake(self.move_wei)
-            self.lent = self.move_wei
-            self.events.emit(
-                Event.ADVERSARY_MOVE,
-                f"{self.strategy}: added {self.move_wei / 1e18:g} ETH of stake before the beacons "
-                f"of {len(waiting)} batch(es)",
-                round=current,
-                move="stake-added",
-                gas=tx.gas_used,
-            )
-        elif self.lent and not waiting:
-            tx = self.ledger.request_unstake(self.lent)
-            self.events.emit(
-                Event.ADVERSARY_MOVE,
-                f"{self.strategy}: requested {self.lent / 1e18:g} ETH unstaked, the beacons drawn",
-                round=current,
-                move="stake-removed",
-                gas=tx.gas_used,
-            )
-            self.lent = 0
+        tx = self.ledger.request_unstake(self.lent)
+        self.events.emit(
+            Event.ADVERSARY_MOVE,
+            f"{self.strategy}: requested {self.lent / 1e18:g} ETH unstaked",
+            round=current,
+            move="stake-removed",
+            gas=tx.gas_used,
+        )
+        self.lent = 0
 
     # ------------------------------------------------------------------------------ helpers
 
@@ -440,6 +490,7 @@ class Adversary:
 
             policy = load_policy(base_policy_path(self.cfg), device="cpu", dtype="float32")
             self._seed = (policy.descriptor(), policy.tokenizer, weights_bytes(policy.model))
+            self._seed_policy = policy  # a padder samples from it
         descriptor, tokenizer, data = self._seed
         self.model = descriptor
         if withhold:  # 8 more float32 parameters, from its address and the round: unique

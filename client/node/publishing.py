@@ -50,7 +50,7 @@ from client.chain.errors import (
     TransactionTimeout,
 )
 from client.chain.events import EventReader
-from client.chain.models import SubmissionInfo, VoteSide
+from client.chain.models import SubmissionInfo, TxResult, VoteSide
 from client.config.models import SapoSection, StoreSection
 from client.credit import describe_findings
 from client.node.eventlog import Event, Span, timed
@@ -384,26 +384,29 @@ class Publisher(Stage):
         tx_hash = None
         if not sub.settled:
             try:
-                tx_hash = self.ledger.settle(round_, node).tx_hash
+                result = self.ledger.settle(round_, node)
             except AlreadySettled:  # settled by another's transaction first
                 pass
             else:
-                disputed = sub.disputed
+                tx_hash, disputed = result.tx_hash, sub.disputed
+                cut = self._settler_cut(result, round_, node)
                 whose = "our submission" if node == self.address else f"{node[:10]}…'s submission"
                 outcome = (
                     " (disputed: slashed)"
                     if disputed
                     else f", credited {sub.credited / SCORE_SCALE}"
                 )
+                paid = f"; our settler's cut {cut / 10**18:g} ETH" if cut else ""
                 self.events.emit(
                     Event.ROUND_SETTLED,
-                    f"round {round_}: {whose} settled{outcome}",
+                    f"round {round_}: {whose} settled{outcome}{paid}",
                     logging.WARNING if disputed else logging.INFO,
                     round=round_,
                     node=node,
                     disputed=disputed,
                     credited=sub.credited,
                     appealed=sub.appealed,
+                    settler_cut=cut,
                     tx_hash=tx_hash,
                 )
         self._judge_votes(sub)
@@ -440,17 +443,33 @@ class Publisher(Stage):
         if not losers:
             return
         result = self.ledger.settle_votes(sub.round, sub.node, losers)
+        cut = self._settler_cut(result, sub.round, sub.node)
         side = "disputed it" if sub.credited else "agreed with it"
         whose = "our batch" if sub.node == self.address else f"{sub.node[:10]}…'s batch"
+        paid = f"; our settler's cut {cut / 10**18:g} ETH" if cut else ""
         self.events.emit(
             Event.VOTES_SETTLED,
             f"round {sub.round}: {len(losers)} checker(s) who {side} against the verdict on "
-            f"{whose} judged (slashed)",
+            f"{whose} judged (slashed){paid}",
             round=sub.round,
             node=sub.node,
             voters=losers,
+            settler_cut=cut,
             tx_hash=result.tx_hash,
         )
+
+    def _settler_cut(self, result: TxResult, round_: int, node: str) -> int:
+        """The wei our settle or settleVotes transaction paid us (its `SettlerPaid` event:
+        SETTLER_CUT_BPS of what it slashed others); 0 when it slashed nobody else."""
+        events = self.reader.read(
+            ["SettlerPaid"],
+            from_block=result.block_number,
+            to_block=result.block_number,
+            settler=self.address,
+            round=round_,
+            node=node,
+        )
+        return sum(e.args["amount"] for e in events if e.tx_hash == result.tx_hash)
 
     def _appeal(self, entry: OutboxEntry) -> None:
         """Appeals our batch's verdict once the first committee's window has closed (`_due`),

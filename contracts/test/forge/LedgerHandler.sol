@@ -22,6 +22,7 @@ contract LedgerHandler is CheatsBase {
 
     uint256 internal constant SCORE_SCALE = 10_000;
     uint256 internal constant BPS = 10_000;
+    uint256 internal constant SETTLER_CUT = 1_000; // of what a settle or settleVotes call slashes
     uint256 internal constant N_ACTORS = 5;
     // a vote's side, and an actor's record of its votes on a submission: the first committee's
     // side in bits 0-1, the appeal's in bits 2-3, JUDGED once settleVotes judged it
@@ -114,6 +115,7 @@ contract LedgerHandler is CheatsBase {
     uint256 public funded;
     uint256 public slashed;
     uint256 public paidOut;
+    uint256 public settlerPaid; // the settlers' cuts (SETTLER_CUT_BPS of what their calls slashed)
 
     string[] internal _violations;
 
@@ -145,7 +147,8 @@ contract LedgerHandler is CheatsBase {
         "unavailableVotesSpared", // settleVotes judged an unavailable vote on a decided batch: kept
         "votesJudgedOnce", // settleVotes skipped a vote it had judged already
         "voteSettlementsClosed", // settleVotes after its window, refused (kept)
-        "undecidedAppealVotesSpared" // settleVotes judged an appeal's vote when the appeal reached no verdict: kept
+        "undecidedAppealVotesSpared", // settleVotes judged an appeal's vote when the appeal reached no verdict: kept
+        "settlersPaid" // settle or settleVotes paid its caller a cut of others' slashes
     ];
     mapping(uint256 => uint256) internal _pathCount;
 
@@ -175,6 +178,7 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant VOTES_JUDGED_ONCE = 23;
     uint256 internal constant VOTE_SETTLEMENTS_CLOSED = 24;
     uint256 internal constant UNDECIDED_APPEAL_VOTES_SPARED = 25;
+    uint256 internal constant SETTLERS_PAID = 26;
 
     function _hit(uint256 path) internal {
         _pathCount[path] += 1;
@@ -1112,6 +1116,10 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = _inVoteSettlement(s);
         bool closed = _final(s.round) && !expectOk;
         uint256 slashedBefore = ledger.totalSlashed();
+        // one call in four by the first listed voter (its own losing vote pays it no cut)
+        address caller = _oneIn(listSeed, 4, "self-judge") ? list[0] : address(this);
+        uint256 balanceBefore = caller.balance;
+        vm.prank(caller);
         (bool ok, bytes memory reason) =
             address(ledger).call(abi.encodeCall(SwarmLedger.settleVotes, (s.round, s.node, list)));
         bool refused = _judge("settleVotes", expectOk, ok, reason);
@@ -1125,9 +1133,11 @@ contract LedgerHandler is CheatsBase {
         }
         if (refused) _refused();
         if (!ok) return;
-        if (ledger.totalSlashed() - slashedBefore != _judgeVotes(s, list)) {
+        (uint256 total, uint256 byOthers) = _judgeVotes(s, list, caller);
+        if (ledger.totalSlashed() - slashedBefore != total) {
             _violate("settleVotes: slashed a different amount than slashBps of each losing voter's stake");
         }
+        _paySettler(caller, byOthers, balanceBefore, "settleVotes");
     }
 
     function _hasUnjudgedVote(uint256 i) internal view returns (bool) {
@@ -1157,8 +1167,12 @@ contract LedgerHandler is CheatsBase {
     /// an agreement with a disputed one, on the first committee, or on the appeal's when the
     /// appeal decided) costs slashBps of its voter's stake; unavailable votes never lose, nor
     /// any vote on a batch neither credited nor disputed, nor an appeal's vote when the appeal
-    /// reached no verdict. Returns the wei slashed.
-    function _judgeVotes(Sub storage s, address[] memory list) internal returns (uint256 total) {
+    /// reached no verdict. Returns the wei slashed, and of it what voters other than `caller`
+    /// lost.
+    function _judgeVotes(Sub storage s, address[] memory list, address caller)
+        internal
+        returns (uint256 total, uint256 byOthers)
+    {
         bool isCredited = credited(s);
         uint8 losing = isCredited ? DISPUTE : disputed(s) ? AGREE : 0;
         bool appealDecided = isCredited || disputedOnAppeal(s);
@@ -1171,7 +1185,9 @@ contract LedgerHandler is CheatsBase {
             uint8 second = (record >> 2) & 3;
             if (losing != 0 && second == losing && !appealDecided) _hit(UNDECIDED_APPEAL_VOTES_SPARED);
             if (losing != 0 && (first == losing || (appealDecided && second == losing))) {
-                total += _slashStake(list[k], SLASH_BPS);
+                uint256 cut = _slashStake(list[k], SLASH_BPS);
+                total += cut;
+                if (list[k] != caller) byOthers += cut;
                 _hit(LOSING_VOTES_SLASHED);
             } else if (losing != 0 && (first == UNAVAILABLE || second == UNAVAILABLE)) {
                 _hit(UNAVAILABLE_VOTES_SPARED);
@@ -1199,6 +1215,10 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = _final(s.round) && !s.settled;
         uint256 slash = _slashOf(s);
         uint256 slashedBefore = ledger.totalSlashed();
+        // one call in four by the producer itself (no cut), the others by a stranger (this)
+        address caller = _oneIn(subSeed, 4, "self-settle") ? s.node : address(this);
+        uint256 balanceBefore = caller.balance;
+        vm.prank(caller);
         (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.settle, (s.round, s.node)));
         if (_judge("settle", expectOk, ok, reason)) _refused();
         if (!ok) return;
@@ -1206,6 +1226,21 @@ contract LedgerHandler is CheatsBase {
             _violate("settle: slashed a different amount than slashBps (twice after a lost appeal) of a disputed node's stake");
         }
         _settled(s);
+        _paySettler(caller, caller == s.node ? 0 : slash, balanceBefore, "settle");
+    }
+
+    /// @dev The model of the settler's cut: SETTLER_CUT_BPS of `slashedByOthers` from the pool
+    /// to `caller`, checked against what the ledger paid it.
+    function _paySettler(address caller, uint256 slashedByOthers, uint256 balanceBefore, string memory call)
+        internal
+    {
+        uint256 cut = (slashedByOthers * SETTLER_CUT) / BPS;
+        pool -= cut;
+        settlerPaid += cut;
+        if (cut != 0) _hit(SETTLERS_PAID);
+        if (caller.balance - balanceBefore != cut) {
+            _violate(string.concat(call, ": paid its caller other than SETTLER_CUT_BPS of the others' slashes"));
+        }
     }
 
     /// @dev What settling `s` slashes now: slashBps of its node's stake when more seats of its

@@ -120,14 +120,19 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     /// Every wei that entered the pool (funded, or slashed from a disputed producer or a losing
-    /// voter) is in the pool or was paid out.
+    /// voter) is in the pool or was paid out (to claimants, or to settlers as their cut).
     function invariant_poolInEqualsPoolOut() public view {
         _eq(
             ledger.totalFunded() + ledger.totalSlashed(),
-            ledger.rewardPool() + ledger.totalPaidOut(),
-            "funded + slashed = pool + paid out"
+            ledger.rewardPool() + ledger.totalPaidOut() + ledger.totalSettlerPaid(),
+            "funded + slashed = pool + paid out + paid to settlers"
         );
-        _eq(ledger.rewardPool(), handler.pool(), "pool = what was funded and slashed minus what claims paid");
+        _eq(
+            ledger.rewardPool(),
+            handler.pool(),
+            "pool = what was funded and slashed minus what claims and settlers' cuts paid"
+        );
+        _eq(ledger.totalSettlerPaid(), handler.settlerPaid(), "settlers' total = the sum of their cuts");
         _eq(ledger.totalSlashed(), handler.slashed(), "slashed total = the sum of the settlements' and the judged votes' slashes");
     }
 

@@ -23,6 +23,7 @@ contract LedgerRulesTest is CheatsBase {
     address internal constant C = address(0xC001);
     address internal constant D = address(0xD001);
     address internal constant W = address(0xF001);
+    address internal constant S = address(0x5E771E); // a settler: no stake, paid its cut
     uint64 internal constant L = 60;
 
     /// @dev Deploys the ledger (quorum as given, committees of 3 seat trials, appeals' of 12,
@@ -117,7 +118,7 @@ contract LedgerRulesTest is CheatsBase {
         require(_credited() == 0, "outweighed by unavailable seats: no credit");
         vm.warp(ledger.genesis() + 6 * L + 1); // round 6: final (after round 0 + submit 1 + challenge 2 + appeal 2)
         vm.roll(200);
-        ledger.settle(0, P);
+        _settle();
         require(ledger.nodeInfo(P).activeStake == 2 ether, "unavailable is not wrong: no slash");
     }
 
@@ -270,7 +271,14 @@ contract LedgerRulesTest is CheatsBase {
         return bytes4(reason);
     }
 
+    /// @dev Settles P's submission as the settler S (a stranger, paid its cut of a slash).
+    function _settle() internal {
+        vm.prank(S);
+        ledger.settle(0, P);
+    }
+
     function _settleVotes(address[] memory voters) internal {
+        vm.prank(S);
         ledger.settleVotes(0, P, voters);
     }
 
@@ -327,7 +335,7 @@ contract LedgerRulesTest is CheatsBase {
         (uint8 first, uint8 second,) = ledger.voteOf(W, 0, P);
         require(first == 2 && second == 2, "W disputed on both committees");
         _at(6, 200);
-        ledger.settle(0, P);
+        _settle();
         require(ledger.nodeInfo(P).activeStake == 2 ether, "credited on appeal: the producer keeps its stake");
         uint64[] memory rounds = new uint64[](1);
         vm.prank(P);
@@ -342,7 +350,8 @@ contract LedgerRulesTest is CheatsBase {
         _settleVotes(_list(D, D, W));
         require(ledger.nodeInfo(W).activeStake == 3.6 ether, "W loses slashBps of its stake, once");
         require(ledger.totalSlashed() == 0.4 ether, "nobody else is slashed");
-        require(ledger.rewardPool() == 0.4 ether, "the slash goes to the reward pool");
+        require(ledger.rewardPool() == 0.36 ether, "the slash goes to the reward pool, less...");
+        require(S.balance == 0.04 ether, "...the settler's cut: SETTLER_CUT_BPS of it");
         address[5] memory kept = [A, B, C, D, P];
         for (uint256 i; i < kept.length; ++i) {
             require(ledger.nodeInfo(kept[i]).activeStake == 2 ether, "the winning and unavailable voters keep theirs");
@@ -365,9 +374,10 @@ contract LedgerRulesTest is CheatsBase {
         _at(6, 140);
         bytes4 late = _refusal(C, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
         require(late == SwarmLedger.ChallengeWindowClosed.selector, "appellate votes close after appealRounds");
-        ledger.settle(0, P);
+        _settle();
         require(ledger.nodeInfo(P).activeStake == 1.6 ether, "a lost appeal slashes 2 x 10% of 2 ether");
-        require(ledger.totalSlashed() == 0.4 ether && ledger.rewardPool() == 0.4 ether, "into the pool");
+        require(ledger.totalSlashed() == 0.4 ether && ledger.rewardPool() == 0.36 ether, "into the pool");
+        require(S.balance == 0.04 ether && ledger.totalSettlerPaid() == 0.04 ether, "less the settler's cut");
     }
 
     function test_anAppealIsOpenOnlyInItsWindowOnceToABatchNotCredited() public {
@@ -438,7 +448,7 @@ contract LedgerRulesTest is CheatsBase {
         _dispute(A);
         _appeal(130); // and nobody on the appeal's committee votes (or its beacon lapses)
         _at(6, 140);
-        ledger.settle(0, P);
+        _settle();
         require(ledger.nodeInfo(P).activeStake == 1.8 ether, "the first dispute stands: 10% of 2 ether");
         _settleVotes(_list(A, B, C));
         require(ledger.nodeInfo(A).activeStake == 2 ether, "the disputer did not lose");
@@ -458,13 +468,43 @@ contract LedgerRulesTest is CheatsBase {
         (uint8 first, uint8 second,) = ledger.voteOf(B, 0, P);
         require(first == 0 && second == 1, "B agreed on the appeal's committee only");
         _at(6, 140);
-        ledger.settle(0, P);
+        _settle();
         require(ledger.nodeInfo(P).activeStake == 1.8 ether, "the first dispute stands: slashBps, once");
         _settleVotes(_list(A, B, C));
         _settleVotes(_list(D, D, B));
         require(ledger.nodeInfo(C).activeStake == 1.8 ether, "C agreed with the standing dispute: it lost");
         require(ledger.nodeInfo(B).activeStake == 2 ether, "B's vote on an appeal that decided nothing is not judged lost");
         require(ledger.totalSlashed() == 0.4 ether, "only P and C lost");
+    }
+
+    function test_aSettlerIsPaidItsCutOfOthersSlashesOnly() public {
+        _deploy(1);
+        _agree(A);
+        _agree(B);
+        _dispute(C);
+        _dispute(D); // 2 agreeing seats vs 2 disputing: a tie, credited; C and D lost
+        require(_credited() == 20_000, "credited");
+        _at(6, 160);
+        vm.prank(C);
+        ledger.settleVotes(0, P, _list(C, D, A)); // C judges its own losing vote and D's
+        require(C.balance == 8 ether + 0.02 ether, "C's cut: a tenth of D's 0.2 ether, none of its own");
+        require(ledger.totalSlashed() == 0.4 ether && ledger.rewardPool() == 0.38 ether, "the rest in the pool");
+        // a disputed batch settled by its own producer pays it nothing back
+        vm.roll(170);
+        vm.prank(B);
+        ledger.submit(6, keccak256("b"), 8, 40_000, 20_000);
+        vm.roll(172);
+        for (uint256 i = 1; ledger.seatsOf(6, B, A) == 0; ++i) {
+            vm.setBlockhash(171, keccak256(abi.encode("b beacon", i)));
+        }
+        vm.prank(A);
+        ledger.attest(6, B, 0, 0, 6);
+        _at(13, 250);
+        uint256 before = B.balance;
+        vm.prank(B);
+        ledger.settle(6, B);
+        require(ledger.nodeInfo(B).activeStake == 1.8 ether && B.balance == before, "slashed in full, no cut");
+        require(ledger.totalSettlerPaid() == 0.02 ether, "only C's cut was ever paid");
     }
 
     function test_aVerdictNeitherCreditedNorDisputedJudgesNoVoteLost() public {
