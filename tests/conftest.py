@@ -425,15 +425,15 @@ def warp_world(
     from client.node.assemble import base_policy_path
 
     cached_seed_test(seed_test, root / "policies")
-    anvil = Anvil(root, block_time_s=1).start()
+    base = warp_world_config(root, round_s, w, c, **sections)
+    # the most seat trials the ledger takes, so that every node holds a seat on every batch
+    # (more surely than `devnet up`'s seats_for_every_node), peers that a test registers later
+    # included: (1 - 1/18)^255 < 1e-6
+    base = with_sections(base, ledger={"checkers": 255, "appeal_checkers": 255})
+    anvil = Anvil(root, block_time_s=1, accounts=base.devnet.accounts).start()  # all funded
     try:
         daemon = IpfsDaemon(root / "ipfs").start()
         try:
-            base = warp_world_config(root, round_s, w, c, **sections)
-            # the most seat trials the ledger takes, so that every node holds a seat on every
-            # batch (more surely than `devnet up`'s seats_for_every_node), peers that a test
-            # registers later included: (1 - 1/18)^255 < 1e-6
-            base = with_sections(base, ledger={"checkers": 255, "appeal_checkers": 255})
             base_policy_path(base)
             swarm = provision(
                 base,

@@ -130,4 +130,5 @@ def check_invariants(swarm: Swarm) -> None:
     balance = swarm.w3.eth.get_balance(swarm.ledger.address)
     held = totals["active"] + totals["unbonding"] + totals["reward_pool"]
     assert balance == held, f"balance {balance} != stake + pool {held} ({totals})"
-    assert totals["paid_out"] <= totals["funded"] + totals["slashed"], totals
+    into = totals["funded"] + totals["slashed"]
+    assert into == totals["reward_pool"] + totals["paid_out"] + totals["settler_paid"], totals

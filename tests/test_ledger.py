@@ -534,9 +534,14 @@ def test_settle_slashes_a_disputed_submission_once(swarm: Swarm) -> None:
     with pytest.raises(E.RoundNotFinal):
         judge.settle(0, cheat.account_address)
     swarm.goto(6)  # 0 + submitRounds(1) + challengeRounds(2) + appealRounds(2) < 6: final
-    judge.settle(0, cheat.account_address)
+    before = judge.balance(judge.account_address)
+    result = judge.settle(0, cheat.account_address)
     assert cheat.node_info(cheat.account_address).active_stake == 9 * ETH
-    assert swarm.ledger.reward_pool() == ETH
+    # the settler's cut: a tenth of the slash, from the pool, to whoever settled
+    assert swarm.ledger.reward_pool() == ETH - ETH // 10
+    fee = result.gas_used * result.effective_gas_price
+    assert judge.balance(judge.account_address) == before + ETH // 10 - fee
+    assert swarm.ledger.totals()["settler_paid"] == ETH // 10
     with pytest.raises(E.AlreadySettled):
         judge.settle(0, cheat.account_address)
     with pytest.raises(E.NoSubmission):

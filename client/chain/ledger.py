@@ -335,7 +335,8 @@ class Ledger:
         return self._view("totalStaked")
 
     def totals(self) -> dict[str, int]:
-        """Returns the ledger's money totals (wei): stake, pool, funded, slashed, paid out."""
+        """Returns the ledger's money totals (wei): stake, pool, funded, slashed, paid out (by
+        claims), and paid to settlers (their cut of the slashes they sent)."""
         active, unbonding = self._view("stakeTotals")
         return {
             "active": active,
@@ -344,6 +345,7 @@ class Ledger:
             "funded": self._view("totalFunded"),
             "slashed": self._view("totalSlashed"),
             "paid_out": self._view("totalPaidOut"),
+            "settler_paid": self._view("totalSettlerPaid"),
         }
 
     def claimable(self, node: str, rounds: list[int]) -> int:

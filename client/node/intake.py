@@ -558,7 +558,7 @@ class Intake(Stage):
             return self._reject(sub, str(exc), sub.score, MALFORMED)
         seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
         with timed(self.journal, Span.VERIFY):
-            check = verify_batch(batch, self.catalog, seed)
+            check = verify_batch(batch, self.catalog, seed, claims=(sub.score, sub.signal))
         if not check.valid:
             return self._reject(sub, check.reason or "invalid batch", check.claimed, check.findings)
         if proof is not None:

@@ -192,11 +192,15 @@ class Verification:
         )
 
 
-def verify_batch(batch: RolloutBatch, catalog: Catalog, seed: bytes) -> Verification:
+def verify_batch(
+    batch: RolloutBatch, catalog: Catalog, seed: bytes, claims: tuple[int, int] | None = None
+) -> Verification:
     """Re-verifies a (store-checked) batch: catalog, every local round's task references and
     questions against the seeded draw of that local round, and every completion re-scored by our
-    own verifier. `seed` is the ledger's task seed of the batch's round and node."""
-    claimed, claimed_signal = batch.score, batch.signal
+    own verifier. `seed` is the ledger's task seed of the batch's round and node. `claims`: the
+    (score, signal) the ledger records for it, what would be credited (a producer may claim on
+    chain more than its batch's header says); the header's by default."""
+    claimed, claimed_signal = (batch.score, batch.signal) if claims is None else claims
     expected_digest = "0x" + catalog.digest().hex()
     if batch.catalog_digest != expected_digest:
         reason = f"batch uses catalog {batch.catalog_digest}, this node {expected_digest}"
