@@ -917,13 +917,13 @@ contract SwarmLedger {
         uint64 fin = _finalAfter(round);
         if (current <= fin) revert RoundNotFinal(round, current);
         if (current > fin + challengeRounds) revert SettlementWindowClosed(round, current);
-        (bool disputed, bool byAppeal) = _disputed(s);
+        (bool isDisputed, bool disputedOnAppeal) = _disputed(s);
         bool credited = _credited(s);
-        uint256 losing = credited ? DISPUTE : disputed ? AGREE : 0;
+        uint256 losing = credited ? DISPUTE : isDisputed ? AGREE : 0;
         // An appeal's votes are judged only when the appeal decided (credited or disputed the
         // batch); one that reached no verdict left the first committee's standing, and its
         // votes (too few to decide) are not judged against a verdict they had no part in.
-        bool appealDecided = credited || byAppeal;
+        bool appealDecided = credited || disputedOnAppeal;
         uint256 cutFrom; // what the losing votes of others than the caller lost
         for (uint256 i; i < voters.length; ++i) {
             address voter = voters[i];
