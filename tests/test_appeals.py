@@ -121,6 +121,7 @@ def test_a_whales_verdict_is_appealed_overturned_and_its_disputes_judged(world) 
     judged = [e for e in kinds if e["kind"] == str(Event.VOTES_SETTLED)]
     assert len(appealed) == 1 and appealed[0]["appealed"] and appealed[0]["dispute_seats"] > 0
     assert len(judged) == 1 and judged[0]["voters"] == [whale.address]
+    assert judged[0]["settler_cut"] == slash // 10  # the judge's cut of the whale's slash
     # the checker's proof streamed the opened checkpoints through its spool, and cleared it
     assert any(stage == "prove" for _, _, stage in checker.journal.spans(0))
     assert checker.data_dir.spool.is_dir() and not any(checker.data_dir.spool.iterdir())
