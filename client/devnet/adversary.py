@@ -228,13 +228,7 @@ class Adversary:
                     )
                 )
             parts.append(LocalRound(k=k, weights=weights, items=part_items))
-        # as the publisher seals: the last local rounds go while the batch is too large
-        while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
-            parts.pop()
-        cid = self.store.put(data, round_)
-        self._submit(
-            round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, batch.signal, cid=cid
-        )
+        self._seal(round_, parts)
 
     def pad(self, round_: int) -> None:
         """Pins and submits a batch it sampled honestly from the seed checkpoint, PADDED local
@@ -271,15 +265,7 @@ class Adversary:
             ).part
             for k in range(min(PADDED, self.limits.max_local_rounds))
         ]
-        while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
-            parts.pop()
-        cid = self.store.put(data, round_)
-        top = batch.rollouts * SCORE_SCALE
-        padding = max(1, top * self.params.agree_tolerance_bps // 10_000)
-        signal = min(top, batch.signal + padding)
-        self._submit(
-            round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, signal, cid=cid
-        )
+        self._seal(round_, parts, padded=True)
 
     def copy(self, current: int) -> None:
         """Re-encodes a peer's batch of a past round still open to submissions under our
@@ -499,6 +485,21 @@ class Adversary:
         else:
             ident = put_weights(self.store, data, round_)
         return ident, lambda text: tokenizer.encode(text, add_special_tokens=False)
+
+    def _seal(self, round_: int, parts: list[LocalRound], *, padded: bool = False) -> None:
+        """Pins and submits the batch of `parts`, as the publisher seals (the last local rounds
+        go while it is too large), claiming its signal, or with `padded` its signal plus v3's
+        tolerance (agree_tolerance_bps of the batch's maximal score)."""
+        while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
+            parts.pop()
+        cid = self.store.put(data, round_)
+        signal = batch.signal
+        if padded:
+            top = batch.rollouts * SCORE_SCALE
+            signal = min(top, signal + max(1, top * self.params.agree_tolerance_bps // 10_000))
+        self._submit(
+            round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, signal, cid=cid
+        )
 
     def _batch(self, round_: int, parts: list[LocalRound]):
         return make_batch(
