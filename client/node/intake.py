@@ -482,7 +482,6 @@ class Intake(Stage):
         assert self.prover is not None
         started = time.time()
         wanted = {batch.local_rounds[k].weights for k in opened(beacon, len(batch.local_rounds))}
-        weights: dict[str, Path] = {}
         manifests = []
 
         def check(weights: dict[str, Path] | None):

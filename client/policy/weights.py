@@ -37,13 +37,11 @@ def load_weights(model, source: bytes | Path) -> None:
     (read through a memory map: a parameter at a time is copied, so a checkpoint on disk is never
     held whole in memory beside the model); PolicyError if the size is not the model's."""
     wanted = 4 * parameter_count(model)
-    size = Path(source).stat().st_size if isinstance(source, Path) else len(source)
+    on_disk = isinstance(source, Path)
+    size = source.stat().st_size if on_disk else len(source)
     if size != wanted:
         raise PolicyError(f"{size} bytes of weights for a model of {wanted} bytes")
-    if isinstance(source, Path):
-        flat = np.memmap(source, dtype="<f4", mode="r")
-    else:
-        flat = np.frombuffer(source, dtype="<f4")
+    flat = np.memmap(source, dtype="<f4", mode="r") if on_disk else np.frombuffer(source, "<f4")
     offset = 0
     with torch.no_grad():
         for _, p in _parameters(model):
@@ -51,4 +49,3 @@ def load_weights(model, source: bytes | Path) -> None:
             piece = torch.from_numpy(np.array(flat[offset : offset + n]))  # one parameter's copy
             p.copy_(piece.view_as(p).to(p.device, p.dtype))
             offset += n
-    del flat  # the map closes with its last reference
