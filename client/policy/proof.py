@@ -96,6 +96,78 @@ def draw_gaps(
     return gaps
 
 
+@torch.no_grad()
+def draw_gaps_batch(
+    policy: Policy,
+    prompts: list[str | list[int]],
+    completions: list[list[int]],
+    *,
+    seed: int,
+    rows: list[int],
+    temperature: float,
+    top_p: float,
+) -> list[list[float]]:
+    """draw_gaps of many completions (completion i is row rows[i] of the seed's draws) in one
+    teacher-forced pass: sequences right-padded, so causal attention never sees a pad before a
+    real token. A prompt is its text or its token ids (a caller re-drawing many completions of
+    one prompt tokenizes it once). The batched pass runs other kernels than one sequence at a
+    time, so its gaps differ from draw_gaps' by numerics only (scripts/bench-numerics checks in
+    batches)."""
+    if temperature <= 0:
+        raise ValueError("draw gaps need temperature > 0 (a greedy draw has no intervals)")
+    tok = policy.tokenizer
+    prompt_ids = [p if isinstance(p, list) else tok(p)["input_ids"] for p in prompts]
+    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completions, strict=True)]
+    width = max(lengths)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for b, (p, c) in enumerate(zip(prompt_ids, completions, strict=True)):
+        ids[b, : len(p) + len(c)] = torch.tensor(p + list(c), dtype=torch.long)
+        mask[b, : len(p) + len(c)] = 1
+    logits = policy.model(
+        input_ids=ids.to(policy.device), attention_mask=mask.to(policy.device)
+    ).logits  # (B, L, V)
+    # the logits at position p predict token p + 1: row b's completion tokens are predicted at
+    # positions len(prompt_b) - 1 ... len(prompt_b) + len(completion_b) - 2
+    batch = torch.cat(
+        [torch.full((len(c),), b, dtype=torch.long) for b, c in enumerate(completions)]
+    )
+    positions = torch.cat(
+        [
+            torch.arange(len(p) - 1, len(p) - 1 + len(c))
+            for p, c in zip(prompt_ids, completions, strict=True)
+        ]
+    )
+    if positions.numel() == 0:
+        return [[] for _ in completions]
+    steps = logits[batch.to(policy.device), positions.to(policy.device)]  # (N, V)
+    cdf = distribution(steps, temperature, top_p).cumsum(-1)  # (N, V) float64
+    tokens = torch.tensor([t for c in completions for t in c], device=cdf.device)
+    high = cdf.gather(1, tokens[:, None]).squeeze(1)
+    low = torch.where(
+        tokens > 0,
+        cdf.gather(1, (tokens - 1).clamp(min=0)[:, None]).squeeze(1),
+        torch.zeros_like(high),
+    )
+    draws = Draws(seed)
+    u = torch.tensor(
+        [
+            draws.uniform(r, t)
+            for r, c in zip(rows, completions, strict=True)
+            for t in range(len(c))
+        ],
+        dtype=cdf.dtype,
+        device=cdf.device,
+    )
+    gaps = torch.maximum(low - u, u - high).tolist()
+    out, start = [], 0
+    for c in completions:
+        out.append(gaps[start : start + len(c)])
+        start += len(c)
+    return out
+
+
 def _step_logits(policy: Policy, prompt: str, completion_ids: list[int]) -> torch.Tensor:
     """The logits that predict each completion token, from one teacher-forced pass."""
     prompt_ids = policy.tokenizer(prompt)["input_ids"]
