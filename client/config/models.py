@@ -407,6 +407,30 @@ class PolicySection(Section):
         description="generation backend: transformers, or vllm (needs the vllm extra: "
         "scripts/setup --vllm; the same seeded draws, so peers prove its batches)",
     )
+    adapter: Literal["none", "lora"] = Field(
+        "none",
+        description="lora: train a low-rank adapter (PEFT) over the frozen model; snapshots, "
+        "published checkpoints and what checkers fetch are the adapter only (megabytes, not the "
+        "model's gigabytes), and checkers need the same base (its content hash is the model "
+        "family). none: train every weight (tiny seed policies)",
+    )
+    lora_rank: int = Field(16, ge=1, le=1_024, description="the adapter's rank r")
+    lora_alpha: int = Field(32, ge=1, le=65_536, description="LoRA's scale numerator (alpha / r)")
+    lora_targets: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]] = Field(
+        default_factory=lambda: [
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+        ],
+        min_length=1,
+        max_length=16,
+        description="the linear layers the adapter wraps (module names; Qwen2 and Llama: the "
+        "seven of attention and MLP)",
+    )
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     dtype: Annotated[str, AfterValidator(_check_dtype)] = Field(
         "auto",
@@ -423,6 +447,18 @@ class PolicySection(Section):
     )
     temperature: float = Field(1.0, gt=0, le=5)
     top_p: float = Field(1.0, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _adapter_backend(self) -> PolicySection:
+        if self.adapter == "lora" and self.backend == "vllm":
+            raise ValueError(
+                'adapter = "lora" with backend = "vllm" is not supported yet: the vLLM backend '
+                'samples from full weights it is sent each step; use backend = "transformers" '
+                'or adapter = "none"'
+            )
+        if len(set(self.lora_targets)) != len(self.lora_targets):
+            raise ValueError(f"lora_targets names a module twice: {self.lora_targets}")
+        return self
 
 
 class TrainSection(Section):

@@ -84,6 +84,26 @@ def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
         raise NodeConfigError(f"[policy].seed_datasets: {exc}") from None
 
 
+def adapter_spec(cfg: NodeConfig):
+    """The LoRA adapter [policy] asks for, or None when every weight is trained."""
+    if cfg.policy.adapter == "none":
+        return None
+    # lazily, as above: torch
+    from client.policy.adapter import AdapterSpec
+
+    return AdapterSpec(
+        rank=cfg.policy.lora_rank,
+        alpha=cfg.policy.lora_alpha,
+        targets=tuple(cfg.policy.lora_targets),
+    )
+
+
+def _training(spec) -> str:
+    if spec is None:
+        return 'every weight (adapter = "none")'
+    return f"a LoRA adapter of rank {spec.rank}, alpha {spec.alpha} on {', '.join(spec.targets)}"
+
+
 def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
     """Returns the configured ledger, signing with the node's keystore, checked on chain."""
     if not cfg.chain.rpc_url or not cfg.chain.ledger_address:
@@ -117,7 +137,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     from client.node.proving import Prover, Snapshots
     from client.node.publishing import Publisher
     from client.node.training import resume_policy
-    from client.policy import Policy, load_policy, make_backend
+    from client.policy import Policy, adapt, load_policy, make_backend
 
     ledger = signing_ledger(cfg, password)
     params = ledger.check(cfg.chain.chain_id)
@@ -141,7 +161,9 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         torch.set_num_threads(cfg.policy.cpu_threads)
 
     def make_optimizer(model) -> torch.optim.Optimizer:
-        return torch.optim.Adam(model.parameters(), lr=cfg.train.learning_rate)
+        # an adapter's base is frozen: Adam keeps state for the adapter's parameters only
+        trained = [p for p in model.parameters() if p.requires_grad]
+        return torch.optim.Adam(trained, lr=cfg.train.learning_rate)
 
     data_dir = DataDir(cfg.node.data_dir)
     events = EventLog(data_dir.events)
@@ -150,7 +172,22 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         announce = _building_phase(events, progress)
         return load_policy(base_policy_path(cfg, announce), device=device, dtype=dtype)
 
-    policy, optimizer, step = resume_policy(data_dir.path, make_optimizer, device, dtype, load_base)
+    def load_start() -> Policy:
+        """The policy a node without a checkpoint starts from: the base, with a fresh adapter
+        when [policy].adapter asks for one."""
+        spec = adapter_spec(cfg)
+        return load_base() if spec is None else adapt(load_base(), spec)
+
+    policy, optimizer, step = resume_policy(
+        data_dir.path, make_optimizer, device, dtype, load_start
+    )
+    wanted = adapter_spec(cfg)
+    if policy.adapter != wanted:
+        raise NodeConfigError(
+            f"{data_dir.checkpoint} trains {_training(policy.adapter)}, but [policy] says "
+            f"{_training(wanted)}: set [policy] as the checkpoint was made, or start a new "
+            "[node].data_dir"
+        )
     trainer = make_trainer(cfg, policy, optimizer, step, load_base)
     services = Services(
         ledger,

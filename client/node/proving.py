@@ -91,16 +91,27 @@ class Prover:
     loaded; one check at a time (the intake's fetch workers share it)."""
 
     def __init__(self, policy: Policy):
+        # an adapter's base is frozen: the copy shares its weights (one base in memory, however
+        # many checks) and has its own adapter, into which opened checkpoints are loaded
+        shared = {
+            id(p): p
+            for n, p in policy.model.named_parameters()
+            if policy.adapter and "lora_" not in n
+        }
         self.policy = Policy(
             policy.name,
-            copy.deepcopy(policy.model).eval(),
+            copy.deepcopy(policy.model, shared).eval(),
             copy.deepcopy(policy.tokenizer),
             policy.device,
+            source=policy.source,
+            adapter=policy.adapter,
+            base=policy.base,
         )
         for p in self.policy.model.parameters():
             p.requires_grad_(False)
         self.stopping = Stopping(self.policy.tokenizer)
-        self.parameters = parameter_count(self.policy.model)
+        self.parameters = parameter_count(self.policy.model)  # what a checkpoint holds
+        self.model_parameters = self.policy.parameters  # what a batch's descriptor counts
         self.lock = threading.Lock()
 
     def model_problem(self, batch: RolloutBatch) -> str | None:
@@ -108,7 +119,9 @@ class Prover:
         count, vocabulary size and tokenizer fingerprint must be ours (the descriptor's tokenizer
         label is `name:vocab:fingerprint`; its name part is a local path's, e.g. `checkpoint`
         after a restart, so it is not compared)."""
-        mine = (self.parameters, len(self.policy.tokenizer))
+        if problem := self._adapter_problem(batch):  # it explains a count that differs too
+            return problem
+        mine = (self.model_parameters, len(self.policy.tokenizer))
         theirs_vocab, theirs_print = parse_tokenizer_label(batch.model.tokenizer)
         theirs = (batch.model.parameters, theirs_vocab)
         if mine != theirs:
@@ -122,6 +135,35 @@ class Prover:
                 f"declares a tokenizer with fingerprint {theirs_print or '(none)'}, this swarm's "
                 f"is {ours}: the same size, other tokens (a seed policy's BPE trained on another "
                 "corpus?); a checker re-draws only its own model family"
+            )
+        return None
+
+    def _adapter_problem(self, batch: RolloutBatch) -> str | None:
+        """Why this checker's model cannot hold the batch's checkpoints: an adapter over another
+        base (another model family), an adapter of another shape, or an adapter where every
+        weight is trained (or the other way round)."""
+        mine = self.policy
+        theirs = batch.model
+        if theirs.base is None and mine.base is None:
+            return None
+        if theirs.base is None or mine.base is None:
+            what = "trains every weight" if theirs.base is None else "trains a LoRA adapter"
+            ours = "an adapter" if mine.base is not None else "every weight"
+            return (
+                f"{what}; this checker trains {ours}, so its model cannot load the batch's "
+                "checkpoints"
+            )
+        if theirs.base != mine.base:
+            return (
+                f"adapts base {theirs.base[:12]}…, another model family: this checker's base is "
+                f"{mine.base[:12]}…"
+            )
+        spec = theirs.adapter.model_dump() if theirs.adapter else None
+        if spec != mine.adapter.describe():
+            return (
+                f"an adapter of rank {spec['rank']}, alpha {spec['alpha']} on {spec['targets']}; "
+                f"this checker's is rank {mine.adapter.rank}, alpha {mine.adapter.alpha} on "
+                f"{list(mine.adapter.targets)} (a checker proves adapters of its own shape)"
             )
         return None
 

@@ -2,6 +2,7 @@
 
 from transformers.utils import logging as _hf_logging
 
+from client.policy.adapter import AdapterSpec
 from client.policy.evaluate import evaluate
 from client.policy.generate import (
     Completions,
@@ -9,7 +10,14 @@ from client.policy.generate import (
     TransformersBackend,
     make_backend,
 )
-from client.policy.policy import Policy, PolicyError, load_checkpoint, load_policy, save_checkpoint
+from client.policy.policy import (
+    Policy,
+    PolicyError,
+    adapt,
+    load_checkpoint,
+    load_policy,
+    save_checkpoint,
+)
 from client.policy.seed import SeedSpec, build_seed_policy, ensure_seed_policy, seed_policy_dir
 
 # transformers' own progress bars and warnings would interleave with the CLI's output
@@ -17,12 +25,14 @@ _hf_logging.disable_progress_bar()
 _hf_logging.set_verbosity_error()
 
 __all__ = [
+    "AdapterSpec",
     "Completions",
     "GenerationBackend",
     "Policy",
     "PolicyError",
     "SeedSpec",
     "TransformersBackend",
+    "adapt",
     "build_seed_policy",
     "ensure_seed_policy",
     "evaluate",

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from client.policy.adapter import AdapterError, AdapterSpec, attach_lora, base_id
 from client.policy.device import pick_device, pick_dtype
 
 CHECKPOINT_STATE = "trainer_state.pt"
@@ -22,18 +23,21 @@ class PolicyError(Exception):
 @dataclass
 class Policy:
     name: str
-    model: Any  # transformers PreTrainedModel
+    model: Any  # transformers PreTrainedModel (a PEFT model when it trains an adapter)
     tokenizer: Any  # transformers PreTrainedTokenizerBase
     device: torch.device
     version: int = 0  # bumped by each optimizer step: what a generation engine syncs to
+    source: str | None = None  # where the base was loaded from (a directory or a HF name)
+    adapter: AdapterSpec | None = None  # the LoRA adapter it trains, or None: every weight
+    base: str | None = None  # the adapter's frozen base's content id (client.policy.adapter)
 
     @property
     def parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
     def descriptor(self) -> dict[str, Any]:
-        """Returns (name, parameter count, tokenizer) as a rollout batch records them. The
-        tokenizer is `label:vocabulary size:fingerprint` (see tokenizer_fingerprint)."""
+        """Returns (name, parameter count, tokenizer, base, adapter) as a rollout batch records
+        them. The tokenizer is `label:vocabulary size:fingerprint` (see tokenizer_fingerprint)."""
         tok = self.tokenizer
         label = getattr(tok, "name_or_path", "") or type(tok).__name__
         fingerprint = tokenizer_fingerprint(tok)
@@ -41,7 +45,31 @@ class Policy:
             "name": self.name,
             "parameters": self.parameters,
             "tokenizer": f"{Path(str(label)).name or label}:{len(tok)}:{fingerprint}",
+            "base": self.base,
+            "adapter": self.adapter.describe() if self.adapter else None,
         }
+
+
+def adapt(policy: Policy, spec: AdapterSpec) -> Policy:
+    """Returns `policy` training a fresh LoRA adapter of `spec` over its weights, frozen as the
+    base (named by its content id, hashed before the adapter is attached)."""
+    if policy.adapter is not None:
+        raise PolicyError(f"policy {policy.name} already trains an adapter")
+    ident = base_id(policy.model)
+    try:
+        model = attach_lora(policy.model, spec)
+    except AdapterError as exc:
+        raise PolicyError(str(exc)) from None
+    return Policy(
+        policy.name,
+        model,
+        policy.tokenizer,
+        policy.device,
+        policy.version,
+        source=policy.source,
+        adapter=spec,
+        base=ident,
+    )
 
 
 FINGERPRINT_CHARS = 16
@@ -105,7 +133,11 @@ def load_policy(name_or_path: str | Path, device: str = "auto", dtype: str = "au
     tokenizer.padding_side = "left"
     model.to(target)
     return Policy(
-        name=Path(source).name if local else source, model=model, tokenizer=tokenizer, device=target
+        name=Path(source).name if local else source,
+        model=model,
+        tokenizer=tokenizer,
+        device=target,
+        source=str(Path(source).resolve()) if local else source,
     )
 
 
@@ -127,7 +159,14 @@ def save_checkpoint(
         "rng": torch.get_rng_state(),
     }
     torch.save(state, tmp / CHECKPOINT_STATE)
-    (tmp / "sapo.json").write_text(json.dumps({"name": policy.name, "step": step}))
+    meta: dict[str, Any] = {"name": policy.name, "step": step}
+    if policy.adapter is not None:  # the adapter only was saved: name the base it goes over
+        meta |= {
+            "base": policy.base,
+            "base_source": policy.source,
+            "adapter": policy.adapter.describe(),
+        }
+    (tmp / "sapo.json").write_text(json.dumps(meta))
     if directory.exists():
         import shutil
 
@@ -145,9 +184,14 @@ def save_checkpoint(
 def load_checkpoint(
     directory: Path, optimizer_factory, device: str = "cpu", dtype: str = "float32"
 ) -> tuple[Policy, torch.optim.Optimizer, int]:
-    """Returns (policy, optimizer with its state, step) from a checkpoint directory."""
-    policy = load_policy(directory, device=device, dtype=dtype)
+    """Returns (policy, optimizer with its state, step) from a checkpoint directory. An
+    adapter's checkpoint holds the adapter only: its base is loaded from where it was, and
+    must still have the content id the checkpoint names."""
     meta = json.loads((directory / "sapo.json").read_text())
+    if "adapter" in meta:
+        policy = _load_adapter_checkpoint(directory, meta, device, dtype)
+    else:
+        policy = load_policy(directory, device=device, dtype=dtype)
     policy.name = meta["name"]
     state = torch.load(directory / CHECKPOINT_STATE, map_location=policy.device, weights_only=False)
     optimizer = optimizer_factory(policy.model)
@@ -155,3 +199,26 @@ def load_checkpoint(
         optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["rng"].cpu())  # map_location put it on the policy's device
     return policy, optimizer, int(state["step"])
+
+
+def _load_adapter_checkpoint(directory: Path, meta: dict, device: str, dtype: str) -> Policy:
+    from peft import PeftModel
+
+    base = load_policy(meta["base_source"], device=device, dtype=dtype)
+    if (found := base_id(base.model)) != meta["base"]:
+        raise PolicyError(
+            f"checkpoint {directory} trains an adapter over base {meta['base'][:12]}…, but "
+            f"{meta['base_source']} now holds {found[:12]}…: restore that base, or start a new "
+            "data_dir"
+        )
+    model = PeftModel.from_pretrained(base.model, directory, is_trainable=True)
+    model.to(base.device)
+    return Policy(
+        meta["name"],
+        model,
+        base.tokenizer,
+        base.device,
+        source=meta["base_source"],
+        adapter=AdapterSpec.from_description(meta["adapter"]),
+        base=meta["base"],
+    )

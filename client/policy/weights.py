@@ -1,8 +1,11 @@
 """A policy's weights as the bytes proof of generation commits to.
 
-`weights_bytes` writes every parameter in float32, little-endian, in parameter-name order (tied
-parameters once); `load_weights` reads such bytes back into a model of the same architecture.
-Their id (client.store.weights) is what each local round of a batch names.
+`weights_bytes` writes every committed parameter in float32, little-endian, in parameter-name
+order (tied parameters once); `load_weights` reads such bytes back into a model of the same
+architecture. Their id (client.store.weights) is what each local round of a batch names. A model
+with a LoRA adapter (client.policy.adapter) commits to its adapter's parameters only: the base is
+frozen and named once by its own id, so snapshots, published checkpoints and what a checker
+fetches are megabytes, not the model's gigabytes.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from client.policy.policy import PolicyError
 
 
 def _parameters(model) -> list[tuple[str, torch.nn.Parameter]]:
-    return sorted(model.named_parameters(), key=lambda item: item[0])
+    """The committed parameters in name order: the adapter's of an adapted model, else all."""
+    from client.policy.adapter import is_adapted
+
+    named = model.named_parameters()
+    if is_adapted(model):
+        named = [(n, p) for n, p in named if "lora_" in n]
+    return sorted(named, key=lambda item: item[0])
 
 
 def weights_bytes(model) -> bytes:

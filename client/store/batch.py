@@ -1,8 +1,10 @@
-"""The rollout batch: schema `sapo.rollouts/3`, its canonical bytes; a decoder trusting nothing.
+"""The rollout batch: schema `sapo.rollouts/4`, its canonical bytes; a decoder trusting nothing.
 
 A batch is one node's rollouts for one chain round: the header binds it to a chain, a ledger, a
 round and a node (so it cannot be replayed elsewhere), the task catalog, the model and how it
-sampled (temperature and top-p in 1/10,000, the token limit); then the local rounds the node
+sampled (temperature and top-p in 1/10,000, the token limit); the model names the base it
+adapts (a content id, client.policy.adapter) and the adapter's shape, or null for a fully
+fine-tuned model (v4; v3 batches had neither); then the local rounds the node
 finished in that chain round, in order, numbered k = 0, 1, … with no gap (so it cannot leave out
 the ones that went badly). Each local round names the checkpoint it sampled from (the id of its
 weights, client.store.weights) and holds its items: a task reference (enough to regenerate the
@@ -34,7 +36,7 @@ from client.store.errors import (
 )
 from client.units import SCORE_SCALE
 
-SCHEMA = "sapo.rollouts/3"
+SCHEMA = "sapo.rollouts/4"
 SAMPLING_SCALE = 10_000  # temperature and top-p are written in 1/10,000
 MAX_BATCH_BYTES = 1 << 20
 MAX_ITEMS = 1_024  # questions over all local rounds (~1.5 KB each: 1 MiB holds ~700)
@@ -76,10 +78,34 @@ class TaskRef(_Strict):
     index: Annotated[int, Field(ge=0, lt=2**32)]
 
 
+class AdapterDescriptor(_Strict):
+    """A LoRA adapter's shape: what a checker builds over the base to load a checkpoint."""
+
+    kind: Literal["lora"]
+    rank: Annotated[int, Field(ge=1, le=1_024)]
+    alpha: Annotated[int, Field(ge=1, le=65_536)]
+    targets: Annotated[
+        list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]],
+        Field(min_length=1, max_length=16),
+    ]
+
+
 class ModelDescriptor(_Strict):
+    """The model a batch was sampled from. `parameters` counts the whole model; `base` is the
+    content id of the frozen base an adapter trains over (the model family: a checker needs that
+    exact base), with `adapter` its shape; both null when every weight is trained."""
+
     name: Annotated[str, Field(min_length=1, max_length=256)]
     parameters: U64
     tokenizer: Annotated[str, Field(min_length=1, max_length=256)]
+    base: Annotated[str, Field(pattern=_DIGEST.pattern)] | None = None
+    adapter: AdapterDescriptor | None = None
+
+    @model_validator(mode="after")
+    def _base_with_adapter(self) -> ModelDescriptor:
+        if (self.base is None) != (self.adapter is None):
+            raise ValueError("base and adapter are given together (an adapter over a base) or not")
+        return self
 
 
 class Sampling(_Strict):
@@ -149,7 +175,7 @@ class LocalRound(_Strict):
 class RolloutBatch(_Strict):
     """A node's rollouts for one chain round, as published on IPFS and hashed on chain."""
 
-    schema_: Literal["sapo.rollouts/3"] = Field(SCHEMA, alias="schema")
+    schema_: Literal["sapo.rollouts/4"] = Field(SCHEMA, alias="schema")
     chain_id: Annotated[int, Field(gt=0, lt=2**64)]
     ledger: Annotated[str, Field(pattern=_ADDRESS.pattern)]
     round: U64
