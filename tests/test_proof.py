@@ -313,3 +313,31 @@ def test_the_committed_cross_hardware_table_is_made_from_its_records() -> None:
     ).stdout
     assert made == (results / "table.md").read_text()
     assert "NVIDIA H100" in made
+
+
+def test_the_committed_verdict_table_is_made_from_its_records() -> None:
+    """docs/results/numerics/verdict.md (the H200 run at scale: float32 and bfloat16 samplers
+    and checkers, forgeries, candidate verdicts) is what `scripts/bench-numerics verdict` makes
+    of the committed compact records."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    results = root / "docs" / "results" / "numerics"
+    records = sorted(str(p) for p in results.glob("scale-*.json.gz"))
+    assert len(records) == 3
+    made = subprocess.run(
+        [sys.executable, str(root / "scripts" / "bench-numerics"), "verdict", *records],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert made == (results / "verdict.md").read_text()
+    # float32 on the GPU: no honest check of 40,000 refused at the protocol's verdict
+    strict = [
+        line
+        for line in made.splitlines()
+        if line.startswith("| cuda float32 (NVIDIA H200) | cuda float32")
+        and "| 1e-05, inf, 0 |" in line
+    ]
+    assert strict and "| 0/40000 |" in strict[0]
