@@ -182,3 +182,37 @@ def test_an_adapter_checkpoint_saves_the_adapter_and_resumes_over_its_base(
 
     with pytest.raises(PolicyError, match="restore that base"):
         load_checkpoint(path, make_optimizer)
+
+
+def test_the_cost_tables_counts_are_the_models_at_qwen25_shapes() -> None:
+    """scripts/cost-table prints bytes from parameter counts it computes from each shape; the
+    models themselves (built on the meta device: no memory) have exactly those counts, and LoRA
+    rank 16 on the seven linear layers of 0.5B is ~8.8M parameters, 35 MB in float32."""
+    import importlib.machinery
+    import importlib.util
+
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from client.policy.adapter import attach_lora
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "cost-table"
+    loader = importlib.machinery.SourceFileLoader("cost_table", str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("cost_table", loader))
+    loader.exec_module(module)
+    for shape in ("0.5b", "1.5b", "7b"):
+        s = module.SHAPES[shape]
+        config = Qwen2Config(
+            vocab_size=s["vocab"],
+            hidden_size=s["hidden"],
+            num_hidden_layers=s["layers"],
+            num_attention_heads=s["heads"],
+            num_key_value_heads=s["kv_heads"],
+            intermediate_size=s["intermediate"],
+            tie_word_embeddings=s["tied"],
+        )
+        with torch.device("meta"):
+            model = Qwen2ForCausalLM(config)
+        assert sum(p.numel() for p in model.parameters()) == module.parameters(s), shape
+        adapted = attach_lora(model, AdapterSpec(rank=16, alpha=32))
+        assert lora_params(adapted) == module.lora_parameters(s, 16), shape
+    assert module.lora_parameters(module.SHAPES["0.5b"], 16) * 4 == 35_192_832
