@@ -35,6 +35,11 @@ class AdapterSpec:
     alpha: int = 32
     targets: tuple[str, ...] = LORA_TARGETS
 
+    def __post_init__(self) -> None:
+        # one adapter, one spelling: the order modules are named in changes nothing PEFT builds,
+        # so two nodes that list them in other orders still prove each other's batches
+        object.__setattr__(self, "targets", tuple(sorted(self.targets)))
+
     def describe(self) -> dict[str, Any]:
         """The adapter as a batch's model descriptor records it."""
         return {
