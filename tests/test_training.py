@@ -103,3 +103,26 @@ def test_kl_without_a_reference_is_refused(seed_dir: Path) -> None:
     optimizer = torch.optim.Adam(policy.model.parameters())
     with pytest.raises(ValueError, match=r"kl_coef = 0.1 needs a reference policy"):
         Trainer(policy, optimizer, cfg.train, max_completion_tokens=32)
+
+
+def test_a_lora_step_moves_the_adapter_and_leaves_the_base_as_it_was(seed_dir: Path) -> None:
+    """[policy].adapter = "lora": GRPO steps train the adapter only; the base's weights are the
+    ones its content id names, and what the node would snapshot changes with each step."""
+    from client.policy import AdapterSpec, adapt
+    from client.policy.adapter import base_id
+    from client.policy.weights import weights_bytes
+
+    cfg = with_sections(NodeConfig(), train={"learning_rate": LR, "micro_batch": 4})
+    policy = adapt(load_policy(seed_dir, device="cpu", dtype="float32"), AdapterSpec(rank=4))
+    trained = [p for p in policy.model.parameters() if p.requires_grad]
+    named = dict(policy.model.named_parameters())
+    assert trained and all("lora_" in n for n, p in named.items() if p.requires_grad)
+    optimizer = torch.optim.Adam(trained, lr=LR)
+    trainer = make_trainer(cfg, policy, optimizer, 0, lambda: None)
+    base = {n: p.detach().clone() for n, p in named.items() if "lora_" not in n}
+    snapshot = weights_bytes(policy.model)
+    for _ in range(3):
+        assert trainer.step(groups()) is not None
+    assert weights_bytes(policy.model) != snapshot, "the adapter moved"
+    assert all(torch.equal(named[n], before) for n, before in base.items()), "the base is frozen"
+    assert base_id(policy.model) == policy.base
