@@ -279,8 +279,8 @@ class Adversary:
                 s for s in self.ledger.submissions(keys) if s.agrees and s.digest not in self.copied
             ]
             for sub in sorted(subs, key=lambda s: (s.credited > 0, s.signal), reverse=True):
-                self.copied.add(sub.digest)
-                if self._copy(sub):
+                if self._copy(sub):  # one that could not be fetched is tried again next step
+                    self.copied.add(sub.digest)
                     break
 
     def _copy(self, sub) -> bool:
