@@ -89,3 +89,23 @@ def local_round(
         sampling=Sampling.of(1.0, 1.0, max_new_tokens),
         weights=weights_id(weights_bytes(policy.model)),
     )
+
+
+def two_sampled_rounds(policy, snapshots, step) -> tuple[list[LocalRound], dict[str, bytes]]:
+    """Local rounds 0 and 1 of NODE's chain round 7, really sampled from `policy`, with `step`
+    (a stand-in GRPO step) moving its weights between them; and the snapshot of each checkpoint,
+    by id, as the node keeps them for its openings."""
+    import torch
+
+    from client.node.rollouts import task_seed
+
+    seed = task_seed(31_337, LEDGER, 7, NODE)
+    parts, weights = [], {}
+    for k in (0, 1):
+        ident = snapshots.take(policy.model, k, 7)
+        weights[ident] = snapshots.read(7, ident)
+        lr = local_round(policy, seed, 7, NODE, k, items=4, completions=4)
+        parts.append(lr.part.model_copy(update={"weights": ident}))
+        with torch.no_grad():
+            step(policy)
+    return parts, weights

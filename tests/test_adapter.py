@@ -11,13 +11,13 @@ import torch
 from conftest import copied_seed_test
 
 from client.node.proving import Prover, Snapshots
-from client.node.rollouts import generation_seed, task_seed
+from client.node.rollouts import generation_seed
 from client.policy import AdapterSpec, adapt, load_checkpoint, load_policy, save_checkpoint
 from client.policy.adapter import base_id
 from client.policy.weights import load_weights, parameter_count, weights_bytes
 from client.store.batch import decode_batch
 from client.store.weights import weights_id
-from tests.batches import LEDGER, NODE
+from tests.batches import NODE
 from tests.test_proof import CHECKER, round_7_batch
 
 SPEC = AdapterSpec(rank=4, alpha=8)
@@ -31,25 +31,20 @@ def lora_params(model) -> int:
 def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     """A LoRA policy over the seed-test base and an honest round-7 batch of two local rounds,
     the second sampled after a (stand-in) step moved the adapter."""
-    from tests.batches import local_round
+    from tests.batches import two_sampled_rounds
 
     root = tmp_path_factory.mktemp("adapter")
     copied_seed_test(seed_test, root / "seed")
     plain = load_policy(root / "seed", device="cpu", dtype="float32")
     full_bytes = len(weights_bytes(plain.model))
     policy = adapt(plain, SPEC)
-    snapshots = Snapshots(root / "weights")
-    seed = task_seed(31_337, LEDGER, 7, NODE)
-    parts, weights = [], {}
-    for k in (0, 1):
-        ident = snapshots.take(policy.model, k, 7)
-        weights[ident] = snapshots.read(7, ident)
-        lr = local_round(policy, seed, 7, NODE, k, items=4, completions=4)
-        parts.append(lr.part.model_copy(update={"weights": ident}))
-        with torch.no_grad():  # what a GRPO step does to the adapter, coarsely
-            for n, p in policy.model.named_parameters():
-                if "lora_B" in n:
-                    p.add_(0.5 * torch.randn_like(p))
+
+    def step(policy) -> None:  # what a GRPO step does to the adapter, coarsely
+        for n, p in policy.model.named_parameters():
+            if "lora_B" in n:
+                p.add_(0.5 * torch.randn_like(p))
+
+    parts, weights = two_sampled_rounds(policy, Snapshots(root / "weights"), step)
     batch = round_7_batch(policy, parts)
     return {
         "policy": policy,
@@ -216,3 +211,12 @@ def test_the_cost_tables_counts_are_the_models_at_qwen25_shapes() -> None:
         adapted = attach_lora(model, AdapterSpec(rank=16, alpha=32))
         assert lora_params(adapted) == module.lora_parameters(s, 16), shape
     assert module.lora_parameters(module.SHAPES["0.5b"], 16) * 4 == 35_192_832
+
+
+def test_an_adapter_on_modules_the_model_lacks_names_the_ones_it_has(world) -> None:
+    from client.policy import PolicyError
+
+    plain = load_policy(world["root"] / "seed", device="cpu", dtype="float32")
+    with pytest.raises(PolicyError) as info:
+        adapt(plain, AdapterSpec(targets=("c_attn", "q_proj")))
+    assert "['c_attn']" in str(info.value) and "q_proj" in str(info.value)

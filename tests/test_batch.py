@@ -116,6 +116,21 @@ def mutate(path: list, value: object, *, delete: bool = False) -> bytes:
         (["local_rounds", 0, "items", 0, "task", "entry"], "../etc", False, "task.entry"),
         (["local_rounds", 0, "items", 0, "question"], "", False, "items.0.question"),
         (["model", "parameters"], 2**64, False, "model.parameters"),
+        # an adapter's base without the adapter's shape (or the other way): no checker could
+        # build the model its checkpoints belong to
+        (["model", "base"], "0x" + "ab" * 32, False, "base and adapter are given together"),
+        (
+            ["model", "adapter"],
+            {"kind": "lora", "rank": 0, "alpha": 8, "targets": ["q_proj"]},
+            False,
+            "model.adapter.rank",
+        ),
+        (
+            ["model", "adapter"],
+            {"kind": "lora", "rank": 4, "alpha": 8, "targets": ["../q_proj"]},
+            False,
+            "model.adapter.targets.0",
+        ),
     ],
 )
 def test_off_schema_documents_name_the_field(path, value, delete, field) -> None:

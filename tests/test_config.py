@@ -279,3 +279,17 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     assert any("[ledger].checkers 64 raised to 201" in n for n in more), more
     # the default devnet (3 nodes, K = 64) is left as it is: (2/3)^64 = 5e-12
     assert apply_options(devnet, None, None, None)[0].ledger.checkers == 64
+
+
+def test_an_adapter_setting_that_cannot_work_is_refused_with_what_to_set(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, '[policy]\nadapter = "lora"\nbackend = "vllm"\n'))
+    assert 'backend = "transformers"' in str(info.value) and 'adapter = "none"' in str(info.value)
+    with pytest.raises(ConfigError, match="names a module twice"):
+        load_config(
+            write(tmp_path, '[policy]\nadapter = "lora"\nlora_targets = ["q_proj", "q_proj"]\n')
+        )
+    with pytest.raises(ConfigError, match=r"lora_targets"):
+        load_config(write(tmp_path, '[policy]\nadapter = "lora"\nlora_targets = ["a.b"]\n'))
+    with pytest.raises(ConfigError, match=r"adapter"):
+        load_config(write(tmp_path, '[policy]\nadapter = "qlora"\n'))

@@ -29,21 +29,16 @@ CHECKER = "0x90f79bf6eb2c4f870365e785982e1f101e93b906"
 def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     """An honest batch of round 7: local round 0 sampled from the seed policy, local round 1
     from the weights a (stand-in) step left; the snapshots of both."""
-    from tests.batches import local_round
+    from tests.batches import two_sampled_rounds
 
     root = tmp_path_factory.mktemp("proof")
     copied_seed_test(seed_test, root / "seed")
     policy = load_policy(root / "seed", device="cpu", dtype="float32")
-    snapshots = Snapshots(root / "weights")
-    seed = task_seed(31_337, LEDGER, 7, NODE)
-    parts, weights = [], {}
-    for k in (0, 1):
-        ident = snapshots.take(policy.model, k, 7)
-        weights[ident] = snapshots.read(7, ident)
-        lr = local_round(policy, seed, 7, NODE, k, items=4, completions=4)
-        parts.append(lr.part.model_copy(update={"weights": ident}))
-        with torch.no_grad():  # what a GRPO step does to the weights, coarsely
-            policy.model.model.norm.weight.mul_(1.5)
+
+    def step(policy) -> None:  # what a GRPO step does to the weights, coarsely
+        policy.model.model.norm.weight.mul_(1.5)
+
+    parts, weights = two_sampled_rounds(policy, Snapshots(root / "weights"), step)
     load_weights(policy.model, weights[parts[0].weights])
     batch = round_7_batch(policy, parts)
     return {"policy": policy, "batch": batch, "weights": weights, "root": root}

@@ -172,16 +172,16 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         announce = _building_phase(events, progress)
         return load_policy(base_policy_path(cfg, announce), device=device, dtype=dtype)
 
+    wanted = adapter_spec(cfg)
+
     def load_start() -> Policy:
         """The policy a node without a checkpoint starts from: the base, with a fresh adapter
         when [policy].adapter asks for one."""
-        spec = adapter_spec(cfg)
-        return load_base() if spec is None else adapt(load_base(), spec)
+        return load_base() if wanted is None else adapt(load_base(), wanted)
 
     policy, optimizer, step = resume_policy(
         data_dir.path, make_optimizer, device, dtype, load_start
     )
-    wanted = adapter_spec(cfg)
     if policy.adapter != wanted:
         raise NodeConfigError(
             f"{data_dir.checkpoint} trains {_training(policy.adapter)}, but [policy] says "

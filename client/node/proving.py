@@ -158,7 +158,7 @@ class Prover:
                 f"adapts base {theirs.base[:12]}…, another model family: this checker's base is "
                 f"{mine.base[:12]}…"
             )
-        spec = theirs.adapter.model_dump() if theirs.adapter else None
+        spec = theirs.adapter.model_dump()  # a base comes with its adapter (ModelDescriptor)
         if spec != mine.adapter.describe():
             return (
                 f"an adapter of rank {spec['rank']}, alpha {spec['alpha']} on {spec['targets']}; "

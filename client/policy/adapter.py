@@ -13,7 +13,6 @@ held whole, so a 7B base hashes in the memory of its largest parameter.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,34 +106,10 @@ def base_parameters(model) -> list[tuple[str, torch.nn.Parameter]]:
 def base_id(model) -> str:
     """The content id of the base's weights: the id (client.store.weights) of their float32
     bytes, computed a parameter at a time."""
-    from client.store.weights import CHUNK, SCHEMA
+    from client.store.weights import stream_id
 
-    chunks: list[str] = []
-    digest = hashlib.sha256()
-    filled = total = count = 0
     with torch.no_grad():
-        for _, p in base_parameters(model):
-            data = memoryview(
-                p.detach().to("cpu", torch.float32).reshape(-1).numpy().astype("<f4").tobytes()
-            )
-            count += p.numel()
-            total += len(data)
-            while len(data):
-                take = min(CHUNK - filled, len(data))
-                digest.update(data[:take])
-                data, filled = data[take:], filled + take
-                if filled == CHUNK:
-                    chunks.append("0x" + digest.hexdigest())
-                    digest, filled = hashlib.sha256(), 0
-    if filled:
-        chunks.append("0x" + digest.hexdigest())
-    from client.store.batch import canonical_json
-
-    manifest = {
-        "bytes": total,
-        "chunks": chunks,
-        "dtype": "float32",
-        "parameters": count,
-        "schema": SCHEMA,
-    }
-    return "0x" + hashlib.sha256(canonical_json(manifest)).hexdigest()
+        return stream_id(
+            p.detach().to("cpu", torch.float32).reshape(-1).numpy().astype("<f4").tobytes()
+            for _, p in base_parameters(model)
+        )

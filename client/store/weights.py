@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, BinaryIO, Literal
 
@@ -83,6 +83,31 @@ def split(data: bytes) -> tuple[Manifest, list[bytes]]:
 def weights_id(data: bytes) -> str:
     """The id of a checkpoint's bytes (what a batch's local round names)."""
     return split(data)[0].id()
+
+
+def stream_id(pieces: Iterable[bytes]) -> str:
+    """The id `weights_id` gives the concatenation of `pieces`, hashed as they come: chunk by
+    chunk, so nothing is held whole, and with no size limit (a model's frozen base is named
+    this way however large: client.policy.adapter.base_id)."""
+    chunks: list[str] = []
+    digest, filled, total = hashlib.sha256(), 0, 0
+    for piece in pieces:
+        data = memoryview(piece)
+        total += len(data)
+        while len(data):
+            take = min(CHUNK - filled, len(data))
+            digest.update(data[:take])
+            data, filled = data[take:], filled + take
+            if filled == CHUNK:
+                chunks.append("0x" + digest.hexdigest())
+                digest, filled = hashlib.sha256(), 0
+    if filled:
+        chunks.append("0x" + digest.hexdigest())
+    if not total or total % 4:
+        raise WeightsError(f"{total} bytes are not float32 parameters")
+    # built without validation: the manifest's size cap is for what may be published
+    manifest = Manifest.model_construct(parameters=total // 4, bytes=total, chunks=chunks)
+    return manifest.id()
 
 
 def decode_manifest(data: bytes) -> Manifest:
@@ -202,5 +227,6 @@ __all__ = [
     "pin_weights",
     "put_weights",
     "split",
+    "stream_id",
     "weights_id",
 ]
