@@ -6,14 +6,21 @@ pragma solidity 0.8.37;
 /// node published in each round, the score it claimed, what the peers who re-verified the batch
 /// attested, what was credited, slashed and paid. It is also the swarm's clock (rounds derive from
 /// block time) and its bulletin board (nodes find each other's batches through its events).
-/// @dev No owner, no admin function, no upgrade path: every parameter is fixed at deployment.
+/// @dev No owner, no admin function, no upgrade path: every parameter is fixed at deployment,
+/// the model families it checks included. A family is the content id of a base model's weights:
+/// a checker re-runs a batch's model, so it must hold that exact base. Each node registers in one
+/// family for the life of its address, and a batch's committee is drawn from its producer's
+/// family alone, each seat won with probability stake / the family's active stake. Families are
+/// fixed at deployment because a family anyone could open would be a committee its opener owns:
+/// two addresses in a family of their own would credit each other's batches. The stake rules hold
+/// within each family; what a family needs to be safe is its own stake's arithmetic (docs/credit.md).
 /// A batch of round r may be submitted until round r + submitRounds (slow hardware submits late
 /// rather than never) and checked until round r + submitRounds + challengeRounds; after that its
 /// credit is final. Who checks a batch is drawn from its own beacon (the hash of the block after
 /// the one that holds the submission, unknown when it is sent, so a producer cannot pick the
 /// identity or the moment that draws friendly checkers). Each staked node draws its seats on
-/// the committee: `checkers` independent trials, each won with probability its stake / all
-/// active stake, both as of the submission's block (a snapshot: stake moved once the beacon may
+/// the committee of a batch of its family: `checkers` independent trials, each won with
+/// probability its stake / all active stake of the family, both as of the submission's block (a snapshot: stake moved once the beacon may
 /// be known changes nothing), so a node holds Binomial(checkers, its share) seats, a committee
 /// about `checkers` seats in all, and a vote counts once per seat. A holder of a share s of
 /// stake thus holds about s of a committee's seats, not the verdict (a vote that weighed its
@@ -32,6 +39,8 @@ contract SwarmLedger {
     uint256 public constant SCORE_SCALE = 10_000;
     /// @notice The longest metadata string a node may publish, in bytes.
     uint256 public constant MAX_METADATA_BYTES = 1024;
+    /// @notice The most model families a ledger checks.
+    uint256 public constant MAX_FAMILIES = 255;
     /// @notice The most rollouts one submission may hold.
     uint256 public constant MAX_ROLLOUTS = type(uint24).max;
     /// @notice Blocks the EVM keeps hashes of; a beacon not drawn within them lapses.
@@ -95,6 +104,7 @@ contract SwarmLedger {
         uint32 backing; // of those, the ones made before its last unstake request: withdraw waits
         uint32 unstakes; // its unstake requests so far (a submission records the count)
         uint128 totalPaid;
+        uint8 family; // index in _families, fixed at registration
         // slot 2+
         string metadata;
     }
@@ -140,6 +150,7 @@ contract SwarmLedger {
         uint64 stakeBlock; // the block of the last change to its active stake
         uint32 unsettled; // its submissions not settled yet
         uint32 backing; // of those, the ones its unbonding stake backed: withdraw waits for them
+        bytes32 family; // the base model it registered with (0 when not registered)
     }
 
     /// @notice A submission as audits see it; score and signal in SCORE_SCALE units; votes in
@@ -186,6 +197,10 @@ contract SwarmLedger {
     address[] private _nodeList;
     mapping(address => Checkpoint[]) private _stakeHistory;
     Checkpoint[] private _totalHistory;
+    bytes32[] private _families;
+    mapping(bytes32 => uint256) private _familySlot; // index in _families + 1; 0: not a family
+    mapping(uint256 => Checkpoint[]) private _familyHistory;
+    mapping(uint256 => uint256) private _familyActive;
 
     uint128 private _totalActive;
     uint128 private _totalUnbonding;
@@ -202,7 +217,7 @@ contract SwarmLedger {
 
     // ------------------------------------------------------------------------------------- events
 
-    event Registered(address indexed node, uint256 stake, string metadata);
+    event Registered(address indexed node, uint256 stake, string metadata, bytes32 indexed family);
     event StakeAdded(address indexed node, uint256 amount, uint256 activeStake);
     event UnstakeRequested(address indexed node, uint256 amount, uint256 unbonding, uint64 unbondingEnd);
     event Withdrawn(address indexed node, uint256 amount);
@@ -240,6 +255,7 @@ contract SwarmLedger {
 
     error InvalidParameter(string name);
     error AlreadyRegistered(address node);
+    error UnknownFamily(bytes32 family);
     error NotRegistered(address node);
     error StakeTooLow(uint256 stake, uint256 minStake);
     error StakeTooHigh(uint256 stake);
@@ -298,6 +314,8 @@ contract SwarmLedger {
     /// @param appealCheckers_ Seat trials per node on an appeal's committee (quorum_ ..
     /// MAX_SEATS): larger than checkers_, so a verdict a minority won by the luck of a small
     /// draw does not survive it.
+    /// @param families_ The model families (content ids of base weights) whose nodes may register
+    /// and whose batches are checked: 1 .. MAX_FAMILIES distinct, non-zero ids.
     constructor(
         uint64 roundLength_,
         uint256 minStake_,
@@ -311,7 +329,8 @@ contract SwarmLedger {
         uint16 quorum_,
         uint16 checkers_,
         uint64 appealRounds_,
-        uint16 appealCheckers_
+        uint16 appealCheckers_,
+        bytes32[] memory families_
     ) {
         if (roundLength_ == 0) revert InvalidParameter("roundLength");
         if (minStake_ < GWEI || minStake_ > type(uint96).max) revert InvalidParameter("minStake");
@@ -336,6 +355,13 @@ contract SwarmLedger {
                     * roundLength_
         ) {
             revert InvalidParameter("unbondingPeriod");
+        }
+        if (families_.length == 0 || families_.length > MAX_FAMILIES) revert InvalidParameter("families");
+        for (uint256 i; i < families_.length; ++i) {
+            bytes32 f = families_[i];
+            if (f == bytes32(0) || _familySlot[f] != 0) revert InvalidParameter("families");
+            _families.push(f);
+            _familySlot[f] = i + 1;
         }
         roundLength = roundLength_;
         minStake = minStake_;
@@ -372,23 +398,30 @@ contract SwarmLedger {
 
     // -------------------------------------------------------------------------------------- stake
 
-    /// @notice Registers the caller as a node with msg.value as its stake.
+    /// @notice Registers the caller as a node of model family `family` with msg.value as its
+    /// stake. The family is fixed for the address's life: a node that runs another base registers
+    /// another address (stake moved between families would pick the committees it sits on).
     /// @param metadata A short JSON string: model, IPFS peer id and addresses, client version.
-    function register(string calldata metadata) external payable {
+    /// @param family The content id of the base model it runs: one of families().
+    function register(string calldata metadata, bytes32 family) external payable {
         Node storage n = _nodes[msg.sender];
         if (n.registered) revert AlreadyRegistered(msg.sender);
+        uint256 slot = _familySlot[family];
+        if (slot == 0) revert UnknownFamily(family);
         if (msg.value < minStake) revert StakeTooLow(msg.value, minStake);
         if (msg.value > type(uint96).max) revert StakeTooHigh(msg.value);
         if (bytes(metadata).length > MAX_METADATA_BYTES) {
             revert MetadataTooLong(bytes(metadata).length, MAX_METADATA_BYTES);
         }
         n.registered = true;
+        n.family = uint8(slot - 1);
         n.active = uint96(msg.value);
         n.metadata = metadata;
         _nodeList.push(msg.sender);
         _totalActive += uint128(msg.value);
-        _recordStake(msg.sender, msg.value);
-        emit Registered(msg.sender, msg.value, metadata);
+        _familyActive[slot - 1] += msg.value;
+        _recordStake(msg.sender, n);
+        emit Registered(msg.sender, msg.value, metadata, family);
     }
 
     /// @notice Adds msg.value to the caller's active stake. Committees of submissions made before
@@ -402,7 +435,8 @@ contract SwarmLedger {
         if (active > type(uint96).max) revert StakeTooHigh(active);
         n.active = uint96(active);
         _totalActive += uint128(msg.value);
-        _recordStake(msg.sender, active);
+        _familyActive[n.family] += msg.value;
+        _recordStake(msg.sender, n);
         emit StakeAdded(msg.sender, msg.value, active);
     }
 
@@ -421,8 +455,9 @@ contract SwarmLedger {
         n.unstakes += 1;
         n.backing = n.unsettled; // every unsettled submission was made with this stake active
         _totalActive -= uint128(amount);
+        _familyActive[n.family] -= amount;
         _totalUnbonding += uint128(amount);
-        _recordStake(msg.sender, n.active);
+        _recordStake(msg.sender, n);
         emit UnstakeRequested(msg.sender, amount, n.unbonding, end);
     }
 
@@ -622,12 +657,13 @@ contract SwarmLedger {
     // ------------------------------------------------------------------------------- checkers
 
     /// @notice The seats `checker` holds on the committee of `node`'s submission of `round`; 0
-    /// when it is not drawn. Anyone can recompute it: with S its active stake and T all active
-    /// stake, both as of the submission's block (`stakeAt`, `totalStakeAt`), base =
+    /// when it is not drawn. Anyone can recompute it: with S its active stake and T the active
+    /// stake of the producer's family, both as of the submission's block (`stakeAt`,
+    /// `familyStakeAt`), base =
     /// keccak256(abi.encode(beacon, round, node, checker)) and h_j = keccak256(abi.encode(base,
     /// j)) >> 128, it holds seat j (0 <= j < checkers) when h_j * T < S << 128, i.e. each seat
-    /// with probability S / T. A node holds none when it is the producer, is not registered, or
-    /// its stake then or now is below minStake. 0 until the beacon is drawn.
+    /// with probability S / T. A node holds none when it is the producer, is not registered, is
+    /// of another family, or its stake then or now is below minStake. 0 until the beacon is drawn.
     /// @param round The round.
     /// @param node The producer.
     /// @param checker The candidate checker.
@@ -675,6 +711,22 @@ contract SwarmLedger {
     /// @return Wei.
     function stakeAt(address node, uint256 blockNumber) external view returns (uint256) {
         return _at(_stakeHistory[node], blockNumber);
+    }
+
+    /// @notice The active stake of a family's nodes at the end of block `blockNumber`: what a
+    /// draw of that block's submissions by the family's nodes divides by.
+    /// @param family A family (0 when it is not one of families()).
+    /// @param blockNumber The block.
+    /// @return Wei.
+    function familyStakeAt(bytes32 family, uint256 blockNumber) external view returns (uint256) {
+        uint256 slot = _familySlot[family];
+        return slot == 0 ? 0 : _at(_familyHistory[slot - 1], blockNumber);
+    }
+
+    /// @notice The model families this ledger checks, in the deployment's order.
+    /// @return The content ids of their bases.
+    function families() external view returns (bytes32[] memory) {
+        return _families;
     }
 
     /// @notice All active stake at the end of block `blockNumber`.
@@ -815,20 +867,24 @@ contract SwarmLedger {
         view
         returns (uint256 seats)
     {
+        uint256 family = _nodes[node].family;
+        if (_nodes[checker].family != family) return 0;
         uint256 stake = _at(_stakeHistory[checker], snapshot);
         if (stake < minStake) return 0;
         uint256 scaled = stake << 128;
-        uint256 total = _at(_totalHistory, snapshot);
+        uint256 total = _at(_familyHistory[family], snapshot);
         bytes32 base = keccak256(abi.encode(beacon, round, node, checker));
         for (uint256 j; j < trials; ++j) {
             if ((uint256(keccak256(abi.encode(base, j))) >> 128) * total < scaled) ++seats;
         }
     }
 
-    /// @dev Records the node's active stake and the total as of this block (one checkpoint per
-    /// block: a later change in the same block overwrites it).
-    function _recordStake(address node, uint256 active) private {
-        _record(_stakeHistory[node], active);
+    /// @dev Records the node's active stake, its family's and the total as of this block (one
+    /// checkpoint per block: a later change in the same block overwrites it).
+    function _recordStake(address node, Node storage n) private {
+        uint256 family = n.family;
+        _record(_stakeHistory[node], n.active);
+        _record(_familyHistory[family], _familyActive[family]);
         _record(_totalHistory, _totalActive);
     }
 
@@ -961,7 +1017,10 @@ contract SwarmLedger {
         n.unbonding = uint96(unbonding - fromUnbonding);
         _totalActive -= uint128(fromActive);
         _totalUnbonding -= uint128(fromUnbonding);
-        if (fromActive != 0) _recordStake(node, n.active);
+        if (fromActive != 0) {
+            _familyActive[n.family] -= fromActive;
+            _recordStake(node, n);
+        }
         rewardPool += slashed;
         totalSlashed += slashed;
         emit Slashed(node, round, slashed);
@@ -1042,7 +1101,8 @@ contract SwarmLedger {
             totalPaid: n.totalPaid,
             stakeBlock: _lastChange(_stakeHistory[node]),
             unsettled: n.unsettled,
-            backing: n.backing
+            backing: n.backing,
+            family: n.registered ? _families[n.family] : bytes32(0)
         });
     }
 

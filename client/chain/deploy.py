@@ -24,7 +24,15 @@ def deploy_ledger(
     priority_fee_gwei: float = 1.0,
     receipt_timeout_s: float = 120.0,
 ) -> tuple[Ledger, TxResult]:
-    """Deploys a SwarmLedger with `params`; returns a Ledger bound to it (signing as `account`)."""
+    """Deploys a SwarmLedger with `params`; returns a Ledger bound to it (signing as `account`).
+
+    Raises ValueError when `params` names no model family: a ledger checks only the families
+    fixed at its deployment."""
+    if not params.families:
+        raise ValueError(
+            "name the model families this ledger checks: [ledger].families = ['0x…'] (the base "
+            "ids `sapo policy id MODEL` prints); they are fixed for the ledger's life"
+        )
     artifact = load_artifact(CONTRACT)
     constructor = next(item for item in artifact["abi"] if item["type"] == "constructor")
     args = encode(
@@ -43,6 +51,7 @@ def deploy_ledger(
             params.checkers,
             params.appeal_rounds,
             params.appeal_checkers,
+            [bytes32(f) for f in params.families],
         ],
     )
     data = artifact["bytecode"] + args.hex()

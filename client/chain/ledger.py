@@ -149,6 +149,7 @@ class Ledger:
                 genesis=self._view("genesis"),
                 appeal_rounds=self._view("appealRounds"),
                 appeal_checkers=self._view("appealCheckers"),
+                families=tuple("0x" + bytes(f).hex() for f in self._view("families")),
             )
         return self._params
 
@@ -183,6 +184,7 @@ class Ledger:
             stake_block=v[6],
             unsettled=v[7],
             backing=v[8],
+            family="0x" + bytes(v[9]).hex() if v[0] else None,
         )
 
     def submission(self, round_: int, node: str) -> SubmissionInfo:
@@ -309,6 +311,11 @@ class Ledger:
         """All active stake at the end of `block`."""
         return self._view("totalStakeAt", block)
 
+    def family_stake_at(self, family: str, block: int) -> int:
+        """The active stake of `family`'s nodes at the end of `block`: what a draw of that
+        block's submissions by the family's nodes divides by (0 for a family it does not check)."""
+        return self._view("familyStakeAt", bytes32(family), block)
+
     def beacon(self, round_: int, node: str) -> Beacon:
         """The beacon that draws the checkers of `node`'s submission of `round_`."""
         node = _address(node)
@@ -361,8 +368,10 @@ class Ledger:
 
     # ---------------------------------------------------------------------------- transactions
 
-    def register(self, metadata: str, stake: int) -> TxResult:
-        return self._send("register", metadata, value=stake)
+    def register(self, metadata: str, stake: int, family: str) -> TxResult:
+        """Registers this account in model family `family` (a base's content id, one of
+        params().families) with `stake` wei; the family is fixed for the address's life."""
+        return self._send("register", metadata, bytes32(family), value=stake)
 
     def add_stake(self, amount: int) -> TxResult:
         return self._send("addStake", value=amount)

@@ -49,6 +49,7 @@ class LedgerParams(ChainModel):
     genesis: int
     appeal_rounds: int = Field(2, ge=2)
     appeal_checkers: int = Field(40, ge=1)
+    families: tuple[str, ...] = ()  # the model families it checks: base content ids, "0x" + hex
 
     def round_at(self, t: float) -> int:
         """Returns the round at unix time t (currentRound() at a block of that timestamp)."""
@@ -107,6 +108,7 @@ class NodeInfo(ChainModel):
     # from the stake as of a submission's block: SwarmLedger.stakeAt)
     unsettled: int = 0  # its submissions not settled yet
     backing: int = 0  # of those, the ones made before its last unstake request: withdraw waits
+    family: str | None = None  # the base it registered with ("0x" + hex); None: not registered
 
 
 class Beacon(ChainModel):

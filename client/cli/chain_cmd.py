@@ -50,6 +50,13 @@ def deploy(
     reward_per_round: Annotated[str | None, typer.Option(help="Reward split per round.")] = None,
     slash_bps: Annotated[int | None, typer.Option(help="Share of stake slashed, in bps.")] = None,
     tolerance_bps: Annotated[int | None, typer.Option(help="Agreement tolerance, in bps.")] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A model family the ledger checks (a base's content id: `sapo policy id "
+            "MODEL`); repeat for each; replaces [ledger].families."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Deploy a SwarmLedger; parameters default to the config's [ledger] section."""
@@ -63,6 +70,7 @@ def deploy(
         "reward_per_round": reward_per_round,
         "slash_bps": slash_bps,
         "agree_tolerance_bps": tolerance_bps,
+        "families": family or None,
     }
     try:
         params = LedgerSection(
@@ -70,6 +78,11 @@ def deploy(
         )
     except ValidationError as exc:
         fail_validation(exc)
+    if not params.families:
+        fail(
+            "no model family: pass --family 0x… for each base this ledger checks (`sapo policy "
+            "id MODEL` prints one) or set [ledger].families; they are fixed once deployed"
+        )
     digest = catalog_digest.removeprefix("0x")
     if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
         fail(f"--catalog-digest: expected 0x and 64 hex digits, got {catalog_digest!r}")

@@ -11,6 +11,7 @@ description, which `sapo config` and the docs read from here.)
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -279,6 +280,31 @@ class LedgerSection(Section):
         "stake snapshot): larger than checkers, so a verdict a minority won by a small draw's "
         "luck does not survive it; at least quorum",
     )
+
+    families: list[str] = Field(
+        default_factory=list,
+        description="the model families the ledger checks: content ids of base weights ('0x' + "
+        "64 hex digits, `sapo policy id` prints a model's); empty: a devnet fills in its nodes' "
+        "families, `sapo chain deploy` asks for them",
+    )
+
+    @field_validator("families")
+    @classmethod
+    def _family_ids(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for item in value:
+            ident = item.strip().lower()
+            if not re.fullmatch(r"0x[0-9a-f]{64}", ident) or ident == "0x" + "0" * 64:
+                raise ValueError(
+                    f"family {item!r} is not a base's content id ('0x' + 64 hex digits, not all "
+                    "zero): `sapo policy id MODEL` prints one"
+                )
+            if ident in out:
+                raise ValueError(f"family {ident[:14]}… is listed twice")
+            out.append(ident)
+        if len(out) > 255:
+            raise ValueError(f"{len(out)} families: a ledger checks at most 255")
+        return out
 
     def least_unbonding_s(self) -> int:
         """Returns the shortest unbonding period the contract accepts for these windows."""

@@ -2,7 +2,7 @@
 pragma solidity 0.8.37;
 
 interface ISwarmLedger {
-    function register(string calldata metadata) external payable;
+    function register(string calldata metadata, bytes32 family) external payable;
     function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external;
     function requestUnstake(uint256 amount) external;
     function withdraw() external;
@@ -23,8 +23,8 @@ contract ReentrantNode {
         ledger = ledger_;
     }
 
-    function join() external payable {
-        ledger.register{value: msg.value}("{\"model\":\"attacker\"}");
+    function join(bytes32 family) external payable {
+        ledger.register{value: msg.value}("{\"model\":\"attacker\"}", family);
     }
 
     function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external {

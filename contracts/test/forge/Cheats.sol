@@ -33,6 +33,18 @@ abstract contract CheatsBase {
     /// copy here instead (contracts/mutants/<fault>.sol, compiled with the suites in one build).
     string internal constant LEDGER_ARTIFACT = "contracts/SwarmLedger.sol:SwarmLedger";
 
+    /// @dev The model families the suites' ledgers check: most nodes run FAMILY; OTHER_FAMILY is
+    /// a second base whose nodes never check FAMILY's batches (nor the reverse).
+    bytes32 internal constant FAMILY = keccak256("family: qwen2-style base");
+    bytes32 internal constant OTHER_FAMILY = keccak256("family: llama-style base");
+
+    /// @dev [FAMILY, OTHER_FAMILY], as a constructor takes them.
+    function families() internal pure returns (bytes32[] memory list) {
+        list = new bytes32[](2);
+        list[0] = FAMILY;
+        list[1] = OTHER_FAMILY;
+    }
+
     /// @dev Deploys the ledger under test from its compiled artifact, with ABI-encoded constructor
     /// arguments. Not `new SwarmLedger(...)`: that would put the ledger's creation code inside each
     /// suite, and via-IR would optimize the whole ledger again for every suite that creates one.

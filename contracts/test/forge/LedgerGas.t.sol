@@ -85,14 +85,14 @@ contract LedgerGasTest is CheatsBase {
         // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance, a
         // quorum of 2 on committees of 8 seat trials (configs/devnet.toml)
         ledger = SwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8, 2, 32))
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8, 2, 32, families()))
         );
         address[5] memory nodes = [A, B, C, D, E];
         uint256[5] memory stakes = [uint256(2 ether), 3 ether, 4 ether, 5 ether, 20 ether];
         for (uint256 i; i < nodes.length; ++i) {
             vm.deal(nodes[i], 100 ether);
             _as(nodes[i]);
-            ledger.register{value: stakes[i]}("{\"peer\":\"12D3KooW\"}");
+            ledger.register{value: stakes[i]}("{\"peer\":\"12D3KooW\"}", FAMILY);
         }
         ledger.fund{value: 50 ether}();
         // rounds 1-10: A and B submit, C and D agree with both (the quorum); in round 10 E submits

@@ -23,7 +23,8 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant SCORE_SCALE = 10_000;
     uint256 internal constant BPS = 10_000;
     uint256 internal constant SETTLER_CUT = 1_000; // of what a settle or settleVotes call slashes
-    uint256 internal constant N_ACTORS = 5;
+    uint256 internal constant FIRST_ACTOR = 0xA11CE00;
+    uint256 internal constant N_ACTORS = 7; // five of FAMILY (as many as the single-family suites had), two of OTHER_FAMILY
     // a vote's side, and an actor's record of its votes on a submission: the first committee's
     // side in bits 0-1, the appeal's in bits 2-3, JUDGED once settleVotes judged it
     uint8 internal constant AGREE = 1;
@@ -225,7 +226,7 @@ contract LedgerHandler is CheatsBase {
         APPEAL_ROUNDS = ledger_.appealRounds();
         APPEAL_K = ledger_.appealCheckers();
         for (uint256 i; i < N_ACTORS; ++i) {
-            actors[i] = address(uint160(0xA11CE00 + i));
+            actors[i] = address(uint160(FIRST_ACTOR + i));
             vm.label(actors[i], string.concat("actor", vm.toString(i)));
         }
     }
@@ -238,7 +239,7 @@ contract LedgerHandler is CheatsBase {
             uint256 amount = (1 + (i % 2)) * MIN_STAKE;
             _fundActor(a, amount);
             vm.prank(a);
-            ledger.register{value: amount}("{\"seed\":true}");
+            ledger.register{value: amount}("{\"seed\":true}", familyOf(a));
             Stake storage st = stakeOf[a];
             st.registered = true;
             st.active = amount;
@@ -361,9 +362,30 @@ contract LedgerHandler is CheatsBase {
         }
     }
 
-    /// @dev Checkpoints `a`'s active stake and the total as of this block (one per block).
+    /// @notice The family an actor registers in: every third actor (2, 5, ...) runs OTHER_FAMILY,
+    /// the rest FAMILY, so seeded runs start with checkers in FAMILY and one OTHER_FAMILY node
+    /// whose batches wait for a second one.
+    function familyOf(address a) public pure returns (bytes32) {
+        uint256 i = uint160(a) - FIRST_ACTOR; // actors are FIRST_ACTOR + i
+        return i >= N_ACTORS ? bytes32(0) : i % 3 == 2 ? OTHER_FAMILY : FAMILY;
+    }
+
+    /// @notice The key of a family's active stake in the model's histories (stakeAtModel).
+    function familyKey(bytes32 family) public pure returns (address) {
+        return address(uint160(uint256(keccak256(abi.encode("family stake", family)))));
+    }
+
+    function _familyActive(bytes32 family) internal view returns (uint256 total) {
+        for (uint256 i; i < N_ACTORS; ++i) {
+            if (familyOf(actors[i]) == family) total += stakeOf[actors[i]].active;
+        }
+    }
+
+    /// @dev Checkpoints `a`'s active stake, its family's and the total as of this block (one per
+    /// block).
     function _recordStake(address a) internal {
         _checkpoint(a, stakeOf[a].active);
+        _checkpoint(familyKey(familyOf(a)), _familyActive(familyOf(a)));
         _checkpoint(TOTAL, _totalActive());
         stakeOf[a].stakeBlock = _block();
     }
@@ -388,9 +410,10 @@ contract LedgerHandler is CheatsBase {
         return 0;
     }
 
-    /// @notice The documented draw: a registered node other than the producer, holding minStake
-    /// now and as of the submission's block, holds seat j of `checkers` when h_j * T < S << 128,
-    /// with S its stake and T all active stake as of that block, base = keccak256(abi.encode(
+    /// @notice The documented draw: a registered node of the producer's family other than the
+    /// producer, holding minStake now and as of the submission's block, holds seat j of
+    /// `checkers` when h_j * T < S << 128, with S its stake and T the family's active stake as
+    /// of that block, base = keccak256(abi.encode(
     /// beacon, round, node, checker)) and h_j = keccak256(abi.encode(base, j)) >> 128.
     function seats(uint64 round, address node, address checker) public view returns (uint256) {
         return _draw(round, node, checker, false);
@@ -406,10 +429,11 @@ contract LedgerHandler is CheatsBase {
         (uint256 beacon, bool ready) = ofAppeal ? appealBeaconNow(round, node) : beaconNow(round, node);
         uint256 index = _subIndex[round][node];
         if (!ready || index == 0 || checker == node || stakeOf[checker].active < MIN_STAKE) return 0;
+        if (familyOf(checker) != familyOf(node)) return 0;
         uint256 snapshot = _subs[index - 1].snapshotBlock;
         uint256 stake = stakeAtModel(checker, snapshot);
         if (stake < MIN_STAKE) return 0;
-        uint256 total = stakeAtModel(TOTAL, snapshot);
+        uint256 total = stakeAtModel(familyKey(familyOf(node)), snapshot);
         bytes32 base = keccak256(abi.encode(beacon, round, node, checker));
         uint256 trials = ofAppeal ? APPEAL_K : K;
         for (uint256 j; j < trials; ++j) {
@@ -603,7 +627,7 @@ contract LedgerHandler is CheatsBase {
         _fundActor(a, amount);
         vm.prank(a);
         (bool ok, bytes memory reason) =
-            address(ledger).call{value: amount}(abi.encodeCall(SwarmLedger.register, ("{\"fuzz\":true}")));
+            address(ledger).call{value: amount}(abi.encodeCall(SwarmLedger.register, ("{\"fuzz\":true}", familyOf(a))));
         if (_judge("register", expectOk, ok, reason)) _refused();
         if (ok) {
             Stake storage st = stakeOf[a];

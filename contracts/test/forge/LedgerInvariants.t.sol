@@ -51,7 +51,8 @@ abstract contract LedgerInvariantsBase is CheatsBase {
                     p.quorum,
                     p.checkers,
                     p.appealRounds,
-                    p.appealCheckers
+                    p.appealCheckers,
+                    families()
                 )
             )
         );
@@ -110,7 +111,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         _eq(address(ledger).balance, active + unbonding + ledger.rewardPool(), "balance = active + unbonding + pool");
         uint256 modelActive;
         uint256 modelUnbonding;
-        for (uint256 i; i < 5; ++i) {
+        for (uint256 i; i < 7; ++i) {
             (, uint256 a, uint256 u,,,,,,,) = handler.stakeOf(handler.actors(i));
             modelActive += a;
             modelUnbonding += u;
@@ -139,7 +140,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     /// A node's stake is what it staked, minus what it moved to unbonding, withdrew or lost to a
     /// slash; its total paid is the sum of its claims.
     function invariant_eachNodesStakeAndPayoutsFollowItsCalls() public view {
-        for (uint256 i; i < 5; ++i) {
+        for (uint256 i; i < 7; ++i) {
             address a = handler.actors(i);
             SwarmLedger.NodeView memory v = ledger.nodeInfo(a);
             (
@@ -160,11 +161,24 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             if (unbonding > 0) _eq(v.unbondingEnd, end, "unbonding frees unbondingPeriod after the last request");
             _eq(v.totalPaid, claimedTotal, "a node's total paid = the sum of its claims");
             if (registered) _eq(v.stakeBlock, stakeBlock, "a node's stake block is that of its last stake change");
+            require(
+                v.family == (registered ? handler.familyOf(a) : bytes32(0)), "a node's family is the one it registered in"
+            );
             for (uint256 back; back < 4 && back < block.number; ++back) {
                 _eq(
                     ledger.stakeAt(a, block.number - back),
                     handler.stakeAtModel(a, block.number - back),
                     "a node's stake at a block is its active stake after that block"
+                );
+            }
+        }
+        bytes32[2] memory fams = [FAMILY, OTHER_FAMILY];
+        for (uint256 f; f < fams.length; ++f) {
+            for (uint256 back; back < 4 && back < block.number; ++back) {
+                _eq(
+                    ledger.familyStakeAt(fams[f], block.number - back),
+                    handler.stakeAtModel(handler.familyKey(fams[f]), block.number - back),
+                    "a family's stake at a block is its nodes' active stake after that block"
                 );
             }
         }
@@ -275,7 +289,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         }
         for (uint256 i; i < n && i < 24; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(n - 1 - i);
-            for (uint256 k; k < 5; ++k) {
+            for (uint256 k; k < 7; ++k) {
                 address a = handler.actors(k);
                 _eq(ledger.seatsOf(s.round, s.node, a), handler.seats(s.round, s.node, a), "seatsOf follows the documented draw");
                 _eq(
@@ -294,7 +308,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         uint256 n = handler.subCount();
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
-            for (uint256 k; k < 5; ++k) {
+            for (uint256 k; k < 7; ++k) {
                 address a = handler.actors(k);
                 uint8 record = handler.voteRecord(a, s.round, s.node);
                 (uint8 first, uint8 second, bool judged) = ledger.voteOf(a, s.round, s.node);

@@ -30,21 +30,26 @@ contract LedgerRulesTest is CheatsBase {
     /// 10% slashes), registers P, A, B, C and D with 2 ether each (and the whale W with
     /// `whaleStake`, if any), and has P submit a batch of round 0 in block 110.
     function _launch(uint8 quorum, uint256 whaleStake) internal {
+        _launch(quorum, whaleStake, FAMILY);
+    }
+
+    /// @dev As _launch, with the whale registered in `whaleFamily`.
+    function _launch(uint8 quorum, uint256 whaleStake, bytes32 whaleFamily) internal {
         vm.warp(1_700_000_000);
         vm.roll(100);
         ledger = SwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3, 2, 12))
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3, 2, 12, families()))
         );
         address[5] memory nodes = [P, A, B, C, D];
         for (uint256 i; i < nodes.length; ++i) {
             vm.deal(nodes[i], 10 ether);
             vm.prank(nodes[i]);
-            ledger.register{value: 2 ether}("{}");
+            ledger.register{value: 2 ether}("{}", FAMILY);
         }
         if (whaleStake != 0) {
             vm.deal(W, whaleStake);
             vm.prank(W);
-            ledger.register{value: whaleStake}("{}");
+            ledger.register{value: whaleStake}("{}", whaleFamily);
         }
         vm.warp(ledger.genesis() + 1);
         vm.roll(110);
@@ -172,7 +177,7 @@ contract LedgerRulesTest is CheatsBase {
         vm.roll(113); // once the beacon is known: a whale registers, B tops up, C unbonds
         vm.deal(late, 1_000 ether);
         vm.prank(late);
-        ledger.register{value: 100 ether}("{}");
+        ledger.register{value: 100 ether}("{}", FAMILY);
         vm.prank(B);
         ledger.addStake{value: 8 ether}();
         vm.prank(C);
@@ -523,7 +528,7 @@ contract LedgerRulesTest is CheatsBase {
         _at(4, 125);
         vm.deal(late, 1_000 ether);
         vm.prank(late);
-        ledger.register{value: 100 ether}("{}"); // before the appeal, after the snapshot
+        ledger.register{value: 100 ether}("{}", FAMILY); // before the appeal, after the snapshot
         _appeal(130);
         vm.prank(B);
         ledger.addStake{value: 8 ether}(); // after the appeal, once its beacon is known
@@ -543,6 +548,92 @@ contract LedgerRulesTest is CheatsBase {
             ledger.appealOf(0, P).agreeSeats == _drawn(beacon, B) + _drawn(beacon, C),
             "appellate votes count their seats as of the snapshot"
         );
+    }
+
+    function test_aCheckerOfAnotherFamilyIsNeverDrawnAndDilutesNoDraw() public {
+        // W holds 20 times the stake of P's whole family, in another family: it cannot run P's
+        // model, so it never sits on P's committees, and P's checkers are drawn from P's family's
+        // stake alone (2 of 10 ether each, as without W)
+        _launch(1, 200 ether, OTHER_FAMILY);
+        require(ledger.familyStakeAt(FAMILY, 110) == 10 ether, "P's family: P, A, B, C, D");
+        require(ledger.familyStakeAt(OTHER_FAMILY, 110) == 200 ether, "W's family: W alone");
+        require(ledger.totalStakeAt(110) == 210 ether, "the total counts both");
+        require(ledger.nodeInfo(W).family == OTHER_FAMILY && ledger.nodeInfo(A).family == FAMILY, "families");
+        for (uint256 i = 1; i <= 20; ++i) {
+            vm.setBlockhash(111, keccak256(abi.encode("beacon", i)));
+            require(_seats(W) == 0 && !ledger.isChecker(0, P, W), "no seat for another family");
+            uint256 beacon = uint256(keccak256(abi.encode("beacon", i))) & type(uint88).max;
+            require(_seats(A) == _drawnFirst(beacon, A), "seats drawn from the family's stake");
+        }
+        bytes4 refused = _refusal(W, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(refused == SwarmLedger.NotDrawn.selector, "W's vote on P's batch is refused");
+        refused = _refusal(W, abi.encodeCall(SwarmLedger.reportUnavailable, (0, P)));
+        require(refused == SwarmLedger.NotDrawn.selector, "and so is its unavailable report");
+        // and the reverse: W's batch has nobody to check it, so it can never earn
+        vm.prank(W);
+        ledger.submit(0, keccak256("w"), 8, 40_000, 20_000);
+        vm.roll(200);
+        address[4] memory others = [A, B, C, D];
+        for (uint256 i; i < others.length; ++i) {
+            require(ledger.seatsOf(0, W, others[i]) == 0, "a lone family's batch draws no checker");
+        }
+    }
+
+    function test_aNodeRegistersOnlyInAFamilyTheLedgerChecks() public {
+        _launch(1, 0);
+        address stranger = address(0xE002);
+        vm.deal(stranger, 10 ether);
+        bytes4 refused =
+            _refusal(stranger, abi.encodeCall(SwarmLedger.register, ("{}", keccak256("a base of its own"))));
+        require(refused == SwarmLedger.UnknownFamily.selector, "a family of its own is refused");
+        refused = _refusal(stranger, abi.encodeCall(SwarmLedger.register, ("{}", bytes32(0))));
+        require(refused == SwarmLedger.UnknownFamily.selector, "so is none");
+        require(!ledger.nodeInfo(stranger).registered && ledger.nodeInfo(stranger).family == 0, "nothing written");
+        bytes32[] memory listed = ledger.families();
+        require(listed.length == 2 && listed[0] == FAMILY && listed[1] == OTHER_FAMILY, "families() as deployed");
+    }
+
+    function test_familiesAreCheckedAtDeployment() public {
+        bytes32[] memory none = new bytes32[](0);
+        bytes32[] memory zero = new bytes32[](1);
+        bytes32[] memory twice = new bytes32[](2);
+        twice[0] = FAMILY;
+        twice[1] = FAMILY;
+        bytes32[] memory many = new bytes32[](256);
+        for (uint256 i; i < many.length; ++i) {
+            many[i] = keccak256(abi.encode(i));
+        }
+        bytes32[][4] memory bad = [none, zero, twice, many];
+        for (uint256 i; i < bad.length; ++i) {
+            bytes memory args = abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, bad[i]);
+            try this.deployFor(args) {
+                revert("a bad family list was accepted");
+            } catch (bytes memory reason) {
+                require(
+                    keccak256(reason) == keccak256(abi.encodeWithSelector(SwarmLedger.InvalidParameter.selector, "families")),
+                    "refused as InvalidParameter(families)"
+                );
+            }
+        }
+        many = new bytes32[](255);
+        for (uint256 i; i < many.length; ++i) {
+            many[i] = keccak256(abi.encode(i));
+        }
+        this.deployFor(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, many));
+    }
+
+    /// @dev External so that a deployment's revert can be caught.
+    function deployFor(bytes memory args) external returns (address) {
+        return deployLedger(args);
+    }
+
+    /// @dev The documented draw of the first committee's seats of `checker`, with its stake and
+    /// its family's as of P's submission (2 of 10 ether) and checkers (3) trials.
+    function _drawnFirst(uint256 beacon, address checker) internal pure returns (uint256 held) {
+        bytes32 base = keccak256(abi.encode(beacon, uint64(0), P, checker));
+        for (uint256 j; j < 3; ++j) {
+            if ((uint256(keccak256(abi.encode(base, j))) >> 128) * 10 ether < uint256(2 ether) << 128) ++held;
+        }
     }
 
     /// @dev The documented draw of the appeal's seats of `checker`, with its stake and the total
