@@ -19,6 +19,9 @@ from client.devnet import Anvil, rpc_call
 
 ETH = 10**18
 CATALOG = hashlib.sha256(b"tests catalog").digest()
+# the model families the tests' ledgers check (content ids stand-ins: the ledger only compares them)
+FAMILY = "0x" + hashlib.sha256(b"tests family: a qwen2-style base").hexdigest()
+OTHER_FAMILY = "0x" + hashlib.sha256(b"tests family: a llama-style base").hexdigest()
 PARAMS = {
     "round_length_s": 1_000,
     "min_stake": ETH,
@@ -35,6 +38,7 @@ PARAMS = {
     "checkers": 255,
     "appeal_rounds": 2,
     "appeal_checkers": 255,
+    "families": [FAMILY, OTHER_FAMILY],
 }
 
 
@@ -60,10 +64,10 @@ class Swarm:
     def bind(self, account: LocalAccount) -> Ledger:
         return Ledger(self.w3, self.ledger.address, account=account)
 
-    def node(self, stake: int = 2 * ETH, *, register: bool = True) -> Ledger:
+    def node(self, stake: int = 2 * ETH, *, register: bool = True, family: str = FAMILY) -> Ledger:
         ledger = self.bind(self.account())
         if register:
-            ledger.register('{"model":"test"}', stake)
+            ledger.register('{"model":"test"}', stake, family)
         return ledger
 
     def now(self) -> int:

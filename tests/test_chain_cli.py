@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
-from ledger_swarm import ETH, Swarm, digest
+from ledger_swarm import ETH, FAMILY, OTHER_FAMILY, Swarm, digest
 from typer.testing import CliRunner
 
 from client.cli.main import app
@@ -67,24 +67,37 @@ def test_deploy_prints_the_address_and_the_config_lines(
         "10000",
         "--submit-rounds",
         "1",
+        "--family",
+        FAMILY,
+        "--family",
+        OTHER_FAMILY.upper().replace("0X", "0x"),
         "--json",
     )
     assert code == 0, output
     deployed = json.loads(output)
+    assert deployed["params"]["families"] == [FAMILY, OTHER_FAMILY]
     assert deployed["params"]["round_length"] == 1000
     assert deployed["params"]["catalog_digest"] == "0x" + "ab" * 32
     code, output = run(cli, "chain", "info", *config, "--ledger", deployed["address"], "--json")
     assert code == 0, output
     assert json.loads(output)["params"]["unbonding_period"] == 10000
     assert json.loads(output)["params"]["submit_rounds"] == 1
-    code, output = run(cli, "chain", "deploy", *config, "--catalog-digest", "0x" + "ab" * 32)
+    code, output = run(
+        cli, "chain", "deploy", *config, "--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY
+    )
     assert code == 0 and "ledger_deploy_block = " in output
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--catalog-digest", "0x1234"], "expected 0x and 64 hex digits"),
+        (["--catalog-digest", "0x1234", "--family", FAMILY], "expected 0x and 64 hex digits"),
+        (["--catalog-digest", "0x" + "ab" * 32], "no model family: pass --family"),
+        (["--catalog-digest", "0x" + "ab" * 32, "--family", "qwen"], "is not a base's content id"),
+        (
+            ["--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY, "--family", FAMILY],
+            "is listed twice",
+        ),
         (
             ["--catalog-digest", "0x" + "ab" * 32, "--unbonding-period", "10"],
             "unbonding_period_s (10) must be at least",
@@ -104,7 +117,7 @@ def test_deploy_refuses_bad_parameters(
 def test_stake_commands(cli: CliRunner, chain: Anvil, tmp_path: Path) -> None:
     swarm = Swarm(chain)
     op = Operator(swarm, tmp_path, "op")
-    op.ledger.register("{}", ETH)
+    op.ledger.register("{}", ETH, FAMILY)
     config = ["--config", str(op.config), "--json"]
     code, output = run(cli, "stake", "add", "1.5 ether", *config)
     assert code == 0, output
@@ -125,7 +138,7 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     swarm.bind(swarm.account()).fund(10 * ETH)
     ops = [Operator(swarm, tmp_path, f"op{i}") for i in range(3)]
     for op in ops:
-        op.ledger.register('{"model":"tiny"}', 2 * ETH)
+        op.ledger.register('{"model":"tiny"}', 2 * ETH, FAMILY)
     claims = [(30_000, 15_000), (10_000, 5_000), (64_000, 0)]  # (score, learning signal)
     for op, (claim, signal) in zip(ops, claims, strict=True):
         op.ledger.submit(0, digest(op.account.address), 8, claim, signal)
@@ -233,7 +246,7 @@ def test_an_appeal_by_hand_and_its_committee_in_the_audit(
     swarm = Swarm(chain)
     producer, whale, checker = ops = [Operator(swarm, tmp_path, f"op{i}") for i in range(3)]
     for op, stake in zip(ops, (2 * ETH, ETH, 4 * ETH), strict=True):
-        op.ledger.register('{"model":"tiny"}', stake)  # of 255 seats: about 36 and 146
+        op.ledger.register('{"model":"tiny"}', stake, FAMILY)  # of 255 seats: about 36 and 146
     producer.ledger.submit(0, digest("p"), 8, 30_000, 15_000)
     swarm.await_beacon(0)
     whale.ledger.attest(0, producer.account.address, 0, 0, findings=1)

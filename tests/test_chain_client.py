@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_swarm import ETH, Swarm, digest
+from ledger_swarm import ETH, FAMILY, Swarm, digest
 
 from client.chain import Ledger, NoSigner, RpcUnavailable, connect
 from client.chain.events import EventCursor, EventReader
@@ -57,7 +57,7 @@ def test_a_stopped_chain_is_named_and_a_restarted_one_answers_again(tmp_path: Pa
 def test_nonce_resyncs_after_another_client_used_the_account(swarm: Swarm) -> None:
     account = swarm.account()
     first, second = swarm.bind(account), swarm.bind(account)
-    first.register("{}", ETH)  # first caches nonce 1
+    first.register("{}", ETH, FAMILY)  # first caches nonce 1
     second.add_stake(ETH)  # nonce 1 used behind first's back
     first.add_stake(ETH)  # "nonce too low": resync and succeed
     assert first.node_info(account.address).active_stake == 3 * ETH
@@ -77,7 +77,7 @@ def test_a_stuck_transaction_is_replaced_with_a_higher_fee(swarm: Swarm) -> None
     miner = threading.Thread(target=mine_after_the_replacement)
     miner.start()
     try:
-        result = ledger.register("{}", ETH)
+        result = ledger.register("{}", ETH, FAMILY)
     finally:
         miner.join()
         rpc_call(swarm.url, "evm_setAutomine", [True])
@@ -93,7 +93,7 @@ def test_fee_cap_refuses_to_send_into_a_base_fee_above_it(swarm: Swarm) -> None:
     rpc_call(swarm.url, "evm_mine")
     capped = Ledger(swarm.w3, swarm.ledger.address, account=swarm.account(), max_fee_gwei=100)
     with pytest.raises(FeeCapExceeded, match=r"exceeds the cap of 100\.000 gwei"):
-        capped.register("{}", ETH)
+        capped.register("{}", ETH, FAMILY)
     rpc_call(swarm.url, "anvil_setNextBlockBaseFeePerGas", [hex(10**9)])
     rpc_call(swarm.url, "evm_mine")
 

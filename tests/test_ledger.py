@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 from eth_abi import encode
 from eth_utils import keccak
-from ledger_swarm import CATALOG, ETH, Swarm, check_invariants, deploy_artifact, digest
+from ledger_swarm import (
+    CATALOG,
+    ETH,
+    FAMILY,
+    OTHER_FAMILY,
+    Swarm,
+    check_invariants,
+    deploy_artifact,
+    digest,
+)
 
 from client.chain import Ledger, LedgerRevert, WrongChain
 from client.chain import errors as E
@@ -69,12 +78,12 @@ def test_task_seed_is_reproducible_by_anyone(swarm: Swarm) -> None:
 def test_register_rules(swarm: Swarm) -> None:
     node = swarm.node(register=False)
     with pytest.raises(E.StakeTooLow, match="minStake"):
-        node.register("{}", ETH - 1)
+        node.register("{}", ETH - 1, FAMILY)
     with pytest.raises(E.MetadataTooLong):
-        node.register("x" * 1025, ETH)
-    node.register('{"model":"m"}', ETH)
+        node.register("x" * 1025, ETH, FAMILY)
+    node.register('{"model":"m"}', ETH, FAMILY)
     with pytest.raises(E.AlreadyRegistered):
-        node.register("{}", ETH)
+        node.register("{}", ETH, FAMILY)
     info = node.node_info(node.account_address)
     assert info.registered and info.active_stake == ETH and info.metadata == '{"model":"m"}'
     assert swarm.ledger.nodes() == [node.account_address]
@@ -391,6 +400,54 @@ def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil
     assert names.count("BeaconDrawn") == 1 and names.count("Attested") == sum(expected)
     # a vote counts once per seat (each node draws its own seats: 3 x its share, on average)
     assert producer.submission(0, producer.account_address).agree_seats == sum(seats)
+
+
+def test_checkers_are_drawn_within_the_producer_s_model_family(chain: Anvil) -> None:
+    """Two families on one ledger: a batch's checkers are its family's nodes, at their share of
+    the family's stake (the audit recomputes it so); a whale of the other family sits on none of
+    its committees; a lone family's batch draws nobody, and its operator is told so."""
+    from client.chain.audit import Auditor
+    from client.chain.events import EventReader
+    from client.chain.families import family_standing
+
+    swarm = Swarm(chain, quorum=1, checkers=8)
+    family = [swarm.node(s) for s in (ETH, 2 * ETH, ETH)]
+    whale, lone = swarm.node(50 * ETH, family=OTHER_FAMILY), None
+    assert swarm.ledger.params().families == (FAMILY, OTHER_FAMILY)
+    assert swarm.ledger.node_info(whale.account_address).family == OTHER_FAMILY
+    with pytest.raises(E.UnknownFamily) as refused:
+        swarm.node(family="0x" + "42" * 32)
+    assert "does not check that model family" in str(refused.value)
+    producer = family[0]
+    producer.submit(0, digest("p"), 8, 40_000, 20_000)
+    swarm.await_beacon(0, producer.account_address)
+    snapshot = producer.submission(0, producer.account_address).snapshot_block
+    assert swarm.ledger.family_stake_at(FAMILY, snapshot) == 4 * ETH
+    assert swarm.ledger.family_stake_at(OTHER_FAMILY, snapshot) == 50 * ETH
+    assert swarm.ledger.total_stake_at(snapshot) == 54 * ETH
+    beacon = swarm.ledger.beacon(0, producer.account_address)
+    expected = {
+        n.account_address: k
+        for n, s in zip(family[1:], (2 * ETH, ETH), strict=True)
+        if (k := beacon.seats(n.account_address, s, 4 * ETH, 8))
+    }
+    auditor = Auditor(swarm.ledger, EventReader(swarm.ledger))
+    assert auditor.checkers(0, producer.account_address) == expected
+    assert swarm.ledger.seats_of(0, producer.account_address, whale.account_address) == 0
+    with pytest.raises(E.NotDrawn):
+        whale.attest(0, producer.account_address, 40_000, 20_000)
+    # the whale's family has nobody else: its batches can never be credited
+    lone = family_standing(swarm.ledger, OTHER_FAMILY)
+    assert not lone.can_credit(whale.account_address, 1)
+    assert lone.problems(whale.account_address, 1)[0].startswith(
+        f"model family {OTHER_FAMILY[:12]}… has 0 staked node(s) besides this one"
+    )
+    mine = family_standing(swarm.ledger, FAMILY)
+    assert mine.can_credit(producer.account_address, 1) and mine.stake == 4 * ETH
+    # the 2-ether node holds half of its family's stake: more than a third, said once
+    [warning] = mine.problems(producer.account_address, 1)
+    assert f"{family[1].account_address} holds 50% of model family" in warning
+    assert not mine.can_credit(producer.account_address, 3)
 
 
 def test_a_beacon_nobody_drew_in_256_blocks_lapses_and_is_never_drawn_again(
@@ -835,7 +892,7 @@ def test_reentrancy_is_refused(swarm: Swarm, mode: int, what: str) -> None:
         data = attacker.encode_abi(fn, args=list(args))
         return driver.tx.send({"to": address, "data": data, "value": value}, fn)
 
-    call("join", value=2 * ETH)
+    call("join", bytes.fromhex(FAMILY[2:]), value=2 * ETH)
     call("submit", 0, digest("x"), 8, 40_000, 40_000)
     swarm.await_beacon(0)
     judge.attest(0, address, 40_000, 40_000)

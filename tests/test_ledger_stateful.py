@@ -33,7 +33,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from ledger_swarm import ETH, Swarm, check_invariants, digest
+from ledger_swarm import ETH, FAMILY, Swarm, check_invariants, digest
 
 from client.chain import LedgerRevert
 from client.devnet import Anvil
@@ -294,7 +294,7 @@ class LedgerMachine(RuleBasedStateMachine):
             if node.registered
             else ("StakeTooLow" if stake < self.min_stake else None)
         )
-        if self.expect(error, lambda: self.ledgers[i].register("{}", stake)):
+        if self.expect(error, lambda: self.ledgers[i].register("{}", stake, FAMILY)):
             node.registered, node.active = True, stake
             self.record_stake(i)
 
@@ -624,7 +624,8 @@ class LedgerMachine(RuleBasedStateMachine):
         choices = {1: uncredited, 2: uncredited, 3: credited or ahead}.get(pick % 4, [])
         if choices:
             round_, i = choices[pick % len(choices)]
-            if wait:
+            # a credited batch's appeal is refused as such only inside its window: wait for it
+            if wait or (pick % 4 == 3 and credited):
                 self.advance_to(self.clock.close(round_) + 1)
         else:
             round_ = max(0, current - pick % 7)

@@ -121,7 +121,8 @@ def cheater(world, metadata: str = '{"model":"cheat"}') -> Ledger:
     account = Account.create()
     rpc_call(world["anvil"].url, "anvil_setBalance", [account.address, hex(100 * 10**18)])
     ledger = Ledger(connect(world["anvil"].url), world["swarm"].ledger, account=account)
-    ledger.register(metadata, world["base"].ledger.min_stake)
+    # in the swarm's family: drawn for its batches, and checked by them
+    ledger.register(metadata, world["base"].ledger.min_stake, ledger.params().families[0])
     return ledger
 
 

@@ -95,6 +95,9 @@ def test_doctor_passes_on_a_healthy_node_and_names_the_fix_for_each_fault(devnet
     code, checks = doctor(config)
     assert code == 0 and all(c["ok"] for c in checks.values()), checks
     assert "dialled" in checks["peers"]["detail"]
+    # three nodes of one family, equal stakes: a quorum of 2 can be filled, nobody above a third
+    assert "2 other staked node(s)" in checks["family"]["detail"], checks["family"]
+    assert not checks["family"]["warning"]
 
     code, checks = doctor(config, SAPO_CHAIN__CHAIN_ID="1")
     assert code == 1 and checks["rpc"]["ok"] is False and "chain_id" in checks["rpc"]["fix"]

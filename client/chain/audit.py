@@ -194,7 +194,8 @@ class Auditor:
     def checkers(self, round_: int, node: str) -> dict[str, int]:
         """Who the submission's beacon draws to check `node`'s batch, with their seats,
         recomputed from the beacon and the stakes as of the submission's block (the ledger's
-        rule; one batched read of every node)."""
+        rule: nodes of the producer's model family, at stake / the family's stake; one batched
+        read of every node)."""
         sub = self.ledger.submission(round_, node)
         return self._drawn(self.ledger.beacon(round_, node), sub, self.ledger.params())
 
@@ -205,12 +206,16 @@ class Auditor:
             return {}
         nodes = self.ledger.nodes()
         then = self.ledger.stakes_at(nodes, sub.snapshot_block)
-        total = self.ledger.total_stake_at(sub.snapshot_block)
+        family = self.ledger.node_info(sub.node).family
+        if family is None:
+            return {}
+        total = self.ledger.family_stake_at(family, sub.snapshot_block)
         drawn: dict[str, int] = {}
         for info, stake in zip(self.ledger.node_infos(nodes), then, strict=True):
             eligible = (
                 info.address.lower() != sub.node.lower()
                 and info.registered
+                and info.family == family
                 and min(info.active_stake, stake) >= params.min_stake
             )
             k = params.checkers if trials is None else trials

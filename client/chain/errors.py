@@ -58,6 +58,8 @@ class LedgerRevert(ChainError):
 _HINTS = {
     "AlreadyRegistered": "this address is registered already; use `sapo stake add`",
     "NotRegistered": "register the node first (`sapo node register`)",
+    "UnknownFamily": "this ledger does not check that model family (`sapo chain info` lists "
+    "its families): run one of its bases",
     "StakeTooLow": "add stake (`sapo stake add`) to reach the ledger's minStake",
     "StakeTooHigh": "a stake above 2^96 wei does not fit the ledger",
     "MetadataTooLong": "shorten the metadata JSON",

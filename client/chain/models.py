@@ -129,10 +129,11 @@ class Beacon(ChainModel):
 
     def seats(self, checker: str, stake: int, total_stake: int, checkers: int) -> int:
         """SwarmLedger's draw, recomputed from public data: the seats `checker` holds on this
-        submission's committee of `checkers` seats, with `stake` of `total_stake` active stake as
-        of the submission's block (`Ledger.stake_at`, `Ledger.total_stake_at`); each seat is
-        held with probability stake / total_stake. (Eligibility aside: registered, minStake then
-        and now, not the producer; `Ledger.seats_of` asks the ledger for all of it.)"""
+        submission's committee of `checkers` seats, with `stake` of `total_stake`, the active
+        stake of the producer's model family, as of the submission's block (`Ledger.stake_at`,
+        `Ledger.family_stake_at`); each seat is held with probability stake / total_stake.
+        (Eligibility aside: registered in the producer's family, minStake then and now, not the
+        producer; `Ledger.seats_of` asks the ledger for all of it.)"""
         if not self.ready or stake <= 0 or total_stake <= 0:
             return 0
         from eth_abi import encode

@@ -167,6 +167,8 @@ def info(
     table.add_row("slash", f"{params.slash_bps / 100:.2f}% of stake")
     table.add_row("agreement tolerance", f"{params.agree_tolerance_bps / 100:.2f}% of max score")
     table.add_row("catalog digest", params.catalog_digest)
+    for i, family in enumerate(params.families):
+        table.add_row("model families" if i == 0 else "", family)
     for key, value in data["totals"].items():
         table.add_row(key.replace("_", " "), ether(value))
     out.print(table)

@@ -35,6 +35,8 @@ def doctor(
             table.add_column(column, overflow="fold")
         for c in checks:
             mark = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]skip[/]"}[c.ok]
+            if c.ok and c.warning:
+                mark = "[yellow]warn[/]"
             table.add_row(c.name, mark, escape(c.detail), escape(c.fix))
         out.print(table)
         out.print(

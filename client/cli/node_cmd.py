@@ -20,7 +20,13 @@ from client.cli.chain_ctx import amount, chain_errors
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
-from client.node.assemble import NodeConfigError, open_node, signing_ledger
+from client.node.assemble import (
+    NodeConfigError,
+    check_family,
+    node_family,
+    open_node,
+    signing_ledger,
+)
 from client.node.metadata import node_metadata
 from client.store import StoreError, open_store
 from client.tasks import CatalogError
@@ -37,7 +43,9 @@ def register(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Stake and register this node with its metadata (model, store, client version)."""
+    """Stake and register this node in its model family, with its metadata (model, store,
+    client version). The family is its base's content id (its architecture's without an adapter),
+    fixed for the address's life."""
     cfg = load_or_exit(config)
     try:
         ledger = signing_ledger(cfg)
@@ -52,12 +60,27 @@ def register(
                 f"{ledger.account_address} is already registered (stake more: sapo stake add)",
                 Exit.CHECK_FAILED,
             )
+        try:
+            family = node_family(cfg)
+            check_family(None, family, ledger.account_address, params.families)
+        except NodeConfigError as exc:
+            fail(str(exc), Exit.CHECK_FAILED)
         metadata = node_metadata(cfg, open_store(cfg.store))
-        result = ledger.register(metadata, value)
+        result = ledger.register(metadata, value, family)
     if as_json:
-        print_json({"address": ledger.account_address, "stake": value, "tx_hash": result.tx_hash})
+        print_json(
+            {
+                "address": ledger.account_address,
+                "stake": value,
+                "family": family,
+                "tx_hash": result.tx_hash,
+            }
+        )
     else:
-        out.print(f"registered {ledger.account_address} with {ether(value)} in {result.tx_hash}")
+        out.print(
+            f"registered {ledger.account_address} with {ether(value)} in model family "
+            f"{family} in {result.tx_hash}"
+        )
 
 
 @app.command("run")

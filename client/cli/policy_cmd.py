@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from client.cli.console import Exit, JsonOption, fail, out, print_json
+from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
 from client.cli.progress import ProgressOutput, seed_progress
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
@@ -156,3 +156,49 @@ def eval_(
             f"policy's pretraining corpus; on the {unseen['questions']} others: greedy "
             f"{unseen['greedy']:.3f}, sampled {unseen['sampled']:.3f}"
         )
+
+
+@app.command("id")
+def id_(
+    policy: Annotated[
+        str | None,
+        typer.Argument(help="Model directory or HF name (cached; nothing is downloaded)."),
+    ] = None,
+    config: ConfigOption = None,
+    adapter: Annotated[
+        Literal["lora", "none"] | None,
+        typer.Option("--adapter", help="lora: the base's id; none: the architecture's id."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the model family a node of this model registers in: a base's content id (when it
+    trains an adapter) or its architecture's (full fine-tuning). Ledgers list theirs at
+    deployment ([ledger].families, `sapo chain deploy --family`).
+
+    With no POLICY, the model and adapter of the config's [policy] (a seed policy is built
+    first if absent)."""
+    from client.cli.config_cmd import load_or_exit
+
+    # lazily: the training stack (torch, transformers) loads only for the command that uses it
+    from client.node.assemble import NodeConfigError, node_family
+    from client.policy import PolicyError, load_policy
+    from client.policy.family import family_id
+
+    try:
+        if policy is None:
+            cfg = load_or_exit(config)
+            if adapter is not None:
+                cfg = cfg.model_copy(
+                    update={"policy": cfg.policy.model_copy(update={"adapter": adapter})}
+                )
+            name, kind, family = cfg.policy.model, cfg.policy.adapter, node_family(cfg)
+        else:
+            loaded = load_policy(policy, device="cpu", dtype="float32")
+            kind = adapter or "lora"
+            name, family = policy, family_id(loaded.model, loaded.tokenizer, kind == "lora")
+    except (NodeConfigError, PolicyError, OSError) as exc:
+        fail(str(exc))
+    if as_json:
+        print_json({"model": name, "adapter": kind, "family": family})
+    else:
+        out.print(family)

@@ -153,24 +153,14 @@ def provision(
     w3 = connect(rpc_url, cfg.chain.request_timeout_s)
     deployer = dev_account(0)
     catalog = load_catalog(cfg.tasks.catalog)
-    ledger, deployed = deploy_ledger(
-        w3, deployer, cfg.ledger, catalog.digest(), receipt_timeout_s=cfg.chain.receipt_timeout_s
-    )
-    ledger.fund(cfg.devnet.reward_pool)
 
     password_file = data_dir / "keystore-password"
     if not password_file.exists():
         fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(24))
-    password = password_file.read_text()
 
-    chain = {
-        "rpc_url": rpc_url,
-        "chain_id": chain_id,
-        "ledger_address": ledger.address,
-        "ledger_deploy_block": deployed.block_number,
-    }
+    chain: dict = {"rpc_url": rpc_url, "chain_id": chain_id}
     # the devnet's daemons listen on loopback or namespace addresses: its nodes must dial them
     # whatever the config's default for a public node says
     store = {
@@ -186,40 +176,51 @@ def provision(
     if not cfg.policy.cpu_threads:
         # the nodes share this machine: torch's default (every core each) oversubscribes it
         policy["cpu_threads"] = max(1, (os.cpu_count() or 1) // max(1, nodes))
+    # the nodes' configs first: their model families are the ledger's (fixed at deployment)
+    node_cfgs = [
+        _node_config(cfg, i, data_dir, chain, store, policy, apis, password_file, node_sections)
+        for i in range(nodes)
+    ]
+    known: dict = {}
+    families = [_family(node_cfg, known) for node_cfg in node_cfgs]
+    params = cfg.ledger
+    if not params.families:
+        params = params.model_copy(update={"families": list(dict.fromkeys(families))})
+    elif missing := [f for f in families if f not in params.families]:
+        raise ValueError(
+            f"[ledger].families does not list model family {missing[0]}, which a devnet node "
+            "runs: list it, or leave [ledger].families empty (the devnet lists its nodes')"
+        )
+    ledger, deployed = deploy_ledger(
+        w3, deployer, params, catalog.digest(), receipt_timeout_s=cfg.chain.receipt_timeout_s
+    )
+    ledger.fund(cfg.devnet.reward_pool)
+    chain |= {"ledger_address": ledger.address, "ledger_deploy_block": deployed.block_number}
     swarm_cfg = with_sections(
-        cfg, chain=chain, store=store, node={"data_dir": data_dir / "node-0"}, policy=policy
+        cfg,
+        chain=chain,
+        store=store,
+        node={"data_dir": data_dir / "node-0"},
+        policy=policy,
+        ledger={"families": params.families},
     )
     config_path = data_dir / "devnet.toml"
     config_path.write_text(dump_toml(swarm_cfg, HEADER))
 
     node_configs, addresses = [], []
-    for i in range(nodes):
-        node_dir = data_dir / f"node-{i}"
-        keystore = DataDir(node_dir).keystore
-        account = dev_account(i + 1)
-        if not keystore.exists():
-            write_keystore(keystore, account.key, password)
+    for i, (node_cfg, family) in enumerate(zip(node_cfgs, families, strict=True)):
         node_cfg = with_sections(
-            cfg,
-            chain={**chain, "keystore": keystore, "password_file": password_file},
-            # with IPFS each node keeps its own pin index; `local` shares one blockstore
-            store={
-                **store,
-                **({"ipfs_api": apis[i]} if apis else {}),
-                "store_dir": (node_dir / "blocks")
-                if cfg.store.backend == "ipfs"
-                else store["store_dir"],
-            },
-            node={"data_dir": node_dir},
-            policy=policy,
+            node_cfg,
+            chain={"ledger_address": ledger.address, "ledger_deploy_block": deployed.block_number},
+            ledger={"families": params.families},
         )
-        if node_sections is not None:
-            node_cfg = with_sections(node_cfg, **node_sections(i))
-        if overrides := cfg.devnet.node_overrides.get(i):  # e.g. a slower node
-            node_cfg = with_sections(node_cfg, **overrides)
+        node_dir = data_dir / f"node-{i}"
+        account = dev_account(i + 1)
         node_ledger = Ledger(w3, ledger.address, account=account)
         if not node_ledger.node_info(account.address).registered:
-            node_ledger.register(node_metadata(node_cfg, open_store(node_cfg.store)), stakes[i])
+            node_ledger.register(
+                node_metadata(node_cfg, open_store(node_cfg.store)), stakes[i], family
+            )
         path = DataDir(node_dir).config
         path.write_text(dump_toml(node_cfg, f"{HEADER}\nNode {i}: {account.address}."))
         node_configs.append(path)
@@ -227,6 +228,47 @@ def provision(
     return Provisioned(
         config_path, node_configs, ledger.address, deployed.block_number, addresses, roles
     )
+
+
+def _family(node_cfg: NodeConfig, known: dict) -> str:
+    """The model family node_cfg runs (client.node.assemble.node_family), each base loaded once
+    (`known`: what was computed for the configs before it)."""
+    # lazily: the training stack loads only here
+    from client.node.assemble import base_policy_path, node_family
+
+    key = (str(base_policy_path(node_cfg)), node_cfg.policy.adapter, node_cfg.policy.dtype)
+    if key not in known:
+        known[key] = node_family(node_cfg)
+    return known[key]
+
+
+def _node_config(
+    cfg: NodeConfig, i, data_dir, chain, store, policy, apis, password_file, node_sections
+) -> NodeConfig:
+    """Node i's config (its chain section's ledger fields are filled once deployed)."""
+    node_dir = data_dir / f"node-{i}"
+    keystore = DataDir(node_dir).keystore
+    if not keystore.exists():
+        write_keystore(keystore, dev_account(i + 1).key, password_file.read_text())
+    node_cfg = with_sections(
+        cfg,
+        chain={**chain, "keystore": keystore, "password_file": password_file},
+        # with IPFS each node keeps its own pin index; `local` shares one blockstore
+        store={
+            **store,
+            **({"ipfs_api": apis[i]} if apis else {}),
+            "store_dir": (node_dir / "blocks")
+            if cfg.store.backend == "ipfs"
+            else store["store_dir"],
+        },
+        node={"data_dir": node_dir},
+        policy=policy,
+    )
+    if node_sections is not None:
+        node_cfg = with_sections(node_cfg, **node_sections(i))
+    if overrides := cfg.devnet.node_overrides.get(i):  # e.g. a slower node
+        node_cfg = with_sections(node_cfg, **overrides)
+    return node_cfg
 
 
 def node_process(

@@ -84,6 +84,40 @@ def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
         raise NodeConfigError(f"[policy].seed_datasets: {exc}") from None
 
 
+def node_family(cfg: NodeConfig, progress=None) -> str:
+    """The model family a node of `cfg` registers in and is checked within (client.policy.family):
+    its base's content id with an adapter, its architecture's id without. Loads the base (building
+    the seed policy first if it is absent)."""
+    # lazily, as above: torch
+    from client.policy import load_policy
+    from client.policy.family import family_id
+
+    base = load_policy(
+        base_policy_path(cfg, progress), device=cfg.policy.device, dtype=cfg.policy.dtype
+    )
+    return family_id(base.model, base.tokenizer, adapted=cfg.policy.adapter != "none")
+
+
+def check_family(registered: str | None, runs: str, address: str, families) -> None:
+    """Raises NodeConfigError when the family a node runs is not the one its address registered
+    in, or one the ledger does not check: its batches would be checked by nodes that cannot run
+    its model (or by nobody)."""
+    from client.policy.family import short
+
+    if registered is not None and registered != runs:
+        raise NodeConfigError(
+            f"{address} is registered in model family {short(registered)}, but [policy] runs "
+            f"family {short(runs)}: a family is fixed for an address's life, so run the model it "
+            "registered with, or register another address (sapo wallet new; sapo node register)"
+        )
+    if runs not in families:
+        raise NodeConfigError(
+            f"[policy] runs model family {short(runs)}, which this ledger does not check (it "
+            f"checks {', '.join(short(f) for f in families) or 'none'}): nobody could check its "
+            "batches; run one of those bases"
+        )
+
+
 def adapter_spec(cfg: NodeConfig):
     """The LoRA adapter [policy] asks for, or None when every weight is trained."""
     if cfg.policy.adapter == "none":
@@ -143,7 +177,8 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     params = ledger.check(cfg.chain.chain_id)
     catalog = load_catalog(cfg.tasks.catalog)
     check_against_ledger(catalog, params.catalog_digest)
-    if not ledger.node_info(ledger.account_address).registered:
+    registration = ledger.node_info(ledger.account_address)
+    if not registration.registered:
         raise NodeConfigError(
             f"{ledger.account_address} is not registered on ledger {ledger.address}: run "
             "`sapo node register --config …` first"
@@ -188,6 +223,11 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
             f"{_training(wanted)}: set [policy] as the checkpoint was made, or start a new "
             "[node].data_dir"
         )
+    from client.policy.family import policy_family
+
+    check_family(
+        registration.family, policy_family(policy), ledger.account_address, params.families
+    )
     trainer = make_trainer(cfg, policy, optimizer, step, load_base)
     services = Services(
         ledger,

@@ -3,7 +3,9 @@ with the fix when it fails.
 
 Checks, in order (a check whose premise failed is skipped and says which): the RPC answers with
 the configured chain id; the ledger at the address is this client's SwarmLedger; the keystore
-exists, is private (mode 0600) and decrypts; the node's stake is at least the minimum; the IPFS
+exists, is private (mode 0600) and decrypts; the node's stake is at least the minimum; its model
+family has enough other staked nodes to fill a quorum (and no address holds more than a third of
+its stake: a warning); the IPFS
 API answers and its swarm listens on an address peers can dial; at least one registered peer's
 IPFS node can be dialled; this machine's clock agrees with the chain's; the disk holds what
 `[store].retain_rounds` keeps; the policy loads. Nothing is written anywhere.
@@ -40,6 +42,7 @@ class Check:
     ok: bool | None
     detail: str
     fix: str = ""
+    warning: bool = False  # ok, but the operator should know (the detail says what)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,6 +63,7 @@ class Preflight:
             ("ledger", self.ledger_code),
             ("keystore", self.keystore),
             ("stake", self.stake),
+            ("family", self.family),
             ("ipfs", self.ipfs),
             ("peers", self.peers),
             ("clock", self.clock),
@@ -164,6 +168,34 @@ class Preflight:
                 "sapo stake add AMOUNT --config FILE",
             )
         return Check("stake", True, f"{format_ether(info.active_stake)} active")
+
+    def family(self) -> Check:
+        """Whether this node's model family can check its batches: enough other staked nodes of
+        the family for the quorum, and no address above a third of the family's stake."""
+        from client.chain.families import family_standing
+
+        if not self._ok("stake"):
+            return Check("family", None, "skipped: needs a registered, staked node")
+        me = self.account.address
+        family = self.ledger.node_info(me).family
+        standing = family_standing(self.ledger, family)
+        problems = standing.problems(me, self.params.quorum)
+        others = standing.checkers_for(me)
+        detail = (
+            f"model family {family[:12]}…: {others} other staked node(s), "
+            f"{format_ether(standing.stake)} staked"
+        )
+        if not standing.can_credit(me, self.params.quorum):
+            return Check(
+                "family",
+                False,
+                "; ".join(problems),
+                "bring more nodes of this base, or run a base that more nodes run (`sapo chain "
+                "info` lists the ledger's families) from another address",
+            )
+        if problems:
+            return Check("family", True, f"{detail}; warning: {problems[0]}", warning=True)
+        return Check("family", True, detail)
 
     def ipfs(self) -> Check:
 
