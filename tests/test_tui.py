@@ -150,6 +150,9 @@ async def test_live_node_screens_and_actions(world) -> None:
         assert "chain ● up" in status and "store ● up" in status, status
         account = text(app.query_one("#account-card", Static))
         assert node.address in account and "active stake 2 ETH" in account, account
+        # two nodes of one family: the other holds half its stake, which the card says
+        assert "model family 0x" in account and "(1 other nodes)" in account, account
+        assert "holds 50% of model family" in account, account
         assert "round" in text(app.query_one("#round-label", Static))
 
         await pilot.press("2")

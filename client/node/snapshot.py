@@ -43,6 +43,9 @@ class Account:
     total_paid: int
     claimable: int
     claimable_rounds: tuple[int, ...]
+    family: str | None = None  # the model family it registered in (its checkers are its members)
+    family_nodes: int = 0  # staked nodes of its family besides it: who can check its batches
+    family_problems: tuple[str, ...] = ()  # client.chain.families: no quorum, a third of stake
 
 
 @dataclass(frozen=True)

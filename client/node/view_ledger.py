@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from client.chain import Ledger
 from client.chain.events import EventCursor, EventReader, LedgerEvent
+from client.chain.families import standing
 from client.chain.models import NodeInfo
 from client.node.snapshot import Account, Activity, Payout, PeerRow, short
 from client.units import SCORE_SCALE
@@ -89,6 +90,15 @@ class LedgerView:
         )
         mine = self.nodes[self.me].info
         assert mine is not None
+        family = (
+            standing(
+                mine.family,
+                [r.info for r in self.nodes.values() if r.info is not None],
+                params.min_stake,
+            )
+            if mine.family
+            else None
+        )
         self.account = Account(
             address=mine.address,
             registered=mine.registered,
@@ -99,6 +109,9 @@ class LedgerView:
             total_paid=mine.total_paid,
             claimable=self.ledger.claimable(mine.address, unpaid) if unpaid else 0,
             claimable_rounds=tuple(unpaid),
+            family=mine.family,
+            family_nodes=family.checkers_for(mine.address) if family else 0,
+            family_problems=tuple(family.problems(mine.address, params.quorum)) if family else (),
         )
         self.reward_pool = self.ledger.reward_pool()
         return activity

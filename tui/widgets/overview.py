@@ -71,6 +71,10 @@ class Overview(Grid):
             rounds = f" ({len(a.claimable_rounds)} final rounds)" if a.claimable_rounds else ""
             account.add_row("claimable", format_ether(a.claimable) + rounds)
             account.add_row("paid so far", format_ether(a.total_paid))
+            if a.family:
+                account.add_row("model family", f"{a.family[:12]}… ({a.family_nodes} other nodes)")
+            for problem in a.family_problems:
+                account.add_row("", Text(problem, style="bold yellow"))
             if not a.registered:
                 account.add_row("", Text("not registered on this ledger", style="bold red"))
         self.query_one("#account-card", Static).update(account)
