@@ -63,9 +63,18 @@ def seed(
             "32, 64, 80, ... (small: --heads 3).",
         ),
     ] = 0,
+    arch: Annotated[
+        Literal["qwen2", "llama"],
+        typer.Option(
+            "--arch",
+            help="qwen2: the swarm's default; llama: a Llama-architecture sibling with a "
+            "tokenizer of its own (another model family; [policy].model = 'seed-llama').",
+        ),
+    ] = "qwen2",
     as_json: JsonOption = False,
 ) -> None:
-    """Build (once, then cached) the tiny Qwen2 seed policy on a task catalog; no download.
+    """Build (once, then cached) the tiny Qwen2 (or, --arch llama, Llama) seed policy on a task
+    catalog; no download.
 
     A stopped build resumes where it last saved; a second caller waits for a build under way
     and shows its progress."""
@@ -81,7 +90,7 @@ def seed(
     except CatalogError as exc:
         fail(str(exc))
     try:
-        spec = SeedSpec.of(size, seed_, catalog, steps=steps, tagged=tagged, heads=heads)
+        spec = SeedSpec.of(size, seed_, catalog, steps=steps, tagged=tagged, heads=heads, arch=arch)
     except ValueError as exc:
         fail(f"--heads {heads}: {exc}")
     directory = seed_policy_dir(data_dir.absolute(), spec)

@@ -389,7 +389,9 @@ class PolicySection(Section):
     model: str = Field(
         "seed",
         min_length=1,
-        description="HF name, local dir, 'seed' (the CPU seed policy), 'seed-test' (smaller)",
+        description="HF name, local dir, 'seed' (the CPU seed policy), 'seed-test' (smaller); "
+        "'seed-llama' and 'seed-llama-test': their Llama-architecture siblings with a tokenizer "
+        "of their own (another model family)",
     )
     seed: int = Field(0, ge=0, description="which seed policy ('seed' models only)")
     seed_datasets: list[str] = Field(
@@ -530,9 +532,10 @@ class DevnetSection(Section):
     reward_pool: Wei = Field(default_factory=lambda: 100 * 10**18)
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
-        description="per node index, sections of its config that differ from the others' "
-        "([sapo], [policy], [train]): e.g. a slower node, [devnet.node_overrides.2.sapo] "
-        "completions = 24",
+        description="per node index (honest nodes first, then adversaries), sections of its "
+        "config that differ from the others' ([sapo], [policy], [train]): e.g. a slower node, "
+        "[devnet.node_overrides.2.sapo] completions = 24, or another model family, "
+        "[devnet.node_overrides.2.policy] model = 'seed-llama'",
     )
     adversaries: list[str] = Field(
         default_factory=list,
@@ -571,11 +574,11 @@ class DevnetSection(Section):
 
     @model_validator(mode="after")
     def _overrides_name_nodes_and_sections(self) -> DevnetSection:
+        # adversary nodes follow the honest ones: a farmer of a second model family is one
+        every = self.nodes + len(self.adversary_roles())
         for index, sections in self.node_overrides.items():
-            if not 0 <= index < self.nodes:
-                raise ValueError(
-                    f"node_overrides.{index}: the devnet has nodes 0..{self.nodes - 1}"
-                )
+            if not 0 <= index < every:
+                raise ValueError(f"node_overrides.{index}: the devnet has nodes 0..{every - 1}")
             if unknown := sorted(set(sections) - set(NODE_OVERRIDABLE)):
                 raise ValueError(
                     f"node_overrides.{index}: {unknown} cannot differ between a devnet's nodes "

@@ -464,17 +464,22 @@ class Adversary:
         self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
 
     def _weights(self, round_: int, *, withhold: bool = False):
-        """Pins the seed policy's weights for `round_` (every opening a beacon may ask for);
+        """Pins the seed policy's weights for `round_` (every opening a beacon may ask for; with
+        `[policy].adapter`, a fresh adapter's over it, as a node of its family commits);
         returns their id and a text -> token ids function of the seed tokenizer. `withhold`:
         the id of weights of its own (the seed's, 8 parameters appended) that it never puts
         anywhere, so that no node can give them."""
         if self._seed is None:
             # lazily: only this strategy needs a model (torch); the others run without one
-            from client.node.assemble import base_policy_path
-            from client.policy import load_policy
+            from client.node.assemble import adapter_spec, base_policy_path
+            from client.policy import adapt, load_policy
             from client.policy.weights import weights_bytes
 
             policy = load_policy(base_policy_path(self.cfg), device="cpu", dtype="float32")
+            if (spec := adapter_spec(self.cfg)) is not None:
+                # as a fresh node of its family: an untrained adapter over the config's base (its
+                # committed weights are the adapter's, as its family's checkers expect)
+                policy = adapt(policy, spec)
             self._seed = (policy.descriptor(), policy.tokenizer, weights_bytes(policy.model))
             self._seed_policy = policy  # a padder samples from it
         descriptor, tokenizer, data = self._seed

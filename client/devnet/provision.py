@@ -183,6 +183,8 @@ def provision(
     ]
     known: dict = {}
     families = [_family(node_cfg, known) for node_cfg in node_cfgs]
+    if problem := family_quorum_problem(cfg.ledger.quorum, families, roles, node_cfgs):
+        raise ValueError(problem)
     params = cfg.ledger
     if not params.families:
         params = params.model_copy(update={"families": list(dict.fromkeys(families))})
@@ -228,6 +230,23 @@ def provision(
     return Provisioned(
         config_path, node_configs, ledger.address, deployed.block_number, addresses, roles
     )
+
+
+def family_quorum_problem(
+    quorum: int, families: list[str], roles: list[str], cfgs: list[NodeConfig]
+) -> str | None:
+    """Why the honest nodes of some model family could never credit a batch (a batch's checkers
+    are the other nodes of its family), or None."""
+    for family in dict.fromkeys(families):
+        mine = [i for i, f in enumerate(families) if f == family and roles[i] == HONEST]
+        if mine and quorum > max(1, len(mine) - 1):
+            return (
+                f"model family {family[:12]}… ([policy].model = {cfgs[mine[0]].policy.model!r}) "
+                f"has {len(mine)} honest node(s): its batches' checkers are the others of its "
+                f"family, so [ledger].quorum = {quorum} can never be met; run more nodes of it "
+                "or lower the quorum"
+            )
+    return None
 
 
 def _family(node_cfg: NodeConfig, known: dict) -> str:

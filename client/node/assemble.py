@@ -57,8 +57,9 @@ def _seed_spec(cfg: NodeConfig, catalog: str):
     # devnet's commands do without
     from client.policy import SeedSpec
 
+    model = cfg.policy.model
     return SeedSpec.of(
-        "small" if cfg.policy.model == "seed" else "test",
+        "test" if model.endswith("-test") else "small",
         cfg.policy.seed,
         catalog,
         entries=tuple(cfg.policy.seed_datasets),
@@ -66,6 +67,7 @@ def _seed_spec(cfg: NodeConfig, catalog: str):
         tagged=cfg.policy.seed_tagged,
         shared_tokenizer=cfg.policy.seed_shared_tokenizer,
         heads=cfg.policy.seed_heads,
+        arch="llama" if model.startswith("seed-llama") else "qwen2",
     )
 
 

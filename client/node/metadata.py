@@ -13,8 +13,8 @@ from client.config import NodeConfig
 from client.store import IpfsStore, StoreError
 
 # [policy].model names that mean "the locally built seed policy": the default size, and the
-# test size that builds in seconds
-SEED_MODELS = ("seed", "seed-test")
+# test size that builds in seconds; Qwen2-style, and Llama-style with a tokenizer of its own
+SEED_MODELS = ("seed", "seed-test", "seed-llama", "seed-llama-test")
 
 MAX_METADATA_BYTES = 1024  # SwarmLedger.MAX_METADATA_BYTES
 

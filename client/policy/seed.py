@@ -1,5 +1,6 @@
 """The seed policy: a tiny Qwen2 model pretrained locally on a task catalog's tasks (the node's
-[tasks].catalog, by default `tiny`), no download.
+[tasks].catalog, by default `tiny`), no download; or its Llama-architecture sibling with a
+tokenizer of its own (`arch="llama"`: another model family, for swarms of mixed families).
 
 CPU swarms start from it. It is built once per seed and cached:
 1. a corpus of questions from the catalog with their reference answers, drawn with seeds from
@@ -37,6 +38,8 @@ from client.tasks import load_catalog, regenerate
 from client.tasks.verify import plain_prompt, reference_answer
 
 SPECIAL = ["<pad>", "<eos>", "<answer>", "</answer>"]
+ARCHITECTURES = ("qwen2", "llama")
+LLAMA_VOCAB_SHARE = 0.875  # the Llama seed's tokenizer: 7/8 of its recipe's vocabulary
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class SeedSpec:
     # the same recipe without `entries`, so it is the generalist's tokenizer token for token and
     # specialists of one recipe are one model family (a devnet's checkers can prove each other)
     shared_tokenizer: bool = False
+    # the architecture: "qwen2" (tied embeddings, attention biases) or "llama" (untied, no
+    # biases), whose tokenizer is its own: a BPE of LLAMA_VOCAB_SHARE of the recipe's size, so
+    # no token id means the same text in both
+    arch: str = "qwen2"
 
     @classmethod
     def tiny_test(cls, seed: int = 0) -> SeedSpec:
@@ -96,6 +103,7 @@ class SeedSpec:
         tagged: float = 1.0,
         shared_tokenizer: bool = False,
         heads: int = 0,
+        arch: str = "qwen2",
     ) -> SeedSpec:
         """The spec of a recipe ('small': the swarm's default, 'test': seconds, for tests) on a
         named catalog, optionally a specialist on `entries` (with the generalist's tokenizer if
@@ -103,6 +111,10 @@ class SeedSpec:
         answers in the verifiers' format, with `heads` attention heads (0: the recipe's; vLLM's
         CPU attention takes head sizes 32, 64, 80, ..., not the small recipe's 192 / 4 = 48)."""
         spec = replace(cls(seed=seed) if size == "small" else cls.tiny_test(seed), catalog=catalog)
+        if arch not in ARCHITECTURES:
+            raise ValueError(f"architecture {arch!r}: the seed recipes build {ARCHITECTURES}")
+        if arch != spec.arch:
+            spec = replace(spec, arch=arch, vocab_size=int(spec.vocab_size * LLAMA_VOCAB_SHARE))
         if heads and heads != spec.heads:
             if spec.hidden % heads:
                 raise ValueError(
@@ -290,7 +302,7 @@ def build_seed_policy(
     uninterrupted one. The finished policy appears in `directory` by one rename: a reader never
     sees half a policy.
     """
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import PreTrainedTokenizerFast
 
     began = time.perf_counter()
     work = directory.with_name(directory.name + ".partial")
@@ -339,20 +351,7 @@ def build_seed_policy(
         os.replace(work / "tokenizer.tmp", work / "tokenizer")
     examples = _examples(tokenizer, pairs, spec.tagged, spec.seed)
     longest = max(len(ids) for ids, _ in examples)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=spec.hidden,
-        num_hidden_layers=spec.layers,
-        num_attention_heads=spec.heads,
-        num_key_value_heads=spec.heads,
-        intermediate_size=spec.intermediate,
-        max_position_embeddings=max(256, longest + 64),
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-    )
-    model = Qwen2ForCausalLM(config)
+    model = _model(spec, tokenizer, max(256, longest + 64))
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
 
     def lr_at(step: int) -> float:
@@ -445,6 +444,27 @@ def build_seed_policy(
     return record
 
 
+def _model(spec: SeedSpec, tokenizer, positions: int):
+    """A freshly initialised model of the spec's architecture (seeded by the caller)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    shape = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": spec.hidden,
+        "num_hidden_layers": spec.layers,
+        "num_attention_heads": spec.heads,
+        "num_key_value_heads": spec.heads,
+        "intermediate_size": spec.intermediate,
+        "max_position_embeddings": positions,
+        "pad_token_id": tokenizer.pad_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "bos_token_id": tokenizer.eos_token_id,
+    }
+    if spec.arch == "llama":
+        return LlamaForCausalLM(LlamaConfig(**shape, tie_word_embeddings=False))
+    return Qwen2ForCausalLM(Qwen2Config(**shape, tie_word_embeddings=True))
+
+
 def pretraining_prompts(directory: Path | str) -> set[str] | None:
     """The prompts a seed policy at `directory` was pretrained on (its build record lists them);
     None for a model that is not a seed policy, whose training data is not known here."""
@@ -456,7 +476,8 @@ def pretraining_prompts(directory: Path | str) -> set[str] | None:
 
 def seed_policy_dir(data_root: Path, spec: SeedSpec) -> Path:
     """Returns where the seed policy of `spec` is cached."""
-    name = f"seed-{spec.catalog}-{spec.seed}-h{spec.hidden}l{spec.layers}"
+    arch = "" if spec.arch == "qwen2" else f"{spec.arch}-"
+    name = f"seed-{arch}{spec.catalog}-{spec.seed}-h{spec.hidden}l{spec.layers}"
     if spec.entries:
         name += "-on-" + "+".join(sorted(spec.entries))
     if spec.steps != spec.recipe_steps:  # a longer (or shorter) pretraining is another policy
