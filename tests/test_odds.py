@@ -66,3 +66,24 @@ def test_the_seat_odds_match_draws_of_the_ledger_s_rule() -> None:
     ):
         sigma = sqrt(want * (1 - want) / trials)
         assert abs(seen - want) < 4 * sigma, f"simulated {seen:.3f}, exact {want:.3f}"
+
+
+def test_a_small_family_s_unfilled_committee_matches_the_ledger_s_draw() -> None:
+    """A model family of N equal nodes (ledger v4 draws a batch's committee from its family
+    alone): the odds that fewer than Q distinct checkers are drawn, against draws of the real
+    rule (`Beacon.seats`) from random beacons."""
+    rng = random.Random(41)
+    n, k, q, trials = 5, 10, 3, 3_000
+    others = [f"0x{i:040x}" for i in range(1, n)]
+    short = 0
+    for _ in range(trials):
+        beacon = Beacon(
+            round=1, node="0x" + "ab" * 20, beacon=rng.getrandbits(88), block=2, ready=True
+        )
+        drawn = sum(beacon.seats(c, 1, n, k) > 0 for c in others)
+        short += drawn < q
+    p = odds.unfilled_committee(n, k, q)
+    assert abs(short / trials - p) < 4 * sqrt(p * (1 - p) / trials) + 1e-3, (short / trials, p)
+    # a family of Q nodes or fewer never fills its committee; one with many rarely misses it
+    assert odds.unfilled_committee(q, 255, q) == 1.0
+    assert odds.unfilled_committee(1_000, 40, q) < 1e-12

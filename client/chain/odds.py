@@ -154,3 +154,17 @@ def v3_free_claim_credited(nodes: int, share: float, checkers: int, quorum: int)
     return float(
         sum(friends[a] * at_most[min(a, len(at_most) - 1)] for a in range(quorum, len(friends)))
     )
+
+
+def unfilled_committee(nodes: int, checkers: int, quorum: int) -> float:
+    """P(fewer than Q distinct checkers are drawn for a batch) among `nodes` equal stakes (the
+    producer one of them): each other node holds a seat with 1 - (1 - 1/N)^K. A family's own
+    size sets it: its batches draw only its nodes."""
+    from math import comb
+
+    drawn = 1 - (1 - 1 / nodes) ** checkers
+    others = nodes - 1
+    return sum(
+        comb(others, i) * drawn**i * (1 - drawn) ** (others - i)
+        for i in range(min(quorum, others + 1))
+    )
