@@ -220,3 +220,43 @@ def test_an_adapter_on_modules_the_model_lacks_names_the_ones_it_has(world) -> N
     with pytest.raises(PolicyError) as info:
         adapt(plain, AdapterSpec(targets=("c_attn", "q_proj")))
     assert "['c_attn']" in str(info.value) and "q_proj" in str(info.value)
+
+
+def test_the_llama_seed_is_another_model_family_and_a_checker_says_so(world) -> None:
+    """`sapo policy seed --arch llama`: a Llama-architecture seed policy with a tokenizer of its
+    own. Its family differs from the Qwen2-style seed's with an adapter (another base) and
+    without (another architecture and tokenizer); a Qwen2-style checker names what it lacks."""
+    from typer.testing import CliRunner
+
+    from client.cli.main import app
+    from client.policy import SeedSpec, ensure_seed_policy
+    from client.policy.family import architecture_id, family_id, policy_family
+
+    spec = SeedSpec.of("test", 0, "tiny", arch="llama")
+    assert spec.vocab_size < SeedSpec.tiny_test().vocab_size
+    directory = ensure_seed_policy(world["root"] / "cache", spec)
+    assert directory.name == "seed-llama-tiny-0-h64l2"
+    llama = load_policy(directory, device="cpu", dtype="float32")
+    qwen = load_policy(world["root"] / "seed", device="cpu", dtype="float32")
+    assert type(llama.model).__name__ == "LlamaForCausalLM"
+    assert type(qwen.model).__name__ == "Qwen2ForCausalLM"
+    assert llama.descriptor()["tokenizer"] != qwen.descriptor()["tokenizer"]
+    # the answer format survives the other tokenizer (the verifiers read the text)
+    ids = llama.tokenizer.encode("<answer>42</answer>", add_special_tokens=False)
+    assert llama.tokenizer.decode(ids) == "<answer>42</answer>"
+    # families: the base's id with an adapter, the architecture's without; both differ
+    assert family_id(llama.model, llama.tokenizer, adapted=True) == base_id(llama.model)
+    assert architecture_id(llama.model, llama.tokenizer) != architecture_id(
+        qwen.model, qwen.tokenizer
+    )
+    assert policy_family(world["policy"]) == world["policy"].base == base_id(qwen.model)
+    # two loads of one model are one family (nothing of where it was loaded from counts)
+    again = load_policy(world["root"] / "seed", device="cpu", dtype="float32")
+    assert architecture_id(again.model, again.tokenizer) == architecture_id(
+        qwen.model, qwen.tokenizer
+    )
+    printed = CliRunner().invoke(app, ["policy", "id", str(directory), "--adapter", "lora"])
+    assert printed.exit_code == 0 and printed.output.strip() == base_id(llama.model)
+    # a Llama-style checker drawn on the Qwen2-style adapter's batch could not load it
+    problem = Prover(adapt(llama, SPEC)).model_problem(world["batch"])
+    assert problem and "another model family" in problem, problem

@@ -117,6 +117,9 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
+        ('[ledger]\nfamilies = ["qwen2.5-0.5b"]\n', "is not a base's content id"),
+        (f'[ledger]\nfamilies = ["0x{"0" * 64}"]\n', "is not a base's content id"),
+        (f'[ledger]\nfamilies = ["0x{"ab" * 32}", "0x{"AB" * 32}"]\n', "is listed twice"),
     ],
 )
 def test_bad_values_name_the_field(tmp_path: Path, text: str, field: str) -> None:
@@ -248,12 +251,26 @@ def test_devnet_node_overrides_are_checked_like_the_sections_they_change(tmp_pat
 
     again = write(tmp_path, dump_toml(load_config(good)), "written.toml")
     assert load_config(again).devnet.node_overrides == {2: {"sapo": {"completions": 24}}}
+    farmer = write(  # an adversary of another family: node 3, after the three honest ones
+        tmp_path,
+        '[devnet]\nadversaries = ["answer-farmer"]\n'
+        '[devnet.node_overrides.3.policy]\nmodel = "seed-llama-test"\n',
+        "farmer.toml",
+    )
+    assert load_config(farmer).devnet.node_overrides == {
+        3: {"policy": {"model": "seed-llama-test"}}
+    }
     for text, needle in [
         (
             "[devnet.node_overrides.2.sapo]\ncompletions = 99\n",
             "node_overrides.2.sapo: completions",
         ),
         ("[devnet.node_overrides.7.sapo]\ncompletions = 8\n", "the devnet has nodes 0..2"),
+        (  # adversaries follow the honest nodes: 3 honest and 1 farmer are nodes 0..3
+            '[devnet]\nadversaries = ["answer-farmer"]\n[devnet.node_overrides.4.sapo]\n'
+            "completions = 8\n",
+            "the devnet has nodes 0..3",
+        ),
         ("[devnet.node_overrides.1.chain]\nrpc_url = 'http://x'\n", "cannot differ between"),
     ]:
         with pytest.raises(ConfigError) as caught:
