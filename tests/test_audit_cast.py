@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
-from ledger_swarm import ETH, Swarm, digest
+from ledger_swarm import ETH, FAMILY, OTHER_FAMILY, Swarm, digest
 from typer.testing import CliRunner
 
 from client.cli.main import app
@@ -113,7 +113,10 @@ def test_readme_cast_commands_agree_with_sapo_audit(
         f'ledger_address = "{swarm.ledger.address}"\nkeystore = "{keystore.name}"\n'
     )
     snippets = readme_snippets()
-    assert len(snippets) == 9, list(snippets)
+    assert len(snippets) == 10, list(snippets)
+    key = next(k for k in snippets if k.startswith("the model families"))
+    listed = run_snippet(snippets[key], {**tools, "RPC": swarm.url, "LEDGER": swarm.ledger.address})
+    assert tuple(listed.split()) == swarm.ledger.params().families == (FAMILY, OTHER_FAMILY)
     base = {**tools, "RPC": swarm.url, "LEDGER": swarm.ledger.address, "FROM": "0"}
 
     for round_ in (0, 1):
@@ -166,7 +169,19 @@ def test_readme_cast_commands_agree_with_sapo_audit(
         key = next(k for k in snippets if k.startswith("a node:"))
         [view] = json.loads(run_snippet(snippets[key], env))
         info = report["info"]
-        registered, active, unbonding, end, metadata, paid, stake_block, unsettled, backing = view
+        (
+            registered,
+            active,
+            unbonding,
+            end,
+            metadata,
+            paid,
+            stake_block,
+            unsettled,
+            backing,
+            family,
+        ) = view
+        assert family == info["family"]  # the family it registered in, as the client reads it
         # cast prints a metadata string that is JSON as the object it encodes
         assert metadata == (
             json.loads(info["metadata"]) if info["metadata"].startswith("{") else info["metadata"]

@@ -224,7 +224,10 @@ def node(
         print_json(data)
         return
     info = report.info
-    out.print(f"node {info.address}: " + ("registered" if info.registered else "not registered"))
+    out.print(
+        f"node {info.address}: "
+        + (f"registered in model family {info.family}" if info.registered else "not registered")
+    )
     out.print(
         f"  stake {ether(info.active_stake)} active, {ether(info.unbonding)} unbonding; "
         f"paid {ether(info.total_paid)}; metadata {info.metadata or '-'}"
