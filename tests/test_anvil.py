@@ -134,6 +134,11 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path: Path, sig: signal.Signals
     assert not port_is_listening(port)
 
 
+# A devnet without nodes deploys its ledger for nodes registered later, whose model families
+# it must list: a stand-in here (these devnets register nobody), so no seed policy is built.
+NO_NODES_ENV = {"SAPO_LEDGER__FAMILIES": '["0x' + "11" * 32 + '"]'}
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
@@ -147,6 +152,7 @@ def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
         "--json",
         "--nodes",
         "0",
+        env=NO_NODES_ENV,
     )
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
     assert ready["rpc_url"].startswith("http://127.0.0.1:")
@@ -163,7 +169,9 @@ def test_devnet_up_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
 
 @pytest.mark.e2e
 def test_devnet_up_killed_hard_leaves_no_chain(tmp_path: Path) -> None:
-    proc = sapo_process("devnet", "up", "--data-dir", str(tmp_path), "--json", "--nodes", "0")
+    proc = sapo_process(
+        "devnet", "up", "--data-dir", str(tmp_path), "--json", "--nodes", "0", env=NO_NODES_ENV
+    )
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
     proc.kill()
     proc.wait(timeout=30)
@@ -191,7 +199,7 @@ def test_devnet_up_with_a_local_store_starts_no_ipfs_daemon(tmp_path: Path) -> N
         "--json",
         "--nodes",
         "0",
-        env={"SAPO_STORE__BACKEND": "local"},
+        env={"SAPO_STORE__BACKEND": "local"} | NO_NODES_ENV,
     )
     ready = json.loads(proc.stdout.readline() or "null") or pytest.fail(proc.stderr.read())
     assert ready["ipfs"] == []
@@ -234,3 +242,19 @@ def test_one_that_dies_before_ready_stops_the_others_and_is_named(tmp_path: Path
     with pytest.raises(ServerStartError, match=r"bad exited with code 2(.|\n)*no config"):
         start_together(procs)
     assert not any(p.running for p in procs), "a process was left running"
+
+
+@pytest.mark.e2e
+def test_devnet_up_without_nodes_or_families_says_what_to_set(tmp_path: Path) -> None:
+    """A devnet without nodes deploys its ledger for nodes registered later: without
+    [ledger].families and with no seed policy built to name one, it stops with what to do
+    (and stops what it started)."""
+    env = {"SAPO_POLICY__CACHE_DIR": str(tmp_path / "empty-cache")}
+    proc = sapo_process(
+        "devnet", "up", "--data-dir", str(tmp_path / "d"), "--json", "--nodes", "0", env=env
+    )
+    assert proc.wait(timeout=120) == 2
+    err = proc.stderr.read()
+    assert "set [ledger].families" in err and "sapo policy seed" in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "empty-cache" / "policies").exists(), "no seed was built for it"

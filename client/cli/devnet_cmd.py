@@ -147,7 +147,7 @@ def up(
     from client.chain import ChainError
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
     from client.devnet.netns import NetnsError, NetnsUnavailable
-    from client.devnet.provision import quorum_problem, topology_conflicts
+    from client.devnet.provision import ProvisionError, quorum_problem, topology_conflicts
     from client.devnet.supervisor import Supervisor
     from client.node.assemble import NodeConfigError
 
@@ -192,7 +192,7 @@ def up(
     try:
         try:
             state = supervisor.start()
-        except (AnvilNotFound, IpfsNotFound, NodeConfigError) as exc:
+        except (AnvilNotFound, IpfsNotFound, NodeConfigError, ProvisionError) as exc:
             fail(str(exc), Exit.USAGE)
         except (ServerStartError, ChainError, NetnsError) as exc:
             fail(str(exc), Exit.CHECK_FAILED)

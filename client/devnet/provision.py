@@ -45,6 +45,10 @@ class Provisioned:
     roles: list[Role]  # per node: honest or its adversary strategy
 
 
+class ProvisionError(ValueError):
+    """The devnet asked for cannot be provisioned as configured; the message says what to set."""
+
+
 def quorum_problem(cfg: NodeConfig, nodes: int) -> str | None:
     """Why a devnet of `nodes` nodes could never credit a batch with this quorum, or None."""
     if nodes and cfg.ledger.quorum > max(1, nodes - 1):
@@ -136,7 +140,7 @@ def provision(
     first).
     `node_sections(i)` may change sections of node i's config (e.g. its policy seed)."""
     if problem := quorum_problem(cfg, nodes):
-        raise ValueError(problem)
+        raise ProvisionError(problem)
     roles = [HONEST] * nodes + list(adversaries or [])
     stakes = initial_stakes(
         [Role(r) for r in roles],
@@ -184,12 +188,13 @@ def provision(
     known: dict = {}
     families = [_family(node_cfg, known) for node_cfg in node_cfgs]
     if problem := family_quorum_problem(cfg.ledger.quorum, families, roles, node_cfgs):
-        raise ValueError(problem)
+        raise ProvisionError(problem)
     params = cfg.ledger
     if not params.families:
-        params = params.model_copy(update={"families": list(dict.fromkeys(families))})
+        listed = list(dict.fromkeys(families)) or [_unstarted_family(cfg)]
+        params = params.model_copy(update={"families": listed})
     elif missing := [f for f in families if f not in params.families]:
-        raise ValueError(
+        raise ProvisionError(
             f"[ledger].families does not list model family {missing[0]}, which a devnet node "
             "runs: list it, or leave [ledger].families empty (the devnet lists its nodes')"
         )
@@ -247,6 +252,26 @@ def family_quorum_problem(
                 "or lower the quorum"
             )
     return None
+
+
+def _unstarted_family(cfg: NodeConfig) -> str:
+    """The family of the node a devnet without nodes is deployed for (its config's [policy]: the
+    node its operator registers by hand), when that model is at hand; a seed policy is not built
+    for it (minutes) and is asked for instead."""
+    from client.node.assemble import seed_spec
+
+    if (spec := seed_spec(cfg)) is not None:
+        from client.policy import seed_policy_dir
+
+        built = seed_policy_dir(Path(cfg.policy.cache_dir), spec)
+        if not (built / "seed-build.json").is_file():
+            raise ProvisionError(
+                "a devnet without nodes deploys its ledger for the nodes you will register, and "
+                "the ledger needs their model families: set [ledger].families (`sapo policy id "
+                "--config FILE` prints a node's; it builds the seed policy first), or build the "
+                "seed policy (`sapo policy seed`) and start again"
+            )
+    return _family(cfg, {})
 
 
 def _family(node_cfg: NodeConfig, known: dict) -> str:
