@@ -104,8 +104,7 @@ CREDIT_RULE_FAULTS = (
     "vote-counts-once",
     "draw-reads-live-stake",
     "draw-reads-live-total",
-    "checker-of-another-family-drawn",
-    "draw-divides-by-all-stake",
+    "checker-of-another-family-drawn",  # (draw-divides-by-all-stake: a rules test catches it)
     "checkpoint-overwrites-history",
     "beacon-known-at-submission",
     "lapsed-beacon-redrawn",
