@@ -10,11 +10,10 @@ disputed by its own family's checkers; and the preflight says a family of one ca
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
-from conftest import wait_until, warp_world
+from conftest import finish_node, start_node, wait_until, warp_world
 
 from client.chain import Ledger
 from client.chain.audit import Auditor
@@ -69,13 +68,7 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
     params = honest[0].params
     round_ = honest[0].current_round() + 1
     warp.to(params, round_, 0.05)
-    stops = [threading.Event() for _ in honest]
-    threads = [
-        threading.Thread(target=node.run, args=(stop,))
-        for node, stop in zip(honest, stops, strict=True)
-    ]
-    for thread in threads:
-        thread.start()
+    running = [start_node(node) for node in honest]
     addr = [a.lower() for a in swarm.addresses]
     family_of = dict(zip(addr, families, strict=True))
     try:
@@ -115,10 +108,8 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
             )
         used = [used_across(i) for i in range(4)]
     finally:
-        for stop in stops:
-            stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
+        for thread, stop in running:
+            finish_node(thread, stop)
     assert all(used), f"items of the other family each honest node trained on: {used}"
 
     auditor = Auditor(ledger, EventReader(ledger))

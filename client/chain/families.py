@@ -15,6 +15,12 @@ from fractions import Fraction
 
 from client.chain.models import NodeInfo
 
+
+def short_family(family: str | None) -> str:
+    """A family id as people read it: '0x' and its first 10 hex digits."""
+    return family[:12] + "…" if family else "none"
+
+
 # one address above this share of a family's stake is warned about (sapo doctor, the TUI)
 WHALE_SHARE = Fraction(1, 3)
 
@@ -47,14 +53,16 @@ class FamilyStanding:
         others = self.checkers_for(producer)
         if others < quorum:
             out.append(
-                f"model family {self.family[:12]}… has {others} staked node(s) besides this one "
+                f"model family {short_family(self.family)} has {others} staked node(s) besides "
+                "this one "
                 f"and the quorum is {quorum}: no batch of this node can be credited, nor appealed"
             )
         if self.largest is not None and self.largest_share > WHALE_SHARE:
             who = "this node" if self.largest.lower() == producer.lower() else self.largest
             out.append(
                 f"{who} holds {float(self.largest_share):.0%} of model family "
-                f"{self.family[:12]}…'s stake (more than a third): that share of its committees' "
+                f"{short_family(self.family)}'s stake (more than a third): that share of its "
+                "committees' "
                 "seats"
             )
         return out

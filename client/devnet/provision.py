@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client.chain import Ledger, connect, deploy_ledger
+from client.chain.families import short_family
 from client.chain.keystore import write_keystore
 from client.config import NodeConfig, with_sections
 from client.config.roles import HONEST, SYBILS, Role
@@ -246,10 +247,10 @@ def family_quorum_problem(
         mine = [i for i, f in enumerate(families) if f == family and roles[i] == HONEST]
         if mine and quorum > max(1, len(mine) - 1):
             return (
-                f"model family {family[:12]}… ([policy].model = {cfgs[mine[0]].policy.model!r}) "
-                f"has {len(mine)} honest node(s): its batches' checkers are the others of its "
-                f"family, so [ledger].quorum = {quorum} can never be met; run more nodes of it "
-                "or lower the quorum"
+                f"model family {short_family(family)} ([policy].model = "
+                f"{cfgs[mine[0]].policy.model!r}) has {len(mine)} honest node(s): its batches' "
+                f"checkers are the others of its family, so [ledger].quorum = {quorum} can never "
+                "be met; run more nodes of it or lower the quorum"
             )
     return None
 

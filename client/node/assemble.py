@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
+from client.chain.families import short_family
 from client.chain.keystore import load_account
 from client.config import NodeConfig
 from client.node.clock import SystemClock
@@ -104,19 +105,18 @@ def check_family(registered: str | None, runs: str, address: str, families) -> N
     """Raises NodeConfigError when the family a node runs is not the one its address registered
     in, or one the ledger does not check: its batches would be checked by nodes that cannot run
     its model (or by nobody)."""
-    from client.policy.family import short
-
     if registered is not None and registered != runs:
         raise NodeConfigError(
-            f"{address} is registered in model family {short(registered)}, but [policy] runs "
-            f"family {short(runs)}: a family is fixed for an address's life, so run the model it "
-            "registered with, or register another address (sapo wallet new; sapo node register)"
+            f"{address} is registered in model family {short_family(registered)}, but [policy] "
+            f"runs family {short_family(runs)}: a family is fixed for an address's life, so run "
+            "the model it registered with, or register another address (sapo wallet new; sapo "
+            "node register)"
         )
     if runs not in families:
+        checked = ", ".join(short_family(f) for f in families) or "none"
         raise NodeConfigError(
-            f"[policy] runs model family {short(runs)}, which this ledger does not check (it "
-            f"checks {', '.join(short(f) for f in families) or 'none'}): nobody could check its "
-            "batches; run one of those bases"
+            f"[policy] runs model family {short_family(runs)}, which this ledger does not check "
+            f"(it checks {checked}): nobody could check its batches; run one of those bases"
         )
 
 

@@ -56,6 +56,7 @@ class Preflight:
         self.load_model = load_model
         self.checks: list[Check] = []
         self.w3 = self.ledger = self.params = self.account = self.store = None
+        self.info = None  # our node's record, as the stake check read it
 
     def run(self) -> list[Check]:
         steps: list[tuple[str, Callable[[], Check]]] = [
@@ -151,7 +152,7 @@ class Preflight:
 
         if self.ledger is None or self.account is None:
             return Check("stake", None, "skipped: needs the ledger and the keystore")
-        info = self.ledger.node_info(self.account.address)
+        info = self.info = self.ledger.node_info(self.account.address)
         if not info.registered:
             return Check(
                 "stake",
@@ -172,17 +173,16 @@ class Preflight:
     def family(self) -> Check:
         """Whether this node's model family can check its batches: enough other staked nodes of
         the family for the quorum, and no address above a third of the family's stake."""
-        from client.chain.families import family_standing
+        from client.chain.families import family_standing, short_family
 
         if not self._ok("stake"):
             return Check("family", None, "skipped: needs a registered, staked node")
-        me = self.account.address
-        family = self.ledger.node_info(me).family
+        me, family = self.account.address, self.info.family
         standing = family_standing(self.ledger, family)
         problems = standing.problems(me, self.params.quorum)
         others = standing.checkers_for(me)
         detail = (
-            f"model family {family[:12]}…: {others} other staked node(s), "
+            f"model family {short_family(family)}: {others} other staked node(s), "
             f"{format_ether(standing.stake)} staked"
         )
         if not standing.can_credit(me, self.params.quorum):

@@ -64,8 +64,3 @@ def policy_family(policy) -> str:
             raise ValueError(f"policy {policy.name} trains an adapter but names no base")
         return policy.base
     return architecture_id(policy.model, policy.tokenizer)
-
-
-def short(family: str | None) -> str:
-    """A family id as people read it: its first 10 hex digits."""
-    return family[:12] + "…" if family else "none"
