@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import cached_seed_test
 from typer.testing import CliRunner
 
 from client.cli.main import app
@@ -167,8 +168,9 @@ def test_policy_seed_pretrains_on_the_catalog_named(cli: CliRunner, tmp_path: Pa
 
 
 def test_policy_seed_steps_build_a_longer_pretraining_under_its_own_name(
-    cli: CliRunner, tmp_path: Path
+    cli: CliRunner, tmp_path: Path, seed_test: Path
 ) -> None:
+    cached_seed_test(seed_test, tmp_path)  # the recipe's own build, already made this session
     args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
     built = cli.invoke(app, [*args, "--steps", "200"])
     assert built.exit_code == 0, built.output

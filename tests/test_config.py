@@ -310,3 +310,11 @@ def test_an_adapter_setting_that_cannot_work_is_refused_with_what_to_set(tmp_pat
         load_config(write(tmp_path, '[policy]\nadapter = "lora"\nlora_targets = ["a.b"]\n'))
     with pytest.raises(ConfigError, match=r"adapter"):
         load_config(write(tmp_path, '[policy]\nadapter = "qlora"\n'))
+
+
+def test_a_base_bundle_id_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    ok = "0x" + "0a" * 32
+    assert load_config(write(tmp_path, f'[policy]\nbase = "{ok}"\n')).policy.base == ok
+    for bad in ("0x" + "0A" * 32, "0x1234", "Qwen/Qwen2.5-0.5B", "bafkreiabc"):
+        with pytest.raises(ConfigError, match=r"policy.base|\[policy\]\.base|base"):
+            load_config(write(tmp_path, f'[policy]\nbase = "{bad}"\n'))

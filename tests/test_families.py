@@ -10,6 +10,7 @@ disputed by its own family's checkers; and the preflight says a family of one ca
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from client.config.roles import HONEST
 from client.credit import GENERATION
 from client.devnet.adversary import Adversary
 from client.node.assemble import open_node, signing_ledger
+from client.store import IpfsStore
+from client.store.base import fetch_bundle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROUND_S = 8
@@ -113,6 +116,13 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
         for thread, stop in running:
             finish_node(thread, stop)
     assert all(used), f"items of the other family each honest node trained on: {used}"
+
+    # each honest node shares its base: its metadata names the bundle a newcomer to its family
+    # fetches ([policy].base), and the bundle is that family's base, pinned in the store
+    store = IpfsStore(world["daemon"].api, index_dir=swarm.config_path.parent / "check-blocks")
+    named = [json.loads(ledger.node_info(a).metadata).get("base") for a in addr[:4]]
+    assert named[0] == named[1] and named[2] == named[3] and named[0] != named[2], named
+    assert [fetch_bundle(store, b, network=False).weights for b in named] == families[:4]
 
     auditor = Auditor(ledger, EventReader(ledger))
     for i, producer in enumerate(addr):

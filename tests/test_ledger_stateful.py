@@ -906,7 +906,7 @@ def test_random_operation_sequences_keep_the_ledger_consistent(chain: Anvil) -> 
     run_state_machine_as_test(
         LedgerMachine,
         settings=settings(
-            max_examples=30,
+            max_examples=20,
             derandomize=True,  # the same sequences every run: coverage below is reproducible
             # Shrinking replays sequences on the chain for many minutes; a failure is reported
             # as generated (the step log names every call).

@@ -178,6 +178,14 @@ def id_(
         Literal["lora", "none"] | None,
         typer.Option("--adapter", help="lora: the base's id; none: the architecture's id."),
     ] = None,
+    bundle: Annotated[
+        bool,
+        typer.Option(
+            "--bundle",
+            help="Print the base's bundle id instead: what [policy].base names for a node that "
+            "may fetch the base over IPFS.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Print the model family a node of this model registers in: a base's content id (when it
@@ -189,25 +197,28 @@ def id_(
     from client.cli.config_cmd import load_or_exit
 
     # lazily: the training stack (torch, transformers) loads only for the command that uses it
-    from client.node.assemble import NodeConfigError, node_family
+    from client.node.assemble import NodeConfigError, base_policy_path
     from client.policy import PolicyError, load_policy
+    from client.policy.base import bundle_of
     from client.policy.family import family_id
+    from client.store.base import BaseError
 
     try:
         if policy is None:
             cfg = load_or_exit(config)
-            if adapter is not None:
-                cfg = cfg.model_copy(
-                    update={"policy": cfg.policy.model_copy(update={"adapter": adapter})}
-                )
-            name, kind, family = cfg.policy.model, cfg.policy.adapter, node_family(cfg)
+            name, kind = cfg.policy.model, adapter or cfg.policy.adapter
+            source = base_policy_path(cfg)
         else:
-            loaded = load_policy(policy, device="cpu", dtype="float32")
-            kind = adapter or "lora"
-            name, family = policy, family_id(loaded.model, loaded.tokenizer, kind == "lora")
-    except (NodeConfigError, PolicyError, OSError) as exc:
+            name, kind, source = policy, adapter or "lora", policy
+        loaded = load_policy(source, device="cpu", dtype="float32")
+        family = family_id(loaded.model, loaded.tokenizer, kind == "lora")
+        ident = bundle_of(loaded).id() if bundle else None
+    except (NodeConfigError, PolicyError, BaseError, OSError) as exc:
         fail(str(exc))
     if as_json:
-        print_json({"model": name, "adapter": kind, "family": family})
+        print_json(
+            {"model": name, "adapter": kind, "family": family}
+            | ({"bundle": ident} if bundle else {})
+        )
     else:
-        out.print(family)
+        out.print(ident if bundle else family)

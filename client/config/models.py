@@ -122,6 +122,15 @@ def _check_backend(value: str) -> str:
     raise ValueError(f"expected 'transformers' or 'vllm', got {value!r}")
 
 
+def _check_bundle_id(value: str | None) -> str | None:
+    if value is None or re.fullmatch(r"0x[0-9a-f]{64}", value):
+        return value
+    raise ValueError(
+        "expected a base bundle id, 0x and 64 lowercase hex digits (`sapo policy id --bundle` "
+        "prints a model's)"
+    )
+
+
 def _check_dtype(value: str) -> str:
     if value in ("auto", "float32"):
         return value
@@ -429,7 +438,22 @@ class PolicySection(Section):
         "specialists of one recipe are one model family, whose checkers can prove each other's "
         "batches on a devnet; cached under its own name",
     )
-    cache_dir: Path = Field(Path(".sapo"), description="where seed policies are built and cached")
+    base: Annotated[str | None, AfterValidator(_check_bundle_id)] = Field(
+        None,
+        description="the base bundle the node runs (`sapo policy id --bundle` prints a model's): "
+        "[policy].model is used when it is that base, else the base is fetched over IPFS from "
+        "the nodes of its family that pin it, checked block by block and cached under "
+        "cache_dir/bases; unset: [policy].model as it is",
+    )
+    share_base: bool = Field(
+        True,
+        description="with adapter = 'lora' and an IPFS store: pin the base (kept while the node "
+        "runs it) and name its bundle in the node's metadata, so the family's next node can "
+        "fetch it from this one",
+    )
+    cache_dir: Path = Field(
+        Path(".sapo"), description="where seed policies are built and fetched bases cached"
+    )
     backend: Annotated[str, AfterValidator(_check_backend)] = Field(
         "transformers",
         description="generation backend: transformers, or vllm (needs the vllm extra: "

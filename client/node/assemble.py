@@ -72,9 +72,37 @@ def _seed_spec(cfg: NodeConfig, catalog: str):
     )
 
 
-def base_policy_path(cfg: NodeConfig, progress=None) -> Path | str:
+def base_policy_path(cfg: NodeConfig, progress=None, say=None) -> Path | str:
     """Returns the base model's path or name; builds the seed policy first if it is absent
-    (`progress` gets the build's BuildProgress, or another process's build we wait for)."""
+    (`progress` gets the build's BuildProgress, or another process's build we wait for). With
+    `[policy].base`, the base that bundle names: the configured model when it is that base, else
+    fetched over IPFS (client.node.bases; `say` gets its progress lines)."""
+    if cfg.policy.base is None:
+        return _configured_model(cfg, progress)
+    from client.node.bases import resolve_base
+    from client.store.base import BaseError
+
+    try:
+        return resolve_base(cfg, lambda: _model_at_hand(cfg, progress), say)
+    except BaseError as exc:
+        raise NodeConfigError(f"[policy].base: {exc}") from None
+
+
+def _model_at_hand(cfg: NodeConfig, progress=None) -> Path | str | None:
+    """The configured model when this machine has it (a seed policy is built: its build is
+    deterministic), else None."""
+    model = _configured_model(cfg, progress)
+    if seed_spec(cfg) is not None or Path(str(model)).is_dir():
+        return model
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(str(model), local_files_only=True))
+    except Exception:  # not in the Hugging Face cache: not at hand
+        return None
+
+
+def _configured_model(cfg: NodeConfig, progress=None) -> Path | str:
     spec = seed_spec(cfg)
     if spec is None:
         return cfg.policy.model
@@ -205,9 +233,12 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     data_dir = DataDir(cfg.node.data_dir)
     events = EventLog(data_dir.events)
 
+    def say(line: str) -> None:
+        events.emit("node.phase", line)
+
     def load_base() -> Policy:
         announce = _building_phase(events, progress)
-        return load_policy(base_policy_path(cfg, announce), device=device, dtype=dtype)
+        return load_policy(base_policy_path(cfg, announce, say), device=device, dtype=dtype)
 
     wanted = adapter_spec(cfg)
 
@@ -230,6 +261,9 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     check_family(
         registration.family, policy_family(policy), ledger.account_address, params.families
     )
+    from client.node.bases import share_base
+
+    shared = share_base(cfg, store, policy, say)  # the family's next node fetches it from us
     trainer = make_trainer(cfg, policy, optimizer, step, load_base)
     services = Services(
         ledger,
@@ -251,7 +285,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         snapshots,
         store_cfg=cfg.store,
         sapo=cfg.sapo,
-        metadata=lambda peer: node_metadata(cfg, peer=peer),
+        metadata=lambda peer: node_metadata(cfg, peer=peer, base=shared),
         reader=EventReader(ledger, chunk_blocks=cfg.chain.log_chunk_blocks),
     )
     reader = EventReader(

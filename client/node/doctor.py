@@ -308,12 +308,54 @@ class Preflight:
                     f"the seed policy is not built ({source})",
                     "sapo policy seed --config FILE (a few minutes on a CPU)",
                 )
+        if self.cfg.policy.base is not None:
+            return self.named_base(source)
         try:
             policy = load_policy(source, device=self.cfg.policy.device, dtype="float32")
         except PolicyError as exc:
             return Check("model", False, str(exc), "fix [policy].model")
         return Check(
             "model", True, f"{source}: {policy.parameters:,} parameters on {policy.device}"
+        )
+
+    def named_base(self, source: Path | str) -> Check:
+        """[policy].base: the base is cached, or the configured model is it, or nodes of the
+        ledger name it and the node fetches it at start (which this check never does)."""
+        from client.node.bases import cached_base, holders
+        from client.policy import PolicyError, load_policy
+        from client.policy.base import bundle_of
+        from client.store.base import WEIGHTS_FILE, BaseError
+
+        wanted = str(self.cfg.policy.base)
+        cached = cached_base(self.cfg, wanted)
+        if (cached / WEIGHTS_FILE).is_file():
+            source = cached
+        try:
+            policy = load_policy(source, device=self.cfg.policy.device, dtype="float32")
+            found = bundle_of(policy).id()
+        except (PolicyError, BaseError) as exc:
+            found, why = None, f"{source} does not load ({str(exc)[:120]})"
+        if found == wanted:
+            return Check(
+                "model",
+                True,
+                f"{source}: base {wanted[:12]}…, {policy.parameters:,} parameters on "
+                f"{policy.device}",
+            )
+        if found is not None:
+            why = f"{source} is base bundle {found[:12]}…"
+        named = holders(self.cfg, wanted)
+        fix = "set [policy].model to a local copy of that base, or [policy].base to a bundle "
+        fix += "your family's nodes share (sapo policy id --bundle)"
+        if not named:
+            who = "no registered node names it" if named == [] else "the ledger cannot be asked"
+            return Check("model", False, f"{why}; [policy].base {wanted[:12]}…: {who}", fix)
+        return Check(
+            "model",
+            True,
+            f"{why}: the node fetches [policy].base {wanted[:12]}… over IPFS at start, from the "
+            f"{len(named)} registered node(s) that name it",
+            warning=True,
         )
 
 

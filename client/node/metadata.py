@@ -19,13 +19,18 @@ SEED_MODELS = ("seed", "seed-test", "seed-llama", "seed-llama-test")
 MAX_METADATA_BYTES = 1024  # SwarmLedger.MAX_METADATA_BYTES
 
 
-def node_metadata(cfg: NodeConfig, store=None, peer: dict | None = None) -> str:
-    """Returns the compact JSON a node registers with: model, client version, and for an IPFS
-    store the daemon's peer id and (as many as fit) its addresses, so peers can connect
+def node_metadata(
+    cfg: NodeConfig, store=None, peer: dict | None = None, base: str | None = None
+) -> str:
+    """Returns the compact JSON a node registers with: model, client version, the bundle id of
+    the base it shares (`base`: client.node.bases; the family's next node fetches it), and for an
+    IPFS store the daemon's peer id and (as many as fit) its addresses, so peers can connect
     (`peer`: what the daemon's IpfsStore.peer() already said; else it is asked here)."""
     data: dict = {"model": cfg.policy.model, "client": f"sapo-swarm/{__version__}"}
     if cfg.policy.model in SEED_MODELS:
         data["seed"] = cfg.policy.seed
+    if base is not None:
+        data["base"] = base
     data["store"] = cfg.store.backend
     if peer is not None:  # a copy: trimmed below to fit
         data["ipfs"] = {**peer, "addresses": list(peer.get("addresses") or [])}

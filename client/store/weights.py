@@ -89,25 +89,39 @@ def stream_id(pieces: Iterable[bytes]) -> str:
     """The id `weights_id` gives the concatenation of `pieces`, hashed as they come: chunk by
     chunk, so nothing is held whole, and with no size limit (a model's frozen base is named
     this way however large: client.policy.adapter.base_id)."""
+    return stream_manifest(pieces).id()
+
+
+def stream_manifest(
+    pieces: Iterable[bytes], chunk: Callable[[bytes], object] | None = None
+) -> Manifest:
+    """The manifest of the concatenation of `pieces`, cut and hashed as they come (one chunk in
+    memory at a time). `chunk`, if given, gets each chunk's bytes as it is cut (a base being
+    pinned: client.store.base). The manifest is built without validation: its size cap is for a
+    checkpoint a batch may open, not for a base."""
     chunks: list[str] = []
-    digest, filled, total = hashlib.sha256(), 0, 0
+    pending, total = bytearray(), 0
+
+    def cut(data: bytes) -> None:
+        chunks.append("0x" + hashlib.sha256(data).hexdigest())
+        if chunk is not None:
+            chunk(data)
+
     for piece in pieces:
         data = memoryview(piece)
         total += len(data)
         while len(data):
-            take = min(CHUNK - filled, len(data))
-            digest.update(data[:take])
-            data, filled = data[take:], filled + take
-            if filled == CHUNK:
-                chunks.append("0x" + digest.hexdigest())
-                digest, filled = hashlib.sha256(), 0
-    if filled:
-        chunks.append("0x" + digest.hexdigest())
+            take = min(CHUNK - len(pending), len(data))
+            pending += data[:take]
+            data = data[take:]
+            if len(pending) == CHUNK:
+                cut(bytes(pending))
+                pending.clear()
+    if pending:
+        cut(bytes(pending))
     if not total or total % 4:
         raise WeightsError(f"{total} bytes are not float32 parameters")
-    # built without validation: the manifest's size cap is for what may be published
-    manifest = Manifest.model_construct(parameters=total // 4, bytes=total, chunks=chunks)
-    return manifest.id()
+    return Manifest.model_construct(parameters=total // 4, bytes=total, chunks=chunks)
 
 
 def decode_manifest(data: bytes) -> Manifest:
@@ -228,5 +242,6 @@ __all__ = [
     "put_weights",
     "split",
     "stream_id",
+    "stream_manifest",
     "weights_id",
 ]
