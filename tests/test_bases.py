@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,10 @@ from client.store.base import (
     fetch_base,
     fetch_bundle,
     publish_base,
+    safetensors_header,
 )
 from client.store.cid import digest_to_cid
+from client.store.errors import SpoolError
 
 LORA = AdapterSpec(rank=4, alpha=8)
 
@@ -220,11 +223,40 @@ def test_a_bundle_whose_parts_disagree_is_refused_and_leaves_nothing(
         load_fetched(dest, reshaped)
     shutil.rmtree(dest)
 
-    # a block the store does not have: the store's error, nothing left behind
-    missing = tmp_path / "empty"
-    with pytest.raises(StoreError):
-        fetch_base(LocalStore(missing), honest, dest, network=False)
+    # blocks fetched three at a time are written in order; a block the store does not have
+    # fails the fetch with the store's error and leaves nothing behind (a synthetic base of 7
+    # blocks: the seed-test's fits in one)
+    rng = __import__("random").Random(7)
+    data = rng.randbytes(4 * (1024 * 1024 + 700 * 1000))
+    shapes = [("a.weight", (1024, 1024)), ("b.weight", (700, 1000))]
+    big = publish_base(store, {"config.json": b"{}"}, shapes, [data[:1000], data[1000:]])
+    clients = [LocalStore(tmp_path / "store") for _ in range(3)]
+    fetch_base(clients[0], big, dest, network=False, helpers=clients[1:])
+    written = (dest / "model.safetensors").read_bytes()
+    assert written.endswith(data) and written[: -len(data)] == safetensors_header(big.tensors)
+    shutil.rmtree(dest)
+    raw = b"".join(store.get(digest_to_cid(d)) for d in big.manifest.chunks)
+    chunks = json.loads(raw)["chunks"]
+    assert len(chunks) == 7
+    partial = tmp_path / "partial"
+    shutil.copytree(tmp_path / "store", partial)
+    next(partial.rglob(digest_to_cid(chunks[4]))).unlink()
+    clients = [LocalStore(partial) for _ in range(3)]
+    with pytest.raises(StoreError, match="not in the local store"):
+        fetch_base(clients[0], big, dest, network=False, helpers=clients[1:])
     assert not dest.exists() and not dest.with_name("fetched.part").exists()
+
+    # a disk without room for the base: refused before a block is fetched, saying how much
+    # (a real filesystem of 64 KiB: tmpfs, mounted as root)
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], check=True)
+    try:
+        with pytest.raises(SpoolError, match="GB free: free space there"):
+            fetch_base(store, honest, small / "base", network=False)
+        assert list(small.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
 
     # what a bundle may not say: a file outside config and tokenizer (code), a path
     document = json.loads(honest.encode())

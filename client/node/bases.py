@@ -40,6 +40,10 @@ from client.store.peers import peer_addresses
 
 log = logging.getLogger("sapo.node")
 Say = Callable[[str], None]
+# blocks of a base asked for at once, a store client each (a block over bitswap is a round trip):
+# a 0.5B base between two js-ipfs daemons took 479 s one at a time, 78 s at 8, 50 s at 32
+# (scripts/bench-base); each holds one 1 MiB block at most
+IN_FLIGHT = 32
 
 
 def cached_base(cfg: NodeConfig, bundle_id: str) -> Path:
@@ -85,6 +89,7 @@ def _fetch(cfg: NodeConfig, wanted: str, cached: Path, say: Say, mismatch: str) 
     from client.policy.base import load_fetched
 
     store = open_store(cfg.store)
+    helpers = [open_store(cfg.store) for _ in range(IN_FLIGHT - 1)]
     holders, dialled = _dial_holders(cfg, store, wanted)
     staging = cached.with_name(cached.name + ".fetched")
     shutil.rmtree(staging, ignore_errors=True)
@@ -98,7 +103,7 @@ def _fetch(cfg: NodeConfig, wanted: str, cached: Path, say: Say, mismatch: str) 
 
     try:
         bundle = fetch_bundle(store, wanted)
-        fetch_base(store, bundle, staging, progress=progress)
+        fetch_base(store, bundle, staging, progress=progress, helpers=helpers)
         load_fetched(staging, bundle)  # the model it loads is the family the bundle names
         os.replace(staging, cached)
     except StoreError as exc:

@@ -35,7 +35,9 @@ import os
 import re
 import shutil
 import struct
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -44,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from client.store.backends import BlockStore
 from client.store.batch import canonical_json
 from client.store.cid import digest_to_cid
-from client.store.errors import StoreError
+from client.store.errors import SpoolError, StoreError
 from client.store.weights import CHUNK, Manifest, _ours, _spooled, stream_manifest
 
 SCHEMA = "sapo.base/1"
@@ -225,12 +227,16 @@ def fetch_base(
     *,
     network: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    helpers: Sequence[BlockStore] = (),
 ) -> None:
     """Fetches the base `bundle` describes into the new directory `dest`: its files, and its
-    weights as `model.safetensors` (float32, written as the blocks arrive). Every block is checked
-    against its hash, the manifest against the bundle's `weights`, the tensors against the
-    manifest. On any failure nothing is left at `dest`. `progress(bytes, of)` follows the weights.
-    Raises BaseError for a bundle that lies, and the store's errors for what could not be had."""
+    weights as `model.safetensors` (float32, written in order as the blocks arrive). Every block
+    is checked against its hash, the manifest against the bundle's `weights`, the tensors against
+    the manifest. On any failure nothing is left at `dest`. `progress(bytes, of)` follows the
+    weights. `helpers`: more clients of the same store, each fetching one block at a time beside
+    `store` (a block fetched over bitswap is a round trip: several in flight fill the link), so
+    at most 1 + len(helpers) blocks are held at once. Raises BaseError for a bundle that lies,
+    and the store's errors for what could not be had."""
     get: Callable[[str, int], bytes] = store.fetch if network else store.get
     raw = _get_file(get, bundle.manifest)
     if "0x" + hashlib.sha256(raw).hexdigest() != bundle.weights:
@@ -244,6 +250,14 @@ def fetch_base(
     dest = Path(dest)
     if dest.exists():
         raise BaseError(f"{dest} already exists")
+    with _ours(dest.parent):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(dest.parent).free
+    if free < manifest.bytes + bundle.manifest.bytes + sum(f.bytes for f in bundle.files.values()):
+        raise SpoolError(
+            f"base {bundle.weights[:12]}… is {manifest.bytes / 1e9:.1f} GB; {dest.parent} has "
+            f"{free / 1e9:.1f} GB free: free space there, or set [policy].cache_dir elsewhere"
+        )
     part = dest.with_name(dest.name + ".part")
     shutil.rmtree(part, ignore_errors=True)
     try:
@@ -255,12 +269,30 @@ def fetch_base(
                 (part / name).write_bytes(data)
         weights = part / WEIGHTS_FILE
         header = safetensors_header(bundle.tensors)
+        clients = [store, *helpers]
+        gets = [c.fetch if network else c.get for c in clients]
         done = 0
-        with _spooled(weights) as out:
+        # block i is fetched by client i % n, and block i + n is asked for only once block i is
+        # written: each client has one request in flight, and the file is written in order
+        with _spooled(weights) as out, ThreadPoolExecutor(len(clients)) as pool:
             with _ours(weights):
                 out.write(header)
-            for digest in manifest.chunks:
-                chunk = get(digest_to_cid(digest), CHUNK)
+            cids = [digest_to_cid(d) for d in manifest.chunks]
+            ahead = deque(
+                pool.submit(gets[i], cid, CHUNK) for i, cid in enumerate(cids[: len(clients)])
+            )
+            for i in range(len(cids)):
+                try:
+                    chunk = ahead.popleft().result()
+                except BaseException:
+                    for pending in ahead:
+                        pending.cancel()
+                    raise
+                following = i + len(clients)
+                if following < len(cids):
+                    ahead.append(
+                        pool.submit(gets[following % len(clients)], cids[following], CHUNK)
+                    )
                 with _ours(weights):
                     out.write(chunk)
                 done += len(chunk)
