@@ -266,5 +266,7 @@ def test_a_bundle_whose_parts_disagree_is_refused_and_leaves_nothing(
         with pytest.raises(BaseError, match="files a base does not carry"):
             decode_bundle(text)
         del document["files"][name]
+    with pytest.raises(BaseError, match="not a parameter name"):  # a model it cannot carry
+        describe(files, [("bad-name", (2,))], [b"\0" * 8])
     with pytest.raises(BaseError, match="canonical"):
         decode_bundle(json.dumps(document, indent=1).encode())

@@ -42,9 +42,9 @@ def source_files(source: str | Path | None) -> dict[str, bytes]:
             directory = Path(snapshot_download(str(source), local_files_only=True))
         except Exception as exc:  # not cached, or not a hub name: the message says which
             raise BaseError(f"no local files for {source!r}: {str(exc).splitlines()[0]}") from None
-    files = {
-        name: (directory / name).read_bytes() for name in BASE_FILES if (directory / name).is_file()
-    }
+    # an empty file says nothing a loader needs (and a bundle's files are never empty)
+    present = [directory / n for n in BASE_FILES if (directory / n).is_file()]
+    files = {path.name: path.read_bytes() for path in present if path.stat().st_size > 0}
     if "config.json" not in files:
         raise BaseError(f"{directory} has no config.json")
     return files

@@ -185,13 +185,17 @@ def describe(
     numel = sum(math.prod(shape) for _, shape in tensors)
     if manifest.bytes != 4 * numel:
         raise BaseError(f"{manifest.bytes} bytes of weights for {numel} float32 parameters")
-    refs = {name: _file_ref(data, take) for name, data in sorted(files.items())}
-    bundle = BaseBundle(
-        weights=manifest.id(),
-        manifest=_file_ref(manifest.encode(), take),
-        tensors=[Tensor(name=n, shape=list(s)) for n, s in tensors],
-        files=refs,
-    )
+    try:
+        refs = {name: _file_ref(data, take) for name, data in sorted(files.items())}
+        bundle = BaseBundle(
+            weights=manifest.id(),
+            manifest=_file_ref(manifest.encode(), take),
+            tensors=[Tensor(name=n, shape=list(s)) for n, s in tensors],
+            files=refs,
+        )
+    except ValidationError as exc:  # a model this format cannot carry: say what
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise BaseError(f"this base cannot be a {SCHEMA} bundle: {problems[:400]}") from None
     if len(bundle.encode()) > CHUNK:
         raise BaseError(f"a bundle of {len(bundle.encode())} bytes: over one block ({CHUNK})")
     return bundle
