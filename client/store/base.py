@@ -47,7 +47,15 @@ from client.store.backends import BlockStore
 from client.store.batch import canonical_json
 from client.store.cid import digest_to_cid
 from client.store.errors import SpoolError, StoreError
-from client.store.weights import CHUNK, Manifest, _ours, _spooled, stream_manifest
+from client.store.weights import (
+    CHUNK,
+    Manifest,
+    _ours,
+    _spooled,
+    decode_canonical,
+    problems,
+    stream_manifest,
+)
 
 SCHEMA = "sapo.base/1"
 MAX_BASE_BYTES = 1 << 36  # 64 GiB: a 16B-parameter base in float32
@@ -76,6 +84,13 @@ _TENSOR = re.compile(r"^[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*$")
 
 class BaseError(StoreError):
     """A base bundle that is not what its id says, or that could not be fetched whole."""
+
+
+class BaseManifest(Manifest):
+    """A base's weights manifest: a checkpoint's `sapo.weights/1`, up to MAX_BASE_BYTES."""
+
+    parameters: Annotated[int, Field(gt=0, le=MAX_BASE_BYTES // 4)]
+    bytes: Annotated[int, Field(gt=0, le=MAX_BASE_BYTES)]
 
 
 class FileRef(BaseModel):
@@ -156,19 +171,7 @@ class BaseBundle(BaseModel):
 
 def decode_bundle(data: bytes) -> BaseBundle:
     """Returns the bundle in `data`, or raises BaseError naming what is wrong."""
-    try:
-        document = json.loads(data.decode("utf-8"))
-        if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-            raise BaseError(f"not a {SCHEMA} bundle")
-        bundle = BaseBundle.model_validate(document)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaseError(f"a base bundle that is not JSON: {exc}") from None
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise BaseError(f"a base bundle that does not fit {SCHEMA}: {problems[:400]}") from None
-    if bundle.encode() != data:
-        raise BaseError("a base bundle not in canonical form")
-    return bundle
+    return decode_canonical(data, BaseBundle, BaseError, "a base bundle")
 
 
 def describe(
@@ -194,8 +197,7 @@ def describe(
             files=refs,
         )
     except ValidationError as exc:  # a model this format cannot carry: say what
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise BaseError(f"this base cannot be a {SCHEMA} bundle: {problems[:400]}") from None
+        raise BaseError(f"this base cannot be a {SCHEMA} bundle: {problems(exc)}") from None
     if len(bundle.encode()) > CHUNK:
         raise BaseError(f"a bundle of {len(bundle.encode())} bytes: over one block ({CHUNK})")
     return bundle
@@ -349,28 +351,7 @@ def _get_file(get: Callable[[str, int], bytes], ref: FileRef) -> bytes:
 def _decode_manifest(raw: bytes) -> Manifest:
     """A base's `sapo.weights/1` manifest: a checkpoint's, without the cap on what a batch may
     open (a base is fetched once, not by each checker each round)."""
-    try:
-        document = json.loads(raw.decode("utf-8"))
-        manifest = Manifest.model_construct(
-            parameters=int(document["parameters"]),
-            bytes=int(document["bytes"]),
-            chunks=[str(c) for c in document["chunks"]],
-        )
-        ok = (
-            document.get("schema") == "sapo.weights/1"
-            and document.get("dtype") == "float32"
-            and 0 < manifest.bytes <= MAX_BASE_BYTES
-            and manifest.bytes == 4 * manifest.parameters
-            and len(manifest.chunks) == -(-manifest.bytes // CHUNK)
-            and all(re.match(_DIGEST, c) for c in manifest.chunks)
-        )
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise BaseError("the base's weights manifest is not a sapo.weights/1 manifest")
-    if manifest.encode() != raw:
-        raise BaseError("the base's weights manifest is not in canonical form")
-    return manifest
+    return decode_canonical(raw, BaseManifest, BaseError, "the base's weights manifest")
 
 
 __all__ = [

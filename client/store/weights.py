@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, BinaryIO, Literal
+from typing import Annotated, BinaryIO, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -128,19 +128,34 @@ def decode_manifest(data: bytes) -> Manifest:
     """Returns the manifest in `data`, or raises WeightsError naming what is wrong."""
     if len(data) > CHUNK:
         raise WeightsError(f"a manifest of {len(data)} bytes: over {CHUNK}")
+    return decode_canonical(data, Manifest, WeightsError, "a manifest")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def decode_canonical(data: bytes, model: type[M], error: type[Exception], what: str) -> M:
+    """Returns the canonical JSON document in `data` as `model` (whose `schema` field names its
+    schema and whose `encode()` gives its canonical bytes), or raises `error` saying what of
+    `what` is wrong: not JSON, another schema, off the schema, or not in canonical form."""
+    schema = model.model_fields["schema_"].default
     try:
         document = json.loads(data.decode("utf-8"))
-        if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-            raise WeightsError(f"not a {SCHEMA} manifest")
-        manifest = Manifest.model_validate(document)
+        if not isinstance(document, dict) or document.get("schema") != schema:
+            raise error(f"{what} that is not {schema}")
+        decoded = model.model_validate(document)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WeightsError(f"a manifest that is not JSON: {exc}") from None
+        raise error(f"{what} that is not JSON: {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise WeightsError(f"a manifest that does not fit {SCHEMA}: {problems}") from None
-    if manifest.encode() != data:
-        raise WeightsError("a manifest not in canonical form")
-    return manifest
+        raise error(f"{what} that does not fit {schema}: {problems(exc)}") from None
+    if decoded.encode() != data:
+        raise error(f"{what} not in canonical form")
+    return decoded
+
+
+def problems(exc: ValidationError, limit: int = 400) -> str:
+    """A validation error's problems on one line: `field.path: message; …` (at most `limit`)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())[:limit]
 
 
 def put_weights(store: BlockStore, data: bytes, round_: int) -> str:
@@ -236,9 +251,11 @@ __all__ = [
     "SCHEMA",
     "Manifest",
     "WeightsError",
+    "decode_canonical",
     "decode_manifest",
     "get_weights",
     "pin_weights",
+    "problems",
     "put_weights",
     "split",
     "stream_id",
