@@ -42,6 +42,7 @@ def make_batch(
                         ],
                         token_ids=[[3 + i, 40 + c % 2, 2] for c in range(completions)],
                         rewards=[10_000 if c % 2 == 0 else 0 for c in range(completions)],
+                        logprobs=[[-1_234 - c, -5, 0] for c in range(completions)],
                     )
                     for i in range(items)
                 ],

@@ -34,6 +34,7 @@ STRATEGIES = [
     "withholder",
     "copycat",
     "padder",
+    "logprob-liar",
     "colluders",
 ]
 
@@ -47,6 +48,7 @@ def test_roles_expand_and_pair() -> None:
         "copycat",
         "griefer",
         "padder",
+        "logprob-liar",
         "colluder",
         "colluder",
         "cartel",
@@ -150,6 +152,8 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             "copycat": dict(agrees=0, disputes=2, unavailable=0),
             # honest draws, but a signal claimed above what the checkers recompute exactly
             "padder": dict(agrees=0, disputes=2, unavailable=0),
+            # honest draws and claims, but log-probs that are not the checkpoint's
+            "logprob-liar": dict(agrees=0, disputes=2, unavailable=0),
         } | {
             name: dict(agrees=1, disputes=0, unavailable=2)  # its partner's vote: not enough
             for name in adversaries
@@ -205,13 +209,24 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
     assert len(recomputed) == 1 and recomputed.pop() < subs["padder"].signal
     found = [(v.vote, v.findings) for v in padded.attestations]
     assert found == [("dispute", SIGNAL_DIFFERS)] * 2, found
+    # the liar's batch re-verifies and its draws are the seed's: only its log-probs are off
+    lied = auditor.submission(round_, addr["logprob-liar"])
+    assert subs["logprob-liar"].signal > 0 and subs["logprob-liar"].credited == 0
+    assert [(v.vote, v.findings) for v in lied.attestations] == [("dispute", GENERATION)] * 2
     cat = auditor.submission(round_, copycat.address)
     assert all(v.vote == "dispute" and v.findings & FOREIGN_TASKS for v in cat.attestations)
 
     # once final: the copycat and both farmers are slashed, no adversary can claim anything,
     # and the honest nodes share the round's reward by their learning signal
     warp.to(params, round_ + W + C + A + 1)
-    for name in ("copycat", "answer-farmer", "mixed-farmer", "withholder", "padder"):
+    for name in (
+        "copycat",
+        "answer-farmer",
+        "mixed-farmer",
+        "withholder",
+        "padder",
+        "logprob-liar",
+    ):
         stake = ledger.node_info(addr[name]).active_stake
         ledger.settle(round_, addr[name])
         assert ledger.node_info(addr[name]).active_stake == stake * 9 // 10, name

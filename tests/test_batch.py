@@ -56,6 +56,56 @@ def test_same_batch_hashes_the_same_in_another_process() -> None:
     assert other.stdout.strip() == make_batch().digest().hex()
 
 
+# tests.batches.make_batch(local_rounds=2) as the client before the log-probs (sapo.rollouts/4,
+# commit 48e242e) encoded it: 4,189 bytes with this sha256
+V4_DIGEST = "6ef969b86d414c653a9b1369c7c23e29a1dff9b7d1fee959946ab08ed2d9a6e1"
+
+
+def as_v4(batch) -> bytes:
+    """The batch's content as a v4 batch: no log-probs, the old schema name."""
+    doc = json.loads(batch.encode())
+    doc["schema"] = "sapo.rollouts/4"
+    for lr in doc["local_rounds"]:
+        for item in lr["items"]:
+            del item["logprobs"]
+    return encode(doc)
+
+
+def test_a_v4_batch_decodes_and_hashes_byte_for_byte_as_before() -> None:
+    data = as_v4(make_batch(local_rounds=2))
+    assert (len(data), hashlib.sha256(data).hexdigest()) == (4_189, V4_DIGEST)
+    batch = decode_batch(data)
+    assert batch.schema_ == "sapo.rollouts/4"
+    assert all(item.logprobs is None for item in batch.items)
+    assert batch.encode() == data and batch.digest().hex() == V4_DIGEST
+
+
+def test_v5_carries_a_log_prob_per_token_and_v4_none() -> None:
+    batch = make_batch()
+    assert batch.schema_ == "sapo.rollouts/5"
+    assert decode_batch(batch.encode()).items[0].logprobs == [[-1_234 - c, -5, 0] for c in range(8)]
+    with_logprobs = json.loads(as_v4(batch))
+    with_logprobs["local_rounds"][0]["items"][0]["logprobs"] = [[0, 0, 0]] * 8
+    doc = document()
+    del doc["local_rounds"][0]["items"][1]["logprobs"]
+    short = document()
+    short["local_rounds"][0]["items"][0]["logprobs"][3] = [-1, -2]
+    positive = document()
+    positive["local_rounds"][0]["items"][0]["logprobs"][0][0] = 7
+    below_floor = document()
+    below_floor["local_rounds"][0]["items"][0]["logprobs"][0][0] = -1_000_001
+    cases = [
+        (with_logprobs, "log-probs are a sapo.rollouts/5 field"),
+        (doc, "every item of a sapo.rollouts/5 batch has its tokens' log-probs"),
+        (short, "completion 3: 3 token ids but 2 log-probs"),
+        (positive, "less than or equal to 0"),
+        (below_floor, "greater than or equal to -1000000"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(SchemaMismatch, match=message):
+            decode_batch(encode(bad))
+
+
 @pytest.mark.parametrize(
     ("data", "error", "message"),
     [

@@ -14,6 +14,7 @@ from conftest import copied_seed_test
 from client.node.proving import Prover, Snapshots, checked_rows, opened
 from client.node.rollouts import generation_seed, make_batch, task_seed
 from client.policy import load_policy
+from client.policy.proof import LOGPROB_TOLERANCE
 from client.policy.weights import load_weights, weights_bytes
 from client.store import Item, LocalStore, Sampling, StoreError, digest_to_cid
 from client.store.errors import SpoolError
@@ -108,14 +109,43 @@ def test_farmed_completions_fail_as_not_the_seeded_draw(world) -> None:
             f"<answer>{reference_answer(task) if j % 2 == 0 else 'nope'}</answer>"
             for j in range(len(item.completions))
         ]
-        return {
-            "completions": texts,
-            "token_ids": [tok.encode(t, add_special_tokens=False) for t in texts],
-        }
+        ids = [tok.encode(t, add_special_tokens=False) for t in texts]
+        return {"completions": texts, "token_ids": ids, "logprobs": [[0] * len(i) for i in ids]}
 
     result = check(world, with_items(world["batch"], mixed))
     assert not result.passed and "is not the seeded draw of checkpoint" in result.reason
     assert result.failed == result.redrawn == 8  # every re-drawn completion fails
+
+
+@pytest.mark.slow
+def test_log_probs_that_lie_fail_and_honest_ones_pass(world) -> None:
+    honest = check(world, world["batch"])
+    assert honest.passed and 0 < honest.logprob_gap < LOGPROB_TOLERANCE / 5, honest.logprob_gap
+
+    def lie(shift):  # every token claimed as `shift` nats likelier (or less) than sampled
+        def edit(k, task, item):
+            return {"logprobs": [[min(0, x + shift) for x in row] for row in item.logprobs]}
+
+        return edit
+
+    # a producer that says its model was sure of every token: learners would see a peer's
+    # completions as far less likely under their own models than they are, and weigh them up
+    sure = check(
+        world,
+        with_items(
+            world["batch"],
+            lambda k, task, item: {"logprobs": [[0] * len(row) for row in item.logprobs]},
+        ),
+    )
+    assert not sure.passed and "log-prob is claimed as" in sure.reason
+    assert sure.failed == sure.redrawn == 8
+    # a lie of 20 units (2e-3 nats) on every token fails; one of 5 (5e-4) is inside the tolerance
+    assert not check(world, with_items(world["batch"], lie(-20))).passed
+    assert check(world, with_items(world["batch"], lie(-5))).passed
+    # a v4 batch (no log-probs) is checked as it always was
+    v4 = with_items(world["batch"], lambda k, task, item: {"logprobs": None})
+    v4 = v4.model_copy(update={"schema_": "sapo.rollouts/4"})
+    assert check(world, v4).passed
 
 
 @pytest.mark.slow
@@ -129,7 +159,8 @@ def test_text_that_is_not_its_token_ids_or_cut_short_fails_without_any_weights(w
 
     def truncated(k, task, item):  # an honest draw cut before its stop (to turn it wrong)
         ids = [t[:-1] if len(t) > 1 and len(t) < 12 else t for t in item.token_ids]
-        return {"token_ids": ids, "completions": [tok.decode(t) for t in ids]}
+        logprobs = [lp[: len(i)] for lp, i in zip(item.logprobs, ids, strict=True)]
+        return {"token_ids": ids, "completions": [tok.decode(t) for t in ids], "logprobs": logprobs}
 
     result = check(world, with_items(world["batch"], truncated))
     assert not result.passed and "with no stop, before max_new_tokens 12" in result.reason

@@ -390,6 +390,27 @@ class SapoSection(Section):
         description="local rounds per chain round (0: as many as the hardware allows; 1: one "
         "round of the paper per chain round, as the experiments play it)",
     )
+    external_correction: Literal["none", "tis", "f-tis"] = Field(
+        "none",
+        description="how a peer's completion is trained: none (as if this node had sampled it, "
+        "the paper's), tis (each token weighed by the truncated ratio of this node's probability "
+        "to the producer's, from the batch's log-probs) or f-tis (tis, and peers' "
+        "negative-advantage completions further off-policy than offpolicy_filter left out); "
+        "a completion of another tokenizer, or of a batch without log-probs, is never weighed",
+    )
+    tis_cap: float = Field(
+        2.0,
+        ge=1.0,
+        le=100.0,
+        description="the largest importance weight of a peer's token (tis, f-tis)",
+    )
+    offpolicy_filter: float = Field(
+        0.5,
+        gt=0.0,
+        le=100.0,
+        description="f-tis: a peer's completion with negative advantage is left out when the "
+        "mean over its tokens of log(producer's probability / ours) is above this (nats)",
+    )
 
 
 class PolicySection(Section):
@@ -570,8 +591,9 @@ class DevnetSection(Section):
         "stake), sybils (three identities holding whale_share together, 4:2:1, vouching for "
         "each other and disputing the rest), stake-mover (a griefer adding whale_share of "
         "stake once a batch is on chain), padder (honest samples, a claim padded by v3's "
-        "tolerance), or all (every strategy but the whale, the sybils and "
-        "the stake mover, whose stake would change the others' world)",
+        "tolerance), logprob-liar (honest samples whose log-probs claim each token an unlikely "
+        "draw, so that learners weigh them up), or all (every strategy but the whale, the "
+        "sybils and the stake mover, whose stake would change the others' world)",
     )
     node_stake: Wei | None = Field(
         None,

@@ -23,6 +23,7 @@ class Role(StrEnum):
     SYBIL = "sybil"  # one of a set of identities with unequal stakes: cartel and griefer at once
     STAKE_MOVER = "stake-mover"  # a griefer that adds stake once a batch is on chain
     PADDER = "padder"  # samples honestly, pads with zero-signal groups, claims the tolerance
+    LOGPROB_LIAR = "logprob-liar"  # samples honestly, claims its tokens were unlikely draws
 
 
 HONEST = Role.HONEST
@@ -45,6 +46,7 @@ CHOICES = (
     "sybils",
     "stake-mover",
     "padder",
+    "logprob-liar",
     "all",
 )
 SINGLE = (
@@ -55,6 +57,7 @@ SINGLE = (
     "copycat",
     "griefer",
     "padder",
+    "logprob-liar",
 )
 
 

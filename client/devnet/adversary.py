@@ -41,6 +41,13 @@ what the honest nodes did about it.
                  zero-signal groups), and claims its signal plus ledger v3's agreement tolerance
                  (agree_tolerance_bps of the batch's maximal score, which padding widens): v3
                  credited the claim (150 for a recomputed 100 at 10,000 rollouts, issue 40)
+  logprob-liar   samples one local round honestly from the seed checkpoint it names (its draws
+                 pass the proof), claims its true signal, and writes every token's log-prob
+                 as LIAR_LOGPROB nats: to a learner that weighs peers' tokens by its own
+                 probability against the producer's ([sapo].external_correction), each of its
+                 tokens looks e^20 times likelier under the learner than it was drawn, and is
+                 weighed up to the cap (the attack on off-policy learning a batch's log-probs
+                 open)
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -63,7 +70,7 @@ from client.chain import ChainError, Ledger
 from client.chain.events import EventCursor, EventReader
 from client.config import NodeConfig
 from client.config.roles import STRATEGIES
-from client.credit import GENERATION, group_signal
+from client.credit import GENERATION, batch_signal, group_signal
 from client.node.datadir import DataDir
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
@@ -88,12 +95,14 @@ from client.tasks import (
     reward,
     to_units,
 )
-from client.units import SCORE_SCALE
+from client.units import SCORE_SCALE, to_logprob_units
 
 log = logging.getLogger("sapo.adversary")
 
 POLL_S = 1.0
 PADDED = 4  # local rounds a padder samples a chain round (an honest node plays 2 at 20-s rounds)
+LIAR_LOGPROB = -20  # nats: what a logprob-liar claims of every token it sampled
+LIAR_ROUNDS = 16  # local rounds a logprob-liar samples at most, until one has learning signal
 WRONG = "<answer>not the answer</answer>"
 
 
@@ -187,6 +196,8 @@ class Adversary:
                 self.free_claim(current)
             elif self.strategy == "padder":
                 self.pad(current)
+            elif self.strategy == "logprob-liar":
+                self.pad(current, local_rounds=LIAR_ROUNDS, lie=True)
             else:
                 withhold = self.strategy == "withholder"
                 self.farm(
@@ -223,17 +234,21 @@ class Adversary:
                         task=TaskRef(entry=task.entry, seed=task.seed, index=task.index),
                         question=task.question,
                         completions=texts,
-                        token_ids=[tokenizer(t) for t in texts],
+                        token_ids=(ids := [tokenizer(t) for t in texts]),
                         rewards=[to_units(reward(task, t)) for t in texts],
+                        # no distribution drew them: it claims the seed model was sure of each
+                        logprobs=[[0] * len(row) for row in ids],
                     )
                 )
             parts.append(LocalRound(k=k, weights=weights, items=part_items))
         self._seal(round_, parts)
 
-    def pad(self, round_: int) -> None:
+    def pad(self, round_: int, *, local_rounds: int = PADDED, lie: bool = False) -> None:
         """Pins and submits a batch it sampled honestly from the seed checkpoint, PADDED local
         rounds long (as many as fit), claiming its learning signal plus the tolerance v3
-        allowed: agree_tolerance_bps of the batch's maximal score."""
+        allowed: agree_tolerance_bps of the batch's maximal score. `lie` (a logprob-liar): local
+        rounds until one has learning signal (a batch that claims none earns nothing, whatever
+        its checkers find), its true signal claimed, every token's log-prob LIAR_LOGPROB."""
         from client.node.rollouts import generate_local_round
         from client.policy.generate import make_backend
 
@@ -249,23 +264,45 @@ class Adversary:
             self.cfg.policy.temperature, self.cfg.policy.top_p, self.cfg.policy.max_new_tokens
         )
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
-        parts = [
-            generate_local_round(
-                policy,
-                self._backend,
-                self.catalog,
-                seed=seed,
-                round_=round_,
-                node=self.address,
-                k=k,
-                items=self.cfg.sapo.local_items,
-                completions=self.cfg.sapo.completions,
-                sampling=sampling,
-                weights=weights,
-            ).part
-            for k in range(min(PADDED, self.limits.max_local_rounds))
-        ]
-        self._seal(round_, parts, padded=True)
+        parts = []
+        for k in range(min(local_rounds, self.limits.max_local_rounds)):
+            parts.append(
+                generate_local_round(
+                    policy,
+                    self._backend,
+                    self.catalog,
+                    seed=seed,
+                    round_=round_,
+                    node=self.address,
+                    k=k,
+                    items=self.cfg.sapo.local_items,
+                    completions=self.cfg.sapo.completions,
+                    sampling=sampling,
+                    weights=weights,
+                ).part
+            )
+            if lie and batch_signal(item.rewards for item in parts[-1].items) > 0:
+                break
+        if lie:
+            parts = [
+                part.model_copy(
+                    update={
+                        "items": [
+                            item.model_copy(
+                                update={
+                                    "logprobs": [
+                                        [to_logprob_units(LIAR_LOGPROB)] * len(ids)
+                                        for ids in item.token_ids
+                                    ]
+                                }
+                            )
+                            for item in part.items
+                        ]
+                    }
+                )
+                for part in parts
+            ]
+        self._seal(round_, parts, padded=not lie)
 
     def copy(self, current: int) -> None:
         """Re-encodes a peer's batch of a past round still open to submissions under our

@@ -41,12 +41,12 @@ from client.experiment.heldout import evaluation_set, greedy, held_out_record
 from client.node.assemble import base_policy_path, make_trainer
 from client.node.peerbook import PeerItem
 from client.node.rollouts import generate_local_round, make_batch, task_seed, verify_batch
-from client.node.training import Trainer, mix
+from client.node.training import Trainer, mix, offpolicy_metrics
 from client.policy import TransformersBackend, load_policy
 from client.policy.encode import Group
 from client.policy.weights import weights_bytes
 from client.store import Sampling
-from client.store.batch import decode_batch
+from client.store.batch import Sampled, decode_batch
 from client.store.weights import weights_id
 from client.tasks import Catalog, load_catalog
 
@@ -130,7 +130,7 @@ class SimNode:
         ]
         rng = random.Random(f"sapo.sample:{self.address.lower()}:{round_}:0")  # noqa: S311
         chosen = mix(local, peers, cfg.sapo.external_items, rng, self.trainer.fits)
-        self.trainer.learn(chosen.groups)
+        stats = self.trainer.learn(chosen.groups)
         self.used.update(chosen.external_used)
         batch = make_batch(
             chain_id=self.chain_id,
@@ -154,6 +154,7 @@ class SimNode:
             "local_items": len(local) - chosen.local_dropped,
             "external_items": len(chosen.external_used),
             "external_shortfall": chosen.shortfall,
+            **offpolicy_metrics(self.trainer, stats),
             "compute_s": round(time.perf_counter() - began, 4),
             "swarm_s": 0.0,  # the peers' verification of this batch is added to theirs
             "step": self.trainer.steps,
@@ -170,7 +171,15 @@ class SimNode:
         if check.valid:
             node = producer.lower()
             self.pool[(round_, node)] = [
-                PeerItem(round_, node, i, item.question, list(item.completions), c.rewards)
+                PeerItem(
+                    round_,
+                    node,
+                    i,
+                    item.question,
+                    list(item.completions),
+                    c.rewards,
+                    Sampled.of(batch, item),
+                )
                 for i, (item, c) in enumerate(zip(batch.items, check.items, strict=True))
             ]
         return time.perf_counter() - began

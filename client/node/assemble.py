@@ -353,4 +353,7 @@ def make_trainer(cfg: NodeConfig, policy, optimizer, step: int, load_base) -> Tr
         max_completion_tokens=cfg.policy.max_new_tokens,
         reference=load_base() if cfg.train.kl_coef > 0 else None,
         steps=step,
+        correction=cfg.sapo.external_correction,
+        tis_cap=cfg.sapo.tis_cap,
+        offpolicy_filter=cfg.sapo.offpolicy_filter,
     )

@@ -63,12 +63,13 @@ from client.chain.models import LedgerParams
 from client.config.models import SapoSection, StoreSection
 from client.credit import GENERATION, MALFORMED, WITHHELD
 from client.node.eventlog import Event, Span, timed
-from client.node.peerbook import PeerSubmission
+from client.node.peerbook import PeerSubmission, item_record
 from client.node.proving import OPEN_ROUNDS, GenerationCheck, Prover, opened
 from client.node.rollouts import generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage
 from client.node.states import OutboxKind, Verdict
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
+from client.store.batch import Sampled
 from client.store.cid import digest_to_cid
 from client.store.errors import SpoolError
 from client.store.exchange import NOT_THE_PRODUCERS_FAULT, from_sources
@@ -587,7 +588,7 @@ class Intake(Stage):
                 except StoreError as exc:
                     log.warning("round %s: could not pin a checkpoint: %s", sub.round, exc)
         items = [
-            {"question": item.question, "completions": list(item.completions), "rewards": c.rewards}
+            item_record(item.question, list(item.completions), c.rewards, Sampled.of(batch, item))
             for item, c in zip(batch.items, check.items, strict=True)
         ]
         reason = (
@@ -618,6 +619,7 @@ class Intake(Stage):
                 "redrawn": proof.outcome.redrawn,
                 "tokens": proof.outcome.tokens,
                 "min_margin": proof.outcome.min_margin,
+                "logprob_gap": proof.outcome.logprob_gap,
             },
         )
         try:  # so that the batch outlives its producer: peers and auditors find it here

@@ -36,7 +36,7 @@ from client.node.publishing import Publisher
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
 from client.node.services import Services
 from client.node.states import RoundPhase
-from client.node.training import PeerPool, Trainer, mix
+from client.node.training import PeerPool, Trainer, mix, offpolicy_metrics
 from client.policy import GenerationBackend
 from client.policy.encode import Group
 from client.store import BlockStore, Sampling
@@ -289,6 +289,7 @@ class Node:
             "grad_norm": stats.grad_norm if stats else None,
             "kl": stats.kl if stats and self.train.kl_coef > 0 else None,
             "tokens": stats.tokens if stats else 0,
+            **offpolicy_metrics(self.trainer, stats),
             "step": self.steps,
             "seconds": round(time.time() - started, 3),
             "cpu_s": round(time.process_time() - cpu, 3),

@@ -12,6 +12,8 @@ from typing import Any
 
 from client.node.journal_db import JournalDB
 from client.node.states import Verdict
+from client.store.batch import Sampled
+from client.units import logprob_value, to_logprob_units
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,39 @@ class PeerItem:
     question: str
     completions: list[str]
     rewards: list[float]
+    sampled: Sampled | None = None  # how its producer drew it (a v5 batch's): weighed by it
 
     @property
     def key(self) -> tuple[int, str, int]:
         return (self.round, self.node, self.index)
+
+    @property
+    def external(self) -> bool:
+        return True
+
+
+def item_record(question: str, completions: list[str], rewards: list[float], sampled) -> dict:
+    """A verified peer item as the journal keeps it (JSON; log-probs in batch units)."""
+    record: dict[str, Any] = {"question": question, "completions": completions, "rewards": rewards}
+    if sampled is not None:
+        record["sampled"] = {
+            "token_ids": sampled.token_ids,
+            "logprobs": [[to_logprob_units(x) for x in row] for row in sampled.logprobs],
+            "sampling": [sampled.temperature, sampled.top_p],
+            "tokenizer": sampled.tokenizer,
+        }
+    return record
+
+
+def _sampled(record: dict | None) -> Sampled | None:
+    if record is None:
+        return None
+    return Sampled(
+        record["token_ids"],
+        [[logprob_value(x) for x in row] for row in record["logprobs"]],
+        *record["sampling"],
+        record["tokenizer"],
+    )
 
 
 class PeerBook:
@@ -207,7 +238,15 @@ class PeerBook:
         )
         items = json.loads(rows[0][0] or "[]") if rows else []
         return [
-            PeerItem(round_, node, i, it["question"], it["completions"], it["rewards"])
+            PeerItem(
+                round_,
+                node,
+                i,
+                it["question"],
+                it["completions"],
+                it["rewards"],
+                _sampled(it.get("sampled")),
+            )
             for i, it in enumerate(items)
         ]
 

@@ -13,7 +13,9 @@ The checker (`Prover`, on its own copy of the model):
 2. the submission's beacon, unknown when it was sent, opens OPEN_ROUNDS of its local rounds
    (`opened`: the same for every checker, so the producer knows which checkpoints to publish);
    each checker loads those checkpoints and runs client.policy.proof.check_draws on CHECKED
-   completions of each, drawn for it from the beacon and its address (`checked_rows`).
+   completions of each, drawn for it from the beacon and its address (`checked_rows`): each
+   token must be the seeded draw and, in a v5 batch, its claimed log-probability the one the
+   checkpoint gives (within LOGPROB_TOLERANCE), since learners weigh peers' tokens by it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from client.policy.weights import load_weights, parameter_count, weights_bytes
 from client.store.batch import RolloutBatch
 from client.store.weights import WeightsError, weights_id
 from client.tasks import render_prompt
+from client.units import logprob_value
 
 OPEN_ROUNDS = 2  # local rounds of a batch whose checkpoints its beacon opens
 CHECKED = 4  # completions a checker re-draws in each opened local round
@@ -80,6 +83,7 @@ class GenerationCheck:
     failed: int  # completions that failed either check
     reason: str | None  # the first failure, in words
     min_margin: float  # the smallest margin of a re-drawn token inside its interval
+    logprob_gap: float = 0.0  # the largest |claimed - re-computed| log-prob of a re-drawn token
 
     @property
     def passed(self) -> bool:
@@ -205,7 +209,7 @@ class Prover:
                         failed += 1
                         reasons.append(f"local round {lr.k} item {i} completion {j}: {bad}")
         redrawn = tokens = 0
-        margin = 1.0
+        margin, logprob_gap = 1.0, 0.0
         if failed or weights is None:
             return GenerationCheck(completions, 0, 0, failed, _summary(reasons), margin)
         with self.lock, torch.no_grad():
@@ -221,6 +225,11 @@ class Prover:
                 n = len(lr.items[0].completions)
                 for row in checked_rows(beacon, checker, k, n * len(lr.items)):
                     item = lr.items[row // n]
+                    claimed = (
+                        None
+                        if item.logprobs is None  # a v4 batch claims none
+                        else [logprob_value(x) for x in item.logprobs[row % n]]
+                    )
                     draw = check_draws(
                         self.policy,
                         render_prompt(item.question, self.policy.tokenizer),
@@ -230,17 +239,29 @@ class Prover:
                         temperature=batch.sampling.temperature_value,
                         top_p=batch.sampling.top_p_value,
                         eps=eps,
+                        logprobs=claimed,
                     )
                     redrawn += 1
                     tokens += draw.tokens
                     margin = min(margin, draw.min_margin)
-                    if not draw.passed:
+                    logprob_gap = max(logprob_gap, draw.logprob_gap)
+                    if draw.first_outside is not None:
                         failed += 1
                         reasons.append(
                             f"local round {k} row {row}: token {draw.first_outside} is not the "
                             f"seeded draw of checkpoint {lr.weights[:12]}…"
                         )
-        return GenerationCheck(completions, redrawn, tokens, failed, _summary(reasons), margin)
+                    elif not draw.passed:
+                        t = draw.first_logprob_off
+                        failed += 1
+                        reasons.append(
+                            f"local round {k} row {row}: token {t}'s log-prob is claimed as "
+                            f"{claimed[t]:.4f}, checkpoint {lr.weights[:12]}… gives another "
+                            f"(off by {draw.logprob_gap:.2g} nats at most)"
+                        )
+        return GenerationCheck(
+            completions, redrawn, tokens, failed, _summary(reasons), margin, logprob_gap
+        )
 
 
 def _summary(reasons: list[str]) -> str | None:

@@ -28,6 +28,7 @@ from client.tasks import (
     reward,
     to_units,
 )
+from client.units import to_logprob_units
 
 if TYPE_CHECKING:  # generation needs the training stack; verification (audits) does not
     from client.policy import GenerationBackend, Policy
@@ -96,8 +97,10 @@ def generate_local_round(
         sampling.top_p_value,
         seed=generation_seed(round_, node, k),
     )
-    if out.token_ids is None:
-        raise ValueError("the generation backend gave no token ids: a batch needs them")
+    if out.token_ids is None or out.sampled_logprobs is None:
+        raise ValueError(
+            "the generation backend gave no token ids or no sampling log-probs: a batch needs both"
+        )
     rewards = [[reward(t, c) for c in texts] for t, texts in zip(tasks, out.texts, strict=True)]
     part = LocalRound(
         k=k,
@@ -109,8 +112,11 @@ def generate_local_round(
                 completions=texts,
                 token_ids=ids,
                 rewards=[to_units(r) for r in rs],
+                logprobs=[[to_logprob_units(p) for p in row] for row in lps],
             )
-            for t, texts, ids, rs in zip(tasks, out.texts, out.token_ids, rewards, strict=True)
+            for t, texts, ids, rs, lps in zip(
+                tasks, out.texts, out.token_ids, rewards, out.sampled_logprobs, strict=True
+            )
         ],
     )
     return LocalRollouts(round_, k, part, tasks, rewards, out.new_tokens)

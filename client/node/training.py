@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -35,8 +35,16 @@ from client.config.models import TrainSection
 from client.node.datadir import DataDir
 from client.node.peerbook import PeerItem
 from client.policy import Policy, load_checkpoint, save_checkpoint
-from client.policy.encode import Group, completion_tokens, encode_groups
-from client.sapo import Candidate, StepStats, batch_logprobs, grpo_step, training_set
+from client.policy.encode import Group, completion_tokens, encode_groups, weighable
+from client.sapo import (
+    Candidate,
+    Correction,
+    StepStats,
+    grpo_step,
+    importance_weights,
+    old_logprobs,
+    training_set,
+)
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,7 @@ def mix(
         if not fits(p):
             too_long += 1
             continue
-        by_key[p.key] = Group(p.question, p.completions, p.rewards, True)
+        by_key[p.key] = Group(p.question, p.completions, p.rewards, True, p.sampled)
         external_candidates.append(Candidate(p.key, tuple(p.rewards)))
     chosen, selection, dropped = training_set(local_candidates, external_candidates, j, rng)
     used = [c.key for c in selection.items]
@@ -133,6 +141,11 @@ class Trainer:
     steps: int = 0
     since_checkpoint: int = 0
     gathered: list[list[Group]] = field(default_factory=list)  # local rounds awaiting a step
+    # how peers' completions are trained ([sapo].external_correction, tis_cap, offpolicy_filter)
+    correction: Correction = "none"
+    tis_cap: float = 2.0
+    offpolicy_filter: float = 0.5
+    unweighed: int = 0  # peers' sequences of the last step no correction could weigh
 
     def __post_init__(self) -> None:
         if self.train.kl_coef > 0 and self.reference is None:
@@ -164,8 +177,28 @@ class Trainer:
         if not groups:
             return None
         train = self.train
-        batch = encode_groups(self.policy.tokenizer, groups)
-        old = batch_logprobs(self.policy.model, batch, train.micro_batch)
+        tok = self.policy.tokenizer
+        batch = encode_groups(tok, groups)
+        self.unweighed = sum(
+            len(g.completions) for g in groups if g.external and not weighable(tok, g)
+        )
+        weigh = self.correction != "none"
+        old, learner = old_logprobs(self.policy.model, batch, train.micro_batch, sampling=weigh)
+        weights = keep = offpolicy = None
+        if batch.corrected is not None:
+            mask = batch.completion_mask[:, 1:]
+            weights, keep, offpolicy = importance_weights(
+                learner.cpu() if learner is not None else torch.zeros_like(batch.behaviour),
+                batch.behaviour,
+                mask,
+                batch.corrected,
+                batch.advantages,
+                correction=self.correction,
+                cap=self.tis_cap,
+                kl_max=self.offpolicy_filter,
+            )
+            if not weigh:
+                weights = keep = None
         stats = None
         for _ in range(train.updates_per_round):
             stats = grpo_step(
@@ -180,7 +213,11 @@ class Trainer:
                 ref_model=self.reference.model if self.reference is not None else None,
                 kl_coef=train.kl_coef,
                 old_logprobs=old,
+                weights=weights,
+                keep=keep,
             )
+        if stats is not None and offpolicy is not None:
+            stats = replace(stats, offpolicy=offpolicy)
         self.steps += 1
         self.since_checkpoint += 1
         self.policy.version += 1
@@ -193,6 +230,21 @@ class Trainer:
         )
         self.since_checkpoint = 0
         return path
+
+
+def offpolicy_metrics(trainer: Trainer, stats: StepStats | None) -> dict:
+    """A local round's numbers on peers' sequences as off-policy samples: how many the external
+    correction weighed (same tokenizer, log-probs given) and could not, the mean importance
+    ratio of their tokens, the share truncated at the cap, and the share the filter dropped
+    (None where nothing was weighed, or the correction does not do that)."""
+    off = stats.offpolicy if stats is not None else None
+    return {
+        "external_weighed": off.sequences if off else 0,
+        "external_unweighed": trainer.unweighed if stats is not None else 0,
+        "offpolicy_ratio": off.ratio_mean if off else None,
+        "offpolicy_truncated": off.truncated if off else None,
+        "offpolicy_filtered": off.filtered if off else None,
+    }
 
 
 def resume_policy(

@@ -1,5 +1,12 @@
-"""Re-encoding rollouts with the node's own tokenizer for training (local and external alike,
-as the paper does): prompt (own template) + completion text -> a right-padded TokenBatch.
+"""Encoding rollouts for training: prompt (own template) + completion -> a right-padded TokenBatch.
+
+A completion is re-encoded from its text with the node's own tokenizer (local and external
+alike, as the paper does), except a peer's completion sampled by a model of this node's
+tokenizer with its log-probs given (a sapo.rollouts/5 batch): that one is trained on the token
+ids it was sampled as, with its producer's log-probs beside them, so that the learner can weigh
+it as the off-policy sample it is (client.sapo.offpolicy). A peer's completion of another
+tokenizer, or of a v4 batch, has no ids the learner's model could have drawn: it is re-encoded
+and never weighed (`TokenBatch.corrected` false).
 
 A completion reaches the loss whole, never cut: its reward was computed on the whole text, so
 training on a prefix would credit (or blame) tokens for an answer they never contained. What
@@ -13,8 +20,10 @@ from dataclasses import dataclass
 
 import torch
 
+from client.policy.policy import parse_tokenizer_label, tokenizer_fingerprint
 from client.sapo.advantages import group_advantages
 from client.sapo.step import TokenBatch
+from client.store.batch import Sampled
 from client.tasks import render_prompt
 
 
@@ -26,40 +35,71 @@ class Group:
     completions: list[str]
     rewards: list[float]
     external: bool
+    sampled: Sampled | None = None  # a peer's, when its batch gave it (v5)
+
+
+def weighable(tokenizer, group: Group) -> bool:
+    """Whether a group is a peer's whose tokens this tokenizer's model could have drawn (the
+    producer's tokenizer is this one), with their log-probs: trained as off-policy samples."""
+    if not group.external or group.sampled is None:
+        return False
+    fingerprint = parse_tokenizer_label(group.sampled.tokenizer)[1]
+    return fingerprint is not None and fingerprint == tokenizer_fingerprint(tokenizer)
 
 
 def completion_tokens(tokenizer, group: Group) -> int:
-    """Returns the length of the group's longest completion in this tokenizer's tokens."""
+    """Returns the length of the group's longest completion in this tokenizer's tokens (as it
+    will be trained: its sampled ids when it is weighed, else its text re-encoded)."""
+    if weighable(tokenizer, group):
+        return max(len(ids) for ids in group.sampled.token_ids)
     ids = tokenizer(list(group.completions), add_special_tokens=False)["input_ids"]
     return max((len(x) for x in ids), default=0)
 
 
 def encode_groups(tokenizer, groups: list[Group]) -> TokenBatch:
     """Returns the TokenBatch of every whole completion of every group (advantages per group)."""
-    rows: list[tuple[list[int], int]] = []
+    rows: list[tuple[list[int], int, list[float] | None, tuple[float, float]]] = []
     advantages, rewards, external = [], [], []
     for group in groups:
         prompt = tokenizer.encode(
             render_prompt(group.question, tokenizer), add_special_tokens=False
         )
         adv = group_advantages(torch.tensor([group.rewards]))[0]  # (L,)
-        for text, a, r in zip(group.completions, adv.tolist(), group.rewards, strict=True):
-            completion = tokenizer.encode(text, add_special_tokens=False)
+        sampled = group.sampled if weighable(tokenizer, group) else None
+        for j, (text, a, r) in enumerate(
+            zip(group.completions, adv.tolist(), group.rewards, strict=True)
+        ):
+            behaviour, how = None, (1.0, 1.0)
+            if sampled is not None:
+                completion = list(sampled.token_ids[j])
+                behaviour, how = sampled.logprobs[j], (sampled.temperature, sampled.top_p)
+            else:
+                completion = tokenizer.encode(text, add_special_tokens=False)
             if not completion:
                 completion = [tokenizer.eos_token_id]
-            rows.append((prompt + completion, len(prompt)))
+            rows.append((prompt + completion, len(prompt), behaviour, how))
             advantages.append(a)
             rewards.append(r)
             external.append(group.external)
-    width = max(len(ids) for ids, _ in rows)
+    width = max(len(ids) for ids, *_ in rows)
     n = len(rows)
     input_ids = torch.full((n, width), tokenizer.pad_token_id, dtype=torch.long)
     attention = torch.zeros((n, width), dtype=torch.long)
     completion_mask = torch.zeros((n, width), dtype=torch.long)
-    for i, (ids, prompt_len) in enumerate(rows):
+    behaviours = torch.zeros((n, width - 1), dtype=torch.float64)
+    corrected = torch.zeros(n, dtype=torch.bool)
+    sampling = torch.ones((n, 2), dtype=torch.float64)
+    for i, (ids, prompt_len, behaviour, how) in enumerate(rows):
         input_ids[i, : len(ids)] = torch.tensor(ids)
         attention[i, : len(ids)] = 1
         completion_mask[i, prompt_len : len(ids)] = 1
+        if behaviour is not None:  # position p predicts token p + 1
+            behaviours[i, prompt_len - 1 : len(ids) - 1] = torch.tensor(
+                behaviour, dtype=torch.float64
+            )
+            corrected[i] = True
+            sampling[i] = torch.tensor(how)
+    weigh = bool(corrected.any())
     return TokenBatch(
         input_ids=input_ids,
         attention_mask=attention,
@@ -67,4 +107,8 @@ def encode_groups(tokenizer, groups: list[Group]) -> TokenBatch:
         advantages=torch.tensor(advantages, dtype=torch.float32),
         rewards=torch.tensor(rewards, dtype=torch.float32),
         external=torch.tensor(external, dtype=torch.bool),
+        behaviour=behaviours if weigh else None,
+        corrected=corrected if weigh else None,
+        temperature=sampling[:, 0] if weigh else None,
+        top_p=sampling[:, 1] if weigh else None,
     )

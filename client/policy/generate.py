@@ -18,7 +18,7 @@ from client.policy.sampling import (
     Draws,
     GenerationBackend,
     Stopping,
-    pick,
+    pick_logprobs,
 )
 
 
@@ -70,21 +70,26 @@ class TransformersBackend:
     ) -> Completions:
         per_chunk = max(1, self.batch_size // n)
         rows: list[list[int]] = []
+        logprobs: list[list[float]] = []
         self.policy.model.eval()
         for start in range(0, len(prompts), per_chunk):
             chunk = prompts[start : start + per_chunk]
             draws = Draws(seed, first_row=start * n)
-            rows += self._sample(chunk, n, max_new_tokens, temperature, top_p, draws)
+            ids, lps = self._sample(chunk, n, max_new_tokens, temperature, top_p, draws)
+            rows += ids
+            logprobs += lps
         texts = [self.stopping.text_of(ids) for ids in rows]
         grouped = [texts[i * n : (i + 1) * n] for i in range(len(prompts))]
         return Completions(
             texts=grouped,
             new_tokens=sum(len(ids) for ids in rows),
             token_ids=[rows[i * n : (i + 1) * n] for i in range(len(prompts))],
+            sampled_logprobs=[logprobs[i * n : (i + 1) * n] for i in range(len(prompts))],
         )
 
     def _sample(self, prompts, n, max_new_tokens, temperature, top_p, draws: Draws):
-        """Returns the new token ids of each prompt's n completions (prompt-major order)."""
+        """Returns the new token ids of each prompt's n completions (prompt-major order), and
+        each token's log-probability under the distribution it was drawn from."""
         tok, model, device = self.policy.tokenizer, self.policy.model, self.policy.device
         enc = tok(prompts, return_tensors="pt", padding=True).to(device)
         mask = enc["attention_mask"]
@@ -101,13 +106,16 @@ class TransformersBackend:
         positions = mask.sum(-1) - 1  # position of each row's last token
         alive = torch.arange(logits.shape[0], device=device)  # original row of each batch row
         rows: list[list[int]] = [[] for _ in range(logits.shape[0])]
+        logprobs: list[list[float]] = [[] for _ in range(logits.shape[0])]
         stopping = self.stopping
         stop = torch.tensor(stopping.ids, device=device)
         for step in range(max_new_tokens):
-            nxt = pick(logits, temperature, top_p, draws.uniforms(alive.tolist(), step))  # (b,)
+            u = draws.uniforms(alive.tolist(), step)
+            nxt, lp = pick_logprobs(logits, temperature, top_p, u)  # (b,), (b,)
             done = torch.isin(nxt, stop)
-            for row, token in zip(alive.tolist(), nxt.tolist(), strict=True):
+            for row, token, p in zip(alive.tolist(), nxt.tolist(), lp.tolist(), strict=True):
                 rows[row].append(token)
+                logprobs[row].append(p)
             if stopping.text is not None:
                 done |= torch.tensor(
                     [stopping.stops(rows[r]) for r in alive.tolist()], device=device
@@ -128,4 +136,4 @@ class TransformersBackend:
                 use_cache=True,
             )
             logits = out.logits[:, -1]
-        return rows
+        return rows, logprobs

@@ -10,13 +10,21 @@ The batch-level check (openings, which rows, a checker's model) is client.node.p
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from client.policy.policy import Policy
-from client.policy.sampling import Draws, distribution
+from client.policy.sampling import Draws
+from client.sapo.distribution import distribution, sampled_logprobs
+from client.units import LOGPROB_FLOOR
 
+# the largest difference a checker accepts between a batch's claimed log-probability of a
+# token (sapo.rollouts/5, in nats) and the one it re-computes: the claim's rounding to
+# 1/LOGPROB_SCALE (5e-5) plus the numerics of two machines (scripts/bench-logprobs measures
+# them). What a lie within it moves: a learner's importance weight of that token by 0.1%.
+LOGPROB_TOLERANCE = 1e-3
 # numeric tolerance of a draw against its interval's edges. float32 interval edges computed on
 # two CPUs agreed exactly and on a CPU and an H100 within 1.5e-6 (docs/results/numerics:
 # scripts/bench-numerics), over the 1e-6 this was; 1e-5 covers that with room, and lets a
@@ -30,10 +38,14 @@ class DrawCheck:
     outside: int  # tokens whose u lies outside their interval by more than eps
     first_outside: int | None  # the position of the first one
     min_margin: float  # the smallest distance of a u inside its interval from the interval's edge
+    # the largest difference between a claimed log-prob and ours (nats; 0 when none claimed),
+    # and the first token where it is over the tolerance
+    logprob_gap: float = 0.0
+    first_logprob_off: int | None = None
 
     @property
     def passed(self) -> bool:
-        return self.outside == 0
+        return self.outside == 0 and self.first_logprob_off is None
 
 
 @torch.no_grad()
@@ -47,23 +59,42 @@ def check_draws(
     temperature: float,
     top_p: float,
     eps: float = EPS,
+    logprobs: list[float] | None = None,
+    logprob_tolerance: float = LOGPROB_TOLERANCE,
 ) -> DrawCheck:
     """Whether `completion_ids` are row `row`'s seeded draws of `seed` from the policy's weights
-    at `temperature` and `top_p` (see Draws for rows)."""
+    at `temperature` and `top_p` (see Draws for rows) and, given the log-probs the batch claims
+    for them (nats), whether each is the token's log-probability under the distribution it was
+    drawn from, within `logprob_tolerance`."""
     if not completion_ids:
         return DrawCheck(0, 0, None, 1.0)
     if temperature <= 0:  # greedy: every token is the argmax
         steps = _step_logits(policy, prompt, completion_ids)
         wrong = [t for t, tok in enumerate(completion_ids) if int(steps[t].argmax()) != tok]
         return DrawCheck(len(completion_ids), len(wrong), wrong[0] if wrong else None, 0.0)
-    gaps = draw_gaps(
+    gaps, ours = redraw(
         policy, prompt, completion_ids, seed=seed, row=row, temperature=temperature, top_p=top_p
     )
     outside = [t for t, gap in enumerate(gaps) if gap > eps]
     inside = [-gap for gap in gaps if gap <= eps]
+    differences = logprob_differences(logprobs, ours) if logprobs is not None else []
+    off = [t for t, d in enumerate(differences) if d > logprob_tolerance]
     return DrawCheck(
-        len(gaps), len(outside), outside[0] if outside else None, min(inside, default=1.0)
+        len(gaps),
+        len(outside),
+        outside[0] if outside else None,
+        min(inside, default=1.0),
+        max(differences, default=0.0),
+        off[0] if off else None,
     )
+
+
+def logprob_differences(claimed: list[float], ours: list[float]) -> list[float]:
+    """Each token's |claimed - ours| in nats, ours floored as a batch floors a claim (a claim of
+    another length differs everywhere: inf)."""
+    if len(claimed) != len(ours):
+        return [math.inf] * max(len(claimed), len(ours))
+    return [abs(c - max(o, LOGPROB_FLOOR)) for c, o in zip(claimed, ours, strict=True)]
 
 
 @torch.no_grad()
@@ -82,10 +113,29 @@ def draw_gaps(
     negative gap is a u inside, by that margin). A draw passes at tolerance eps when every gap is
     at most eps; the largest gap of honest draws is the numeric error between the sampler's and
     the checker's hardware (scripts/bench-numerics)."""
+    return redraw(
+        policy, prompt, completion_ids, seed=seed, row=row, temperature=temperature, top_p=top_p
+    )[0]
+
+
+@torch.no_grad()
+def redraw(
+    policy: Policy,
+    prompt: str,
+    completion_ids: list[int],
+    *,
+    seed: int,
+    row: int,
+    temperature: float,
+    top_p: float,
+) -> tuple[list[float], list[float]]:
+    """draw_gaps, and each token's log-probability under the distribution it is drawn from
+    (float64 nats; -inf for a token outside the top-p nucleus)."""
     if not completion_ids:
-        return []
+        return [], []
     steps = _step_logits(policy, prompt, completion_ids)
-    cdf = distribution(steps, temperature, top_p).cumsum(-1)
+    probs = distribution(steps, temperature, top_p)  # (T, V) float64
+    cdf = probs.cumsum(-1)
     draws = Draws(seed)
     gaps = []
     for t, token in enumerate(completion_ids):
@@ -93,7 +143,8 @@ def draw_gaps(
         low = float(cdf[t, token - 1]) if token > 0 else 0.0
         high = float(cdf[t, token])
         gaps.append(max(low - u, u - high))
-    return gaps
+    chosen = probs.gather(-1, torch.tensor(completion_ids, device=probs.device)[:, None])
+    return gaps, chosen.squeeze(-1).log().tolist()
 
 
 @torch.no_grad()
@@ -115,6 +166,68 @@ def draw_gaps_batch(
     batches)."""
     if temperature <= 0:
         raise ValueError("draw gaps need temperature > 0 (a greedy draw has no intervals)")
+    steps = _teacher_forced(policy, prompts, completions)
+    if steps is None:
+        return [[] for _ in completions]
+    cdf = distribution(steps, temperature, top_p).cumsum(-1)  # (N, V) float64
+    tokens = torch.tensor([t for c in completions for t in c], device=cdf.device)
+    high = cdf.gather(1, tokens[:, None]).squeeze(1)
+    low = torch.where(
+        tokens > 0,
+        cdf.gather(1, (tokens - 1).clamp(min=0)[:, None]).squeeze(1),
+        torch.zeros_like(high),
+    )
+    draws = Draws(seed)
+    u = torch.tensor(
+        [
+            draws.uniform(r, t)
+            for r, c in zip(rows, completions, strict=True)
+            for t in range(len(c))
+        ],
+        dtype=cdf.dtype,
+        device=cdf.device,
+    )
+    return _split(torch.maximum(low - u, u - high).tolist(), completions)
+
+
+@torch.no_grad()
+def logprobs_batch(
+    policy: Policy,
+    prompts: list[str | list[int]],
+    completions: list[list[int]],
+    *,
+    temperature: float,
+    top_p: float,
+    sequences: int = 16,
+) -> list[list[float]]:
+    """Each completion token's log-probability under the distribution it is drawn from (nats),
+    from teacher-forced passes of `sequences` completions at a time: what a sampler that does
+    not report them (vLLM's engine draws in its own process) writes into its batch."""
+    out: list[list[float]] = []
+    for start in range(0, len(completions), sequences):
+        part = completions[start : start + sequences]
+        steps = _teacher_forced(policy, prompts[start : start + sequences], part)
+        if steps is None:
+            out += [[] for _ in part]
+            continue
+        tokens = torch.tensor([t for c in part for t in c], device=steps.device)
+        out += _split(sampled_logprobs(steps, tokens, temperature, top_p).tolist(), part)
+    return out
+
+
+def _split(flat: list[float], completions: list[list[int]]) -> list[list[float]]:
+    out, start = [], 0
+    for c in completions:
+        out.append(flat[start : start + len(c)])
+        start += len(c)
+    return out
+
+
+def _teacher_forced(
+    policy: Policy, prompts: list[str | list[int]], completions: list[list[int]]
+) -> torch.Tensor | None:
+    """The logits (N, V) that predict every completion token, in order, from one pass over the
+    right-padded sequences (None when the completions are all empty)."""
     tok = policy.tokenizer
     prompt_ids = [p if isinstance(p, list) else tok(p)["input_ids"] for p in prompts]
     lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completions, strict=True)]
@@ -140,32 +253,8 @@ def draw_gaps_batch(
         ]
     )
     if positions.numel() == 0:
-        return [[] for _ in completions]
-    steps = logits[batch.to(policy.device), positions.to(policy.device)]  # (N, V)
-    cdf = distribution(steps, temperature, top_p).cumsum(-1)  # (N, V) float64
-    tokens = torch.tensor([t for c in completions for t in c], device=cdf.device)
-    high = cdf.gather(1, tokens[:, None]).squeeze(1)
-    low = torch.where(
-        tokens > 0,
-        cdf.gather(1, (tokens - 1).clamp(min=0)[:, None]).squeeze(1),
-        torch.zeros_like(high),
-    )
-    draws = Draws(seed)
-    u = torch.tensor(
-        [
-            draws.uniform(r, t)
-            for r, c in zip(rows, completions, strict=True)
-            for t in range(len(c))
-        ],
-        dtype=cdf.dtype,
-        device=cdf.device,
-    )
-    gaps = torch.maximum(low - u, u - high).tolist()
-    out, start = [], 0
-    for c in completions:
-        out.append(gaps[start : start + len(c)])
-        start += len(c)
-    return out
+        return None
+    return logits[batch.to(policy.device), positions.to(policy.device)]  # (N, V)
 
 
 def _step_logits(policy: Policy, prompt: str, completion_ids: list[int]) -> torch.Tensor:

@@ -12,6 +12,8 @@ from typing import Protocol
 
 import torch
 
+from client.sapo.distribution import distribution
+
 STOP = "</answer>"
 
 
@@ -20,8 +22,11 @@ class Completions:
     texts: list[list[str]]  # per prompt, n completions
     new_tokens: int  # tokens generated (padding excluded)
     token_ids: list[list[list[int]]] | None = None  # per prompt, n completions' sampled ids
-    # per prompt, n completions' per-token log-probs at temperature 1 (backends that report them)
+    # per prompt, n completions' per-token log-probs at temperature 1 (vLLM's, when asked)
     logprobs: list[list[list[float]]] | None = None
+    # per prompt, n completions' per-token log-probs under the distribution each token was
+    # drawn from (temperature and top-p applied): what a batch carries for off-policy learners
+    sampled_logprobs: list[list[list[float]]] | None = None
 
 
 class Stopping:
@@ -96,24 +101,22 @@ class Draws:
         return [self.uniform(row, step) for row in rows]
 
 
-def distribution(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
-    """The sampling distribution of each row (b, V), in float64: softmax at `temperature`,
-    restricted to the top-p nucleus (the most likely token always kept), renormalised."""
-    probs = torch.softmax(logits.double() / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p
-        sorted_probs = sorted_probs.masked_fill(outside, 0.0)
-        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-    return probs / probs.sum(-1, keepdim=True)
-
-
 def pick(logits: torch.Tensor, temperature: float, top_p: float, u: list[float]) -> torch.Tensor:
     """Next tokens (b,): argmax at temperature 0, else each row's draw by inverse CDF: the first
     token id (in id order) whose cumulative probability exceeds the row's u."""
+    return pick_logprobs(logits, temperature, top_p, u)[0]
+
+
+def pick_logprobs(
+    logits: torch.Tensor, temperature: float, top_p: float, u: list[float]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`pick`'s tokens (b,) and each one's log-probability under the distribution it was drawn
+    from (b,) float64 (0 at temperature 0: the argmax is certain)."""
     if temperature <= 0:
-        return logits.argmax(-1)
-    cdf = distribution(logits, temperature, top_p).cumsum(-1)
+        tokens = logits.argmax(-1)
+        return tokens, torch.zeros(tokens.shape, dtype=torch.float64, device=tokens.device)
+    probs = distribution(logits, temperature, top_p)  # (b, V)
+    cdf = probs.cumsum(-1)
     draws = torch.tensor(u, dtype=cdf.dtype, device=cdf.device)[:, None]
-    index = torch.searchsorted(cdf, draws, right=True).squeeze(-1)
-    return index.clamp(max=cdf.shape[-1] - 1)
+    index = torch.searchsorted(cdf, draws, right=True).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
+    return index, probs.gather(-1, index[:, None]).squeeze(-1).log()

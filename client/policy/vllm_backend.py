@@ -41,6 +41,7 @@ import torch
 
 from client.pids import pid_alive
 from client.policy.policy import Policy, PolicyError
+from client.policy.proof import logprobs_batch
 from client.policy.sampling import STOP, Completions, Draws, Stopping, pick
 
 OWNER_ENV = "SAPO_VLLM_OWNER"  # the pid of the process whose backend started the engine
@@ -307,6 +308,20 @@ class VllmBackend:
                 ]
                 probs += [lp] * copies
         texts = [self.stopping.text_of(r) for r in rows]
+        # the engine draws in its own process and reports no such thing: the tokens' log-probs
+        # under the distribution they were drawn from come from a teacher-forced pass of the
+        # policy here, as a checker computes them (client.policy.proof)
+        sampled = (
+            None
+            if greedy
+            else logprobs_batch(
+                self.policy,
+                [ids[r // n] for r in range(len(rows))],
+                rows,
+                temperature=temperature,
+                top_p=top_p,
+            )
+        )
         return Completions(
             texts=[texts[i * n : (i + 1) * n] for i in range(len(prompts))],
             new_tokens=sum(len(r) for r in rows),
@@ -314,6 +329,9 @@ class VllmBackend:
             logprobs=[probs[i * n : (i + 1) * n] for i in range(len(prompts))]
             if logprobs
             else None,
+            sampled_logprobs=None
+            if sampled is None
+            else [sampled[i * n : (i + 1) * n] for i in range(len(prompts))],
         )
 
     def close(self) -> None:

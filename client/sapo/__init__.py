@@ -2,12 +2,15 @@
 
 from client.sapo.advantages import group_advantages, has_signal
 from client.sapo.loss import GrpoStats, grpo_loss, token_logprobs
+from client.sapo.offpolicy import Correction, OffPolicyStats, importance_weights
 from client.sapo.sampler import Candidate, Selection, UniformSampler, training_set
-from client.sapo.step import StepStats, TokenBatch, batch_logprobs, grpo_step
+from client.sapo.step import StepStats, TokenBatch, batch_logprobs, grpo_step, old_logprobs
 
 __all__ = [
     "Candidate",
+    "Correction",
     "GrpoStats",
+    "OffPolicyStats",
     "Selection",
     "StepStats",
     "TokenBatch",
@@ -17,6 +20,8 @@ __all__ = [
     "grpo_loss",
     "grpo_step",
     "has_signal",
+    "importance_weights",
+    "old_logprobs",
     "token_logprobs",
     "training_set",
 ]

@@ -6,8 +6,10 @@ Notation (B sequences, T completion tokens, padded):
     A         (B,)    group advantage of each sequence, broadcast over its tokens
     mask      (B, T)  1 for completion tokens, 0 for prompt and padding
 
+    w         (B, T)  importance weight of each token (optional; client.sapo.offpolicy)
+
     ratio     = exp(logp_new - logp_old)
-    objective = min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)     per token
+    objective = w * min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)  per token
     loss      = -objective (+ kl_coef * KL(pi_theta || pi_ref), k3 estimator)  per token
 
 then aggregated over masked tokens: "token-mean" (every token of the batch weighs the same, as in
@@ -51,6 +53,7 @@ def grpo_loss(
     agg: Literal["token-mean", "seq-mean"] = "token-mean",
     logp_ref: torch.Tensor | None = None,
     kl_coef: float = 0.0,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, GrpoStats]:
     """Returns (scalar loss to minimise, stats). Shapes as in the module docstring."""
     if logp_new.shape != logp_old.shape or logp_new.shape != mask.shape:
@@ -64,6 +67,8 @@ def grpo_loss(
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * adv
     per_token = -torch.minimum(unclipped, clipped)  # (B, T)
+    if weights is not None:  # peers' tokens weighed as off-policy samples (w = 1 elsewhere)
+        per_token = per_token * weights.detach().to(per_token.dtype)
 
     kl = torch.zeros_like(per_token)
     if logp_ref is not None and kl_coef > 0:

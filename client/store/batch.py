@@ -1,4 +1,5 @@
-"""The rollout batch: schema `sapo.rollouts/4`, its canonical bytes; a decoder trusting nothing.
+"""The rollout batch: schema `sapo.rollouts/5` (a decoder reads /4 too), its canonical bytes; a
+decoder trusting nothing.
 
 A batch is one node's rollouts for one chain round: the header binds it to a chain, a ledger, a
 round and a node (so it cannot be replayed elsewhere), the task catalog, the model and how it
@@ -9,9 +10,13 @@ finished in that chain round, in order, numbered k = 0, 1, … with no gap (so i
 the ones that went badly). Each local round names the checkpoint it sampled from (the id of its
 weights, client.store.weights) and holds its items: a task reference (enough to regenerate the
 question and its reference answer), the question, the completions with the token ids they were
-sampled as, and each completion's reward in SCORE_SCALE units (10,000 = 1.0). No floats reach the
-hashed bytes. The checkpoints and token ids are what proof of generation checks
-(client.node.proving): a completion must be the seeded draw of its local round's weights.
+sampled as, each token's log-probability under the distribution it was drawn from (temperature
+and top-p applied; nats in 1/LOGPROB_SCALE, client.units: v5, so that a learner can weigh a
+peer's completion as the off-policy sample it is), and each completion's reward in SCORE_SCALE
+units (10,000 = 1.0). No floats reach the hashed bytes. A v4 batch has no log-probs; it decodes,
+and encodes to the same bytes, as it always did. The checkpoints, token ids and log-probs are
+what proof of generation checks (client.node.proving): a completion must be the seeded draw of
+its local round's weights, and each log-prob the one those weights give.
 
 Canonical encoding: UTF-8 JSON, keys sorted, no insignificant whitespace, non-ASCII kept as is.
 The decoder accepts only bytes that re-encode to themselves, so one batch has exactly one digest.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -34,9 +40,11 @@ from client.store.errors import (
     SchemaMismatch,
     UnsupportedSchema,
 )
-from client.units import SCORE_SCALE
+from client.units import LOGPROB_FLOOR, LOGPROB_SCALE, SCORE_SCALE, logprob_value
 
-SCHEMA = "sapo.rollouts/4"
+SCHEMA = "sapo.rollouts/5"  # what this client writes
+SCHEMA_V4 = "sapo.rollouts/4"  # before the log-probs: read, never written
+SCHEMAS = (SCHEMA_V4, SCHEMA)
 SAMPLING_SCALE = 10_000  # temperature and top-p are written in 1/10,000
 MAX_BATCH_BYTES = 1 << 20
 MAX_ITEMS = 1_024  # questions over all local rounds (~1.5 KB each: 1 MiB holds ~700)
@@ -136,11 +144,15 @@ class Sampling(_Strict):
 TokenIds = Annotated[
     list[Annotated[int, Field(ge=0, lt=2**32)]], Field(min_length=1, max_length=MAX_NEW_TOKENS)
 ]
+LogProbs = Annotated[
+    list[Annotated[int, Field(ge=LOGPROB_FLOOR * LOGPROB_SCALE, le=0)]],
+    Field(min_length=1, max_length=MAX_NEW_TOKENS),
+]
 
 
 class Item(_Strict):
-    """One question and the L completions the node's model wrote for it (as text and as the
-    token ids it sampled), with their rewards."""
+    """One question and the L completions the node's model wrote for it (as text, as the token
+    ids it sampled and, v5, each token's sampling log-probability), with their rewards."""
 
     task: TaskRef
     question: Annotated[str, Field(min_length=1, max_length=8_192)]
@@ -151,6 +163,7 @@ class Item(_Strict):
     rewards: Annotated[
         list[Annotated[int, Field(ge=0, le=SCORE_SCALE)]], Field(min_length=1, max_length=64)
     ]
+    logprobs: Annotated[list[LogProbs], Field(min_length=1, max_length=64)] | None = None
 
     @model_validator(mode="after")
     def _one_reward_per_completion(self) -> Item:
@@ -160,7 +173,44 @@ class Item(_Strict):
             raise ValueError(
                 f"{len(self.completions)} completions but {len(self.token_ids)} token id lists"
             )
+        if self.logprobs is not None:
+            if len(self.logprobs) != len(self.token_ids):
+                raise ValueError(
+                    f"{len(self.token_ids)} token id lists but {len(self.logprobs)} log-prob lists"
+                )
+            for j, (ids, lps) in enumerate(zip(self.token_ids, self.logprobs, strict=True)):
+                if len(ids) != len(lps):
+                    raise ValueError(
+                        f"completion {j}: {len(ids)} token ids but {len(lps)} log-probs"
+                    )
         return self
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """How a v5 batch's item was drawn, as a learner weighs it (client.sapo.offpolicy): its
+    completions' token ids, each token's log-probability under the producer's distribution (in
+    nats), that distribution's temperature and top-p, and the producer's tokenizer label
+    (`name:vocabulary:fingerprint`, ModelDescriptor.tokenizer)."""
+
+    token_ids: list[list[int]]
+    logprobs: list[list[float]]
+    temperature: float
+    top_p: float
+    tokenizer: str
+
+    @classmethod
+    def of(cls, batch: RolloutBatch, item: Item) -> Sampled | None:
+        """The item's sampling, or None for a v4 batch's (it has no log-probs)."""
+        if item.logprobs is None:
+            return None
+        return cls(
+            [list(ids) for ids in item.token_ids],
+            [[logprob_value(x) for x in row] for row in item.logprobs],
+            batch.sampling.temperature_value,
+            batch.sampling.top_p_value,
+            batch.model.tokenizer,
+        )
 
 
 class LocalRound(_Strict):
@@ -175,7 +225,7 @@ class LocalRound(_Strict):
 class RolloutBatch(_Strict):
     """A node's rollouts for one chain round, as published on IPFS and hashed on chain."""
 
-    schema_: Literal["sapo.rollouts/4"] = Field(SCHEMA, alias="schema")
+    schema_: Literal["sapo.rollouts/4", "sapo.rollouts/5"] = Field(SCHEMA, alias="schema")
     chain_id: Annotated[int, Field(gt=0, lt=2**64)]
     ledger: Annotated[str, Field(pattern=_ADDRESS.pattern)]
     round: U64
@@ -192,6 +242,11 @@ class RolloutBatch(_Strict):
         numbers = [lr.k for lr in self.local_rounds]
         if numbers != list(range(len(numbers))):
             raise ValueError(f"local rounds must be numbered 0, 1, … with no gap, got {numbers}")
+        with_logprobs = {item.logprobs is not None for item in self.items}
+        if self.schema_ == SCHEMA_V4 and True in with_logprobs:
+            raise ValueError(f"log-probs are a {SCHEMA} field; a {SCHEMA_V4} batch has none")
+        if self.schema_ == SCHEMA and False in with_logprobs:
+            raise ValueError(f"every item of a {SCHEMA} batch has its tokens' log-probs")
         longest = max(len(ids) for lr in self.local_rounds for i in lr.items for ids in i.token_ids)
         if longest > self.sampling.max_new_tokens:
             raise ValueError(
@@ -230,7 +285,12 @@ class RolloutBatch(_Strict):
 
     def encode(self) -> bytes:
         """Returns the canonical bytes (what is hashed, pinned and fetched)."""
-        return canonical_json(self.model_dump(by_alias=True, mode="json"))
+        document = self.model_dump(by_alias=True, mode="json")
+        if self.schema_ == SCHEMA_V4:  # v4 had no such key: its bytes stay what they were
+            for lr in document["local_rounds"]:
+                for item in lr["items"]:
+                    del item["logprobs"]
+        return canonical_json(document)
 
     def digest(self) -> bytes:
         """Returns sha256 of the canonical bytes: the ledger's digest and the CID's hash."""
@@ -275,12 +335,13 @@ def decode_batch(data: bytes, limits: BatchLimits | None = None) -> RolloutBatch
         ) from None
     if not isinstance(document, dict):
         raise MalformedBatch(f"a batch is a JSON object, got {type(document).__name__}")
-    if document.get("schema") != SCHEMA:
-        raise UnsupportedSchema(document.get("schema"), SCHEMA)
+    schema = document.get("schema")
+    if schema not in SCHEMAS:
+        raise UnsupportedSchema(schema, " or ".join(SCHEMAS))
     try:
         batch = RolloutBatch.model_validate(document)
     except ValidationError as exc:
-        raise SchemaMismatch([_problem(e) for e in exc.errors()], SCHEMA) from None
+        raise SchemaMismatch([_problem(e) for e in exc.errors()], schema) from None
     except RecursionError:
         raise MalformedBatch("JSON nested too deeply") from None
     _check_limits(batch, limits)
@@ -352,7 +413,7 @@ def _check_limits(batch: RolloutBatch, limits: BatchLimits) -> None:
                     f"{where}.completions: over {limits.max_completion_chars} characters"
                 )
     if problems:
-        raise SchemaMismatch(problems, SCHEMA)
+        raise SchemaMismatch(problems, batch.schema_)
 
 
 def check_record(

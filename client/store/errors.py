@@ -30,7 +30,7 @@ class SchemaMismatch(StoreError):
 
 
 class UnsupportedSchema(StoreError):
-    """A document of another schema than `expected` (the one this client reads), or of none."""
+    """A document of another schema than `expected` (those this client reads), or of none."""
 
     def __init__(self, version: object, expected: str):
         self.version, self.expected = version, expected
@@ -38,8 +38,8 @@ class UnsupportedSchema(StoreError):
             text = "no schema field: a JSON document, but not a rollout batch"
         else:
             text = (
-                f"batch schema {version!r} is not {expected}, the one this client reads "
-                "(another version of sapo-swarm may read it)"
+                f"batch schema {version!r} is not one this client reads ({expected}; another "
+                "version of sapo-swarm may read it)"
             )
         super().__init__(text)
 
