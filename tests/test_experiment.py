@@ -206,6 +206,12 @@ def check_devnet_held_out(exp, cell: Cell, cell_dir: Path, record: dict, cache: 
         ('name = "x"\nround_length_s = 5\n', "rounds"),
         ('name = "x"\nrounds = 2\nround_length_s = 5\nwhat = 1\n', "what"),
         ("name = \n", "not valid TOML"),
+        ('name = "x"\nrounds = 2\nround_length_s = 5\ncorrections = ["tis", "tis"]\n', "repeat"),
+        (
+            'name = "x"\nrounds = 2\nround_length_s = 5\n'
+            '[node.sapo]\nexternal_correction = "tis"\n',
+            "name the corrections to play in `corrections`",
+        ),
     ],
 )
 def test_bad_experiment_files_are_refused_with_the_reason(
@@ -399,6 +405,7 @@ rounds = 4
 questions = 2
 completions = 4
 splits = [[2, 0], [1, 1]]
+corrections = ["f-tis"]
 seeds = [0, 1]
 eval_questions = 24
 eval_every = 2
@@ -420,8 +427,15 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
     cache = cached_seed_test(seed_test, tmp_path / "cache")
     path.write_text(IN_PROCESS)
     exp = load_experiment(path)
-    # played seed by seed: a run stopped part way has whole seeds of every split to pair
-    assert [(c.local, c.seed) for c in exp.cells()] == [(2, 0), (1, 0), (2, 1), (1, 1)]
+    # played seed by seed: a run stopped part way has whole seeds of every split to pair; I/0
+    # has no peers' completions to correct, so it is played under none only
+    assert [(c.local, c.seed, c.correction) for c in exp.cells()] == [
+        (2, 0, "none"),
+        (1, 0, "f-tis"),
+        (2, 1, "none"),
+        (1, 1, "f-tis"),
+    ]
+    assert exp.cells()[1].key == "homogeneous-1x1-f-tis-s0"
     command = ["experiment", "run", "--config", str(path), "--out", str(out)]
     command += ["--cache-dir", str(cache)]
     # interrupted for real once the first cell is done, then resumed by the same command
@@ -480,15 +494,22 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
         assert [e["round"] for e in held["evaluations"]] == [0, 2, 4]
         start = held["evaluations"][0]["greedy"]
         assert len(start) == exp.nodes and start[0] == start[1], "every node starts the same"
-        if cell.external:  # peers' verified items were trained on
-            assert sum(r["external_items"] for n in record["nodes"] for r in n["rounds"]) > 0
+        if cell.external:  # peers' verified items were trained on, weighed as off-policy
+            rounds = [r for n in record["nodes"] for r in n["rounds"]]
+            assert sum(r["external_items"] for r in rounds) > 0
+            weighed = [r for r in rounds if r["external_weighed"]]
+            assert weighed and all(r["external_unweighed"] == 0 for r in rounds)
+            # one tokenizer, nodes a few steps apart: ratios near 1, and nothing capped at 2
+            assert all(0.5 < r["offpolicy_ratio"] < 1.5 for r in weighed), weighed
+            assert all(r["offpolicy_filtered"] is not None for r in weighed)
 
     configurations = summary["configurations"]
     assert 0 < len(excluded) < exp.eval_questions
     for configuration in configurations.values():  # every cell is scored on one held-out set
         for numbers in configuration["seeds"].values():
             assert numbers["held_out_questions"] == exp.eval_questions - len(excluded)
-    baseline, shared = configurations["homogeneous 2/0"], configurations["homogeneous 1/1"]
+    baseline, shared = configurations["homogeneous 2/0"], configurations["homogeneous 1/1 f-tis"]
+    assert shared["correction"] == "f-tis" and "correction" not in baseline
     paired = shared["held_out_paired_vs_baseline"]
     for seed in ("0", "1"):
         expected = (
@@ -499,4 +520,4 @@ def test_in_process_experiment_shares_evaluates_held_out_questions_and_resumes(
     assert paired["seeds"] == 2 and paired["ci95"] is not None
     table = (out / "table.md").read_text()
     assert "in process" in table and "Held-out: greedy pass@1" in table, table
-    assert "| homogeneous | 1/1 |" in table and "95% CI" in table, table
+    assert "| homogeneous | 1/1 f-tis |" in table and "95% CI" in table, table

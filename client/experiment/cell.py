@@ -89,7 +89,8 @@ def base_config(exp: ExperimentConfig, cell: Cell, cache_dir: Path) -> NodeConfi
         policy={"cache_dir": cache_dir},
         devnet={"nodes": exp.nodes},
     )
-    return with_sections(cfg, **exp.node) if exp.node else cfg
+    cfg = with_sections(cfg, **exp.node) if exp.node else cfg
+    return with_sections(cfg, sapo={"external_correction": cell.correction})
 
 
 def node_sections(cell: Cell, base: NodeConfig) -> Callable[[int], dict[str, dict]]:

@@ -54,6 +54,11 @@ class ExperimentConfig(BaseModel):
     variants: list[Literal["homogeneous", "seeds", "specialties"]] = Field(
         default_factory=lambda: ["homogeneous"], min_length=1
     )
+    # how the nodes train peers' completions ([sapo].external_correction): each split with
+    # J > 0 is played under each (I/0 has no peers' completions: under none only)
+    corrections: list[Literal["none", "tis", "f-tis"]] = Field(
+        default_factory=lambda: ["none"], min_length=1
+    )
     store: Literal["local", "ipfs"] = "local"
     # held-out evaluation (client.experiment.heldout): greedy answers of every node's policy to a
     # fixed set of questions drawn apart from every ledger task seed; a question a cell's nodes
@@ -81,6 +86,12 @@ class ExperimentConfig(BaseModel):
                 )
         if len(set(self.splits)) != len(self.splits) or len(set(self.seeds)) != len(self.seeds):
             raise ValueError("splits and seeds must not repeat")
+        if len(set(self.corrections)) != len(self.corrections):
+            raise ValueError("corrections must not repeat")
+        if "external_correction" in self.node.get("sapo", {}):
+            raise ValueError(
+                "node.sapo.external_correction: name the corrections to play in `corrections`"
+            )
         if self.swarm == "devnet":
             if self.round_length_s is None:
                 raise ValueError("round_length_s: a devnet experiment needs its round length")
@@ -109,10 +120,11 @@ class ExperimentConfig(BaseModel):
         so that a run stopped part way has every configuration at (nearly) the same seeds, and
         its paired comparisons are of whole seeds."""
         return [
-            Cell(variant=variant, local=i, external=j, seed=seed)
+            Cell(variant=variant, local=i, external=j, seed=seed, correction=correction)
             for seed in self.seeds
             for variant in self.variants
             for i, j in self.splits_of(variant)
+            for correction in (self.corrections if j > 0 else ["none"])
         ]
 
     def splits_of(self, variant: str) -> list[tuple[int, int]]:
@@ -130,14 +142,23 @@ class Cell(BaseModel):
     local: int
     external: int
     seed: int
+    correction: str = "none"
+
+    @property
+    def split(self) -> str:
+        """I/J, and the external correction when there is one: `4/4`, `4/4 tis`."""
+        return f"{self.local}/{self.external}" + (
+            "" if self.correction == "none" else f" {self.correction}"
+        )
 
     @property
     def configuration(self) -> str:
-        return f"{self.variant} {self.local}/{self.external}"
+        return f"{self.variant} {self.split}"
 
     @property
     def key(self) -> str:
-        return f"{self.variant}-{self.local}x{self.external}-s{self.seed}"
+        tag = "" if self.correction == "none" else f"-{self.correction}"
+        return f"{self.variant}-{self.local}x{self.external}{tag}-s{self.seed}"
 
 
 def load_experiment(name_or_path: str | Path) -> ExperimentConfig:

@@ -204,6 +204,12 @@ def _mean_of(values) -> float | None:
     return statistics.fmean(kept) if kept else None
 
 
+def split_label(entry: dict[str, Any]) -> str:
+    """A configuration's I/J, with its external correction when it has one (`4/4 tis`)."""
+    correction = entry.get("correction")
+    return f"{entry['local']}/{entry['external']}" + (f" {correction}" if correction else "")
+
+
 def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
     """Aggregates the done cells per configuration; writes summary.json, table.md, curves.png."""
     records = load_records(exp, out_dir)
@@ -223,7 +229,8 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
         numbers = _cell_numbers(records[cell.key], trained)
         entry = configurations.setdefault(
             cell.configuration,
-            {"variant": cell.variant, "local": cell.local, "external": cell.external, "seeds": {}},
+            {"variant": cell.variant, "local": cell.local, "external": cell.external, "seeds": {}}
+            | ({} if cell.correction == "none" else {"correction": cell.correction}),
         )
         entry["seeds"][str(cell.seed)] = numbers
     for entry in configurations.values():
@@ -295,7 +302,10 @@ def summarize(exp: ExperimentConfig, out_dir: Path) -> dict[str, Any]:
                 "seeds": len(held),
             }
     summary = {
-        "experiment": exp.model_dump(mode="json"),
+        # (runs before the corrections existed played under none, and say nothing of them)
+        "experiment": exp.model_dump(
+            mode="json", exclude={"corrections"} if exp.corrections == ["none"] else None
+        ),
         "metric": "sum over scored rounds and nodes of the mean verifier reward of each node's "
         "local rollouts (I x L per node and round); mean and spread over seeds",
         "cells_done": len(records),
@@ -344,7 +354,7 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
             interval = _interval(paired.get("ci95"), 2)
             better = f"{paired['seeds_better']}/{paired['seeds']}"
         lines.append(
-            f"| {e['variant']} | {e['local']}/{e['external']} | {e['cumulative_mean']:.2f}{sd} | "
+            f"| {e['variant']} | {split_label(e)} | {e['cumulative_mean']:.2f}{sd} | "
             f"{e['cumulative_min']:.2f} – {e['cumulative_max']:.2f} | {gain} | {delta} | "
             f"{interval} | {better} | {share} | {e['wall_s'] / 60:.1f} min |"
         )
@@ -366,7 +376,7 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
     for e in summary["configurations"].values():
         used = e.get("external_used_per_round_mean")
         lines.append(
-            f"| {e['variant']} | {e['local']}/{e['external']} | "
+            f"| {e['variant']} | {split_label(e)} | "
             f"{'-' if used is None else f'{used:.2f}'} | {span(e, '')} | "
             f"{span(e, 'home_')} | {span(e, 'foreign_')} |"
         )
@@ -398,7 +408,7 @@ def markdown_table(exp: ExperimentConfig, summary: dict[str, Any]) -> str:
                 delta = _interval(paired["ci95"], 3, paired["mean"])
                 better = f"{paired['seeds_better']}/{paired['seeds']}"
             lines.append(
-                f"| {e['variant']} | {e['local']}/{e['external']} | "
+                f"| {e['variant']} | {split_label(e)} | "
                 f"{e['held_out_pass1_start_mean']:.3f} | {e['held_out_pass1_end_mean']:.3f} | "
                 f"{_interval(e.get('held_out_pass1_gain_ci95'), 3, e['held_out_pass1_gain_mean'])}"
                 f" | {delta} | {better} |"
@@ -444,7 +454,7 @@ def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> N
             ]
             xs = range(1, len(per_seed[0]) + 1)
             mean = [statistics.fmean(c[k] for c in per_seed) for k in range(len(xs))]
-            (line,) = ax.plot(xs, mean, label=f"{e['local']}/{e['external']}")
+            (line,) = ax.plot(xs, mean, label=f"{split_label(e)}")
             if len(per_seed) > 1:
                 low = [min(c[k] for c in per_seed) for k in range(len(xs))]
                 high = [max(c[k] for c in per_seed) for k in range(len(xs))]
@@ -460,7 +470,7 @@ def plot_curves(exp: ExperimentConfig, summary: dict[str, Any], path: Path) -> N
             curves = [s["held_out_curve"] for s in e["seeds"].values()]
             xs = [point["round"] for point in curves[0]]
             mean = [statistics.fmean(c[k]["pass1"] for c in curves) for k in range(len(xs))]
-            (line,) = ax.plot(xs, mean, marker="o", label=f"{e['local']}/{e['external']}")
+            (line,) = ax.plot(xs, mean, marker="o", label=f"{split_label(e)}")
             if len(curves) > 1:
                 low = [min(c[k]["pass1"] for c in curves) for k in range(len(xs))]
                 high = [max(c[k]["pass1"] for c in curves) for k in range(len(xs))]
