@@ -8,7 +8,10 @@ update falls between a rollout and its step; `[train].rounds_per_update` > 1 gat
 local rounds into one step, still with no update in between), plus J peer items drawn uniformly
 from the verified items of peers' batches of the last `[sapo].lookback_rounds` chain rounds that
 it has not trained on before (off-policy by nature: peers' models sampled them; rewards are
-always this node's own verifier's).
+always this node's own verifier's). How a peer's completion is weighed is
+`[sapo].external_correction` (client.sapo.offpolicy: none, the paper's; tis; f-tis): the
+producer's log-probs come with the peer item from its batch (sapo.rollouts/5), the learner's
+from the same pass that takes pi_old.
 
 Completions are never cut (client.policy.encode). The node's own completions fit by
 construction (generated under `[policy].max_new_tokens`); a peer's group whose completions are
