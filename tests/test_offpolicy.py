@@ -86,7 +86,7 @@ def test_identical_weights_give_ratio_one_and_tis_is_todays_update(seed_dir, sam
     a = none.step(groups(sampled, exact))
     b = tis.step(groups(sampled, exact))
     assert torch.equal(flat(none.policy.model), flat(tis.policy.model)), "tis moved otherwise"
-    assert a.loss == b.loss and a.offpolicy.ratio_mean is None
+    assert a.loss == b.loss and a.offpolicy is None
     assert b.offpolicy.sequences == 8 and b.offpolicy.ratio_mean == 1.0
     assert b.offpolicy.truncated == 0.0 and b.offpolicy.filtered is None
     # through the sampler's own numbers (KV-cached batched sampling against the trainer's one

@@ -188,20 +188,17 @@ class Trainer:
         weigh = self.correction != "none"
         old, learner = old_logprobs(self.policy.model, batch, train.micro_batch, sampling=weigh)
         weights = keep = offpolicy = None
-        if batch.corrected is not None:
-            mask = batch.completion_mask[:, 1:]
+        if weigh and batch.corrected is not None:
             weights, keep, offpolicy = importance_weights(
-                learner.cpu() if learner is not None else torch.zeros_like(batch.behaviour),
+                learner.cpu(),
                 batch.behaviour,
-                mask,
+                batch.completion_mask[:, 1:],
                 batch.corrected,
                 batch.advantages,
                 correction=self.correction,
                 cap=self.tis_cap,
                 kl_max=self.offpolicy_filter,
             )
-            if not weigh:
-                weights = keep = None
         stats = None
         for _ in range(train.updates_per_round):
             stats = grpo_step(
