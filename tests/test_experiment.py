@@ -284,7 +284,12 @@ def test_committed_sharing_runs_are_made_from_their_records(tmp_path: Path) -> N
                 assert len(entry["seeds"]) >= 5, run.name
 
 
-SHARING_RUNS = ("sharing-format", "sharing-format-specialists", "sharing-format-specialists-shared")
+SHARING_RUNS = (
+    "sharing-format",
+    "sharing-format-specialists",
+    "sharing-format-specialists-shared",
+    "offpolicy-format",
+)
 
 
 def assert_remade_from_records(run: Path, tmp_path: Path, *, complete: bool = True) -> None:
