@@ -4,7 +4,7 @@ What is the node's own code: the seeded draw from each node's task seed, generat
 (client.node.rollouts.generate_local_round), the SAPO mix of I own groups and J peer items
 (client.node.training.mix, with the node's sampling rng), the trainer (client.node.training.
 Trainer, as client.node.assemble.make_trainer builds it from the cell's [train] and [policy]),
-the `sapo.rollouts/4` batch encoded to its canonical bytes and decoded again by every peer, and
+the `sapo.rollouts/5` batch encoded to its canonical bytes and decoded again by every peer, and
 peers' re-verification with their own verifiers (client.node.rollouts.verify_batch): an item
 enters a peer's pool with the peer's rewards, as on the real path.
 
