@@ -17,6 +17,7 @@ from client.sapo import (
     group_advantages,
     grpo_loss,
     has_signal,
+    importance_weights,
     token_logprobs,
     training_set,
 )
@@ -44,6 +45,37 @@ def test_loss_by_hand_token_mean() -> None:
     # d(-ratio*A)/dlogp = -ratio*A, divided by the 5 tokens; zero where the clip is active
     expected = torch.tensor([[-0.2, 0.0, -0.1], [0.0, 0.6, 0.0]])
     assert torch.allclose(grad, expected, atol=1e-6), grad
+
+
+def test_importance_weights_by_hand() -> None:
+    # three sequences of 3 tokens: a local one, and two peers' (the last padded at its end)
+    learner = torch.log(torch.tensor([[0.5, 0.5, 0.5], [0.5, 0.4, 0.9], [0.2, 0.1, 0.0]]))
+    producer = torch.log(torch.tensor([[0.9, 0.9, 0.9], [0.5, 0.1, 0.3], [0.8, 0.9, 1.0]]))
+    learner[2, 2] = producer[2, 2] = 0.0  # padding: 0 as the encoder leaves it
+    mask = torch.tensor([[1, 1, 1], [1, 1, 1], [1, 1, 0]])
+    corrected = torch.tensor([False, True, True])
+    adv = torch.tensor([1.0, 1.0, -1.0])
+    w, keep, stats = importance_weights(
+        learner, producer, mask, corrected, adv, correction="tis", cap=2.0, kl_max=0.5
+    )
+    # ratios: local untouched; 1, 4 (capped at 2), 3 (capped); 0.25, 0.111…
+    expected = torch.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, 2.0], [0.25, 1 / 9, 1.0]])
+    assert torch.allclose(w, expected, atol=1e-6), w
+    assert bool(keep.all()) and stats.sequences == 2 and stats.tokens == 5
+    assert math.isclose(stats.truncated, 2 / 5) and stats.filtered is None
+    assert math.isclose(stats.ratio_mean, (1 + 4 + 3 + 0.25 + 1 / 9) / 5, rel_tol=1e-6)
+    # f-tis: the negative-advantage peer sequence is mean(log(0.8/0.2), log(0.9/0.1)) = 1.79
+    # nats off-policy: dropped at 0.5, kept at 2; the positive one is never dropped
+    for kl_max, dropped in ((0.5, [False, False, True]), (2.0, [False, False, False])):
+        _, keep, stats = importance_weights(
+            learner, producer, mask, corrected, adv, correction="f-tis", cap=2.0, kl_max=kl_max
+        )
+        assert (~keep).tolist() == dropped and stats.filtered == sum(dropped) / 2
+    # none: nothing weighed
+    w, keep, stats = importance_weights(
+        learner, producer, mask, corrected, adv, correction="none", cap=2.0, kl_max=0.5
+    )
+    assert bool((w == 1).all()) and bool(keep.all()) and stats.ratio_mean is None
 
 
 def test_loss_by_hand_seq_mean() -> None:
