@@ -80,6 +80,29 @@ def test_a_v4_batch_decodes_and_hashes_byte_for_byte_as_before() -> None:
     assert batch.encode() == data and batch.digest().hex() == V4_DIGEST
 
 
+def test_a_round_sampled_before_the_upgrade_is_sealed_as_v4() -> None:
+    from client.node.rollouts import make_batch as seal
+    from client.tasks import load_catalog
+
+    batch = make_batch(local_rounds=2)
+    old = batch.local_rounds[0].model_copy(
+        update={"items": [i.model_copy(update={"logprobs": None}) for i in batch.items[:4]]}
+    )
+    kwargs = dict(
+        chain_id=31_337,
+        ledger=LEDGER,
+        round_=3,
+        node=NODE,
+        catalog=load_catalog("tiny"),
+        model=batch.model.model_dump(),
+        sampling=batch.sampling,
+    )
+    mixed = seal(**kwargs, local_rounds=[old, batch.local_rounds[1]])
+    assert mixed.schema_ == "sapo.rollouts/4" and all(i.logprobs is None for i in mixed.items)
+    assert decode_batch(mixed.encode()) == mixed
+    assert seal(**kwargs, local_rounds=batch.local_rounds).schema_ == "sapo.rollouts/5"
+
+
 def test_v5_carries_a_log_prob_per_token_and_v4_none() -> None:
     batch = make_batch()
     assert batch.schema_ == "sapo.rollouts/5"

@@ -17,6 +17,7 @@ from eth_utils import keccak, to_checksum_address
 
 from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS, batch_signal
 from client.store import Item, LocalRound, ModelDescriptor, RolloutBatch, Sampling, TaskRef
+from client.store.batch import SCHEMA, SCHEMA_V4
 from client.tasks import (
     Catalog,
     Task,
@@ -133,8 +134,20 @@ def make_batch(
     sampling: Sampling,
     local_rounds: list[LocalRound],
 ) -> RolloutBatch:
-    """Returns the batch of a chain round from its local rounds (k = 0, 1, … in order)."""
+    """Returns the batch of a chain round from its local rounds (k = 0, 1, … in order): a v5
+    batch, or a v4 one when a local round has no log-probs (sampled by the client before v5 and
+    journaled across the upgrade), so that the round can still be sealed."""
+    schema = SCHEMA
+    if any(item.logprobs is None for lr in local_rounds for item in lr.items):
+        schema = SCHEMA_V4
+        local_rounds = [
+            lr.model_copy(
+                update={"items": [i.model_copy(update={"logprobs": None}) for i in lr.items]}
+            )
+            for lr in local_rounds
+        ]
     return RolloutBatch(
+        schema_=schema,
         chain_id=chain_id,
         ledger=ledger.lower(),
         round=round_,
