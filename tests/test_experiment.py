@@ -289,6 +289,7 @@ SHARING_RUNS = (
     "sharing-format-specialists",
     "sharing-format-specialists-shared",
     "offpolicy-format",
+    "offpolicy-format-specialists-shared",
 )
 
 
