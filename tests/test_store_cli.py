@@ -96,7 +96,7 @@ def test_a_file_that_is_no_batch_is_refused_with_the_way_to_store_it(
     binary.write_bytes(b"\x00\x01\xff\xfe" * 64)
     result = cli.invoke(app, ["store", "put", str(binary), *backend])
     assert result.exit_code == 1
-    assert "is not a sapo.rollouts/4 batch" in result.output and "pass --raw" in result.output
+    assert "is not a sapo.rollouts/5 batch" in result.output and "pass --raw" in result.output
     other = tmp_path / "package.json"
     other.write_text('{"name": "x"}')
     result = cli.invoke(app, ["store", "put", str(other), *backend])
