@@ -361,3 +361,20 @@ def test_the_committed_verdict_table_is_made_from_its_records() -> None:
         and "| 1e-05, inf, 0 |" in line
     ]
     assert len(strict) == 2 and all("| 0/40000 |" in line for line in strict), strict
+
+
+def test_the_committed_logprob_table_is_made_from_its_records() -> None:
+    """docs/results/numerics/logprobs.md (log-prob claims sampled on an H200 and this CPU,
+    re-computed on the other and on the H200 in batches) is what `scripts/bench-numerics
+    logprobs` makes of the committed records, and no honest check fails at the protocol's
+    tolerance in any pairing."""
+    made = bench_numerics("logprobs", "lp-*.json.gz", 8)
+    assert made == (NUMERICS / "logprobs.md").read_text()
+    rows = [line.split(" | ") for line in made.splitlines() if line.startswith("| seed-")]
+    assert len(rows) == 12
+    at_tolerance = made.splitlines()[2].split(" | ").index("checks failed at 0.001")
+    for row in rows:
+        failed, checks = row[at_tolerance].split("/")
+        assert failed == "0" and int(checks) >= 1024, row
+    assert sum("NVIDIA H200" in row[2] and "AMD EPYC" in row[3] for row in rows) == 4
+
