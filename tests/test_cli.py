@@ -203,3 +203,29 @@ def test_policy_seed_tagged_pretrains_some_answers_outside_the_verifiers_format(
     assert 0.25 < share < 0.35 and all("<answer>" in t or "Answer: " in t for t in texts)
     refused = cli.invoke(app, [*args, "--tagged", "0"])
     assert refused.exit_code == 2
+
+
+@pytest.mark.parametrize("command", [["node", "run"], ["tui"]])
+def test_a_taken_metrics_port_is_refused_in_one_line_before_the_node_starts(
+    cli: CliRunner, tmp_path: Path, command: list[str]
+) -> None:
+    """A real listener holds the port: the node says so, names the key, and starts nothing (it
+    has no chain to start with: the refusal comes first)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "node.toml"
+        config.write_text(
+            f'[node]\nmetrics_addr = "127.0.0.1:{port}"\ndata_dir = "{tmp_path / "node"}"\n'
+            '[chain]\nrpc_url = "http://127.0.0.1:9"\n'
+            'ledger_address = "0x5FbDB2315678afecb367f032d93F642f64180aa3"\n'
+        )
+        result = cli.invoke(app, [*command, "--config", str(config)])
+    assert result.exit_code == 2, result.output  # a setting to change, as a config error is
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"[node].metrics_addr 127.0.0.1:{port}" in lines[0], lines
+    assert "already in use" in lines[0]
+    assert not (tmp_path / "node").exists()  # no journal, no log: nothing was started

@@ -117,6 +117,11 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
+        ('[node]\nmetrics_addr = "9464"\n', "'9464' is not HOST:PORT"),
+        ('[node]\nmetrics_addr = "prometheus.example:9464"\n', "is not an IP address"),
+        ('[node]\nmetrics_addr = "127.0.0.1:70000"\n', "port 70000 is not in 1-65535"),
+        ('[node]\nmetrics_addr = "0.0.0.0:9464"\n', "set [node].metrics_public = true"),
+        ('[node]\nmetrics_addr = "[::]:9464"\n', "is not a loopback address"),
         ('[ledger]\nfamilies = ["qwen2.5-0.5b"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"0" * 64}"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"ab" * 32}", "0x{"AB" * 32}"]\n', "is listed twice"),
@@ -126,6 +131,14 @@ def test_bad_values_name_the_field(tmp_path: Path, text: str, field: str) -> Non
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, text))
     assert field in str(info.value)
+
+
+def test_metrics_listen_on_loopback_unless_the_operator_says_otherwise(tmp_path: Path) -> None:
+    for addr in ("127.0.0.1:9464", "[::1]:9464", "localhost:9464", "127.0.0.2:9000"):
+        assert load_config(write(tmp_path, f'[node]\nmetrics_addr = "{addr}"\n')).node.metrics_addr
+    public = '[node]\nmetrics_addr = "0.0.0.0:9464"\nmetrics_public = true\n'
+    assert load_config(write(tmp_path, public)).node.metrics_addr == "0.0.0.0:9464"
+    assert load_config(write(tmp_path, "")).node.metrics_addr is None  # off by default
 
 
 def test_malformed_toml_says_where(tmp_path: Path) -> None:

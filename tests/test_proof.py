@@ -377,4 +377,3 @@ def test_the_committed_logprob_table_is_made_from_its_records() -> None:
         failed, checks = row[at_tolerance].split("/")
         assert failed == "0" and int(checks) >= 1024, row
     assert sum("NVIDIA H200" in row[2] and "AMD EPYC" in row[3] for row in rows) == 4
-

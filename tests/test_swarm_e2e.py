@@ -15,12 +15,14 @@ import json
 import os
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import (
     MECHANICS_ENV,
     cached_seed_test,
+    listening_addresses,
     sapo_process,
     sapo_run,
     start_mechanics_devnet,
@@ -104,7 +106,7 @@ def confirmed_rounds(node_dir: Path) -> list[int]:
 def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     data_dir = tmp_path_factory.mktemp("devnet")
     ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, data_dir / "policies"))
-    proc, state = start_mechanics_devnet(data_dir, NODES, ROUND_S, env=ENV)
+    proc, state = start_mechanics_devnet(data_dir, NODES, ROUND_S, "--metrics", env=ENV)
     yield data_dir, state
     if proc.poll() is None:
         stop_devnet(proc)
@@ -203,6 +205,83 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
     assert all(r["running"] and r["credited"] > 0 and r["peers_used"] >= 1 for r in rows)
     # the hardware is kept learning: the nodes' compute never waits on the swarm
     assert all(r["busy_share"] > 0.5 and r["blocked_share"] == 0 for r in rows), rows
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """GETs a node's /metrics and parses it as Prometheus does: (sample name, its labels sorted)
+    -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=15) as answer:  # noqa: S310 - a loopback URL
+        assert answer.headers["Content-Type"].startswith("text/plain")
+        text = answer.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def status_row(data_dir: Path, address: str) -> dict:
+    status = sapo("devnet", "status", "--data-dir", str(data_dir), "--json")
+    return next(r for r in json.loads(status.stdout)["nodes"] if r["address"] == address)
+
+
+def test_each_node_serves_metrics_that_agree_with_status_and_move(devnet) -> None:
+    """`devnet up --metrics`: every node serves /metrics on its own loopback port; what a scrape
+    reads agrees with `devnet status --json` (read just before and just after it), and the
+    counters and stage histograms grow as rounds pass."""
+    data_dir, state = devnet
+    urls = [n["metrics"] for n in state["nodes"]]
+    ports = [int(u.split(":")[2].split("/")[0]) for u in urls]
+    assert len(set(ports)) == NODES and all(u.startswith("http://127.0.0.1:") for u in urls)
+    for port in ports:  # on loopback only ("0100007F": 127.0.0.1 as /proc/net/tcp writes it)
+        assert listening_addresses(port) == {"0100007F"}, port
+    node = state["nodes"][1]  # a transformers node that no other test stops
+    before = status_row(data_dir, node["address"])
+    first = scrape(urls[1])
+    after = status_row(data_dir, node["address"])
+
+    def at(samples, name: str, **labels: str) -> float:
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    assert before["local_rounds"] <= at(first, "sapo_local_rounds_total") <= after["local_rounds"]
+    submitted = at(first, "sapo_node_last_submitted_round")
+    assert before["last_submission"] <= submitted <= after["last_submission"]
+    assert at(first, "sapo_chain_up") == 1 and at(first, "sapo_ipfs_up") == 1
+    assert at(first, "sapo_node_running") == 1 and at(first, "sapo_registered") == 1
+    assert 0 < at(first, "sapo_node_busy_ratio") <= 1 and at(first, "sapo_node_blocked_ratio") == 0
+    assert at(first, "sapo_stake_active_ether") >= at(first, "sapo_stake_min_ether") > 0
+    info = next(labels for (name, labels) in first if name == "sapo_build_info")
+    assert dict(info)["model"] == "seed-test" and dict(info)["backend"] == "transformers"
+    assert not any("/" in value for _, value in info)  # no local path in a label
+    # counters and histograms move as rounds pass
+    chain_round = at(first, "sapo_chain_round")
+    wait_until(
+        lambda: at(scrape(urls[1]), "sapo_chain_round") >= chain_round + 2,
+        timeout_s=ROUND_S * 4,
+        what="two more chain rounds",
+    )
+    second = scrape(urls[1])
+    assert at(second, "sapo_local_rounds_total") > at(first, "sapo_local_rounds_total")
+    assert at(second, "sapo_generated_tokens_total") > at(first, "sapo_generated_tokens_total")
+    assert at(second, "sapo_grpo_steps_total") > at(first, "sapo_grpo_steps_total")
+    assert at(second, "sapo_node_last_submitted_round") > submitted
+    for stage in ("generate", "train", "submit", "fetch", "verify", "attest"):
+        grew = at(second, "sapo_stage_duration_seconds_count", stage=stage) - at(
+            first, "sapo_stage_duration_seconds_count", stage=stage
+        )
+        assert grew > 0, stage
+    votes = sum(at(second, "sapo_votes_cast_total", kind=k) for k in ("agree", "dispute"))
+    assert votes > 0 and at(second, "sapo_votes_cast_total", kind="dispute") == 0
+    assert at(second, "sapo_peer_batches", verdict="verified") > 0
+    outcomes = sum(
+        at(second, "sapo_submissions_total", outcome=o)
+        for o in ("credited", "disputed", "unavailable", "uncredited")
+    )
+    on_chain = len(confirmed_rounds(Path(node["data_dir"])))
+    assert abs(outcomes + at(second, "sapo_submissions_pending") - on_chain) <= 1
+    assert at(second, "sapo_submissions_total", outcome="disputed") == 0
 
 
 def test_a_node_killed_hard_resumes_without_losing_or_repeating(devnet) -> None:

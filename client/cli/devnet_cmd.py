@@ -131,6 +131,14 @@ def up(
             "scripts/attack-table and docs/credit.md.",
         ),
     ] = None,
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            "--metrics",
+            help="Serve each node's Prometheus metrics (listed once up; with --netns on port "
+            "9464 of its namespace address, which this host reaches).",
+        ),
+    ] = False,
     netns: Annotated[
         bool,
         typer.Option(
@@ -158,7 +166,7 @@ def up(
             Exit.USAGE,
         )
     try:
-        cfg, notes = apply_options(given, nodes, round_length, store, adversary)
+        cfg, notes = apply_options(given, nodes, round_length, store, adversary, metrics)
     except DevnetOptionError as exc:
         fail(str(exc), Exit.USAGE)
     for note in notes:
@@ -238,6 +246,7 @@ def _report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
         honest = node.role == Role.HONEST
         out.print(
             f"  node-{node.index}  {node.address}  pid {node.pid}  log {node.data_dir / 'node.log'}"
+            + (f"  metrics {node.metrics}" if node.metrics else "")
             + ("" if honest else f"  [bold red]adversary: {node.role}[/]"),
             markup=not honest,
         )
@@ -333,6 +342,9 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
         "busy: the share of the last 10 rounds a node spent generating or training; blocked: "
         "waiting on chain or IPFS with work to do"
     )
+    for i, r in enumerate(rows):
+        if metrics := r.get("metrics"):
+            out.print(f"node-{i}: metrics at {metrics}", markup=False)
     for i, r in enumerate(rows):
         if outage := r.get("peer_outage"):
             out.print(f"node-{i}: {outage['text']}", style="bold red", markup=False)

@@ -108,7 +108,14 @@ def run(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, request_stop)
     # lazily: the training stack (torch, transformers) loads only for the command that uses it
+    from client.node.metrics import MetricsError, check_listen, serve_metrics
     from client.policy import PolicyError
+
+    if cfg.node.metrics_addr is not None:
+        try:  # before the node's start, which may build its policy for minutes
+            check_listen(cfg.node.metrics_addr)
+        except MetricsError as exc:
+            fail(str(exc))
 
     try:
         if cfg.policy.model.startswith("seed"):
@@ -126,6 +133,13 @@ def run(
     from client.node.node import StageFailed
 
     try:
+        metrics = serve_metrics(cfg, node.address)
+    except MetricsError as exc:
+        fail(str(exc))
+    try:
         node.run(stop, rounds=rounds)
     except StageFailed as exc:
         fail(str(exc), Exit.CHECK_FAILED)
+    finally:
+        if metrics is not None:
+            metrics.close()

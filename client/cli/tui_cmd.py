@@ -45,16 +45,23 @@ def tui(
     from tui.app import SapoApp
     from tui.live import LiveNode, log_to_file
 
+    metrics = None
     if attach is not None:
         cfg, address = _attached(attach, config)
         app = SapoApp(Watcher(cfg, address, mode="attached"), interval_s=interval, preflight=True)
     elif config is not None:
         # lazily: the training stack (torch, transformers) loads only for the command that uses it
         from client.node.assemble import NodeConfigError, open_node
+        from client.node.metrics import MetricsError, check_listen, serve_metrics
         from client.policy import PolicyError
 
         cfg = load_or_exit(config)
         _need_chain(cfg, config)
+        if cfg.node.metrics_addr is not None:
+            try:  # before the node's start, which may build its policy for minutes
+                check_listen(cfg.node.metrics_addr)
+            except MetricsError as exc:
+                fail(str(exc))
         log_to_file(DataDir(cfg.node.data_dir).log, cfg.node.log_level)
 
         try:
@@ -65,15 +72,21 @@ def tui(
             fail(str(exc))
         except (ChainError, StoreError) as exc:
             fail(str(exc), Exit.CHECK_FAILED)
+        live = LiveNode(node)
+        try:
+            metrics = serve_metrics(cfg, node.address, running=lambda: live.running)
+        except MetricsError as exc:
+            fail(str(exc))
         app = SapoApp(
-            Watcher(cfg, node.address, mode="live"),
-            LiveNode(node),
-            interval_s=interval,
-            preflight=True,
+            Watcher(cfg, node.address, mode="live"), live, interval_s=interval, preflight=True
         )
     else:
         fail("give --config PATH to run a node here, or --attach DATA_DIR to watch one")
-    app.run()
+    try:
+        app.run()
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 def _need_chain(cfg: NodeConfig, source: Path) -> None:

@@ -11,6 +11,7 @@ description, which `sapo config` and the docs read from here.)
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -116,6 +117,35 @@ def _check_multiaddr(value: str) -> str:
     return value
 
 
+def parse_listen_addr(value: str) -> tuple[str, int]:
+    """Returns (host, port) of `HOST:PORT` or `[IPv6]:PORT` where a server is to listen: HOST an
+    IP address or `localhost`, PORT 1-65535. A ValueError says what is wrong."""
+    text = value.strip()
+    if text.startswith("["):
+        host, sep, port = text[1:].partition("]:")
+    else:
+        host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or (":" in host and not text.startswith("[")):
+        raise ValueError(
+            f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9464, or [::1]:9464 for IPv6)"
+        )
+    if host != "localhost":
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise ValueError(
+                f"{value!r}: {host!r} is not an IP address (name one, e.g. 127.0.0.1, or localhost)"
+            ) from None
+    if not 1 <= int(port) <= 65535:
+        raise ValueError(f"{value!r}: port {port} is not in 1-65535")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listen host (an IP address, or localhost) is this machine's loopback only."""
+    return host == "localhost" or ipaddress.ip_address(host).is_loopback
+
+
 def _check_backend(value: str) -> str:
     if value in ("transformers", "vllm"):
         return value
@@ -158,6 +188,29 @@ class NodeSection(Section):
 
     data_dir: Path = Path(".sapo/node")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    metrics_addr: str | None = Field(
+        None,
+        description="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464); "
+        "off when unset",
+    )
+    metrics_public: bool = Field(
+        False,
+        description="let metrics_addr be an address other than loopback (127.0.0.0/8, ::1): "
+        "anyone who reaches it reads the node's stake, rounds and peers",
+    )
+
+    @model_validator(mode="after")
+    def _metrics(self) -> NodeSection:
+        if self.metrics_addr is None:
+            return self
+        host, port = parse_listen_addr(self.metrics_addr)  # a ValueError names what is wrong
+        if not self.metrics_public and not is_loopback(host):
+            raise ValueError(
+                f"metrics_addr {self.metrics_addr!r} is not a loopback address: anyone who reaches "
+                f"it reads this node's metrics. Serve on 127.0.0.1:{port} and scrape through a "
+                "tunnel or a local Prometheus, or set [node].metrics_public = true"
+            )
+        return self
 
 
 class ChainSection(Section):
@@ -571,6 +624,11 @@ class DevnetSection(Section):
     """The local swarm that `sapo devnet up` starts (anvil, IPFS, N nodes) on loopback."""
 
     nodes: int = Field(3, ge=1, le=64)
+    metrics: bool = Field(
+        False,
+        description="serve each node's Prometheus metrics ([node].metrics_addr): on a free "
+        "loopback port, or under --netns on port 9464 of the node's namespace address",
+    )
     chain_id: int = Field(31_337, gt=0)
     accounts: int = Field(10, ge=1, le=256, description="funded dev accounts")
     balance_eth: int = Field(10_000, gt=0)

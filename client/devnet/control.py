@@ -50,6 +50,7 @@ def apply_options(
     round_length: int | None,
     store: str | None,
     adversaries: list[str] | None = None,
+    metrics: bool = False,
 ) -> tuple[NodeConfig, list[str]]:
     """Returns the config with the command's options applied (validated like the file) and the
     notes to show for what was adjusted to fit the devnet (its quorum, its checkers)."""
@@ -65,6 +66,8 @@ def apply_options(
             "adversaries": [*cfg.devnet.adversaries, *adversaries],
             "accounts": max(cfg.devnet.accounts, honest + len(roles) + 1),
         }
+    if metrics:
+        changes["devnet"] = {**changes.get("devnet", {}), "metrics": True}
     if store is not None:
         if store not in ("ipfs", "local"):
             raise DevnetOptionError(f"--store: expected ipfs or local, got {store!r}")

@@ -45,6 +45,7 @@ class NodeEntry(_Entry):
     pid: int
     config: Path
     data_dir: Path
+    metrics: str | None = None  # http://HOST:PORT/metrics when [devnet].metrics is on
 
 
 class DevnetState(_Entry):

@@ -79,5 +79,7 @@ def node_rows(state: DevnetState) -> list[dict]:
         }
         if summary is not None and summary.peer_outage is not None:
             row["peer_outage"]["text"] = summary.peer_outage.describe()
+        if node.metrics:
+            row["metrics"] = node.metrics
         rows.append(row)
     return rows

@@ -160,6 +160,9 @@ class Supervisor:
             ipfs_api=[d.api for d in self.daemons] or None,
             nodes=self.nodes,
             adversaries=self.roles[self.nodes :],
+            metrics_hosts=[self.netns.host(i) for i in range(len(self.roles))]
+            if self.netns
+            else None,
         )
         self._stage(f"starting {self.nodes} node(s){also}")
         pairs = partners(swarm.roles, swarm.addresses)
@@ -194,13 +197,15 @@ class Supervisor:
                     pid=proc.pid,
                     config=path,
                     data_dir=path.parent,
+                    metrics=metrics,
                 )
-                for i, (address, path, proc, role) in enumerate(
+                for i, (address, path, proc, role, metrics) in enumerate(
                     zip(
                         swarm.addresses,
                         swarm.node_configs,
                         self.node_procs,
                         swarm.roles,
+                        swarm.metrics,
                         strict=True,
                     )
                 )

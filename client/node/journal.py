@@ -337,6 +337,51 @@ class Journal:
             "SELECT started, ended, stage FROM spans WHERE ended > ? ORDER BY started", since
         )
 
+    def spans_after(self, rowid: int, limit: int = 10_000) -> list[tuple[int, float, float, str]]:
+        """Returns (rowid, started, ended, stage) of the spans written after row `rowid`, in the
+        order written: a reader that keeps the last rowid sees each span once, whichever thread
+        wrote it and however late."""
+        return self.db.all(
+            "SELECT rowid, started, ended, stage FROM spans WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            rowid,
+            limit,
+        )
+
+    # ------------------------------------------------------------------------------ totals
+
+    def totals(self) -> dict[str, Any]:
+        """Counts over the whole journal, for monitoring (client.node.metrics): local rounds
+        with their generated and trained tokens and the last GRPO step; chain rounds per phase
+        and the last round that reached each; the pending outbox per kind with its oldest
+        entry's creation time."""
+        [(local_rounds, generated, trained, step)] = self.db.all(
+            "SELECT COUNT(*), COALESCE(SUM(json_extract(data, '$.new_tokens')), 0), "
+            "COALESCE(SUM(json_extract(data, '$.tokens')), 0), "
+            "COALESCE(MAX(json_extract(data, '$.step')), 0) FROM metrics"
+        )
+        phases = {
+            phase: (count, last)
+            for phase, count, last in self.db.all(
+                "SELECT phase, COUNT(*), MAX(round) FROM rounds GROUP BY phase"
+            )
+        }
+        outbox = {
+            kind: (count, oldest)
+            for kind, count, oldest in self.db.all(
+                "SELECT kind, COUNT(*), MIN(created) FROM outbox WHERE status = 'pending' "
+                "GROUP BY kind"
+            )
+        }
+        return {
+            "local_rounds": int(local_rounds),
+            "generated_tokens": int(generated),
+            "trained_tokens": int(trained),
+            "step": int(step),
+            "phases": phases,
+            "outbox": outbox,
+            "peer_batches": self.peers.verdict_counts(),
+        }
+
     def prune_spans(self, before: float) -> None:
         with self.db.tx() as db:
             db.execute("DELETE FROM spans WHERE ended < ?", (before,))

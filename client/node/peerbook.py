@@ -191,6 +191,11 @@ class PeerBook:
                 ),
             )
 
+    def verdict_counts(self) -> dict[str, int]:
+        """Returns how many peer batches we concluded each verdict of (verified, bad,
+        unavailable)."""
+        return dict(self._db.all("SELECT verdict, COUNT(*) FROM peer_batches GROUP BY verdict"))
+
     def peer_verdicts(self, since_round: int = 0) -> list[dict[str, Any]]:
         """Returns every fetched peer batch's verdict, how many of its items we used, and whose
         node gave it."""

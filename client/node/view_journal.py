@@ -72,6 +72,23 @@ class NodeSummary:
     peer_outage: PeerOutage | None = None
 
 
+@dataclass(frozen=True)
+class NodeTotals:
+    """Counts over a node's whole journal, for monitoring (client.node.metrics)."""
+
+    local_rounds: int = 0
+    grpo_steps: int = 0  # the last local round's step count
+    generated_tokens: int = 0
+    trained_tokens: int = 0
+    last_sealed_round: int | None = None  # the last chain round whose batch was sealed
+    last_submitted_round: int | None = None  # ... whose submission is mined
+    missed: int = 0  # chain rounds whose submission could not be made in the window
+    skipped: int = 0  # chain rounds in which no local round started
+    outbox: dict[str, int] = field(default_factory=dict)  # pending entries per kind
+    outbox_oldest: float | None = None  # the oldest pending entry's creation (unix time)
+    peer_batches: dict[str, int] = field(default_factory=dict)  # peer batches per verdict
+
+
 class NodeView:
     """A read-only view of one node's journal (in `data_dir`)."""
 
@@ -174,6 +191,37 @@ class NodeView:
         ):
             return None
         return PeerOutage(tuple(last), by_round[last[-1]][-1]["reason"] or "no reason given")
+
+    def totals(self) -> NodeTotals:
+        """The node's counts over its whole journal (zeros before it has one)."""
+        if not self.journal:
+            return NodeTotals()
+        t = self.journal.totals()
+        phases = t["phases"]
+
+        def last(*reached: RoundPhase) -> int | None:
+            rounds = [phases[p][1] for p in reached if p in phases]
+            return max(rounds) if rounds else None
+
+        sealed = (RoundPhase.SEALED, RoundPhase.PINNED, RoundPhase.CONFIRMED)
+        oldest = [created for _, created in t["outbox"].values()]
+        return NodeTotals(
+            local_rounds=t["local_rounds"],
+            grpo_steps=t["step"],
+            generated_tokens=t["generated_tokens"],
+            trained_tokens=t["trained_tokens"],
+            last_sealed_round=last(*sealed),
+            last_submitted_round=last(RoundPhase.CONFIRMED),
+            missed=phases.get(RoundPhase.MISSED, (0, None))[0],
+            skipped=phases.get(RoundPhase.SKIPPED, (0, None))[0],
+            outbox={kind: count for kind, (count, _) in t["outbox"].items()},
+            outbox_oldest=min(oldest) if oldest else None,
+            peer_batches=dict(t["peer_batches"]),
+        )
+
+    def new_spans(self, after: int) -> list[tuple[int, float, float, str]]:
+        """(rowid, started, ended, stage) of the spans written after row `after`."""
+        return self.journal.spans_after(after) if self.journal else []
 
     # ---------------------------------------------------------------------------------- time
 

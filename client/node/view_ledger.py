@@ -37,6 +37,37 @@ def model_of(metadata: str) -> str:
 
 
 @dataclass
+class Tally:
+    """Counts of our own part in the ledger's events since its deploy block: the votes we cast,
+    the settlements, slashes and appeals of our submissions (what client.node.metrics exports
+    as counters; each only grows)."""
+
+    votes_cast: dict[str, int] = field(
+        default_factory=lambda: {"agree": 0, "dispute": 0, "unavailable": 0}
+    )
+    settled: dict[str, int] = field(default_factory=lambda: {"clean": 0, "disputed": 0})
+    slashes: int = 0
+    slashed_wei: int = 0
+    appeals: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)  # our submissions (LedgerView)
+
+    def fold(self, name: str, a: dict, node: str, me: str) -> None:
+        if name == "Attested" and str(a["attester"]).lower() == me:
+            self.votes_cast["agree" if a["agrees"] else "dispute"] += 1
+        elif name == "Unavailable" and str(a["attester"]).lower() == me:
+            self.votes_cast["unavailable"] += 1
+        elif node != me:
+            return
+        elif name == "Settled":
+            self.settled["disputed" if a["disputed"] else "clean"] += 1
+        elif name == "Slashed":
+            self.slashes += 1
+            self.slashed_wei += int(a["amount"])
+        elif name == "Appealed":
+            self.appeals += 1
+
+
+@dataclass
 class _NodeRecord:
     address: str
     metadata: str = ""
@@ -62,6 +93,7 @@ class LedgerView:
         self.account: Account | None = None
         self.reward_pool: int | None = None
         self.votes: dict[int, list[int]] = {}  # our round -> [agree, dispute, unavailable] votes
+        self.tally = Tally()  # what we did and what happened to us, counted since the deploy
 
     def refresh(self) -> list[Activity]:
         """Reads what changed; returns the new activity about us. Raises ChainError when the
@@ -114,7 +146,27 @@ class LedgerView:
             family_problems=tuple(family.problems(mine.address, params.quorum)) if family else (),
         )
         self.reward_pool = self.ledger.reward_pool()
+        self.tally.outcomes = self._outcomes(lambda r: params.is_final(r, current))
         return activity
+
+    def _outcomes(self, is_final) -> dict[str, int]:
+        """Our submissions by outcome: `pending` until the round is final (its credit can still
+        change), then `credited`, or why not: `disputed` (a drawn checker disputed it),
+        `unavailable` (checkers could not fetch it), `uncredited` (too few checkers agreed)."""
+        counts = dict.fromkeys(("pending", "credited", "disputed", "unavailable", "uncredited"), 0)
+        for round_, (_, credited) in self.our_submissions().items():
+            _, dispute, unavailable = self.our_votes(round_)
+            if not is_final(round_):
+                counts["pending"] += 1
+            elif credited:
+                counts["credited"] += 1
+            elif dispute:
+                counts["disputed"] += 1
+            elif unavailable:
+                counts["unavailable"] += 1
+            else:
+                counts["uncredited"] += 1
+        return counts
 
     def peers(self, journal_counts: dict[str, dict[str, int]]) -> list[PeerRow]:
         """Returns a row per registered node; `journal_counts` adds what our journal knows
@@ -167,6 +219,7 @@ class LedgerView:
         a, name = e.args, e.name
         now = time.time()
         node = str(a.get("node", "")).lower()
+        self.tally.fold(name, a, node, self.me)
         if name in _STAKE_EVENTS:
             self._stale.add(node)
         if name in ("Registered", "MetadataSet"):
