@@ -275,6 +275,8 @@ def test_each_node_serves_metrics_that_agree_with_status_and_move(devnet) -> Non
     votes = sum(at(second, "sapo_votes_cast_total", kind=k) for k in ("agree", "dispute"))
     assert votes > 0 and at(second, "sapo_votes_cast_total", kind="dispute") == 0
     assert at(second, "sapo_peer_batches", verdict="verified") > 0
+    assert 0 <= at(second, "sapo_reward_mean", source="local") <= 1  # the last local round's
+    assert at(second, "sapo_external_completions", weighed="false") >= 0
     outcomes = sum(
         at(second, "sapo_submissions_total", outcome=o)
         for o in ("credited", "disputed", "unavailable", "uncredited")

@@ -204,6 +204,7 @@ class NodeCollector(Collector):
             snap.local_rounds_per_round,
         )
         yield self.stages.family()
+        yield from _training(snap.training)
         # the outbox: transactions and pins waiting to be sent
         pending = GaugeMetricFamily(
             "sapo_outbox_pending", "Outbox entries not sent yet, per kind", labels=["kind"]
@@ -308,6 +309,53 @@ class NodeCollector(Collector):
                 "The ledger's reward pool (ether)",
                 snap.reward_pool / ETHER,
             )
+
+
+def _training(t) -> Iterator[Metric]:
+    """The last local round's training numbers (the journal's metrics row; NaN before one)."""
+    reward = GaugeMetricFamily(
+        "sapo_reward_mean",
+        "Mean verifier reward of the last local round's completions: its own (local) and the "
+        "peers' it trained on (external)",
+        labels=["source"],
+    )
+    reward.add_metric(["local"], _nan(t.reward_local if t else None))
+    reward.add_metric(["external"], _nan(t.reward_external if t else None))
+    yield reward
+    yield _gauge("sapo_train_loss", "The last GRPO step's loss", t.loss if t else None)
+    yield _gauge(
+        "sapo_train_clip_ratio",
+        "Share of the last step's tokens whose ratio was clipped",
+        t.clip_fraction if t else None,
+    )
+    external = GaugeMetricFamily(
+        "sapo_external_completions",
+        "Peers' completions in the last step: weighed as off-policy samples by the external "
+        "correction, or not (another tokenizer, no log-probs in their batch)",
+        labels=["weighed"],
+    )
+    external.add_metric(["true"], t.external_weighed if t else 0)
+    external.add_metric(["false"], t.external_unweighed if t else 0)
+    yield external
+    yield _gauge(
+        "sapo_offpolicy_importance_ratio",
+        "Mean importance ratio (learner / producer) of the last step's weighed external tokens",
+        t.offpolicy_ratio if t else None,
+    )
+    yield _gauge(
+        "sapo_offpolicy_truncated_ratio",
+        "Share of the last step's weighed external tokens whose ratio was capped at tis_cap",
+        t.offpolicy_truncated if t else None,
+    )
+    yield _gauge(
+        "sapo_offpolicy_filtered_ratio",
+        "Share of the last step's weighed external completions the f-tis filter dropped",
+        t.offpolicy_filtered if t else None,
+    )
+
+
+def _nan(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
 
 
 def _gauge(name: str, doc: str, value: float | bool | None, **labels: str) -> GaugeMetricFamily:

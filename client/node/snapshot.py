@@ -115,6 +115,14 @@ class Training:
     external_shortfall: int
     tokens: int
     train_seconds: float | None
+    # peers' completions as off-policy samples ([sapo].external_correction): weighed by the
+    # correction or not (another tokenizer, a batch without log-probs); their tokens' mean
+    # importance ratio, the share truncated at the cap, the share the filter dropped
+    external_weighed: int = 0
+    external_unweighed: int = 0
+    offpolicy_ratio: float | None = None
+    offpolicy_truncated: float | None = None
+    offpolicy_filtered: float | None = None
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -186,4 +194,9 @@ def training_of(round_: int, k: int, m: dict[str, Any]) -> Training:
         external_shortfall=int(m.get("external_shortfall") or 0),
         tokens=int(m.get("tokens") or 0),
         train_seconds=m.get("seconds"),
+        external_weighed=int(m.get("external_weighed") or 0),
+        external_unweighed=int(m.get("external_unweighed") or 0),
+        offpolicy_ratio=m.get("offpolicy_ratio"),
+        offpolicy_truncated=m.get("offpolicy_truncated"),
+        offpolicy_filtered=m.get("offpolicy_filtered"),
     )
