@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,11 @@ def test_without_root_the_mode_is_refused_saying_why() -> None:
     assert "NetnsUnavailable" in result.stderr and "needs root" in result.stderr, result.stderr
 
 
+def metrics_page(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - a devnet address
+        return answer.read().decode()
+
+
 def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
     tmp_path: Path, seed_test: Path
 ):
@@ -72,7 +78,9 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
         pytest.skip(str(exc))
     ENV["SAPO_POLICY__CACHE_DIR"] = str(cached_seed_test(seed_test, tmp_path / "policies"))
     # as README writes it, no --config: the devnet makes its namespace addresses dialable
-    proc, state = start_readme_devnet(tmp_path / "devnet", 3, ROUND_S, "--netns", env=ENV)
+    proc, state = start_readme_devnet(
+        tmp_path / "devnet", 3, ROUND_S, "--netns", "--metrics", env=ENV
+    )
     layout = NetnsLayout(**state["netns"])
     names = {layout.namespace(i) for i in range(3)}
     try:
@@ -104,8 +112,14 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
             timeout_s=ROUND_S * 8 + 60,
             what="every node to be credited (devnet status)",
         )
+        # each node serves its metrics on its namespace's address, which this host reaches
+        for i, node in enumerate(state["nodes"]):
+            assert node["metrics"] == f"http://{layout.host(i)}:9464/metrics"
+            assert "sapo_chain_up 1.0" in metrics_page(node["metrics"]), i
 
         layout.cut(0)  # node 0's link to the bridge goes down: no chain, no peers
+        with pytest.raises(OSError):  # nor a scraper on this host: Prometheus would record up 0
+            metrics_page(state["nodes"][0]["metrics"])
         before = [len(NodeView(d).confirmed_rounds()) for d in dirs]
         wait_until(
             lambda: any(
