@@ -34,6 +34,7 @@ SWARM_MODULES = {
     "test_appeals",
     "test_devnet",
     "test_devnet_netns",
+    "test_metrics_alerts",
     "test_node_faults",
     "test_slow_node",
     "test_store",
@@ -66,6 +67,7 @@ LONGEST_FIRST = (
     "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
     "test_swarm_p2p",  # ~6
     "test_devnet_netns",  # ~3
+    "test_metrics_alerts",  # ~3 (two uncapped nodes: the busy-share alert must stay silent)
     "test_ledger_forge",  # ~12 (beside the end-to-end devnet; ~5 alone)
     "test_ledger_stateful",  # ~4
     "test_experiment",  # ~5
