@@ -290,6 +290,7 @@ SHARING_RUNS = (
     "sharing-format-specialists-shared",
     "offpolicy-format",
     "offpolicy-format-specialists-shared",
+    "offpolicy-format-specialists-shared-long",
 )
 
 
