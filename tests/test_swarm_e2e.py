@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -255,6 +256,11 @@ def test_each_node_serves_metrics_that_agree_with_status_and_move(devnet) -> Non
     info = next(labels for (name, labels) in first if name == "sapo_build_info")
     assert dict(info)["model"] == "seed-test" and dict(info)["backend"] == "transformers"
     assert not any("/" in value for _, value in info)  # no local path in a label
+    # a scraper gone wrong does not stop the node nor the endpoint: connections that never send
+    # a request, and one that sends garbage, held open while the rounds below pass
+    idle = [socket.create_connection(("127.0.0.1", ports[1]), timeout=5) for _ in range(16)]
+    garbage = socket.create_connection(("127.0.0.1", ports[1]), timeout=5)
+    garbage.sendall(b"\x16\x03\x01 not http\r\n\r\n")
     # counters and histograms move as rounds pass
     chain_round = at(first, "sapo_chain_round")
     wait_until(
@@ -263,6 +269,8 @@ def test_each_node_serves_metrics_that_agree_with_status_and_move(devnet) -> Non
         what="two more chain rounds",
     )
     second = scrape(urls[1])
+    for sock in [*idle, garbage]:
+        sock.close()
     assert at(second, "sapo_local_rounds_total") > at(first, "sapo_local_rounds_total")
     assert at(second, "sapo_generated_tokens_total") > at(first, "sapo_generated_tokens_total")
     assert at(second, "sapo_grpo_steps_total") > at(first, "sapo_grpo_steps_total")
