@@ -333,6 +333,12 @@ def test_welch_interval_of_two_runs() -> None:
             "sharing-format-specialists-shared",
             ("in-process", "devnet"),
         ),
+        # issue 42's corrections among specialists on devnets, beside the in-process run
+        (
+            "offpolicy-format-specialists-devnet",
+            "offpolicy-format-specialists-shared",
+            ("in-process", "devnet"),
+        ),
     ],
 )
 def test_committed_agreement_runs_and_their_comparisons_are_made_from_records(
