@@ -188,16 +188,11 @@ def provision(
         policy["cpu_threads"] = max(1, (os.cpu_count() or 1) // max(1, nodes))
     # the nodes' configs first: their model families are the ledger's (fixed at deployment)
     node_cfgs = [
-        _node_config(
-            cfg,
+        _with_metrics(
+            _node_config(
+                cfg, i, data_dir, chain, store, policy, apis, password_file, node_sections
+            ),
             i,
-            data_dir,
-            chain,
-            store,
-            policy,
-            apis,
-            password_file,
-            node_sections,
             metrics_hosts,
         )
         for i in range(nodes)
@@ -306,26 +301,24 @@ def _family(node_cfg: NodeConfig, known: dict) -> str:
     return known[key]
 
 
+def _with_metrics(node_cfg: NodeConfig, i: int, hosts: list[str] | None) -> NodeConfig:
+    """Node i's config serving /metrics when [devnet].metrics is on: on a free loopback port, or
+    on METRICS_PORT of its namespace's own address (only this host's end of its veth link
+    reaches it)."""
+    if not node_cfg.devnet.metrics:
+        return node_cfg
+    if hosts:
+        node = {"metrics_addr": f"{hosts[i]}:{METRICS_PORT}", "metrics_public": True}
+    else:
+        node = {"metrics_addr": f"{LOOPBACK}:{free_loopback_port()}"}
+    return with_sections(node_cfg, node=node)
+
+
 def _node_config(
-    cfg: NodeConfig,
-    i,
-    data_dir,
-    chain,
-    store,
-    policy,
-    apis,
-    password_file,
-    node_sections,
-    metrics_hosts=None,
+    cfg: NodeConfig, i, data_dir, chain, store, policy, apis, password_file, node_sections
 ) -> NodeConfig:
     """Node i's config (its chain section's ledger fields are filled once deployed)."""
     node_dir = data_dir / f"node-{i}"
-    node: dict = {"data_dir": node_dir}
-    if cfg.devnet.metrics and metrics_hosts:
-        # the namespace's own address: only this host's end of its veth link reaches it
-        node |= {"metrics_addr": f"{metrics_hosts[i]}:{METRICS_PORT}", "metrics_public": True}
-    elif cfg.devnet.metrics:
-        node["metrics_addr"] = f"{LOOPBACK}:{free_loopback_port()}"
     keystore = DataDir(node_dir).keystore
     if not keystore.exists():
         write_keystore(keystore, dev_account(i + 1).key, password_file.read_text())
@@ -340,7 +333,7 @@ def _node_config(
             if cfg.store.backend == "ipfs"
             else store["store_dir"],
         },
-        node=node,
+        node={"data_dir": node_dir},
         policy=policy,
     )
     if node_sections is not None:

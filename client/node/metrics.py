@@ -206,60 +206,60 @@ class NodeCollector(Collector):
         yield self.stages.family()
         yield from _training(snap.training)
         # the outbox: transactions and pins waiting to be sent
-        pending = GaugeMetricFamily(
-            "sapo_outbox_pending", "Outbox entries not sent yet, per kind", labels=["kind"]
+        yield _by_label(
+            GaugeMetricFamily,
+            "sapo_outbox_pending",
+            "Outbox entries not sent yet, per kind",
+            "kind",
+            dict(sorted(totals.outbox.items())),
         )
-        for kind, count in sorted(totals.outbox.items()):
-            pending.add_metric([kind], count)
-        yield pending
         yield _gauge(
             "sapo_outbox_oldest_age_seconds",
             "Age of the oldest unsent outbox entry (0 when the outbox is empty)",
             0.0 if totals.outbox_oldest is None else max(0.0, time.time() - totals.outbox_oldest),
         )
         # our submissions and the checkers' verdicts on them
-        outcomes = CounterMetricFamily(
+        yield _by_label(
+            CounterMetricFamily,
             "sapo_submissions",
             "Our submissions whose round is final, by outcome (credited, or why not); missed: "
             "rounds whose submission could not be made in the ledger's window",
-            labels=["outcome"],
+            "outcome",
+            {o: tally.outcomes.get(o, 0) for o in OUTCOMES} | {"missed": totals.missed},
         )
-        for outcome in OUTCOMES:
-            outcomes.add_metric([outcome], tally.outcomes.get(outcome, 0))
-        outcomes.add_metric(["missed"], totals.missed)
-        yield outcomes
         yield _gauge(
             "sapo_submissions_pending",
             "Our submissions whose round is not final yet (their credit can still change)",
             tally.outcomes.get("pending", 0),
         )
-        settled = CounterMetricFamily(
-            "sapo_settlements", "Our submissions settled, by verdict", labels=["verdict"]
+        yield _by_label(
+            CounterMetricFamily,
+            "sapo_settlements",
+            "Our submissions settled, by verdict",
+            "verdict",
+            tally.settled,
         )
-        for verdict, count in tally.settled.items():
-            settled.add_metric([verdict], count)
-        yield settled
         yield _counter("sapo_slashes", "Times our stake was slashed", tally.slashes)
         yield _counter(
             "sapo_slashed_ether", "Stake slashed from us (ether)", tally.slashed_wei / ETHER
         )
         yield _counter("sapo_appeals", "Appeals of our submissions' verdicts", tally.appeals)
         # our work for the swarm: votes and peers' batches
-        votes = CounterMetricFamily(
-            "sapo_votes_cast", "Votes we cast on peers' batches, by kind", labels=["kind"]
+        yield _by_label(
+            CounterMetricFamily,
+            "sapo_votes_cast",
+            "Votes we cast on peers' batches, by kind",
+            "kind",
+            {k: tally.votes_cast[k] for k in VOTES},
         )
-        for kind in VOTES:
-            votes.add_metric([kind], tally.votes_cast[kind])
-        yield votes
-        batches = GaugeMetricFamily(
+        yield _by_label(
+            GaugeMetricFamily,
             "sapo_peer_batches",
             "Peers' batches in the journal, by our current verdict (an unavailable one may yet "
             "be fetched; old ones are pruned)",
-            labels=["verdict"],
+            "verdict",
+            {v: totals.peer_batches.get(v, 0) for v in VERDICTS},
         )
-        for verdict in VERDICTS:
-            batches.add_metric([verdict], totals.peer_batches.get(verdict, 0))
-        yield batches
         yield _gauge("sapo_peers", "Nodes registered on the ledger, us included", len(snap.peers))
         # money, in ether
         account = snap.account
@@ -313,30 +313,28 @@ class NodeCollector(Collector):
 
 def _training(t) -> Iterator[Metric]:
     """The last local round's training numbers (the journal's metrics row; NaN before one)."""
-    reward = GaugeMetricFamily(
+    yield _by_label(
+        GaugeMetricFamily,
         "sapo_reward_mean",
         "Mean verifier reward of the last local round's completions: its own (local) and the "
         "peers' it trained on (external)",
-        labels=["source"],
+        "source",
+        {"local": t.reward_local if t else None, "external": t.reward_external if t else None},
     )
-    reward.add_metric(["local"], _nan(t.reward_local if t else None))
-    reward.add_metric(["external"], _nan(t.reward_external if t else None))
-    yield reward
     yield _gauge("sapo_train_loss", "The last GRPO step's loss", t.loss if t else None)
     yield _gauge(
         "sapo_train_clip_ratio",
         "Share of the last step's tokens whose ratio was clipped",
         t.clip_fraction if t else None,
     )
-    external = GaugeMetricFamily(
+    yield _by_label(
+        GaugeMetricFamily,
         "sapo_external_completions",
         "Peers' completions in the last step: weighed as off-policy samples by the external "
         "correction, or not (another tokenizer, no log-probs in their batch)",
-        labels=["weighed"],
+        "weighed",
+        {"true": t.external_weighed if t else 0, "false": t.external_unweighed if t else 0},
     )
-    external.add_metric(["true"], t.external_weighed if t else 0)
-    external.add_metric(["false"], t.external_unweighed if t else 0)
-    yield external
     yield _gauge(
         "sapo_offpolicy_importance_ratio",
         "Mean importance ratio (learner / producer) of the last step's weighed external tokens",
@@ -358,10 +356,18 @@ def _nan(value: float | None) -> float:
     return float("nan") if value is None else float(value)
 
 
+def _by_label(kind, name: str, doc: str, label: str, values: dict[str, float | None]) -> Metric:
+    """A gauge or counter family of one sample per value of `label` (NaN for an unknown value)."""
+    family = kind(name, doc, labels=[label])
+    for key, value in values.items():
+        family.add_metric([key], _nan(value))
+    return family
+
+
 def _gauge(name: str, doc: str, value: float | bool | None, **labels: str) -> GaugeMetricFamily:
     """A gauge of one sample; NaN while the read model has no value for it (never a made-up 0)."""
     family = GaugeMetricFamily(name, doc, labels=list(labels))
-    family.add_metric(list(labels.values()), float("nan") if value is None else float(value))
+    family.add_metric(list(labels.values()), _nan(value))
     return family
 
 
