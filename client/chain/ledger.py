@@ -13,6 +13,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import is_address, to_checksum_address
 from web3 import Web3
 from web3.contract import Contract
+from web3.types import RPCEndpoint
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, WrongChain
@@ -31,9 +32,17 @@ CONTRACT = "SwarmLedger"
 
 
 def connect(rpc_url: str, request_timeout_s: float = 10.0) -> Web3:
-    """Returns a Web3 over HTTP with a request timeout and web3's own retries off (ours apply)."""
+    """Returns a Web3 over HTTP with a request timeout and web3's own retries off (ours apply).
+
+    The chain id is asked once: web3's validation asks for it before every eth_call and gas
+    estimate, which doubled the requests of each contract read (an endpoint does not change
+    chains under a running process; `Ledger.check` compares it with the config's at start)."""
     provider = Web3.HTTPProvider(
-        rpc_url, request_kwargs={"timeout": request_timeout_s}, exception_retry_configuration=None
+        rpc_url,
+        request_kwargs={"timeout": request_timeout_s},
+        exception_retry_configuration=None,
+        cache_allowed_requests=True,
+        cacheable_requests={RPCEndpoint("eth_chainId")},
     )
     return Web3(provider)
 
