@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sqlite3
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +145,141 @@ def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Pat
         db.execute("CREATE TABLE rounds (round INTEGER PRIMARY KEY, phase TEXT NOT NULL)")
     with pytest.raises(JournalVersionError, match="move it aside to start a fresh journal"):
         Journal(path)
+
+
+def _weeks_of_rounds(journal: Journal, first: int, rounds: int, local: int = 8) -> None:
+    """Adds `rounds` chain rounds as a node writes them, in bulk: each with `local` local
+    rounds' metrics, a confirmed submission (one in 20 skipped), its outbox entries and two
+    peers' verified batches, one of whose items was trained on."""
+    start = time.time() - 30 * (first + rounds)
+    rows = range(first, first + rounds)
+    with journal.db.tx() as db:
+        db.executemany(
+            "INSERT INTO rounds (round, phase, rollouts, claimed, local_rounds, updated) "
+            "VALUES (?, ?, 64, 32000, ?, ?)",
+            [(r, "skipped" if r % 20 == 0 else "confirmed", local, start + 30 * r) for r in rows],
+        )
+        db.executemany(
+            "INSERT INTO metrics (round, k, data) VALUES (?, ?, ?)",
+            [
+                (r, k, json.dumps({"new_tokens": 300, "tokens": 500, "step": r * local + k}))
+                for r in rows
+                for k in range(local)
+            ],
+        )
+        db.executemany(
+            "INSERT INTO outbox (key, kind, round, payload, status, created, updated) "
+            "VALUES (?, ?, ?, '{}', 'done', ?, ?)",
+            [(f"{kind}:{r}", kind, r, start, start) for r in rows for kind in ("pin", "submit")],
+        )
+        db.executemany(
+            "INSERT INTO peer_batches (round, node, digest, verdict, fetched) "
+            "VALUES (?, ?, '0xd', 'verified', ?)",
+            [(r, node, start) for r in rows for node in ("0xa", "0xb")],
+        )
+        db.executemany("INSERT INTO used_items VALUES (?, '0xa', 0)", [(r,) for r in rows])
+
+
+def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path: Path) -> None:
+    """/metrics reads a node's totals and its last rounds' window through NodeView at every
+    scrape, for as long as the node runs. Counted in SQLite's own steps (not seconds), a reading
+    after the first costs about the same for a journal of 20,000 rounds (a week of 30 s rounds)
+    as for one of 2,000; its answers equal a count over every row, also as rows are added
+    between readings and a verdict changes; and a journal written before its indexes gets
+    them."""
+    from client.node.journal_db import INDEXES
+    from client.node.states import OutboxKind, RoundPhase, Verdict
+    from client.node.view_journal import NodeView
+
+    def read(view: NodeView, now: float) -> tuple:
+        steps = 0
+
+        def count() -> int:
+            nonlocal steps
+            steps += 1
+            return 0
+
+        view.journal.db._db.set_progress_handler(count, 100)  # a call per 100 VM steps
+        got = (view.totals(), view.window(now - 30 * 30_000, 30.0, now), view.local_metrics(1))
+        view.journal.db._db.set_progress_handler(None, 0)
+        return got, steps
+
+    def recount(path: Path) -> dict:
+        with sqlite3.connect(path) as db:
+            [(n, new, trained, step)] = db.execute(
+                "SELECT COUNT(*), SUM(json_extract(data, '$.new_tokens')), "
+                "SUM(json_extract(data, '$.tokens')), MAX(json_extract(data, '$.step')) "
+                "FROM metrics"
+            ).fetchall()
+            verdicts = dict(
+                db.execute("SELECT verdict, COUNT(*) FROM peer_batches GROUP BY verdict")
+            )
+            skipped = db.execute("SELECT COUNT(*) FROM rounds WHERE phase = 'skipped'").fetchone()
+        return {
+            "local": n,
+            "new": new,
+            "trained": trained,
+            "step": step,
+            "verdicts": verdicts,
+            "skipped": skipped[0],
+        }
+
+    steps = {}
+    now = time.time()
+    for rounds in (2_000, 20_000):
+        d = tmp_path / str(rounds)
+        journal = Journal(d / "journal.sqlite")
+        _weeks_of_rounds(journal, 0, rounds)
+        view = NodeView(d)
+        (totals, _, last), _ = read(view, now)  # a new reader reads each row once
+        truth = recount(d / "journal.sqlite")
+        assert (totals.local_rounds, totals.generated_tokens, totals.trained_tokens) == (
+            truth["local"],
+            truth["new"],
+            truth["trained"],
+        )
+        assert totals.grpo_steps == truth["step"] and totals.skipped == truth["skipped"]
+        assert totals.peer_batches == {"verified": 2 * rounds, "bad": 0, "unavailable": 0}
+        assert totals.last_submitted_round == rounds - 1 and last[-1][0] == rounds - 1
+        # rows added between readings, a verdict that changes, an outbox entry waiting
+        _weeks_of_rounds(journal, rounds, 5)
+        journal.peers.peer_batch(rounds + 1, "0xa", "0xd", Verdict.BAD, findings=1)
+        journal.peers.peer_batch(rounds + 9, "0xc", "0xe", Verdict.UNAVAILABLE, reason="gone")
+        journal.enqueue("submit:x", OutboxKind.SUBMIT, rounds + 5, {})
+        (totals, _, _), steps[rounds] = read(view, now)  # what each scrape after costs
+        truth = recount(d / "journal.sqlite")
+        assert (totals.local_rounds, totals.generated_tokens, totals.grpo_steps) == (
+            truth["local"],
+            truth["new"],
+            truth["step"],
+        )
+        assert totals.peer_batches == truth["verdicts"] | {"bad": 1, "unavailable": 1}
+        assert totals.outbox == {"submit": 1} and totals.skipped == truth["skipped"]
+        view.close()
+        journal.close()
+    assert steps[20_000] < 1.5 * steps[2_000], steps  # 10 times the rounds
+
+    # a journal of this version from before the phase counts and indexes: its node's next
+    # start adds them, counted from its rows
+    path = tmp_path / "old" / "journal.sqlite"
+    journal = Journal(path)
+    _weeks_of_rounds(journal, 0, 100)
+    journal.end(7, RoundPhase.MISSED, "window closed")
+    journal.close()
+    made = set(re.findall(r"(INDEX|TRIGGER) IF NOT EXISTS (\w+)", INDEXES))
+    with sqlite3.connect(path) as db:
+        for kind, name in made:
+            db.execute(f"DROP {kind} {name}")
+        db.execute("DROP TABLE phase_counts")
+        db.execute("UPDATE rounds SET phase = 'skipped' WHERE round = 3")  # no trigger now
+    old = Journal.read_only(path)  # before its node opens it: counted from the rows
+    assert old.phases() == {"confirmed": (93, 99), "skipped": (6, 80), "missed": (1, 7)}
+    Journal(path).close()
+    with sqlite3.connect(path) as db:
+        names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
+    assert {name for _, name in made} | {"phase_counts"} <= names
+    assert old.phases() == {"confirmed": (93, 99), "skipped": (6, 80), "missed": (1, 7)}
+    old.close()
 
 
 # ---------------------------------------------------------------------------- verification

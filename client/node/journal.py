@@ -349,38 +349,55 @@ class Journal:
 
     # ------------------------------------------------------------------------------ totals
 
-    def totals(self) -> dict[str, Any]:
-        """Counts over the whole journal, for monitoring (client.node.metrics): local rounds
-        with their generated and trained tokens and the last GRPO step; chain rounds per phase
-        and the last round that reached each; the pending outbox per kind with its oldest
-        entry's creation time."""
-        [(local_rounds, generated, trained, step)] = self.db.all(
-            "SELECT COUNT(*), COALESCE(SUM(json_extract(data, '$.new_tokens')), 0), "
+    def work_after(self, rowid: int) -> tuple[int, int, int, int, int]:
+        """(last row id, local rounds, generated tokens, trained tokens, last GRPO step) over
+        the metrics rows written after row `rowid`: a reader that keeps the last row id reads
+        each local round once, so its totals cost what is new, not the journal's age (a local
+        round's (round, k) is never written twice: `next_k` counts its metrics row)."""
+        [(last, local_rounds, generated, trained, step)] = self.db.all(
+            "SELECT COALESCE(MAX(rowid), ?), COUNT(*), "
+            "COALESCE(SUM(json_extract(data, '$.new_tokens')), 0), "
             "COALESCE(SUM(json_extract(data, '$.tokens')), 0), "
-            "COALESCE(MAX(json_extract(data, '$.step')), 0) FROM metrics"
+            "COALESCE(MAX(json_extract(data, '$.step')), 0) FROM metrics WHERE rowid > ?",
+            rowid,
+            rowid,
         )
-        phases = {
-            phase: (count, last)
-            for phase, count, last in self.db.all(
-                "SELECT phase, COUNT(*), MAX(round) FROM rounds GROUP BY phase"
-            )
-        }
-        outbox = {
+        return int(last), int(local_rounds), int(generated), int(trained), int(step)
+
+    def phases(self) -> dict[str, tuple[int, int]]:
+        """Chain rounds per phase: (how many are in it now, the last one); counted by the
+        journal's triggers and looked up in the (phase, round) index, so the answer costs the
+        same however many rounds the journal holds."""
+        if self.db.has_table("phase_counts"):
+            counts = dict(self.db.all("SELECT phase, n FROM phase_counts WHERE n > 0"))
+        else:  # a journal its node has not opened since this client: count the rows
+            counts = dict(self.db.all("SELECT phase, COUNT(*) FROM rounds GROUP BY phase"))
+        found = {}
+        for phase in counts:
+            [(last,)] = self.db.all("SELECT MAX(round) FROM rounds WHERE phase = ?", phase)
+            found[phase] = (counts[phase], last)
+        return found
+
+    def outbox_pending(self) -> dict[str, tuple[int, float]]:
+        """The pending outbox per kind: (entries, the oldest one's creation time)."""
+        return {
             kind: (count, oldest)
             for kind, count, oldest in self.db.all(
                 "SELECT kind, COUNT(*), MIN(created) FROM outbox WHERE status = 'pending' "
                 "GROUP BY kind"
             )
         }
-        return {
-            "local_rounds": int(local_rounds),
-            "generated_tokens": int(generated),
-            "trained_tokens": int(trained),
-            "step": int(step),
-            "phases": phases,
-            "outbox": outbox,
-            "peer_batches": self.peers.verdict_counts(),
-        }
+
+    def first_metrics_round(self) -> int | None:
+        """The chain round of the node's first recorded local round (None before one)."""
+        return self.db.all("SELECT MIN(round) FROM metrics")[0][0]
+
+    def last_confirmed_round(self) -> int | None:
+        """The last round whose submission is on chain (`confirmed_rounds()[-1]`, from the
+        index)."""
+        return self.db.all(
+            "SELECT MAX(round) FROM outbox WHERE status = 'done' AND kind = ?", OutboxKind.SUBMIT
+        )[0][0]
 
     def prune_spans(self, before: float) -> None:
         with self.db.tx() as db:

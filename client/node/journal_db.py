@@ -16,7 +16,7 @@ from typing import Any
 VERSION = 5  # PRAGMA user_version; a journal of another version is refused, never reinterpreted
 # (4: the outbox kinds `draw` and `settle` replace `rearm`, for a ledger without rearmBeacon)
 
-SCHEMA = """
+TABLES = """
 CREATE TABLE IF NOT EXISTS rounds (
     round INTEGER PRIMARY KEY,
     phase TEXT NOT NULL,
@@ -114,6 +114,36 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 );
 """
+# Rounds per phase, kept by triggers in the transaction that moves a round (a count of the
+# rounds table would grow with the journal); filled once from the rows when it is new.
+PHASE_COUNTS = """
+CREATE TABLE phase_counts (phase TEXT PRIMARY KEY, n INTEGER NOT NULL);
+INSERT INTO phase_counts SELECT phase, COUNT(*) FROM rounds GROUP BY phase;
+"""
+# The indexes keep what readers ask each second (the TUI, /metrics: rounds per phase, the pending
+# outbox, verdict counts, per-peer counts) from scanning a journal that grows for weeks. They
+# change no row, so a journal of this version written before them gets them when its node next
+# opens it.
+INDEXES = """
+CREATE INDEX IF NOT EXISTS rounds_by_phase ON rounds (phase, round);
+CREATE TRIGGER IF NOT EXISTS phase_counts_insert AFTER INSERT ON rounds BEGIN
+    INSERT INTO phase_counts VALUES (new.phase, 1)
+        ON CONFLICT(phase) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS phase_counts_update AFTER UPDATE OF phase ON rounds BEGIN
+    UPDATE phase_counts SET n = n - 1 WHERE phase = old.phase;
+    INSERT INTO phase_counts VALUES (new.phase, 1)
+        ON CONFLICT(phase) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS phase_counts_delete AFTER DELETE ON rounds BEGIN
+    UPDATE phase_counts SET n = n - 1 WHERE phase = old.phase;
+END;
+CREATE INDEX IF NOT EXISTS outbox_by_status ON outbox (status, kind, round);
+CREATE INDEX IF NOT EXISTS peer_batches_by_verdict ON peer_batches (verdict);
+CREATE INDEX IF NOT EXISTS peer_batches_by_node ON peer_batches (node, verdict);
+CREATE INDEX IF NOT EXISTS used_items_by_node ON used_items (node);
+"""
+SCHEMA = TABLES + PHASE_COUNTS + INDEXES
 
 
 class JournalVersionError(Exception):
@@ -142,6 +172,8 @@ class JournalDB:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'")
         if version == VERSION:
+            if not read_only:
+                self._add_indexes()
             return
         if version == 0 and tables.fetchone()[0] == 0 and not read_only:
             self._db.executescript(SCHEMA)
@@ -152,6 +184,19 @@ class JournalDB:
             f"{version}, this client writes {VERSION}); move it aside to start a fresh journal "
             "(the checkpoint beside it is kept)"
         )
+
+    def _add_indexes(self) -> None:
+        """Gives a journal of this version written before them the phase counts and indexes
+        (one transaction: a reader sees all of them or none)."""
+        [(has_counts,)] = self._db.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'phase_counts'"
+        ).fetchall()
+        self._db.executescript(
+            "BEGIN IMMEDIATE;" + ("" if has_counts else PHASE_COUNTS) + INDEXES + "COMMIT;"
+        )
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name))
 
     def close(self) -> None:
         self._db.close()

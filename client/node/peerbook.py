@@ -194,7 +194,40 @@ class PeerBook:
     def verdict_counts(self) -> dict[str, int]:
         """Returns how many peer batches we concluded each verdict of (verified, bad,
         unavailable)."""
-        return dict(self._db.all("SELECT verdict, COUNT(*) FROM peer_batches GROUP BY verdict"))
+        # the rare verdicts are counted in the verdict index, the common one by subtraction
+        # from the table's row count (which SQLite answers without visiting each row)
+        counts = {
+            str(v): self._db.all("SELECT COUNT(*) FROM peer_batches WHERE verdict = ?", v)[0][0]
+            for v in Verdict
+            if v != Verdict.VERIFIED
+        }
+        [(total,)] = self._db.all("SELECT COUNT(*) FROM peer_batches")
+        return {Verdict.VERIFIED.value: total - sum(counts.values())} | counts
+
+    def per_peer(self) -> dict[str, dict[str, int]]:
+        """Per peer: its batches we found bad and could not get, and its items we used (two
+        aggregates, not a row per batch: the TUI asks each second of a journal that grows)."""
+        counts: dict[str, dict[str, int]] = {}
+        for node, bad, unavailable in self._db.all(
+            "SELECT node, SUM(verdict = ?), SUM(verdict = ?) FROM peer_batches "
+            "WHERE verdict IN (?, ?) GROUP BY node",
+            Verdict.BAD,
+            Verdict.UNAVAILABLE,
+            Verdict.BAD,
+            Verdict.UNAVAILABLE,
+        ):
+            counts[node.lower()] = {"used": 0, "bad": int(bad), "unavailable": int(unavailable)}
+        for node, used in self._db.all("SELECT node, COUNT(*) FROM used_items GROUP BY node"):
+            c = counts.setdefault(node.lower(), {"used": 0, "bad": 0, "unavailable": 0})
+            c["used"] += int(used)
+        return counts
+
+    def last_rounds(self, n: int) -> list[int]:
+        """The last `n` chain rounds with a peer batch in the journal, oldest first."""
+        rows = self._db.all(
+            "SELECT DISTINCT round FROM peer_batches ORDER BY round DESC LIMIT ?", n
+        )
+        return sorted(r for (r,) in rows)
 
     def peer_verdicts(self, since_round: int = 0) -> list[dict[str, Any]]:
         """Returns every fetched peer batch's verdict, how many of its items we used, and whose

@@ -73,6 +73,14 @@ class NodeSummary:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A node's last WINDOW_ROUNDS chain rounds (NodeView.window)."""
+
+    shares: Shares | None
+    local_rounds_per_round: float | None  # started per chain round
+
+
+@dataclass(frozen=True)
 class NodeTotals:
     """Counts over a node's whole journal, for monitoring (client.node.metrics)."""
 
@@ -95,6 +103,9 @@ class NodeView:
     def __init__(self, data_dir: Path):
         self.data_dir = Path(data_dir)
         self._journal: Journal | None = None
+        # local rounds and their tokens, summed as they are written (Journal.work_after): the
+        # last metrics row read, local rounds, generated tokens, trained tokens, last step
+        self._work = (0, 0, 0, 0, 0)
 
     @property
     def journal(self) -> Journal | None:
@@ -167,56 +178,59 @@ class NodeView:
 
     def peer_counts(self) -> dict[str, dict[str, int]]:
         """Per peer: its items we used, its batches we found bad, and those we could not get."""
-        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        if not self.journal:
-            return counts
-        for row in self.journal.peers.peer_verdicts():
-            c = counts[row["node"].lower()]
-            c["used"] += int(row["used"] or 0)
-            if row["verdict"] == Verdict.BAD:
-                c["bad"] += 1
-            elif row["verdict"] == Verdict.UNAVAILABLE:
-                c["unavailable"] += 1
-        return counts
+        return self.journal.peers.per_peer() if self.journal else {}
 
     def peer_outage(self, rounds: int = OUTAGE_ROUNDS) -> PeerOutage | None:
         """Returns the outage when every peer batch of the last `rounds` chain rounds that had
         any was unavailable to us (None otherwise, or before `rounds` such rounds)."""
+        last = self.journal.peers.last_rounds(rounds) if self.journal else []
+        if len(last) < rounds:
+            return None
         by_round: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for row in self.journal.peers.peer_verdicts() if self.journal else []:
+        for row in self.journal.peers.peer_verdicts(since_round=last[0]):
             by_round[row["round"]].append(row)
-        last = sorted(by_round)[-rounds:]
-        if len(last) < rounds or any(
-            row["verdict"] != Verdict.UNAVAILABLE for r in last for row in by_round[r]
-        ):
+        if any(row["verdict"] != Verdict.UNAVAILABLE for r in last for row in by_round[r]):
             return None
         return PeerOutage(tuple(last), by_round[last[-1]][-1]["reason"] or "no reason given")
 
     def totals(self) -> NodeTotals:
-        """The node's counts over its whole journal (zeros before it has one)."""
+        """The node's counts over its whole journal (zeros before it has one). What it costs
+        does not grow with the journal: local rounds are summed as they are written, the rest
+        is read from indexes."""
         if not self.journal:
             return NodeTotals()
-        t = self.journal.totals()
-        phases = t["phases"]
+        last, n, generated, trained, step = self.journal.work_after(self._work[0])
+        if n:
+            _, n0, generated0, trained0, step0 = self._work
+            self._work = (
+                last,
+                n0 + n,
+                generated0 + generated,
+                trained0 + trained,
+                max(step0, step),
+            )
+        _, local_rounds, generated, trained, step = self._work
+        phases = self.journal.phases()
+        outbox = self.journal.outbox_pending()
 
-        def last(*reached: RoundPhase) -> int | None:
+        def last_of(*reached: RoundPhase) -> int | None:
             rounds = [phases[p][1] for p in reached if p in phases]
             return max(rounds) if rounds else None
 
         sealed = (RoundPhase.SEALED, RoundPhase.PINNED, RoundPhase.CONFIRMED)
-        oldest = [created for _, created in t["outbox"].values()]
+        oldest = [created for _, created in outbox.values()]
         return NodeTotals(
-            local_rounds=t["local_rounds"],
-            grpo_steps=t["step"],
-            generated_tokens=t["generated_tokens"],
-            trained_tokens=t["trained_tokens"],
-            last_sealed_round=last(*sealed),
-            last_submitted_round=last(RoundPhase.CONFIRMED),
+            local_rounds=local_rounds,
+            grpo_steps=step,
+            generated_tokens=generated,
+            trained_tokens=trained,
+            last_sealed_round=last_of(*sealed),
+            last_submitted_round=last_of(RoundPhase.CONFIRMED),
             missed=phases.get(RoundPhase.MISSED, (0, None))[0],
             skipped=phases.get(RoundPhase.SKIPPED, (0, None))[0],
-            outbox={kind: count for kind, (count, _) in t["outbox"].items()},
+            outbox={kind: count for kind, (count, _) in outbox.items()},
             outbox_oldest=min(oldest) if oldest else None,
-            peer_batches=dict(t["peer_batches"]),
+            peer_batches=self.journal.peers.verdict_counts(),
         )
 
     def new_spans(self, after: int) -> list[tuple[int, float, float, str]]:
@@ -238,31 +252,38 @@ class NodeView:
         blocked = stage_s.get(str(Span.BLOCKED), 0.0)
         return Shares(window, busy / window, blocked / window, dict(stage_s))
 
-    def summary(self, genesis: float, round_length: float, now: float) -> NodeSummary:
-        """Returns the node's progress and, over the last WINDOW_ROUNDS chain rounds, its
-        shares of busy and blocked time and its local rounds started per chain round."""
+    def window(self, genesis: float, round_length: float, now: float) -> Window:
+        """Over the last WINDOW_ROUNDS chain rounds: where the node's time went and its local
+        rounds started per chain round (reading only the window's rows)."""
         since = now - WINDOW_ROUNDS * round_length
         first, current = (
             round_at(since, genesis, round_length),
             round_at(now, genesis, round_length),
         )
-        rounds = self.rounds()
         shares = self.shares(since, now) if self.journal else None
-        peers = self.peer_counts()
         # local rounds started per chain round, over the window's whole rounds since the node's
         # first local round (a slow node's skipped rounds count as none)
-        counts = self.journal.local_round_counts(0) if self.journal else {}
-        started = sum(n for r, n in counts.items() if first <= r < current)
-        whole = current - max(first, min(counts, default=current))
+        counts = self.journal.local_round_counts(first) if self.journal else {}
+        started = sum(n for r, n in counts.items() if r < current)
+        began = self.journal.first_metrics_round() if self.journal else None
+        whole = current - max(first, current if began is None else began)
+        return Window(shares, started / whole if whole > 0 else None)
+
+    def summary(self, genesis: float, round_length: float, now: float) -> NodeSummary:
+        """Returns the node's progress and, over the last WINDOW_ROUNDS chain rounds, its
+        shares of busy and blocked time and its local rounds started per chain round."""
+        window = self.window(genesis, round_length, now)
+        totals = self.totals()
+        shares = window.shares
+        peers = self.peer_counts()
         last_metrics = self.local_metrics(1)
-        confirmed = self.confirmed_rounds()
         return NodeSummary(
             round=last_metrics[-1][0] if last_metrics else None,
-            last_submission=confirmed[-1] if confirmed else None,
-            missed=sum(1 for r in rounds if r.phase == RoundPhase.MISSED),
-            skipped=sum(1 for r in rounds if r.phase == RoundPhase.SKIPPED),
-            local_rounds=sum(counts.values()),
-            local_rounds_per_round=started / whole if whole > 0 else None,
+            last_submission=self.journal.last_confirmed_round() if self.journal else None,
+            missed=totals.missed,
+            skipped=totals.skipped,
+            local_rounds=totals.local_rounds,
+            local_rounds_per_round=window.local_rounds_per_round,
             external_items_used=sum(c["used"] for c in peers.values()),
             peers_used=sum(1 for c in peers.values() if c["used"]),
             busy_share=shares.busy_share if shares else None,
