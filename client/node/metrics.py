@@ -6,8 +6,12 @@ chain rounds by phase, the outbox, peer batches by verdict, the stage spans), it
 the ledger (client.node.view_ledger: stake, rewards, our submissions' outcomes, the votes we cast,
 settlements, slashes and appeals; its family's standing). A scrape reads them afresh (at most
 once a second: faster scrapes get the last reading), so nothing is computed while nobody
-scrapes. The collector has its own watcher: a scrape never touches the node's threads, and a
-scrape that fails (a part down, an error of ours) leaves the node as it was.
+scrapes. What a scrape costs does not grow with the node's age: the journal is read through its
+indexes and new rows only (no per-round history, which only the TUI draws), and the ledger's
+state at most every LEDGER_EVERY_S (twice a round when rounds are shorter; whether the chain
+answers is asked each time); scripts/bench-node --metrics measures the cost. The collector has its
+own watcher: a scrape never touches the node's threads, and a scrape that fails (a part down, an
+error of ours) leaves the node as it was.
 
 Names follow Prometheus' conventions: the `sapo_` prefix, base units (seconds; ether for money, as
 operators read it), `_total` for counters (each only grows while the process runs), labels with
@@ -47,6 +51,9 @@ log = logging.getLogger("sapo.metrics")
 
 ETHER = 10**18
 MIN_INTERVAL_S = 1.0  # scrapes closer together than this get the last reading
+# the ledger's state (stake, rewards, votes, outcomes) is read again at most this often, or twice
+# a round when rounds are shorter; the chain's reachability is asked at every reading
+LEDGER_EVERY_S = 15.0
 # stage durations: a proof's fetch or a GRPO step at the top, an attestation at the bottom
 STAGE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 OUTCOMES = ("credited", "disputed", "unavailable", "uncredited")
@@ -125,7 +132,13 @@ class NodeCollector(Collector):
         with self._lock:
             now = time.monotonic()
             if self._reading is None or now - self._read_at >= MIN_INTERVAL_S:
-                snap = self.watcher.snapshot(running=self.running())
+                last = self.watcher.last
+                every = LEDGER_EVERY_S
+                if last.round_length:  # each round's chain state is read at least twice
+                    every = min(every, last.round_length / 2)
+                snap = self.watcher.snapshot(
+                    running=self.running(), history=False, ledger_every_s=every
+                )
                 while spans := self.watcher.node.new_spans(self.stages.after):
                     self.stages.add(spans)
                 self._reading = (snap, self.watcher.node.totals())
@@ -256,7 +269,7 @@ class NodeCollector(Collector):
             GaugeMetricFamily,
             "sapo_peer_batches",
             "Peers' batches in the journal, by our current verdict (an unavailable one may yet "
-            "be fetched; old ones are pruned)",
+            "be fetched, and so change verdict)",
             "verdict",
             {v: totals.peer_batches.get(v, 0) for v in VERDICTS},
         )

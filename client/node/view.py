@@ -67,6 +67,7 @@ class Watcher:
         self.store = open_store(store_cfg)
         self.store_name = "IPFS" if cfg.store.backend == "ipfs" else "store"
         self.chain = Health()
+        self._ledger_read_at: float | None = None  # when the ledger's state was last read whole
         self.store_health = Health()
         self.last = Snapshot(time.time(), mode, address, str(self.node.data_dir))
 
@@ -79,8 +80,22 @@ class Watcher:
             self.activity.append(line)
             self.activity_total += 1
 
-    def snapshot(self, *, phase: str | None = None, paused: bool = False, running: bool = False):
-        """Returns a fresh snapshot; parts that do not answer keep their last values."""
+    def snapshot(
+        self,
+        *,
+        phase: str | None = None,
+        paused: bool = False,
+        running: bool = False,
+        history: bool = True,
+        ledger_every_s: float = 0.0,
+    ):
+        """Returns a fresh snapshot; parts that do not answer keep their last values.
+
+        A monitor that asks often and draws no charts (client.node.metrics) passes
+        `history=False`: the per-round points, the training history and the peer rows are left
+        out (the last local round's numbers stay). With `ledger_every_s`, the ledger's state is
+        read again only once the last reading is that old; meanwhile the chain is asked only
+        whether it answers (its head), so `chain` stays live."""
         now = time.time()
         for event in self.tail.read():
             if event["kind"] == Event.NODE_PHASE:
@@ -91,15 +106,23 @@ class Watcher:
                 self._add(line)
         snap = replace(self.last, taken_at=now, phase=phase or self.phase, paused=paused)
         snap = replace(snap, node_running=running)
-        snap = self._chain(snap, now)
+        snap = self._chain(snap, now, ledger_every_s)
         snap = self._store(snap, now)
-        snap = self._journal(snap, now)
+        snap = self._journal(snap, now, history)
         with self._lock:
             snap = replace(snap, activity=tuple(self.activity), activity_total=self.activity_total)
         self.last = snap
         return snap
 
-    def _chain(self, snap: Snapshot, now: float) -> Snapshot:
+    def _chain(self, snap: Snapshot, now: float, ledger_every_s: float = 0.0) -> Snapshot:
+        if self._ledger_read_at is not None and now - self._ledger_read_at < ledger_every_s:
+            try:
+                self.view.reader.head()
+            except (ChainError, OSError, ValueError) as exc:
+                self.chain = Health(False, self.chain.as_of, str(exc))
+            else:
+                self.chain = Health(True, now)
+            return replace(snap, chain=self.chain)
         try:
             params = self.ledger.params()
             for line in self.view.refresh():
@@ -108,6 +131,7 @@ class Watcher:
             self.chain = Health(False, self.chain.as_of, str(exc))
             return replace(snap, chain=self.chain)
         self.chain = Health(True, now)
+        self._ledger_read_at = now
         return replace(
             snap,
             chain=self.chain,
@@ -132,9 +156,9 @@ class Watcher:
             self.store_health = Health(True, now)
         return replace(snap, store=self.store_health)
 
-    def _journal(self, snap: Snapshot, now: float) -> Snapshot:
+    def _journal(self, snap: Snapshot, now: float, history: bool = True) -> Snapshot:
         try:
-            return self._read_journal(snap, now)
+            return self._read_journal(snap, now) if history else self._read_window(snap, now)
         except sqlite3.Error as exc:  # e.g. locked for longer than the time-out: keep the last
             self._add(Activity(time.time(), "error", f"journal not readable: {exc}", None, "error"))
             return snap
@@ -174,6 +198,25 @@ class Watcher:
             busy_share=summary.busy_share if summary else None,
             blocked_share=summary.blocked_share if summary else None,
             local_rounds_per_round=summary.local_rounds_per_round if summary else None,
+        )
+
+    def _read_window(self, snap: Snapshot, now: float) -> Snapshot:
+        """The journal's part of a snapshot without history: the last local round's numbers
+        and the window's shares (what the journal's age does not make dearer)."""
+        last = self.node.local_metrics(1)
+        window = (
+            self.node.window(snap.genesis, snap.round_length, now)
+            if snap.genesis is not None and snap.round_length and self.node.journal
+            else None
+        )
+        shares = window.shares if window else None
+        return replace(
+            snap,
+            peers=tuple(self.view.peers({})) if self.view.nodes else snap.peers,
+            training=training_of(*last[-1]) if last else None,
+            busy_share=shares.busy_share if shares else None,
+            blocked_share=shares.blocked_share if shares else None,
+            local_rounds_per_round=window.local_rounds_per_round if window else None,
         )
 
     def close(self) -> None:
