@@ -2,7 +2,8 @@
 
 The rules are checked statically (`promtool check rules`) and played (`promtool test rules`) on
 series scraped from a real devnet node while it is healthy and while its parts fail for real: its
-IPFS daemon killed, its chain (anvil) frozen with SIGSTOP, the node itself killed. promtool's
+stake unstaked below the ledger's minimum (`sapo stake unstake`), its IPFS daemon killed, its chain
+(anvil) frozen with SIGSTOP, the node itself killed. promtool's
 clock is not ours: each real scrape becomes one minute of promtool time (the rules' `for`
 durations are minutes), and a scrape that fails becomes `up 0` with the node's series absent, as
 Prometheus records it. Grafana is not packaged here: the dashboard is checked statically (JSON,
@@ -30,6 +31,9 @@ from conftest import (
     stop_devnet,
     wait_until,
 )
+from typer.testing import CliRunner
+
+from client.cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 ALERTS = REPO / "deploy" / "prometheus" / "alerts.yml"
@@ -188,6 +192,21 @@ def test_each_alert_fires_under_its_fault_and_stays_silent_while_healthy(
             times=16,
             timeout_s=120,
         )
+        # node-0's operator unstakes below the ledger's minimum
+        now = recorder.scrapes[-1]
+        active, minimum = (value(now, f"sapo_stake_{k}_ether") for k in ("active", "min"))
+        assert active is not None and minimum is not None and active > minimum
+        unstaked = CliRunner().invoke(
+            app,
+            ["stake", "unstake", f"{active - minimum / 2:.6f} ether", "--config", node["config"]],
+        )
+        assert unstaked.exit_code == 0, unstaked.output
+        recorder.until(
+            "stake",
+            lambda s: (value(s, "sapo_stake_active_ether") or 0) < minimum,
+            times=4,
+            timeout_s=ROUND_S * 10,
+        )
         os.kill(state["ipfs"][0]["pid"], signal.SIGKILL)  # node-0's IPFS daemon
         recorder.until(
             "ipfs", lambda s: value(s, "sapo_ipfs_up") == 0, times=4, timeout_s=ROUND_S * 10
@@ -216,6 +235,12 @@ def test_each_alert_fires_under_its_fault_and_stays_silent_while_healthy(
     tests = [
         # healthy: no alert at the end of the healthy scrapes
         *({"eval_time": f"{ends['healthy']}m", "alertname": a, "exp_alerts": []} for a in alerts),
+        {
+            "eval_time": f"{ends['stake']}m",
+            "alertname": "SapoStakeBelowMinimum",
+            "exp_alerts": fired("SapoStakeBelowMinimum"),
+        },
+        {"eval_time": f"{ends['stake']}m", "alertname": "SapoIpfsUnreachable", "exp_alerts": []},
         {
             "eval_time": f"{ends['ipfs']}m",
             "alertname": "SapoIpfsUnreachable",

@@ -20,6 +20,7 @@ from conftest import REPO, cached_seed_test, sapo_process, wait_until
 from eth_account import Account
 from gate import TcpGate
 from rich.console import Console
+from test_metrics_alerts import scrape, value
 from textual.widgets import DataTable, Static
 from tui_model import ETH, PEERS, FixedWatcher, snapshot
 
@@ -27,9 +28,11 @@ from client.chain.keystore import keystore_address
 from client.config import load_config, with_sections
 from client.config.writer import dump_toml
 from client.devnet import Anvil
+from client.devnet.process import free_loopback_port
 from client.devnet.provision import provision
 from client.node.assemble import base_policy_path, open_node
 from client.node.eventlog import read_events
+from client.node.metrics import MetricsServer, serve_metrics
 from client.node.view import Watcher
 from tui.app import SapoApp
 from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
@@ -104,10 +107,15 @@ def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     anvil.stop()
 
 
-def live_app(world) -> SapoApp:
+def live_app(world) -> tuple[SapoApp, MetricsServer]:
+    """The app and metrics server `sapo tui --config` starts, [node].metrics_addr set."""
     cfg = load_config(world["configs"][0])
+    cfg = with_sections(cfg, node={"metrics_addr": f"127.0.0.1:{free_loopback_port()}"})
     node = open_node(cfg)
-    return SapoApp(Watcher(cfg, node.address, mode="live"), LiveNode(node), interval_s=0.5)
+    live = LiveNode(node)
+    metrics = serve_metrics(cfg, node.address, running=lambda: live.running)
+    assert metrics is not None
+    return SapoApp(Watcher(cfg, node.address, mode="live"), live, interval_s=0.5), metrics
 
 
 def attached_app(
@@ -128,8 +136,18 @@ def attached_app(
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_live_node_screens_and_actions(world) -> None:
-    app = live_app(world)
+    """Every screen and action on a node the TUI runs; its /metrics (served as `sapo tui
+    --config` serves it) follows the node and the stake the actions move."""
+    app, metrics = live_app(world)
     node = app.live.node
+    url = metrics.url
+
+    def metric(name: str, **labels: str) -> float | None:
+        return value(scrape(url), name, **labels)
+
+    async def until_metric(name: str, wanted: float, timeout_s: float) -> None:
+        await until(pilot, lambda: metric(name) == wanted, timeout_s, f"{name} {wanted}")
+
     async with app.run_test(size=SIZE) as pilot:
         # --- the screens fill in from the running node, the journal and the chain
         await until(
@@ -214,6 +232,14 @@ async def test_live_node_screens_and_actions(world) -> None:
         assert "unbonding: 0 ETH → 0.25 ETH" in body, body
         await pilot.press("y")
         await until(pilot, lambda: app.snap.account.unbonding == ETH // 4, 30, "0.25 ETH unbonding")
+        # /metrics: the node runs and works; its ledger state follows within half a round
+        first = scrape(url)
+        assert value(first, "sapo_node_running") == 1 and value(first, "sapo_chain_up") == 1
+        assert value(first, "sapo_local_rounds_total") >= 1
+        info = [dict(labels) for name, labels in first if name == "sapo_build_info"]
+        assert [i["model"] for i in info] == ["seed-test"], info
+        await until_metric("sapo_stake_unbonding_ether", 0.25, ROUND_S)
+        assert metric("sapo_stake_active_ether") == 2.25
         await pilot.press("w")
         assert not isinstance(app.screen, ConfirmScreen)
         assert "still unbonding" in app.notices[-1]
@@ -252,6 +278,9 @@ async def test_live_node_screens_and_actions(world) -> None:
         await pilot.press("y")
         await until(pilot, lambda: not app.live.running, 60, "the node to stop")
     assert not app.is_running
+    assert metric("sapo_stake_unbonding_ether") == 0  # withdrawn
+    assert metric("sapo_node_running") == 0, "the endpoint outlives the node's loop"
+    metrics.close()
     kinds = [e["kind"] for e in read_events(node.data_dir.events)]
     assert kinds[-1] == "node.stopped", kinds[-5:]
     assert not node.publisher.sendable(), (
