@@ -203,7 +203,10 @@ def test_each_alert_fires_under_its_fault_and_stays_silent_while_healthy(
         assert unstaked.exit_code == 0, unstaked.output
         recorder.until(
             "stake",
-            lambda s: (value(s, "sapo_stake_active_ether") or 0) < minimum,
+            lambda s: (
+                value(s, "sapo_stake_active_ether") is not None
+                and value(s, "sapo_stake_active_ether") < minimum
+            ),
             times=4,
             timeout_s=ROUND_S * 10,
         )
