@@ -84,7 +84,7 @@ class EventReader:
 
     def head(self) -> int:
         """Returns the latest block number."""
-        return self.ledger.tx.rpc(lambda: self.ledger.w3.eth.block_number, "eth_blockNumber")
+        return self.ledger.head()
 
     def read(
         self,

@@ -388,6 +388,10 @@ class Journal:
             )
         }
 
+    def local_round_total(self) -> int:
+        """Local rounds recorded (a row count, which SQLite answers without reading rows)."""
+        return self.db.all("SELECT COUNT(*) FROM metrics")[0][0]
+
     def first_metrics_round(self) -> int | None:
         """The chain round of the node's first recorded local round (None before one)."""
         return self.db.all("SELECT MIN(round) FROM metrics")[0][0]

@@ -117,7 +117,7 @@ class Watcher:
     def _chain(self, snap: Snapshot, now: float, ledger_every_s: float = 0.0) -> Snapshot:
         if self._ledger_read_at is not None and now - self._ledger_read_at < ledger_every_s:
             try:
-                self.view.reader.head()
+                self.ledger.head()
             except (ChainError, OSError, ValueError) as exc:
                 self.chain = Health(False, self.chain.as_of, str(exc))
             else:
@@ -183,11 +183,6 @@ class Watcher:
             for r in sorted(set(recorded) | set(ours))
         ]
         peers = self.view.peers(self.node.peer_counts()) if self.view.nodes else list(snap.peers)
-        summary = (
-            self.node.summary(snap.genesis, snap.round_length, now)
-            if snap.genesis is not None and snap.round_length
-            else None
-        )
         return replace(
             snap,
             peers=tuple(peers),
@@ -195,29 +190,32 @@ class Watcher:
             payouts=tuple(self.view.payouts),
             training=history[-1] if history else None,
             history=history,
-            busy_share=summary.busy_share if summary else None,
-            blocked_share=summary.blocked_share if summary else None,
-            local_rounds_per_round=summary.local_rounds_per_round if summary else None,
+            **self._window(snap, now),
         )
 
     def _read_window(self, snap: Snapshot, now: float) -> Snapshot:
         """The journal's part of a snapshot without history: the last local round's numbers
         and the window's shares (what the journal's age does not make dearer)."""
         last = self.node.local_metrics(1)
-        window = (
-            self.node.window(snap.genesis, snap.round_length, now)
-            if snap.genesis is not None and snap.round_length and self.node.journal
-            else None
-        )
-        shares = window.shares if window else None
         return replace(
             snap,
             peers=tuple(self.view.peers({})) if self.view.nodes else snap.peers,
             training=training_of(*last[-1]) if last else None,
-            busy_share=shares.busy_share if shares else None,
-            blocked_share=shares.blocked_share if shares else None,
-            local_rounds_per_round=window.local_rounds_per_round if window else None,
+            **self._window(snap, now),
         )
+
+    def _window(self, snap: Snapshot, now: float) -> dict[str, float | None]:
+        """The busy and blocked shares and local rounds per chain round over the last rounds
+        (None before the ledger's clock is known)."""
+        if snap.genesis is None or not snap.round_length:
+            return {"busy_share": None, "blocked_share": None, "local_rounds_per_round": None}
+        window = self.node.window(snap.genesis, snap.round_length, now)
+        shares = window.shares
+        return {
+            "busy_share": shares.busy_share if shares else None,
+            "blocked_share": shares.blocked_share if shares else None,
+            "local_rounds_per_round": window.local_rounds_per_round,
+        }
 
     def close(self) -> None:
         self.node.close()

@@ -200,15 +200,8 @@ class NodeView:
         if not self.journal:
             return NodeTotals()
         last, n, generated, trained, step = self.journal.work_after(self._work[0])
-        if n:
-            _, n0, generated0, trained0, step0 = self._work
-            self._work = (
-                last,
-                n0 + n,
-                generated0 + generated,
-                trained0 + trained,
-                max(step0, step),
-            )
+        _, n0, generated0, trained0, step0 = self._work
+        self._work = (last, n0 + n, generated0 + generated, trained0 + trained, max(step0, step))
         _, local_rounds, generated, trained, step = self._work
         phases = self.journal.phases()
         outbox = self.journal.outbox_pending()
@@ -273,16 +266,16 @@ class NodeView:
         """Returns the node's progress and, over the last WINDOW_ROUNDS chain rounds, its
         shares of busy and blocked time and its local rounds started per chain round."""
         window = self.window(genesis, round_length, now)
-        totals = self.totals()
+        phases = self.journal.phases() if self.journal else {}
         shares = window.shares
         peers = self.peer_counts()
         last_metrics = self.local_metrics(1)
         return NodeSummary(
             round=last_metrics[-1][0] if last_metrics else None,
             last_submission=self.journal.last_confirmed_round() if self.journal else None,
-            missed=totals.missed,
-            skipped=totals.skipped,
-            local_rounds=totals.local_rounds,
+            missed=phases.get(RoundPhase.MISSED, (0, None))[0],
+            skipped=phases.get(RoundPhase.SKIPPED, (0, None))[0],
+            local_rounds=self.journal.local_round_total() if self.journal else 0,
             local_rounds_per_round=window.local_rounds_per_round,
             external_items_used=sum(c["used"] for c in peers.values()),
             peers_used=sum(1 for c in peers.values() if c["used"]),
