@@ -89,7 +89,9 @@ def doctor(config: str, *flags: str, **env: str) -> tuple[int, dict[str, dict]]:
     return result.returncode, checks
 
 
-def test_doctor_passes_on_a_healthy_node_and_names_the_fix_for_each_fault(devnet) -> None:
+def test_doctor_passes_on_a_healthy_node_and_names_the_fix_for_each_fault(
+    devnet, tmp_path: Path
+) -> None:
     _, state = devnet
     config = state["nodes"][2]["config"]
     code, checks = doctor(config)
@@ -98,6 +100,7 @@ def test_doctor_passes_on_a_healthy_node_and_names_the_fix_for_each_fault(devnet
     # three nodes of one family, equal stakes: a quorum of 2 can be filled, nobody above a third
     assert "2 other staked node(s)" in checks["family"]["detail"], checks["family"]
     assert not checks["family"]["warning"]
+    assert "bound to ledger" in checks["data dir"]["detail"], checks["data dir"]
 
     # three faults at once (each check reads its own part; --no-model: the policy is not what
     # they are about): a wrong chain id, a keystore others can read, and an IPFS node peers could
@@ -120,6 +123,20 @@ def test_doctor_passes_on_a_healthy_node_and_names_the_fix_for_each_fault(devnet
     assert checks["keystore"]["fix"] == f"chmod 600 {keystore}"
     assert checks["ipfs"]["ok"] is False and "private" in checks["ipfs"]["detail"]
     assert "Addresses.Swarm" in checks["ipfs"]["fix"]
+    assert checks["data dir"]["ok"] is None  # skipped with the ledger
+
+    # a data dir of another deployment of the ledger (its round 0 elsewhere): named, not touched
+    other = tmp_path / "other-deployment"
+    other.mkdir()
+    recorded = json.loads((Path(state["nodes"][2]["data_dir"]) / "deployment.json").read_text())
+    (other / "deployment.json").write_text(json.dumps(recorded | {"genesis": 1}))
+    before = (other / "deployment.json").read_bytes()
+    code, checks = doctor(config, "--no-model", SAPO_NODE__DATA_DIR=str(other))
+    assert code == 1 and checks["data dir"]["ok"] is False, checks["data dir"]
+    assert "another deployment" in checks["data dir"]["detail"]
+    assert "new [node].data_dir" in checks["data dir"]["fix"]
+    assert [p.name for p in other.iterdir()] == ["deployment.json"]
+    assert (other / "deployment.json").read_bytes() == before
 
 
 def test_a_batch_outlives_its_producers_ipfs_node(devnet) -> None:

@@ -13,6 +13,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import is_address, to_checksum_address
 from web3 import Web3
 from web3.contract import Contract
+from web3.exceptions import BlockNotFound
 from web3.types import RPCEndpoint
 
 from client.chain.artifacts import load_artifact
@@ -168,6 +169,18 @@ class Ledger:
     def head(self) -> int:
         """The chain's latest block number."""
         return self.tx.rpc(lambda: self.w3.eth.block_number, "eth_blockNumber")
+
+    def block_hash(self, number: int) -> str | None:
+        """The hash (0x hex) of the chain's block `number`, or None when the chain has no such
+        block yet."""
+
+        def fetch() -> str | None:
+            try:
+                return "0x" + bytes(self.w3.eth.get_block(number)["hash"]).hex()
+            except BlockNotFound:
+                return None
+
+        return self.tx.rpc(fetch, "eth_getBlockByNumber")
 
     def task_seed(self, round_: int, node: str) -> bytes:
         return bytes(self._view("taskSeed", round_, _address(node)))

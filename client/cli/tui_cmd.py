@@ -51,7 +51,7 @@ def tui(
         app = SapoApp(Watcher(cfg, address, mode="attached"), interval_s=interval, preflight=True)
     elif config is not None:
         # lazily: the training stack (torch, transformers) loads only for the command that uses it
-        from client.node.assemble import NodeConfigError, open_node
+        from client.node.assemble import NodeConfigError, check_node_data_dir, open_node
         from client.node.metrics import MetricsError, check_listen, serve_metrics
         from client.policy import PolicyError
 
@@ -62,9 +62,9 @@ def tui(
                 check_listen(cfg.node.metrics_addr)
             except MetricsError as exc:
                 fail(str(exc))
-        log_to_file(DataDir(cfg.node.data_dir).log, cfg.node.log_level)
-
         try:
+            check_node_data_dir(cfg)  # refused before its log is written there
+            log_to_file(DataDir(cfg.node.data_dir).log, cfg.node.log_level)
             # a first start may build the seed policy: its progress shows here, before the screen
             with ProgressOutput("seed policy") as shown:
                 node = open_node(cfg, progress=seed_progress(shown))

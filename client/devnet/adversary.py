@@ -71,7 +71,9 @@ from client.chain.events import EventCursor, EventReader
 from client.config import NodeConfig
 from client.config.roles import STRATEGIES
 from client.credit import GENERATION, batch_signal, group_signal
+from client.node.assemble import data_dir_deployment
 from client.node.datadir import DataDir
+from client.node.deployment import bind_data_dir
 from client.node.eventlog import Event, EventLog
 from client.node.rollouts import make_batch, task_seed
 from client.store import (
@@ -136,12 +138,14 @@ class Adversary:
         self.strategy = strategy
         self.partners = [p.lower() for p in partners or []]
         self.params = ledger.check(cfg.chain.chain_id)
+        deployment = data_dir_deployment(cfg, ledger)  # before anything is written there
         self.catalog = load_catalog(cfg.tasks.catalog)
         check_against_ledger(self.catalog, self.params.catalog_digest)
         self.store = open_store(cfg.store)
         self.address = ledger.account_address
         self.chain_id = ledger.w3.eth.chain_id
         self.events = EventLog(DataDir(cfg.node.data_dir).events)
+        bind_data_dir(DataDir(cfg.node.data_dir), deployment)
         self.reader = EventReader(
             ledger,
             chunk_blocks=cfg.chain.log_chunk_blocks,

@@ -17,6 +17,13 @@ from client.chain.keystore import load_account
 from client.config import NodeConfig
 from client.node.clock import SystemClock
 from client.node.datadir import DataDir
+from client.node.deployment import (
+    Deployment,
+    UnreadableDeployment,
+    WrongDeployment,
+    bind_data_dir,
+    check_data_dir,
+)
 from client.node.eventlog import EventLog
 from client.node.health import Health
 from client.node.journal import Journal
@@ -190,6 +197,26 @@ def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
     return ledger
 
 
+def data_dir_deployment(cfg: NodeConfig, ledger: Ledger) -> Deployment:
+    """Returns the deployment `ledger` (checked) is, once `[node].data_dir` is known to hold no
+    other deployment's data (client.node.deployment); raises NodeConfigError naming both."""
+    try:
+        return check_data_dir(DataDir(cfg.node.data_dir), ledger, cfg.chain.ledger_deploy_block)
+    except (WrongDeployment, UnreadableDeployment) as exc:
+        raise NodeConfigError(str(exc)) from None
+
+
+def check_node_data_dir(cfg: NodeConfig) -> None:
+    """Raises NodeConfigError when `[node].data_dir` holds another deployment's data (and
+    ChainError when the ledger cannot be checked): for a command that writes there before
+    open_node (the TUI's log)."""
+    ledger = Ledger(
+        connect(str(cfg.chain.rpc_url), cfg.chain.request_timeout_s), str(cfg.chain.ledger_address)
+    )
+    ledger.check(cfg.chain.chain_id)
+    data_dir_deployment(cfg, ledger)
+
+
 def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, clock=None) -> Node:
     """Returns a ready node: every check that can fail is done before any round starts.
     `clock` (client.node.clock) defaults to the system clock; tests pass a WarpClock."""
@@ -205,6 +232,8 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
 
     ledger = signing_ledger(cfg, password)
     params = ledger.check(cfg.chain.chain_id)
+    data_dir = DataDir(cfg.node.data_dir)
+    deployment = data_dir_deployment(cfg, ledger)  # before anything is written there
     catalog = load_catalog(cfg.tasks.catalog)
     check_against_ledger(catalog, params.catalog_digest)
     registration = ledger.node_info(ledger.account_address)
@@ -230,7 +259,6 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         trained = [p for p in model.parameters() if p.requires_grad]
         return torch.optim.Adam(trained, lr=cfg.train.learning_rate)
 
-    data_dir = DataDir(cfg.node.data_dir)
     events = EventLog(data_dir.events)
 
     def say(line: str) -> None:
@@ -304,6 +332,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         store_cfg=cfg.store,
         spool=data_dir.spool,
     )
+    bind_data_dir(data_dir, deployment)
     return Node(
         services,
         sapo=cfg.sapo,

@@ -22,6 +22,11 @@ class DataDir:
         return self.path / "events.jsonl"
 
     @property
+    def deployment(self) -> Path:
+        """Which ledger deployment the data dir belongs to (client.node.deployment)."""
+        return self.path / "deployment.json"
+
+    @property
     def journal(self) -> Path:
         """The journal's SQLite file (client.node.journal)."""
         return self.path / "journal.sqlite"

@@ -2,7 +2,8 @@
 with the fix when it fails.
 
 Checks, in order (a check whose premise failed is skipped and says which): the RPC answers with
-the configured chain id; the ledger at the address is this client's SwarmLedger; the keystore
+the configured chain id; the ledger at the address is this client's SwarmLedger; the data dir holds
+no other deployment's journal; the keystore
 exists, is private (mode 0600) and decrypts; the node's stake is at least the minimum; its model
 family has enough other staked nodes to fill a quorum (and no address holds more than a third of
 its stake: a warning); the IPFS
@@ -26,6 +27,8 @@ from client.chain.keystore import KeystoreError, load_account
 from client.config import NodeConfig
 from client.config.models import format_ether
 from client.node.assemble import seed_spec
+from client.node.datadir import DataDir
+from client.node.deployment import UnreadableDeployment, WrongDeployment, check_data_dir
 from client.store import IpfsStore, StoreError, open_store
 from client.store.peers import ipfs_addresses, peer_addresses
 
@@ -62,6 +65,7 @@ class Preflight:
         steps: list[tuple[str, Callable[[], Check]]] = [
             ("rpc", self.rpc),
             ("ledger", self.ledger_code),
+            ("data dir", self.data_dir),
             ("keystore", self.keystore),
             ("stake", self.stake),
             ("family", self.family),
@@ -125,6 +129,18 @@ class Preflight:
             f"SwarmLedger at {address}: {self.params.round_length}-s rounds, window "
             f"{self.params.submit_rounds}+{self.params.challenge_rounds} rounds",
         )
+
+    def data_dir(self) -> Check:
+        """Whether [node].data_dir holds no other deployment's data (client.node.deployment)."""
+        if not self._ok("ledger"):
+            return Check("data dir", None, "skipped: no ledger to compare with")
+        data_dir = DataDir(self.cfg.node.data_dir)
+        try:
+            here = check_data_dir(data_dir, self.ledger, self.cfg.chain.ledger_deploy_block)
+        except (WrongDeployment, UnreadableDeployment) as exc:
+            return Check("data dir", False, str(exc), "start the node on a new [node].data_dir")
+        bound = "bound to" if data_dir.deployment.is_file() else "new; will be bound to"
+        return Check("data dir", True, f"{data_dir.path}: {bound} {here.describe()}")
 
     def keystore(self) -> Check:
 

@@ -19,6 +19,7 @@ reads and writes are client.node.peerbook.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,17 @@ class Journal:
 
     def close(self) -> None:
         self.db.close()
+
+    @staticmethod
+    def last_round_in(path: Path) -> int | None:
+        """The latest chain round the journal at `path` has a record of (None: none), read
+        without leaving a trace: no lock and no -wal or -shm file, which even a read-only
+        connection to a WAL journal creates (so it must not run beside a node writing there)."""
+        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        try:
+            return db.execute("SELECT MAX(round) FROM rounds").fetchone()[0]
+        finally:
+            db.close()
 
     # ------------------------------------------------------------------------- chain rounds
 
