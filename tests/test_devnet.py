@@ -323,3 +323,137 @@ def test_status_reads_progress_and_credit_only_from_the_devnets_own_chain(
     assert "window_s" in ours[0] and ours[0]["credited"] == 0, ours
     other = rows(1)
     assert "window_s" not in other[0] and other[0]["credited"] == 0, other
+
+
+RESTART_ROUND_S = 12
+
+
+def tree(directory: Path) -> dict[str, tuple[int, str]]:
+    """Every file under `directory`: relative path -> (size, sha256)."""
+    import hashlib
+
+    return {
+        str(p.relative_to(directory)): (
+            p.stat().st_size,
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+        )
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def credit_rounds(ledger, reader) -> dict[str, int]:
+    """Node (lower-case address) -> the chain round in which its first batch was credited (the
+    block time of its first CreditChanged to credited, in the ledger's rounds)."""
+    params = ledger.params()
+    first: dict[str, int] = {}
+    for event in reader.read(["CreditChanged"]):
+        node = event.args["node"].lower()
+        if event.args["credited"] and node not in first:
+            at = ledger.w3.eth.get_block(event.block_number)["timestamp"]
+            first[node] = (at - params.genesis) // params.round_length
+    return first
+
+
+def test_a_second_devnet_up_in_the_same_dir_credits_every_node_as_the_first(
+    cache: Path, tmp_path: Path
+) -> None:
+    """README's command (a) run twice in a row: a devnet stopped as Ctrl-C stops it, then started
+    again in the same data dir. Its chain ended with it, so the second start is a new chain (same
+    ledger address: anvil's first deploy) with new node data, the first run's moved aside and
+    named; every node is credited within 5 chain rounds of the second start, and `devnet status`
+    (at 80 columns too), the TUI's read model and the chain agree on rounds. A node pointed at the
+    first run's data dir is refused in one line naming both deployments, and nothing there
+    changes."""
+    from conftest import credited_nodes, start_mechanics_devnet, stop_devnet
+
+    from client.chain import Ledger, connect
+    from client.chain.events import EventReader
+    from client.config import load_config
+    from client.node.view import Watcher
+
+    env = env_for(cache)
+    data_dir = tmp_path / "devnet"
+    ledgers = []
+    for run in ("first", "second"):
+        proc, state = start_mechanics_devnet(data_dir, 3, RESTART_ROUND_S, env=env)
+        try:
+            ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
+            started = ledger.current_round()
+            ledgers.append(state["ledger"])
+            if run == "first":
+                assert "previous" not in state, state
+            else:
+                # the first run's files, kept aside and named; the new nodes start afresh
+                assert state["previous"] == str(data_dir / "previous"), state
+                assert (data_dir / "previous" / "node-0" / "journal.sqlite").is_file()
+                assert (data_dir / "previous" / "node-0" / "deployment.json").is_file()
+            addresses = {n["address"].lower() for n in state["nodes"]}
+            wait_until(
+                lambda: len(credited_nodes(data_dir, env)) == 3,
+                timeout_s=RESTART_ROUND_S * 12 + 120,
+                what=f"every node credited in the {run} run",
+            )
+            reader = EventReader(ledger)
+            credited_in = credit_rounds(ledger, reader)
+            assert set(credited_in) == addresses
+            late = {a[:10]: r for a, r in credited_in.items() if r > started + 5}
+            assert not late, f"{run} run started at round {started}; credited late: {late}"
+            if run == "first":
+                continue
+            # status, the TUI's read model and the chain agree on rounds
+            status = sapo_run("devnet", "status", "--data-dir", str(data_dir), "--json", env=env)
+            assert status.returncode == 0, status.stderr
+            rows = json.loads(status.stdout)["nodes"]
+            submitted: dict[str, set[int]] = {}
+            for event in reader.read(["Submitted"]):
+                submitted.setdefault(event.args["node"].lower(), set()).add(event.args["round"])
+            now = ledger.current_round()
+            assert now <= started + 12, (started, now)  # a new chain: its rounds began anew
+            for row, node in zip(rows, state["nodes"], strict=True):
+                assert started <= row["round"] <= now, (row, started, now)
+                assert row["last_submission"] in submitted[row["address"].lower()], row
+                cfg = load_config(Path(node["config"]))
+                snap = Watcher(cfg, node["address"]).snapshot()
+                assert snap.round is not None and abs(snap.round - now) <= 1, (snap.round, now)
+                assert snap.training is not None and started <= snap.training.round <= snap.round
+                assert snap.rounds and max(p.round for p in snap.rounds) <= snap.round
+            # readable at 80 columns: every line fits, every header and address whole
+            table = sapo_run(
+                "devnet", "status", "--data-dir", str(data_dir), env=env | {"COLUMNS": "80"}
+            )
+            assert table.returncode == 0, table.stderr
+            lines = table.stdout.splitlines()
+            wide = [line for line in lines if len(line) > 80]
+            assert not wide, table.stdout
+            for header in ("address", "last sub.", "credited", "local/round", "peers used"):
+                assert header in table.stdout, table.stdout
+            shown = sum(line.count("…") for line in lines)
+            assert shown == 3, (
+                f"a cell was cut (only the 3 short addresses have …):\n{table.stdout}"
+            )
+            for node in state["nodes"]:
+                address = node["address"]
+                assert f"{address[:10]}…{address[-4:]}" in table.stdout, table.stdout
+            # a node given the first run's data dir: same ledger address, another chain
+            old = data_dir / "previous" / "node-0"
+            before = tree(old)
+            refused = sapo_run(
+                "node",
+                "run",
+                "--config",
+                state["nodes"][0]["config"],
+                env=env | {"SAPO_NODE__DATA_DIR": str(old)},
+                timeout=120,
+            )
+            assert refused.returncode == 2, refused.stdout + refused.stderr
+            assert "Traceback" not in refused.stderr, refused.stderr
+            errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1, refused.stderr
+            message = errors[0]
+            assert str(old) in message and "another deployment" in message, message
+            assert message.count(state["ledger"]) == 2 and "new [node].data_dir" in message
+            assert tree(old) == before, "the refusal changed the data dir"
+        finally:
+            stop_devnet(proc)
+    assert ledgers[0] == ledgers[1], "the test needs the second chain to reuse the address"

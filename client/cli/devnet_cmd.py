@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from client.cli.config_cmd import load_or_exit
@@ -47,6 +48,9 @@ from client.node.snapshot import short
 from client.pids import pid_alive
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
+
+# the chain lives in anvil's memory: client.devnet.supervisor.set_aside_previous_run
+NEXT_START = "the next devnet up starts a new chain and moves them to previous/"
 
 DataDirOption = Annotated[
     Path, typer.Option("--data-dir", help="Where the devnet's state, logs and nodes live.")
@@ -220,7 +224,7 @@ def up(
     finally:
         supervisor.stop()
     if not as_json:
-        out.print(f"stopped; logs and data kept in {data_dir}")
+        out.print(f"stopped; logs and data kept in {data_dir} ({NEXT_START})")
 
 
 def _report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
@@ -229,6 +233,12 @@ def _report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
         return
     data_dir = state.data_dir
     out.print(f"[bold]devnet up[/]  data in {data_dir}", markup=True)
+    if state.previous is not None:
+        out.print(
+            f"  a new chain: the last run's ended when it stopped; its data moved to "
+            f"{state.previous}",
+            markup=False,
+        )
     out.print(
         f"  chain   anvil at {state.rpc_url}  chain id {state.chain_id}  "
         f"pid {state.anvil_pid}  log {data_dir / 'anvil.log'}"
@@ -272,7 +282,7 @@ def _current_state(data_dir: Path) -> DevnetState:
     if not pid_alive(pid):
         fail(
             f"the devnet in {data_dir} is not running: its supervisor (pid {pid}) is gone and its "
-            "parts went with it; data kept (start again: sapo devnet up)",
+            f"parts went with it; data kept (start again: sapo devnet up; {NEXT_START})",
             Exit.CHECK_FAILED,
         )
     return state
@@ -311,19 +321,56 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             }
         )
         return
-    table = Table(title=f"devnet {data_dir}  ledger {state.ledger}")
-    columns = ("node", "address", "state", "round", "last sub.", "missed", "skipped", "credited")
-    for column in (*columns, "local/round", "busy", "blocked", "ext. items", "peers used"):
-        table.add_column(
-            column, justify="left" if column in ("node", "address", "state") else "right"
-        )
+    out.print(f"devnet {data_dir}", markup=False)
+    out.print(f"ledger {state.ledger}", markup=False)
+    chain, work = _status_tables(rows)
+    out.print(chain)
+    out.print()
+    out.print(work)
+    out.print(
+        "busy: the share of the last 10 rounds a node spent generating or training; blocked: "
+        "waiting on chain or IPFS with work to do",
+        soft_wrap=False,  # wrapped at the terminal's width, as the tables are
+    )
+    for i, r in enumerate(rows):
+        if r["role"] != "honest":
+            out.print(f"node-{i}: an adversary ({r['role']})", style="red", markup=False)
+    for i, r in enumerate(rows):
+        if metrics := r.get("metrics"):
+            out.print(f"node-{i}: metrics at {metrics}", markup=False)
+    for i, r in enumerate(rows):
+        if outage := r.get("peer_outage"):
+            out.print(
+                f"node-{i}: {outage['text']}", style="bold red", markup=False, soft_wrap=False
+            )
+
+
+def _status_tables(rows: list[dict]) -> tuple[Table, Table]:
+    """`devnet status`'s two tables, each within 80 columns: where each node stands on chain,
+    then how it spends its time and what it takes from its peers."""
 
     def number(value, spec: str = "") -> str:
         return "-" if value is None else format(value, spec)
 
+    def table(*columns: str) -> Table:
+        made = Table(
+            box=box.SIMPLE_HEAD,
+            padding=(0, 1),
+            collapse_padding=True,  # one space between columns, not three
+            pad_edge=False,
+            show_edge=False,
+        )
+        for column in columns:
+            left = column in ("node", "address", "state")
+            made.add_column(column, justify="left" if left else "right", no_wrap=True)
+        return made
+
+    chain = table("node", "address", "state", "round", "last sub.", "missed", "skipped", "credited")
+    work = table("node", "local/round", "busy", "blocked", "ext. items", "peers used")
     for i, r in enumerate(rows):
-        table.add_row(
-            f"node-{i}" + ("" if r["role"] == "honest" else f" [red]({r['role']})[/]"),
+        name = f"node-{i}"
+        chain.add_row(
+            name,
             short(r["address"]),
             "running" if r["running"] else "[red]stopped[/]",
             number(r.get("round")),
@@ -331,23 +378,16 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             number(r.get("missed")),
             number(r.get("skipped")),
             score(r["credited"]),
+        )
+        work.add_row(
+            name,
             number(r.get("local_rounds_per_round"), ".1f"),
             number(r.get("busy_share"), ".0%"),
             number(r.get("blocked_share"), ".0%"),
             number(r.get("external_items_used")),
             number(r.get("peers_used")),
         )
-    out.print(table)
-    out.print(
-        "busy: the share of the last 10 rounds a node spent generating or training; blocked: "
-        "waiting on chain or IPFS with work to do"
-    )
-    for i, r in enumerate(rows):
-        if metrics := r.get("metrics"):
-            out.print(f"node-{i}: metrics at {metrics}", markup=False)
-    for i, r in enumerate(rows):
-        if outage := r.get("peer_outage"):
-            out.print(f"node-{i}: {outage['text']}", style="bold red", markup=False)
+    return chain, work
 
 
 @app.command("ps")
@@ -413,7 +453,7 @@ def down(
             fail(str(exc))
         out.print(
             f"devnet {target} {'stopped' if stopped else 'nothing was running'}; "
-            + ("data wiped" if wipe else "data kept")
+            + ("data wiped" if wipe else f"data kept ({NEXT_START})")
         )
 
 

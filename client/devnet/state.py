@@ -62,6 +62,7 @@ class DevnetState(_Entry):
     stage: str | None = None
     nodes_wanted: int | None = None
     policy_dir: Path | None = None  # the seed policy being built, whose progress file it has
+    previous: Path | None = None  # where this start moved the last stopped run's files
     # running
     rpc_url: str | None = None
     chain_id: int | None = None

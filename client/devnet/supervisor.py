@@ -9,6 +9,10 @@ while the policy is built) until the swarm runs, then `"status": "running"` and 
 client needs (RPC, ledger, pids, configs). `sapo devnet up --detach`, `devnet status`, `devnet
 ps` and the TUI read it; it is replaced whole at each change, so a reader never sees half.
 
+Each start is a new chain (anvil keeps its state in memory), so a start first moves what a stopped
+run left in the data dir to `DIR/previous/` (set_aside_previous_run): a node never resumes a
+journal of a chain that is gone.
+
 Every part is a child that dies with the supervisor (PR_SET_PDEATHSIG, see
 client.devnet.process), and the supervisor registers in this user's devnet registry
 (client.devnet.registry), so nothing of a devnet outlives it and `devnet ps` finds it anywhere.
@@ -17,6 +21,7 @@ client.devnet.process), and the supervisor registers in this user's devnet regis
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +49,32 @@ from client.devnet.state import (
     write_state,
 )
 from client.node.assemble import base_policy_path, seed_spec
+
+# What a devnet's start writes in its data dir, beside the supervisor's own files (its state,
+# pid and log): the nodes' data dirs (journal, snapshots, IPFS repo), the configs, the password
+# of the keystores, the local blockstore, anvil's log.
+RUN_FILES = ("node-*", "devnet.toml", "keystore-password", "blocks", "anvil.log")
+PREVIOUS = "previous"  # where the last stopped run's files are kept
+
+
+def set_aside_previous_run(data_dir: Path) -> Path | None:
+    """Moves what a stopped devnet left in `data_dir` (RUN_FILES) to `data_dir/previous`,
+    replacing the run kept there before, and returns that folder; None when there was nothing.
+
+    A devnet's chain lives in anvil's memory and ends when the devnet stops, so every start is
+    a new chain whose round 0 is now; its nodes must start with new data dirs (a node refuses
+    the journal of another deployment: client.node.deployment). Only the files a devnet writes
+    are moved, so a --data-dir given by mistake loses nothing else."""
+    left = sorted({p for pattern in RUN_FILES for p in data_dir.glob(pattern)})
+    if not left:
+        return None
+    previous = data_dir / PREVIOUS
+    if previous.exists():
+        shutil.rmtree(previous)
+    previous.mkdir()
+    for path in left:
+        os.replace(path, previous / path.name)
+    return previous
 
 
 def node_host(index: int) -> str:
@@ -109,6 +140,7 @@ class Supervisor:
         self.node_procs: list[ServerProcess] = []
         self.state: DevnetState | None = None
         self._registered: Path | None = None
+        self.previous: Path | None = None  # where the last run's files were moved, if any
         self._began = time.time()
 
     # ---------------------------------------------------------------------------- starting
@@ -124,6 +156,7 @@ class Supervisor:
             nodes_wanted=len(self.roles),
             netns=self.netns.as_dict() if self.netns else None,
             policy_dir=policy_dir,
+            previous=self.previous,
         )
         write_state(self.data_dir, self.state)
 
@@ -131,6 +164,7 @@ class Supervisor:
         """Starts everything; returns the running state. Raises what a part raised (the caller
         then calls stop(), which stops what did start)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.previous = set_aside_previous_run(self.data_dir)
         (self.data_dir / SUPERVISOR_PID).write_text(f"{os.getpid()}\n")
         self._registered = registry.register(self.data_dir, detached=self.detached)
         if self.netns is not None:
@@ -189,6 +223,7 @@ class Supervisor:
             supervisor_pid=os.getpid(),
             detached=self.detached,
             started_at=self._began,
+            previous=self.previous,
             nodes=[
                 NodeEntry(
                     index=i,
