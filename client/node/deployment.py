@@ -101,8 +101,8 @@ def check_data_dir(data_dir: DataDir, ledger: Ledger, deploy_block: int) -> Depl
         if bound.same(here):
             return here
         raise WrongDeployment(
-            f"{data_dir.path} holds a node's data of {bound.describe()}, but the config's ledger "
-            f"is {here.describe()}: another deployment; start this node on a new "
+            f"{data_dir.path} holds a node's data of {bound.describe()}, but the config names "
+            f"{here.describe()}: another deployment; start this node on a new "
             "[node].data_dir, or move that one aside (nothing in it was changed)"
         )
     here = deployment_of(ledger, deploy_block)
