@@ -50,7 +50,7 @@ from client.pids import pid_alive
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 # the chain lives in anvil's memory: client.devnet.supervisor.set_aside_previous_run
-NEXT_START = "the next devnet up starts a new chain and moves them to previous/"
+NEXT_START = "the next devnet up starts a new chain and moves this run's data to previous/"
 
 DataDirOption = Annotated[
     Path, typer.Option("--data-dir", help="Where the devnet's state, logs and nodes live.")
