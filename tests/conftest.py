@@ -65,7 +65,7 @@ CHAIN_FIXTURES = {"anvil", "chain", "swarm"}
 # campaigns, the stateful ledger, the experiment) come after, two at a time.
 LONGEST_FIRST = (
     "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
-    "test_swarm_p2p",  # ~6
+    "test_swarm_p2p",  # ~7 (its devnet, then started again in the same dir)
     "test_devnet_netns",  # ~3
     "test_metrics_alerts",  # ~3 (two uncapped nodes: the busy-share alert must stay silent)
     "test_ledger_forge",  # ~12 (beside the end-to-end devnet; ~5 alone)

@@ -11,10 +11,15 @@ node 0's daemon is then killed (SIGKILL) and node 2 resumed: it gets the batch f
 journal says so) and attests it, `sapo audit verify` with node 2's config re-scores it, and node
 0 rides out its store outage, journals it, and submits again once its daemon is back, on
 another port: it writes its new swarm address on chain and its peers fetch from there.
+
+Started again in the same data dir, the devnet is a new chain with new node data (the first
+run's kept in previous/), credits every node as the first did, and a node given the first run's
+data dir refuses it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -250,3 +255,123 @@ def test_a_batch_outlives_its_producers_ipfs_node(devnet) -> None:
             stop_devnet(proc)  # before the daemon this test started
         if resumed is not None:
             resumed.stop()
+
+
+RESTART_ROUND_S = 12
+
+
+def tree(directory: Path) -> dict[str, tuple[int, str]]:
+    """Every file under `directory`: relative path -> (size, sha256)."""
+    return {
+        str(p.relative_to(directory)): (
+            p.stat().st_size,
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+        )
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def first_credit_rounds(ledger: Ledger) -> dict[str, int]:
+    """Node (lower-case address) -> the chain round in which its first batch was credited (the
+    block time of its first CreditChanged to credited, in the ledger's rounds)."""
+    params = ledger.params()
+    first: dict[str, int] = {}
+    for event in EventReader(ledger).read(["CreditChanged"]):
+        node = event.args["node"].lower()
+        if event.args["credited"] and node not in first:
+            at = ledger.w3.eth.get_block(event.block_number)["timestamp"]
+            first[node] = (at - params.genesis) // params.round_length
+    return first
+
+
+def test_a_second_devnet_up_in_the_same_dir_credits_every_node_as_the_first(devnet) -> None:
+    """The devnet started again in its data dir, as README's command run twice in a row (issue
+    56: the nodes resumed the first chain's journals, whose rounds ran far ahead of the new
+    chain's, and submitted nothing). Its chain ended with it, so the second start is a new chain
+    with the ledger at the same address (anvil's first deploy) and new node data, the first
+    run's moved to previous/ and named; every node is credited within 5 chain rounds of the
+    second start, and `devnet status` (at 80 columns too), the TUI's read model and the chain
+    agree on rounds. A node pointed at the first run's data dir is refused in one line naming
+    both deployments, and nothing there changes."""
+    from client.config import load_config
+    from client.node.view import Watcher
+
+    first, first_state = devnet
+    if first.poll() is None:  # the test before stops it; alone, this one does
+        stop_devnet(first)
+    data_dir = Path(first_state["data_dir"])
+    old_rounds = NodeView(data_dir / "node-0").confirmed_rounds()
+    proc, state = start_readme_devnet(data_dir, 3, RESTART_ROUND_S, env=ENV)
+    try:
+        ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
+        started = ledger.current_round()
+        assert state["ledger"] == first_state["ledger"], "the new chain reuses the address"
+        assert old_rounds and old_rounds[-1] > started + 5, (old_rounds, started)
+        # the first run's files, kept aside and named; the new nodes start afresh
+        previous = data_dir / "previous"
+        assert state["previous"] == str(previous), state
+        assert (previous / "node-0" / "deployment.json").is_file()
+        assert NodeView(previous / "node-0").confirmed_rounds() == old_rounds
+        addresses = {n["address"].lower() for n in state["nodes"]}
+        wait_until(
+            lambda: {a.lower() for a in credited_nodes(data_dir, ENV)} == addresses,
+            timeout_s=RESTART_ROUND_S * 8 + 60,
+            what="every node credited after the second start",
+        )
+        credited_in = first_credit_rounds(ledger)
+        late = {a[:10]: r for a, r in credited_in.items() if r > started + 5}
+        assert set(credited_in) == addresses and not late, (started, credited_in)
+
+        # status, the TUI's read model and the chain agree on rounds
+        status = sapo_run("devnet", "status", "--data-dir", str(data_dir), "--json", env=ENV)
+        assert status.returncode == 0, status.stderr
+        submitted: dict[str, set[int]] = {}
+        for event in EventReader(ledger).read(["Submitted"]):
+            submitted.setdefault(event.args["node"].lower(), set()).add(event.args["round"])
+        now = ledger.current_round()
+        for row, node in zip(json.loads(status.stdout)["nodes"], state["nodes"], strict=True):
+            assert started <= row["round"] <= now, (row, started, now)
+            assert row["last_submission"] in submitted[row["address"].lower()], row
+            snap = Watcher(load_config(Path(node["config"])), node["address"]).snapshot()
+            assert snap.round is not None and abs(snap.round - now) <= 1, (snap.round, now)
+            assert snap.training is not None and started <= snap.training.round <= snap.round
+            assert snap.rounds and max(p.round for p in snap.rounds) <= snap.round
+
+        # readable at 80 columns: every line fits (but the data dir's own path), every header
+        # and short address whole
+        table = sapo_run(
+            "devnet", "status", "--data-dir", str(data_dir), env=ENV | {"COLUMNS": "80"}
+        )
+        assert table.returncode == 0, table.stderr
+        lines = table.stdout.splitlines()
+        assert not [line for line in lines if len(line) > 80 and str(data_dir) not in line], (
+            table.stdout
+        )
+        for header in ("address", "last sub.", "credited", "local/round", "peers used"):
+            assert header in table.stdout, table.stdout
+        assert table.stdout.count("…") == 3, (
+            f"a cell was cut (only addresses have …):\n{table.stdout}"
+        )
+        for node in state["nodes"]:
+            assert f"{node['address'][:10]}…{node['address'][-4:]}" in table.stdout
+
+        # a node given the first run's data dir: the same ledger address, another chain
+        old = previous / "node-0"
+        before = tree(old)
+        refused = sapo_run(
+            "node",
+            "run",
+            "--config",
+            state["nodes"][0]["config"],
+            env=ENV | {"SAPO_NODE__DATA_DIR": str(old)},
+            timeout=120,
+        )
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, refused.stderr
+        assert str(old) in errors[0] and "another deployment" in errors[0], errors[0]
+        assert errors[0].count(state["ledger"]) == 2 and "new [node].data_dir" in errors[0]
+        assert tree(old) == before, "the refusal changed the data dir"
+    finally:
+        stop_devnet(proc)
