@@ -30,7 +30,7 @@ def make_batch(
         local_rounds=[
             LocalRound(
                 k=k,
-                weights="0x" + f"{k:02x}" * 32,
+                weights="0x" + (f"{k:02x}" * 32 if k < 256 else f"{k:064x}"),
                 items=[
                     Item(
                         task=TaskRef(entry="basic_arithmetic", seed=1234 + i + 100 * k, index=i),

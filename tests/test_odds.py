@@ -87,3 +87,26 @@ def test_a_small_family_s_unfilled_committee_matches_the_ledger_s_draw() -> None
     # a family of Q nodes or fewer never fills its committee; one with many rarely misses it
     assert odds.unfilled_committee(q, 255, q) == 1.0
     assert odds.unfilled_committee(1_000, 40, q) < 1e-12
+
+
+def test_forging_any_share_of_a_batch_loses_and_did_not_before() -> None:
+    # issue 57: scripts/forging-odds, exact and measured on the real openings; before, a forged
+    # round beside many small honest rounds escaped 99% of the time whatever its share
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts" / "forging-odds"), "--beacons", "300"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| 1/")]
+    assert len(rows) == 8
+    for phi, layout, _, _, _, before_gain, _, _, after_gain in (map(str.strip, r) for r in rows):
+        assert float(after_gain) < 0, (phi, layout, after_gain)
+        if layout == "concentrated" and phi != "1/512":
+            assert float(before_gain) > 0, (phi, before_gain)  # the attack the issue found

@@ -144,3 +144,24 @@ def test_another_tokenizers_completions_are_trained_as_text_and_counted(seed_dir
     assert stats.offpolicy is None and trainer.unweighed == 8
     batch = encode_groups(trainer.policy.tokenizer, groups(sampled, tokenizer=foreign))
     assert batch.corrected is None
+
+
+def test_a_peers_token_id_outside_the_vocabulary_is_trained_as_text_not_a_stopped_step(
+    seed_dir, sampled
+) -> None:
+    # issue 57: a hostile peer's completion carries one id past the vocabulary (decoding drops
+    # it, so its text passes): trained on its ids, the embedding lookup raised and the step died
+    trainer = trainer_for(seed_dir, external_correction="f-tis")
+    out, label = sampled
+    poisoned = [[list(ids) for ids in row] for row in out.token_ids]
+    poisoned[0][1][0] = len(trainer.policy.tokenizer) + 7  # its log-probs still line up
+    hostile = groups(
+        (type(out)(out.texts, out.new_tokens, poisoned, None, out.sampled_logprobs), label)
+    )
+    peer_items = [g for g in hostile if g.external]
+    assert trainer.fits(peer_items[0]) and trainer.fits(peer_items[1])  # each can be trained on
+    before = flat(trainer.policy.model).clone()
+    stats = trainer.step(hostile)
+    assert stats is not None and not torch.equal(before, flat(trainer.policy.model))
+    # the poisoned group is re-encoded from its text (not weighed); the clean one still is
+    assert trainer.unweighed == 4 and stats.offpolicy is not None

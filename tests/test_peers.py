@@ -61,6 +61,26 @@ def test_a_name_that_does_not_resolve_is_refused_saying_so() -> None:
     )
 
 
+def test_a_peers_names_share_one_resolution_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 57: eight names of 2 s each held a fetch 16 s per peer and round. A resolver that
+    # answers slowly cannot be made to on this machine (no DNS server to slow down), so this is
+    # a fake of one: getaddrinfo that takes 0.8 s a name, then answers a public address
+    import time
+
+    def slow(host, *args, **kwargs):
+        time.sleep(0.8)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    names = [f"/dns4/n{i}.example.org/tcp/4001" for i in range(MAX_ADDRESSES)]
+    found = peer_addresses(meta(*names), allow_private=False)
+    assert found.dialable == (f"/ip4/93.184.215.14/tcp/4001/p2p/{PEER}",)  # resolved in time
+    spent = [why for _, why in found.refused if "s for resolving names is spent" in why]
+    # the budget (RESOLVE_TIMEOUT_S, 2 s) holds two answers and part of a third: the rest are
+    # refused without asking the resolver
+    assert len(spent) >= MAX_ADDRESSES - 3, found.refused
+
+
 @pytest.mark.parametrize(
     ("address", "why"),
     [

@@ -4,6 +4,8 @@ a farmer or a copycat can make without sampling (docs/credit.md)."""
 
 from __future__ import annotations
 
+import math
+import struct
 import tracemalloc
 from pathlib import Path
 
@@ -11,16 +13,17 @@ import pytest
 import torch
 from conftest import copied_seed_test
 
-from client.node.proving import Prover, Snapshots, checked_rows, opened
+from client.node.proving import OPENED_GROUPS, Prover, Snapshots, opened, opened_rows, openings
 from client.node.rollouts import generation_seed, make_batch, task_seed
 from client.policy import load_policy
-from client.policy.proof import LOGPROB_TOLERANCE
+from client.policy.proof import LOGPROB_TOLERANCE, check_draws, within_model
 from client.policy.weights import load_weights, weights_bytes
-from client.store import Item, LocalStore, Sampling, StoreError, digest_to_cid
+from client.store import Item, LocalStore, RolloutBatch, Sampling, StoreError, digest_to_cid
 from client.store.errors import SpoolError
 from client.store.weights import CHUNK, WeightsError, get_weights, put_weights, split
-from client.tasks import load_catalog, reference_answer, regenerate
+from client.tasks import load_catalog, reference_answer, regenerate, render_prompt
 from tests.batches import LEDGER, NODE
+from tests.batches import make_batch as make_test_batch
 
 OTHER = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"
 CHECKER = "0x90f79bf6eb2c4f870365e785982e1f101e93b906"
@@ -63,7 +66,6 @@ def check(world, batch, *, node=NODE, beacon=12345, weights=None):
     return Prover(world["policy"]).check(
         batch,
         beacon=beacon,
-        checker=CHECKER,
         weights=world["weights"] if weights is None else weights,
         generation_seed=lambda k: generation_seed(7, node, k),
     )
@@ -89,7 +91,9 @@ def test_an_honest_batch_passes_every_checker_under_any_beacon(world) -> None:
     for beacon in (1, 2**255 + 7, 987654321):
         result = check(world, batch, beacon=beacon)
         assert result.passed, result.reason
-        assert result.completions == 32 and result.redrawn == 8 and result.tokens > 8
+        rows = sum(len(r) for r in opened_rows(beacon, batch).values())
+        assert rows in (4, 8)  # every completion of each opened group (one group drawn twice: 4)
+        assert result.completions == 32 and result.redrawn == rows and result.tokens > rows
         assert result.min_margin > 0
     # the same checkpoints read from files, as a checker's spool holds them
     files = {}
@@ -114,7 +118,7 @@ def test_farmed_completions_fail_as_not_the_seeded_draw(world) -> None:
 
     result = check(world, with_items(world["batch"], mixed))
     assert not result.passed and "is not the seeded draw of checkpoint" in result.reason
-    assert result.failed == result.redrawn == 8  # every re-drawn completion fails
+    assert result.failed == result.redrawn >= 4  # every re-drawn completion fails
 
 
 @pytest.mark.slow
@@ -138,7 +142,7 @@ def test_log_probs_that_lie_fail_and_honest_ones_pass(world) -> None:
         ),
     )
     assert not sure.passed and "log-prob is claimed as" in sure.reason
-    assert sure.failed == sure.redrawn == 8
+    assert sure.failed == sure.redrawn >= 4
     # a lie of 20 units (2e-3 nats) on every token fails; one of 5 (5e-4) is inside the tolerance
     assert not check(world, with_items(world["batch"], lie(-20))).passed
     assert check(world, with_items(world["batch"], lie(-5))).passed
@@ -171,7 +175,8 @@ def test_a_copied_batch_and_a_misnamed_checkpoint_fail(world) -> None:
     batch = world["batch"]
     # a copycat's batch: the producer's draws, checked against the copycat's seeds
     result = check(world, batch.model_copy(update={"node": OTHER}), node=OTHER)
-    assert not result.passed and result.failed >= 7
+    # (a short draw may be another seed's too: a copy fails on all but about one in eight)
+    assert not result.passed and result.failed >= result.redrawn - 1 >= 3
     # local round 1 claims the checkpoint of local round 0 (a node that did not train)
     first = batch.local_rounds[0].weights
     misnamed = batch.model_copy(
@@ -182,7 +187,8 @@ def test_a_copied_batch_and_a_misnamed_checkpoint_fail(world) -> None:
             ]
         }
     )
-    result = check(world, misnamed)
+    beacon = next(b for b in range(1, 1_000) if 1 in opened(b, misnamed))  # one opening it
+    result = check(world, misnamed, beacon=beacon)
     assert not result.passed and "local round 1" in result.reason
     # a model this swarm does not run cannot be checked: it is a finding, not a pass
     foreign = batch.model_copy(update={"model": batch.model.model_copy(update={"parameters": 123})})
@@ -190,13 +196,64 @@ def test_a_copied_batch_and_a_misnamed_checkpoint_fail(world) -> None:
     assert not result.passed and "declares a model of 123 parameters" in result.reason
 
 
-def test_openings_are_fixed_by_the_beacon_and_checks_differ_by_checker() -> None:
-    assert opened(5, 10) == opened(5, 10) and len(set(opened(5, 10))) == 2
-    assert opened(5, 1) == [0] and opened(5, 2) == [0, 1]
-    draws = {tuple(opened(b, 66)) for b in range(200)}
-    assert len(draws) > 150  # the producer cannot guess which it will have to open
-    mine, theirs = checked_rows(5, CHECKER, 0, 32), checked_rows(5, OTHER, 0, 32)
-    assert len(set(mine)) == 4 and mine != theirs and all(0 <= r < 32 for r in mine)
+def rewarded(rewards_by_round: list[list[list[int]]]) -> RolloutBatch:
+    """A batch whose local round k's item i has the rewards rewards_by_round[k][i]."""
+    batch = make_test_batch(items=1, completions=2, local_rounds=len(rewards_by_round))
+    item = batch.local_rounds[0].items[0]
+    rounds = []
+    for lr, rewards in zip(batch.local_rounds, rewards_by_round, strict=True):
+        items = []
+        for r in rewards:
+            n = len(r)
+            items.append(
+                item.model_copy(
+                    update={
+                        "completions": [item.completions[0]] * n,
+                        "token_ids": [item.token_ids[0]] * n,
+                        "logprobs": [item.logprobs[0]] * n,
+                        "rewards": r,
+                    }
+                )
+            )
+        rounds.append(lr.model_copy(update={"items": items}))
+    return batch.model_copy(update={"local_rounds": rounds})
+
+
+MIXED, SAME = [10_000, 0, 10_000, 0], [10_000] * 4  # a group's signal: 20,000 and 0
+
+
+def test_openings_are_the_beacons_alone_and_drawn_by_signal() -> None:
+    batch = rewarded([[MIXED, SAME, MIXED], [SAME, [10_000, 0, 0, 0]]])  # signals 2, 0, 2; 0, 1.5
+    # fixed by the beacon and the batch: every checker re-draws the same rows (no checker in it)
+    assert openings(5, batch) == openings(5, batch) and len(openings(5, batch)) <= OPENED_GROUPS
+    assert opened_rows(5, batch) == {
+        k: [r for k2, i in openings(5, batch) if k2 == k for r in range(4 * i, 4 * i + 4)]
+        for k in opened(5, batch)
+    }
+    draws = [openings(b, batch) for b in range(3_000)]
+    opened_by_group = {
+        g: sum(g in d for d in draws) for g in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
+    }
+    # a group with no signal earns nothing and is never opened; the others by their signal
+    assert opened_by_group[(0, 1)] == opened_by_group[(1, 0)] == 0
+    # P(opened in 2 draws) = 1 - (1 - share)^2: shares 0.36, 0.36, 0.27 -> 0.59, 0.59, 0.47
+    for group, share in (((0, 0), 4 / 11), ((0, 2), 4 / 11), ((1, 1), 3 / 11)):
+        p = 1 - (1 - share) ** 2
+        sigma = (p * (1 - p) / 3_000) ** 0.5
+        assert abs(opened_by_group[group] / 3_000 - p) < 4 * sigma, (group, opened_by_group)
+    # a batch that claims no signal is opened group by group alike
+    flat = rewarded([[SAME, SAME], [SAME]])
+    assert {g for b in range(200) for g in openings(b, flat)} == {(0, 0), (0, 1), (1, 0)}
+
+
+def test_a_forged_round_among_many_small_honest_rounds_is_opened_as_often_as_it_pays() -> None:
+    # issue 57's concentrator: 511 one-item honest rounds beside one round of 256 forged groups
+    # at full signal. Opening two local rounds alike found the forged one 0.4% of the time.
+    honest = [[[10_000, 0, 0, 0]]] * 511  # signal 1.5 each
+    batch = rewarded([*honest, [MIXED] * 256])  # 256 x 2.0
+    share = 256 * 2 / (256 * 2 + 511 * 1.5)
+    caught = sum(511 in opened(b, batch) for b in range(1_000)) / 1_000
+    assert abs(caught - (1 - (1 - share) ** 2)) < 0.06, caught  # ~0.64, not 0.004
 
 
 @pytest.mark.slow
@@ -377,3 +434,62 @@ def test_the_committed_logprob_table_is_made_from_its_records() -> None:
         failed, checks = row[at_tolerance].split("/")
         assert failed == "0" and int(checks) >= 1024, row
     assert sum("NVIDIA H200" in row[2] and "AMD EPYC" in row[3] for row in rows) == 4
+
+
+@pytest.mark.slow
+def test_a_checkpoint_with_one_nan_weight_is_refused_and_nan_logits_fail_every_draw(world) -> None:
+    # issue 57: one NaN weight made every gap and log-prob difference NaN; `nan > eps` is false,
+    # so made-up completions passed the proof at any temperature and top-p
+    batch, policy = world["batch"], world["policy"]
+    tok = policy.tokenizer
+    poisoned = {}
+    for ident, data in world["weights"].items():
+        raw = bytearray(data)
+        raw[-4:] = struct.pack("<f", float("nan"))
+        poisoned[ident] = bytes(raw)
+    with pytest.raises(WeightsError, match=r"not finite \(NaN or ±inf\)"):
+        check(world, batch, weights=poisoned)
+    # and a model that holds a NaN however it got there fails every draw, not passes it
+    prover = Prover(policy)
+    with torch.no_grad():
+        prover.policy.model.model.norm.weight[0] = float("nan")  # every logit NaN
+    item = batch.local_rounds[0].items[0]
+    made_up = tok.encode("<answer>42</answer>", add_special_tokens=False)
+    prompt = render_prompt(item.question, tok)
+    for temperature, top_p in ((1.0, 1.0), (1.0, 0.9), (0.0, 1.0)):
+        draw = check_draws(
+            prover.policy, prompt, made_up, seed=1, row=0, temperature=temperature, top_p=top_p
+        )
+        assert not draw.passed and draw.outside == len(made_up), (temperature, top_p, draw)
+    claimed = [-1.0] * len(made_up)
+    draw = check_draws(
+        prover.policy, prompt, made_up, seed=1, row=0, temperature=1.0, top_p=1.0, logprobs=claimed
+    )
+    assert not draw.passed and math.isinf(draw.logprob_gap)
+
+
+@pytest.mark.slow
+def test_a_token_id_outside_the_vocabulary_is_a_finding_not_a_stopped_checker(world) -> None:
+    # issue 57: decoding drops an id past the vocabulary, so the text check passed and the
+    # teacher-forced pass raised IndexError (on a GPU, a device-side assert), stopping the node
+    prover = Prover(world["policy"])
+    tok = world["policy"].tokenizer
+    outside = prover.vocabulary + 3
+
+    def poisoned(k, task, item):
+        ids = [list(t) for t in item.token_ids]
+        ids[0][0] = outside
+        texts = [prover.stopping.text_of(t) for t in ids]  # what decoding gives: it passes
+        return {"token_ids": ids, "completions": texts}
+
+    batch = with_items(world["batch"], poisoned)
+    assert (
+        tok.decode(batch.local_rounds[0].items[0].token_ids[0])
+        == (batch.local_rounds[0].items[0].completions[0])
+    )
+    result = check(world, batch)
+    assert not result.passed and result.redrawn == 0
+    assert f"token 0 is id {outside}, outside the model's vocabulary of" in result.reason
+    # the model's own bounds, asked before anything reaches it
+    assert within_model(prover.policy, [outside]) is not None
+    assert "positions" in (within_model(prover.policy, [1] * 100_000) or "")

@@ -12,7 +12,7 @@ fetches run at once, each on a store client of its own, so a batch nobody can gi
 a digest of nothing) costs its time-out beside the others, not before them; verification and the
 journal stay on the intake thread. A drawn checker also checks the batch's generation
 (client.node.proving): on the same worker it fetches the checkpoints the beacon opened (from the
-producer, or from attesters who fetched them) and re-draws its share of completions on its own
+producer, or from attesters who fetched them) and re-draws the opened groups on its own
 copy of the model; a batch whose completions are not the seeded draws of the checkpoints it
 names is attested 0 (findings: generation), which disputes it. Only a drawn checker votes, at
 most `[sapo].attest_budget` times a chain round: an attestation of our recomputed score and
@@ -71,7 +71,7 @@ from client.node.states import OutboxKind, Verdict
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
 from client.store.batch import Sampled
 from client.store.cid import digest_to_cid
-from client.store.errors import SpoolError
+from client.store.errors import MalformedBatch, SpoolError
 from client.store.exchange import NOT_THE_PRODUCERS_FAULT, from_sources
 from client.store.peers import PeerAddresses, peer_addresses
 from client.store.weights import WeightsError, get_weights, pin_weights
@@ -416,17 +416,22 @@ class Intake(Stage):
         return sorted(fresh, key=lambda s: (False, s.round) if self.drawn(s) else (True, -s.round))
 
     def start_fetch(self, sub: PeerSubmission) -> None:
-        """Starts fetching a batch on a worker (its sources are read here: journal, chain);
-        `harvest` re-verifies it once it has arrived. Polled outside run(), it fetches and
-        verifies right here."""
-        sources = self.sources(sub)
+        """Starts fetching a batch on a worker (who may give it is read here, from the journal;
+        their addresses on the worker); `harvest` re-verifies it once it has arrived. Polled
+        outside run(), it fetches and verifies right here."""
+        nodes = self.source_nodes(sub)
         key = (sub.round, sub.node)
         drawn = self._draws.get((sub.round, sub.node, self._appealed(sub)))
         beacon = self._beacons.get(key) if self.prover and drawn else None
         if self._pool is None:
-            self._checked(sub, *self._fetch(sub, sources, self.store, beacon))
+            done: Future = Future()
+            try:
+                done.set_result(self._fetch(sub, nodes, self.store, beacon))
+            except Exception as exc:
+                done.set_exception(exc)
+            self._checked_safely(sub, done)
         else:
-            future = self._pool.submit(self._fetch, sub, sources, None, beacon)
+            future = self._pool.submit(self._fetch, sub, nodes, None, beacon)
             self._inflight[key] = (sub, future)
 
     def in_flight(self) -> dict[str, int]:
@@ -443,15 +448,32 @@ class Intake(Stage):
         for key, (sub, future) in list(self._inflight.items()):
             if future.done():
                 del self._inflight[key]
-                self._checked(sub, *future.result())
+                self._checked_safely(sub, future)
+
+    def _checked_safely(self, sub: PeerSubmission, future: Future) -> tuple[str, int]:
+        """`_checked` of a finished fetch; what it raises on a peer's batch ends as that batch's
+        verdict (malformed), journaled, so neither this stage nor a restart stops on it."""
+        try:
+            return self._checked(sub, *future.result())
+        except Exception as exc:
+            log.exception("round %s: checking %s's batch raised", sub.round, sub.node[:10])
+            what = f"checking it raised {type(exc).__name__}: {str(exc)[:200]}"
+            return self._reject(sub, what, sub.score, MALFORMED)
 
     def _fetch(
-        self, sub: PeerSubmission, sources, store: BlockStore | None, beacon: int | None = None
+        self,
+        sub: PeerSubmission,
+        nodes: list[str],
+        store: BlockStore | None,
+        beacon: int | None = None,
     ) -> tuple[float, float, object, Proof | None]:
-        """Fetches on `store` (None: this worker thread's own client of [store]): (start, end,
-        the batch and its source or the StoreError that stopped it, and with a `beacon` (we are
-        drawn to check it) the proof of generation's outcome)."""
+        """Fetches on `store` (None: this worker thread's own client of [store]) from `nodes`,
+        whose dialable addresses it reads here, off the intake thread (a peer's metadata may
+        name DNS names, each resolved within the peer's budget): (start, end, the batch and its
+        source or the StoreError that stopped it, and with a `beacon` (we are drawn to check
+        it) the proof of generation's outcome)."""
         started = time.time()
+        sources = [(n, self.addresses(n)) for n in nodes]
         if store is None:
             store = getattr(self._local, "store", None)
             if store is None:
@@ -470,6 +492,9 @@ class Intake(Stage):
             )
         except StoreError as exc:
             result = exc
+        except Exception as exc:
+            log.exception("round %s: fetching %s's batch raised", sub.round, sub.node[:10])
+            result = MalformedBatch(f"decoding it raised {type(exc).__name__}: {str(exc)[:200]}")
         ended = time.time()
         if beacon is not None and not isinstance(result, StoreError):
             proof = self._prove(sub, result[0], sources, store, beacon)
@@ -482,14 +507,13 @@ class Intake(Stage):
 
         assert self.prover is not None
         started = time.time()
-        wanted = {batch.local_rounds[k].weights for k in opened(beacon, len(batch.local_rounds))}
+        wanted = {batch.local_rounds[k].weights for k in opened(beacon, batch)}
         manifests = []
 
         def check(weights: dict[str, Path] | None):
             return self.prover.check(
                 batch,
                 beacon=beacon,
-                checker=self.me,
                 weights=weights,
                 generation_seed=lambda k: generation_seed(sub.round, sub.node, k),
             )
@@ -502,6 +526,18 @@ class Intake(Stage):
                     outcome = check(weights)
         except StoreError as exc:  # WeightsError included: a checkpoint that is not one
             outcome = exc
+        except Exception as exc:
+            # ends as that batch's failed proof, never as a stopped stage (every input the
+            # checker knows to be wrong is a finding of its own: this is the net under them)
+            log.exception("round %s: re-drawing %s's batch raised", sub.round, sub.node[:10])
+            outcome = GenerationCheck(
+                batch.rollouts,
+                0,
+                0,
+                batch.rollouts,
+                f"the re-draw raised {type(exc).__name__}: {str(exc)[:200]}",
+                0.0,
+            )
         return Proof(started, time.time(), outcome, manifests)
 
     @contextlib.contextmanager
@@ -596,6 +632,11 @@ class Intake(Stage):
             if check.agrees
             else f"claimed score {check.claimed} and signal {check.claimed_signal} but our "
             f"verifier gives {check.recomputed} and {check.recomputed_signal}"
+            + (
+                f"; {check.rewards_differ} item(s) claim rewards that are not their completions'"
+                if check.rewards_differ
+                else ""
+            )
         )
         self._verdict(
             sub,
@@ -684,16 +725,16 @@ class Intake(Stage):
         )
         return "deferred", 0
 
-    def sources(self, sub: PeerSubmission) -> list[tuple[str, PeerAddresses]]:
-        """Where a peer's batch may be fetched: its producer's IPFS node, then the peers who
-        agreed with it (they fetched it and pin it), with their dialable addresses. Disputers
-        are not asked: a griefer who disputes unfetched batches would add its time-out to every
-        attempt (attack-table run 6)."""
+    def source_nodes(self, sub: PeerSubmission) -> list[str]:
+        """Who may give a peer's batch: its producer, then the peers who agreed with it (they
+        fetched it and pin it). Disputers are not asked: a griefer who disputes unfetched
+        batches would add its time-out to every attempt (attack-table run 6)."""
         attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
-        return [(n, self.addresses(n)) for n in [sub.node, *attesters][:MAX_SOURCES]]
+        return [sub.node, *attesters][:MAX_SOURCES]
 
     def addresses(self, node: str) -> PeerAddresses:
-        """A node's dialable IPFS addresses from its on-chain metadata (read once a round)."""
+        """A node's dialable IPFS addresses from its on-chain metadata, read and resolved once a
+        round (on a fetch worker; two workers asking at once may both read it)."""
         current = self.current_round()
         cached = self._directory.get(node)
         if cached is None or cached[0] != current:

@@ -10,19 +10,25 @@ has closed.
 The checker (`Prover`, on its own copy of the model):
 1. every completion, without weights: its text is the decoding of its token ids, and the ids end
    where the sampler ends (a stop, or max_new_tokens), so text cannot be edited or cut short;
-2. the submission's beacon, unknown when it was sent, opens OPEN_ROUNDS of its local rounds
-   (`opened`: the same for every checker, so the producer knows which checkpoints to publish);
-   each checker loads those checkpoints and runs client.policy.proof.check_draws on CHECKED
-   completions of each, drawn for it from the beacon and its address (`checked_rows`): each
-   token must be the seeded draw and, in a v5 batch, its claimed log-probability the one the
-   checkpoint gives (within LOGPROB_TOLERANCE), since learners weigh peers' tokens by it.
+2. the submission's beacon, unknown when it was sent, opens OPENED_GROUPS of its groups, each
+   drawn in proportion to its learning signal (`openings`: what pays is what is checked); the
+   producer publishes the checkpoints of their local rounds, and every drawn checker loads them
+   and runs client.policy.proof.check_draws on every completion of each opened group (the same
+   rows for every checker, so honest checkers never split): each token must be the seeded draw
+   and, in a v5 batch, its claimed log-probability the one the checkpoint gives (within
+   LOGPROB_TOLERANCE), since learners weigh peers' tokens by it.
+Everything a peer sends is bounded before it reaches the model: token ids inside the model's
+vocabulary, sequences inside its positions, checkpoint values finite (client.policy.weights);
+and a NaN anywhere fails a comparison rather than passing it (client.policy.proof).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import copy
 import hashlib
+import itertools
 import os
 import shutil
 import tempfile
@@ -32,9 +38,10 @@ from pathlib import Path
 
 import torch
 
+from client.credit import group_signal
 from client.policy import Policy, PolicyError
 from client.policy.policy import parse_tokenizer_label, tokenizer_fingerprint
-from client.policy.proof import EPS, check_draws
+from client.policy.proof import EPS, check_draws, model_vocabulary, within_model
 from client.policy.sampling import Stopping
 from client.policy.weights import load_weights, parameter_count, weights_bytes
 from client.store.batch import RolloutBatch
@@ -42,35 +49,56 @@ from client.store.weights import WeightsError, weights_id
 from client.tasks import render_prompt
 from client.units import logprob_value
 
-OPEN_ROUNDS = 2  # local rounds of a batch whose checkpoints its beacon opens
-CHECKED = 4  # completions a checker re-draws in each opened local round
+# groups (items) a batch's beacon opens, each drawn in proportion to its learning signal; every
+# checker re-draws every completion of each. Two, because with a share phi of a batch's signal
+# forged the producer keeps (1 - phi)^2 of its credit in expectation (it withholds the batch when
+# the beacon opens a forged group), less than the (1 - phi) its honest part alone earns: forging
+# any share loses (docs/credit.md, scripts/credit-odds --forging). One would be a fair bet.
+OPENED_GROUPS = 2
+OPEN_ROUNDS = OPENED_GROUPS  # the most checkpoints a beacon opens (one per opened group)
 
 
-def _pick(domain: bytes, key: bytes, count: int, size: int) -> list[int]:
-    """`count` distinct numbers in [0, size), drawn from sha256(domain, key, i) (all of them when
-    size <= count), in the order drawn."""
-    if size <= count:
-        return list(range(size))
-    picked: list[int] = []
-    i = 0
-    while len(picked) < count:
-        h = hashlib.sha256(domain + key + i.to_bytes(4, "big")).digest()
-        n = int.from_bytes(h[:8], "big") % size
-        if n not in picked:
-            picked.append(n)
-        i += 1
-    return picked
+def openings(beacon: int, batch: RolloutBatch, count: int = OPENED_GROUPS) -> list[tuple[int, int]]:
+    """The groups (k, i): item i of local round k) that a submission with this beacon opens, the
+    same for every checker: `count` draws with replacement, each group drawn with probability its
+    learning signal / the batch's (client.credit, from the rewards the batch claims, which every
+    checker re-scores), every group alike when the batch claims no signal. Drawn by what pays, a
+    forged group is opened as often as the share of credit it would take, however the producer
+    spreads it over local rounds (opening local rounds alike let one forged round of 256 groups
+    beside 511 one-item rounds escape 99.6% of the time)."""
+    groups = [(lr.k, i) for lr in batch.local_rounds for i in range(len(lr.items))]
+    weights = [group_signal(item.rewards) for lr in batch.local_rounds for item in lr.items]
+    if not any(weights):
+        weights = [1] * len(groups)
+    ends = list(itertools.accumulate(weights))  # group g holds [ends[g] - weights[g], ends[g])
+    key = beacon.to_bytes(32, "big")
+    picked: list[tuple[int, int]] = []
+    for draw in range(count):
+        h = hashlib.sha256(b"sapo.open/2" + key + draw.to_bytes(4, "big")).digest()
+        x = int.from_bytes(h, "big") % ends[-1]  # 256 bits over a total < 2^40: no visible bias
+        group = groups[bisect.bisect_right(ends, x)]
+        if group not in picked:
+            picked.append(group)
+    return sorted(picked)
 
 
-def opened(beacon: int, local_rounds: int, count: int = OPEN_ROUNDS) -> list[int]:
-    """The local rounds (k) whose checkpoints a submission with this beacon must publish."""
-    return sorted(_pick(b"sapo.open/1", beacon.to_bytes(32, "big"), count, local_rounds))
+def opened(beacon: int, batch: RolloutBatch, count: int = OPENED_GROUPS) -> list[int]:
+    """The local rounds (k) whose checkpoints a submission with this beacon must publish: those
+    of its opened groups."""
+    return sorted({k for k, _ in openings(beacon, batch, count)})
 
 
-def checked_rows(beacon: int, checker: str, k: int, rows: int, count: int = CHECKED) -> list[int]:
-    """The rows of local round k that `checker` re-draws (item i's completion j is row i*L + j)."""
-    key = beacon.to_bytes(32, "big") + bytes.fromhex(checker.lower().removeprefix("0x"))
-    return sorted(_pick(b"sapo.check/1", key + k.to_bytes(4, "big"), count, rows))
+def opened_rows(beacon: int, batch: RolloutBatch) -> dict[int, list[int]]:
+    """The rows each checker re-draws, by local round: every completion of each opened group
+    (item i's completion j is row i * L + j), derived from the beacon alone, so two honest
+    checkers of one batch always re-draw the same completions and reach the same verdict (rows
+    drawn per checker let a producer that forged a few rows pick, once the beacon was known, a
+    committee that splits, and the honest side that lost was slashed)."""
+    rows: dict[int, list[int]] = {}
+    for k, i in openings(beacon, batch):
+        n = len(batch.local_rounds[k].items[i].completions)
+        rows.setdefault(k, []).extend(range(i * n, (i + 1) * n))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -115,6 +143,7 @@ class Prover:
             p.requires_grad_(False)
         self.stopping = Stopping(self.policy.tokenizer)
         self.parameters = parameter_count(self.policy.model)  # what a checkpoint holds
+        self.vocabulary = model_vocabulary(self.policy)  # the ids a sampler of it can draw
         self.model_parameters = self.policy.parameters  # what a batch's descriptor counts
         self.lock = threading.Lock()
 
@@ -176,15 +205,14 @@ class Prover:
         batch: RolloutBatch,
         *,
         beacon: int,
-        checker: str,
         weights: dict[str, bytes | Path] | None,
         generation_seed,
         eps: float = EPS,
     ) -> GenerationCheck:
-        """Checks `batch` as drawn checker `checker` under `beacon`, with the opened checkpoints'
-        bytes, or the files holding them, in `weights` (by id; None: only what needs no
-        weights). `generation_seed(k)` is local round k's sampling seed. A batch that fails
-        without weights is not re-drawn."""
+        """Checks `batch` as any drawn checker does under `beacon` (`opened_rows`: every checker
+        the same), with the opened checkpoints' bytes, or the files holding them, in `weights`
+        (by id; None: only what needs no weights). `generation_seed(k)` is local round k's
+        sampling seed. A batch that fails without weights is not re-drawn."""
         limit = batch.sampling.max_new_tokens
         completions = failed = 0
         reasons: list[str] = []
@@ -202,7 +230,18 @@ class Prover:
             for i, item in enumerate(lr.items):
                 for j, (text, ids) in enumerate(zip(item.completions, item.token_ids, strict=True)):
                     completions += 1
-                    bad = self.stopping.problem(ids, limit)
+                    # an id past the embedding table is no draw of this model, and would stop
+                    # the teacher-forced pass (decode drops it, so the text check passes)
+                    bad = next(
+                        (
+                            f"token {t} is id {x}, outside the model's vocabulary of "
+                            f"{self.vocabulary}"
+                            for t, x in enumerate(ids)
+                            if x >= self.vocabulary
+                        ),
+                        None,
+                    )
+                    bad = bad or self.stopping.problem(ids, limit)
                     if bad is None and self.stopping.text_of(ids) != text:
                         bad = "its text is not the decoding of its token ids"
                     if bad:
@@ -213,7 +252,7 @@ class Prover:
         if failed or weights is None:
             return GenerationCheck(completions, 0, 0, failed, _summary(reasons), margin)
         with self.lock, torch.no_grad():
-            for k in opened(beacon, len(batch.local_rounds)):
+            for k, rows in opened_rows(beacon, batch).items():
                 lr = batch.local_rounds[k]
                 data = weights.get(lr.weights)
                 if data is None:
@@ -223,17 +262,25 @@ class Prover:
                 except PolicyError as exc:
                     raise WeightsError(f"checkpoint {lr.weights[:12]}…: {exc}") from None
                 n = len(lr.items[0].completions)
-                for row in checked_rows(beacon, checker, k, n * len(lr.items)):
+                for row in rows:
                     item = lr.items[row // n]
                     claimed = (
                         None
                         if item.logprobs is None  # a v4 batch claims none
                         else [logprob_value(x) for x in item.logprobs[row % n]]
                     )
+                    prompt = render_prompt(item.question, self.policy.tokenizer)
+                    ids = item.token_ids[row % n]
+                    prompt_ids = self.policy.tokenizer(prompt)["input_ids"]
+                    if too_long := within_model(self.policy, prompt_ids + list(ids)):
+                        redrawn += 1
+                        failed += 1
+                        reasons.append(f"local round {k} row {row}: {too_long}")
+                        continue
                     draw = check_draws(
                         self.policy,
-                        render_prompt(item.question, self.policy.tokenizer),
-                        item.token_ids[row % n],
+                        prompt,
+                        ids,
                         seed=generation_seed(k),
                         row=row,
                         temperature=batch.sampling.temperature_value,

@@ -9,12 +9,12 @@ attestations intake queued, together (one nonce sequence, receipts awaited at on
 for all). What cannot go yet waits (an outage); a submission whose window (round + W) closes
 first, or an attestation past its challenge window, is dropped and the round recorded as missed.
 Once a submission's beacon is known (the block after it), the publisher pins the checkpoints the
-beacon opened (client.node.proving.opened: the weights of OPEN_ROUNDS local rounds, kept as
-snapshots until then), so that the drawn checkers can re-draw its completions; a batch that
-can be fetched but whose openings cannot is disputed (withheld) and slashed. If no vote has
-stored the beacon DRAW_AFTER_BLOCKS after its block, the publisher stores it (`drawBeacon`), for
-its own batch and for those its node is drawn to check: a beacon nobody stores within the EVM's
-256-block window lapses, and its batch can no longer be checked.
+beacon opened (client.node.proving.opened: the weights of the local rounds of its
+OPENED_GROUPS groups, kept as snapshots until then), so that the drawn checkers can re-draw its
+completions; a batch that can be fetched but whose openings cannot is disputed (withheld) and
+slashed. If no vote has stored the beacon DRAW_AFTER_BLOCKS after its block, the publisher
+stores it (`drawBeacon`), for its own batch and for those its node is drawn to check: a beacon
+nobody stores within the EVM's 256-block window lapses, and its batch can no longer be checked.
 Once the first committee's window closes, a batch of ours that it did not credit is appealed
 (`appeal`) if our own re-check of the batch, the checkers' verification run on the bytes we
 pinned, agrees with what we claimed: a verdict a large holder won by the luck of a small draw,
@@ -573,7 +573,7 @@ class Publisher(Stage):
             self.journal.dropped(entry.key, "no batch recorded for the round")
             return
         batch = decode_batch(record.batch, self.limits)
-        ks = opened(beacon.beacon, len(batch.local_rounds))
+        ks = opened(beacon.beacon, batch)
         # local rounds with no GRPO step between them share a checkpoint: pinned once, named by
         # its first opened local round
         checkpoints = {batch.local_rounds[k].weights: k for k in reversed(ks)}

@@ -168,6 +168,9 @@ class ItemCheck:
     recomputed: int  # ours
     rewards: list[float] = field(repr=False)  # ours, in [0, 1]
     problem: str | None = None
+    # the sender's per-completion rewards are not ours (its sum may still be: two items' errors
+    # can cancel, and the batch's openings are drawn by its groups' claimed signal)
+    rewards_differ: bool = False
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,15 @@ class Verification:
             self.valid
             and self.claimed == self.recomputed
             and self.claimed_signal == self.recomputed_signal
+            and not self.rewards_differ
         )
+
+    @property
+    def rewards_differ(self) -> int:
+        """Items whose claimed rewards are not their completions' rewards by our verifier: a
+        claim that moves signal between groups steers which groups the beacon opens
+        (client.node.proving.openings), so it is a finding even when the sums agree."""
+        return sum(1 for c in self.items if c.rewards_differ)
 
     @property
     def attest_score(self) -> int:
@@ -206,7 +217,8 @@ class Verification:
         """What we found wrong, as the attestation's findings bits."""
         if not self.valid:
             return FOREIGN_TASKS
-        return (SCORE_DIFFERS if self.claimed != self.recomputed else 0) | (
+        score_differs = self.claimed != self.recomputed or self.rewards_differ
+        return (SCORE_DIFFERS if score_differs else 0) | (
             SIGNAL_DIFFERS if self.claimed_signal != self.recomputed_signal else 0
         )
 
@@ -242,9 +254,18 @@ def verify_batch(
             problem = None if task.question == item.question else "question differs from the task's"
             if problem:
                 problems.append(f"{where}: {problem}")
-            recomputed = sum(to_units(r) for r in ours)
+            units = [to_units(r) for r in ours]
             checks.append(
-                ItemCheck(lr.k, i, task.entry, sum(item.rewards), recomputed, ours, problem)
+                ItemCheck(
+                    lr.k,
+                    i,
+                    task.entry,
+                    sum(item.rewards),
+                    sum(units),
+                    ours,
+                    problem,
+                    rewards_differ=units != list(item.rewards),
+                )
             )
     valid = not problems
     recomputed = sum(c.recomputed for c in checks) if valid else 0

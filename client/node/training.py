@@ -27,6 +27,7 @@ the KL penalty allows. With kl_coef = 0 (the paper's setting) no reference is lo
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,7 @@ from client.node.datadir import DataDir
 from client.node.peerbook import PeerItem
 from client.policy import Policy, load_checkpoint, save_checkpoint
 from client.policy.encode import Group, completion_tokens, encode_groups, weighable
+from client.policy.proof import model_vocabulary
 from client.sapo import (
     Candidate,
     Correction,
@@ -48,6 +50,8 @@ from client.sapo import (
     old_logprobs,
     training_set,
 )
+
+log = logging.getLogger("sapo.node.training")
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,11 @@ class Trainer:
     offpolicy_filter: float = 0.5
     unweighed: int = 0  # peers' sequences of the last step no correction could weigh
 
+    @property
+    def vocabulary(self) -> int:
+        """The ids the policy's model embeds (a peer's ids past them are trained as text)."""
+        return model_vocabulary(self.policy)
+
     def __post_init__(self) -> None:
         if self.train.kl_coef > 0 and self.reference is None:
             raise ValueError(
@@ -161,8 +170,15 @@ class Trainer:
             self.reference.model.requires_grad_(False)
 
     def fits(self, group: Group | PeerItem) -> bool:
-        """Returns whether a peer's group is within the trainer's completion length."""
-        return completion_tokens(self.policy.tokenizer, group) <= self.max_completion_tokens
+        """Returns whether a peer's group is within the trainer's completion length and can be
+        encoded at all (a group whose encoding raises is never drawn: left out like one too
+        long, so a peer's item cannot stop the training stage, nor again after a restart)."""
+        try:
+            longest = completion_tokens(self.policy.tokenizer, group, self.vocabulary)
+            return longest <= self.max_completion_tokens
+        except Exception:
+            log.exception("a peer's group could not be encoded; it is left out")
+            return False
 
     def learn(self, groups: list[Group]) -> StepStats | None:
         """Adds a local round's groups; takes the step once `rounds_per_update` local rounds are
@@ -181,9 +197,11 @@ class Trainer:
             return None
         train = self.train
         tok = self.policy.tokenizer
-        batch = encode_groups(tok, groups)
+        batch = encode_groups(tok, groups, self.vocabulary)
         self.unweighed = sum(
-            len(g.completions) for g in groups if g.external and not weighable(tok, g)
+            len(g.completions)
+            for g in groups
+            if g.external and not weighable(tok, g, self.vocabulary)
         )
         weigh = self.correction != "none"
         old, learner = old_logprobs(self.policy.model, batch, train.micro_batch, sampling=weigh)

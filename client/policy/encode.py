@@ -38,26 +38,39 @@ class Group:
     sampled: Sampled | None = None  # a peer's, when its batch gave it (v5)
 
 
-def weighable(tokenizer, group: Group) -> bool:
+def weighable(tokenizer, group: Group, vocabulary: int | None = None) -> bool:
     """Whether a group is a peer's whose tokens this tokenizer's model could have drawn (the
-    producer's tokenizer is this one), with their log-probs: trained as off-policy samples."""
+    producer's tokenizer is this one, every id one of its tokens), with their log-probs:
+    trained as off-policy samples. A group with an id outside the tokenizer (a hostile peer's,
+    or a rare draw past the tokenizer in a padded embedding table) is re-encoded from its text
+    instead: an id past the model's embeddings would stop the training step. `vocabulary`:
+    the model's embedding rows, when fewer than the tokenizer's tokens (a tokenizer may add
+    tokens its model never embeds)."""
     if not group.external or group.sampled is None:
         return False
     fingerprint = parse_tokenizer_label(group.sampled.tokenizer)[1]
-    return fingerprint is not None and fingerprint == tokenizer_fingerprint(tokenizer)
+    if fingerprint is None or fingerprint != tokenizer_fingerprint(tokenizer):
+        return False
+    size = len(tokenizer) if vocabulary is None else min(len(tokenizer), vocabulary)
+    sampled = group.sampled
+    return len(sampled.token_ids) == len(group.completions) == len(sampled.logprobs) and all(
+        len(ids) == len(lps) and all(0 <= t < size for t in ids)
+        for ids, lps in zip(sampled.token_ids, sampled.logprobs, strict=True)
+    )
 
 
-def completion_tokens(tokenizer, group: Group) -> int:
+def completion_tokens(tokenizer, group: Group, vocabulary: int | None = None) -> int:
     """Returns the length of the group's longest completion in this tokenizer's tokens (as it
     will be trained: its sampled ids when it is weighed, else its text re-encoded)."""
-    if weighable(tokenizer, group):
+    if weighable(tokenizer, group, vocabulary):
         return max(len(ids) for ids in group.sampled.token_ids)
     ids = tokenizer(list(group.completions), add_special_tokens=False)["input_ids"]
     return max((len(x) for x in ids), default=0)
 
 
-def encode_groups(tokenizer, groups: list[Group]) -> TokenBatch:
-    """Returns the TokenBatch of every whole completion of every group (advantages per group)."""
+def encode_groups(tokenizer, groups: list[Group], vocabulary: int | None = None) -> TokenBatch:
+    """Returns the TokenBatch of every whole completion of every group (advantages per group);
+    `vocabulary` as for `weighable`."""
     rows: list[tuple[list[int], int, list[float] | None, tuple[float, float]]] = []
     advantages, rewards, external = [], [], []
     for group in groups:
@@ -65,7 +78,7 @@ def encode_groups(tokenizer, groups: list[Group]) -> TokenBatch:
             render_prompt(group.question, tokenizer), add_special_tokens=False
         )
         adv = group_advantages(torch.tensor([group.rewards]))[0]  # (L,)
-        sampled = group.sampled if weighable(tokenizer, group) else None
+        sampled = group.sampled if weighable(tokenizer, group, vocabulary) else None
         for j, (text, a, r) in enumerate(
             zip(group.completions, adv.tolist(), group.rewards, strict=True)
         ):

@@ -70,21 +70,28 @@ def check_draws(
         return DrawCheck(0, 0, None, 1.0)
     if temperature <= 0:  # greedy: every token is the argmax
         steps = _step_logits(policy, prompt, completion_ids)
-        wrong = [t for t, tok in enumerate(completion_ids) if int(steps[t].argmax()) != tok]
+        finite = torch.isfinite(steps).all(-1)  # argmax of a row with a NaN is that NaN's index
+        wrong = [
+            t
+            for t, tok in enumerate(completion_ids)
+            if not bool(finite[t]) or int(steps[t].argmax()) != tok
+        ]
         return DrawCheck(len(completion_ids), len(wrong), wrong[0] if wrong else None, 0.0)
     gaps, ours = redraw(
         policy, prompt, completion_ids, seed=seed, row=row, temperature=temperature, top_p=top_p
     )
-    outside = [t for t, gap in enumerate(gaps) if gap > eps]
+    # written so that a NaN fails: weights or logits that are not finite give NaN gaps and
+    # differences, and `nan > eps` is false, so "over the tolerance" would pass anything
+    outside = [t for t, gap in enumerate(gaps) if not gap <= eps]
     inside = [-gap for gap in gaps if gap <= eps]
     differences = logprob_differences(logprobs, ours) if logprobs is not None else []
-    off = [t for t, d in enumerate(differences) if d > logprob_tolerance]
+    off = [t for t, d in enumerate(differences) if not d <= logprob_tolerance]
     return DrawCheck(
         len(gaps),
         len(outside),
         outside[0] if outside else None,
         min(inside, default=1.0),
-        max(differences, default=0.0),
+        max((math.inf if math.isnan(d) else d for d in differences), default=0.0),
         off[0] if off else None,
     )
 
@@ -236,6 +243,7 @@ def _teacher_forced(
     ids = torch.full((len(prompts), width), pad, dtype=torch.long)
     mask = torch.zeros((len(prompts), width), dtype=torch.long)
     for b, (p, c) in enumerate(zip(prompt_ids, completions, strict=True)):
+        _checked_ids(policy, p + list(c))
         ids[b, : len(p) + len(c)] = torch.tensor(p + list(c), dtype=torch.long)
         mask[b, : len(p) + len(c)] = 1
     logits = policy.model(
@@ -257,9 +265,46 @@ def _teacher_forced(
     return logits[batch.to(policy.device), positions.to(policy.device)]  # (N, V)
 
 
+def within_model(policy: Policy, ids: list[int]) -> str | None:
+    """Why `ids` cannot go through the policy's model (None when they can): a token id outside
+    its vocabulary (an embedding lookup past the table: IndexError on a CPU, a device-side
+    assert that poisons the CUDA context on a GPU), or a sequence longer than its positions."""
+    vocab = model_vocabulary(policy)
+    for t, token in enumerate(ids):
+        if not 0 <= token < vocab:
+            return f"token {t} is id {token}, outside the model's vocabulary of {vocab}"
+    positions = model_positions(policy)
+    if positions is not None and len(ids) > positions:
+        return f"{len(ids)} tokens with its prompt, over the model's {positions} positions"
+    return None
+
+
+def model_vocabulary(policy: Policy) -> int:
+    """The ids the policy's model embeds and predicts: its embedding table's rows (which may be
+    more than the tokenizer's tokens: a sampler can draw any of them)."""
+    return int(policy.model.get_input_embeddings().num_embeddings)
+
+
+def model_positions(policy: Policy) -> int | None:
+    """The longest sequence the model's position embeddings hold (None when it has no such bound
+    in its config)."""
+    config = policy.model.config
+    for name in ("n_positions", "max_position_embeddings"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _checked_ids(policy: Policy, ids: list[int]) -> None:
+    if problem := within_model(policy, ids):
+        raise ValueError(problem)
+
+
 def _step_logits(policy: Policy, prompt: str, completion_ids: list[int]) -> torch.Tensor:
     """The logits that predict each completion token, from one teacher-forced pass."""
     prompt_ids = policy.tokenizer(prompt)["input_ids"]
+    _checked_ids(policy, prompt_ids + list(completion_ids))
     ids = torch.tensor([prompt_ids + list(completion_ids)], device=policy.device)
     logits = policy.model(input_ids=ids).logits[0]
     start = len(prompt_ids) - 1  # the logits at position p predict token p + 1

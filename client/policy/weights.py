@@ -44,7 +44,11 @@ def parameter_count(model) -> int:
 def load_weights(model, source: bytes | Path) -> None:
     """Loads canonical weight bytes into `model` (same architecture), from memory or from a file
     (read through a memory map: a parameter at a time is copied, so a checkpoint on disk is never
-    held whole in memory beside the model); PolicyError if the size is not the model's."""
+    held whole in memory beside the model); PolicyError if the size is not the model's, or if a
+    value is not finite (NaN or ±inf: no sampler draws from such weights, and a NaN turns every
+    comparison of a proof of generation false, so one would pass whatever it is asked). The
+    parameters before the one that failed are left loaded: a checker loads a whole checkpoint
+    before every use."""
     wanted = 4 * parameter_count(model)
     on_disk = isinstance(source, Path)
     size = source.stat().st_size if on_disk else len(source)
@@ -53,8 +57,15 @@ def load_weights(model, source: bytes | Path) -> None:
     flat = np.memmap(source, dtype="<f4", mode="r") if on_disk else np.frombuffer(source, "<f4")
     offset = 0
     with torch.no_grad():
-        for _, p in _parameters(model):
+        for name, p in _parameters(model):
             n = p.numel()
             piece = torch.from_numpy(np.array(flat[offset : offset + n]))  # one parameter's copy
+            finite = torch.isfinite(piece)
+            if not bool(finite.all()):
+                bad = n - int(finite.sum())
+                raise PolicyError(
+                    f"parameter {name} holds {bad} value(s) that are not finite (NaN or ±inf), "
+                    f"the first at index {int((~finite).nonzero()[0])}"
+                )
             p.copy_(piece.view_as(p).to(p.device, p.dtype))
             offset += n

@@ -19,6 +19,7 @@ import ipaddress
 import json
 import re
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 MAX_ADDRESSES = 8
 MAX_ADDRESS_CHARS = 200
 # A name that takes longer to resolve is refused for now (sources are read again next round):
-# the system resolver's own time-out is seconds per server and attempt.
+# the system resolver's own time-out is seconds per server and attempt. It is also the budget
+# of all the names of one peer's metadata together: up to MAX_ADDRESSES names of 2 s each held
+# a fetch for 16 s per peer and round (issue 57); names past the budget are refused.
 RESOLVE_TIMEOUT_S = 2.0
 _FAMILIES = {"dns4": socket.AF_INET, "dns6": socket.AF_INET6, "dns": socket.AF_UNSPEC}
 # base58btc CIDv0-style (Qm…) and identity-multihash Ed25519 (12D3KooW…) peer ids, and base32
@@ -82,11 +85,12 @@ def ipfs_addresses(ipfs: dict, *, allow_private: bool) -> PeerAddresses:
         return PeerAddresses(peer, refused=(("ipfs.addresses", "not a list"),))
     dialable: list[str] = []
     refused: list[tuple[str, str]] = []
+    deadline = time.monotonic() + RESOLVE_TIMEOUT_S  # for all of this peer's names together
     for i, address in enumerate(listed):
         if i >= MAX_ADDRESSES:
             refused.append((f"{len(listed) - i} more", f"over {MAX_ADDRESSES} addresses"))
             break
-        targets, why = _targets(address, peer, allow_private)
+        targets, why = _targets(address, peer, allow_private, deadline)
         if why:
             refused.append((str(address)[:MAX_ADDRESS_CHARS], why))
             continue
@@ -96,7 +100,9 @@ def ipfs_addresses(ipfs: dict, *, allow_private: bool) -> PeerAddresses:
     return PeerAddresses(peer, tuple(dialable), tuple(refused))
 
 
-def _targets(address: object, peer: str, allow_private: bool) -> tuple[list[str], str | None]:
+def _targets(
+    address: object, peer: str, allow_private: bool, deadline: float
+) -> tuple[list[str], str | None]:
     """The addresses to dial for `address` (`/ip4|ip6/IP/tcp/PORT/p2p/ID`: a name's resolved
     and checked), or why it cannot be dialled."""
     if not isinstance(address, str):
@@ -128,7 +134,10 @@ def _targets(address: object, peer: str, allow_private: bool) -> tuple[list[str]
         return [], f"{host[:60]!r} is not a host name"
     if not allow_private and (host == "localhost" or host.endswith(".local")):
         return [], f"{host} is private ([store].allow_private_peers is off)"
-    ips, why = _resolve(host, _FAMILIES[proto])
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return [], f"{host}: the peer's {RESOLVE_TIMEOUT_S:g} s for resolving names is spent"
+    ips, why = _resolve(host, _FAMILIES[proto], left)
     if why:
         return [], why
     for ip in ips:
@@ -148,15 +157,16 @@ def _ip_refusal(
     return None
 
 
-def _resolve(host: str, family: int) -> tuple[list, str | None]:
-    """The addresses `host` resolves to (in the resolver's order, once each), or why none."""
+def _resolve(host: str, family: int, timeout: float) -> tuple[list, str | None]:
+    """The addresses `host` resolves to within `timeout` seconds (in the resolver's order, once
+    each), or why none."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sapo-resolve")
     try:
         answers = pool.submit(socket.getaddrinfo, host, None, family, socket.SOCK_STREAM).result(
-            timeout=RESOLVE_TIMEOUT_S
+            timeout=timeout
         )
     except FutureTimeout:
-        return [], f"{host} did not resolve within {RESOLVE_TIMEOUT_S:g} s"
+        return [], f"{host} did not resolve within {timeout:.1f} s"
     except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
         return [], f"{host} does not resolve ({exc})"
     finally:
