@@ -236,6 +236,12 @@ def test_audits_and_rewards_after_a_round(cli: CliRunner, chain: Anvil, tmp_path
     assert len(node["attestations_given"]) == 2 and node["total_credited"] == 15_000
     code, output = run(cli, "audit", "node", ops[0].account.address, *config)
     assert code == 0 and "1 submissions" in output
+    # a stranger's metadata is shown as text: a `[/]` in it stopped the command (MarkupError),
+    # and an escape sequence (here: clear the screen) reached the auditor's terminal
+    cheat.ledger.set_metadata('{"name": "[/]\x1b[2Jgone[bold]"}')
+    code, output = run(cli, "audit", "node", cheat.account.address, *config)
+    assert code == 0, output
+    assert '"name": "[/]\\x1b[2Jgone[bold]"' in output and "\x1b" not in output, output
 
 
 def test_an_appeal_by_hand_and_its_committee_in_the_audit(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from client.chain import SubmissionInfo
@@ -15,6 +16,7 @@ from client.config.models import format_ether as ether
 from client.config.models import format_score as score
 from client.credit import describe_findings
 from client.store.cid import digest_to_cid
+from client.text import printable
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
@@ -230,7 +232,7 @@ def node(
     )
     out.print(
         f"  stake {ether(info.active_stake)} active, {ether(info.unbonding)} unbonding; "
-        f"paid {ether(info.total_paid)}; metadata {info.metadata or '-'}"
+        f"paid {ether(info.total_paid)}; metadata {escape(printable(info.metadata)) or '-'}"
     )
     out.print(
         f"  {len(report.submissions)} submissions: score {score(report.total_score)}, "
@@ -406,7 +408,7 @@ def verify(
         if source.lower() != address.lower():
             out.print(f"fetched from {source}, who agreed with it (its producer did not give it)")
         if check.reason:
-            out.print(f"[red]invalid batch:[/] {check.reason}", markup=True)
+            out.print(f"[red]invalid batch:[/] {escape(printable(check.reason))}", markup=True)
         out.print(
             "verified: the claim holds" if not mismatch else "[red]the claim does not hold[/]"
         )

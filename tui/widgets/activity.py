@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import RichLog
 
 from client.node.snapshot import Snapshot
+from client.text import printable
 
 STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 KIND_STYLES = {
@@ -39,7 +40,7 @@ class ActivityLog(RichLog):
                 Text.assemble(
                     (when + " ", "dim"),
                     (f"{line.kind:<11} ", KIND_STYLES.get(line.kind, "dim")),
-                    (line.text, STYLES.get(line.level, "")),
+                    (printable(line.text), STYLES.get(line.level, "")),  # may quote a peer
                 )
             )
         self.shown = snap.activity_total

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from client.node.snapshot import PeerRow
+from client.text import printable
 from tui.format import format_ether, format_score, short
 
 # (column key, header, sort key)
@@ -50,7 +51,7 @@ def _checks(p: PeerRow) -> str | Cell:
 def _cells(p: PeerRow) -> list[Cell]:
     shown = [
         Cell(short(p.address), style="bold" if p.me else ""),
-        Cell(p.model),
+        Cell(printable(p.model, 64)),  # what its batches declare: a stranger's string
         Cell(format_ether(p.stake), justify="right"),
         Cell("-" if p.last_round is None else str(p.last_round), justify="right"),
         Cell(str(p.submissions), justify="right"),
