@@ -35,6 +35,8 @@ STRATEGIES = [
     "copycat",
     "padder",
     "logprob-liar",
+    "nan-weights",
+    "poison-token",
     "colluders",
 ]
 
@@ -49,6 +51,8 @@ def test_roles_expand_and_pair() -> None:
         "griefer",
         "padder",
         "logprob-liar",
+        "nan-weights",
+        "poison-token",
         "colluder",
         "colluder",
         "cartel",
@@ -154,6 +158,10 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             "padder": dict(agrees=0, disputes=2, unavailable=0),
             # honest draws and claims, but log-probs that are not the checkpoint's
             "logprob-liar": dict(agrees=0, disputes=2, unavailable=0),
+            # issue 57: made-up completions opening a NaN checkpoint passed every proof; an id
+            # past the vocabulary stopped each checker's intake before it could vote
+            "nan-weights": dict(agrees=0, disputes=2, unavailable=0),
+            "poison-token": dict(agrees=0, disputes=2, unavailable=0),
         } | {
             name: dict(agrees=1, disputes=0, unavailable=2)  # its partner's vote: not enough
             for name in adversaries
@@ -168,6 +176,12 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             ) and all(ledger.submission(round_, n.address).agrees >= 1 for n in honest)
 
         wait_until(voted, timeout_s=120, what="every checker's vote on every batch")
+        assert all(thread.is_alive() for thread in threads), "an honest node stopped"
+        for node in honest:  # ... and says why each hostile batch failed, in its journal
+            verdicts = node.journal.peers.peer_verdicts(round_)
+            bad = {v["node"].lower(): v["reason"] or "" for v in verdicts if v["round"] == round_}
+            assert "not finite" in bad[addr["nan-weights"].lower()], bad
+            assert "outside the model's vocabulary" in bad[addr["poison-token"].lower()], bad
     finally:
         for stop in stops:
             stop.set()
@@ -213,6 +227,10 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
     lied = auditor.submission(round_, addr["logprob-liar"])
     assert subs["logprob-liar"].signal > 0 and subs["logprob-liar"].credited == 0
     assert [(v.vote, v.findings) for v in lied.attestations] == [("dispute", GENERATION)] * 2
+    for name in ("nan-weights", "poison-token"):
+        hostile = auditor.submission(round_, addr[name])
+        assert subs[name].signal > 0 and subs[name].credited == 0
+        assert [(v.vote, v.findings) for v in hostile.attestations] == [("dispute", GENERATION)] * 2
     cat = auditor.submission(round_, copycat.address)
     assert all(v.vote == "dispute" and v.findings & FOREIGN_TASKS for v in cat.attestations)
 
@@ -226,6 +244,8 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
         "withholder",
         "padder",
         "logprob-liar",
+        "nan-weights",
+        "poison-token",
     ):
         stake = ledger.node_info(addr[name]).active_stake
         ledger.settle(round_, addr[name])

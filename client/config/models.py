@@ -650,7 +650,9 @@ class DevnetSection(Section):
         "each other and disputing the rest), stake-mover (a griefer adding whale_share of "
         "stake once a batch is on chain), padder (honest samples, a claim padded by v3's "
         "tolerance), logprob-liar (honest samples whose log-probs claim each token an unlikely "
-        "draw, so that learners weigh them up), or all (every strategy but the whale, the "
+        "draw, so that learners weigh them up), nan-weights (hand-made groups opening a "
+        "checkpoint with a NaN value), poison-token (hand-made groups whose token ids start "
+        "past the vocabulary), or all (every strategy but the whale, the "
         "sybils and the stake mover, whose stake would change the others' world)",
     )
     node_stake: Wei | None = Field(

@@ -24,6 +24,8 @@ class Role(StrEnum):
     STAKE_MOVER = "stake-mover"  # a griefer that adds stake once a batch is on chain
     PADDER = "padder"  # samples honestly, pads with zero-signal groups, claims the tolerance
     LOGPROB_LIAR = "logprob-liar"  # samples honestly, claims its tokens were unlikely draws
+    NAN_WEIGHTS = "nan-weights"  # the mixed farmer's batches, opening a checkpoint with a NaN
+    POISON_TOKEN = "poison-token"  # noqa: S105 - the mixed farmer's, led by an id off the vocab
 
 
 HONEST = Role.HONEST
@@ -47,6 +49,8 @@ CHOICES = (
     "stake-mover",
     "padder",
     "logprob-liar",
+    "nan-weights",
+    "poison-token",
     "all",
 )
 SINGLE = (
@@ -58,6 +62,8 @@ SINGLE = (
     "griefer",
     "padder",
     "logprob-liar",
+    "nan-weights",
+    "poison-token",
 )
 
 

@@ -48,6 +48,14 @@ what the honest nodes did about it.
                  tokens looks e^20 times likelier under the learner than it was drawn, and is
                  weighed up to the cap (the attack on off-policy learning a batch's log-probs
                  open)
+  nan-weights    the mixed farmer's batches, naming and pinning the seed's weights with one value
+                 set to NaN: every gap and log-prob difference a checker computes from them is
+                 NaN, and a comparison written `gap > eps` passes a NaN (issue 57: every made-up
+                 completion passed the proof)
+  poison-token   the mixed farmer's batches, each completion's token ids led by an id past the
+                 vocabulary: decoding drops it, so the text check passes, and the teacher-forced
+                 pass over it raised (issue 57: the checker's intake stopped, and again after a
+                 restart; a learner that trained on the ids stopped the same way)
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -205,7 +213,11 @@ class Adversary:
             else:
                 withhold = self.strategy == "withholder"
                 self.farm(
-                    current, mixed=withhold or self.strategy == "mixed-farmer", withhold=withhold
+                    current,
+                    mixed=self.strategy != "answer-farmer",
+                    withhold=withhold,
+                    nan=self.strategy == "nan-weights",
+                    poison=self.strategy == "poison-token",
                 )
         if self.partners:
             self.vouch(current)
@@ -221,12 +233,29 @@ class Adversary:
         score, signal = max_claim(rollouts, self.cfg.sapo.completions)
         self._submit(round_, "0x" + secrets.token_hex(32), rollouts, score, signal, pinned=False)
 
-    def farm(self, round_: int, *, mixed: bool, withhold: bool = False) -> None:
+    def farm(
+        self,
+        round_: int,
+        *,
+        mixed: bool,
+        withhold: bool = False,
+        nan: bool = False,
+        poison: bool = False,
+    ) -> None:
         """Pins and submits a batch of the round's own questions answered without a model;
-        `withhold`: naming a checkpoint that nobody has (never published)."""
+        `withhold`: naming a checkpoint that nobody has (never published); `nan`: naming and
+        pinning one with a NaN value; `poison`: every completion's ids led by one past the
+        vocabulary (its text is still their decoding)."""
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
         items, completions = self.cfg.sapo.local_items, self.cfg.sapo.completions
-        weights, tokenizer = self._weights(round_, withhold=withhold)
+        weights, encode = self._weights(round_, withhold=withhold, nan=nan)
+        if poison:
+            past = self._seed_policy.model.get_input_embeddings().num_embeddings + 1
+
+            def tokenizer(text: str) -> list[int]:
+                return [past, *encode(text)][: self.cfg.policy.max_new_tokens]
+        else:
+            tokenizer = encode
         parts: list[LocalRound] = []
         for k in range(min(self.limits.max_local_rounds, self.limits.max_items // items)):
             part_items = []
@@ -504,12 +533,13 @@ class Adversary:
                 self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
         self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
 
-    def _weights(self, round_: int, *, withhold: bool = False):
+    def _weights(self, round_: int, *, withhold: bool = False, nan: bool = False):
         """Pins the seed policy's weights for `round_` (every opening a beacon may ask for; with
         `[policy].adapter`, a fresh adapter's over it, as a node of its family commits);
         returns their id and a text -> token ids function of the seed tokenizer. `withhold`:
         the id of weights of its own (the seed's, 8 parameters appended) that it never puts
-        anywhere, so that no node can give them."""
+        anywhere, so that no node can give them. `nan`: the seed's weights with their last
+        value set to NaN, pinned."""
         if self._seed is None:
             # lazily: only this strategy needs a model (torch); the others run without one
             from client.node.assemble import adapter_spec, base_policy_path
@@ -525,6 +555,8 @@ class Adversary:
             self._seed_policy = policy  # a padder samples from it
         descriptor, tokenizer, data = self._seed
         self.model = descriptor
+        if nan:
+            data = data[:-4] + struct.pack("<f", math.nan)
         if withhold:  # 8 more float32 parameters, from its address and the round: unique
             salt = hashlib.sha256(f"withheld {self.address} {round_}".encode()).digest()[:8]
             ident = weights_id(data + struct.pack("<8f", *salt))
