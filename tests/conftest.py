@@ -76,6 +76,7 @@ LONGEST_FIRST = (
     "test_slow_node",  # ~2.7
     "test_tui",  # ~2
     "test_adversaries",
+    "test_hostile",  # ~1.5 (100 hostile batches through the checker, verifier and learner)
     "test_appeals",  # ~1.5
     "test_vllm",
     "test_node_faults",

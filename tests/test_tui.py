@@ -287,9 +287,7 @@ async def test_live_node_screens_and_actions(world) -> None:
     # a graceful quit sent everything that could go at the time it stopped: no "kept for the next
     # start" line (asked after the stop, `sendable()` would also count a settlement or appeal whose
     # round became due in the seconds since)
-    assert "node.pending" not in kinds[-4:], [
-        e["message"] for e in stop_events[-5:]
-    ]
+    assert "node.pending" not in kinds[-4:], [e["message"] for e in stop_events[-5:]]
 
 
 @pytest.mark.e2e
