@@ -49,6 +49,7 @@ import contextlib
 import logging
 import random
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -83,6 +84,9 @@ POLL_S = 2.0
 FETCH_WORKERS = 16  # fetches in flight at once (I/O: most of their time is waiting on time-outs)
 RETRY_MIN_S = 2.0  # the shortest wait between fetches of a batch nobody gave us
 MAX_SOURCES = 4  # the producer, then up to three of the peers who agreed with its batch
+# failures of this node's own parts, which no peer's bytes cause: they stop the stage as before,
+# never turning into a verdict on the producer (a full disk is not a malformed batch)
+OURS = (OSError, MemoryError, sqlite3.Error, ChainError)
 
 
 def retry_delay(
@@ -455,6 +459,8 @@ class Intake(Stage):
         verdict (malformed), journaled, so neither this stage nor a restart stops on it."""
         try:
             return self._checked(sub, *future.result())
+        except OURS:
+            raise  # our journal, disk or memory: never a verdict on the producer
         except Exception as exc:
             log.exception("round %s: checking %s's batch raised", sub.round, sub.node[:10])
             what = f"checking it raised {type(exc).__name__}: {str(exc)[:200]}"
@@ -492,6 +498,8 @@ class Intake(Stage):
             )
         except StoreError as exc:
             result = exc
+        except OURS:
+            raise
         except Exception as exc:
             log.exception("round %s: fetching %s's batch raised", sub.round, sub.node[:10])
             result = MalformedBatch(f"decoding it raised {type(exc).__name__}: {str(exc)[:200]}")
@@ -526,6 +534,8 @@ class Intake(Stage):
                     outcome = check(weights)
         except StoreError as exc:  # WeightsError included: a checkpoint that is not one
             outcome = exc
+        except OURS:
+            raise  # our disk or memory, not the producer's batch: the stage reports it
         except Exception as exc:
             # ends as that batch's failed proof, never as a stopped stage (every input the
             # checker knows to be wrong is a finding of its own: this is the net under them)
