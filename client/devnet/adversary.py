@@ -257,7 +257,10 @@ class Adversary:
         else:
             tokenizer = encode
         parts: list[LocalRound] = []
-        for k in range(min(self.limits.max_local_rounds, self.limits.max_items // items)):
+        # a batch as full as an honest node's fullest; a NaN or poisoned one needs one local
+        # round to show what it does to a checker
+        fill = min(self.limits.max_local_rounds, self.limits.max_items // items)
+        for k in range(1 if nan or poison else fill):
             part_items = []
             for task in draw(local_round_seed(seed, k), items, self.catalog):
                 right = f"<answer>{reference_answer(task)}</answer>"
