@@ -50,14 +50,18 @@ def sapo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return sapo_run(*args, timeout=timeout, env=ENV)
 
 
-# the node that generates with vLLM, is killed and restarted (it must have trained, and
-# checkpointed, by then), and runs local rounds back to back, as a node does: its compute must
-# stay busy; the others are capped (MECHANICS_ENV): three uncapped nodes on two cores took the
-# cores the other test worker needs, for what one node shows
-VLLM_NODE = 0
+VLLM_NODE = 0  # the node that generates with vLLM, is killed and restarted
+# it checkpoints after every step, so that it has one to resume from when it is killed, however
+# few local rounds its cap left it
+UNCAPPED_NODE = 1  # runs local rounds back to back, as a node does: its compute must stay busy
 ENV = dict(MECHANICS_ENV) | {
+    # the others are capped (MECHANICS_ENV): three uncapped nodes on two cores took the cores the
+    # other test worker needs, for what one node shows (an uncapped vLLM node took more still)
     "SAPO_DEVNET__NODE_OVERRIDES": json.dumps(
-        {str(VLLM_NODE): {"policy": {"backend": "vllm"}, "sapo": {"max_local_rounds": 0}}}
+        {
+            str(VLLM_NODE): {"policy": {"backend": "vllm"}, "train": {"checkpoint_every": 1}},
+            str(UNCAPPED_NODE): {"sapo": {"max_local_rounds": 0}},
+        }
     ),
 }
 
@@ -211,7 +215,7 @@ def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
     # the hardware is kept learning: the nodes' compute never waits on the swarm, and a node
     # that is not capped keeps it busy
     assert all(r["blocked_share"] == 0 for r in rows), rows
-    uncapped = state["nodes"][VLLM_NODE]["address"]
+    uncapped = state["nodes"][UNCAPPED_NODE]["address"]
     assert [r["busy_share"] > 0.5 for r in rows if r["address"] == uncapped] == [True], rows
 
 
