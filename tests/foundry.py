@@ -144,11 +144,13 @@ def run_suites(
     depth: int | None = None,
     ledger_artifact: str | None = None,
     shrink_runs: int | None = None,
+    fail_fast: bool = False,
 ) -> ForgeRun:
     """Runs `forge test --json` and parses it; raises ForgeError when forge itself failed.
     `ledger_artifact` ("path.sol:SwarmLedger") is the ledger the suites deploy instead of
     contracts/SwarmLedger.sol's (Cheats.sol's deployLedger; scripts/mutate-ledger's mutants);
-    `shrink_runs` bounds forge's shrinking of a failing sequence (foundry.toml's by default)."""
+    `shrink_runs` bounds forge's shrinking of a failing sequence (foundry.toml's by default);
+    `fail_fast` stops at the first failing test (the others are then not reported)."""
     paths_file = root / PATHS_FILE
     paths_file.parent.mkdir(parents=True, exist_ok=True)
     paths_file.unlink(missing_ok=True)
@@ -157,6 +159,8 @@ def run_suites(
         args += ["--match-contract", match_contract]
     if match_test:
         args += ["--match-test", match_test]
+    if fail_fast:
+        args.append("--fail-fast")
     # the gas tests' snapshot goes to a throwaway folder: only scripts/gas-ledger writes the
     # committed one, so that running the suites never rewrites it behind the gas check's back
     scratch = Path(tempfile.mkdtemp(prefix="sapo-forge-snapshots-"))
