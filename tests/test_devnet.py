@@ -225,7 +225,12 @@ def test_a_first_detached_start_shows_the_build_it_waits_for(tmp_path: Path) -> 
 def test_a_stopped_seed_build_resumes_and_never_leaves_half_a_policy(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     directory = seed_policy_dir(cache, SeedSpec.tiny_test())
-    first = sapo_process("policy", "seed", "--size", "test", "--data-dir", str(cache))
+    # every build on one torch thread: a build is deterministic at a given thread count, and two
+    # threads on a machine whose other core runs another test module spin on each other (a
+    # build took 26 s beside a busy core, 17 s on one thread; 12.6 s on two idle cores)
+    one_thread = {"OMP_NUM_THREADS": "1"}
+    seed = ("policy", "seed", "--size", "test", "--data-dir")
+    first = sapo_process(*seed, str(cache), env=one_thread)
     wait_until(
         lambda: (p := read_progress(directory)) is not None and p.saved_step >= 30,
         timeout_s=300,
@@ -235,16 +240,15 @@ def test_a_stopped_seed_build_resumes_and_never_leaves_half_a_policy(tmp_path: P
     first.wait(timeout=30)
     assert not directory.exists(), "a stopped build must leave no policy where one is expected"
     saved = read_progress(directory).saved_step
-    again = sapo_run("policy", "seed", "--size", "test", "--data-dir", str(cache), "--json")
+    again = sapo_run(*seed, str(cache), "--json", env=one_thread)
     assert again.returncode == 0, again.stderr
     record = json.loads(again.stdout)
     assert record["resumed_from"] >= saved >= 30 and record["steps"] == 150
     assert f"(resumed at step {record['resumed_from']})" in again.stderr
-    # the uninterrupted build runs as the resumed one did, in a process of its own: a build is
-    # deterministic at a given torch thread count, and this test process's count is whatever an
-    # earlier in-process node set (test_adversaries' nodes take 1 thread each)
+    # the uninterrupted build runs as the resumed one did, in a process of its own on one thread
+    # (this test process's count is whatever an earlier in-process node set)
     fresh_cache = tmp_path / "fresh"
-    whole_build = sapo_run("policy", "seed", "--size", "test", "--data-dir", str(fresh_cache))
+    whole_build = sapo_run(*seed, str(fresh_cache), env=one_thread)
     assert whole_build.returncode == 0, whole_build.stderr
     fresh = seed_policy_dir(fresh_cache, SeedSpec.tiny_test())
     from safetensors.torch import load_file
