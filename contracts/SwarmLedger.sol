@@ -41,8 +41,9 @@ contract SwarmLedger {
     uint256 public constant MAX_METADATA_BYTES = 1024;
     /// @notice The most model families a ledger checks.
     uint256 public constant MAX_FAMILIES = 255;
-    /// @notice The most rollouts one submission may hold.
-    uint256 public constant MAX_ROLLOUTS = type(uint24).max;
+    /// @notice The most rollouts one submission may hold: what the batch format holds at most
+    /// (1,024 questions of 64 completions), so a claim no batch can back is refused at submit.
+    uint256 public constant MAX_ROLLOUTS = 65_536;
     /// @notice Blocks the EVM keeps hashes of; a beacon not drawn within them lapses.
     uint256 public constant BLOCKHASH_WINDOW = 256;
     /// @notice The most seat trials per node (a vote's seats and the tallies fit their fields).
@@ -56,12 +57,14 @@ contract SwarmLedger {
     uint8 private constant SETTLED = 1;
     uint8 private constant PAID = 2;
     uint8 private constant APPEALED = 4; // beside appealBlock: the hot checks read slot 1 only
+    uint8 private constant VOTER_APPEAL = 8; // appealed by a voter, not by its producer
     // A vote's side, and a voter's record of a submission: the first committee's side in bits
     // 0-1, the appeal's in bits 2-3, VOTE_SETTLED once judged.
     uint256 private constant AGREE = 1;
     uint256 private constant DISPUTE = 2;
     uint256 private constant UNAVAILABLE = 3;
     uint8 private constant VOTE_SETTLED = 16;
+    uint8 private constant VOTE_APPELLANT = 32; // this voter appealed the first verdict
 
     uint64 public immutable roundLength;
     uint256 public immutable minStake;
@@ -239,7 +242,7 @@ contract SwarmLedger {
     event Unavailable(uint64 indexed round, address indexed node, address indexed attester);
     /// @dev Also emitted for an appeal's beacon (its beaconBlock is the appeal's block + 1).
     event BeaconDrawn(uint64 indexed round, address indexed node, uint256 beacon, uint64 beaconBlock);
-    event Appealed(uint64 indexed round, address indexed node, uint64 beaconBlock);
+    event Appealed(uint64 indexed round, address indexed node, uint64 beaconBlock, address appellant);
     event VoteSettled(
         uint64 indexed round, address indexed node, address indexed voter, bool lost, uint256 slashed
     );
@@ -285,6 +288,7 @@ contract SwarmLedger {
     error NotAppealable(uint64 round, uint64 current);
     error AlreadyAppealed(uint64 round, address node);
     error AlreadyCredited(uint64 round, address node);
+    error VoteNotLosing(uint64 round, address node, address voter);
     error SettlementWindowClosed(uint64 round, uint64 current);
     error AlreadySettled(uint64 round, address node);
     error AlreadyClaimed(uint64 round, address node);
@@ -501,7 +505,8 @@ contract SwarmLedger {
     /// @param rollouts Completions in the batch (questions x completions), 1 .. MAX_ROLLOUTS.
     /// @param score Sum of every rollout's verifier reward, at most rollouts * SCORE_SCALE.
     /// @param signal The batch's learning signal (the client's documented rule), at most
-    /// rollouts * SCORE_SCALE: what the round's reward is split by.
+    /// rollouts * SCORE_SCALE / 2 (a group of L completions carries at most L / 2 score units:
+    /// half of them right): what the round's reward is split by.
     function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external {
         uint64 current = currentRound();
         if (round > current || current - round > submitRounds) revert RoundNotOpen(round, current);
@@ -514,7 +519,7 @@ contract SwarmLedger {
         if (rollouts > MAX_ROLLOUTS) revert TooManyRollouts(rollouts, MAX_ROLLOUTS);
         uint256 maxScore = uint256(rollouts) * SCORE_SCALE;
         if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
-        if (signal > maxScore) revert SignalOutOfRange(signal, maxScore);
+        if (signal > maxScore / 2) revert SignalOutOfRange(signal, maxScore / 2);
 
         s.digest = digest;
         s.rollouts = uint24(rollouts);
@@ -537,13 +542,13 @@ contract SwarmLedger {
     /// challengeRounds + appealRounds.
     /// @param node The node whose batch was re-verified (not the caller).
     /// @param score The summed verifier score the caller computed, at most rollouts * SCORE_SCALE.
-    /// @param signal The learning signal the caller computed, at most rollouts * SCORE_SCALE.
+    /// @param signal The learning signal the caller computed, at most rollouts * SCORE_SCALE / 2.
     /// @param findings What the caller found wrong (its client's bits; 0 when nothing), for audits.
     function attest(uint64 round, address node, uint64 score, uint64 signal, uint16 findings) external {
         (Submission storage s, uint256 seats, uint256 shift) = _checkerVote(round, node);
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
         if (score > maxScore) revert ScoreOutOfRange(score, maxScore);
-        if (signal > maxScore) revert SignalOutOfRange(signal, maxScore);
+        if (signal > maxScore / 2) revert SignalOutOfRange(signal, maxScore / 2);
         // |score - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
         bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * agreeToleranceBps;
         _tally(s, round, node, seats, shift, agrees ? AGREE : DISPUTE);
@@ -621,22 +626,31 @@ contract SwarmLedger {
         return _count(t, 0) >= quorum && _seatsIn(t, 0) >= _seatsIn(t, 1) + _seatsIn(t, 2);
     }
 
-    /// @dev A submission earns once its deciding committee credits it: the appeal's once
-    /// appealed (the first one had not credited it), else the first's.
+    /// @dev Whether an appeal decides `s`: it was appealed and its committee reached a verdict
+    /// (credited, or more seats disputing than agreeing). One that reached none leaves the
+    /// first committee's verdict standing, whichever it was.
+    function _appealDecides(Submission storage s) private view returns (bool) {
+        if (s.flags & APPEALED == 0) return false;
+        uint72 t = s.appealVotes;
+        return _wins(t) || _seatsIn(t, 1) > _seatsIn(t, 0);
+    }
+
+    /// @dev A submission earns once its deciding committee credits it: the appeal's once it
+    /// reached a verdict, else the first's.
     function _credited(Submission storage s) private view returns (bool) {
-        return _wins(s.flags & APPEALED != 0 ? s.appealVotes : s.votes);
+        return _wins(_appealDecides(s) ? s.appealVotes : s.votes);
     }
 
     /// @dev Disputed: more of the deciding committee's seats disputed it than agreed. An appeal
     /// decides when its committee reached a verdict (credited or disputed); one that reached
     /// none (too few votes, or a beacon nobody drew) leaves the first committee's standing, so
     /// that an appeal nobody votes on is no escape from a dispute. `byAppeal`: the appeal's
-    /// committee disputed it (a lost appeal, slashed twice).
+    /// committee disputed it (slashed twice when its producer had appealed).
     function _disputed(Submission storage s) private view returns (bool disputed, bool byAppeal) {
-        if (s.flags & APPEALED != 0) {
+        if (_appealDecides(s)) {
             uint72 t = s.appealVotes;
-            if (_seatsIn(t, 1) > _seatsIn(t, 0)) return (true, true);
-            if (_wins(t)) return (false, false);
+            disputed = _seatsIn(t, 1) > _seatsIn(t, 0);
+            return (disputed, disputed);
         }
         uint72 first = s.votes;
         return (_seatsIn(first, 1) > _seatsIn(first, 0), false);
@@ -778,7 +792,37 @@ contract SwarmLedger {
         _drawBeacon(s, round, msg.sender, false); // the openings: a lapsed beacon cannot be checked
         s.appealBlock = uint40(block.number);
         s.flags |= APPEALED;
-        emit Appealed(round, msg.sender, uint64(block.number) + 1);
+        emit Appealed(round, msg.sender, uint64(block.number) + 1, msg.sender);
+    }
+
+    /// @notice Appeals the first committee's verdict on `node`'s submission of `round` as a voter
+    /// whose vote that verdict would judge lost: one that disputed a credited submission, or
+    /// agreed with one more seats disputed. The appeal committee is drawn and decides as for a
+    /// producer's appeal (`appeal`), in the same window, once per submission whoever files it;
+    /// its verdict judges every vote, so a batch its producer's allies out-seated honest
+    /// agreers on (a bait batch) is credited on appeal and the allies' disputes lose. A voter
+    /// whose appeal loses (the appeal committee agrees with the first) loses twice slashBps for
+    /// its vote at settleVotes; the producer of a batch a voter appealed is slashed at most
+    /// slashBps (it did not ask for the second draw).
+    /// @param round The submission's round.
+    /// @param node The producer.
+    function appealVote(uint64 round, address node) external {
+        Submission storage s = _submissions[round][node];
+        if (s.rollouts == 0) revert NoSubmission(round, node);
+        uint64 current = currentRound();
+        uint64 close = round + submitRounds + challengeRounds;
+        if (current <= close || current >= close + appealRounds) revert NotAppealable(round, current);
+        if (s.appealBlock != 0) revert AlreadyAppealed(round, node);
+        uint8 record = _votes[msg.sender][round][node];
+        uint256 side = record & 3;
+        uint72 first = s.votes;
+        bool losing = _wins(first) ? side == DISPUTE : side == AGREE && _seatsIn(first, 1) > _seatsIn(first, 0);
+        if (!losing) revert VoteNotLosing(round, node, msg.sender);
+        _drawBeacon(s, round, node, false); // the openings: a lapsed beacon cannot be checked
+        s.appealBlock = uint40(block.number);
+        s.flags |= APPEALED | VOTER_APPEAL;
+        _votes[msg.sender][round][node] = record | VOTE_APPELLANT;
+        emit Appealed(round, node, uint64(block.number) + 1, msg.sender);
     }
 
     /// @notice The appeal of `node`'s submission of `round`, its beacon and its committee's votes
@@ -921,8 +965,9 @@ contract SwarmLedger {
     /// @notice Closes a submission once its round is final (its challenge and appeal windows
     /// have passed); a disputed one (more of the deciding committee's seats disputed it than
     /// agreed) loses slashBps of its node's stake (active first, then unbonding) to the reward
-    /// pool, twice that after a lost appeal (its committee disputed it; an appeal whose committee
-    /// reached no verdict leaves the first one's, and its slash, standing). Unavailable votes
+    /// pool, twice that after its own lost appeal (its committee disputed it; an appeal whose
+    /// committee reached no verdict leaves the first one's, and its slash, standing; a voter's
+    /// appeal the committee upheld costs the producer slashBps only). Unavailable votes
     /// never slash. Its caller is paid SETTLER_CUT_BPS of the slash from the pool, unless it is
     /// the node itself.
     /// @param round The submission's round.
@@ -946,7 +991,7 @@ contract SwarmLedger {
         if (s.unstakes < n.unstakes) n.backing -= 1; // made before the last unstake request
         (bool disputed, bool byAppeal) = _disputed(s);
         if (disputed) {
-            uint256 bps = byAppeal ? 2 * uint256(slashBps) : slashBps;
+            uint256 bps = byAppeal && s.flags & VOTER_APPEAL == 0 ? 2 * uint256(slashBps) : slashBps;
             slashed = _slash(node, round, bps > BPS ? BPS : bps);
         }
         emit Settled(round, node, disputed, slashed);
@@ -955,7 +1000,8 @@ contract SwarmLedger {
     /// @notice Judges the listed voters' votes on `node`'s submission of `round` by its final
     /// verdict: a vote that lost (a dispute of a credited submission, or an agreement with a
     /// disputed one, by the first committee or the appeal's) costs its voter slashBps of its
-    /// stake (active first, then unbonding), moved to the reward pool. The appeal's votes are
+    /// stake (twice that when the voter appealed the first verdict: `appealVote`), active first,
+    /// then unbonding, moved to the reward pool. The appeal's votes are
     /// judged only when the appeal reached the verdict; when it reached none and the first
     /// committee's dispute stands, only the first committee's votes are. Unavailable votes, and
     /// every vote on a submission neither credited nor disputed, never lose. Open in the
@@ -973,13 +1019,13 @@ contract SwarmLedger {
         uint64 fin = _finalAfter(round);
         if (current <= fin) revert RoundNotFinal(round, current);
         if (current > fin + challengeRounds) revert SettlementWindowClosed(round, current);
-        (bool isDisputed, bool disputedOnAppeal) = _disputed(s);
+        (bool isDisputed,) = _disputed(s);
         bool credited = _credited(s);
         uint256 losing = credited ? DISPUTE : isDisputed ? AGREE : 0;
         // An appeal's votes are judged only when the appeal decided (credited or disputed the
         // batch); one that reached no verdict left the first committee's standing, and its
         // votes (too few to decide) are not judged against a verdict they had no part in.
-        bool appealDecided = credited || disputedOnAppeal;
+        bool appealDecided = _appealDecides(s);
         uint256 cutFrom; // what the losing votes of others than the caller lost
         for (uint256 i; i < voters.length; ++i) {
             address voter = voters[i];
@@ -988,7 +1034,8 @@ contract SwarmLedger {
             _votes[voter][round][node] = record | VOTE_SETTLED;
             uint8 second = appealDecided ? (record >> 2) & 3 : 0;
             bool lost = losing != 0 && (record & 3 == losing || second == losing);
-            uint256 slashed = lost ? _slash(voter, round, slashBps) : 0;
+            uint256 bps = record & VOTE_APPELLANT != 0 ? 2 * uint256(slashBps) : slashBps;
+            uint256 slashed = lost ? _slash(voter, round, bps > BPS ? BPS : bps) : 0;
             if (voter != msg.sender) cutFrom += slashed;
             emit VoteSettled(round, node, voter, lost, slashed);
         }

@@ -53,6 +53,8 @@ HARD_PATHS = (
     "votesJudgedOnce",
     "voteSettlementsClosed",
     "settlersPaid",
+    "voterAppeals",
+    "lostVoterAppealsSlashedTwice",
 )
 
 

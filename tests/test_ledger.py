@@ -161,12 +161,14 @@ def test_submit_checks_its_fields_and_earns_nothing_on_its_own(swarm: Swarm) -> 
         node.submit(0, bytes(32), 8, 0, 0)
     with pytest.raises(E.ZeroRollouts):
         node.submit(0, digest(0), 0, 0, 0)
-    with pytest.raises(E.TooManyRollouts, match="rollouts=16777216"):
-        node.submit(0, digest(0), 2**24, 0, 0)
+    # issue 57: a claim no batch can back (1,024 questions of 64 completions at most; a group
+    # of L completions carries at most L / 2 score units of signal) is refused at submit
+    with pytest.raises(E.TooManyRollouts, match="rollouts=65537"):
+        node.submit(0, digest(0), 65_537, 0, 0)
     with pytest.raises(E.ScoreOutOfRange, match="score=80001, max=80000"):
         node.submit(0, digest(0), 8, 80_001, 0)
-    with pytest.raises(E.SignalOutOfRange, match="signal=80001, max=80000"):
-        node.submit(0, digest(0), 8, 0, 80_001)
+    with pytest.raises(E.SignalOutOfRange, match="signal=40001, max=40000"):
+        node.submit(0, digest(0), 8, 0, 40_001)
     node.submit(0, digest(0), 8, 80_000, 40_000)
     sub = node.submission(0, node.account_address)
     assert (sub.digest, sub.rollouts, sub.score, sub.signal, sub.credited) == (
@@ -185,7 +187,7 @@ def test_a_free_claim_with_no_attestation_earns_nothing_after_its_window(swarm: 
     """Attack 1 of issue 23: submit the maximum and publish nothing. Nobody can attest it."""
     swarm.bind(swarm.account()).fund(5 * ETH)
     cheat, honest, judge = swarm.node(), swarm.node(), swarm.node()
-    cheat.submit(0, digest("nothing behind it"), 64, 640_000, 640_000)
+    cheat.submit(0, digest("nothing behind it"), 64, 640_000, 320_000)  # the most it may claim
     honest.submit(0, digest("h"), 64, 320_000, 64_000)
     swarm.await_beacon(0)
     judge.attest(0, honest.account_address, 320_000, 64_000)

@@ -68,6 +68,7 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "claim",
         "appeal",
         "settleVotes",
+        "appealVote",
         "warp",
     }
     for path in HARD_PATHS:  # by one suite at least (problems() says which none reached)

@@ -75,8 +75,9 @@ _HINTS = {
     "ZeroDigest": "the digest is the sha256 of the batch and cannot be zero",
     "ZeroRollouts": "a batch holds at least one rollout",
     "ScoreOutOfRange": "a score is at most rollouts * SCORE_SCALE",
-    "SignalOutOfRange": "a learning signal is at most rollouts * SCORE_SCALE",
-    "TooManyRollouts": "a batch holds at most 2^24 - 1 rollouts; split the round's work",
+    "SignalOutOfRange": "a learning signal is at most rollouts * SCORE_SCALE / 2 (a group of L "
+    "completions carries at most L / 2: half of them right)",
+    "TooManyRollouts": "a batch holds at most 65,536 rollouts (1,024 questions of 64 completions)",
     "NotDrawn": "only the checkers a submission's beacon drew may vote on its batch "
     "(`sapo audit submission` lists them); this node was not drawn for it",
     "BeaconNotReady": "a submission's checkers are drawn from the hash of the block after it: "
@@ -93,6 +94,8 @@ _HINTS = {
     "NotAppealable": "a batch is appealed in the rounds after its challenge window but the last "
     "appeal round (`sapo chain info` gives the windows)",
     "AlreadyAppealed": "one appeal per submission: the appeal committee's verdict is final",
+    "VoteNotLosing": "only a voter whose vote the first verdict judges lost may appeal it (a "
+    "dispute of a credited batch, an agreement with a disputed one)",
     "AlreadyCredited": "the batch is credited: there is nothing to appeal",
     "SettlementWindowClosed": "votes are judged only in the challengeRounds rounds after the "
     "round is final",

@@ -431,6 +431,11 @@ class Ledger:
         """Appeals the verdict on our own submission of `round_` to a larger committee."""
         return self._send("appeal", round_)
 
+    def appeal_vote(self, round_: int, node: str) -> TxResult:
+        """Appeals the first verdict on `node`'s submission of `round_` as a voter it judges lost
+        (we disputed a credited batch, or agreed with a disputed one)."""
+        return self._send("appealVote", round_, _address(node))
+
     def settle_votes(self, round_: int, node: str, voters: list[str]) -> TxResult:
         """Judges the listed voters' votes on `node`'s submission by its final verdict."""
         return self._send("settleVotes", round_, _address(node), [_address(v) for v in voters])

@@ -21,6 +21,7 @@ contract LedgerHandler is CheatsBase {
     SwarmLedger public immutable ledger;
 
     uint256 internal constant SCORE_SCALE = 10_000;
+    uint256 internal constant MAX_ROLLOUTS = 65_536; // what a batch holds: 1,024 questions x 64
     uint256 internal constant BPS = 10_000;
     uint256 internal constant SETTLER_CUT = 1_000; // of what a settle or settleVotes call slashes
     uint256 internal constant FIRST_ACTOR = 0xA11CE00;
@@ -84,8 +85,9 @@ contract LedgerHandler is CheatsBase {
         uint256 snapshotBlock; // its block: its seats are drawn from the stakes as of it
         uint256 unstakes; // its node's unstake requests before it
         Tally votes; // the first committee's
-        uint256 appealBlock; // the block of its producer's appeal; 0 when not appealed
-        Tally appealVotes; // the appeal committee's: once appealed, the verdict is theirs
+        uint256 appealBlock; // the block of its appeal (its producer's or a voter's); 0: none
+        Tally appealVotes; // the appeal committee's: once it reached a verdict, the verdict
+        address appellant; // who appealed: the producer, or a voter its first verdict judged lost
         bool settled;
         bool paid;
         uint256 paidAmount;
@@ -149,7 +151,9 @@ contract LedgerHandler is CheatsBase {
         "votesJudgedOnce", // settleVotes skipped a vote it had judged already
         "voteSettlementsClosed", // settleVotes after its window, refused (kept)
         "undecidedAppealVotesSpared", // settleVotes judged an appeal's vote when the appeal reached no verdict: kept
-        "settlersPaid" // settle or settleVotes paid its caller a cut of others' slashes
+        "settlersPaid", // settle or settleVotes paid its caller a cut of others' slashes
+        "voterAppeals", // a voter its first verdict judged lost appealed it (a bait batch's recourse)
+        "lostVoterAppealsSlashedTwice" // settleVotes judged a voter's lost appeal: twice slashBps
     ];
     mapping(uint256 => uint256) internal _pathCount;
 
@@ -180,6 +184,8 @@ contract LedgerHandler is CheatsBase {
     uint256 internal constant VOTE_SETTLEMENTS_CLOSED = 24;
     uint256 internal constant UNDECIDED_APPEAL_VOTES_SPARED = 25;
     uint256 internal constant SETTLERS_PAID = 26;
+    uint256 internal constant VOTER_APPEALS = 27;
+    uint256 internal constant LOST_VOTER_APPEALS_SLASHED_TWICE = 28;
 
     function _hit(uint256 path) internal {
         _pathCount[path] += 1;
@@ -271,18 +277,29 @@ contract LedgerHandler is CheatsBase {
         return _violations.length == 0 ? "" : _violations[0];
     }
 
-    /// @notice The committee whose votes decide `s`: the appeal's once its producer appealed,
-    /// else the first (also the committee voting now, while votes are open).
-    function deciding(Sub memory s) public pure returns (Tally memory) {
-        return s.appealBlock != 0 ? s.appealVotes : s.votes;
+    /// @notice The committee whose votes decide `s`: the appeal's once appealed and its
+    /// committee reached a verdict (credited it, or more of its seats disputed than agreed),
+    /// else the first; whoever appealed, and whichever way the first committee went.
+    function deciding(Sub memory s) public view returns (Tally memory) {
+        return appealDecides(s) ? s.appealVotes : s.votes;
+    }
+
+    /// @notice Whether the appeal of `s` reached a verdict.
+    function appealDecides(Sub memory s) public view returns (bool) {
+        if (s.appealBlock == 0) return false;
+        Tally memory t = s.appealVotes;
+        return _wins(t) || t.disputeSeats > t.agreeSeats;
+    }
+
+    function _wins(Tally memory t) internal view returns (bool) {
+        return t.agrees >= Q && uint256(t.agreeSeats) >= uint256(t.disputeSeats) + t.unavailableSeats;
     }
 
     /// @notice The rule: a submission earns once `quorum` drawn checkers of its deciding
     /// committee agreed and their seats are at least those of the checkers who disputed it plus
     /// those who could not fetch it.
     function credited(Sub memory s) public view returns (bool) {
-        Tally memory t = deciding(s);
-        return t.agrees >= Q && uint256(t.agreeSeats) >= uint256(t.disputeSeats) + t.unavailableSeats;
+        return _wins(deciding(s));
     }
 
     /// @notice Disputed (slashed at settlement, its agreeing voters lose): more of the deciding
@@ -290,14 +307,13 @@ contract LedgerHandler is CheatsBase {
     /// committee reached no verdict (neither credited nor disputed it) leaves the first
     /// committee's standing: an appeal nobody votes on is no escape from a dispute.
     function disputed(Sub memory s) public view returns (bool) {
-        if (disputedOnAppeal(s)) return true;
-        if (s.appealBlock != 0 && credited(s)) return false;
-        return s.votes.disputeSeats > s.votes.agreeSeats;
+        Tally memory t = deciding(s);
+        return t.disputeSeats > t.agreeSeats;
     }
 
-    /// @notice The appeal's committee disputed it: a lost appeal, slashed twice.
-    function disputedOnAppeal(Sub memory s) public pure returns (bool) {
-        return s.appealBlock != 0 && s.appealVotes.disputeSeats > s.appealVotes.agreeSeats;
+    /// @notice The appeal's committee disputed it (slashed twice when its producer appealed).
+    function disputedOnAppeal(Sub memory s) public view returns (bool) {
+        return appealDecides(s) && s.appealVotes.disputeSeats > s.appealVotes.agreeSeats;
     }
 
     /// @dev The deciding (and voting) committee's tally of `s`, in storage.
@@ -489,7 +505,7 @@ contract LedgerHandler is CheatsBase {
     /// @dev What settling a disputed submission slashes, in bps: twice slashBps after a lost
     /// appeal (its committee disputed it; at most all of it).
     function _settleBps(Sub storage s) internal view returns (uint256) {
-        if (!disputedOnAppeal(s)) return SLASH_BPS;
+        if (!disputedOnAppeal(s) || s.appellant != s.node) return SLASH_BPS;
         return 2 * SLASH_BPS > BPS ? BPS : 2 * SLASH_BPS;
     }
     function _actor(uint256 seed) internal view returns (address) {
@@ -738,18 +754,18 @@ contract LedgerHandler is CheatsBase {
         _pickRound = round;
         address a = _actorWhere(actorSeed, _canSubmit);
         // one call in 32 asks for more rollouts than a submission may hold
-        rollouts = _oneIn(rollouts, 32, "huge") ? uint256(type(uint24).max) + 1 : bound(rollouts, 1, 64);
+        rollouts = _oneIn(rollouts, 32, "huge") ? MAX_ROLLOUTS + 1 : bound(rollouts, 1, 64);
         uint256 maxScore = rollouts * SCORE_SCALE;
         // usually valid claims, at times one unit over the maximum; a signal of 0 at times (a batch
         // of all-equal groups: it can never earn)
         uint256 score = _oneIn(claims, 16, "score-over") ? maxScore + 1 : bound(claims >> 8, 0, maxScore);
         uint256 signal = _oneIn(claims, 16, "signal-over")
-            ? maxScore + 1
+            ? maxScore / 2 + 1 // one unit over what L completions a group can carry (L / 2)
             : (_oneIn(claims, 8, "no-signal") ? 0 : bound(claims >> 128, 0, maxScore / 2));
         bytes32 digest = keccak256(abi.encode(a, round, roundSeed));
         bool inWindow = round <= current && current - round <= S;
-        bool expectOk = _canAct(a) && inWindow && _subIndex[round][a] == 0 && rollouts <= type(uint24).max
-            && score <= maxScore && signal <= maxScore;
+        bool expectOk = _canAct(a) && inWindow && _subIndex[round][a] == 0 && rollouts <= MAX_ROLLOUTS
+            && score <= maxScore && signal <= maxScore / 2;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(
             abi.encodeCall(SwarmLedger.submit, (round, digest, uint32(rollouts), uint64(score), uint64(signal)))
@@ -969,7 +985,7 @@ contract LedgerHandler is CheatsBase {
         // the tolerance
         bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * TOL_BPS;
         Tally storage t = _tallyNow(s);
-        bool expectOk = _mayVote(s, a) && score <= maxScore && signal <= maxScore
+        bool expectOk = _mayVote(s, a) && score <= maxScore && signal <= maxScore / 2
             && (agrees ? t.agrees : t.disputes) < type(uint8).max;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(
@@ -1115,7 +1131,89 @@ contract LedgerHandler is CheatsBase {
         // the appeal stores the first beacon (the producer's openings) if nobody had
         if (beaconOf[round][caller] == 0) (beaconOf[round][caller],) = beaconNow(round, caller);
         s.appealBlock = _block(); // its committee: the next block's hash; not credited yet
+        s.appellant = caller;
         _hit(APPEALS);
+    }
+
+    /// @dev A voter appeals the first verdict on a submission that would judge its vote lost (a
+    /// dispute of a credited batch, an agreement with a disputed one): mostly such a voter of
+    /// a submission in its appeal window, not appealed, its first beacon known (time moves on
+    /// to the appeal round of one whose first window is still open, when none is in its appeal
+    /// round now: that round is one of few); one call in four a voter of any submission, or any
+    /// actor (a winning, unavailable or absent vote: VoteNotLosing; outside the window:
+    /// NotAppealable; appealed already: AlreadyAppealed).
+    function appealVote(uint256 subSeed, uint256 voterSeed) external {
+        _roll(1);
+        uint256 n = _subs.length;
+        if (n == 0) _refused();
+        uint256 i = subSeed % n;
+        address voter = _actor(voterSeed);
+        if (!_oneIn(subSeed, 4, "any-appeal-vote")) {
+            bool found;
+            (i, voter, found) = _losingVoter(subSeed, voterSeed, false, i, voter);
+            if (!found) (i, voter, found) = _losingVoter(subSeed, voterSeed, true, i, voter);
+        } else if (_votersOf[i].length != 0 && !_oneIn(voterSeed, 2, "stranger-appeal")) {
+            voter = _votersOf[i][(voterSeed >> 8) % _votersOf[i].length];
+        }
+        _appealVote(_subs[i], voter);
+    }
+
+    /// @dev A submission (from `subSeed` on) not appealed, its first beacon known, and a voter of
+    /// it (from `voterSeed` on) whose first vote its first verdict judges lost: in its appeal
+    /// round now, or (`ahead`) with its first window still open, time then moved to the start of
+    /// its appeal round. (i, voter, false) when there is none.
+    function _losingVoter(uint256 subSeed, uint256 voterSeed, bool ahead, uint256 i, address voter)
+        internal
+        returns (uint256, address, bool)
+    {
+        uint256 n = _subs.length;
+        for (uint256 k; k < n; ++k) {
+            uint256 j = (subSeed + k) % n;
+            Sub storage c = _subs[j];
+            bool when = ahead ? _current() <= _close(c.round) : _inAppealWindow(c);
+            if (!when || c.appealBlock != 0) continue;
+            (, bool known) = beaconNow(c.round, c.node);
+            if (!known) continue;
+            address[] storage voters = _votersOf[j];
+            for (uint256 v; v < voters.length; ++v) {
+                address candidate = voters[(voterSeed + v) % voters.length];
+                if (_firstVoteLoses(c, candidate)) {
+                    if (ahead) vm.warp(GENESIS + (uint256(_close(c.round)) + 1) * L);
+                    return (j, candidate, true);
+                }
+            }
+        }
+        return (i, voter, false);
+    }
+
+    function _appealVote(Sub storage s, address voter) internal {
+        (, bool beaconKnown) = beaconNow(s.round, s.node);
+        bool expectOk = _inAppealWindow(s) && s.appealBlock == 0 && _firstVoteLoses(s, voter) && beaconKnown;
+        bool lapsed = _inAppealWindow(s) && s.appealBlock == 0 && _firstVoteLoses(s, voter) && !beaconKnown;
+        vm.prank(voter);
+        (bool ok, bytes memory reason) =
+            address(ledger).call(abi.encodeCall(SwarmLedger.appealVote, (s.round, s.node)));
+        bool refused = _judge("appealVote", expectOk, ok, reason);
+        if (refused && lapsed) {
+            if (bytes4(reason) != SwarmLedger.BeaconLapsed.selector) {
+                _violate(string.concat("appealVote: a lapsed first beacon refused with ", _hex4(reason)));
+            }
+            _hit(APPEALS_LAPSED);
+            return;
+        }
+        if (refused) _refused();
+        if (!ok) return;
+        if (beaconOf[s.round][s.node] == 0) (beaconOf[s.round][s.node],) = beaconNow(s.round, s.node);
+        s.appealBlock = _block();
+        s.appellant = voter;
+        _hit(VOTER_APPEALS);
+    }
+
+    /// @dev Whether the first committee's verdict on `s` would judge `voter`'s first vote lost.
+    function _firstVoteLoses(Sub storage s, address voter) internal view returns (bool) {
+        uint8 side = voteRecord[voter][s.round][s.node] & 3;
+        if (_wins(s.votes)) return side == DISPUTE;
+        return side == AGREE && s.votes.disputeSeats > s.votes.agreeSeats;
     }
 
     /// @dev Judges votes on a submission by its final verdict: mostly one in its settlement
@@ -1199,7 +1297,7 @@ contract LedgerHandler is CheatsBase {
     {
         bool isCredited = credited(s);
         uint8 losing = isCredited ? DISPUTE : disputed(s) ? AGREE : 0;
-        bool appealDecided = isCredited || disputedOnAppeal(s);
+        bool appealDecided = appealDecides(s);
         for (uint256 k; k < list.length; ++k) {
             uint8 record = voteRecord[list[k]][s.round][s.node];
             if (record & JUDGED != 0) _hit(VOTES_JUDGED_ONCE);
@@ -1209,7 +1307,10 @@ contract LedgerHandler is CheatsBase {
             uint8 second = (record >> 2) & 3;
             if (losing != 0 && second == losing && !appealDecided) _hit(UNDECIDED_APPEAL_VOTES_SPARED);
             if (losing != 0 && (first == losing || (appealDecided && second == losing))) {
-                uint256 cut = _slashStake(list[k], SLASH_BPS);
+                bool appellant = s.appealBlock != 0 && s.appellant == list[k];
+                if (appellant) _hit(LOST_VOTER_APPEALS_SLASHED_TWICE);
+                uint256 bps = appellant ? (2 * SLASH_BPS > BPS ? BPS : 2 * SLASH_BPS) : SLASH_BPS;
+                uint256 cut = _slashStake(list[k], bps);
                 total += cut;
                 if (list[k] != caller) byOthers += cut;
                 _hit(LOSING_VOTES_SLASHED);

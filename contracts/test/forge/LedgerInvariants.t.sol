@@ -75,7 +75,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](16);
+        bytes4[] memory actions = new bytes4[](17);
         actions[0] = LedgerHandler.register.selector;
         actions[1] = LedgerHandler.addStake.selector;
         actions[2] = LedgerHandler.requestUnstake.selector;
@@ -92,6 +92,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         actions[13] = LedgerHandler.attestAgreeing.selector;
         actions[14] = LedgerHandler.appeal.selector;
         actions[15] = LedgerHandler.settleVotes.selector;
+        actions[16] = LedgerHandler.appealVote.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }
@@ -207,7 +208,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             _eq(v.disputeSeats, s.votes.disputeSeats, "disputing seats = the disputing checkers' seats");
             _eq(v.unavailableSeats, s.votes.unavailableSeats, "unavailable seats = the seats of the checkers who could not fetch it");
             _eq(v.snapshotBlock, s.snapshotBlock, "a submission's stake snapshot is its block");
-            _eq(v.appealBlock, s.appealBlock, "a submission is appealed once its producer appealed, in that block");
+            _eq(v.appealBlock, s.appealBlock, "a submission is appealed once its producer or a losing voter appealed, in that block");
             SwarmLedger.AppealView memory p = ledger.appealOf(s.round, s.node);
             _eq(p.appealBlock, s.appealBlock, "appealOf reports the appeal's block");
             _eq(p.agrees, s.appealVotes.agrees, "each agreeing vote on an appeal is counted once, on the appeal");
@@ -237,16 +238,16 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     /// No evidence, no credit: a submission that fewer than `quorum` checkers of its deciding
-    /// committee agreed with earns nothing (an appealed one: the appeal's, whatever the first
-    /// committee said), and once its round is final nobody can make it earn (its share is 0 and
-    /// stays 0).
+    /// committee agreed with earns nothing (an appeal that reached a verdict decides, whatever
+    /// the first committee said), and once its round is final nobody can make it earn (its share
+    /// is 0 and stays 0).
     function invariant_noEvidenceNoCredit() public view {
         uint256 n = handler.subCount();
         uint64[] memory one = new uint64[](1);
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
             SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
-            uint256 agrees = v.appealBlock != 0 ? ledger.appealOf(s.round, s.node).agrees : v.agrees;
+            uint256 agrees = handler.appealDecides(s) ? ledger.appealOf(s.round, s.node).agrees : v.agrees;
             if (agrees >= ledger.quorum()) continue;
             _eq(v.credited, 0, "a submission short of its quorum is not credited");
             one[0] = s.round;

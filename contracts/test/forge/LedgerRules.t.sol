@@ -512,6 +512,132 @@ contract LedgerRulesTest is CheatsBase {
         require(ledger.totalSettlerPaid() == 0.02 ether, "only C's cut was ever paid");
     }
 
+    // --------------------------------------------------------------- voter appeals (issue 57)
+
+    /// @dev `voter` appeals P's verdict in block `appealBlock` of round 4; the chain moves past
+    /// the appeal's beacon block, and a beacon is chosen that seats each of `seated`.
+    function _appealAsVoter(address voter, uint256 appealBlock, address[] memory seated) internal {
+        _at(4, appealBlock);
+        vm.prank(voter);
+        ledger.appealVote(0, P);
+        vm.roll(appealBlock + 2);
+        for (uint256 i = 1;; ++i) {
+            require(i < 5_000, "no appeal beacon of 5,000 seats every checker asked for");
+            vm.setBlockhash(appealBlock + 1, keccak256(abi.encode("voter appeal beacon", i)));
+            bool all = true;
+            for (uint256 k; k < seated.length; ++k) {
+                all = all && _appealSeats(seated[k]) != 0;
+            }
+            if (all) break;
+        }
+    }
+
+    function test_aBaitBatchIsAppealedByAnHonestAgreerAndItsDisputersLose() public {
+        // P's honest batch: A agrees, then B and C (P's allies) dispute in the window's last
+        // block, outseating A. Until issue 57 only P could appeal, and P, one of the baiters, did
+        // not: A lost slashBps for an honest vote.
+        _deploy(1);
+        vm.deal(address(this), 1 ether);
+        ledger.fund{value: 1 ether}();
+        _agree(A);
+        _dispute(B);
+        _dispute(C);
+        require(_credited() == 0, "2 disputing seats vs 1 agreeing: disputed");
+        _appealAsVoter(A, 130, _list(A, D, D));
+        (uint8 first,,) = ledger.voteOf(A, 0, P);
+        require(first == 1 && ledger.appealOf(0, P).appealBlock == 130, "A's appeal is the submission's");
+        _agree(A);
+        _agree(D);
+        require(_credited() == 20_000, "the appeal's committee credits it");
+        _at(6, 200);
+        _settle();
+        require(ledger.nodeInfo(P).activeStake == 2 ether, "credited on appeal: nobody slashes the producer");
+        _settleVotes(_list(A, B, C));
+        _settleVotes(_list(D, D, A));
+        require(ledger.nodeInfo(B).activeStake == 1.8 ether, "B's dispute lost");
+        require(ledger.nodeInfo(C).activeStake == 1.8 ether, "C's dispute lost");
+        require(ledger.nodeInfo(A).activeStake == 2 ether, "the honest agreer keeps its stake");
+        require(ledger.totalSlashed() == 0.4 ether, "only the baiters lost");
+    }
+
+    function test_onlyAVoteTheFirstVerdictJudgesLostMayBeAppealed() public {
+        _deploy(1);
+        _agree(A);
+        _dispute(B);
+        _unavailable(C);
+        require(_credited() == 0, "1 agreeing vs 1 + 1: not credited, and not disputed (1 vs 1)");
+        bytes memory appealP = abi.encodeCall(SwarmLedger.appealVote, (0, P));
+        _at(4, 130);
+        require(_refusal(A, appealP) == SwarmLedger.VoteNotLosing.selector, "A's agreement loses nothing");
+        require(_refusal(B, appealP) == SwarmLedger.VoteNotLosing.selector, "nor B's dispute");
+        require(_refusal(C, appealP) == SwarmLedger.VoteNotLosing.selector, "an unavailable vote never loses");
+        require(_refusal(D, appealP) == SwarmLedger.VoteNotLosing.selector, "nor does a vote never cast");
+        bytes memory appealNone = abi.encodeCall(SwarmLedger.appealVote, (0, A));
+        require(_refusal(B, appealNone) == SwarmLedger.NoSubmission.selector, "a submission there is");
+    }
+
+    function test_aLostVoterAppealCostsItsVoterTwiceAndTheProducerNothing() public {
+        _deploy(1);
+        _agree(A);
+        _dispute(B); // a tie: credited, so B's dispute would lose
+        require(_credited() == 20_000, "credited");
+        bytes memory appealP = abi.encodeCall(SwarmLedger.appealVote, (0, P));
+        _at(3, 125);
+        require(_refusal(B, appealP) == SwarmLedger.NotAppealable.selector, "not in the challenge window");
+        _appealAsVoter(B, 130, _list(A, C, C));
+        require(_refusal(A, appealP) == SwarmLedger.AlreadyAppealed.selector, "once per submission");
+        require(
+            _refusal(P, abi.encodeCall(SwarmLedger.appeal, (0))) == SwarmLedger.AlreadyAppealed.selector,
+            "the producer's appeal too"
+        );
+        require(_credited() == 20_000, "until the appeal's committee decides, the first verdict stands");
+        _agree(A);
+        _agree(C);
+        require(_credited() == 20_000, "the appeal's committee credits it too");
+        _at(6, 200);
+        _settle();
+        require(ledger.nodeInfo(P).activeStake == 2 ether, "credited: the producer keeps its stake");
+        _settleVotes(_list(A, B, C));
+        require(ledger.nodeInfo(B).activeStake == 1.6 ether, "B appealed and lost: twice slashBps");
+        require(ledger.totalSlashed() == 0.4 ether, "nobody else lost");
+    }
+
+    function test_aVoterAppealUpheldSlashesTheProducerOnceAndItsAgreersLose() public {
+        // a forgery the first committee credited (A agreed), B disputed and appealed: the appeal's
+        // committee disputes it; P did not ask for the second draw, so it loses slashBps, once
+        _deploy(1);
+        _agree(A);
+        _dispute(B);
+        require(_credited() == 20_000, "a tie: credited");
+        _appealAsVoter(B, 130, _list(B, C, D));
+        _dispute(B);
+        require(_credited() == 0, "one appellate dispute decides: credit removed");
+        (uint256 total,) = ledger.roundInfo(0);
+        require(total == 0, "and the round's total follows");
+        _dispute(C);
+        _at(6, 200);
+        _settle();
+        require(ledger.nodeInfo(P).activeStake == 1.8 ether, "disputed on a voter's appeal: slashBps, once");
+        _settleVotes(_list(A, B, C));
+        require(ledger.nodeInfo(A).activeStake == 1.8 ether, "A agreed with a disputed batch: it lost");
+        require(ledger.nodeInfo(B).activeStake == 2 ether, "the appellant won");
+        require(ledger.nodeInfo(C).activeStake == 2 ether, "and so did C");
+    }
+
+    function test_aClaimNoBatchCanHoldIsRefused() public {
+        _deploy(1);
+        vm.roll(120);
+        bytes memory tooMany = abi.encodeCall(SwarmLedger.submit, (0, keccak256("a"), 65_537, 0, 0));
+        require(_refusal(A, tooMany) == SwarmLedger.TooManyRollouts.selector, "over 1,024 x 64 rollouts");
+        // 8 rollouts carry at most 4 score units of signal (half of each group right)
+        bytes memory overSignal = abi.encodeCall(SwarmLedger.submit, (0, keccak256("a"), 8, 40_000, 40_001));
+        require(_refusal(A, overSignal) == SwarmLedger.SignalOutOfRange.selector, "signal over rollouts x 0.5");
+        vm.prank(A);
+        ledger.submit(0, keccak256("a"), 65_536, 0, 65_536 * 5_000);
+        bytes memory overVote = abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 40_001, 0));
+        require(_refusal(B, overVote) == SwarmLedger.SignalOutOfRange.selector, "an attested signal too");
+    }
+
     function test_aVerdictNeitherCreditedNorDisputedJudgesNoVoteLost() public {
         _deploy(1);
         _agree(A);
