@@ -61,7 +61,10 @@ def test_roles_expand_and_pair() -> None:
         "cartel",
         "cartel",
         "cartel",
+        "baiter",
+        "baiter",
     ]
+    assert expand(["baiters"]) == ["baiter", "baiter"]
     roles = [HONEST, "colluder", "cartel", "copycat", "colluder", "cartel", "cartel"]
     assert partners(roles, list("abcdefg")) == {
         1: ["e"],

@@ -652,7 +652,9 @@ class DevnetSection(Section):
         "tolerance), logprob-liar (honest samples whose log-probs claim each token an unlikely "
         "draw, so that learners weigh them up), nan-weights (hand-made groups opening a "
         "checkpoint with a NaN value), poison-token (hand-made groups whose token ids start "
-        "past the vocabulary), or all (every strategy but the whale, the "
+        "past the vocabulary), baiters (two honest producers, each disputing the other's batch "
+        "in the window's last round when it out-seats the agreers), or all (every strategy but "
+        "the whale, the "
         "sybils and the stake mover, whose stake would change the others' world)",
     )
     node_stake: Wei | None = Field(

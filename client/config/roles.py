@@ -25,6 +25,7 @@ class Role(StrEnum):
     PADDER = "padder"  # samples honestly, pads with zero-signal groups, claims the tolerance
     LOGPROB_LIAR = "logprob-liar"  # samples honestly, claims its tokens were unlikely draws
     NAN_WEIGHTS = "nan-weights"  # the mixed farmer's batches, opening a checkpoint with a NaN
+    BAITER = "baiter"  # honest batches whose allies dispute them when they outseat the agreers
     POISON_TOKEN = "poison-token"  # noqa: S105 - the mixed farmer's, led by an id off the vocab
 
 
@@ -32,9 +33,10 @@ HONEST = Role.HONEST
 STRATEGIES = tuple(role for role in Role if role is not Role.HONEST)
 CARTEL = 3  # cartel members: each free claim gets 2 agreeing votes, the devnet's quorum Q
 SYBILS = (4, 2, 1)  # a sybil set's identities, and how the set's stake is split among them
+BAITERS = 2  # a bait set: each submits honest batches, the others dispute them when they can win
 # what `--adversary` and [devnet].adversaries accept: a strategy, `colluders` (a pair of colluder
-# nodes), `cartel` (CARTEL nodes vouching for each other) or `all` (one node of each other
-# strategy, a colluder pair and a cartel)
+# nodes), `cartel` (CARTEL nodes vouching for each other), `baiters` (BAITERS bait nodes) or `all`
+# (one node of each other strategy, a colluder pair, a cartel and a bait set)
 CHOICES = (
     "free-claim",
     "answer-farmer",
@@ -51,6 +53,7 @@ CHOICES = (
     "logprob-liar",
     "nan-weights",
     "poison-token",
+    "baiters",
     "all",
 )
 SINGLE = (
@@ -74,13 +77,21 @@ def expand(names: list[str]) -> list[Role]:
         if name not in CHOICES:
             raise ValueError(f"unknown adversary {name!r}: expected one of {', '.join(CHOICES)}")
         if name == "all":
-            nodes += [*map(Role, SINGLE), Role.COLLUDER, Role.COLLUDER, *[Role.CARTEL] * CARTEL]
+            nodes += [
+                *map(Role, SINGLE),
+                Role.COLLUDER,
+                Role.COLLUDER,
+                *[Role.CARTEL] * CARTEL,
+                *[Role.BAITER] * BAITERS,
+            ]
         elif name == "colluders":
             nodes += [Role.COLLUDER, Role.COLLUDER]
         elif name == "cartel":
             nodes += [Role.CARTEL] * CARTEL
         elif name == "sybils":
             nodes += [Role.SYBIL] * len(SYBILS)
+        elif name == "baiters":
+            nodes += [Role.BAITER] * BAITERS
         else:
             nodes.append(Role(name))
     return nodes
@@ -94,7 +105,7 @@ def partners(roles: list[Role], addresses: list[str]) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for a, b in zip(colluders[::2], colluders[1::2], strict=True):
         found[a], found[b] = [addresses[b]], [addresses[a]]
-    for role in (Role.CARTEL, Role.SYBIL):
+    for role in (Role.CARTEL, Role.SYBIL, Role.BAITER):
         members = [i for i, r in enumerate(roles) if r == role]
         for i in members:
             found[i] = [addresses[j] for j in members if j != i]

@@ -56,6 +56,13 @@ what the honest nodes did about it.
                  vocabulary: decoding drops it, so the text check passes, and the teacher-forced
                  pass over it raised (issue 57: the checker's intake stopped, and again after a
                  restart; a learner that trained on the ids stopped the same way)
+  baiter         one of a bait set (`--adversary baiters`: roles.BAITERS, 2): each samples and
+                 submits honest batches (every check passes) and never appeals; in the last round
+                 of the first committee's window on a partner's batch, it disputes it when the
+                 set's seats outnumber the seats that agreed, so the batch ends disputed and the
+                 honest agreers' votes would be judged lost (issue 57: at a third of stake about
+                 9% of bait batches fired); an honest agreer's client appeals such a verdict
+                 (`appealVote`) and the appeal's committee judges the set's disputes
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -137,9 +144,9 @@ class Adversary:
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
-        if (strategy in ("colluder", "cartel", "sybil")) != bool(partners):
+        if (strategy in ("colluder", "cartel", "sybil", "baiter")) != bool(partners):
             raise ValueError(
-                "a colluder, cartel or sybil member needs partners, and only they have any"
+                "a colluder, cartel, sybil or bait member needs partners, and only they have any"
             )
         self.cfg = cfg
         self.ledger = ledger
@@ -166,6 +173,7 @@ class Adversary:
         self.appealed: set[tuple[int, str]] = set()  # others' appealed submissions
         self.copied: set[str] = set()  # digests we copied (or tried to)
         self.moved: set[tuple[int, str]] = set()  # (round, node) a stake mover's seats read
+        self.baited: set[tuple[int, str, bool]] = set()  # (round, partner, appeal) looked at
         self.lent = 0  # wei a stake mover added and has not requested unstaked yet
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
@@ -210,6 +218,8 @@ class Adversary:
                 self.pad(current)
             elif self.strategy == "logprob-liar":
                 self.pad(current, local_rounds=LIAR_ROUNDS, lie=True)
+            elif self.strategy == "baiter":
+                self.pad(current, local_rounds=LIAR_ROUNDS, honest=True)
             else:
                 withhold = self.strategy == "withholder"
                 self.farm(
@@ -219,7 +229,9 @@ class Adversary:
                     nan=self.strategy == "nan-weights",
                     poison=self.strategy == "poison-token",
                 )
-        if self.partners:
+        if self.strategy == "baiter":
+            self.bait(current)
+        elif self.partners:
             self.vouch(current)
         if self.strategy == "sybil":
             self.grief(current)
@@ -279,12 +291,15 @@ class Adversary:
             parts.append(LocalRound(k=k, weights=weights, items=part_items))
         self._seal(round_, parts)
 
-    def pad(self, round_: int, *, local_rounds: int = PADDED, lie: bool = False) -> None:
+    def pad(
+        self, round_: int, *, local_rounds: int = PADDED, lie: bool = False, honest: bool = False
+    ) -> None:
         """Pins and submits a batch it sampled honestly from the seed checkpoint, PADDED local
         rounds long (as many as fit), claiming its learning signal plus the tolerance v3
         allowed: agree_tolerance_bps of the batch's maximal score. `lie` (a logprob-liar): local
         rounds until one has learning signal (a batch that claims none earns nothing, whatever
-        its checkers find), its true signal claimed, every token's log-prob LIAR_LOGPROB."""
+        its checkers find), its true signal claimed, every token's log-prob LIAR_LOGPROB.
+        `honest` (a baiter): the same rounds, and nothing false: the batch every check passes."""
         from client.node.rollouts import generate_local_round
         from client.policy.generate import make_backend
 
@@ -317,7 +332,7 @@ class Adversary:
                     weights=weights,
                 ).part
             )
-            if lie and batch_signal(item.rewards for item in parts[-1].items) > 0:
+            if (lie or honest) and batch_signal(item.rewards for item in parts[-1].items) > 0:
                 break
         if lie:
             parts = [
@@ -338,7 +353,7 @@ class Adversary:
                 )
                 for part in parts
             ]
-        self._seal(round_, parts, padded=not lie)
+        self._seal(round_, parts, padded=not (lie or honest))
 
     def copy(self, current: int) -> None:
         """Re-encodes a peer's batch of a past round still open to submissions under our
@@ -418,6 +433,71 @@ class Adversary:
                     gas=tx.gas_used,
                 )
 
+    def bait(self, current: int) -> None:
+        """In the last round of the first committee's window on a partner's (honest) batch,
+        disputes it when the bait set's seats on that committee, with the disputes cast already,
+        outnumber the seats that agreed: the batch is then disputed, and every honest checker
+        that agreed with it would lose slashBps at settleVotes (the producer does not appeal).
+        Only a voter's appeal (`appealVote`) by an honest agreer overturns it. Also disputes the
+        partner's appeal when drawn on its committee."""
+        rounds = range(
+            max(0, current - self.params.submit_rounds - self.params.challenge_rounds - 2),
+            current + 1,
+        )
+        for round_ in rounds:
+            last = self.params.close(round_) == current
+            for partner in self.partners:
+                sub = self.ledger.submission(round_, partner)
+                if (round_, partner, sub.appealed) in self.baited:
+                    continue
+                if not sub.exists or not self.ledger.beacon(round_, partner).ready:
+                    continue
+                if sub.appealed:  # on the appeal's committee, once its beacon is known
+                    appeal = self.ledger.appeal_of(round_, partner)
+                    if appeal is None or not appeal.ready:
+                        continue
+                    self.baited.add((round_, partner, sub.appealed))
+                    if self.ledger.seats_of(round_, partner, self.address, True):
+                        self._dispute(round_, partner, sub, "its appeal")
+                    continue
+                if not last:
+                    continue
+                mine = self.ledger.seats_of(round_, partner, self.address)
+                allies = sum(  # the set's other seats not cast yet (cast ones are disputes)
+                    self.ledger.seats_of(round_, partner, a)
+                    for a in self.partners
+                    if a != partner and self.ledger.vote_of(a, round_, partner)[0] == 0
+                )
+                self.baited.add((round_, partner, sub.appealed))
+                if not mine or sub.agrees == 0:
+                    continue
+                if mine + allies + sub.dispute_seats > sub.agree_seats:
+                    self._dispute(round_, partner, sub, "bait")
+                else:
+                    self.events.emit(
+                        Event.ADVERSARY_MOVE,
+                        f"{self.strategy}: {partner}'s batch of round {round_}: "
+                        f"{sub.agree_seats} agreeing seats, ours {mine + allies}: not baited",
+                        round=round_,
+                        move="no-bait",
+                    )
+
+    def _dispute(self, round_: int, node: str, sub, why: str) -> None:
+        signal = sub.signal + 1 if sub.signal < sub.rollouts * SCORE_SCALE // 2 else 0
+        try:
+            tx = self.ledger.attest(round_, node, 0, signal, GENERATION)
+        except ChainError as exc:  # e.g. the window closed meanwhile
+            log.info("%s: could not dispute %s's round %s: %s", self.strategy, node, round_, exc)
+            return
+        self.events.emit(
+            Event.ADVERSARY_MOVE,
+            f"{self.strategy}: disputed {node}'s honest batch of round {round_} ({why})",
+            round=round_,
+            move="dispute",
+            node=node,
+            gas=tx.gas_used,
+        )
+
     def grief(self, current: int) -> None:
         """Disputes every peer submission still open to attestation that the beacon draws us
         to check: attests score 0, a signal one unit off the claim and the generation finding,
@@ -449,7 +529,7 @@ class Adversary:
             claim = self.ledger.submission(round_, node)
             # a signal off the claim by one unit: a dispute whatever was claimed (zeros would
             # agree with a batch that claims nothing)
-            signal = claim.signal + 1 if claim.signal < claim.rollouts * SCORE_SCALE else 0
+            signal = claim.signal + 1 if claim.signal < claim.rollouts * SCORE_SCALE // 2 else 0
             try:
                 tx = self.ledger.attest(round_, node, 0, signal, GENERATION)
             except ChainError as exc:  # e.g. the window closed meanwhile
@@ -577,7 +657,7 @@ class Adversary:
         signal = batch.signal
         if padded:
             top = batch.rollouts * SCORE_SCALE
-            signal = min(top, signal + max(1, top * self.params.agree_tolerance_bps // 10_000))
+            signal = min(top // 2, signal + max(1, top * self.params.agree_tolerance_bps // 10_000))
         self._submit(
             round_, "0x" + batch.digest().hex(), batch.rollouts, batch.score, signal, cid=cid
         )

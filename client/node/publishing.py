@@ -301,7 +301,10 @@ class Publisher(Stage):
             self._settle(entry)
             return
         if entry.kind == OutboxKind.APPEAL:
-            self._appeal(entry)
+            if p.get("node", self.address) != self.address:
+                self._appeal_vote(entry)
+            else:
+                self._appeal(entry)
             return
         peer = p["node"]
         if self.ledger.has_attested(self.address, round_, peer):
@@ -325,6 +328,13 @@ class Publisher(Stage):
             ) + (" on its appeal" if p.get("appeal") else "")
             event = Event.PEER_ATTESTED
         self.health.chain(True)
+        if entry.kind == OutboxKind.ATTEST and not p.get("appeal"):
+            # queued before the vote is marked done: if the first committee's verdict goes
+            # against this vote (a bait batch's allies outseat us, or a forgery is credited),
+            # it is appealed once that committee's window closes
+            self.journal.enqueue(
+                f"appeal-of:{round_}:{peer}", OutboxKind.APPEAL, round_, {"node": peer}
+            )
         self.journal.done(entry.key, result.tx_hash)
         self.events.emit(
             event,
@@ -529,6 +539,68 @@ class Publisher(Stage):
             {"node": self.address, "block": sub.appeal_block + 1, "appeal": True},
         )
         self.journal.done(entry.key, result.tx_hash if not appealed and result else None)
+
+    def _appeal_vote(self, entry: OutboxEntry) -> None:
+        """Appeals the first committee's verdict on a peer's batch we voted on, once that
+        committee's window has closed (`_due`), when the verdict judges our vote lost: we
+        disputed a batch it credited, or agreed with one more seats disputed (`appealVote`).
+        Our vote is what our own check found, so the verdict is what is wrong: a bait batch
+        (its producer's allies dispute it in the last block, outseating the honest agreers) or a
+        forgery its allies credited. Done without an appeal when our vote stands, or when the
+        batch was appealed already (its appeal's committee then judges every vote)."""
+        round_, node = entry.round, entry.payload["node"]
+        sub = self.ledger.submission(round_, node)
+        self.health.chain(True)
+        if not sub.exists or sub.appealed:
+            self.journal.done(entry.key)
+            return
+        first, _, _ = self.ledger.vote_of(self.address, round_, node)
+        # the first committee's verdict as the ledger reads it (`_wins`): a batch that claims no
+        # signal is credited 0 and yet won
+        won = (
+            sub.agrees >= self.params.quorum
+            and sub.agree_seats >= sub.dispute_seats + sub.unavailable_seats
+        )
+        loses = (
+            first == VoteSide.DISPUTED
+            if won
+            else first == VoteSide.AGREED and sub.dispute_seats > sub.agree_seats
+        )
+        if not loses:
+            self.journal.done(entry.key)
+            return
+        if not self.params.appeal_open(round_, self.current_round()):
+            self._give_up(entry, "the appeal window closed before our appeal could go")
+            return
+        try:
+            result = self.ledger.appeal_vote(round_, node)
+        except AlreadyAppealed:  # the producer, another voter or our earlier attempt
+            result = None
+        appealed = self.ledger.submission(round_, node)
+        if appealed.appealed:  # its committee's beacon stored if no appellate vote does
+            self.journal.enqueue(
+                f"draw:{round_}:{node}:appeal",
+                OutboxKind.DRAW,
+                round_,
+                {"node": node, "block": appealed.appeal_block + 1, "appeal": True},
+            )
+            # settled by us once final, and the votes that lost against the appeal's verdict
+            # judged (the bait set's disputes): its producer would not do it
+            self.journal.enqueue(
+                f"settle:{round_}:{node}", OutboxKind.SETTLE, round_, {"node": node}
+            )
+        side = "disputed it, and it was credited" if won else "agreed, and it was disputed"
+        self.events.emit(
+            Event.ROUND_APPEALED,
+            f"round {round_}: we {side} ({sub.agree_seats} agreeing seats, {sub.dispute_seats} "
+            f"disputing): {node[:10]}…'s verdict appealed to a larger committee",
+            logging.WARNING,
+            round=round_,
+            node=node,
+            appealed=result is not None,
+            tx_hash=result.tx_hash if result else None,
+        )
+        self.journal.done(entry.key, result.tx_hash if result else None)
 
     def _recheck(self, round_: int) -> tuple[bool, str]:
         """Runs the checkers' verification on our own batch of `round_`, as pinned: whether
