@@ -1000,8 +1000,8 @@ contract SwarmLedger {
     /// @notice Judges the listed voters' votes on `node`'s submission of `round` by its final
     /// verdict: a vote that lost (a dispute of a credited submission, or an agreement with a
     /// disputed one, by the first committee or the appeal's) costs its voter slashBps of its
-    /// stake (twice that when the voter appealed the first verdict: `appealVote`), active first,
-    /// then unbonding, moved to the reward pool. The appeal's votes are
+    /// stake (twice that when the voter appealed the first verdict, `appealVote`, and the appeal's
+    /// committee decided against it), active first, then unbonding, moved to the reward pool. The appeal's votes are
     /// judged only when the appeal reached the verdict; when it reached none and the first
     /// committee's dispute stands, only the first committee's votes are. Unavailable votes, and
     /// every vote on a submission neither credited nor disputed, never lose. Open in the
@@ -1034,7 +1034,7 @@ contract SwarmLedger {
             _votes[voter][round][node] = record | VOTE_SETTLED;
             uint8 second = appealDecided ? (record >> 2) & 3 : 0;
             bool lost = losing != 0 && (record & 3 == losing || second == losing);
-            uint256 bps = record & VOTE_APPELLANT != 0 ? 2 * uint256(slashBps) : slashBps;
+            uint256 bps = appealDecided && record & VOTE_APPELLANT != 0 ? 2 * uint256(slashBps) : slashBps;
             uint256 slashed = lost ? _slash(voter, round, bps > BPS ? BPS : bps) : 0;
             if (voter != msg.sender) cutFrom += slashed;
             emit VoteSettled(round, node, voter, lost, slashed);

@@ -1307,7 +1307,7 @@ contract LedgerHandler is CheatsBase {
             uint8 second = (record >> 2) & 3;
             if (losing != 0 && second == losing && !appealDecided) _hit(UNDECIDED_APPEAL_VOTES_SPARED);
             if (losing != 0 && (first == losing || (appealDecided && second == losing))) {
-                bool appellant = s.appealBlock != 0 && s.appellant == list[k];
+                bool appellant = appealDecided && s.appellant == list[k]; // its appeal decided against it
                 if (appellant) _hit(LOST_VOTER_APPEALS_SLASHED_TWICE);
                 uint256 bps = appellant ? (2 * SLASH_BPS > BPS ? BPS : 2 * SLASH_BPS) : SLASH_BPS;
                 uint256 cut = _slashStake(list[k], bps);

@@ -602,6 +602,24 @@ contract LedgerRulesTest is CheatsBase {
         require(ledger.totalSlashed() == 0.4 ether, "nobody else lost");
     }
 
+    function test_aVoterAppealWithoutAVerdictCostsItsVoterOnce() public {
+        // B disputes a batch A's agreement credits (a tie) and appeals; nobody votes on the
+        // appeal, so the first verdict stands and B's dispute loses slashBps, once: the appeal's
+        // committee never ruled against B (allies voting unavailable on a bait batch's appeal
+        // must not double an honest appellant's loss)
+        _deploy(1);
+        _agree(A);
+        _dispute(B);
+        require(_credited() == 20_000, "a tie: credited");
+        _appealAsVoter(B, 130, _list(A, C, C));
+        _at(6, 200);
+        _settle();
+        _settleVotes(_list(A, B, C));
+        require(ledger.nodeInfo(B).activeStake == 1.8 ether, "B's dispute lost: slashBps, once");
+        require(ledger.nodeInfo(A).activeStake == 2 ether, "A's agreement stands");
+        require(ledger.totalSlashed() == 0.2 ether, "nobody else lost");
+    }
+
     function test_aVoterAppealUpheldSlashesTheProducerOnceAndItsAgreersLose() public {
         // a forgery the first committee credited (A agreed), B disputed and appealed: the appeal's
         // committee disputes it; P did not ask for the second draw, so it loses slashBps, once
