@@ -163,6 +163,14 @@ class Tally(ChainModel):
     disputes: int
     unavailable: int
 
+    def wins(self, quorum: int) -> bool:
+        """The ledger's verdict for credit (SwarmLedger._wins): `quorum` checkers agreed and
+        their seats are at least those that disputed plus those that found nothing to fetch
+        (true of a batch that claims no signal too, which is credited 0)."""
+        return self.agrees >= quorum and self.agree_seats >= (
+            self.dispute_seats + self.unavailable_seats
+        )
+
 
 class Appeal(Beacon, Tally):
     """A producer's appeal of its submission: its block, the beacon that draws the appeal's

@@ -555,12 +555,7 @@ class Publisher(Stage):
             self.journal.done(entry.key)
             return
         first, _, _ = self.ledger.vote_of(self.address, round_, node)
-        # the first committee's verdict as the ledger reads it (`_wins`): a batch that claims no
-        # signal is credited 0 and yet won
-        won = (
-            sub.agrees >= self.params.quorum
-            and sub.agree_seats >= sub.dispute_seats + sub.unavailable_seats
-        )
+        won = sub.wins(self.params.quorum)  # the first committee's tally: `sub`'s own fields
         loses = (
             first == VoteSide.DISPUTED
             if won
