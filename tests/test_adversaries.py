@@ -40,6 +40,8 @@ STRATEGIES = [
     "logprob-liar",
     "nan-weights",
     "poison-token",
+    "concentrator",
+    "splitter",
     "colluders",
 ]
 
@@ -56,6 +58,8 @@ def test_roles_expand_and_pair() -> None:
         "logprob-liar",
         "nan-weights",
         "poison-token",
+        "concentrator",
+        "splitter",
         "colluder",
         "colluder",
         "cartel",
@@ -92,6 +96,14 @@ def test_a_sybil_set_holds_its_share_of_stake_split_unequally_and_a_whale_its_ow
     assert stakes[:9] == [20 * eth] * 9 and stakes[13] == 20 * eth  # the mover moves later
     assert abs(sum(sybils) / total - 0.10) < 1e-9 and abs(whale / total - 0.10) < 1e-9
     assert abs(sybils[0] - 2 * sybils[1]) <= 2 and abs(sybils[1] - 2 * sybils[2]) <= 2  # 4:2:1
+    # adversaries below the honest nodes' stake (the honest majority the rules assume); a whale
+    # still holds its share of all of it
+    roles = [Role.HONEST] * 3 + [Role.CARTEL] * 3 + [Role.WHALE]
+    held = initial_stakes(roles, eth, 0.10, node_stake=12 * eth, adversary_stake=eth)
+    assert held[:6] == [12 * eth] * 3 + [eth] * 3
+    assert abs(held[6] / sum(held) - 0.10) < 1e-9
+    with pytest.raises(ValueError, match=r"adversary_stake is .* under \[ledger\]\.min_stake"):
+        initial_stakes(roles, eth, 0.1, adversary_stake=eth // 2)
     # on a devnet too small for the split, each identity still holds minStake
     assert min(initial_stakes([Role.HONEST, Role.SYBIL, Role.SYBIL, Role.SYBIL], eth, 0.1)) == eth
     with pytest.raises(ValueError, match=r"node_stake is .* under \[ledger\]\.min_stake"):
@@ -101,7 +113,7 @@ def test_a_sybil_set_holds_its_share_of_stake_split_unequally_and_a_whale_its_ow
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     root = tmp_path_factory.mktemp("adversaries")
-    extra = {"sapo": {"unavailable_after": 2}, "devnet": {"accounts": 14}}
+    extra = {"sapo": {"unavailable_after": 2}, "devnet": {"accounts": 16}}
     with warp_world(root, seed_test, ROUND_S, W, C, adversaries=expand(STRATEGIES), **extra) as w:
         yield w
 
@@ -168,6 +180,9 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             # past the vocabulary stopped each checker's intake before it could vote
             "nan-weights": dict(agrees=0, disputes=2, unavailable=0),
             "poison-token": dict(agrees=0, disputes=2, unavailable=0),
+            # issue 57: its forged local round holds nearly all its signal, so the beacon opens
+            # it, and the batch is never served: no credit, and nobody to slash
+            "concentrator": dict(agrees=0, disputes=0, unavailable=2),
         } | {
             name: dict(agrees=1, disputes=0, unavailable=2)  # its partner's vote: not enough
             for name in adversaries
@@ -181,6 +196,16 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
                 for n, v in expected.items()
             ) and all(ledger.submission(round_, n.address).agrees >= 1 for n in honest)
 
+        splitter = adversaries["splitter"]
+        wait_until(  # it serves (or withholds) once the beacon is known
+            lambda: splitter.step(round_ + 1) or round_ in splitter.outcomes,
+            what="the splitter's decision",
+        )
+        served = splitter.outcomes[round_] == "served"
+        # issue 57: each checker re-drew rows of its own, and the splitter served exactly when
+        # the committee would split; now every checker re-draws the same groups, and both vote
+        # alike: both agree when the forged row is not opened, both unavailable when withheld
+        expected["splitter"] = dict(agrees=2 * served, disputes=0, unavailable=2 * (not served))
         wait_until(voted, timeout_s=120, what="every checker's vote on every batch")
         assert all(thread.is_alive() for thread in threads), "an honest node stopped"
         for node in honest:  # ... and says why each hostile batch failed, in its journal
@@ -237,6 +262,9 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
         hostile = auditor.submission(round_, addr[name])
         assert subs[name].signal > 0 and subs[name].credited == 0
         assert [(v.vote, v.findings) for v in hostile.attestations] == [("dispute", GENERATION)] * 2
+    concentrated = adversaries["concentrator"]
+    assert concentrated.outcomes[round_] == "withheld" and subs["concentrator"].credited == 0
+    assert (subs["splitter"].credited > 0) == served, subs["splitter"]
     cat = auditor.submission(round_, copycat.address)
     assert all(v.vote == "dispute" and v.findings & FOREIGN_TASKS for v in cat.attestations)
 
@@ -256,10 +284,16 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
         stake = ledger.node_info(addr[name]).active_stake
         ledger.settle(round_, addr[name])
         assert ledger.node_info(addr[name]).active_stake == stake * 9 // 10, name
+    for name in ("concentrator", "splitter"):  # a batch withheld whole is only unavailable
+        stake = ledger.node_info(addr[name]).active_stake
+        ledger.settle(round_, addr[name])
+        assert ledger.node_info(addr[name]).active_stake == stake, name
     lucky = 0  # what a colluder whose partner out-seated the honest checkers is owed
     for name, address in addr.items():
         owed = ledger.claimable(address, [round_])
-        assert owed == 0 or (name in colluders and subs[name].credited), name
+        # a splitter whose forged row was not opened is paid for its batch, the row included
+        # (scripts/forging-odds: a bet it loses on average)
+        assert owed == 0 or (name in [*colluders, "splitter"] and subs[name].credited), name
         lucky += owed
     shares = [ledger.claimable(n.address, [round_]) for n in honest]
     assert all(share > 0 for share in shares)

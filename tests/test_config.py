@@ -113,7 +113,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ("[devnet]\nnodes = 12\naccounts = 10\n", "accounts (10) must be at least nodes + 1"),
         (
             '[devnet]\nnodes = 4\nadversaries = ["all"]\n',
-            "accounts (10) must be at least nodes + adversary nodes + 1 (22)",
+            "accounts (10) must be at least nodes + adversary nodes + 1 (24)",
         ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
@@ -298,14 +298,14 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     # two nodes: each batch has one possible checker, so a quorum of 2 could never be met
     small, notes = apply_options(devnet, 2, None, None)
     assert small.ledger.quorum == 1
-    # 3 honest + 17 adversary nodes with K = 64: a node holds no seat on a batch with chance
-    # (19/20)^64 = 3.8%, and an honest batch could seat too few honest checkers, so K is raised
+    # 3 honest + 19 adversary nodes with K = 64: a node holds no seat on a batch with chance
+    # (21/22)^64 = 5%, and an honest batch could seat too few honest checkers, so K is raised
     # until every node holds a seat but once in a million, at most to the ledger's 255 trials
-    # ((19/20)^255 = 2e-6 here); accounts for all of them
+    # ((21/22)^255 = 7.0e-6 here); accounts for all of them
     attacked, more = apply_options(devnet, None, None, None, ["all"])
     assert (attacked.ledger.checkers, attacked.ledger.quorum) == (255, 2)
-    assert (19 / 20) ** 255 < 3e-6
-    assert attacked.devnet.accounts >= 21 and attacked.devnet.adversary_roles()[-1] == "baiter"
+    assert (21 / 22) ** 255 < 8e-6
+    assert attacked.devnet.accounts >= 23 and attacked.devnet.adversary_roles()[-1] == "baiter"
     assert any("[ledger].quorum 2 lowered to 1" in n for n in notes), notes
     assert any("[ledger].checkers 64 raised to 255" in n for n in more), more
     # the default devnet (3 nodes, K = 64) is left as it is: (2/3)^64 = 5e-12

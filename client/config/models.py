@@ -652,7 +652,10 @@ class DevnetSection(Section):
         "tolerance), logprob-liar (honest samples whose log-probs claim each token an unlikely "
         "draw, so that learners weigh them up), nan-weights (hand-made groups opening a "
         "checkpoint with a NaN value), poison-token (hand-made groups whose token ids start "
-        "past the vocabulary), baiters (two honest producers, each disputing the other's batch "
+        "past the vocabulary), concentrator (one forged local round beside one-item honest "
+        "ones, the batch withheld when the beacon opens a forged group), splitter (one forged "
+        "row in an honest batch, withheld when re-drawn), baiters (two honest producers, each "
+        "disputing the other's batch "
         "in the window's last round when it out-seats the agreers), or all (every strategy but "
         "the whale, the "
         "sybils and the stake mover, whose stake would change the others' world)",
@@ -661,6 +664,12 @@ class DevnetSection(Section):
         None,
         description="what each node registers with (default 2 x [ledger].min_stake; at least "
         "min_stake); the heavy adversaries hold whale_share of all stake whatever it is",
+    )
+    adversary_stake: Wei | None = Field(
+        None,
+        description="what each adversary node registers with (default node_stake; at least "
+        "min_stake): below node_stake, the honest nodes hold most of the stake, which the rules "
+        "assume (scripts/attack-table --adversary-stake)",
     )
     whale_share: float = Field(
         0.10,

@@ -27,6 +27,8 @@ class Role(StrEnum):
     NAN_WEIGHTS = "nan-weights"  # the mixed farmer's batches, opening a checkpoint with a NaN
     BAITER = "baiter"  # honest batches whose allies dispute them when they outseat the agreers
     POISON_TOKEN = "poison-token"  # noqa: S105 - the mixed farmer's, led by an id off the vocab
+    CONCENTRATOR = "concentrator"  # a forged round beside one-item honest ones, held if opened
+    SPLITTER = "splitter"  # one forged row in an honest batch, held if re-drawn
 
 
 HONEST = Role.HONEST
@@ -53,6 +55,8 @@ CHOICES = (
     "logprob-liar",
     "nan-weights",
     "poison-token",
+    "concentrator",
+    "splitter",
     "baiters",
     "all",
 )
@@ -67,6 +71,8 @@ SINGLE = (
     "logprob-liar",
     "nan-weights",
     "poison-token",
+    "concentrator",
+    "splitter",
 )
 
 

@@ -63,6 +63,19 @@ what the honest nodes did about it.
                  honest agreers' votes would be judged lost (issue 57: at a third of stake about
                  9% of bait batches fired); an honest agreer's client appeals such a verdict
                  (`appealVote`) and the appeal's committee judges the set's disputes
+  concentrator   samples CONCENTRATED one-item local rounds honestly and adds one local round
+                 of FORGED_GROUPS farmed groups at full signal; it submits without serving and,
+                 once its beacon is known, withholds the whole batch when a forged group is
+                 opened (checkers vote "unavailable": no credit, no slash), serves it otherwise
+                 (issue 57: when the beacon opened 2 local rounds alike, the forged round
+                 escaped 99.6% of the time at 512 local rounds; opened by signal, it is caught)
+  splitter       samples local rounds honestly until SPLIT_MIXED groups have learning signal
+                 (at most LIAR_ROUNDS), and forges one row (a completion
+                 of the other outcome, so that a group with no signal claims some); once its
+                 beacon is known it serves unless the forged row is re-drawn (issue 57: each
+                 checker re-drew rows of its own, and the producer served exactly when the
+                 drawn checkers would split, the honest side that lost being slashed; every
+                 checker now re-draws the same groups, so they catch it all or none)
 
 Farmers fill their batches as an honest node's full batch is filled (the batch limits and
 `[sapo].local_items` questions a local round, `[sapo].completions` each), and make them look
@@ -121,6 +134,11 @@ PADDED = 4  # local rounds a padder samples a chain round (an honest node plays 
 LIAR_LOGPROB = -20  # nats: what a logprob-liar claims of every token it sampled
 LIAR_ROUNDS = 16  # local rounds a logprob-liar samples at most, until one has learning signal
 WRONG = "<answer>not the answer</answer>"
+CONCENTRATED = 16  # one-item honest local rounds a concentrator samples beside its forged one
+FORGED_GROUPS = 256  # farmed groups in a concentrator's forged local round (as the batch allows)
+# a splitter samples local rounds until SPLIT_MIXED of its groups have learning signal (at most
+# LIAR_ROUNDS), then forges one row, so that the forged share of its signal is small
+SPLIT_MIXED = 3
 
 
 def max_claim(rollouts: int, completions: int) -> tuple[int, int]:
@@ -175,6 +193,9 @@ class Adversary:
         self.moved: set[tuple[int, str]] = set()  # (round, node) a stake mover's seats read
         self.baited: set[tuple[int, str, bool]] = set()  # (round, partner, appeal) looked at
         self.lent = 0  # wei a stake mover added and has not requested unstaked yet
+        # round -> (batch, its bytes, its forged groups): submitted, not served yet (`serve`)
+        self.held: dict[int, tuple] = {}
+        self.outcomes: dict[int, str] = {}  # round -> "served" or "withheld", once decided
         self.cursor = EventCursor(next_block=cfg.chain.ledger_deploy_block)
         self.seen: dict[int, list[tuple[int, str]]] = {}  # round -> others' submissions
         self._seed = None  # the seed policy's descriptor, tokenizer and weights (farmers)
@@ -220,6 +241,10 @@ class Adversary:
                 self.pad(current, local_rounds=LIAR_ROUNDS, lie=True)
             elif self.strategy == "baiter":
                 self.pad(current, local_rounds=LIAR_ROUNDS, honest=True)
+            elif self.strategy == "concentrator":
+                self.concentrate(current)
+            elif self.strategy == "splitter":
+                self.split(current)
             else:
                 withhold = self.strategy == "withholder"
                 self.farm(
@@ -229,6 +254,8 @@ class Adversary:
                     nan=self.strategy == "nan-weights",
                     poison=self.strategy == "poison-token",
                 )
+        if self.held:
+            self.serve(current)
         if self.strategy == "baiter":
             self.bait(current)
         elif self.partners:
@@ -259,7 +286,7 @@ class Adversary:
         pinning one with a NaN value; `poison`: every completion's ids led by one past the
         vocabulary (its text is still their decoding)."""
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
-        items, completions = self.cfg.sapo.local_items, self.cfg.sapo.completions
+        items = self.cfg.sapo.local_items
         weights, encode = self._weights(round_, withhold=withhold, nan=nan)
         if poison:
             past = self._seed_policy.model.get_input_embeddings().num_embeddings + 1
@@ -268,28 +295,72 @@ class Adversary:
                 return [past, *encode(text)][: self.cfg.policy.max_new_tokens]
         else:
             tokenizer = encode
-        parts: list[LocalRound] = []
         # a batch as full as an honest node's fullest; a NaN or poisoned one needs one local
         # round to show what it does to a checker
         fill = min(self.limits.max_local_rounds, self.limits.max_items // items)
-        for k in range(1 if nan or poison else fill):
-            part_items = []
-            for task in draw(local_round_seed(seed, k), items, self.catalog):
-                right = f"<answer>{reference_answer(task)}</answer>"
-                texts = [WRONG if mixed and i % 2 else right for i in range(completions)]
-                part_items.append(
-                    Item(
-                        task=TaskRef(entry=task.entry, seed=task.seed, index=task.index),
-                        question=task.question,
-                        completions=texts,
-                        token_ids=(ids := [tokenizer(t) for t in texts]),
-                        rewards=[to_units(reward(task, t)) for t in texts],
-                        # no distribution drew them: it claims the seed model was sure of each
-                        logprobs=[[0] * len(row) for row in ids],
-                    )
-                )
-            parts.append(LocalRound(k=k, weights=weights, items=part_items))
+        parts = [
+            LocalRound(k=k, weights=weights, items=self._farmed(seed, k, items, tokenizer, mixed))
+            for k in range(1 if nan or poison else fill)
+        ]
         self._seal(round_, parts)
+
+    def concentrate(self, round_: int) -> None:
+        """Samples CONCENTRATED one-item local rounds honestly from the seed checkpoint, adds one
+        local round of FORGED_GROUPS farmed groups (half right, half wrong: every one at full
+        signal) and submits the batch without serving it: once its beacon is known, it serves it
+        only if no forged group is opened (`serve`)."""
+        seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
+        weights, encode = self._weights(round_)
+        parts = [self._sample(round_, k, 1, weights) for k in range(CONCENTRATED)]
+        k = len(parts)
+        groups = min(FORGED_GROUPS, self.limits.max_items - k)
+        parts.append(LocalRound(k=k, weights=weights, items=self._farmed(seed, k, groups, encode)))
+        self._hold(round_, parts, {(k, i) for i in range(groups)})
+
+    def split(self, round_: int) -> None:
+        """Samples local rounds honestly from the seed checkpoint until SPLIT_MIXED groups have
+        learning signal, and forges one row of one group: in the first group whose completions
+        all scored alike (no signal), one completion is replaced by a hand-written answer of the
+        other outcome, so the group claims signal it never sampled. It submits without serving,
+        and once the beacon is known serves unless the forged row is among the rows the drawn
+        checkers re-draw (`serve`): when each checker re-drew rows of its own, it served exactly
+        when the committee would split, and the honest side that lost was slashed."""
+        seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
+        weights, encode = self._weights(round_)
+        items = self.cfg.sapo.local_items
+        parts: list[LocalRound] = []
+        while len(parts) < min(LIAR_ROUNDS, self.limits.max_local_rounds) and (
+            sum(len(set(item.rewards)) > 1 for part in parts for item in part.items) < SPLIT_MIXED
+        ):
+            parts.append(self._sample(round_, len(parts), items, weights))
+        for part in parts:
+            tasks = draw(local_round_seed(seed, part.k), items, self.catalog)
+            for i, (task, item) in enumerate(zip(tasks, part.items, strict=True)):
+                if len(set(item.rewards)) > 1:
+                    continue  # mixed already: forging a row here adds no signal
+                right = item.rewards[0] == 0  # all wrong: forge a right answer, else a wrong one
+                text = f"<answer>{reference_answer(task)}</answer>" if right else WRONG
+                ids = encode(text)
+                forged = item.model_copy(
+                    update={
+                        "completions": [text, *item.completions[1:]],
+                        "token_ids": [ids, *item.token_ids[1:]],
+                        "rewards": [to_units(reward(task, text)), *item.rewards[1:]],
+                        "logprobs": [[0] * len(ids), *item.logprobs[1:]],
+                    }
+                )
+                if len(set(forged.rewards)) == 1:
+                    continue  # the verifier scored the forged answer like the others
+                items_now = [*part.items[:i], forged, *part.items[i + 1 :]]
+                parts[part.k] = part.model_copy(update={"items": items_now})
+                self._hold(round_, parts, {(part.k, i)})
+                return
+        self.events.emit(
+            Event.ADVERSARY_MOVE,
+            f"{self.strategy}: round {round_}: no group to forge a row in; nothing submitted",
+            round=round_,
+            move="skip",
+        )
 
     def pad(
         self, round_: int, *, local_rounds: int = PADDED, lie: bool = False, honest: bool = False
@@ -300,38 +371,10 @@ class Adversary:
         rounds until one has learning signal (a batch that claims none earns nothing, whatever
         its checkers find), its true signal claimed, every token's log-prob LIAR_LOGPROB.
         `honest` (a baiter): the same rounds, and nothing false: the batch every check passes."""
-        from client.node.rollouts import generate_local_round
-        from client.policy.generate import make_backend
-
         weights, _ = self._weights(round_)
-        policy = self._seed_policy
-        if self._backend is None:
-            if self.cfg.policy.cpu_threads:  # it shares the machine with the devnet's nodes
-                import torch
-
-                torch.set_num_threads(self.cfg.policy.cpu_threads)
-            self._backend = make_backend("transformers", policy)
-        sampling = Sampling.of(
-            self.cfg.policy.temperature, self.cfg.policy.top_p, self.cfg.policy.max_new_tokens
-        )
-        seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
         parts = []
         for k in range(min(local_rounds, self.limits.max_local_rounds)):
-            parts.append(
-                generate_local_round(
-                    policy,
-                    self._backend,
-                    self.catalog,
-                    seed=seed,
-                    round_=round_,
-                    node=self.address,
-                    k=k,
-                    items=self.cfg.sapo.local_items,
-                    completions=self.cfg.sapo.completions,
-                    sampling=sampling,
-                    weights=weights,
-                ).part
-            )
+            parts.append(self._sample(round_, k, self.cfg.sapo.local_items, weights))
             if (lie or honest) and batch_signal(item.rewards for item in parts[-1].items) > 0:
                 break
         if lie:
@@ -601,7 +644,110 @@ class Adversary:
         )
         self.lent = 0
 
+    def serve(self, current: int) -> None:
+        """For each batch submitted and not served yet, once its beacon is known: withholds it
+        for good when the beacon opens a forged group (its checkers vote "unavailable", which
+        slashes nobody), and pins it otherwise. Every drawn checker re-draws the same groups
+        (`client.node.proving.openings`), so a forged row is caught by all of them or by none."""
+        from client.node.proving import openings
+
+        for round_, (batch, data, forged) in list(self.held.items()):
+            beacon = self.ledger.beacon(round_, self.address)
+            if not beacon.ready:
+                continue
+            del self.held[round_]
+            opened = openings(beacon.beacon, batch)
+            caught = sorted(set(opened) & forged)
+            share = sum(
+                group_signal(batch.local_rounds[k].items[i].rewards) for k, i in forged
+            ) / max(1, batch.signal)
+            self.outcomes[round_] = "withheld" if caught else "served"
+            if not caught:
+                self.store.put(data, round_)
+            self.events.emit(
+                Event.ADVERSARY_MOVE,
+                f"{self.strategy}: round {round_}: the beacon opens group(s) {opened}; forged "
+                f"{sorted(forged)[:3]}{'…' if len(forged) > 3 else ''} ({share:.1%} of the "
+                "signal): " + ("caught, the batch withheld" if caught else "not opened, served"),
+                round=round_,
+                move="withheld" if caught else "served",
+                opened=[list(g) for g in opened],
+                forged_share=round(share, 4),
+            )
+
     # ------------------------------------------------------------------------------ helpers
+
+    def _sample(self, round_: int, k: int, items: int, weights: str) -> LocalRound:
+        """Local round k of `round_`, `items` questions sampled honestly from the seed policy,
+        as a node samples them from the checkpoint `weights` names."""
+        from client.node.rollouts import generate_local_round
+        from client.policy.generate import make_backend
+
+        if self._backend is None:
+            if self.cfg.policy.cpu_threads:  # it shares the machine with the devnet's nodes
+                import torch
+
+                torch.set_num_threads(self.cfg.policy.cpu_threads)
+            self._backend = make_backend("transformers", self._seed_policy)
+        return generate_local_round(
+            self._seed_policy,
+            self._backend,
+            self.catalog,
+            seed=task_seed(self.chain_id, self.ledger.address, round_, self.address),
+            round_=round_,
+            node=self.address,
+            k=k,
+            items=items,
+            completions=self.cfg.sapo.completions,
+            sampling=Sampling.of(
+                self.cfg.policy.temperature, self.cfg.policy.top_p, self.cfg.policy.max_new_tokens
+            ),
+            weights=weights,
+        ).part
+
+    def _farmed(self, seed: bytes, k: int, items: int, tokenizer, mixed: bool = True) -> list[Item]:
+        """Local round k's `items` questions answered without a model: each completion the
+        reference answer, or with `mixed` every other one WRONG (full learning signal)."""
+        completions = self.cfg.sapo.completions
+        found = []
+        for task in draw(local_round_seed(seed, k), items, self.catalog):
+            right = f"<answer>{reference_answer(task)}</answer>"
+            texts = [WRONG if mixed and i % 2 else right for i in range(completions)]
+            found.append(
+                Item(
+                    task=TaskRef(entry=task.entry, seed=task.seed, index=task.index),
+                    question=task.question,
+                    completions=texts,
+                    token_ids=(ids := [tokenizer(t) for t in texts]),
+                    rewards=[to_units(reward(task, t)) for t in texts],
+                    # no distribution drew them: it claims the seed model was sure of each
+                    logprobs=[[0] * len(row) for row in ids],
+                )
+            )
+        return found
+
+    def _hold(self, round_: int, parts: list[LocalRound], forged: set[tuple[int, int]]) -> None:
+        """Submits the batch of `parts` (claiming its signal) without pinning it, and keeps it
+        for `serve`; `forged` are its hand-written groups (k, i). While the batch is too large,
+        the last local round loses its last group (or the round itself, when it has one)."""
+        while len(data := (batch := self._batch(round_, parts)).encode()) > self.limits.max_bytes:
+            last = parts[-1]
+            if len(last.items) > 1:
+                forged.discard((last.k, len(last.items) - 1))
+                parts[-1] = last.model_copy(update={"items": last.items[:-1]})
+            else:
+                forged = {g for g in forged if g[0] != last.k}
+                parts.pop()
+        self.held[round_] = (batch, data, forged)
+        self._submit(
+            round_,
+            "0x" + batch.digest().hex(),
+            batch.rollouts,
+            batch.score,
+            batch.signal,
+            pinned=False,
+            forged=len(forged),
+        )
 
     def _watch(self, first: int) -> None:
         """Adds the others' new `Submitted` events to `seen` and forgets rounds before `first`."""

@@ -98,27 +98,36 @@ def topology_conflicts(cfg: NodeConfig) -> list[str]:
 
 
 def initial_stakes(
-    roles: list[Role], min_stake: int, share: float, node_stake: int | None = None
+    roles: list[Role],
+    min_stake: int,
+    share: float,
+    node_stake: int | None = None,
+    adversary_stake: int | None = None,
 ) -> list[int]:
-    """What each node registers with: `node_stake` (default 2 x minStake), but each whale holds
-    `share` of all active stake, and a sybil set holds `share` together, split SYBILS (4:2:1)
-    over its identities; every stake at least minStake (so on a small devnet a heavy node may
-    hold more, and a sybil set's split flattens: give the nodes more with node_stake)."""
+    """What each node registers with: `node_stake` (default 2 x minStake), an adversary
+    `adversary_stake` (default node_stake), but each whale holds `share` of all active stake,
+    and a sybil set holds `share` together, split SYBILS (4:2:1) over its identities; every
+    stake at least minStake (so on a small devnet a heavy node may hold more, and a sybil set's
+    split flattens: give the nodes more with node_stake)."""
     stake = 2 * min_stake if node_stake is None else node_stake
-    if stake < min_stake:
-        raise ValueError(
-            f"[devnet].node_stake is {stake} wei, under [ledger].min_stake ({min_stake} wei): a "
-            "node could not register; raise it or leave it unset (2 x min_stake)"
-        )
+    hostile = stake if adversary_stake is None else adversary_stake
+    for key, wei in (("node_stake", stake), ("adversary_stake", hostile)):
+        if wei < min_stake:
+            raise ValueError(
+                f"[devnet].{key} is {wei} wei, under [ledger].min_stake ({min_stake} wei): a "
+                "node could not register; raise it or leave it unset (node_stake: 2 x "
+                "min_stake; adversary_stake: node_stake)"
+            )
     whales, sybils = roles.count(Role.WHALE), roles.count(Role.SYBIL)
     units = whales + (1 if sybils else 0)  # each holds `share`: u = share * (others + units * u)
-    others = (len(roles) - whales - sybils) * stake
+    plain = [stake if role == Role.HONEST else hostile for role in roles]
+    others = sum(w for w, r in zip(plain, roles, strict=True) if r not in (Role.WHALE, Role.SYBIL))
     unit = math.ceil(share * others / (1 - share * units)) if units else 0
     weights = SYBILS[:sybils] + (1,) * max(0, sybils - len(SYBILS))
     split = iter(unit * w // sum(weights) for w in weights)
     found = []
-    for role in roles:
-        heavy = unit if role == Role.WHALE else next(split) if role == Role.SYBIL else stake
+    for role, wei in zip(roles, plain, strict=True):
+        heavy = unit if role == Role.WHALE else next(split) if role == Role.SYBIL else wei
         found.append(max(min_stake, heavy))
     return found
 
@@ -139,7 +148,8 @@ def provision(
 
     `nodes` honest nodes come first, then one node per strategy in `adversaries` (expanded:
     client.config.roles), registered and staked alike (`[devnet].node_stake`, 2 x minStake
-    unless set), but for a whale and a sybil set (initial_stakes). `ipfs_api` is one daemon
+    unless set; an adversary `[devnet].adversary_stake` when set), but for a whale and a sybil
+    set (initial_stakes). `ipfs_api` is one daemon
     all nodes share, or one per node (node i uses the i-th; the swarm's devnet.toml names the
     first).
     `node_sections(i)` may change sections of node i's config (e.g. its policy seed).
@@ -153,6 +163,7 @@ def provision(
         cfg.ledger.min_stake,
         cfg.devnet.whale_share,
         cfg.devnet.node_stake,
+        cfg.devnet.adversary_stake,
     )
     nodes = len(roles)
     apis = [ipfs_api] * max(1, nodes) if isinstance(ipfs_api, str) else ipfs_api
