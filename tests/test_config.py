@@ -308,6 +308,10 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     assert attacked.devnet.accounts >= 23 and attacked.devnet.adversary_roles()[-1] == "baiter"
     assert any("[ledger].quorum 2 lowered to 1" in n for n in notes), notes
     assert any("[ledger].checkers 64 raised to 255" in n for n in more), more
+    # ... and each node's votes a round, so that it can vote on every batch it is drawn for (at
+    # 16, beside 26 other nodes, no honest node voted on a sybil's free claim of round 7)
+    assert attacked.sapo.attest_budget == 42
+    assert any("[sapo].attest_budget 16 raised to 42" in n for n in more), more
     # the default devnet (3 nodes, K = 64) is left as it is: (2/3)^64 = 5e-12
     assert apply_options(devnet, None, None, None)[0].ledger.checkers == 64
 

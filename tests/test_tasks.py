@@ -78,6 +78,10 @@ def test_catalog_digest_is_stable_and_checked_against_the_ledger(tmp_path: Path)
             'name = "x"\n[[entries]]\nid = "a"\ndataset = "chain_sum"\nweight = 1\nbogus = 1\n',
             "bogus",
         ),
+        (  # a verifier nobody read for what a stranger's answer makes it do
+            'name = "x"\n[[entries]]\nid = "a"\ndataset = "polynomial_equations"\nweight = 1\n',
+            "'polynomial_equations': its verifier has not been read",
+        ),
     ],
 )
 def test_bad_catalogs_are_refused(tmp_path: Path, text: str, message: str) -> None:
@@ -151,6 +155,48 @@ def test_every_dataset_scores_right_wrong_and_malformed(catalog: str) -> None:
         assert wrong < 1.0 and (wrong == 0.0 or entry.dataset in PARTIAL_CREDIT), (entry.id, wrong)
         for malformed in ("", "<answer>", "no tags at all", "<answer>\x00\ud800</answer>" * 50):
             assert reward(task, malformed) in (0.0, wrong) and reward(task, malformed) < 1.0
+
+
+def test_no_answer_a_stranger_writes_runs_as_code_or_holds_a_verifier(tmp_path: Path) -> None:
+    """Every node scores its peers' answers (checkers, learners, `sapo audit verify`).
+    reasoning-gym's binary_matrix verifier calls `eval` on the answer: until issue 57 the first
+    answer below wrote its file in every checker, and `9**9**9**9` never returned; and
+    propositional_logic's built a truth table over every atom of the answer."""
+    proof = tmp_path / "ran"
+    hostile = [
+        f"open({str(proof)!r}, 'w').write('ran')",
+        f"__import__('pathlib').Path({str(proof)!r}).write_text('ran')",
+        "9**9**9**9",
+        "[[1]*10**9]",
+        "(" * 5_000 + "1" + ")" * 5_000,
+        "[" * 1_000 + "]" * 1_000,
+        "9" * 30_000,
+        "1e999999999",
+        "1" + "0" * 4_000 + ".5",
+        # propositional_logic's truth table over every atom: 20 took 13 s, 40 would take days
+        "∧".join(f"v{i}" for i in range(40)),
+    ]
+    catalogs = [load_catalog(name) for name in ("tiny", "paper9", "wide")]
+    for cat in catalogs:
+        for entry in cat.entries:
+            task = regenerate(cat, entry.id, 12345, 2)
+            for answer in hostile:
+                assert reward(task, f"<answer>{answer}</answer>") < 1.0, (entry.id, answer[:20])
+    assert not proof.exists(), "a verifier ran a stranger's answer as code"
+    # the answers binary_matrix's verifier scores still score as they did: its oracle's text,
+    # and a Python list of rows that prints as it (partial credit)
+    paper = catalogs[1]
+    matrix = next(e for e in paper.entries if e.dataset == "binary_matrix")
+    task = regenerate(paper, matrix.id, 12345, 2)
+    rows = [[int(x) for x in line.split()] for line in task.answer.splitlines()]
+    assert reward(task, f"<answer>{task.answer}</answer>") == 1.0
+    assert reward(task, f"<answer>{rows!r}</answer>") == 0.1
+    assert reward(task, f"<answer>{[r[::-1] for r in rows]!r}</answer>") in (0.0, 0.1)
+    assert reward(task, "<answer>[[0]] * 3</answer>") == 0.0  # an expression, not a literal
+    # an answer longer than any verifier reads scores 0 unread (this one is the rows again,
+    # spaced out)
+    assert reward(task, f"<answer>[{' ' * 2_048}{repr(rows)[1:]}</answer>") == 0.0
+    assert reward(task, f"<answer>[{' ' * 64}{repr(rows)[1:]}</answer>") == 0.1
 
 
 def test_answer_extraction_takes_the_last_complete_tag() -> None:

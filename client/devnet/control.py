@@ -111,6 +111,15 @@ def apply_options(
             "appeal's committee is at least the first's)"
         )
         changes["ledger"] = {**changes.get("ledger", {}), "appeal_checkers": seats}
+    budget = min(256, 2 * (total - 1))  # a vote on every other node's batch and on its appeal
+    if cfg.sapo.attest_budget < budget:
+        # drawn on every batch, a node that votes on only attest_budget of them leaves the rest
+        # to the others: a free claim it does not report unavailable is a cartel's gain
+        notes.append(
+            f"[sapo].attest_budget {cfg.sapo.attest_budget} raised to {budget} for a devnet of "
+            f"{total} nodes (each node is drawn on every other node's batch and its appeal)"
+        )
+        changes["sapo"] = {**changes.get("sapo", {}), "attest_budget": budget}
     return (with_sections(cfg, **changes) if changes else cfg), notes
 
 

@@ -36,6 +36,20 @@ class Entry(BaseModel):
     weight: int = Field(gt=0, le=1_000_000)
     config: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("dataset")
+    @classmethod
+    def _audited(cls, value: str) -> str:
+        from client.tasks.verify import AUDITED
+
+        if value not in AUDITED:
+            raise ValueError(
+                f"reasoning-gym dataset {value!r}: its verifier has not been read for what a "
+                "stranger's answer can make it do (every node scores its peers' answers with it; "
+                "binary_matrix's ran any Python an answer held), so a node will not run it; "
+                f"audited: {', '.join(sorted(AUDITED))} (client.tasks.verify.AUDITED)"
+            )
+        return value
+
     @field_validator("config")
     @classmethod
     def _no_seed_or_size(cls, value: dict[str, Any]) -> dict[str, Any]:

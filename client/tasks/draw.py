@@ -45,6 +45,7 @@ class Task:
     answer: str | None
     item: dict[str, Any] = field(repr=False, compare=False)  # reasoning-gym's entry, for scoring
     dataset: Any = field(repr=False, compare=False)
+    dataset_name: str = ""  # the reasoning-gym dataset (the catalog entry's), for its verifier
 
 
 def _seed32(seed: bytes | str) -> bytes:
@@ -128,6 +129,7 @@ def regenerate(catalog: Catalog, entry_id: str, seed: int, index: int) -> Task:
         answer=None if answer is None else str(answer),
         item=item,
         dataset=dataset,
+        dataset_name=entry.dataset,
     )
 
 

@@ -1,11 +1,21 @@
 """Prompts and verification: ask for the answer inside <answer>…</answer>, score it with the
 dataset's own verifier. A reward is a float in [0, 1]; a malformed completion scores 0, never
-raises."""
+raises.
+
+Every answer a node scores may be a stranger's (a peer's batch, re-scored by its checkers, its
+learners and `sapo audit verify`), so only verifiers read for what such an answer can make them
+do are run (AUDITED, held at catalog load), an answer longer than MAX_ANSWER_CHARS scores 0
+unread, and where reasoning-gym's verifier evaluates the answer as Python (binary_matrix calls
+`eval` on it: any code a peer wrote ran in every checker, and `9**9**9**9` never returned) or
+grows exponentially with it (propositional_logic's truth table over the answer's atoms), this
+module bounds it first or scores it itself (SCORERS)."""
 
 from __future__ import annotations
 
+import ast
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from client.tasks.draw import Task
@@ -40,13 +50,95 @@ def extract_answer(completion: str) -> str | None:
     return found[-1].strip() if found else None
 
 
+# the longest answer any verifier reads: the catalogs' longest reference answer is 199
+# characters (binary_matrix, 10 x 10); one of 10,000 parentheses took propositional_logic's
+# verifier 0.6 s
+MAX_ANSWER_CHARS = 2_048
+MAX_LITERAL_NODES = 4_096  # a literal answer's syntax nodes (a 10 x 10 matrix has 211)
+
+
+def literal(answer: str) -> Any:
+    """The Python literal `answer` spells (numbers, strings, lists, tuples, ...), never
+    evaluating anything else: ValueError for an expression, a call or a name, and for more than
+    MAX_LITERAL_NODES syntax nodes."""
+    try:
+        tree = ast.parse(answer, mode="eval")
+    except (SyntaxError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not a literal: {type(exc).__name__}") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_LITERAL_NODES:
+        raise ValueError(f"a literal of more than {MAX_LITERAL_NODES} syntax nodes")
+    return ast.literal_eval(tree)
+
+
+def _binary_matrix(task: Task, answer: str) -> float:
+    """reasoning-gym's BinaryMatrixDataset.score_answer, reading the answer as a literal where
+    it calls `eval` on it: 1 for the oracle's text, 0.1 for a list of rows that prints as it."""
+    oracle = task.item["answer"]
+    if answer == oracle:
+        return 1.0
+    try:
+        rows = literal(answer)
+        text = "\n".join(" ".join(str(x) for x in row) for row in rows)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return 0.0
+    return 0.1 if text == oracle else 0.0
+
+
+def _propositional_logic(task: Task, answer: str) -> float:
+    """reasoning-gym's PropositionalLogicDataset.score_answer for an answer over the question's
+    own variables only, 0 otherwise: it decides validity by a truth table over every atom of the
+    premises and the answer, built whole (2^n assignments), and holds only single capitals to the
+    question's variables, so `v0∧v1∧…∧v19` (69 characters) took 13 s and 30 such atoms would
+    take hours and the memory of 2^30 assignments."""
+    from reasoning_gym.logic.propositional_logic import Expression
+
+    variables = set(task.item["metadata"]["variables"])
+    try:
+        atoms = task.dataset._collect_variables([Expression.from_string(answer)])
+    except (ValueError, KeyError, AttributeError, RecursionError):
+        return 0.0
+    if not atoms <= variables:
+        return 0.0
+    return task.dataset.score_answer(answer=answer, entry=task.item)
+
+
+# reasoning-gym datasets whose score_answer (and what it calls) was read for what a stranger's
+# answer can make it do: all run here except those in SCORERS, which this module scores itself
+SCORERS: dict[str, Callable[[Task, str], float]] = {
+    "binary_matrix": _binary_matrix,
+    "propositional_logic": _propositional_logic,
+}
+AUDITED = frozenset(
+    {
+        "arc_1d",
+        "base_conversion",
+        "basic_arithmetic",
+        "bf",
+        "binary_matrix",
+        "calendar_arithmetic",
+        "chain_sum",
+        "count_bits",
+        "decimal_arithmetic",
+        "fraction_simplification",
+        "leg_counting",
+        "letter_counting",
+        "propositional_logic",
+        "spell_backward",
+    }
+)
+
+
 def reward(task: Task, completion: str) -> float:
     """Returns the dataset verifier's reward for a completion, in [0, 1]."""
     answer = extract_answer(completion)
-    if answer is None:
+    if answer is None or len(answer) > MAX_ANSWER_CHARS:
         return 0.0
+    own = SCORERS.get(task.dataset_name)
     try:
-        value = float(task.dataset.score_answer(answer=answer, entry=task.item))
+        if own is not None:
+            value = float(own(task, answer))
+        else:
+            value = float(task.dataset.score_answer(answer=answer, entry=task.item))
     except Exception:  # a verifier must never take the node down over a strange answer
         return 0.0
     if math.isnan(value):
