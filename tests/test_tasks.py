@@ -221,3 +221,25 @@ def test_tasks_cli_regenerates_a_round(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bad.exit_code == 2 and "32 bytes" in bad.output
     listed = runner.invoke(app, ["tasks", "catalog", "--json"])
     assert json.loads(listed.stdout)["name"] == "tiny"
+
+
+def test_the_verifier_worst_case_table_covers_every_shipped_dataset() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "verifier-worst"),
+            "--chars",
+            "64",
+            "--tasks",
+            "200",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    rows = [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ")]
+    datasets = {
+        e.dataset for name in ("tiny", "paper9", "wide") for e in load_catalog(name).entries
+    }
+    assert set(rows) - {"dataset", "---"} == datasets, out

@@ -52,8 +52,9 @@ def extract_answer(completion: str) -> str | None:
 
 # the longest answer any verifier reads: the catalogs' longest reference answer is 199
 # characters (binary_matrix, 10 x 10); one of 10,000 parentheses took propositional_logic's
-# verifier 0.6 s
-MAX_ANSWER_CHARS = 2_048
+# verifier 0.6 s, and at this cap the slowest answer found takes binary_matrix's 1.7 ms
+MAX_ANSWER_CHARS = 1_024
+MAX_LOGIC_CHARS = 64  # a propositional_logic answer (its longest reference answer drawn: 8)
 MAX_LITERAL_NODES = 4_096  # a literal answer's syntax nodes (a 10 x 10 matrix has 211)
 
 
@@ -89,9 +90,12 @@ def _propositional_logic(task: Task, answer: str) -> float:
     own variables only, 0 otherwise: it decides validity by a truth table over every atom of the
     premises and the answer, built whole (2^n assignments), and holds only single capitals to the
     question's variables, so `v0∧v1∧…∧v19` (69 characters) took 13 s and 30 such atoms would
-    take hours and the memory of 2^30 assignments."""
+    take hours and the memory of 2^30 assignments. Its parser re-scans the rest of the answer at
+    each operator (2,047 negations took 4 s, 63 take 9 ms), so an answer is at most MAX_LOGIC_CHARS."""
     from reasoning_gym.logic.propositional_logic import Expression
 
+    if len(answer) > MAX_LOGIC_CHARS:
+        return 0.0
     variables = set(task.item["metadata"]["variables"])
     try:
         atoms = task.dataset._collect_variables([Expression.from_string(answer)])
