@@ -143,6 +143,12 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
     try:
         for adversary in adversaries.values():
             adversary.step(round_)  # claims, farmed batches; the copycat has nothing to copy yet
+        for name in ("concentrator", "splitter"):  # as their loop does, once the beacon is known
+            held = adversaries[name]
+            wait_until(
+                lambda held=held: held.serve(round_ + 1) or round_ in held.outcomes,
+                what=f"the {name}'s decision to serve or withhold",
+            )
         wait_until(
             lambda: all(len(n.journal.local_rounds(round_)) >= 2 for n in honest),
             what="two local rounds on each honest node",
@@ -189,24 +195,31 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
             if name.startswith("colluder")
         }
 
-        def voted() -> bool:
-            subs = {name: ledger.submission(round_, a) for name, a in addr.items()}
-            return all(
-                (subs[n].agrees, subs[n].disputes, subs[n].unavailable) >= tuple(v.values())
-                for n, v in expected.items()
-            ) and all(ledger.submission(round_, n.address).agrees >= 1 for n in honest)
+        def short() -> dict[str, tuple[int, int, int]]:
+            """The batches whose votes (agree, dispute, unavailable) fall short so far."""
+            found = {}
+            for name, want in expected.items():
+                sub = ledger.submission(round_, addr[name])
+                got = (sub.agrees, sub.disputes, sub.unavailable)
+                if any(g < w for g, w in zip(got, want.values(), strict=True)):
+                    found[name] = got
+            for node in honest:
+                if ledger.submission(round_, node.address).agrees < 1:
+                    found[node.address] = (0, 0, 0)
+            return found
 
-        splitter = adversaries["splitter"]
-        wait_until(  # it serves (or withholds) once the beacon is known
-            lambda: splitter.step(round_ + 1) or round_ in splitter.outcomes,
-            what="the splitter's decision",
-        )
-        served = splitter.outcomes[round_] == "served"
+        def voted() -> bool:
+            return not short()
+
+        served = adversaries["splitter"].outcomes[round_] == "served"
         # issue 57: each checker re-drew rows of its own, and the splitter served exactly when
         # the committee would split; now every checker re-draws the same groups, and both vote
         # alike: both agree when the forged row is not opened, both unavailable when withheld
         expected["splitter"] = dict(agrees=2 * served, disputes=0, unavailable=2 * (not served))
-        wait_until(voted, timeout_s=120, what="every checker's vote on every batch")
+        try:
+            wait_until(voted, timeout_s=120, what="every checker's vote on every batch")
+        except pytest.fail.Exception:
+            pytest.fail(f"votes short after 120 s (agree, dispute, unavailable): {short()}")
         assert all(thread.is_alive() for thread in threads), "an honest node stopped"
         for node in honest:  # ... and says why each hostile batch failed, in its journal
             verdicts = node.journal.peers.peer_verdicts(round_)

@@ -66,7 +66,7 @@ from client.credit import GENERATION, MALFORMED, WITHHELD
 from client.node.eventlog import Event, Span, timed
 from client.node.peerbook import PeerSubmission, item_record
 from client.node.proving import OPEN_ROUNDS, GenerationCheck, Prover, opened
-from client.node.rollouts import generation_seed, task_seed, verify_batch
+from client.node.rollouts import Verification, generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage
 from client.node.states import OutboxKind, Verdict
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
@@ -504,9 +504,16 @@ class Intake(Stage):
             log.exception("round %s: fetching %s's batch raised", sub.round, sub.node[:10])
             result = MalformedBatch(f"decoding it raised {type(exc).__name__}: {str(exc)[:200]}")
         ended = time.time()
-        if beacon is not None and not isinstance(result, StoreError):
-            proof = self._prove(sub, result[0], sources, store, beacon)
-        return started, ended, result, proof
+        verified = None
+        if not isinstance(result, StoreError):
+            # on this worker, not the intake's thread: a batch whose answers are slow to score
+            # holds one of its producer's fetch workers, not every peer's votes
+            seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
+            check = verify_batch(result[0], self.catalog, seed, claims=(sub.score, sub.signal))
+            verified = (check, ended, time.time())
+            if beacon is not None and check.valid:  # an invalid batch is rejected unproven
+                proof = self._prove(sub, result[0], sources, store, beacon)
+        return started, ended, result, proof, verified
 
     def _prove(self, sub: PeerSubmission, batch, sources, store: BlockStore, beacon: int) -> Proof:
         """Fetches the checkpoints `beacon` opened into the spool (waiting for its room first:
@@ -587,11 +594,19 @@ class Intake(Stage):
         return manifests
 
     def _checked(
-        self, sub: PeerSubmission, started: float, ended: float, fetched, proof: Proof | None
+        self,
+        sub: PeerSubmission,
+        started: float,
+        ended: float,
+        fetched,
+        proof: Proof | None,
+        verified: tuple[Verification, float, float] | None,
     ) -> tuple[str, int]:
-        """Journals the fetch's span, then re-verifies the batch it got (or records why it
-        could not be fetched), with the proof of generation's outcome when we checked it."""
+        """Journals the fetch's spans, then the verdict on the batch it got (the worker
+        re-verified it, and re-drew it when we are drawn), or why it could not be fetched."""
         self.journal.span(str(Span.FETCH), started, ended)
+        if verified is not None:
+            self.journal.span(str(Span.VERIFY), verified[1], verified[2])
         if proof is not None:
             self.journal.span(str(Span.PROVE), proof.started, proof.ended)
         try:
@@ -602,9 +617,8 @@ class Intake(Stage):
             return self._unavailable(sub, exc, ended - started)
         except StoreError as exc:  # the peer published something that is not a valid batch
             return self._reject(sub, str(exc), sub.score, MALFORMED)
-        seed = task_seed(self.services.chain_id, self.ledger.address, sub.round, sub.node)
-        with timed(self.journal, Span.VERIFY):
-            check = verify_batch(batch, self.catalog, seed, claims=(sub.score, sub.signal))
+        assert verified is not None  # a fetched batch is verified on its worker
+        check = verified[0]
         if not check.valid:
             return self._reject(sub, check.reason or "invalid batch", check.claimed, check.findings)
         if proof is not None:

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import io
 import itertools
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -89,10 +90,15 @@ def draw_refs(seed: bytes | str, count: int, catalog: Catalog) -> list[tuple[str
     return refs
 
 
+_QUIET = threading.RLock()
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    # Some generators (bf) print progress dots; they must not reach a `--json` stdout.
-    with contextlib.redirect_stdout(io.StringIO()):
+    # Some generators (bf) print progress dots; they must not reach a `--json` stdout. The
+    # redirect is the whole process's: two threads interleaving it (the intake's fetch workers
+    # and the publisher verify at once) could leave stdout on the other's buffer, so one at a time
+    with _QUIET, contextlib.redirect_stdout(io.StringIO()):
         yield
 
 

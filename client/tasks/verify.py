@@ -91,7 +91,8 @@ def _propositional_logic(task: Task, answer: str) -> float:
     premises and the answer, built whole (2^n assignments), and holds only single capitals to the
     question's variables, so `v0∧v1∧…∧v19` (69 characters) took 13 s and 30 such atoms would
     take hours and the memory of 2^30 assignments. Its parser re-scans the rest of the answer at
-    each operator (2,047 negations took 4 s, 63 take 9 ms), so an answer is at most MAX_LOGIC_CHARS."""
+    each operator (2,047 negations took 4 s, 63 take 9 ms), so an answer is at most
+    MAX_LOGIC_CHARS."""
     from reasoning_gym.logic.propositional_logic import Expression
 
     if len(answer) > MAX_LOGIC_CHARS:
