@@ -9,8 +9,10 @@ the ledger credits a batch only once `quorum` drawn checkers agree), oldest roun
 nearest deadline), at most `[sapo].attest_budget` new ones a chain round; then, for training,
 `[sapo].max_fetch_per_round` others, newest round first (the freshest items). Up to FETCH_WORKERS
 fetches run at once, each on a store client of its own, so a batch nobody can give (a free claim:
-a digest of nothing) costs its time-out beside the others, not before them; verification and the
-journal stay on the intake thread. A drawn checker also checks the batch's generation
+a digest of nothing) costs its time-out beside the others, not before them. The worker also
+re-verifies what it fetched (a batch whose answers are slow to score holds its producer's worker,
+not the stage); the verdict and the journal stay on the intake thread. A drawn checker also
+checks the batch's generation
 (client.node.proving): on the same worker it fetches the checkpoints the beacon opened (from the
 producer, or from attesters who fetched them) and re-draws the opened groups on its own
 copy of the model; a batch whose completions are not the seeded draws of the checkpoints it
@@ -448,7 +450,7 @@ class Intake(Stage):
         return held
 
     def harvest(self) -> None:
-        """Re-verifies and journals, on this thread, every fetch that has finished."""
+        """Journals, on this thread, the verdict on every fetch that has finished."""
         for key, (sub, future) in list(self._inflight.items()):
             if future.done():
                 del self._inflight[key]
