@@ -21,6 +21,29 @@ CATALOG_DIR = Path(__file__).resolve().parents[2] / "configs" / "tasks"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
 
+# reasoning-gym datasets whose score_answer (and what it calls) was read for what a stranger's
+# answer can make it do: every node scores its peers' answers with them, so a catalog may name
+# no other (client.tasks.verify scores some of them itself, or bounds their answers first)
+AUDITED = frozenset(
+    {
+        "arc_1d",
+        "base_conversion",
+        "basic_arithmetic",
+        "bf",
+        "binary_matrix",
+        "calendar_arithmetic",
+        "chain_sum",
+        "count_bits",
+        "decimal_arithmetic",
+        "fraction_simplification",
+        "leg_counting",
+        "letter_counting",
+        "propositional_logic",
+        "spell_backward",
+    }
+)
+
+
 class CatalogError(Exception):
     """A catalog cannot be loaded, or it is not the one a ledger pins."""
 
@@ -39,14 +62,12 @@ class Entry(BaseModel):
     @field_validator("dataset")
     @classmethod
     def _audited(cls, value: str) -> str:
-        from client.tasks.verify import AUDITED
-
         if value not in AUDITED:
             raise ValueError(
                 f"reasoning-gym dataset {value!r}: its verifier has not been read for what a "
                 "stranger's answer can make it do (every node scores its peers' answers with it; "
                 "binary_matrix's ran any Python an answer held), so a node will not run it; "
-                f"audited: {', '.join(sorted(AUDITED))} (client.tasks.verify.AUDITED)"
+                f"audited: {', '.join(sorted(AUDITED))} (client.tasks.catalog.AUDITED)"
             )
         return value
 

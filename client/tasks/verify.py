@@ -4,11 +4,11 @@ raises.
 
 Every answer a node scores may be a stranger's (a peer's batch, re-scored by its checkers, its
 learners and `sapo audit verify`), so only verifiers read for what such an answer can make them
-do are run (AUDITED, held at catalog load), an answer longer than MAX_ANSWER_CHARS scores 0
-unread, and where reasoning-gym's verifier evaluates the answer as Python (binary_matrix calls
-`eval` on it: any code a peer wrote ran in every checker, and `9**9**9**9` never returned) or
-grows exponentially with it (propositional_logic's truth table over the answer's atoms), this
-module bounds it first or scores it itself (SCORERS)."""
+do are run (client.tasks.catalog.AUDITED, held at load), an answer longer than MAX_ANSWER_CHARS
+scores 0 unread, and where reasoning-gym's verifier evaluates the answer as Python
+(binary_matrix calls `eval` on it: any code a peer wrote ran in every checker, and `9**9**9**9`
+never returned) or grows exponentially with it (propositional_logic's truth table over the
+answer's atoms), this module bounds it first or scores it itself (SCORERS)."""
 
 from __future__ import annotations
 
@@ -107,30 +107,11 @@ def _propositional_logic(task: Task, answer: str) -> float:
     return task.dataset.score_answer(answer=answer, entry=task.item)
 
 
-# reasoning-gym datasets whose score_answer (and what it calls) was read for what a stranger's
-# answer can make it do: all run here except those in SCORERS, which this module scores itself
+# the audited datasets (client.tasks.catalog.AUDITED) this module scores itself, or bounds first
 SCORERS: dict[str, Callable[[Task, str], float]] = {
     "binary_matrix": _binary_matrix,
     "propositional_logic": _propositional_logic,
 }
-AUDITED = frozenset(
-    {
-        "arc_1d",
-        "base_conversion",
-        "basic_arithmetic",
-        "bf",
-        "binary_matrix",
-        "calendar_arithmetic",
-        "chain_sum",
-        "count_bits",
-        "decimal_arithmetic",
-        "fraction_simplification",
-        "leg_counting",
-        "letter_counting",
-        "propositional_logic",
-        "spell_backward",
-    }
-)
 
 
 def reward(task: Task, completion: str) -> float:
