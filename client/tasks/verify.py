@@ -78,8 +78,7 @@ def _binary_matrix(task: Task, answer: str) -> float:
     if answer == oracle:
         return 1.0
     try:
-        rows = literal(answer)
-        text = "\n".join(" ".join(str(x) for x in row) for row in rows)
+        text = task.dataset._matrix_to_str(literal(answer))  # the oracle's own printing
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return 0.0
     return 0.1 if text == oracle else 0.0
