@@ -11,7 +11,9 @@ import pytest
 from ledger_swarm import ETH, FAMILY, Swarm, digest
 
 from client.chain import Ledger, NoSigner, RpcUnavailable, connect
+from client.chain.artifacts import load_artifact
 from client.chain.events import EventCursor, EventReader
+from client.chain.ledger_events import EVENTS, ChainEvent, Submitted, field_name, typed
 from client.chain.tx import FeeCapExceeded
 from client.devnet import Anvil, free_loopback_port, rpc_call
 
@@ -123,3 +125,20 @@ def test_event_scan_in_small_chunks_with_filters_and_a_cursor(swarm: Swarm, tmp_
     assert [e.args["round"] for e in reader.poll(resumed, ["Submitted"])] == [3]
     with pytest.raises(ValueError, match="unknown event"):
         list(reader.read(["Submited"]))
+    # the same events as typed records: snake-case fields, lower-case addresses, hex digests
+    typed = list(reader.events(Submitted, round=2))
+    assert [(e.round, e.node) for e in typed] == [(2, n.account_address.lower()) for n in nodes]
+    assert typed[0].digest == "0x" + digest(f"2-{nodes[0].account_address}").hex()
+
+
+def test_every_event_of_the_ledger_has_its_typed_record_field_for_field() -> None:
+    """A contract whose events change fails here, not in a node decoding them in the field."""
+    abi = load_artifact("SwarmLedger")["abi"]
+    events = {e["name"]: e for e in abi if e["type"] == "event"}
+    assert set(events) == set(EVENTS)
+    for name, cls in EVENTS.items():
+        fields = [field_name(i["name"]) for i in events[name]["inputs"]]
+        own = [f for f in cls.model_fields if f not in ChainEvent.model_fields]
+        assert own == fields, name
+    with pytest.raises(ValueError, match="not an address"):
+        typed("Withdrawn", {"node": "0x12", "amount": 1}, block_number=1, tx_hash="0x", log_index=0)

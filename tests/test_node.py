@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 from client.cli.main import app
 from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS
 from client.node.journal import Journal, LocalRoundRecord
+from client.node.outbox import Submit
+from client.node.peerbook import VoteBasis
 from client.node.rollouts import make_batch, task_seed, verify_batch
 from client.policy import load_policy
 from client.store import Item, RolloutBatch, Sampling
@@ -34,13 +36,15 @@ NODE = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 def test_outbox_keys_are_idempotent_and_survive_reopening(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite"
     journal = Journal(path)
-    assert journal.enqueue("submit:3", "submit", 3, {"digest": "0xab"})
-    assert not journal.enqueue("submit:3", "submit", 3, {"digest": "0xcd"})  # first one wins
+    first = Submit(round=3, digest="0xab", rollouts=8, score=5, signal=2)
+    assert first.key == "submit:3"
+    assert journal.enqueue(first)
+    assert not journal.enqueue(first.model_copy(update={"digest": "0xcd"}))  # first one wins
     journal.attempted("submit:3", "connection refused")
     journal.close()
     again = Journal(path)
     [entry] = again.pending()
-    assert entry.payload == {"digest": "0xab"} and entry.attempts == 1
+    assert entry.message == first and entry.attempts == 1
     assert entry.error == "connection refused"
     again.done("submit:3", "0xfeed")
     assert again.pending() == [] and again.outbox("submit:3").tx_hash == "0xfeed"
@@ -55,8 +59,8 @@ def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_pat
     journal.seal(5, b"batch-bytes", "0x01", 300, 24, 3, 150)
     journal.seal(5, b"other-bytes", "0x02", 7, 8, 1, 7)  # a sealed round is never sealed again
     assert [e.key for e in journal.pending()] == ["pin:5", "submit:5"]
-    submit = journal.outbox("submit:5").payload
-    assert (submit["score"], submit["signal"], submit["rollouts"]) == (300, 150, 24)
+    submit = journal.outbox("submit:5").message
+    assert (submit.score, submit.signal, submit.rollouts) == (300, 150, 24)
     journal.advance(5, "confirmed", tx_hash="0xaa")
     journal.advance(5, "pinned", cid="bafy")  # later news of an earlier phase: cid kept only
     record = journal.round(5)
@@ -97,15 +101,9 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     assert again.peers.peer_verdicts()[0]["used"] == 1
     for _ in range(2):  # fetches that found it nowhere are counted, in a row
         again.peers.peer_batch(4, "0xother", "0xd2", Verdict.UNAVAILABLE, reason="no provider")
-    assert again.peers.vote_basis(4, "0xother")["failures"] == 2
+    assert again.peers.vote_basis(4, "0xother").failures == 2
     again.peers.peer_batch(4, "0xother", "0xd2", Verdict.BAD, recomputed=0, findings=1)
-    assert again.peers.vote_basis(4, "0xother") == {
-        "verdict": Verdict.BAD,
-        "score": 0,
-        "signal": None,
-        "findings": 1,
-        "failures": 0,
-    }
+    assert again.peers.vote_basis(4, "0xother") == VoteBasis(Verdict.BAD, 0, 0, 1, 0)
 
 
 def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
@@ -188,7 +186,7 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
     between readings and a verdict changes; and a journal written before its indexes gets
     them."""
     from client.node.journal_db import INDEXES
-    from client.node.states import OutboxKind, RoundPhase, Verdict
+    from client.node.states import RoundPhase, Verdict
     from client.node.view_journal import NodeView
 
     def read(view: NodeView, now: float) -> tuple:
@@ -245,7 +243,7 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
         _weeks_of_rounds(journal, rounds, 5)
         journal.peers.peer_batch(rounds + 1, "0xa", "0xd", Verdict.BAD, findings=1)
         journal.peers.peer_batch(rounds + 9, "0xc", "0xe", Verdict.UNAVAILABLE, reason="gone")
-        journal.enqueue("submit:x", OutboxKind.SUBMIT, rounds + 5, {})
+        journal.enqueue(Submit(round=rounds + 5, digest="0x1", rollouts=1, score=1, signal=1))
         (totals, _, _), steps[rounds] = read(view, now)  # what each scrape after costs
         truth = recount(d / "journal.sqlite")
         assert (totals.local_rounds, totals.generated_tokens, totals.grpo_steps) == (
@@ -498,7 +496,7 @@ def test_retries_of_a_batch_nobody_has_fit_its_vote_in_the_window(round_length, 
     the round length and however long an attempt takes (run 4: most free claims at 20-s rounds
     ended their window one failure short)."""
     from client.chain.models import LedgerParams
-    from client.node.intake import RETRY_MIN_S, retry_delay
+    from client.node.intake.retries import RETRY_MIN_S, retry_delay
 
     params = LedgerParams(
         round_length=round_length,
@@ -527,3 +525,143 @@ def test_retries_of_a_batch_nobody_has_fit_its_vote_in_the_window(round_length, 
         if failures < 3:
             now += wait
     assert now <= closes - round_length / 4, (now, closes)  # room left for the vote
+
+
+# ------------------------------------------------------------------ verdicts and votes (pure)
+
+
+def test_each_fetch_outcome_gets_its_verdict_and_each_verdict_its_vote() -> None:
+    """client.node.intake.verdict.judge and voting.ballot, branch by branch: what a fetch worker
+    found decides the verdict, and the journaled verdict decides the vote, with no chain,
+    journal or clock."""
+    from batches import make_batch as batch_like
+
+    from client.credit import GENERATION, MALFORMED, WITHHELD
+    from client.node.intake.verdict import (
+        Accepted,
+        Deferred,
+        Fetched,
+        Missing,
+        Proof,
+        Rejected,
+        judge,
+    )
+    from client.node.intake.voting import ballot, disputes
+    from client.node.outbox import Attest, Unavailable
+    from client.node.peerbook import PeerSubmission
+    from client.node.proving import GenerationCheck
+    from client.node.rollouts import Verification
+    from client.node.states import Verdict
+    from client.store.errors import BlockNotFound, MalformedBatch, SpoolError, StoreTimeout
+    from client.store.weights import WeightsError
+
+    sub = PeerSubmission(4, "0xpeer", "0xd1", 32, 900, 300)
+    batch = batch_like()
+    good = Verification(True, None, 900, 900, [], 300, 300)
+    lying = Verification(True, None, 900, 800, [], 300, 200)
+    foreign = Verification(False, "task 2 is not the seed's", 900, 0, [], 300, 0)
+    passed = GenerationCheck(32, 8, 96, 0, None, 0.2)
+    failed = GenerationCheck(32, 8, 96, 3, "token 5 outside its interval", 0.0)
+
+    def fetched(result, verified=None, proof=None):
+        return Fetched(10.0, 13.0, result, proof, None if verified is None else (verified, 13, 14))
+
+    def proven(outcome):
+        return Proof(14.0, 20.0, outcome, ["manifest"])
+
+    nowhere = BlockNotFound("bafy…", "ipfs")
+    assert judge(sub, fetched(nowhere)) == Missing(nowhere, 3.0)
+    assert judge(sub, fetched(MalformedBatch("bad header"))) == Rejected(
+        "bad header", 900, MALFORMED
+    )
+    assert judge(sub, fetched((batch, "0xpeer"), foreign)) == Rejected(
+        "task 2 is not the seed's", 900, foreign.findings
+    )
+    assert isinstance(
+        judge(sub, fetched((batch, "0xpeer"), good, proven(SpoolError("full")))), Deferred
+    )
+    assert (
+        judge(sub, fetched((batch, "0xp"), good, proven(WeightsError("NaN")))).findings
+        == GENERATION
+    )
+    withheld = judge(sub, fetched((batch, "0xpeer"), good, proven(StoreTimeout("openings"))))
+    assert isinstance(withheld, Missing) and (withheld.took, withheld.withheld) == (6.0, 900)
+    # a batch whose claims are wrong is disputed for them, whatever its openings
+    wrong = judge(sub, fetched((batch, "0xpeer"), lying, proven(StoreTimeout("openings"))))
+    assert isinstance(wrong, Accepted) and wrong.proof is None and "claimed score" in wrong.reason
+    assert judge(sub, fetched((batch, "0xpeer"), good, proven(failed))).findings == GENERATION
+    ok = judge(sub, fetched((batch, "0xpeer"), good, proven(passed)))
+    assert isinstance(ok, Accepted) and ok.reason is None and ok.manifests == ["manifest"]
+    assert ok.proof_summary()["redrawn"] == 8
+    unproven = judge(sub, fetched((batch, "0xpeer"), good))
+    assert isinstance(unproven, Accepted) and unproven.proof is None
+
+    def vote(verdict, score=0, signal=0, findings=0, failures=0, appealed=False):
+        basis = VoteBasis(verdict, score, signal, findings, failures)
+        return ballot(sub, basis, appealed=appealed, unavailable_after=3)
+
+    agree = vote(Verdict.VERIFIED, 900, 300)
+    assert agree == Attest(round=4, node="0xpeer", score=900, signal=300, findings=0)
+    assert agree.key == "attest:4:0xpeer" and not disputes(agree, sub)
+    dispute = vote(Verdict.VERIFIED, 800, 200, findings=3, appealed=True)
+    assert dispute.key == "appeal-vote:4:0xpeer" and disputes(dispute, sub)
+    assert vote(Verdict.UNAVAILABLE, failures=2) is None  # not yet: fetched again first
+    gone = vote(Verdict.UNAVAILABLE, failures=3)
+    assert gone == Unavailable(round=4, node="0xpeer") and not disputes(gone, sub)
+    held_back = vote(Verdict.UNAVAILABLE, 900, findings=WITHHELD, failures=3)
+    assert held_back == Attest(round=4, node="0xpeer", score=900, signal=0, findings=WITHHELD)
+    assert disputes(held_back, sub)
+
+
+def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_already_hold(
+    tmp_path: Path,
+) -> None:
+    """Keys and payloads are the ones this client wrote before the messages were types, so a
+    journal from before reads back unchanged; each type reads back from its own row."""
+    from client.node.outbox import (
+        MESSAGES,
+        Appeal,
+        Attest,
+        Draw,
+        Open,
+        Pin,
+        Settle,
+        Unavailable,
+        VoteAppeal,
+        decode,
+    )
+
+    node = "0x" + "ab" * 20
+    written = {
+        Pin(round=3): ("pin:3", {}),
+        Submit(round=3, digest="0x01", rollouts=8, score=5, signal=2): (
+            "submit:3",
+            {"digest": "0x01", "rollouts": 8, "score": 5, "signal": 2},
+        ),
+        Open(round=3): ("open:3", {}),
+        Attest(round=3, node=node, score=5, signal=2, findings=0): (
+            f"attest:3:{node}",
+            {"node": node, "score": 5, "signal": 2, "findings": 0},
+        ),
+        Unavailable(round=3, node=node, appeal=True): (
+            f"appeal-vote:3:{node}",
+            {"node": node, "appeal": True},
+        ),
+        Draw(round=3, node=node, block=77, appeal=True): (
+            f"draw:3:{node}:appeal",
+            {"node": node, "block": 77, "appeal": True},
+        ),
+        Settle(round=3): ("settle:3", {}),
+        Settle(round=3, node=node): (f"settle:3:{node}", {"node": node}),
+        Appeal(round=3): ("appeal:3", {}),
+        VoteAppeal(round=3, node=node): (f"appeal-of:3:{node}", {"node": node}),
+    }
+    assert {type(m) for m in written} == set(MESSAGES)
+    journal = Journal(tmp_path / "journal.sqlite")
+    for message, (key, payload) in written.items():
+        assert (message.key, message.payload()) == (key, payload)
+        assert decode(message.KIND, 3, payload) == message
+        assert journal.enqueue(message)
+    assert [e.message for e in journal.pending()] == list(written)
+    with pytest.raises(ValueError, match="no message reads"):
+        decode("attest", 3, {"node": node})

@@ -12,13 +12,16 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_utils import event_abi_to_log_topic, to_checksum_address
 from pydantic import BaseModel, ConfigDict
 from web3.exceptions import Web3RPCError
 
 from client.chain.ledger import Ledger
+from client.chain.ledger_events import ChainEvent, typed
+
+E = TypeVar("E", bound=ChainEvent)
 
 # Substrings of the answers public endpoints give when a log query is too large.
 _TOO_LARGE = ("range", "too many", "more than", "limit", "exceed", "too large")
@@ -34,6 +37,16 @@ class LedgerEvent(BaseModel):
     tx_hash: str
     log_index: int
     args: dict[str, Any]
+
+    def typed(self) -> ChainEvent:
+        """This event as its typed record (client.chain.ledger_events)."""
+        return typed(
+            self.name,
+            self.args,
+            block_number=self.block_number,
+            tx_hash=self.tx_hash,
+            log_index=self.log_index,
+        )
 
 
 class EventCursor(BaseModel):
@@ -107,6 +120,18 @@ class EventReader:
             end = min(block + self.chunk_blocks - 1, last)
             yield from self._chunk(block, end, topic_sets)
             block = end + 1
+
+    def events(
+        self,
+        *kinds: type[E],
+        from_block: int | None = None,
+        to_block: int | None = None,
+        **indexed: Any,
+    ) -> Iterator[E]:
+        """`read` of the event types `kinds`, as their typed records."""
+        names = [k.NAME for k in kinds]
+        for event in self.read(names, from_block=from_block, to_block=to_block, **indexed):
+            yield event.typed()  # type: ignore[misc]
 
     def poll(self, cursor: EventCursor, names: Sequence[str] | None = None, **indexed: Any):
         """Returns the events since the cursor up to the head, and advances the cursor."""

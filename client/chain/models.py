@@ -70,6 +70,16 @@ class LedgerParams(ChainModel):
         """The last round in which a batch of `round_` is voted on (its appeal's committee)."""
         return self.close(round_) + self.appeal_rounds
 
+    def first_open(self, current: int) -> int:
+        """The oldest round whose first committee still votes in `current` (attest_open's
+        inverse; may be negative early on)."""
+        return current - self.submit_rounds - self.challenge_rounds
+
+    def first_voted(self, current: int) -> int:
+        """The oldest round whose batches some committee (an appeal's) may still vote on in
+        `current` (vote_open's inverse, appealed), at least 0."""
+        return max(0, self.first_open(current) - self.appeal_rounds)
+
     def attest_open(self, round_: int, current: int) -> bool:
         """Whether the first committee of a submission of `round_` can still vote in `current`."""
         return current <= self.close(round_)

@@ -96,6 +96,7 @@ import time
 
 from client.chain import ChainError, Ledger
 from client.chain.events import EventCursor, EventReader
+from client.chain.ledger_events import Appealed, Submitted
 from client.config import NodeConfig
 from client.config.roles import STRATEGIES
 from client.credit import GENERATION, batch_signal, group_signal
@@ -753,13 +754,11 @@ class Adversary:
         """Adds the others' new `Submitted` events to `seen` and forgets rounds before `first`."""
         mine = self.address.lower()
         for event in self.reader.poll(self.cursor, ["Submitted", "Appealed"]):  # new ones only
-            node = event.args["node"].lower()
-            if node == mine:
-                continue
-            if event.name == "Appealed":
-                self.appealed.add((event.args["round"], node))
-            else:
-                self.seen.setdefault(event.args["round"], []).append((event.args["round"], node))
+            match event.typed():
+                case Appealed(round=round_, node=node) if node != mine:
+                    self.appealed.add((round_, node))
+                case Submitted(round=round_, node=node) if node != mine:
+                    self.seen.setdefault(round_, []).append((round_, node))
         self.seen = {r: keys for r, keys in self.seen.items() if r >= first}
 
     def _weights(self, round_: int, *, withhold: bool = False, nan: bool = False):

@@ -24,6 +24,7 @@ from pathlib import Path
 from client.chain import ChainError, Ledger, connect
 from client.chain.events import EventReader
 from client.chain.keystore import KeystoreError, load_account
+from client.chain.ledger_events import Registered
 from client.config import NodeConfig
 from client.config.models import format_ether
 from client.node.assemble import seed_spec
@@ -240,17 +241,16 @@ class Preflight:
         )
 
     def peers(self) -> Check:
-
         if self.ledger is None or not self._ok("ipfs"):
             return Check("peers", None, "skipped: needs the ledger and the IPFS node")
         me = self.account.address.lower() if self.account else ""
         nodes = {
-            e.args["node"].lower()
+            e.node
             for e in EventReader(
                 self.ledger,
                 chunk_blocks=self.cfg.chain.log_chunk_blocks,
                 start_block=self.cfg.chain.ledger_deploy_block,
-            ).read(["Registered"])
+            ).events(Registered)
         } - {me}
         if not nodes:
             return Check("peers", None, "no other node is registered yet")

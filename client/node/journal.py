@@ -3,11 +3,11 @@
 It records, per chain round, how far the node got and why a round was missed or skipped; the
 local rounds it finished in that round (each one's part of the batch, so a restart seals exactly
 what was generated); the sealed batch bytes (a restart re-pins and re-submits them, never a
-second batch); an outbox of pins and transactions keyed for idempotency (`submit:12`,
-`attest:12:0xabc…`); the peers' submissions it discovered (and where the event scan stopped),
-the peer batches it fetched with their verdicts and the items that passed its verifier, and the
-peer items it trained on; a metrics row per local round; and the spans of time the compute stage
-spent generating, training and checkpointing (the read model's busy share).
+second batch); an outbox of the publisher's messages (client.node.outbox), each under the
+idempotency key its type builds; the peers' submissions it discovered (and where the event scan
+stopped), the peer batches it fetched with their verdicts and the items that passed its
+verifier, and the peer items it trained on; a metrics row per local round; and the spans of time
+the compute stage spent generating, training and checkpointing (the read model's busy share).
 
 Every write is one transaction, so a SIGKILL leaves the file as it was before or after it. Other
 processes (the TUI, `sapo devnet status`) read it concurrently through `Journal.read_only`.
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from client.node.journal_db import JournalDB
+from client.node.outbox import Message, OutboxStatus, Pin, Submit, decode
 from client.node.peerbook import PeerBook
 from client.node.states import FORWARD, OutboxKind, RoundPhase
 
@@ -71,21 +72,49 @@ class LocalRoundRecord:
 
 @dataclass(frozen=True)
 class OutboxEntry:
-    key: str
-    kind: OutboxKind
-    round: int
-    payload: dict[str, Any]
-    status: str  # "pending" | "done" | "dropped"
+    """A queued message and where it stands."""
+
+    message: Message
+    status: OutboxStatus
     tx_hash: str | None
     attempts: int
     error: str | None
 
+    @property
+    def key(self) -> str:
+        return self.message.key
 
-_OUTBOX = "SELECT key, kind, round, payload, status, tx_hash, attempts, error FROM outbox"
+    @property
+    def kind(self) -> OutboxKind:
+        return self.message.KIND
+
+    @property
+    def round(self) -> int:
+        return self.message.round
+
+
+_OUTBOX = "SELECT kind, round, payload, status, tx_hash, attempts, error FROM outbox"
 
 
 def _entry(row: tuple) -> OutboxEntry:
-    return OutboxEntry(row[0], OutboxKind(row[1]), row[2], json.loads(row[3]), *row[4:])
+    message = decode(row[0], row[1], json.loads(row[2]))
+    return OutboxEntry(message, OutboxStatus(row[3]), *row[4:])
+
+
+def _insert(db: sqlite3.Connection, message: Message, now: float) -> bool:
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            message.key,
+            message.KIND,
+            message.round,
+            json.dumps(message.payload(), sort_keys=True),
+            now,
+            now,
+        ),
+    )
+    return cursor.rowcount == 1
 
 
 class Journal:
@@ -208,16 +237,11 @@ class Journal:
                     *(now, RoundPhase.COLLECTING),
                 ),
             )
-            payload = {"digest": digest, "rollouts": rollouts, "score": claimed, "signal": signal}
-            for key, kind, data in (
-                (f"pin:{round_}", OutboxKind.PIN, {}),
-                (f"submit:{round_}", OutboxKind.SUBMIT, payload),
-            ):
-                db.execute(
-                    "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (key, kind, round_, json.dumps(data, sort_keys=True), now, now),
-                )
+            _insert(db, Pin(round=round_), now)
+            submit = Submit(
+                round=round_, digest=digest, rollouts=rollouts, score=claimed, signal=signal
+            )
+            _insert(db, submit, now)
 
     def advance(self, round_: int, phase: RoundPhase, **fields: Any) -> None:
         """Moves a round to `phase` (never backwards) and sets cid / tx_hash when given."""
@@ -259,27 +283,24 @@ class Journal:
     def confirmed_rounds(self) -> list[int]:
         """Returns the rounds whose submission is on chain."""
         rows = self.db.all(
-            "SELECT round FROM outbox WHERE kind = ? AND status = 'done' ORDER BY round",
+            "SELECT round FROM outbox WHERE kind = ? AND status = ? ORDER BY round",
             OutboxKind.SUBMIT,
+            OutboxStatus.DONE,
         )
         return [r for (r,) in rows]
 
     # -------------------------------------------------------------------------------- outbox
 
-    def enqueue(self, key: str, kind: str, round_: int, payload: dict[str, Any]) -> bool:
-        """Adds an outbox entry unless one with this key exists; returns whether it was new."""
-        now = time.time()
+    def enqueue(self, message: Message) -> bool:
+        """Queues a message unless one with its key is queued or sent already; returns whether
+        it was new."""
         with self.db.tx() as db:
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (key, kind, round_, json.dumps(payload, sort_keys=True), now, now),
-            )
-            return cursor.rowcount == 1
+            return _insert(db, message, time.time())
 
     def pending(self, kind: str | None = None) -> list[OutboxEntry]:
         rows = self.db.all(
-            f"{_OUTBOX} WHERE status = 'pending' AND (? IS NULL OR kind = ?) ORDER BY created",
+            f"{_OUTBOX} WHERE status = ? AND (? IS NULL OR kind = ?) ORDER BY created",
+            OutboxStatus.PENDING,
             kind,
             kind,
         )
@@ -304,16 +325,16 @@ class Journal:
     def done(self, key: str, tx_hash: str | None = None) -> None:
         with self.db.tx() as db:
             db.execute(
-                "UPDATE outbox SET status = 'done', tx_hash = COALESCE(?, tx_hash), error = NULL, "
+                "UPDATE outbox SET status = ?, tx_hash = COALESCE(?, tx_hash), error = NULL, "
                 "updated = ? WHERE key = ?",
-                (tx_hash, time.time(), key),
+                (OutboxStatus.DONE, tx_hash, time.time(), key),
             )
 
     def dropped(self, key: str, reason: str) -> None:
         with self.db.tx() as db:
             db.execute(
-                "UPDATE outbox SET status = 'dropped', error = ?, updated = ? WHERE key = ?",
-                (reason[:500], time.time(), key),
+                "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE key = ?",
+                (OutboxStatus.DROPPED, reason[:500], time.time(), key),
             )
 
     # ------------------------------------------------------------------- metrics and spans
@@ -395,8 +416,8 @@ class Journal:
         return {
             kind: (count, oldest)
             for kind, count, oldest in self.db.all(
-                "SELECT kind, COUNT(*), MIN(created) FROM outbox WHERE status = 'pending' "
-                "GROUP BY kind"
+                "SELECT kind, COUNT(*), MIN(created) FROM outbox WHERE status = ? GROUP BY kind",
+                OutboxStatus.PENDING,
             )
         }
 
@@ -412,7 +433,9 @@ class Journal:
         """The last round whose submission is on chain (`confirmed_rounds()[-1]`, from the
         index)."""
         return self.db.all(
-            "SELECT MAX(round) FROM outbox WHERE status = 'done' AND kind = ?", OutboxKind.SUBMIT
+            "SELECT MAX(round) FROM outbox WHERE status = ? AND kind = ?",
+            OutboxStatus.DONE,
+            OutboxKind.SUBMIT,
         )[0][0]
 
     def prune_spans(self, before: float) -> None:

@@ -29,6 +29,18 @@ class PeerSubmission:
 
 
 @dataclass(frozen=True)
+class VoteBasis:
+    """What a checker's vote on a peer batch rests on: its verdict, our recomputed score and
+    signal, the findings bits, and how many fetches in a row found it unavailable."""
+
+    verdict: Verdict
+    score: int
+    signal: int
+    findings: int
+    failures: int
+
+
+@dataclass(frozen=True)
 class PeerItem:
     """A verified peer item: the question, completions, and OUR verifier's rewards in [0, 1]."""
 
@@ -123,17 +135,18 @@ class PeerBook:
         )
         return [r[0] for r in rows]
 
-    def vote_basis(self, round_: int, node: str) -> dict[str, Any] | None:
-        """What a checker's vote on a peer batch rests on: its verdict, our recomputed score and
-        signal, the findings bits and how many fetches in a row found it unavailable."""
+    def vote_basis(self, round_: int, node: str) -> VoteBasis | None:
+        """What our vote on a peer's batch rests on (None: nothing fetched or tried yet)."""
         rows = self._db.all(
             "SELECT verdict, recomputed, recomputed_signal, findings, failures FROM peer_batches "
             "WHERE round = ? AND node = ?",
             round_,
             node,
         )
-        keys = ("verdict", "score", "signal", "findings", "failures")
-        return dict(zip(keys, rows[0], strict=True)) if rows else None
+        if not rows:
+            return None
+        verdict, score, signal, findings, failures = rows[0]
+        return VoteBasis(Verdict(verdict), score or 0, signal or 0, findings or 0, failures)
 
     def peer_verdict(self, round_: int, node: str) -> str | None:
         """Returns the verdict recorded for a peer's batch of a round, or None."""

@@ -13,13 +13,29 @@ import time
 from dataclasses import dataclass, field
 
 from client.chain import Ledger
-from client.chain.events import EventCursor, EventReader, LedgerEvent
+from client.chain.events import EventCursor, EventReader
 from client.chain.families import standing
+from client.chain.ledger_events import (
+    Appealed,
+    Attested,
+    ChainEvent,
+    Claimed,
+    CreditChanged,
+    MetadataSet,
+    Registered,
+    Settled,
+    Slashed,
+    StakeAdded,
+    Submitted,
+    Unavailable,
+    UnstakeRequested,
+    Withdrawn,
+)
 from client.chain.models import NodeInfo
 from client.node.snapshot import Account, Activity, Payout, PeerRow, short
 from client.units import SCORE_SCALE
 
-_STAKE_EVENTS = {"Registered", "StakeAdded", "UnstakeRequested", "Withdrawn", "Slashed"}
+_STAKE_EVENTS = (Registered, StakeAdded, UnstakeRequested, Withdrawn, Slashed)
 _MODEL_CHARS = 40
 
 
@@ -51,20 +67,19 @@ class Tally:
     appeals: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)  # our submissions (LedgerView)
 
-    def fold(self, name: str, a: dict, node: str, me: str) -> None:
-        if name == "Attested" and str(a["attester"]).lower() == me:
-            self.votes_cast["agree" if a["agrees"] else "dispute"] += 1
-        elif name == "Unavailable" and str(a["attester"]).lower() == me:
-            self.votes_cast["unavailable"] += 1
-        elif node != me:
-            return
-        elif name == "Settled":
-            self.settled["disputed" if a["disputed"] else "clean"] += 1
-        elif name == "Slashed":
-            self.slashes += 1
-            self.slashed_wei += int(a["amount"])
-        elif name == "Appealed":
-            self.appeals += 1
+    def fold(self, e: ChainEvent, me: str) -> None:
+        match e:
+            case Attested() if e.attester == me:
+                self.votes_cast["agree" if e.agrees else "dispute"] += 1
+            case Unavailable() if e.attester == me:
+                self.votes_cast["unavailable"] += 1
+            case Settled() if e.node == me:
+                self.settled["disputed" if e.disputed else "clean"] += 1
+            case Slashed() if e.node == me:
+                self.slashes += 1
+                self.slashed_wei += e.amount
+            case Appealed() if e.node == me:
+                self.appeals += 1
 
 
 @dataclass
@@ -100,12 +115,12 @@ class LedgerView:
         chain does not answer (nothing is half-applied: events are folded only once all were
         read)."""
         cursor = self.cursor.model_copy()
-        events = self.reader.poll(cursor)
+        events = [e.typed() for e in self.reader.poll(cursor)]
         # claims are dated by their block: read those first, so a failure folds nothing
         self._mined = {
             e.block_number: self._block_time(e.block_number)
             for e in events
-            if e.name == "Claimed" and str(e.args["node"]).lower() == self.me
+            if isinstance(e, Claimed) and e.node == self.me
         }
         self.cursor = cursor
         activity = [a for e in events if (a := self._fold(e)) is not None]
@@ -215,101 +230,100 @@ class LedgerView:
             self.nodes[key] = _NodeRecord(address)
         return self.nodes[key]
 
-    def _fold(self, e: LedgerEvent) -> Activity | None:
-        a, name = e.args, e.name
-        now = time.time()
-        node = str(a.get("node", "")).lower()
-        self.tally.fold(name, a, node, self.me)
-        if name in _STAKE_EVENTS:
-            self._stale.add(node)
-        if name in ("Registered", "MetadataSet"):
-            self._record(node).metadata = a["metadata"]
-        elif name == "Submitted":
-            # no evidence, no credit: it earns once its quorum of drawn checkers agreed
-            self._record(node).submissions[a["round"]] = [a["signal"], False]
-        elif name == "CreditChanged":
-            sub = self._record(node).submissions.get(a["round"])
-            if sub is not None:
-                sub[1] = a["credited"]
-            if node == self.me:
-                state = (
-                    "credited: its checkers agreed"
-                    if a["credited"]
-                    else "no longer credited (disputed, or its checkers could not fetch it)"
-                )
-                return Activity(
-                    now,
-                    "credit",
-                    f"round {a['round']}: our submission is {state}",
-                    a["round"],
-                    "info" if a["credited"] else "warning",
-                )
-        elif name == "Unavailable":
-            if node == self.me:
-                self.votes.setdefault(a["round"], [0, 0, 0])[2] += 1
-                return Activity(
-                    now,
-                    "received",
-                    f"round {a['round']}: {short(a['attester'])} could not fetch our batch "
-                    "(an unavailable vote: it cancels credit, never slashes)",
-                    a["round"],
-                    "warning",
-                )
-        elif name == "Attested":
-            if node == self.me:
-                self.votes.setdefault(a["round"], [0, 0, 0])[0 if a["agrees"] else 1] += 1
-            attester = str(a["attester"]).lower()
-            if attester == self.me:
-                rec = self._record(node)
-                if a["agrees"]:
-                    rec.agreed += 1
-                else:
-                    rec.disputed += 1
+    def _fold(self, e: ChainEvent) -> Activity | None:
+        now, me = time.time(), self.me
+        self.tally.fold(e, me)
+        if isinstance(e, _STAKE_EVENTS):
+            self._stale.add(e.node)
+        match e:
+            case Registered() | MetadataSet():
+                self._record(e.node).metadata = e.metadata
+            case Submitted():
+                # no evidence, no credit: it earns once its quorum of drawn checkers agreed
+                self._record(e.node).submissions[e.round] = [e.signal, False]
+            case CreditChanged():
+                sub = self._record(e.node).submissions.get(e.round)
+                if sub is not None:
+                    sub[1] = e.credited
+                if e.node == me:
+                    state = (
+                        "credited: its checkers agreed"
+                        if e.credited
+                        else "no longer credited (disputed, or its checkers could not fetch it)"
+                    )
                     return Activity(
                         now,
-                        "dispute",
-                        f"round {a['round']}: we dispute {short(a['node'])}'s claim "
-                        f"(our score {a['score'] / SCORE_SCALE:.4f}, signal "
-                        f"{a['signal'] / SCORE_SCALE:.2f})",
-                        a["round"],
-                        "warning",
+                        "credit",
+                        f"round {e.round}: our submission is {state}",
+                        e.round,
+                        "info" if e.credited else "warning",
                     )
-            elif node == self.me:
-                verdict = "agrees" if a["agrees"] else "DISPUTES our claim"
+            case Unavailable() if e.node == me:
+                self.votes.setdefault(e.round, [0, 0, 0])[2] += 1
                 return Activity(
                     now,
                     "received",
-                    f"round {a['round']}: {short(a['attester'])} attested our batch "
-                    f"{a['score'] / SCORE_SCALE:.4f}, signal {a['signal'] / SCORE_SCALE:.2f} "
-                    f"— {verdict}",
-                    a["round"],
-                    "info" if a["agrees"] else "warning",
+                    f"round {e.round}: {short(e.attester)} could not fetch our batch "
+                    "(an unavailable vote: it cancels credit, never slashes)",
+                    e.round,
+                    "warning",
                 )
-        elif name == "Settled" and node == self.me:
-            text = f"round {a['round']}: settled" + (
-                f", disputed: slashed {a['slashed'] / 10**18:g} ETH" if a["disputed"] else ""
-            )
-            return Activity(
-                now, "settled", text, a["round"], "warning" if a["disputed"] else "info"
-            )
-        elif name == "Slashed" and node == self.me:
+            case Attested():
+                return self._fold_attested(e, now)
+            case Settled() if e.node == me:
+                text = f"round {e.round}: settled" + (
+                    f", disputed: slashed {e.slashed / 10**18:g} ETH" if e.disputed else ""
+                )
+                return Activity(now, "settled", text, e.round, "warning" if e.disputed else "info")
+            case Slashed() if e.node == me:
+                return Activity(
+                    now,
+                    "slash",
+                    f"round {e.round}: slashed {e.amount / 10**18:g} ETH",
+                    e.round,
+                    "error",
+                )
+            case Claimed() if e.node == me:
+                self.paid_rounds.update(e.rounds)
+                params = self.ledger.params()
+                mined_round = params.round_at(self._mined[e.block_number])
+                self.payouts.append(Payout(mined_round, e.amount))
+                return Activity(
+                    now,
+                    "claim",
+                    f"claimed {e.amount / 10**18:g} ETH for rounds "
+                    f"{', '.join(map(str, e.rounds))} (tx {e.tx_hash[:12]}…)",
+                    mined_round,
+                )
+        return None
+
+    def _fold_attested(self, e: Attested, now: float) -> Activity | None:
+        if e.node == self.me:
+            self.votes.setdefault(e.round, [0, 0, 0])[0 if e.agrees else 1] += 1
+        if e.attester == self.me:
+            rec = self._record(e.node)
+            if e.agrees:
+                rec.agreed += 1
+                return None
+            rec.disputed += 1
             return Activity(
                 now,
-                "slash",
-                f"round {a['round']}: slashed {a['amount'] / 10**18:g} ETH",
-                a["round"],
-                "error",
+                "dispute",
+                f"round {e.round}: we dispute {short(e.node)}'s claim "
+                f"(our score {e.score / SCORE_SCALE:.4f}, signal "
+                f"{e.signal / SCORE_SCALE:.2f})",
+                e.round,
+                "warning",
             )
-        elif name == "Claimed" and node == self.me:
-            self.paid_rounds.update(a["rounds"])
-            params = self.ledger.params()
-            mined_round = params.round_at(self._mined[e.block_number])
-            self.payouts.append(Payout(mined_round, a["amount"]))
+        if e.node == self.me:
+            verdict = "agrees" if e.agrees else "DISPUTES our claim"
             return Activity(
                 now,
-                "claim",
-                f"claimed {a['amount'] / 10**18:g} ETH for rounds "
-                f"{', '.join(map(str, a['rounds']))} (tx {e.tx_hash[:12]}…)",
-                mined_round,
+                "received",
+                f"round {e.round}: {short(e.attester)} attested our batch "
+                f"{e.score / SCORE_SCALE:.4f}, signal {e.signal / SCORE_SCALE:.2f} "
+                f"— {verdict}",
+                e.round,
+                "info" if e.agrees else "warning",
             )
         return None

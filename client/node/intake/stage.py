@@ -1,0 +1,421 @@
+"""The intake stage's thread: each poll it discovers, picks which peer batches to fetch, journals
+the verdicts of finished fetches, and queues the votes the publisher sends.
+
+It fetches from every round still open to a vote: first the batches whose beacons drew this
+node to check them (its duty: the ledger credits a batch only once `quorum` drawn checkers
+agree), oldest round first (the nearest deadline), at most `[sapo].attest_budget` new ones a
+chain round; then, for training, `[sapo].max_fetch_per_round` others, newest round first (the
+freshest items). Up to FETCH_WORKERS fetches run at once (client.node.intake.fetching), each on a
+store client of its own, so a batch nobody can give (a free claim: a digest of nothing) costs its
+time-out beside the others, not before them; no producer holds more than
+`[store].fetches_per_producer` of them. A fetched, verified batch is pinned for
+`[store].retain_rounds`, so it outlives its producer.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from client.chain import ChainError
+from client.chain.events import EventReader
+from client.config.models import SapoSection, StoreSection
+from client.credit import MALFORMED, WITHHELD
+from client.node.eventlog import Event, Span, timed
+from client.node.intake.discovery import discover
+from client.node.intake.fetching import OURS, Fetcher
+from client.node.intake.retries import RETRY_MIN_S, retry_delay
+from client.node.intake.seats import Seats
+from client.node.intake.verdict import (
+    Accepted,
+    Deferred,
+    Fetched,
+    Judgement,
+    Missing,
+    Rejected,
+    judge,
+)
+from client.node.intake.voting import ballot, disputes, key_of
+from client.node.outbox import Settle
+from client.node.peerbook import PeerSubmission
+from client.node.proving import Prover
+from client.node.services import Services, Stage
+from client.node.states import Verdict
+from client.store import BlockStore, StoreError
+from client.store.cid import digest_to_cid
+from client.store.weights import pin_weights
+from client.tasks import Catalog
+
+log = logging.getLogger("sapo.node.intake")
+
+POLL_S = 2.0
+FETCH_WORKERS = 16  # fetches in flight at once (I/O: most of their time is waiting on time-outs)
+
+
+class Intake(Stage):
+    """Discovers, fetches, verifies and queues votes; its own thread."""
+
+    def __init__(
+        self,
+        services: Services,
+        store: BlockStore,
+        catalog: Catalog,
+        wake: threading.Event,
+        prover: Prover | None = None,
+        *,
+        reader: EventReader,
+        sapo: SapoSection,
+        store_cfg: StoreSection,
+        spool: Path,
+    ):
+        """`reader`: the ledger's events from the deployment block, in the config's chunks;
+        `spool`: the folder peers' opened checkpoints are fetched into (DataDir.spool);
+        `wake`: set when a vote is queued (the publisher's)."""
+        super().__init__(services)
+        self.sapo, self.store_cfg = sapo, store_cfg
+        self.spool = Path(spool)
+        self.store = store
+        self.prover = prover
+        self.wake_publisher = wake
+        self.me = services.address.lower()
+        self.reader = reader
+        self.fetcher = Fetcher(services, catalog, prover, store_cfg=store_cfg, spool=self.spool)
+        self.seats = Seats(services.ledger, reader, services.journal, self.me)
+        self._budget_round = -1
+        self._fetched = self._duties = self._attested = 0
+        self._pool: ThreadPoolExecutor | None = None  # while run() runs
+        self._inflight: dict[tuple[int, str], tuple[PeerSubmission, Future]] = {}
+        self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
+        self._proven: set[tuple[int, str]] = set()  # drawn batches whose generation we checked
+
+    def run(self, stop: threading.Event) -> None:
+        """Polls every POLL_S until `stop`; fetches run on FETCH_WORKERS threads meanwhile.
+        The spool is emptied first: what a node killed mid-fetch left there is never read."""
+        shutil.rmtree(self.spool, ignore_errors=True)
+        self.spool.mkdir(parents=True, exist_ok=True)
+        self._pool = ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="sapo-fetch")
+        try:
+            while not stop.is_set():
+                self.poll(stop)
+                stop.wait(POLL_S)
+        finally:  # queued fetches are dropped; running ones end within their time-outs
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool, self._inflight = None, {}
+
+    def poll(self, stop: threading.Event | None = None) -> None:
+        """One pass: discover, then check what the round's budget allows."""
+        try:
+            with timed(self.journal, Span.DISCOVER):
+                discover(self.reader, self.journal, self.me)
+            self.health.chain(True)
+        except ChainError as exc:
+            self.health.chain(False, str(exc))
+            return
+        current = self.current_round()
+        first = self.params.first_voted(current)
+        self.seats.new_poll(self.journal.peers.appealed(first))
+        if current != self._budget_round:
+            self._budget_round, self._fetched, self._duties, self._attested = current, 0, 0, 0
+            self.seats.forget_before(first)
+            self._proven = {k for k in self._proven if k[0] >= first}
+            self._retry_at = {k: v for k, v in self._retry_at.items() if k[0] >= first}
+        self.harvest()
+        try:
+            candidates = self._candidates(current)
+        except ChainError as exc:  # the draw is read from the ledger
+            self.health.chain(False, str(exc))
+            return
+        room = 2 * FETCH_WORKERS - len(self._inflight)  # the workers', and as many queued
+        held = self.in_flight()
+        for sub in candidates:
+            if room <= 0 or (stop and stop.is_set()):
+                break
+            if held.get(sub.node, 0) >= self.store_cfg.fetches_per_producer:
+                continue  # its producer's quota: taken up again once one of them ends
+            if self.seats.drawn(sub):
+                retry = (sub.round, sub.node) in self._retry_at  # taken up already: not again
+                if not retry and self._duties >= self.sapo.attest_budget:
+                    continue
+                self._duties += not retry
+            elif self._fetched < self.sapo.max_fetch_per_round:
+                self._fetched += 1
+            else:
+                continue
+            self.start_fetch(sub)
+            held[sub.node] = held.get(sub.node, 0) + 1
+            room -= 1
+        try:
+            queued = self.vote(current)
+        except ChainError as exc:
+            self.health.chain(False, str(exc))
+            return
+        if queued:
+            self.wake_publisher.set()
+
+    # ---------------------------------------------------------------------------- voting
+
+    def _open(self, sub: PeerSubmission, current: int) -> bool:
+        """Whether the committee voting now on `sub` still votes in `current`."""
+        return self.params.vote_open(sub.round, current, self.seats.appealed(sub))
+
+    def vote(self, current: int) -> bool:
+        """Queues this node's votes as a drawn checker on the batches it has a verdict for
+        (client.node.intake.voting.ballot); returns whether anything was queued."""
+        queued = False
+        for sub in self.journal.peers.peer_submissions(self.params.first_voted(current)):
+            if self._attested >= self.sapo.attest_budget:
+                break
+            basis = self.journal.peers.vote_basis(sub.round, sub.node)
+            if basis is None or self._voted(sub):
+                continue
+            if self._unproven(sub, basis.verdict):
+                continue  # fetched for learning before we were drawn: its proof comes first
+            if not self._open(sub, self.current_round()):
+                continue
+            vote = ballot(
+                sub,
+                basis,
+                appealed=self.seats.appealed(sub),
+                unavailable_after=self.sapo.unavailable_after,
+            )
+            if vote is None or not self.seats.drawn(sub):
+                continue
+            self._attested += 1
+            queued |= self.journal.enqueue(vote)
+            if disputes(vote, sub):
+                self.journal.enqueue(Settle(round=sub.round, node=sub.node))
+        return queued
+
+    def _voted(self, sub: PeerSubmission) -> bool:
+        """Whether our vote on `sub` is queued or sent: a batch voted unavailable is not fetched
+        again (a vote is final on chain, and a retry's time-outs would hold up the fetches of
+        batches still owed a vote)."""
+        return self.journal.outbox(key_of(sub, self.seats.appealed(sub))) is not None
+
+    def _unproven(self, sub: PeerSubmission, verdict: str | None) -> bool:
+        """Whether we are drawn to check `sub` and verified it (`verdict`, journaled), but have
+        not checked its generation yet (it was fetched for learning before its beacon was
+        known)."""
+        return (
+            verdict == Verdict.VERIFIED
+            and self.prover is not None
+            and (sub.round, sub.node) not in self._proven
+            and self.seats.drawn(sub)
+        )
+
+    # -------------------------------------------------------------------------- fetching
+
+    def _candidates(self, current: int) -> list[PeerSubmission]:
+        """Peers' batches still open to a vote and not settled here: those we are drawn to
+        check first, oldest round first (their votes close first), then the others newest round
+        first; within a round in an order peers cannot predict (seeded by us and the round)."""
+        now = time.monotonic()
+        fresh = [
+            s
+            for s in self.journal.peers.peer_submissions(self.params.first_voted(current))
+            if self._open(s, current)
+            and (
+                (verdict := self.journal.peers.peer_verdict(s.round, s.node))
+                in (None, Verdict.UNAVAILABLE)
+                or self._unproven(s, verdict)
+            )
+            and self._retry_at.get((s.round, s.node), 0.0) <= now
+            and (s.round, s.node) not in self._inflight
+            and not (verdict == Verdict.UNAVAILABLE and self._voted(s))
+        ]
+        rng = random.Random(f"{self.me}:{current}")  # noqa: S311 - sampling, not secrets
+        rng.shuffle(fresh)
+        drawn = self.seats.drawn
+        return sorted(fresh, key=lambda s: (False, s.round) if drawn(s) else (True, -s.round))
+
+    def start_fetch(self, sub: PeerSubmission) -> None:
+        """Starts fetching a batch on a worker (who may give it is read here, from the journal;
+        their addresses on the worker); `harvest` journals its verdict once it has arrived.
+        Polled outside run(), it fetches and verifies right here."""
+        nodes = self.fetcher.source_nodes(sub)
+        beacon = self.seats.beacon(sub) if self.prover and self.seats.known(sub) else None
+        if self._pool is None:
+            done: Future = Future()
+            try:
+                done.set_result(self.fetcher.fetch(sub, nodes, self.store, beacon))
+            except Exception as exc:
+                done.set_exception(exc)
+            self._checked_safely(sub, done)
+        else:
+            future = self._pool.submit(self.fetcher.fetch, sub, nodes, None, beacon)
+            self._inflight[(sub.round, sub.node)] = (sub, future)
+
+    def in_flight(self) -> dict[str, int]:
+        """Fetches in flight (queued or running) by producer: at most
+        `[store].fetches_per_producer` each, so a producer whose batches trickle in every round
+        still open holds that many fetch workers, not all of them."""
+        held: dict[str, int] = {}
+        for sub, _ in list(self._inflight.values()):
+            held[sub.node] = held.get(sub.node, 0) + 1
+        return held
+
+    def harvest(self) -> None:
+        """Journals, on this thread, the verdict on every fetch that has finished."""
+        for key, (sub, future) in list(self._inflight.items()):
+            if future.done():
+                del self._inflight[key]
+                self._checked_safely(sub, future)
+
+    def _checked_safely(self, sub: PeerSubmission, future: Future) -> None:
+        """Journals a finished fetch's spans and verdict; what that raises on a peer's batch
+        ends as that batch's verdict (malformed), journaled, so neither this stage nor a restart
+        stops on it."""
+        try:
+            fetched: Fetched = future.result()
+            self.journal.span(str(Span.FETCH), fetched.started, fetched.ended)
+            if fetched.verified is not None:
+                self.journal.span(str(Span.VERIFY), fetched.verified[1], fetched.verified[2])
+            if fetched.proof is not None:
+                self.journal.span(str(Span.PROVE), fetched.proof.started, fetched.proof.ended)
+            self.record(sub, judge(sub, fetched))
+        except OURS:
+            raise  # our journal, disk or memory: never a verdict on the producer
+        except Exception as exc:
+            log.exception("round %s: checking %s's batch raised", sub.round, sub.node[:10])
+            what = f"checking it raised {type(exc).__name__}: {str(exc)[:200]}"
+            self.record(sub, Rejected(what, sub.score, MALFORMED))
+
+    # ----------------------------------------------------------------------------- verdicts
+
+    def record(self, sub: PeerSubmission, judgement: Judgement) -> None:
+        """Journals a verdict, tells the operator, and does what it implies: a missing batch is
+        tried again after `retry_delay`, a deferred one in half a round, an accepted one is
+        pinned (so that it outlives its producer: peers and auditors find it here)."""
+        match judgement:
+            case Missing(error=error, took=took, withheld=withheld):
+                self._missing(sub, error, took, withheld)
+            case Rejected(reason=reason, claimed=claimed, findings=findings):
+                self._verdict(
+                    sub,
+                    Verdict.BAD,
+                    Event.PEER_BAD,
+                    f"bad batch: {reason}",
+                    reason,
+                    claimed=claimed,
+                    recomputed=0,
+                    claimed_signal=sub.signal,
+                    recomputed_signal=0,
+                    findings=findings,
+                )
+            case Deferred(error=error):
+                self._deferred(sub, error)
+            case Accepted():
+                self._accepted(sub, judgement)
+
+    def _accepted(self, sub: PeerSubmission, verdict: Accepted) -> None:
+        check = verdict.check
+        if verdict.proof is not None:
+            self._proven.add((sub.round, sub.node))
+            for manifest in verdict.manifests:  # kept, like the batch, for later checkers
+                try:
+                    pin_weights(self.store, manifest, sub.round)
+                except StoreError as exc:
+                    log.warning("round %s: could not pin a checkpoint: %s", sub.round, exc)
+        self._verdict(
+            sub,
+            Verdict.VERIFIED,
+            Event.PEER_VERIFIED,
+            f"verified ({len(verdict.batch.local_rounds)} local rounds): claimed "
+            f"{check.claimed}, recomputed {check.recomputed}; signal {check.claimed_signal} / "
+            f"{check.recomputed_signal}",
+            verdict.reason,
+            claimed=check.claimed,
+            recomputed=check.recomputed,
+            claimed_signal=check.claimed_signal,
+            recomputed_signal=check.recomputed_signal,
+            findings=check.findings,
+            items=verdict.items(),
+            source=verdict.source,
+            proof=verdict.proof_summary(),
+        )
+        try:
+            self.store.pin(digest_to_cid(sub.digest), sub.round)
+        except StoreError as exc:
+            log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
+
+    def _missing(
+        self, sub: PeerSubmission, exc: StoreError, took: float, withheld: int | None
+    ) -> None:
+        """Records a batch nobody gave us, or (`withheld`: our recomputed score) one whose
+        opened checkpoints nobody gave us, and when to try again."""
+        journaled = (
+            {}
+            if withheld is None
+            else {
+                "claimed": sub.score,
+                "recomputed": withheld,
+                "claimed_signal": sub.signal,
+                "recomputed_signal": 0,
+                "findings": WITHHELD,
+            }
+        )
+        what = "unavailable" if withheld is None else "opened checkpoints unavailable"
+        self._verdict(
+            sub,
+            Verdict.UNAVAILABLE,
+            Event.PEER_UNAVAILABLE,
+            f"{what}: {exc}",
+            str(exc),
+            **journaled,
+        )
+        basis = self.journal.peers.vote_basis(sub.round, sub.node)
+        self._retry_at[(sub.round, sub.node)] = time.monotonic() + retry_delay(
+            self.params,
+            self.sapo.unavailable_after,
+            sub.round,
+            basis.failures if basis else 1,
+            took,
+            time.time(),
+            appealed=self.seats.appealed(sub),
+        )
+
+    def _deferred(self, sub: PeerSubmission, exc: StoreError) -> None:
+        """A check our own disk stopped (the spool full or unwritable): no verdict and no
+        failure counted against the producer; tried again in half a round."""
+        delay = max(RETRY_MIN_S, self.params.round_length / 2)
+        self._retry_at[(sub.round, sub.node)] = time.monotonic() + delay
+        self.events.emit(
+            Event.STORE_SPOOL,
+            f"round {sub.round}: {sub.node[:10]}…'s checkpoints could not be spooled ({exc}); "
+            f"checked again in {delay:.0f} s: free disk under {self.spool}",
+            logging.WARNING,
+            round=sub.round,
+            node=sub.node,
+        )
+
+    def _verdict(
+        self,
+        sub: PeerSubmission,
+        verdict: str,
+        event: Event,
+        what: str,
+        reason: str | None,
+        **journaled,
+    ) -> None:
+        """Journals a peer batch's verdict and tells the operator."""
+        proof = journaled.pop("proof", None)  # in the event only
+        self.journal.peers.peer_batch(
+            sub.round, sub.node, sub.digest, verdict, reason=reason, **journaled
+        )
+        if proof is not None:
+            journaled["proof"] = proof
+        fields = {k: v for k, v in journaled.items() if k != "items"}
+        self.events.emit(
+            event,
+            f"round {sub.round}: {sub.node[:10]}…'s batch {what}",
+            logging.INFO if verdict == Verdict.VERIFIED else logging.WARNING,
+            round=sub.round,
+            node=sub.node,
+            reason=reason,
+            **fields,
+        )

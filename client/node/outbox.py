@@ -1,0 +1,186 @@
+"""The outbox's messages: one frozen model per thing the publisher sends, each building its own
+idempotency key.
+
+A stage queues a message (`Journal.enqueue(Attest(...))`); the publisher's sender reads it back as
+the same type and hands it to the one handler of its class (client.node.publishing.sender). The
+key makes queueing idempotent across threads and restarts: one pin and one submission per round,
+one vote per committee a node sits on, one draw per beacon. The journal stores a message as its
+kind, round and the rest of its fields as JSON (`payload`); keys and payloads are the ones this
+client has always written, so a journal written before these types reads back unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from client.node.states import OutboxKind
+
+
+class OutboxStatus(StrEnum):
+    """Where an outbox entry stands."""
+
+    PENDING = "pending"  # not sent yet (or sent, and its receipt not seen)
+    DONE = "done"  # sent and mined, or found done on chain
+    DROPPED = "dropped"  # can never go (a window closed, the chain refused it): why is kept
+
+
+class Message(BaseModel):
+    """An outbox message of one kind, for one chain round."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    KIND: ClassVar[OutboxKind]
+
+    round: int
+
+    @property
+    def key(self) -> str:
+        """The idempotency key: a second message with the same key is not queued."""
+        raise NotImplementedError
+
+    def payload(self) -> dict[str, Any]:
+        """What the journal stores beside kind and round (fields at their default left out)."""
+        return self.model_dump(exclude={"round"}, exclude_defaults=True)
+
+
+class Pin(Message):
+    """Pin our sealed batch of the round (queued with its submission, in one transaction)."""
+
+    KIND = OutboxKind.PIN
+
+    @property
+    def key(self) -> str:
+        return f"pin:{self.round}"
+
+
+class Submit(Message):
+    """Submit our batch's digest and claim, once it is pinned."""
+
+    KIND = OutboxKind.SUBMIT
+    digest: str
+    rollouts: int
+    score: int
+    signal: int
+
+    @property
+    def key(self) -> str:
+        return f"submit:{self.round}"
+
+
+class Open(Message):
+    """Pin the checkpoints our submission's beacon opened, once the beacon is known."""
+
+    KIND = OutboxKind.OPEN
+
+    @property
+    def key(self) -> str:
+        return f"open:{self.round}"
+
+
+def vote_key(round_: int, node: str, appeal: bool) -> str:
+    """The key of our vote on `node`'s batch: one on its first committee and one on its
+    appeal's, whether the vote is an attestation or an unavailable report."""
+    return f"{'appeal-vote' if appeal else 'attest'}:{round_}:{node}"
+
+
+class Attest(Message):
+    """Our attestation of a peer's batch as a drawn checker: what we recomputed, and the
+    findings bits of what failed (a dispute when they differ from its claim)."""
+
+    KIND = OutboxKind.ATTEST
+    node: str
+    score: int
+    signal: int
+    findings: int
+    appeal: bool = False  # on the appeal's committee (its window: the appeal rounds)
+
+    @property
+    def key(self) -> str:
+        return vote_key(self.round, self.node, self.appeal)
+
+
+class Unavailable(Message):
+    """Our vote that a peer's batch could be fetched from nobody."""
+
+    KIND = OutboxKind.UNAVAILABLE
+    node: str
+    appeal: bool = False
+
+    @property
+    def key(self) -> str:
+        return vote_key(self.round, self.node, self.appeal)
+
+
+class Draw(Message):
+    """Store a batch's beacon (ours, or one we are drawn to check) if nobody has, before the
+    EVM forgets its block's hash. `block`: the beacon's block."""
+
+    KIND = OutboxKind.DRAW
+    node: str
+    block: int
+    appeal: bool = False  # the appeal committee's beacon
+
+    @property
+    def key(self) -> str:
+        return f"draw:{self.round}:{self.node}" + (":appeal" if self.appeal else "")
+
+
+class Settle(Message):
+    """Settle a final submission, ours (`node` None) or a peer's we disputed, and have the
+    votes that lost against its verdict judged."""
+
+    KIND = OutboxKind.SETTLE
+    node: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"settle:{self.round}" + (f":{self.node}" if self.node else "")
+
+
+class Appeal(Message):
+    """Appeal our batch's verdict if it was not credited and our re-check agrees with us."""
+
+    KIND = OutboxKind.APPEAL
+
+    @property
+    def key(self) -> str:
+        return f"appeal:{self.round}"
+
+
+class VoteAppeal(Message):
+    """Appeal the first committee's verdict on a peer's batch if it judges our vote lost."""
+
+    KIND = OutboxKind.APPEAL
+    node: str
+
+    @property
+    def key(self) -> str:
+        return f"appeal-of:{self.round}:{self.node}"
+
+
+MESSAGES: tuple[type[Message], ...] = (
+    Pin,
+    Submit,
+    Open,
+    Attest,
+    Unavailable,
+    Draw,
+    Settle,
+    Appeal,
+    VoteAppeal,
+)
+
+
+def decode(kind: str, round_: int, payload: dict[str, Any]) -> Message:
+    """The message a journal row holds. Two types share the kind `appeal` (ours and a vote's),
+    told apart by their fields. A row no type reads raises ValueError."""
+    kind = OutboxKind(kind)
+    for cls in MESSAGES:
+        if kind == cls.KIND:
+            try:
+                return cls.model_validate({"round": round_, **payload})
+            except ValueError:
+                continue
+    raise ValueError(f"an outbox row of kind {kind!r} that no message reads: {payload!r}")
