@@ -32,7 +32,7 @@ from client.devnet import IpfsDaemon
 from client.devnet.netns import NetnsLayout, NetnsUnavailable, check
 from client.node.eventlog import read_events
 from client.node.journal import Journal
-from client.node.view_journal import NodeView
+from client.node.view.journal import NodeView
 from client.store import IpfsStore, StoreTimeout
 from client.store.peers import ipfs_addresses
 from client.store.weights import CHUNK, get_weights, put_weights

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from client.cli.main import app
 from client.credit import FOREIGN_TASKS, SCORE_DIFFERS, SIGNAL_DIFFERS
 from client.node.journal import Journal, LocalRoundRecord
-from client.node.outbox import Submit
-from client.node.peerbook import VoteBasis
+from client.node.journal.outbox import Submit
+from client.node.journal.peers import VoteBasis
 from client.node.rollouts import make_batch, task_seed, verify_batch
 from client.policy import load_policy
 from client.store import Item, RolloutBatch, Sampling
@@ -84,8 +84,8 @@ def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_pat
 def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> None:
     """Where the event scan stopped and which peer items were trained on are kept: a restart
     neither rescans the chain from its deployment nor trains on an item twice."""
-    from client.node.peerbook import PeerSubmission
-    from client.node.states import Verdict
+    from client.node.journal.peers import PeerSubmission
+    from client.node.journal.states import Verdict
     from client.node.training import PeerPool
 
     journal = Journal(tmp_path / "journal.sqlite")
@@ -111,8 +111,8 @@ def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
 ) -> None:
     """`sapo devnet status` reads it through NodeView: three chain rounds in a row in which
     every peer batch was unavailable are an outage, with the reason the last fetch gave."""
-    from client.node.states import Verdict
-    from client.node.view_journal import OUTAGE_ROUNDS, NodeView
+    from client.node.journal.states import Verdict
+    from client.node.view.journal import OUTAGE_ROUNDS, NodeView
 
     journal = Journal(tmp_path / "journal.sqlite")
     view = NodeView(tmp_path)
@@ -136,7 +136,7 @@ def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
 def test_a_journal_of_another_version_is_refused_not_reinterpreted(tmp_path: Path) -> None:
     import sqlite3
 
-    from client.node.journal_db import JournalVersionError
+    from client.node.journal.db import JournalVersionError
 
     path = tmp_path / "journal.sqlite"
     with sqlite3.connect(path) as db:  # what version 1 of the client wrote
@@ -185,9 +185,9 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
     as for one of 2,000; its answers equal a count over every row, also as rows are added
     between readings and a verdict changes; and a journal written before its indexes gets
     them."""
-    from client.node.journal_db import INDEXES
-    from client.node.states import RoundPhase, Verdict
-    from client.node.view_journal import NodeView
+    from client.node.journal.db import INDEXES
+    from client.node.journal.states import RoundPhase, Verdict
+    from client.node.view.journal import NodeView
 
     def read(view: NodeView, now: float) -> tuple:
         steps = 0
@@ -547,11 +547,11 @@ def test_each_fetch_outcome_gets_its_verdict_and_each_verdict_its_vote() -> None
         judge,
     )
     from client.node.intake.voting import ballot, disputes
-    from client.node.outbox import Attest, Unavailable
-    from client.node.peerbook import PeerSubmission
+    from client.node.journal.outbox import Attest, Unavailable
+    from client.node.journal.peers import PeerSubmission
+    from client.node.journal.states import Verdict
     from client.node.proving import GenerationCheck
     from client.node.rollouts import Verification
-    from client.node.states import Verdict
     from client.store.errors import BlockNotFound, MalformedBatch, SpoolError, StoreTimeout
     from client.store.weights import WeightsError
 
@@ -618,7 +618,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
 ) -> None:
     """Keys and payloads are the ones this client wrote before the messages were types, so a
     journal from before reads back unchanged; each type reads back from its own row."""
-    from client.node.outbox import (
+    from client.node.journal.outbox import (
         MESSAGES,
         Appeal,
         Attest,

@@ -24,12 +24,12 @@ from client.node.eventlog import EventLog
 from client.node.health import Health
 from client.node.intake import Intake
 from client.node.journal import Journal, LocalRoundRecord
-from client.node.outbox import Attest, OutboxStatus, Settle, Submit
+from client.node.journal.outbox import Attest, OutboxStatus, Settle, Submit
+from client.node.journal.states import RoundPhase, Verdict
 from client.node.proving import Snapshots
 from client.node.publishing import Publisher
 from client.node.rollouts import task_seed
 from client.node.services import Services
-from client.node.states import RoundPhase, Verdict
 from client.policy import load_policy
 from client.store import LocalStore, Sampling
 from client.tasks import load_catalog

@@ -22,8 +22,8 @@ from conftest import cached_seed_test, start_devnet, stop_devnet, wait_until
 from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.config import with_sections
-from client.node.states import RoundPhase
-from client.node.view_journal import NodeView
+from client.node.journal.states import RoundPhase
+from client.node.view.journal import NodeView
 from client.policy import SeedSpec, ensure_seed_policy, load_policy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

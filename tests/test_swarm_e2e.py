@@ -36,7 +36,7 @@ from client.chain.events import EventReader
 from client.devnet.accounts import dev_account
 from client.node.eventlog import read_events
 from client.node.journal import Journal
-from client.node.view_journal import NodeView
+from client.node.view.journal import NodeView
 from client.pids import pid_alive
 from client.policy.vllm_backend import OWNER_ENV, SCRATCH_ENV
 from client.store import IpfsStore, digest_to_cid

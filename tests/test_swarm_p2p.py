@@ -42,7 +42,7 @@ from client.chain.events import EventReader
 from client.devnet import IpfsDaemon
 from client.node.eventlog import read_events
 from client.node.journal import Journal
-from client.node.view_journal import NodeView
+from client.node.view.journal import NodeView
 from client.pids import pid_alive
 from client.store import IpfsStore
 

@@ -1,6 +1,6 @@
 """A fixed read model for the TUI's rendering tests (snapshots, a 1,000-peer table).
 
-Not a fake chain or node: the widgets render `client.node.snapshot.Snapshot` values and nothing
+Not a fake chain or node: the widgets render `client.node.view.snapshot.Snapshot` values and nothing
 else, so rendering is tested on a fixed one (numbers of the kind a devnet shows, addresses of
 anvil's dev accounts) to get the same picture on every run. What feeds snapshots from the real
 journal, event log and ledger is tested against a devnet in test_tui.py.
@@ -8,7 +8,7 @@ journal, event log and ledger is tested against a devnet in test_tui.py.
 
 from __future__ import annotations
 
-from client.node.snapshot import (
+from client.node.view.snapshot import (
     Account,
     Activity,
     Health,

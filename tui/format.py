@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from client.config.models import format_ether
-from client.node.snapshot import short
+from client.node.view.snapshot import short
 from client.units import format_score
 
 __all__ = ["age", "format_ether", "format_score", "short"]

@@ -44,7 +44,7 @@ from client.devnet.control import (
     stop_event_on_signals,
 )
 from client.devnet.state import DevnetState, DevnetStateError, read_state, supervisor_alive
-from client.node.snapshot import short
+from client.node.view.snapshot import short
 from client.pids import pid_alive
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS

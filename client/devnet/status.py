@@ -15,7 +15,7 @@ from client.chain.events import EventReader
 from client.config import ConfigError, load_config
 from client.devnet.control import seed_build_progress
 from client.devnet.state import DevnetState
-from client.node.view_journal import NodeView
+from client.node.view.journal import NodeView
 from client.pids import pid_alive
 
 

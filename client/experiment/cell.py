@@ -40,8 +40,8 @@ from client.experiment.heldout import (
 )
 from client.node.assemble import base_policy_path
 from client.node.eventlog import Span
-from client.node.states import RoundPhase
-from client.node.view_journal import NodeView
+from client.node.journal.states import RoundPhase
+from client.node.view.journal import NodeView
 from client.policy import load_policy
 from client.policy.policy import tokenizer_fingerprint
 from client.tasks import SCORE_SCALE, load_catalog

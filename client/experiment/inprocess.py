@@ -39,7 +39,7 @@ from client.experiment.cell import RECORD, base_config, node_sections, write_who
 from client.experiment.config import Cell, ExperimentConfig
 from client.experiment.heldout import evaluation_set, greedy, held_out_record
 from client.node.assemble import base_policy_path, make_trainer
-from client.node.peerbook import PeerItem
+from client.node.journal.peers import PeerItem
 from client.node.rollouts import generate_local_round, make_batch, task_seed, verify_batch
 from client.node.training import Trainer, mix, offpolicy_metrics
 from client.policy import TransformersBackend, load_policy

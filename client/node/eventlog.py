@@ -35,7 +35,7 @@ class Phase(StrEnum):
 
 
 class Span(StrEnum):
-    """The spans of time the journal records (client.node.view_journal turns them into shares)."""
+    """The spans of time the journal records (client.node.view.journal turns them into shares)."""
 
     GENERATE = "generate"  # compute: tasks -> completions -> verifier rewards
     TRAIN = "train"  # compute: the GRPO step (and choosing its items)

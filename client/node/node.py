@@ -31,11 +31,11 @@ from client.node.datadir import DataDir
 from client.node.eventlog import Event, Phase, Span, timed
 from client.node.intake import Intake
 from client.node.journal import LocalRoundRecord
+from client.node.journal.states import RoundPhase
 from client.node.proving import Snapshots
 from client.node.publishing import Publisher
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
 from client.node.services import Services
-from client.node.states import RoundPhase
 from client.node.training import PeerPool, Trainer, mix, offpolicy_metrics
 from client.policy import GenerationBackend
 from client.policy.encode import Group

@@ -37,7 +37,7 @@ import torch
 
 from client.config.models import TrainSection
 from client.node.datadir import DataDir
-from client.node.peerbook import PeerItem
+from client.node.journal.peers import PeerItem
 from client.policy import Policy, load_checkpoint, save_checkpoint
 from client.policy.encode import Group, completion_tokens, encode_groups, weighable
 from client.policy.proof import model_vocabulary

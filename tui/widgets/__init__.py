@@ -1,1 +1,1 @@
-"""One widget per panel; each renders a `client.node.snapshot.Snapshot` and nothing else."""
+"""One widget per panel; each renders a `client.node.view.snapshot.Snapshot` and nothing else."""

@@ -8,7 +8,7 @@ import datetime as dt
 from rich.text import Text
 from textual.widgets import RichLog
 
-from client.node.snapshot import Snapshot
+from client.node.view.snapshot import Snapshot
 from client.text import printable
 
 STYLES = {"info": "", "warning": "yellow", "error": "bold red"}

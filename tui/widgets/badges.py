@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
-from client.node.snapshot import Health, Snapshot
+from client.node.view.snapshot import Health, Snapshot
 from tui.format import age
 
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.widgets import Static
 
-from client.node.snapshot import Health, Snapshot
+from client.node.view.snapshot import Health, Snapshot
 from tui.format import age, format_ether, format_score
 
 RECENT = 14  # activity lines on the overview

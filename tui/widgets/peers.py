@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from client.node.snapshot import PeerRow
+from client.node.view.snapshot import PeerRow
 from client.text import printable
 from tui.format import format_ether, format_score, short
 

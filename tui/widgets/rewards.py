@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual_plotext import PlotextPlot
 
-from client.node.snapshot import Snapshot
+from client.node.view.snapshot import Snapshot
 
 
 class RewardCharts(Vertical):

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from client.node.snapshot import Snapshot, Training
+from client.node.view.snapshot import Snapshot, Training
 
 
 def _f(value: float | None, digits: int = 3) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from client.chain.events import EventReader
 from client.chain.ledger_events import Appealed, Attested, Submitted
 from client.node.journal import Journal
-from client.node.peerbook import PeerSubmission
+from client.node.journal.peers import PeerSubmission
 
 
 def discover(reader: EventReader, journal: Journal, me: str) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from client.chain import ChainError
 from client.config.models import StoreSection
 from client.node.intake.verdict import Fetched, Proof
-from client.node.peerbook import PeerSubmission
+from client.node.journal.peers import PeerSubmission
 from client.node.proving import OPEN_ROUNDS, GenerationCheck, Prover, opened
 from client.node.rollouts import generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage

@@ -8,8 +8,8 @@ from __future__ import annotations
 from client.chain import Ledger
 from client.chain.events import EventReader
 from client.node.journal import Journal
-from client.node.outbox import Draw
-from client.node.peerbook import PeerSubmission
+from client.node.journal.outbox import Draw
+from client.node.journal.peers import PeerSubmission
 
 
 class Seats:

@@ -41,11 +41,11 @@ from client.node.intake.verdict import (
     judge,
 )
 from client.node.intake.voting import ballot, disputes, key_of
-from client.node.outbox import Settle
-from client.node.peerbook import PeerSubmission
+from client.node.journal.outbox import Settle
+from client.node.journal.peers import PeerSubmission
+from client.node.journal.states import Verdict
 from client.node.proving import Prover
 from client.node.services import Services, Stage
-from client.node.states import Verdict
 from client.store import BlockStore, StoreError
 from client.store.cid import digest_to_cid
 from client.store.weights import pin_weights

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from client.credit import GENERATION, MALFORMED
-from client.node.peerbook import PeerSubmission, item_record
+from client.node.journal.peers import PeerSubmission, item_record
 from client.node.proving import GenerationCheck
 from client.node.rollouts import Verification
 from client.store import StoreError

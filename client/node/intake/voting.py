@@ -14,9 +14,9 @@ appeal's committee votes again, under its own key.
 from __future__ import annotations
 
 from client.credit import WITHHELD
-from client.node.outbox import Attest, Unavailable, vote_key
-from client.node.peerbook import PeerSubmission, VoteBasis
-from client.node.states import Verdict
+from client.node.journal.outbox import Attest, Unavailable, vote_key
+from client.node.journal.peers import PeerSubmission, VoteBasis
+from client.node.journal.states import Verdict
 
 
 def ballot(

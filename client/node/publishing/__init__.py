@@ -1,7 +1,7 @@
 """Publishing: our batches sealed from their local rounds, and the outbox sent.
 
 - sealing: a chain round's batch, journaled with its pin and submission (compute's thread)
-- sender: the publisher's thread, one handler per message type (client.node.outbox)
+- sender: the publisher's thread, one handler per message type (client.node.journal.outbox)
 - ours: our batch's pin, submission and openings
 - votes: our votes as a drawn checker, and the beacons they rest on
 - settlement: final submissions settled, and the votes that lost against them judged

@@ -19,7 +19,7 @@ from client.chain.events import EventReader
 from client.chain.models import VoteSide
 from client.node.eventlog import Event
 from client.node.journal import OutboxEntry
-from client.node.outbox import Draw, Settle, VoteAppeal
+from client.node.journal.outbox import Draw, Settle, VoteAppeal
 from client.node.publishing.handler import Handler
 from client.node.rollouts import task_seed, verify_batch
 from client.node.services import Services

@@ -8,8 +8,8 @@ import logging
 from client.chain.events import EventReader
 from client.node.eventlog import Event
 from client.node.journal import OutboxEntry
+from client.node.journal.states import OutboxKind, RoundPhase
 from client.node.services import Services, Stage
-from client.node.states import OutboxKind, RoundPhase
 
 
 class Handler(Stage):

@@ -12,11 +12,11 @@ import logging
 from client.chain.events import EventReader
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import OutboxEntry
-from client.node.outbox import Appeal, Draw, Open, Settle, Submit
+from client.node.journal.outbox import Appeal, Draw, Open, Settle, Submit
+from client.node.journal.states import RoundPhase
 from client.node.proving import Snapshots, opened
 from client.node.publishing.handler import Handler
 from client.node.services import Services
-from client.node.states import RoundPhase
 from client.store import BlockStore
 from client.store.batch import BatchLimits, decode_batch
 from client.store.weights import put_weights

@@ -24,7 +24,7 @@ from client.chain.events import EventReader
 from client.config.models import SapoSection, StoreSection
 from client.node.eventlog import Span, timed
 from client.node.journal import OutboxEntry
-from client.node.outbox import (
+from client.node.journal.outbox import (
     Appeal,
     Attest,
     Draw,

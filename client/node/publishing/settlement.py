@@ -17,7 +17,7 @@ from client.chain.ledger_events import Attested, SettlerPaid
 from client.chain.models import SubmissionInfo, TxResult, VoteSide
 from client.node.eventlog import Event
 from client.node.journal import OutboxEntry
-from client.node.outbox import Settle
+from client.node.journal.outbox import Settle
 from client.node.publishing.handler import Handler
 from client.units import SCORE_SCALE
 

@@ -16,7 +16,7 @@ from client.chain.errors import BeaconAlreadyDrawn
 from client.credit import describe_findings
 from client.node.eventlog import Event
 from client.node.journal import OutboxEntry
-from client.node.outbox import Attest, Draw, Unavailable, VoteAppeal
+from client.node.journal.outbox import Attest, Draw, Unavailable, VoteAppeal
 from client.node.publishing.handler import Handler
 from client.units import SCORE_SCALE
 

@@ -1,9 +1,9 @@
 """Prometheus metrics of a running node, served at http://[node].metrics_addr/metrics.
 
 Every value comes from the node's read model, the one the TUI and `sapo devnet status` read
-(client.node.view's `Watcher`): its journal (client.node.view_journal: local rounds, tokens,
+(client.node.view.watcher's `Watcher`): its journal (client.node.view.journal: local rounds, tokens,
 chain rounds by phase, the outbox, peer batches by verdict, the stage spans), its event log, and
-the ledger (client.node.view_ledger: stake, rewards, our submissions' outcomes, the votes we cast,
+the ledger (client.node.view.ledger: stake, rewards, our submissions' outcomes, the votes we cast,
 settlements, slashes and appeals; its family's standing). A scrape reads them afresh (at most
 once a second: faster scrapes get the last reading), so nothing is computed while nobody
 scrapes. What a scrape costs does not grow with the node's age: the journal is read through its
@@ -43,9 +43,9 @@ from client import __version__
 from client.config import NodeConfig
 from client.config.models import parse_listen_addr
 from client.node.eventlog import Span
-from client.node.snapshot import Snapshot
-from client.node.view import Watcher
-from client.node.view_journal import NodeTotals
+from client.node.view.journal import NodeTotals
+from client.node.view.snapshot import Snapshot
+from client.node.view.watcher import Watcher
 
 log = logging.getLogger("sapo.metrics")
 

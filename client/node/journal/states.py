@@ -31,7 +31,7 @@ FORWARD = (RoundPhase.COLLECTING, RoundPhase.SEALED, RoundPhase.PINNED, RoundPha
 
 class OutboxKind(StrEnum):
     """What an outbox entry sends, as the journal's `kind` column stores it: one message type of
-    client.node.outbox each (`appeal` two: ours, and a verdict against our vote)."""
+    client.node.journal.outbox each (`appeal` two: ours, and a verdict against our vote)."""
 
     PIN = "pin"  # pin our sealed batch
     SUBMIT = "submit"  # submit its digest and claim

@@ -1,7 +1,7 @@
 """The node's read model: what an operator sees of a node, as plain frozen values.
 
-State flows one way: the node's journal (client.node.view_journal), its event log
-(client.node.view_events) and the ledger (client.node.view_ledger) are read by a `Watcher` into a
+State flows one way: the node's journal (client.node.view.journal), its event log
+(client.node.view.events) and the ledger (client.node.view.ledger) are read by a `Watcher` into a
 `Snapshot`; the TUI's widgets only render snapshots, and `sapo devnet status`, the experiments and
 the benchmarks read the same views. A value read from the chain or the store keeps its last known
 reading when the part is down, with the time it was read (`as_of`), so a screen can say how old
@@ -22,16 +22,16 @@ from client.chain import ChainError, Ledger, connect
 from client.config import NodeConfig
 from client.node.datadir import DataDir
 from client.node.eventlog import Event
-from client.node.snapshot import (
+from client.node.view.events import EventTail, activity_of
+from client.node.view.journal import NodeView
+from client.node.view.ledger import LedgerView
+from client.node.view.snapshot import (
     Activity,
     Health,
     RoundPoint,
     Snapshot,
     training_of,
 )
-from client.node.view_events import EventTail, activity_of
-from client.node.view_journal import NodeView
-from client.node.view_ledger import LedgerView
 from client.store import StoreError, open_store
 
 ACTIVITY_ROWS = 500
@@ -91,7 +91,7 @@ class Watcher:
     ):
         """Returns a fresh snapshot; parts that do not answer keep their last values.
 
-        A monitor that asks often and draws no charts (client.node.metrics) passes
+        A monitor that asks often and draws no charts (client.node.view.metrics) passes
         `history=False`: the per-round points, the training history and the peer rows are left
         out (the last local round's numbers stay). With `ledger_every_s`, the ledger's state is
         read again only once the last reading is that old; meanwhile the chain is asked only

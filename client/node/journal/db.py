@@ -1,7 +1,7 @@
 """The journal's SQLite database: its schema and version, opening it (WAL, or read-only for
-another process), and the one transaction API that client.node.journal and
-client.node.peerbook write through: `tx()` commits on success and rolls back on an exception, so
-a SIGKILL leaves the file as it was before or after each write.
+another process), and the one transaction API that client.node.journal.journal and .peers write
+through: `tx()` commits on success and rolls back on an exception, so a SIGKILL leaves the file
+as it was before or after each write.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from client.chain.ledger_events import (
     Withdrawn,
 )
 from client.chain.models import NodeInfo
-from client.node.snapshot import Account, Activity, Payout, PeerRow, short
+from client.node.view.snapshot import Account, Activity, Payout, PeerRow, short
 from client.units import SCORE_SCALE
 
 _STAKE_EVENTS = (Registered, StakeAdded, UnstakeRequested, Withdrawn, Slashed)
@@ -55,7 +55,7 @@ def model_of(metadata: str) -> str:
 @dataclass
 class Tally:
     """Counts of our own part in the ledger's events since its deploy block: the votes we cast,
-    the settlements, slashes and appeals of our submissions (what client.node.metrics exports
+    the settlements, slashes and appeals of our submissions (what client.node.view.metrics exports
     as counters; each only grows)."""
 
     votes_cast: dict[str, int] = field(

@@ -10,7 +10,7 @@ from typing import Any
 
 from client.credit import describe_findings
 from client.node.eventlog import Event
-from client.node.snapshot import Activity, short
+from client.node.view.snapshot import Activity, short
 from client.units import SCORE_SCALE
 
 

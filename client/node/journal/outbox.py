@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from client.node.states import OutboxKind
+from client.node.journal.states import OutboxKind
 
 
 class OutboxStatus(StrEnum):

@@ -1,7 +1,7 @@
 """The node's read model as plain frozen values: what a `Snapshot` holds (health of each part,
-account, peers, rounds, payouts, training, activity lines). client.node.view's `Watcher` builds
-them from the journal, the event log and the ledger; the TUI's widgets, `sapo devnet status` and
-the experiments only read them.
+account, peers, rounds, payouts, training, activity lines). The `Watcher`
+(client.node.view.watcher) builds them from the journal, the event log and the ledger; the TUI's
+widgets, `sapo devnet status` and the experiments only read them.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from client.node.journal_db import JournalDB
-from client.node.states import Verdict
+from client.node.journal.db import JournalDB
+from client.node.journal.states import Verdict
 from client.store.batch import Sampled
 from client.units import logprob_value, to_logprob_units
 

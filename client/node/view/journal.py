@@ -20,7 +20,7 @@ from typing import Any
 from client.node.datadir import DataDir
 from client.node.eventlog import BUSY, Span
 from client.node.journal import Journal, RoundRecord
-from client.node.states import RoundPhase, Verdict
+from client.node.journal.states import RoundPhase, Verdict
 from client.store import decode_batch
 from client.units import SCORE_SCALE, round_at
 
@@ -82,7 +82,7 @@ class Window:
 
 @dataclass(frozen=True)
 class NodeTotals:
-    """Counts over a node's whole journal, for monitoring (client.node.metrics)."""
+    """Counts over a node's whole journal, for monitoring (client.node.view.metrics)."""
 
     local_rounds: int = 0
     grpo_steps: int = 0  # the last local round's step count

@@ -3,7 +3,7 @@
 It records, per chain round, how far the node got and why a round was missed or skipped; the
 local rounds it finished in that round (each one's part of the batch, so a restart seals exactly
 what was generated); the sealed batch bytes (a restart re-pins and re-submits them, never a
-second batch); an outbox of the publisher's messages (client.node.outbox), each under the
+second batch); an outbox of the publisher's messages (client.node.journal.outbox), each under the
 idempotency key its type builds; the peers' submissions it discovered (and where the event scan
 stopped), the peer batches it fetched with their verdicts and the items that passed its
 verifier, and the peer items it trained on; a metrics row per local round; and the spans of time
@@ -12,8 +12,8 @@ the compute stage spent generating, training and checkpointing (the read model's
 Every write is one transaction, so a SIGKILL leaves the file as it was before or after it. Other
 processes (the TUI, `sapo devnet status`) read it concurrently through `Journal.read_only`.
 
-The schema, its version and the transaction API are client.node.journal_db; the peer tables'
-reads and writes are client.node.peerbook.
+The schema, its version and the transaction API are client.node.journal.db; the peer tables'
+reads and writes are client.node.journal.peers.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.node.journal_db import JournalDB
-from client.node.outbox import Message, OutboxStatus, Pin, Submit, decode
-from client.node.peerbook import PeerBook
-from client.node.states import FORWARD, OutboxKind, RoundPhase
+from client.node.journal.db import JournalDB
+from client.node.journal.outbox import Message, OutboxStatus, Pin, Submit, decode
+from client.node.journal.peers import PeerBook
+from client.node.journal.states import FORWARD, OutboxKind, RoundPhase
 
 
 @dataclass(frozen=True)
