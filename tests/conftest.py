@@ -52,6 +52,7 @@ CHAIN_MODULES = {
     "test_ledger",
     "test_ledger_forge",
     "test_ledger_stateful",
+    "test_operator_doc",
     "test_outbox",
 }
 CHAIN_FIXTURES = {"anvil", "chain", "swarm"}

@@ -1,6 +1,6 @@
 """Proof of generation on whole batches: a real seed policy samples two local rounds from two
 checkpoints; a checker with the opened weights passes the honest batch and fails every forgery
-a farmer or a copycat can make without sampling (docs/credit.md)."""
+a farmer or a copycat can make without sampling (docs/proof-of-generation.md)."""
 
 from __future__ import annotations
 

@@ -54,12 +54,12 @@ def deploy(
         list[str] | None,
         typer.Option(
             help="A model family the ledger checks (a base's content id: `sapo policy id "
-            "MODEL`); repeat for each; replaces [ledger].families."
+            "MODEL`); repeat for each; replaces \\[ledger].families."
         ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Deploy a SwarmLedger; parameters default to the config's [ledger] section."""
+    """Deploy a SwarmLedger; parameters default to the config's \\[ledger] section."""
     cfg = load_or_exit(config)
     overrides = {
         "round_length_s": round_length,

@@ -23,18 +23,18 @@ if TYPE_CHECKING:
     from client.chain.events import EventReader
 
 RpcOption = Annotated[
-    str | None, typer.Option("--rpc", help="EVM JSON-RPC URL (overrides [chain].rpc_url).")
+    str | None, typer.Option("--rpc", help="EVM JSON-RPC URL (overrides \\[chain].rpc_url).")
 ]
 LedgerOption = Annotated[
     str | None,
-    typer.Option("--ledger", help="SwarmLedger address (overrides [chain].ledger_address)."),
+    typer.Option("--ledger", help="SwarmLedger address (overrides \\[chain].ledger_address)."),
 ]
 KeystoreOption = Annotated[
     Path | None,
     typer.Option(
         "--keystore",
-        help="Encrypted keystore (overrides [chain].keystore). Password: SAPO_KEYSTORE_PASSWORD, "
-        "[chain].password_file, or a prompt.",
+        help="Encrypted keystore (overrides \\[chain].keystore). Password: SAPO_KEYSTORE_PASSWORD, "
+        "\\[chain].password_file, or a prompt.",
     ),
 ]
 

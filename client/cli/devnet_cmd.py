@@ -30,7 +30,7 @@ from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
 from client.cli.progress import ProgressOutput, seed_progress
 from client.config.models import format_score as score
-from client.config.roles import Role
+from client.config.roles import CHOICES, Role
 from client.devnet import registry
 from client.devnet.control import (
     DetachedStart,
@@ -104,7 +104,7 @@ def up(
     nodes: Annotated[
         int | None,
         typer.Option(
-            "--nodes", min=0, max=64, help="Node processes (default [devnet].nodes; 0: none)."
+            "--nodes", min=0, max=64, help="Node processes (default \\[devnet].nodes; 0: none)."
         ),
     ] = None,
     round_length: Annotated[
@@ -129,10 +129,9 @@ def up(
         list[str] | None,
         typer.Option(
             "--adversary",
-            help="Add adversary nodes beside the honest ones (repeatable): free-claim, "
-            "answer-farmer, mixed-farmer, withholder, copycat, colluders (a pair), cartel "
-            "(three), griefer or all. See "
-            "scripts/attack-table and docs/credit.md.",
+            help="Add adversary nodes beside the honest ones (repeatable): "
+            f"{', '.join(CHOICES[:-1])} or all (each strategy but the whale, the sybils and the "
+            "stake mover). See docs/operator.md#adversaries and scripts/attack-table.",
         ),
     ] = None,
     metrics: Annotated[

@@ -68,7 +68,7 @@ def seed(
         typer.Option(
             "--arch",
             help="qwen2: the swarm's default; llama: a Llama-architecture sibling with a "
-            "tokenizer of its own (another model family; [policy].model = 'seed-llama').",
+            "tokenizer of its own (another model family; \\[policy].model = 'seed-llama').",
         ),
     ] = "qwen2",
     as_json: JsonOption = False,
@@ -182,7 +182,7 @@ def id_(
         bool,
         typer.Option(
             "--bundle",
-            help="Print the base's bundle id instead: what [policy].base names for a node that "
+            help="Print the base's bundle id instead: what \\[policy].base names for a node that "
             "may fetch the base over IPFS.",
         ),
     ] = False,
@@ -190,9 +190,9 @@ def id_(
 ) -> None:
     """Print the model family a node of this model registers in: a base's content id (when it
     trains an adapter) or its architecture's (full fine-tuning). Ledgers list theirs at
-    deployment ([ledger].families, `sapo chain deploy --family`).
+    deployment (\\[ledger].families, `sapo chain deploy --family`).
 
-    With no POLICY, the model and adapter of the config's [policy] (a seed policy is built
+    With no POLICY, the model and adapter of the config's \\[policy] (a seed policy is built
     first if absent)."""
     from client.cli.config_cmd import load_or_exit
 

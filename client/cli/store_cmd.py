@@ -39,16 +39,16 @@ app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 BackendOption = Annotated[
     Literal["ipfs", "local"] | None,
-    typer.Option("--store", help="Backend (overrides [store].backend)."),
+    typer.Option("--store", help="Backend (overrides \\[store].backend)."),
 ]
 ApiOption = Annotated[
     str | None,
-    typer.Option("--ipfs-api", help="IPFS RPC API multiaddr (overrides [store].ipfs_api)."),
+    typer.Option("--ipfs-api", help="IPFS RPC API multiaddr (overrides \\[store].ipfs_api)."),
 ]
 DirOption = Annotated[
     Path | None,
     typer.Option(
-        "--store-dir", help="Local blockstore / pin index dir (overrides [store].store_dir)."
+        "--store-dir", help="Local blockstore / pin index dir (overrides \\[store].store_dir)."
     ),
 ]
 RawOption = Annotated[

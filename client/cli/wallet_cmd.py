@@ -31,7 +31,7 @@ app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 
 KeystorePath = Annotated[
     Path | None,
-    typer.Option("--keystore", help="Keystore file (default: [chain].keystore of --config)."),
+    typer.Option("--keystore", help="Keystore file (default: \\[chain].keystore of --config)."),
 ]
 PasswordFile = Annotated[
     Path | None, typer.Option("--password-file", help="Read the password from this file.")

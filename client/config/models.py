@@ -168,8 +168,8 @@ def _check_dtype(value: str) -> str:
         raise ValueError(
             f"{value!r} is refused: peers prove a node's batches by re-drawing them in float32, "
             "and draws sampled in half precision miss their float32 intervals (measured: 1-5% of "
-            "completions, on CPU and on an H100; docs/credit.md), so its batches would be "
-            'disputed and its stake slashed; set dtype = "float32" (or "auto", the same)'
+            "completions, on CPU and on an H100; docs/proof-of-generation.md), so its batches "
+            'would be disputed and its stake slashed; set dtype = "float32" (or "auto", the same)'
         )
     raise ValueError(f"expected 'auto' or 'float32', got {value!r}")
 

@@ -231,8 +231,9 @@ def held_out(
 
 def mixed_families(paths: list) -> str | None:
     """Why the starting policies at `paths` cannot share a devnet (None when they can): a
-    node's drawn checkers re-draw its completions on their own model (docs/credit.md, proof of
-    generation), so every node must run one model family: the same tokenizer, token for token.
+    node's drawn checkers re-draw its completions on their own model
+    (docs/proof-of-generation.md), so every node must run one model family: the same tokenizer,
+    token for token.
     Seed policies pretrained on other corpora (the `seeds` and `specialties` variants) each
     train their own BPE, of one size but other tokens; on a devnet every checker would dispute
     every peer's honest batch, and nobody would learn from anybody."""

@@ -1,11 +1,11 @@
-"""Proof of generation's core (docs/credit.md): checking that one completion is the seeded draw of a
-model. `check_draws` teacher-forces the prompt and the completion's token ids through the
-model once, recompute each position's sampling distribution, and test that the draw u the seed
-gives that position (client.policy.sampling.Draws) falls in the cumulative-probability interval of
-the token the completion has. A completion sampled by `TransformersBackend` from these weights
-with this seed passes up to numerics (`eps`); text written by hand or by another model fails at
-its first token that is not the draw.
-The batch-level check (openings, which rows, a checker's model) is client.node.proving.
+"""Proof of generation's core (docs/proof-of-generation.md): checking that one completion is the
+seeded draw of a model. `check_draws` teacher-forces the prompt and the completion's token ids
+through the model once, recompute each position's sampling distribution, and test that the draw u
+the seed gives that position (client.policy.sampling.Draws) falls in the cumulative-probability
+interval of the token the completion has. A completion sampled by `TransformersBackend` from these
+weights with this seed passes up to numerics (`eps`); text written by hand or by another model fails
+at its first token that is not the draw. The batch-level check (openings, which rows, a checker's
+model) is client.node.proving.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Weights as content-addressed blocks: the checkpoint a local round sampled from, published so
-that a batch's checkers can re-run its draws (proof of generation, docs/credit.md).
+that a batch's checkers can re-run its draws (docs/proof-of-generation.md).
 
 A checkpoint's bytes are the policy's parameters in float32, little-endian, in parameter-name order
 (client.policy.weights makes them). They are cut into CHUNK-byte blocks (an IPFS block holds at
