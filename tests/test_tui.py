@@ -32,8 +32,8 @@ from client.devnet.process import free_loopback_port
 from client.devnet.provision import provision
 from client.node.assemble import base_policy_path, open_node
 from client.node.eventlog import read_events
+from client.node.metrics import MetricsServer, serve_metrics
 from client.node.view import Watcher
-from client.node.view.metrics import MetricsServer, serve_metrics
 from tui.app import SapoApp
 from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
 from tui.live import LiveNode

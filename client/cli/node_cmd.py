@@ -108,7 +108,7 @@ def run(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, request_stop)
     # lazily: the training stack (torch, transformers) loads only for the command that uses it
-    from client.node.view.metrics import MetricsError, check_listen, serve_metrics
+    from client.node.metrics import MetricsError, check_listen, serve_metrics
     from client.policy import PolicyError
 
     if cfg.node.metrics_addr is not None:

@@ -52,7 +52,7 @@ def tui(
     elif config is not None:
         # lazily: the training stack (torch, transformers) loads only for the command that uses it
         from client.node.assemble import NodeConfigError, check_node_data_dir, open_node
-        from client.node.view.metrics import MetricsError, check_listen, serve_metrics
+        from client.node.metrics import MetricsError, check_listen, serve_metrics
         from client.policy import PolicyError
 
         cfg = load_or_exit(config)

@@ -7,6 +7,8 @@
 - db: the schema, its version and the transaction API
 """
 
-from client.node.journal.journal import Journal, LocalRoundRecord, OutboxEntry, RoundRecord
+from client.node.journal.journal import Journal
+from client.node.journal.outbox import OutboxEntry
+from client.node.journal.records import LocalRoundRecord, RoundRecord
 
 __all__ = ["Journal", "LocalRoundRecord", "OutboxEntry", "RoundRecord"]

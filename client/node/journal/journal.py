@@ -21,100 +21,23 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from client.node.journal.db import JournalDB
-from client.node.journal.outbox import Message, OutboxStatus, Pin, Submit, decode
+from client.node.journal.outbox import (
+    SELECT_ENTRIES,
+    Message,
+    OutboxEntry,
+    OutboxStatus,
+    Pin,
+    Submit,
+    entry_of,
+    insert_message,
+)
 from client.node.journal.peers import PeerBook
+from client.node.journal.records import LocalRoundRecord, RoundRecord
 from client.node.journal.states import FORWARD, OutboxKind, RoundPhase
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    round: int
-    phase: RoundPhase
-    reason: str | None
-    batch: bytes | None
-    digest: str | None
-    cid: str | None
-    claimed: int | None
-    signal: int | None
-    rollouts: int | None
-    local_rounds: int | None
-    tx_hash: str | None
-    updated: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "phase", RoundPhase(self.phase))  # as SQLite gives it back
-
-    @property
-    def ended(self) -> bool:
-        """Missed or skipped: nothing more happens to it."""
-        return self.phase.ended
-
-    def reached(self, phase: RoundPhase) -> bool:
-        """True once the round got to `phase` (a missed or skipped round reached nothing more)."""
-        return not self.ended and FORWARD.index(self.phase) >= FORWARD.index(phase)
-
-
-@dataclass(frozen=True)
-class LocalRoundRecord:
-    round: int
-    k: int
-    part: bytes  # canonical JSON of the batch's LocalRound
-    rollouts: int
-    score: int
-    started: float
-    finished: float
-
-
-@dataclass(frozen=True)
-class OutboxEntry:
-    """A queued message and where it stands."""
-
-    message: Message
-    status: OutboxStatus
-    tx_hash: str | None
-    attempts: int
-    error: str | None
-
-    @property
-    def key(self) -> str:
-        return self.message.key
-
-    @property
-    def kind(self) -> OutboxKind:
-        return self.message.KIND
-
-    @property
-    def round(self) -> int:
-        return self.message.round
-
-
-_OUTBOX = "SELECT kind, round, payload, status, tx_hash, attempts, error FROM outbox"
-
-
-def _entry(row: tuple) -> OutboxEntry:
-    message = decode(row[0], row[1], json.loads(row[2]))
-    return OutboxEntry(message, OutboxStatus(row[3]), *row[4:])
-
-
-def _insert(db: sqlite3.Connection, message: Message, now: float) -> bool:
-    cursor = db.execute(
-        "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            message.key,
-            message.KIND,
-            message.round,
-            json.dumps(message.payload(), sort_keys=True),
-            now,
-            now,
-        ),
-    )
-    return cursor.rowcount == 1
 
 
 class Journal:
@@ -237,11 +160,11 @@ class Journal:
                     *(now, RoundPhase.COLLECTING),
                 ),
             )
-            _insert(db, Pin(round=round_), now)
+            insert_message(db, Pin(round=round_), now)
             submit = Submit(
                 round=round_, digest=digest, rollouts=rollouts, score=claimed, signal=signal
             )
-            _insert(db, submit, now)
+            insert_message(db, submit, now)
 
     def advance(self, round_: int, phase: RoundPhase, **fields: Any) -> None:
         """Moves a round to `phase` (never backwards) and sets cid / tx_hash when given."""
@@ -295,24 +218,26 @@ class Journal:
         """Queues a message unless one with its key is queued or sent already; returns whether
         it was new."""
         with self.db.tx() as db:
-            return _insert(db, message, time.time())
+            return insert_message(db, message, time.time())
 
     def pending(self, kind: str | None = None) -> list[OutboxEntry]:
         rows = self.db.all(
-            f"{_OUTBOX} WHERE status = ? AND (? IS NULL OR kind = ?) ORDER BY created",
+            f"{SELECT_ENTRIES} WHERE status = ? AND (? IS NULL OR kind = ?) ORDER BY created",
             OutboxStatus.PENDING,
             kind,
             kind,
         )
-        return [_entry(r) for r in rows]
+        return [entry_of(r) for r in rows]
 
     def outbox(self, key: str) -> OutboxEntry | None:
-        rows = self.db.all(f"{_OUTBOX} WHERE key = ?", key)
-        return _entry(rows[0]) if rows else None
+        rows = self.db.all(f"{SELECT_ENTRIES} WHERE key = ?", key)
+        return entry_of(rows[0]) if rows else None
 
     def outbox_entries(self, kind: str | None = None) -> list[OutboxEntry]:
-        rows = self.db.all(f"{_OUTBOX} WHERE (? IS NULL OR kind = ?) ORDER BY created", kind, kind)
-        return [_entry(r) for r in rows]
+        rows = self.db.all(
+            f"{SELECT_ENTRIES} WHERE (? IS NULL OR kind = ?) ORDER BY created", kind, kind
+        )
+        return [entry_of(r) for r in rows]
 
     def attempted(self, key: str, error: str) -> None:
         """Counts a failed attempt of a pending entry and keeps why."""

@@ -11,6 +11,9 @@ client has always written, so a journal written before these types reads back un
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -184,3 +187,51 @@ def decode(kind: str, round_: int, payload: dict[str, Any]) -> Message:
             except ValueError:
                 continue
     raise ValueError(f"an outbox row of kind {kind!r} that no message reads: {payload!r}")
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    """A queued message and where it stands."""
+
+    message: Message
+    status: OutboxStatus
+    tx_hash: str | None
+    attempts: int
+    error: str | None
+
+    @property
+    def key(self) -> str:
+        return self.message.key
+
+    @property
+    def kind(self) -> OutboxKind:
+        return self.message.KIND
+
+    @property
+    def round(self) -> int:
+        return self.message.round
+
+
+# the journal's reads of the outbox table (client.node.journal.journal)
+SELECT_ENTRIES = "SELECT kind, round, payload, status, tx_hash, attempts, error FROM outbox"
+
+
+def entry_of(row: tuple) -> OutboxEntry:
+    message = decode(row[0], row[1], json.loads(row[2]))
+    return OutboxEntry(message, OutboxStatus(row[3]), *row[4:])
+
+
+def insert_message(db: sqlite3.Connection, message: Message, now: float) -> bool:
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO outbox (key, kind, round, payload, created, updated) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            message.key,
+            message.KIND,
+            message.round,
+            json.dumps(message.payload(), sort_keys=True),
+            now,
+            now,
+        ),
+    )
+    return cursor.rowcount == 1

@@ -82,7 +82,7 @@ class Window:
 
 @dataclass(frozen=True)
 class NodeTotals:
-    """Counts over a node's whole journal, for monitoring (client.node.view.metrics)."""
+    """Counts over a node's whole journal, for monitoring (client.node.metrics)."""
 
     local_rounds: int = 0
     grpo_steps: int = 0  # the last local round's step count

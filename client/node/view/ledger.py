@@ -55,7 +55,7 @@ def model_of(metadata: str) -> str:
 @dataclass
 class Tally:
     """Counts of our own part in the ledger's events since its deploy block: the votes we cast,
-    the settlements, slashes and appeals of our submissions (what client.node.view.metrics exports
+    the settlements, slashes and appeals of our submissions (what client.node.metrics exports
     as counters; each only grows)."""
 
     votes_cast: dict[str, int] = field(

@@ -91,7 +91,7 @@ class Watcher:
     ):
         """Returns a fresh snapshot; parts that do not answer keep their last values.
 
-        A monitor that asks often and draws no charts (client.node.view.metrics) passes
+        A monitor that asks often and draws no charts (client.node.metrics) passes
         `history=False`: the per-round points, the training history and the peer rows are left
         out (the last local round's numbers stay). With `ledger_every_s`, the ledger's state is
         read again only once the last reading is that old; meanwhile the chain is asked only

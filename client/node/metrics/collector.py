@@ -24,24 +24,21 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from prometheus_client import start_http_server
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import Collector
 
 from client import __version__
 from client.config import NodeConfig
-from client.config.models import parse_listen_addr
 from client.node.eventlog import Span
 from client.node.view.journal import NodeTotals
 from client.node.view.snapshot import Snapshot
@@ -59,10 +56,6 @@ STAGE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 3
 OUTCOMES = ("credited", "disputed", "unavailable", "uncredited")
 VERDICTS = ("verified", "bad", "unavailable")
 VOTES = ("agree", "dispute", "unavailable")
-
-
-class MetricsError(Exception):
-    """The metrics server cannot start (its address is taken, or cannot be bound)."""
 
 
 class StageHistograms:
@@ -386,59 +379,3 @@ def _gauge(name: str, doc: str, value: float | bool | None, **labels: str) -> Ga
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=value)
-
-
-def check_listen(addr: str) -> None:
-    """Raises MetricsError when a server could not listen at `addr` now (its port is taken): a
-    node checks before its long start, not after."""
-    host, port = parse_listen_addr(addr)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        family, _, _, _, sockaddr = infos[0]
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
-            sock.bind(sockaddr)
-    except OSError as exc:
-        raise _cannot_listen(addr, exc) from None
-
-
-def _cannot_listen(addr: str, exc: OSError) -> MetricsError:
-    return MetricsError(
-        f"[node].metrics_addr {addr}: cannot listen there ({exc.strerror or exc}); is another "
-        "node or exporter using the port? Choose another one"
-    )
-
-
-class MetricsServer:
-    """The HTTP server of /metrics, on its own daemon threads."""
-
-    def __init__(self, addr: str, collector: NodeCollector):
-        host, port = parse_listen_addr(addr)
-        self.addr = addr
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(collector)
-        try:
-            self.httpd, self.thread = start_http_server(port, addr=host, registry=registry)
-        except OSError as exc:
-            raise _cannot_listen(addr, exc) from None
-        log.info("metrics: serving http://%s/metrics", addr)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.addr}/metrics"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def serve_metrics(
-    cfg: NodeConfig, address: str, *, running: Callable[[], bool] = lambda: True
-) -> MetricsServer | None:
-    """Starts the metrics server of the node of `cfg` that runs in this process when
-    [node].metrics_addr is set (None otherwise); raises MetricsError when it cannot listen.
-    `running` says whether its round loop runs (a TUI's node may be stopped)."""
-    if cfg.node.metrics_addr is None:
-        return None
-    watcher = Watcher(cfg, address, mode="live")
-    return MetricsServer(cfg.node.metrics_addr, NodeCollector(watcher, cfg, running=running))
