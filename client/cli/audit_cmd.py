@@ -10,8 +10,13 @@ from rich.table import Table
 
 from client.chain import SubmissionInfo
 from client.chain.audit import Auditor
-from client.cli.chain_ctx import LedgerOption, RpcOption, chain_errors, open_ledger
-from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.cli.chain_ctx import (
+    FROM_CONFIG,
+    ChainOpts,
+    chain_errors,
+    chain_options,
+)
+from client.cli.console import Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
 from client.config.models import format_score as score
 from client.credit import describe_findings
@@ -31,8 +36,8 @@ _VOTE_TEXT = {
 }
 
 
-def _auditor(config, rpc, ledger) -> Auditor:
-    _, bound, reader = open_ledger(config, rpc, ledger)
+def _auditor(chain) -> Auditor:
+    _, bound, reader = chain.open()
     return Auditor(bound, reader)
 
 
@@ -95,15 +100,14 @@ def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "nod
 
 
 @app.command("round")
+@chain_options(keystore=False)
 def round_(
     number: RoundArg,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Every submission of a round with its votes (agreeing, disputing, unavailable) and credit."""
-    auditor = _auditor(config, rpc, ledger)
+    auditor = _auditor(chain)
     with chain_errors():
         report = auditor.round(number)
     if as_json:
@@ -122,16 +126,15 @@ def round_(
 
 
 @app.command("submission")
+@chain_options(keystore=False)
 def submission(
     number: RoundArg,
     address: AddressArg,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """One submission: digest/CID, claims, votes, outcome and why; who was drawn to check it."""
-    auditor = _auditor(config, rpc, ledger)
+    auditor = _auditor(chain)
     with chain_errors():
         report = auditor.submission(number, address)
     if as_json:
@@ -209,15 +212,14 @@ def submission(
 
 
 @app.command("node")
+@chain_options(keystore=False)
 def node(
     address: AddressArg,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """A node's stake, submissions (claimed vs credited), attestations and payouts."""
-    auditor = _auditor(config, rpc, ledger)
+    auditor = _auditor(chain)
     with chain_errors():
         report = auditor.node(address)
     if as_json:
@@ -249,16 +251,15 @@ def node(
 
 
 @app.command("leaderboard")
+@chain_options(keystore=False)
 def leaderboard(
     first: Annotated[int | None, typer.Option("--from", min=0, help="First round.")] = None,
     last: Annotated[int | None, typer.Option("--to", min=0, help="Last round.")] = None,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Nodes ranked by credited learning signal over a range of rounds."""
-    auditor = _auditor(config, rpc, ledger)
+    auditor = _auditor(chain)
     with chain_errors():
         rows = auditor.leaderboard(first, last)
     if as_json:
@@ -280,12 +281,11 @@ def leaderboard(
 
 
 @app.command("verify")
+@chain_options(keystore=False)
 def verify(
     round_: RoundArg,
     address: AddressArg,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Re-verify a submission: fetch its batch by the on-chain digest, regenerate every task
@@ -298,7 +298,7 @@ def verify(
     from client.store.peers import peer_addresses
     from client.tasks import CatalogError, check_against_ledger, load_catalog
 
-    cfg, bound, _ = open_ledger(config, rpc, ledger)
+    cfg, bound, _ = chain.open()
     private = cfg.store.allow_private_peers
     with chain_errors():
         sub = bound.submission(round_, address)

@@ -10,12 +10,13 @@ from rich.table import Table
 
 from client.chain import connect, deploy_ledger
 from client.cli.chain_ctx import (
+    FROM_CONFIG,
+    ChainOpts,
     KeystoreOption,
-    LedgerOption,
     RpcOption,
     chain_errors,
+    chain_options,
     open_account,
-    open_ledger,
 )
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, JsonOption, fail, fail_validation, out, print_json
@@ -120,14 +121,13 @@ def deploy(
 
 
 @app.command("info")
+@chain_options(keystore=False)
 def info(
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Show the ledger's parameters, clock and money totals."""
-    _, bound, _ = open_ledger(config, rpc, ledger)
+    _, bound, _ = chain.open()
     with chain_errors():
         params = bound.params()
         data = {

@@ -6,15 +6,19 @@ loaded, so `--help` of a chain group stays instant."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import TypeAdapter, ValidationError
 
 from client.cli.config_cmd import load_or_exit
-from client.cli.console import Exit, fail
+from client.cli.console import ConfigOption, Exit, fail
 from client.config import NodeConfig
 from client.config.models import Address, RpcUrl, parse_wei
 
@@ -37,6 +41,66 @@ KeystoreOption = Annotated[
         "\\[chain].password_file, or a prompt.",
     ),
 ]
+
+
+@dataclass(frozen=True)
+class ChainOpts:
+    """The options every chain command takes, as one value: the node config and what overrides
+    its [chain] section. `chain_options` adds them to a command, the way cast flattens its
+    RpcOpts into each subcommand."""
+
+    config: Path | None = None
+    rpc: str | None = None
+    ledger: str | None = None
+    keystore: Path | None = None
+
+    def open(self, *, signer: bool = False) -> tuple[NodeConfig, Ledger, EventReader]:
+        """The config, a checked Ledger (signing with the keystore when `signer`) and an event
+        reader (`open_ledger`)."""
+        return open_ledger(self.config, self.rpc, self.ledger, self.keystore, signer=signer)
+
+
+FROM_CONFIG = ChainOpts()  # a command's `chain` default: `chain_options` always passes its own
+
+_OPTIONS = {
+    "config": ConfigOption,
+    "rpc": RpcOption,
+    "ledger": LedgerOption,
+    "keystore": KeystoreOption,
+}
+
+
+def chain_options(*, keystore: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Gives a command --config, --rpc, --ledger and, with `keystore`, --keystore, after its own
+    parameters; the command receives them as its `chain: ChainOpts` parameter."""
+    names = [n for n in _OPTIONS if keystore or n != "keystore"]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != "chain"
+        ]
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_OPTIONS[n]
+            )
+            for n in names
+        ]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            chain = ChainOpts(**{n: kwargs.pop(n, None) for n in names})
+            return command(*args, chain=chain, **kwargs)
+
+        del run.__wrapped__  # Typer reads the signature below, not the command's
+        parameters = sorted(own + added, key=lambda p: p.kind)  # keyword-only ones last
+        run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters}
+        return run
+
+    return decorate
 
 
 @contextlib.contextmanager

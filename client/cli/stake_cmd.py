@@ -8,14 +8,13 @@ import typer
 from rich.table import Table
 
 from client.cli.chain_ctx import (
-    KeystoreOption,
-    LedgerOption,
-    RpcOption,
+    FROM_CONFIG,
+    ChainOpts,
     amount,
     chain_errors,
-    open_ledger,
+    chain_options,
 )
-from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.cli.console import Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
 from client.config.models import format_score as score
 
@@ -42,47 +41,41 @@ def _done(action: str, tx: TxResult, bound: Ledger, as_json: bool) -> None:
 
 
 @stake_app.command("add")
+@chain_options(keystore=True)
 def add(
     value: AmountArg,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Add to the node's active stake."""
     wei = amount(value)
-    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    _, bound, _ = chain.open(signer=True)
     with chain_errors():
         _done("stake added", bound.add_stake(wei), bound, as_json)
 
 
 @stake_app.command("unstake")
+@chain_options(keystore=True)
 def unstake(
     value: AmountArg,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Move active stake into unbonding (the unbonding clock restarts for the whole amount)."""
     wei = amount(value)
-    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    _, bound, _ = chain.open(signer=True)
     with chain_errors():
         _done("unstake requested", bound.request_unstake(wei), bound, as_json)
 
 
 @stake_app.command("withdraw")
+@chain_options(keystore=True)
 def withdraw(
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Withdraw unbonded stake once its clock has run."""
-    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    _, bound, _ = chain.open(signer=True)
     with chain_errors():
         _done("withdrawn", bound.withdraw(), bound, as_json)
 
@@ -116,19 +109,17 @@ def _reward_rows(bound: Ledger, reader: EventReader, node: str) -> list[dict]:
 
 
 @rewards_app.command("show")
+@chain_options(keystore=True)
 def show(
     address: Annotated[
         str | None, typer.Argument(help="Node address (default: the keystore's).")
     ] = None,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Per round: score, claimed and credited learning signal (what pays), why a round earns
     nothing, whether final, paid and claimable rewards."""
-    _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=address is None)
+    _, bound, reader = chain.open(signer=address is None)
     with chain_errors():
         node = address or bound.account_address
         rows = _reward_rows(bound, reader, node)
@@ -175,18 +166,16 @@ def show(
 
 
 @rewards_app.command("claim")
+@chain_options(keystore=True)
 def claim(
     rounds: Annotated[
         list[int] | None, typer.Option("--round", help="Claim this round (repeatable).")
     ] = None,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Claim rewards of final rounds in one transaction (default: every claimable round)."""
-    _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=True)
+    _, bound, reader = chain.open(signer=True)
     with chain_errors():
         node = bound.account_address
         if not rounds:
@@ -207,18 +196,16 @@ def claim(
 
 
 @rewards_app.command("appeal")
+@chain_options(keystore=True)
 def appeal(
     round_: Annotated[int, typer.Argument(metavar="ROUND", help="The round of your batch.")],
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Appeal the verdict on your batch of ROUND to a larger committee drawn afresh (open in
     the appeal rounds after its challenge window, to a batch not credited; a running node
     appeals by itself when its re-check agrees with its claim). A lost appeal slashes twice."""
-    _, bound, _ = open_ledger(config, rpc, ledger, keystore, signer=True)
+    _, bound, _ = chain.open(signer=True)
     with chain_errors():
         tx = bound.appeal(round_)
         sub = bound.submission(round_, bound.account_address)
@@ -232,6 +219,7 @@ def appeal(
 
 
 @rewards_app.command("settle")
+@chain_options(keystore=True)
 def settle(
     address: Annotated[
         str | None,
@@ -240,15 +228,12 @@ def settle(
     rounds: Annotated[
         list[int] | None, typer.Option("--round", help="Settle this round (repeatable).")
     ] = None,
-    config: ConfigOption = None,
-    rpc: RpcOption = None,
-    ledger: LedgerOption = None,
-    keystore: KeystoreOption = None,
+    chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Settle final submissions (default: every final, unsettled one of the node): a disputed
     one is slashed; until all are settled the node's unbonding stake cannot be withdrawn."""
-    _, bound, reader = open_ledger(config, rpc, ledger, keystore, signer=True)
+    _, bound, reader = chain.open(signer=True)
     done = []
     with chain_errors():
         node = address or bound.account_address
