@@ -6,19 +6,17 @@ loaded, so `--help` of a chain group stays instant."""
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
-import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import TypeAdapter, ValidationError
 
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, fail
+from client.cli.options import Command, flattened
 from client.config import NodeConfig
 from client.config.models import Address, RpcUrl, parse_wei
 
@@ -70,37 +68,10 @@ _OPTIONS = {
 }
 
 
-def chain_options(*, keystore: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def chain_options(*, keystore: bool) -> Callable[[Command], Command]:
     """Gives a command --config, --rpc, --ledger and, with `keystore`, --keystore, after its own
-    parameters; the command receives them as its `chain: ChainOpts` parameter."""
-    names = [n for n in _OPTIONS if keystore or n != "keystore"]
-
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        hints = typing.get_type_hints(command, include_extras=True)
-        own = [
-            p.replace(annotation=hints.get(p.name, p.annotation))
-            for p in inspect.signature(command).parameters.values()
-            if p.name != "chain"
-        ]
-        added = [
-            inspect.Parameter(
-                n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_OPTIONS[n]
-            )
-            for n in names
-        ]
-
-        @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            chain = ChainOpts(**{n: kwargs.pop(n, None) for n in names})
-            return command(*args, chain=chain, **kwargs)
-
-        del run.__wrapped__  # Typer reads the signature below, not the command's
-        parameters = sorted(own + added, key=lambda p: p.kind)  # keyword-only ones last
-        run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in parameters}
-        return run
-
-    return decorate
+    parameters; the command receives them as its `ChainOpts` parameter."""
+    return flattened(ChainOpts, {n: t for n, t in _OPTIONS.items() if keystore or n != "keystore"})
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -19,6 +20,7 @@ from client.cli.console import (
     out,
     print_json,
 )
+from client.cli.options import flattened
 from client.config.models import StoreSection
 from client.store import (
     BatchLimits,
@@ -56,6 +58,27 @@ RawOption = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class StoreOpts:
+    """The node config and what overrides its [store] section, for every store command."""
+
+    config: Path | None = None
+    backend: str | None = None
+    api: str | None = None
+    store_dir: Path | None = None
+
+    def open(self) -> tuple[BlockStore, StoreSection]:
+        """The store the config and the options name, and its section."""
+        return _store(self.config, self.backend, self.api, self.store_dir)
+
+
+FROM_CONFIG = StoreOpts()  # a command's default: `store_options` always passes its own
+store_options = flattened(
+    StoreOpts,
+    {"config": ConfigOption, "backend": BackendOption, "api": ApiOption, "store_dir": DirOption},
+)
+
+
 def _store(config: Path | None, backend, api, store_dir) -> tuple[BlockStore, StoreSection]:
     cfg = load_or_exit(config)
     overrides = {"backend": backend, "ipfs_api": api, "store_dir": store_dir}
@@ -69,18 +92,16 @@ def _store(config: Path | None, backend, api, store_dir) -> tuple[BlockStore, St
 
 
 @app.command("put")
+@store_options
 def put(
     file: Annotated[Path, typer.Argument(help="Batch file (canonical sapo.rollouts JSON).")],
     round_: Annotated[int, typer.Option("--round", min=0, help="Round it is kept for.")] = 0,
     raw: RawOption = False,
-    config: ConfigOption = None,
-    backend: BackendOption = None,
-    api: ApiOption = None,
-    store_dir: DirOption = None,
+    store_opts: StoreOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Store and pin a batch; print its CID and sha256 digest."""
-    store, section = _store(config, backend, api, store_dir)
+    store, section = store_opts.open()
     try:
         if file.stat().st_size > section.max_batch_bytes:
             fail(
@@ -112,18 +133,16 @@ def put(
 
 
 @app.command("get")
+@store_options
 def get(
     cid: Annotated[str, typer.Argument(help="CIDv1 (bafkrei…) or 0x sha256 digest.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the bytes.")],
     raw: RawOption = False,
-    config: ConfigOption = None,
-    backend: BackendOption = None,
-    api: ApiOption = None,
-    store_dir: DirOption = None,
+    store_opts: StoreOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Fetch a batch, verify it against its hash (and schema), write it; exit 1 on any mismatch."""
-    store, section = _store(config, backend, api, store_dir)
+    store, section = store_opts.open()
     try:
         if cid.startswith("0x"):
             cid = digest_to_cid(cid)
@@ -170,15 +189,13 @@ def get(
 
 
 @app.command("status")
+@store_options
 def status(
-    config: ConfigOption = None,
-    backend: BackendOption = None,
-    api: ApiOption = None,
-    store_dir: DirOption = None,
+    store_opts: StoreOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Backend, whether it is reachable, pinned batches and their bytes; exit 1 if unreachable."""
-    store, _ = _store(config, backend, api, store_dir)
+    store, _ = store_opts.open()
     report = store.status()
     if as_json:
         print_json(report.model_dump())
