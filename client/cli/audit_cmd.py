@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from client.chain import SubmissionInfo
 from client.chain.audit import Auditor
+from client.cli.audit_view import submission_json, submissions_table
 from client.cli.chain_ctx import (
     FROM_CONFIG,
     ChainOpts,
@@ -41,64 +41,6 @@ def _auditor(chain) -> Auditor:
     return Auditor(bound, reader)
 
 
-def _submission_json(sub: SubmissionInfo) -> dict:
-    return {
-        "round": sub.round,
-        "node": sub.node,
-        "digest": sub.digest,
-        "cid": digest_to_cid(sub.digest) if sub.exists else None,
-        "rollouts": sub.rollouts,
-        "score": sub.score,
-        "signal": sub.signal,
-        "credited": sub.credited,
-        "agrees": sub.agrees,
-        "disputes": sub.disputes,
-        "unavailable": sub.unavailable,
-        "agree_seats": sub.agree_seats,
-        "dispute_seats": sub.dispute_seats,
-        "unavailable_seats": sub.unavailable_seats,
-        "snapshot_block": sub.snapshot_block,
-        "appeal_block": sub.appeal_block,
-        "appeal": sub.appeal.model_dump(exclude={"round", "node"}) if sub.appeal else None,
-        "settled": sub.settled,
-        "paid": sub.paid,
-    }
-
-
-def _submissions_table(title: str, subs: list[SubmissionInfo], first: str = "node") -> Table:
-    table = Table(title=title)
-    for column in (
-        first,
-        "cid",
-        "rollouts",
-        "score",
-        "signal",
-        "credited",
-        "votes a/d/u",
-        "seats a/d/u",
-        "settled",
-    ):
-        # addresses and CIDs fold onto more lines in a narrow terminal, never lose characters
-        table.add_column(
-            column,
-            justify="left" if column in (first, "cid") else "right",
-            overflow="fold" if column in (first, "cid") else "ellipsis",
-        )
-    for s in subs:
-        table.add_row(
-            s.node if first == "node" else str(s.round),
-            digest_to_cid(s.digest),
-            str(s.rollouts),
-            score(s.score),
-            score(s.signal),
-            score(s.credited),
-            f"{s.agrees}/{s.disputes}/{s.unavailable}",
-            f"{s.agree_seats}/{s.dispute_seats}/{s.unavailable_seats}",
-            "yes" if s.settled else "no",
-        )
-    return table
-
-
 @app.command("round")
 @chain_options(keystore=False)
 def round_(
@@ -116,12 +58,12 @@ def round_(
                 "round": report.round,
                 "final": report.final,
                 "total_credited": report.total_credited,
-                "submissions": [_submission_json(s) for s in report.submissions],
+                "submissions": [submission_json(s) for s in report.submissions],
             }
         )
         return
     state = "final" if report.final else "open to attestations"
-    out.print(_submissions_table(f"round {number} ({state})", report.submissions))
+    out.print(submissions_table(f"round {number} ({state})", report.submissions))
     out.print(f"total credited: {score(report.total_credited)}")
 
 
@@ -140,7 +82,7 @@ def submission(
     if as_json:
         print_json(
             {
-                **_submission_json(report.submission),
+                **submission_json(report.submission),
                 "final": report.final,
                 "quorum": report.quorum,
                 "checkers": report.checkers,
@@ -158,7 +100,7 @@ def submission(
     if not report.submission.exists:
         out.print(f"no submission of {address} in round {number}")
         return
-    out.print(_submissions_table(f"round {number}", [report.submission]))
+    out.print(submissions_table(f"round {number}", [report.submission]))
     voted = {a.attester.lower() for a in report.attestations if a.committee == "first"}
     appealed = report.submission.appeal_block > 0
     table = Table(title=f"votes (quorum {report.quorum} agreeing)")
@@ -224,7 +166,7 @@ def node(
         report = auditor.node(address)
     if as_json:
         data = report.model_dump()
-        data["submissions"] = [_submission_json(s) for s in report.submissions]
+        data["submissions"] = [submission_json(s) for s in report.submissions]
         print_json(data)
         return
     info = report.info
@@ -241,7 +183,7 @@ def node(
         f"learning signal claimed {score(report.total_signal)}, credited "
         f"{score(report.total_credited)}"
     )
-    out.print(_submissions_table("submissions", report.submissions, first="round"))
+    out.print(submissions_table("submissions", report.submissions, first="round"))
     received = [a.vote for a in report.attestations_received]
     out.print(
         f"  votes received: {len(received)} ({received.count('agree')} agreeing, "

@@ -9,28 +9,24 @@ stage while it starts, each node's progress once it runs); `ps` lists every devn
 runs, wherever its data dir.
 
 It parses, calls client.devnet (control: options, background start, stop; status: what to show)
-and prints; it holds no process control of its own. (Over 400 lines for the tables and the help
-of six commands, not for logic.)
+and prints (client.cli.devnet_view); it holds no process control of its own.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
 from rich.table import Table
 
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
+from client.cli.devnet_view import report, show_stage, status_tables
 from client.cli.progress import ProgressOutput, seed_progress
-from client.config.models import format_score as score
-from client.config.roles import CHOICES, Role
+from client.config.roles import CHOICES
 from client.devnet import registry
 from client.devnet.control import (
     DetachedStart,
@@ -44,7 +40,6 @@ from client.devnet.control import (
     stop_event_on_signals,
 )
 from client.devnet.state import DevnetState, DevnetStateError, read_state, supervisor_alive
-from client.node.view.snapshot import short
 from client.pids import pid_alive
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
@@ -63,7 +58,7 @@ def _detach(data_dir: Path, as_json: bool) -> None:
     start = DetachedStart.spawn(sys.argv[1:], data_dir)
     try:
         with ProgressOutput("starting the devnet", json_mode=as_json) as shown:
-            state = start.wait(lambda state, build: _show_stage(shown, state, build))
+            state = start.wait(lambda state, build: show_stage(shown, state, build))
     except (StartFailed, StartStalled) as exc:
         fail(str(exc), Exit.CHECK_FAILED)
     except KeyboardInterrupt:
@@ -73,23 +68,12 @@ def _detach(data_dir: Path, as_json: bool) -> None:
             f"{data_dir}"
         )
         raise typer.Exit(130) from None
-    _report(state, as_json, foreground=False)
+    report(state, as_json, foreground=False)
     if not as_json:
         out.print(
             f"running in the background (pid {start.pid}); "
             f"stop: sapo devnet down --data-dir {data_dir}"
         )
-
-
-def _show_stage(shown, state: DevnetState, build) -> None:
-    """Puts a starting devnet's stage (and its seed build's progress) on the progress output."""
-    stage = state.stage or "starting"
-    if build is not None and stage == "building the seed policy":
-        shown.update(
-            build.step, build.steps, f"{stage} {build.policy}: {build.describe()}", stage=stage
-        )
-    else:
-        shown.update(0, None, stage, stage=stage)
 
 
 def _interrupted_up(as_json: bool) -> None:
@@ -209,7 +193,7 @@ def up(
             fail(str(exc), Exit.CHECK_FAILED)
         finally:
             shown.close()
-        _report(state, as_json)
+        report(state, as_json)
         dead = supervisor.watch(
             lambda proc: err.print(f"{proc.name} exited; its log: {proc.log_path}")
         )
@@ -224,45 +208,6 @@ def up(
         supervisor.stop()
     if not as_json:
         out.print(f"stopped; logs and data kept in {data_dir} ({NEXT_START})")
-
-
-def _report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
-    if as_json:
-        print(json.dumps(state.public()), flush=True)
-        return
-    data_dir = state.data_dir
-    out.print(f"[bold]devnet up[/]  data in {data_dir}", markup=True)
-    if state.previous is not None:
-        out.print(
-            f"  a new chain: the last run's ended when it stopped; its data moved to "
-            f"{state.previous}",
-            markup=False,
-        )
-    out.print(
-        f"  chain   anvil at {state.rpc_url}  chain id {state.chain_id}  "
-        f"pid {state.anvil_pid}  log {data_dir / 'anvil.log'}"
-    )
-    out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
-    if state.ipfs:
-        for i, daemon in enumerate(state.ipfs):
-            out.print(
-                f"  ipfs-{i}  js-ipfs API {daemon.api}  swarm {daemon.swarm}  pid {daemon.pid}"
-            )
-    else:
-        out.print("  store   local blockstore shared by the nodes (no IPFS daemon)")
-    out.print(f"  ledger  {state.ledger} (reward pool funded)")
-    for node in state.nodes:
-        honest = node.role == Role.HONEST
-        out.print(
-            f"  node-{node.index}  {node.address}  pid {node.pid}  log {node.data_dir / 'node.log'}"
-            + (f"  metrics {node.metrics}" if node.metrics else "")
-            + ("" if honest else f"  [bold red]adversary: {node.role}[/]"),
-            markup=not honest,
-        )
-    out.print(f"  config  {state.config}  (use it with --config, e.g. sapo audit leaderboard)")
-    if foreground and os.isatty(1):
-        out.print("Press Ctrl-C to stop.")
-    sys.stdout.flush()
 
 
 def _current_state(data_dir: Path) -> DevnetState:
@@ -322,7 +267,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
         return
     out.print(f"devnet {data_dir}", markup=False)
     out.print(f"ledger {state.ledger}", markup=False)
-    chain, work = _status_tables(rows)
+    chain, work = status_tables(rows)
     out.print(chain)
     out.print()
     out.print(work)
@@ -342,51 +287,6 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             out.print(
                 f"node-{i}: {outage['text']}", style="bold red", markup=False, soft_wrap=False
             )
-
-
-def _status_tables(rows: list[dict]) -> tuple[Table, Table]:
-    """`devnet status`'s two tables, each within 80 columns: where each node stands on chain,
-    then how it spends its time and what it takes from its peers."""
-
-    def number(value, spec: str = "") -> str:
-        return "-" if value is None else format(value, spec)
-
-    def table(*columns: str) -> Table:
-        made = Table(
-            box=box.SIMPLE_HEAD,
-            padding=(0, 1),
-            collapse_padding=True,  # one space between columns, not three
-            pad_edge=False,
-            show_edge=False,
-        )
-        for column in columns:
-            left = column in ("node", "address", "state")
-            made.add_column(column, justify="left" if left else "right", no_wrap=True)
-        return made
-
-    chain = table("node", "address", "state", "round", "last sub.", "missed", "skipped", "credited")
-    work = table("node", "local/round", "busy", "blocked", "ext. items", "peers used")
-    for i, r in enumerate(rows):
-        name = f"node-{i}"
-        chain.add_row(
-            name,
-            short(r["address"]),
-            "running" if r["running"] else "[red]stopped[/]",
-            number(r.get("round")),
-            number(r.get("last_submission")),
-            number(r.get("missed")),
-            number(r.get("skipped")),
-            score(r["credited"]),
-        )
-        work.add_row(
-            name,
-            number(r.get("local_rounds_per_round"), ".1f"),
-            number(r.get("busy_share"), ".0%"),
-            number(r.get("blocked_share"), ".0%"),
-            number(r.get("external_items_used")),
-            number(r.get("peers_used")),
-        )
-    return chain, work
 
 
 @app.command("ps")

@@ -1,4 +1,4 @@
-"""Where a node's base model comes from, and how a node shares its own (issue 41).
+"""Where a node's base model comes from, and how a node shares its own.
 
 `[policy].base` names a base bundle (client.store.base) as a revision hash names a Hugging Face
 model. A node finds it, in this order:

@@ -29,7 +29,7 @@ MAX_ADDRESS_CHARS = 200
 # A name that takes longer to resolve is refused for now (sources are read again next round):
 # the system resolver's own time-out is seconds per server and attempt. It is also the budget
 # of all the names of one peer's metadata together: up to MAX_ADDRESSES names of 2 s each held
-# a fetch for 16 s per peer and round (issue 57); names past the budget are refused.
+# a fetch for 16 s per peer and round; names past the budget are refused.
 RESOLVE_TIMEOUT_S = 2.0
 _FAMILIES = {"dns4": socket.AF_INET, "dns6": socket.AF_INET6, "dns": socket.AF_UNSPEC}
 # base58btc CIDv0-style (Qm…) and identity-multihash Ed25519 (12D3KooW…) peer ids, and base32
