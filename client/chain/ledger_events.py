@@ -4,7 +4,7 @@ Each event of the contract's ABI is one frozen model here, named as in Solidity,
 ABI's arguments in snake case (`beaconBlock` is `beacon_block`), addresses lower-cased and bytes32
 values as 0x-prefixed hex. A caller matches on the class (`case Attested(agrees=True)`) instead of
 reading strings out of a dict, and a contract whose events change fails
-tests/test_chain_client.py's comparison with the ABI, not a node in the field.
+tests/chain/test_chain_client.py's comparison with the ABI, not a node in the field.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 all stake can do to honest batches and get for its own free claims, under the seat rule of
 SwarmLedger and under the stake-weighted vote it replaced. No sampling: binomial arithmetic on the
 rules as written in contracts/SwarmLedger.sol (scripts/credit-odds prints the tables;
-tests/test_odds.py checks them against draws of `Beacon.seats`).
+tests/unit/test_odds.py checks them against draws of `Beacon.seats`).
 
 The rules, for one batch with K = `checkers` and Q = `quorum`:
 - seats (now): each staked node other than the producer holds Binomial(K, its share of stake)

@@ -1,6 +1,6 @@
 """The verdict on a peer's batch, from what its fetch worker found: a pure function of the
 fetch, the re-verification and the proof of generation, with no journal, chain or clock, so
-every branch is testable on its own (tests/test_node.py) the way client.sapo.loss is.
+every branch is testable on its own (tests/unit/test_node.py) the way client.sapo.loss is.
 
 The verdicts, and the vote each leads to (client.node.intake.voting):
 - `Missing`: nobody gave us the batch, or (`withheld`) the batch but not the checkpoints its
