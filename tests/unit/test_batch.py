@@ -145,7 +145,7 @@ def test_malformed_bytes_are_refused(data: bytes, error: type, message: str) -> 
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
-    from client.store.batch import _nesting_depth
+    from client.store.batch.decode import _nesting_depth
 
     assert _nesting_depth(b'["[[[[", {"a": [1]}]') == 3
     assert _nesting_depth(rb'["a\"[[[", [1]]') == 2  # an escaped quote does not end the string

@@ -133,7 +133,7 @@ def test_policy_seed_tagged_pretrains_some_answers_outside_the_verifiers_format(
 ) -> None:
     from transformers import PreTrainedTokenizerFast
 
-    from client.policy.seed import _examples
+    from client.policy.seed.pretraining import _examples
 
     args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
     built = cli.invoke(app, [*args, "--tagged", "0.3"])

@@ -1,23 +1,19 @@
-"""`Ledger`: the SwarmLedger contract as typed Python calls, used by every other layer.
-
-Reads work without a key; writes need a LocalAccount (from an encrypted keystore). Every read
-and write goes through TxSender.rpc, so transient RPC failures are retried and every revert
-arrives as the contract's named error (client.chain.errors).
-"""
+"""What a node reads from the SwarmLedger: deployment parameters, rounds, nodes, submissions and
+their votes and appeals, stake snapshots, beacons and the pool. Reads work without a key, in
+JSON-RPC batches where a caller asks for many."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
-from eth_utils import is_address, to_checksum_address
 from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import BlockNotFound
-from web3.types import RPCEndpoint
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, WrongChain
+from client.chain.ledger.connection import CONTRACT, _address, bytes32, matches_runtime
 from client.chain.models import (
     Appeal,
     Beacon,
@@ -25,56 +21,13 @@ from client.chain.models import (
     NodeInfo,
     RoundInfo,
     SubmissionInfo,
-    TxResult,
 )
 from client.chain.tx import TxSender
 
-CONTRACT = "SwarmLedger"
 
-
-def connect(rpc_url: str, request_timeout_s: float = 10.0) -> Web3:
-    """Returns a Web3 over HTTP with a request timeout and web3's own retries off (ours apply).
-
-    The chain id is asked once: web3's validation asks for it before every eth_call and gas
-    estimate, which doubled the requests of each contract read (an endpoint does not change
-    chains under a running process; `Ledger.check` compares it with the config's at start)."""
-    provider = Web3.HTTPProvider(
-        rpc_url,
-        request_kwargs={"timeout": request_timeout_s},
-        exception_retry_configuration=None,
-        cache_allowed_requests=True,
-        cacheable_requests={RPCEndpoint("eth_chainId")},
-    )
-    return Web3(provider)
-
-
-def matches_runtime(code: bytes, artifact: dict[str, Any]) -> bool:
-    """Returns whether deployed `code` is the artifact's runtime code, immutables aside."""
-    expected = bytearray(bytes.fromhex(artifact["deployedBytecode"].removeprefix("0x")))
-    if len(code) != len(expected):
-        return False
-    actual = bytearray(code)
-    for ref in artifact.get("immutableReferences", []):
-        start, length = ref["start"], ref["length"]
-        actual[start : start + length] = expected[start : start + length] = bytes(length)
-    return actual == expected
-
-
-def bytes32(value: bytes | str) -> bytes:
-    raw = bytes.fromhex(value.removeprefix("0x")) if isinstance(value, str) else bytes(value)
-    if len(raw) != 32:
-        raise ValueError(f"expected 32 bytes, got {len(raw)}")
-    return raw
-
-
-def _address(value: str) -> str:
-    if not is_address(value):
-        raise ValueError(f"not an address: {value!r}")
-    return to_checksum_address(value)
-
-
-class Ledger:
-    """One deployed SwarmLedger on one chain, read-only unless an account is given."""
+class LedgerViews:
+    """One deployed SwarmLedger's reads: its views, blocks and balances (`Ledger` adds the
+    transactions)."""
 
     def __init__(
         self,
@@ -109,14 +62,9 @@ class Ledger:
         return self.tx.address
 
     # ----------------------------------------------------------------------------- plumbing
-
     def _view(self, name: str, *args: Any) -> Any:
         fn = self.contract.functions[name](*args)
         return self.tx.rpc(fn.call, f"{name}()")
-
-    def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
-        data = self.contract.encode_abi(name, args=list(args))
-        return self.tx.send({"to": self.address, "data": data, "value": value}, name)
 
     def check(self, expected_chain_id: int | None = None) -> LedgerParams:
         """Returns the deployment parameters after checking chain id and code at the address.
@@ -387,61 +335,3 @@ class Ledger:
         """Returns the timestamp of block `number`."""
         block = self.tx.rpc(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")
         return int(block["timestamp"])
-
-    # ---------------------------------------------------------------------------- transactions
-
-    def register(self, metadata: str, stake: int, family: str) -> TxResult:
-        """Registers this account in model family `family` (a base's content id, one of
-        params().families) with `stake` wei; the family is fixed for the address's life."""
-        return self._send("register", metadata, bytes32(family), value=stake)
-
-    def add_stake(self, amount: int) -> TxResult:
-        return self._send("addStake", value=amount)
-
-    def request_unstake(self, amount: int) -> TxResult:
-        return self._send("requestUnstake", amount)
-
-    def withdraw(self) -> TxResult:
-        return self._send("withdraw")
-
-    def set_metadata(self, metadata: str) -> TxResult:
-        return self._send("setMetadata", metadata)
-
-    def submit(
-        self, round_: int, digest: bytes | str, rollouts: int, score: int, signal: int
-    ) -> TxResult:
-        return self._send("submit", round_, bytes32(digest), rollouts, score, signal)
-
-    def attest(
-        self, round_: int, node: str, score: int, signal: int, findings: int = 0
-    ) -> TxResult:
-        return self._send("attest", round_, _address(node), score, signal, findings)
-
-    def report_unavailable(self, round_: int, node: str) -> TxResult:
-        return self._send("reportUnavailable", round_, _address(node))
-
-    def draw_beacon(self, round_: int, node: str) -> TxResult:
-        """Stores the beacon of `node`'s submission of `round_`, so that it cannot lapse."""
-        return self._send("drawBeacon", round_, _address(node))
-
-    def settle(self, round_: int, node: str) -> TxResult:
-        return self._send("settle", round_, _address(node))
-
-    def appeal(self, round_: int) -> TxResult:
-        """Appeals the verdict on our own submission of `round_` to a larger committee."""
-        return self._send("appeal", round_)
-
-    def appeal_vote(self, round_: int, node: str) -> TxResult:
-        """Appeals the first verdict on `node`'s submission of `round_` as a voter it judges lost
-        (we disputed a credited batch, or agreed with a disputed one)."""
-        return self._send("appealVote", round_, _address(node))
-
-    def settle_votes(self, round_: int, node: str, voters: list[str]) -> TxResult:
-        """Judges the listed voters' votes on `node`'s submission by its final verdict."""
-        return self._send("settleVotes", round_, _address(node), [_address(v) for v in voters])
-
-    def fund(self, amount: int) -> TxResult:
-        return self._send("fund", value=amount)
-
-    def claim(self, rounds: list[int]) -> TxResult:
-        return self._send("claim", list(rounds))

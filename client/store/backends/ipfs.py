@@ -1,28 +1,16 @@
-"""Two block stores behind one small interface: a real IPFS node, or a local directory.
-
-Both name a block by its CIDv1 (raw, sha2-256), verify every byte they return against it, refuse
-oversized blocks before reading them whole, and keep a pin index for the retention rule. The
-node never knows which one it has.
-
-(About 400 lines, on purpose: the two backends share the interface, the CID check and the pin
-index rules defined here, and reading them side by side is how one tells they agree.)
-"""
+"""`IpfsStore`: a real IPFS node (kubo, or js-ipfs) through its HTTP RPC API, and the swarm
+connections to peers' nodes that fetching their blocks needs."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import os
-import tempfile
 import warnings
-from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from client.store.cid import cid_to_digest, digest_to_cid
+from client.store.backends.blockstore import BlockStore, StoreStatus, _verified
+from client.store.cid import cid_to_digest
 from client.store.errors import (
     BatchDigestMismatch,
     BatchTooLarge,
@@ -31,178 +19,6 @@ from client.store.errors import (
     StoreUnavailable,
 )
 from client.store.pins import PinIndex
-
-
-class StoreStatus(BaseModel):
-    backend: str
-    address: str
-    reachable: bool
-    pinned: int
-    pinned_bytes: int
-    detail: str = ""
-
-
-def _verified(cid: str, data: bytes) -> bytes:
-    expected = cid_to_digest(cid)
-    got = hashlib.sha256(data).digest()
-    if got != expected:
-        raise BatchDigestMismatch("0x" + expected.hex(), "0x" + got.hex(), cid)
-    return data
-
-
-class BlockStore(ABC):
-    """put, get, pin, unpin, has; plus status and the retention rule (gc)."""
-
-    name: str
-
-    def __init__(self, pins: PinIndex, max_bytes: int):
-        self.pins = pins
-        self.max_bytes = max_bytes
-
-    def put(self, data: bytes, round_: int, limit: int | None = None) -> str:
-        """Stores and pins `data` for `round_`; returns its CID. Safe to retry. `limit` replaces
-        the store's size cap for this block (a checkpoint's chunks: client.store.weights)."""
-        limit = limit or self.max_bytes
-        if len(data) > limit:
-            raise BatchTooLarge(len(data), limit)
-        cid = digest_to_cid(hashlib.sha256(data).digest())
-        self._put(cid, data)
-        self.pins.add(cid, round_)
-        return cid
-
-    def get(self, cid: str, limit: int | None = None) -> bytes:
-        """Returns the verified bytes of `cid` (BatchDigestMismatch if they hash otherwise), at
-        most `limit` bytes (default: the store's cap)."""
-        cid_to_digest(cid)  # refuses other codecs and hashes before any I/O
-        return _verified(cid, self._get(cid, limit or self.max_bytes))
-
-    def fetch(self, cid: str, limit: int | None = None) -> bytes:
-        """Like get, but may fetch the block from the store's peers (an IPFS node asks the
-        peers it is connected to, see IpfsStore.connect); a local store has no peers."""
-        return self.get(cid, limit)
-
-    def pin(self, cid: str, round_: int) -> None:
-        """Keeps `cid` (which must be stored) until the retention rule drops `round_`."""
-        if not self.has(cid):
-            raise BlockNotFound(cid, self.name)
-        self._pin(cid)
-        self.pins.add(cid, round_)
-
-    def unpin(self, cid: str) -> None:
-        self._unpin(cid)
-        self.pins.remove(cid)
-
-    def gc(self, current_round: int, retain_rounds: int) -> list[str]:
-        """Unpins batches of rounds older than current_round - retain_rounds; returns them."""
-        dropped = self.pins.older_than(current_round - retain_rounds)
-        for cid in dropped:
-            self.unpin(cid)
-        return dropped
-
-    @abstractmethod
-    def has(self, cid: str) -> bool: ...
-
-    @abstractmethod
-    def status(self) -> StoreStatus: ...
-
-    @abstractmethod
-    def ping(self) -> None:
-        """Returns when the store answers; raises StoreUnavailable / StoreTimeout otherwise
-        (cheap: for health badges, unlike `status`, which sizes every pin)."""
-
-    @abstractmethod
-    def _put(self, cid: str, data: bytes) -> None: ...
-
-    @abstractmethod
-    def _get(self, cid: str, limit: int) -> bytes: ...
-
-    @abstractmethod
-    def _pin(self, cid: str) -> None: ...
-
-    @abstractmethod
-    def _unpin(self, cid: str) -> None: ...
-
-
-class LocalStore(BlockStore):
-    """A directory blockstore for one machine; several processes may share it.
-
-    Blocks live at blocks/<next-to-last two characters of the CID>/<CID> (kubo's flatfs
-    sharding), written to a temp file, fsynced and renamed into place, so a reader sees a whole
-    block or none. Unpinning deletes the block: nothing else would collect it.
-    """
-
-    name = "local"
-
-    def __init__(self, root: Path, max_bytes: int = 1 << 20):
-        self.root = Path(root)
-        self.blocks = self.root / "blocks"
-        super().__init__(PinIndex(self.root / "pins.json"), max_bytes)
-
-    def _path(self, cid: str) -> Path:
-        return self.blocks / cid[-3:-1] / cid
-
-    def _put(self, cid: str, data: bytes) -> None:
-        path = self._path(cid)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists() and path.stat().st_size == len(data):
-                with contextlib.suppress(BatchDigestMismatch):
-                    _verified(cid, path.read_bytes())
-                    return  # already there, intact; a damaged copy is rewritten below
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".put-")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                raise
-        except OSError as exc:
-            raise StoreUnavailable(f"local store {self.root}: {exc.strerror or exc}") from None
-
-    def _get(self, cid: str, limit: int) -> bytes:
-        path = self._path(cid)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            raise BlockNotFound(cid, self.name) from None
-        if size > limit:
-            raise BatchTooLarge(size, limit, cid)
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-        if len(data) > limit:  # grew since stat
-            raise BatchTooLarge(len(data), limit, cid)
-        return data
-
-    def has(self, cid: str) -> bool:
-        return self._path(cid).is_file()
-
-    def _pin(self, cid: str) -> None:
-        pass  # presence in the pin index is the pin
-
-    def _unpin(self, cid: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._path(cid).unlink()
-
-    def ping(self) -> None:
-        if self.root.exists() and not os.access(self.root, os.W_OK):
-            raise StoreUnavailable(f"local store {self.root}: directory not writable")
-
-    def status(self) -> StoreStatus:
-        pins = self.pins.all()
-        size = sum(p.stat().st_size for c in pins if (p := self._path(c)).is_file())
-        writable = os.access(self.root, os.W_OK) if self.root.exists() else True
-        return StoreStatus(
-            backend=self.name,
-            address=str(self.root),
-            reachable=writable,
-            pinned=len(pins),
-            pinned_bytes=size,
-            detail="" if writable else "directory not writable",
-        )
 
 
 class IpfsStore(BlockStore):

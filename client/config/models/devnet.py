@@ -1,0 +1,112 @@
+"""[devnet]: the local swarm that `sapo devnet up` starts, and what may differ between its nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from client.config.models.section import Section
+from client.config.models.values import Wei
+from client.config.roles import expand
+
+# what may differ between a devnet's nodes (chain, store and ledger are the swarm's)
+NODE_OVERRIDABLE = ("sapo", "policy", "train")
+
+
+class DevnetSection(Section):
+    """The local swarm that `sapo devnet up` starts (anvil, IPFS, N nodes) on loopback."""
+
+    nodes: int = Field(3, ge=1, le=64)
+    metrics: bool = Field(
+        False,
+        description="serve each node's Prometheus metrics ([node].metrics_addr): on a free "
+        "loopback port, or under --netns on port 9464 of the node's namespace address",
+    )
+    chain_id: int = Field(31_337, gt=0)
+    accounts: int = Field(10, ge=1, le=256, description="funded dev accounts")
+    balance_eth: int = Field(10_000, gt=0)
+    reward_pool: Wei = Field(default_factory=lambda: 100 * 10**18)
+    node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
+        default_factory=dict,
+        description="per node index (honest nodes first, then adversaries), sections of its "
+        "config that differ from the others' ([sapo], [policy], [train]): e.g. a slower node, "
+        "[devnet.node_overrides.2.sapo] completions = 24, or another model family, "
+        "[devnet.node_overrides.2.policy] model = 'seed-llama'",
+    )
+    adversaries: list[str] = Field(
+        default_factory=list,
+        description="adversary nodes added beside the honest ones, each running one strategy "
+        "for farming credit or denying it to others (client.devnet.adversary): free-claim, "
+        "answer-farmer, mixed-farmer, withholder, copycat, colluders (a pair), cartel (three "
+        "vouching for each other), griefer, whale (a griefer holding whale_share of all "
+        "stake), sybils (three identities holding whale_share together, 4:2:1, vouching for "
+        "each other and disputing the rest), stake-mover (a griefer adding whale_share of "
+        "stake once a batch is on chain), padder (honest samples, a claim padded by v3's "
+        "tolerance), logprob-liar (honest samples whose log-probs claim each token an unlikely "
+        "draw, so that learners weigh them up), nan-weights (hand-made groups opening a "
+        "checkpoint with a NaN value), poison-token (hand-made groups whose token ids start "
+        "past the vocabulary), concentrator (one forged local round beside one-item honest "
+        "ones, the batch withheld when the beacon opens a forged group), splitter (one forged "
+        "row in an honest batch, withheld when re-drawn), baiters (two honest producers, each "
+        "disputing the other's batch "
+        "in the window's last round when it out-seats the agreers), or all (every strategy but "
+        "the whale, the "
+        "sybils and the stake mover, whose stake would change the others' world)",
+    )
+    node_stake: Wei | None = Field(
+        None,
+        description="what each node registers with (default 2 x [ledger].min_stake; at least "
+        "min_stake); the heavy adversaries hold whale_share of all stake whatever it is",
+    )
+    adversary_stake: Wei | None = Field(
+        None,
+        description="what each adversary node registers with (default node_stake; at least "
+        "min_stake): below node_stake, the honest nodes hold most of the stake, which the rules "
+        "assume (scripts/attack-table --adversary-stake)",
+    )
+    whale_share: float = Field(
+        0.10,
+        gt=0,
+        lt=0.5,
+        description="the share of all active stake a whale adversary registers with (each "
+        "whale alike; at least [ledger].min_stake, so a small devnet's whale may hold more)",
+    )
+
+    @field_validator("adversaries")
+    @classmethod
+    def _known_adversaries(cls, names: list[str]) -> list[str]:
+        expand(names)  # raises ValueError naming what is unknown
+        return names
+
+    def adversary_roles(self) -> list[str]:
+        """The adversary nodes, one strategy each (a colluder pair is two)."""
+        return expand(self.adversaries)
+
+    @model_validator(mode="after")
+    def _overrides_name_nodes_and_sections(self) -> DevnetSection:
+        # adversary nodes follow the honest ones: a farmer of a second model family is one
+        every = self.nodes + len(self.adversary_roles())
+        for index, sections in self.node_overrides.items():
+            if not 0 <= index < every:
+                raise ValueError(f"node_overrides.{index}: the devnet has nodes 0..{every - 1}")
+            if unknown := sorted(set(sections) - set(NODE_OVERRIDABLE)):
+                raise ValueError(
+                    f"node_overrides.{index}: {unknown} cannot differ between a devnet's nodes "
+                    f"(they may override {', '.join(NODE_OVERRIDABLE)})"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _enough_accounts(self) -> DevnetSection:
+        # account 0 deploys and funds the pool; every node (adversaries too) needs its own
+        adversaries = len(self.adversary_roles())
+        need = self.nodes + adversaries + 1
+        if self.accounts < need:
+            what = "nodes + adversary nodes + 1" if adversaries else "nodes + 1"
+            raise ValueError(f"accounts ({self.accounts}) must be at least {what} ({need})")
+        return self
