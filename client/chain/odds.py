@@ -1,8 +1,9 @@
 """The exact odds of the ledger's credit rule when stake is unequal: what a holder of a share f of
 all stake can do to honest batches and get for its own free claims, under the seat rule of
 SwarmLedger (issue 40) and under v3's rule it replaced. No sampling: binomial arithmetic on the
-rules as written in contracts/SwarmLedger.sol (scripts/credit-odds prints the tables;
-tests/test_odds.py checks them against draws of `Beacon.seats`).
+rules as the ledger's contracts write them (the draw: contracts/lib/SeatDraw.sol; the verdict:
+contracts/lib/Tally.sol; scripts/credit-odds prints the tables; tests/test_odds.py checks them
+against draws of `Beacon.seats`).
 
 The rules, for one batch with K = `checkers` and Q = `quorum`:
 - seats (now): each staked node other than the producer holds Binomial(K, its share of stake)
