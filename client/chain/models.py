@@ -27,12 +27,14 @@ class ChainModel(BaseModel):
 class LedgerParams(ChainModel):
     """The deployment parameters, fixed for the contract's life, and the ledger's clock.
 
-    The round formulas live here once (they mirror SwarmLedger.sol): round r runs from
-    genesis + r * round_length; its batches are accepted until round r + submit_rounds and
-    attested until round r + submit_rounds + challenge_rounds (the close); a batch not credited
-    by then may be appealed by its producer in the appeal rounds after the close but the last,
-    and the appeal's committee votes until close + appeal_rounds; after that the round's credit
-    is final, and its votes are judged (settleVotes) for challenge_rounds more rounds.
+    The round formulas live here once (the ledger's own, named alike, are in
+    contracts/ledger/LedgerParams.sol: _submitOpen, _close, _finalAfter, _voteOpen, _appealOpen,
+    _isFinal): round r runs from genesis + r * round_length; its batches are accepted until
+    round r + submit_rounds and attested until round r + submit_rounds + challenge_rounds (the
+    close); a batch not credited by then may be appealed by its producer in the appeal rounds
+    after the close but the last, and the appeal's committee votes until close + appeal_rounds;
+    after that the round's credit is final, and its votes are judged (settleVotes) for
+    challenge_rounds more rounds.
     """
 
     round_length: int = Field(gt=0)

@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
-interface ISwarmLedger {
-    function register(string calldata metadata, bytes32 family) external payable;
-    function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external;
-    function requestUnstake(uint256 amount) external;
-    function withdraw() external;
-    function claim(uint64[] calldata rounds) external returns (uint256);
-}
+import {ISwarmLedger} from "../ISwarmLedger.sol";
 
 /// @notice Test-only attacker: a node contract whose receive() re-enters the ledger's `claim`
 /// or `withdraw` while being paid. Never deployed outside tests.

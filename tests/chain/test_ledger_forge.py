@@ -162,28 +162,34 @@ def test_gas_inflated_on_purpose_fails_the_check_until_the_snapshot_is_updated(
         skip=GAS_ONLY,
     )
     assert (project / "contracts" / "gas" / "LedgerGasTest.json").exists()  # the committed one
-    ledger = project / "contracts" / "SwarmLedger.sol"
-    source = ledger.read_text()
+    # the ledger's storage is declared in LedgerState, and submit is in Committees
+    state = project / "contracts" / "ledger" / "LedgerState.sol"
+    committees = project / "contracts" / "ledger" / "Committees.sol"
+    state_source, committees_source = state.read_text(), committees.read_text()
     slot = "    uint256 public totalPaidOut;\n"
     assign = "        s.digest = digest;\n"
-    assert source.count(slot) == 1 and source.count(assign) == 1
+    assert state_source.count(slot) == 1 and committees_source.count(assign) == 1
     # a storage slot rewritten on every submission (nonzero to nonzero, ~2,300 gas): +3-4%, within
     # the tolerance, so the check passes and says by how much
-    ledger.write_text(
-        source.replace(slot, slot + "    uint256 private _lastSubmitAt;\n").replace(
-            assign, assign + "        _lastSubmitAt = block.timestamp;\n"
-        )
+    state.write_text(state_source.replace(slot, slot + "    uint256 internal _lastSubmitAt;\n"))
+    committees.write_text(
+        committees_source.replace(assign, assign + "        _lastSubmitAt = block.timestamp;\n")
     )
     small = script("scripts/gas-ledger", "--check", "--root", str(project))
     assert small.returncode == 0, small.stdout + small.stderr
     [row] = [line for line in small.stdout.splitlines() if "| submit (first in round) |" in line]
     assert 0 < float(row.split("|")[4].strip().rstrip("%")) <= 5, row
     # a fresh slot written by every submission (zero to nonzero, ~22,000 gas): far past 5%
-    ledger.write_text(
-        source.replace(
+    state.write_text(
+        state_source.replace(
             slot,
-            slot + "    mapping(uint64 => mapping(address => uint256)) private _submittedAt;\n",
-        ).replace(assign, assign + "        _submittedAt[round][msg.sender] = block.timestamp;\n")
+            slot + "    mapping(uint64 => mapping(address => uint256)) internal _submittedAt;\n",
+        )
+    )
+    committees.write_text(
+        committees_source.replace(
+            assign, assign + "        _submittedAt[round][msg.sender] = block.timestamp;\n"
+        )
     )
     failed = script("scripts/gas-ledger", "--check", "--root", str(project))
     assert failed.returncode == 1, failed.stdout + failed.stderr

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
+import {ISwarmLedger} from "../../ISwarmLedger.sol";
 import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
@@ -643,7 +644,7 @@ contract LedgerHandler is CheatsBase {
         _fundActor(a, amount);
         vm.prank(a);
         (bool ok, bytes memory reason) =
-            address(ledger).call{value: amount}(abi.encodeCall(SwarmLedger.register, ("{\"fuzz\":true}", familyOf(a))));
+            address(ledger).call{value: amount}(abi.encodeCall(ISwarmLedger.register, ("{\"fuzz\":true}", familyOf(a))));
         if (_judge("register", expectOk, ok, reason)) _refused();
         if (ok) {
             Stake storage st = stakeOf[a];
@@ -659,7 +660,7 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = stakeOf[a].registered && amount > 0;
         _fundActor(a, amount);
         vm.prank(a);
-        (bool ok, bytes memory reason) = address(ledger).call{value: amount}(abi.encodeCall(SwarmLedger.addStake, ()));
+        (bool ok, bytes memory reason) = address(ledger).call{value: amount}(abi.encodeCall(ISwarmLedger.addStake, ()));
         if (_judge("addStake", expectOk, ok, reason)) _refused();
         if (ok) {
             stakeOf[a].active += amount;
@@ -679,7 +680,7 @@ contract LedgerHandler is CheatsBase {
         else amount = _roundStake(amount, 1, st.active > 2 * MIN_STAKE ? st.active - MIN_STAKE : st.active / 2 + 1);
         bool expectOk = st.registered && amount > 0 && amount <= st.active;
         vm.prank(a);
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.requestUnstake, (amount)));
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.requestUnstake, (amount)));
         if (_judge("requestUnstake", expectOk, ok, reason)) _refused();
         if (ok) {
             if (amount == st.active) _hit(FULL_UNSTAKES);
@@ -702,7 +703,7 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = st.unbonding > 0 && block.timestamp >= st.unbondingEnd && st.backing == 0;
         uint256 before = a.balance;
         vm.prank(a);
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.withdraw, ()));
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.withdraw, ()));
         if (_judge("withdraw", expectOk, ok, reason)) _refused();
         if (!ok) return;
         if (a.balance - before != st.unbonding) _violate("withdraw: paid a different amount than the unbonding stake");
@@ -732,7 +733,7 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = stakeOf[a].registered && length <= 1024;
         vm.prank(a);
         (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.setMetadata, (string(new bytes(length)))));
+            address(ledger).call(abi.encodeCall(ISwarmLedger.setMetadata, (string(new bytes(length)))));
         if (_judge("setMetadata", expectOk, ok, reason)) _refused();
     }
 
@@ -768,7 +769,7 @@ contract LedgerHandler is CheatsBase {
             && score <= maxScore && signal <= maxScore / 2;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(
-            abi.encodeCall(SwarmLedger.submit, (round, digest, uint32(rollouts), uint64(score), uint64(signal)))
+            abi.encodeCall(ISwarmLedger.submit, (round, digest, uint32(rollouts), uint64(score), uint64(signal)))
         );
         if (_judge("submit", expectOk, ok, reason)) _refused();
         if (!ok) return;
@@ -989,7 +990,7 @@ contract LedgerHandler is CheatsBase {
             && (agrees ? t.agrees : t.disputes) < type(uint8).max;
         vm.prank(a);
         (bool ok, bytes memory reason) = address(ledger).call(
-            abi.encodeCall(SwarmLedger.attest, (s.round, s.node, uint64(score), uint64(signal), findings))
+            abi.encodeCall(ISwarmLedger.attest, (s.round, s.node, uint64(score), uint64(signal), findings))
         );
         if (_judge("attest", expectOk, ok, reason)) _refused();
         if (!ok) return;
@@ -1030,7 +1031,7 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = _mayVote(s, a) && t.unavailable < type(uint8).max;
         vm.prank(a);
         (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.reportUnavailable, (s.round, s.node)));
+            address(ledger).call(abi.encodeCall(ISwarmLedger.reportUnavailable, (s.round, s.node)));
         if (_judge("reportUnavailable", expectOk, ok, reason)) _refused();
         if (!ok) return;
         bool wasCredited = credited(s);
@@ -1061,11 +1062,11 @@ contract LedgerHandler is CheatsBase {
         bool lapsed = !wasStored && _block() > beaconBlock + 256;
         bool expectOk = ready && !wasStored;
         (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (s.round, s.node)));
+            address(ledger).call(abi.encodeCall(ISwarmLedger.drawBeacon, (s.round, s.node)));
         bool refused = _judge("drawBeacon", expectOk, ok, reason);
         if (refused && lapsed) {
             // kept (not reverted like other refusals) so the campaign counts the lapses it saw
-            if (bytes4(reason) != SwarmLedger.BeaconLapsed.selector) {
+            if (bytes4(reason) != ISwarmLedger.BeaconLapsed.selector) {
                 _violate(string.concat("drawBeacon: a lapsed beacon refused with ", _hex4(reason)));
             }
             _hit(BEACONS_LAPSED);
@@ -1115,12 +1116,12 @@ contract LedgerHandler is CheatsBase {
             lapsed = _inAppealWindow(s) && s.appealBlock == 0 && !credited(s) && !known;
         }
         vm.prank(caller);
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.appeal, (round)));
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.appeal, (round)));
         bool refused = _judge("appeal", expectOk, ok, reason);
         if (refused && lapsed) {
             // kept, as drawBeacon's: a batch nobody could check cannot be appealed either (its
             // openings come from the first beacon, which no one may draw again)
-            if (bytes4(reason) != SwarmLedger.BeaconLapsed.selector) {
+            if (bytes4(reason) != ISwarmLedger.BeaconLapsed.selector) {
                 _violate(string.concat("appeal: a lapsed first beacon refused with ", _hex4(reason)));
             }
             _hit(APPEALS_LAPSED);
@@ -1192,10 +1193,10 @@ contract LedgerHandler is CheatsBase {
         bool lapsed = _inAppealWindow(s) && s.appealBlock == 0 && _firstVoteLoses(s, voter) && !beaconKnown;
         vm.prank(voter);
         (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.appealVote, (s.round, s.node)));
+            address(ledger).call(abi.encodeCall(ISwarmLedger.appealVote, (s.round, s.node)));
         bool refused = _judge("appealVote", expectOk, ok, reason);
         if (refused && lapsed) {
-            if (bytes4(reason) != SwarmLedger.BeaconLapsed.selector) {
+            if (bytes4(reason) != ISwarmLedger.BeaconLapsed.selector) {
                 _violate(string.concat("appealVote: a lapsed first beacon refused with ", _hex4(reason)));
             }
             _hit(APPEALS_LAPSED);
@@ -1243,11 +1244,11 @@ contract LedgerHandler is CheatsBase {
         uint256 balanceBefore = caller.balance;
         vm.prank(caller);
         (bool ok, bytes memory reason) =
-            address(ledger).call(abi.encodeCall(SwarmLedger.settleVotes, (s.round, s.node, list)));
+            address(ledger).call(abi.encodeCall(ISwarmLedger.settleVotes, (s.round, s.node, list)));
         bool refused = _judge("settleVotes", expectOk, ok, reason);
         if (refused && closed) {
             // kept: a vote not judged in its window is never judged (its stake may have left)
-            if (bytes4(reason) != SwarmLedger.SettlementWindowClosed.selector) {
+            if (bytes4(reason) != ISwarmLedger.SettlementWindowClosed.selector) {
                 _violate(string.concat("settleVotes: a closed window refused with ", _hex4(reason)));
             }
             _hit(VOTE_SETTLEMENTS_CLOSED);
@@ -1344,7 +1345,7 @@ contract LedgerHandler is CheatsBase {
         address caller = _oneIn(subSeed, 4, "self-settle") ? s.node : address(this);
         uint256 balanceBefore = caller.balance;
         vm.prank(caller);
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.settle, (s.round, s.node)));
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.settle, (s.round, s.node)));
         if (_judge("settle", expectOk, ok, reason)) _refused();
         if (!ok) return;
         if (ledger.totalSlashed() - slashedBefore != slash) {
@@ -1397,7 +1398,7 @@ contract LedgerHandler is CheatsBase {
         amount = bound(amount, 0, 3 * REWARD);
         bool expectOk = amount > 0;
         vm.deal(address(this), address(this).balance + amount);
-        (bool ok, bytes memory reason) = address(ledger).call{value: amount}(abi.encodeCall(SwarmLedger.fund, ()));
+        (bool ok, bytes memory reason) = address(ledger).call{value: amount}(abi.encodeCall(ISwarmLedger.fund, ()));
         if (_judge("fund", expectOk, ok, reason)) _refused();
         if (ok) {
             pool += amount;
@@ -1468,7 +1469,7 @@ contract LedgerHandler is CheatsBase {
         bool expectOk = valid && amount > 0 && amount <= pool + inlineSlashes;
         uint256 before = a.balance;
         vm.prank(a);
-        (bool ok, bytes memory data) = address(ledger).call(abi.encodeCall(SwarmLedger.claim, (list)));
+        (bool ok, bytes memory data) = address(ledger).call(abi.encodeCall(ISwarmLedger.claim, (list)));
         if (_judge("claim", expectOk, ok, data)) _refused();
         if (!ok) return;
         uint256 got = abi.decode(data, (uint256));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
+import {ISwarmLedger} from "../../ISwarmLedger.sol";
 import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase, FuzzSelector} from "./Cheats.sol";
 import {LedgerHandler} from "./LedgerHandler.sol";
@@ -143,7 +144,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     function invariant_eachNodesStakeAndPayoutsFollowItsCalls() public view {
         for (uint256 i; i < 7; ++i) {
             address a = handler.actors(i);
-            SwarmLedger.NodeView memory v = ledger.nodeInfo(a);
+            ISwarmLedger.NodeView memory v = ledger.nodeInfo(a);
             (
                 bool registered,
                 uint256 active,
@@ -198,7 +199,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         uint64[] memory one = new uint64[](1);
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
-            SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
+            ISwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
             _eq(v.score, s.score, "a submission keeps its score");
             _eq(v.signal, s.signal, "a submission keeps its signal");
             _eq(v.agrees, s.votes.agrees, "each agreeing vote is counted once");
@@ -209,7 +210,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
             _eq(v.unavailableSeats, s.votes.unavailableSeats, "unavailable seats = the seats of the checkers who could not fetch it");
             _eq(v.snapshotBlock, s.snapshotBlock, "a submission's stake snapshot is its block");
             _eq(v.appealBlock, s.appealBlock, "a submission is appealed once its producer or a losing voter appealed, in that block");
-            SwarmLedger.AppealView memory p = ledger.appealOf(s.round, s.node);
+            ISwarmLedger.AppealView memory p = ledger.appealOf(s.round, s.node);
             _eq(p.appealBlock, s.appealBlock, "appealOf reports the appeal's block");
             _eq(p.agrees, s.appealVotes.agrees, "each agreeing vote on an appeal is counted once, on the appeal");
             _eq(p.disputes, s.appealVotes.disputes, "each disputing vote on an appeal is counted once, on the appeal");
@@ -246,7 +247,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         uint64[] memory one = new uint64[](1);
         for (uint256 i; i < n; ++i) {
             LedgerHandler.Sub memory s = handler.subAt(i);
-            SwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
+            ISwarmLedger.SubmissionView memory v = ledger.submissionOf(s.round, s.node);
             uint256 agrees = handler.appealDecides(s) ? ledger.appealOf(s.round, s.node).agrees : v.agrees;
             if (agrees >= ledger.quorum()) continue;
             _eq(v.credited, 0, "a submission short of its quorum is not credited");
@@ -277,7 +278,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
                 handler.beaconOf(t.round, t.node) != 0 ? 1 : 0,
                 "a beacon is stored once a vote, drawBeacon or the appeal drew it, and then never lapses"
             );
-            SwarmLedger.AppealView memory p = ledger.appealOf(t.round, t.node);
+            ISwarmLedger.AppealView memory p = ledger.appealOf(t.round, t.node);
             (want, wantReady) = handler.appealBeaconNow(t.round, t.node);
             _eq(p.beaconBlock, handler.appealBeaconBlock(t.round, t.node), "an appeal's beacon block follows the appeal's");
             _eq(p.ready ? 1 : 0, wantReady ? 1 : 0, "an appeal's beacon is ready once its block is past and its hash known");

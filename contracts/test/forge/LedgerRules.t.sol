@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
+import {ISwarmLedger} from "../../ISwarmLedger.sol";
 import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
@@ -164,10 +165,10 @@ contract LedgerRulesTest is CheatsBase {
         vm.warp(ledger.genesis() + 4 * L + 1);
         vm.roll(160);
         vm.prank(B);
-        (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        (bool ok,) = address(ledger).call(abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
         require(!ok, "an attestation after the window is refused");
         vm.prank(C);
-        (ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.reportUnavailable, (0, P)));
+        (ok,) = address(ledger).call(abi.encodeCall(ISwarmLedger.reportUnavailable, (0, P)));
         require(!ok, "an unavailable vote after the window is refused");
     }
 
@@ -186,7 +187,7 @@ contract LedgerRulesTest is CheatsBase {
         require(ledger.stakeAt(B, 113) == 10 ether && ledger.stakeAt(late, 110) == 0, "and after it");
         vm.roll(114);
         vm.prank(late);
-        (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        (bool ok,) = address(ledger).call(abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
         require(!ok, "stake registered after the submission buys no seat");
         require(_seats(late) == 0 && !ledger.isChecker(0, P, late), "seatsOf and isChecker agree");
         require(_seats(A) == 1 && _seats(B) == 1 && _seats(C) == 1, "the other seats are as drawn");
@@ -207,7 +208,7 @@ contract LedgerRulesTest is CheatsBase {
         // beacons known then (P's) cannot tell A which identity or moment draws friendly checkers
         require(aBlock == 131 && !aReady, "A's beacon is the next block's hash, unknown yet");
         vm.prank(B);
-        (bool ok,) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, A, 40_000, 20_000, 0)));
+        (bool ok,) = address(ledger).call(abi.encodeCall(ISwarmLedger.attest, (0, A, 40_000, 20_000, 0)));
         require(!ok, "no vote before the submission's own beacon is known");
         vm.roll(132);
         for (uint256 i = 1; ledger.seatsOf(0, A, B) == 0; ++i) {
@@ -228,18 +229,18 @@ contract LedgerRulesTest is CheatsBase {
         require(beacon == 0 && !ready && !stored, "a lapsed beacon is not ready");
         require(_seats(A) == 0, "and seats nobody");
         vm.prank(A);
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
-        require(!ok && bytes4(reason) == SwarmLedger.BeaconLapsed.selector, "a vote is refused: lapsed");
-        (ok, reason) = address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (0, P)));
-        require(!ok && bytes4(reason) == SwarmLedger.BeaconLapsed.selector, "so is drawing it");
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(!ok && bytes4(reason) == ISwarmLedger.BeaconLapsed.selector, "a vote is refused: lapsed");
+        (ok, reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.drawBeacon, (0, P)));
+        require(!ok && bytes4(reason) == ISwarmLedger.BeaconLapsed.selector, "so is drawing it");
     }
 
     function test_aDrawnBeaconNeverLapses() public {
         _deploy(1);
         uint256 seatsA = _seats(A);
         ledger.drawBeacon(0, P); // anyone: the producer's client does it for its own batches
-        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(SwarmLedger.drawBeacon, (0, P)));
-        require(!ok && bytes4(reason) == SwarmLedger.BeaconAlreadyDrawn.selector, "once");
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.drawBeacon, (0, P)));
+        require(!ok && bytes4(reason) == ISwarmLedger.BeaconAlreadyDrawn.selector, "once");
         vm.roll(111 + 1_000);
         (,, bool ready, bool stored) = ledger.beaconOf(0, P);
         require(ready && stored && _seats(A) == seatsA, "the stored beacon draws the same seats");
@@ -333,9 +334,9 @@ contract LedgerRulesTest is CheatsBase {
         require(_credited() == 20_000, "the appeal's committee credits it: its verdict replaces the first");
         (uint256 total,) = ledger.roundInfo(0);
         require(total == 20_000, "the round's total follows the appeal's verdict");
-        SwarmLedger.SubmissionView memory v = ledger.submissionOf(0, P);
+        ISwarmLedger.SubmissionView memory v = ledger.submissionOf(0, P);
         require(v.agreeSeats == 2 && v.disputeSeats == 3 && v.appealBlock == 130, "the first tally stays as cast");
-        SwarmLedger.AppealView memory p = ledger.appealOf(0, P);
+        ISwarmLedger.AppealView memory p = ledger.appealOf(0, P);
         require(p.agrees == 3 && p.disputes == 1 && p.unavailable == 1, "the appeal's votes are its own tally");
         (uint8 first, uint8 second,) = ledger.voteOf(W, 0, P);
         require(first == 2 && second == 2, "W disputed on both committees");
@@ -377,8 +378,8 @@ contract LedgerRulesTest is CheatsBase {
         _dispute(B);
         require(ledger.submissionOf(0, P).credited == 0, "the appeal's committee disputes it too");
         _at(6, 140);
-        bytes4 late = _refusal(C, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
-        require(late == SwarmLedger.ChallengeWindowClosed.selector, "appellate votes close after appealRounds");
+        bytes4 late = _refusal(C, abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(late == ISwarmLedger.ChallengeWindowClosed.selector, "appellate votes close after appealRounds");
         _settle();
         require(ledger.nodeInfo(P).activeStake == 1.6 ether, "a lost appeal slashes 2 x 10% of 2 ether");
         require(ledger.totalSlashed() == 0.4 ether && ledger.rewardPool() == 0.36 ether, "into the pool");
@@ -396,27 +397,27 @@ contract LedgerRulesTest is CheatsBase {
         vm.roll(122);
         ledger.drawBeacon(0, B); // their producers' clients store their beacons
         ledger.drawBeacon(0, C);
-        bytes memory appealRound0 = abi.encodeCall(SwarmLedger.appeal, (0)); // by each caller: its own batch
+        bytes memory appealRound0 = abi.encodeCall(ISwarmLedger.appeal, (0)); // by each caller: its own batch
         _at(3, 130);
-        require(_refusal(B, appealRound0) == SwarmLedger.NotAppealable.selector, "not in the challenge window's last round");
+        require(_refusal(B, appealRound0) == ISwarmLedger.NotAppealable.selector, "not in the challenge window's last round");
         _at(4, 131);
-        require(_refusal(P, appealRound0) == SwarmLedger.AlreadyCredited.selector, "not a credited batch");
-        require(_refusal(A, appealRound0) == SwarmLedger.NoSubmission.selector, "only a producer, its own batch");
+        require(_refusal(P, appealRound0) == ISwarmLedger.AlreadyCredited.selector, "not a credited batch");
+        require(_refusal(A, appealRound0) == ISwarmLedger.NoSubmission.selector, "only a producer, its own batch");
         vm.prank(B);
         ledger.appeal(0);
         require(ledger.appealOf(0, B).appealBlock == 131, "B appeals in the round after the window");
-        require(_refusal(B, appealRound0) == SwarmLedger.AlreadyAppealed.selector, "once");
+        require(_refusal(B, appealRound0) == ISwarmLedger.AlreadyAppealed.selector, "once");
         _at(5, 132);
-        require(_refusal(C, appealRound0) == SwarmLedger.NotAppealable.selector, "not in the last appeal round");
+        require(_refusal(C, appealRound0) == ISwarmLedger.NotAppealable.selector, "not in the last appeal round");
         _at(6, 133);
-        require(_refusal(C, appealRound0) == SwarmLedger.NotAppealable.selector, "nor once final");
+        require(_refusal(C, appealRound0) == ISwarmLedger.NotAppealable.selector, "nor once final");
     }
 
     function test_anAppealOfABatchWhoseBeaconLapsedIsRefused() public {
         _deploy(1); // nobody stores P's beacon (block 111's hash)
         _at(4, 111 + 257);
-        bytes4 refused = _refusal(P, abi.encodeCall(SwarmLedger.appeal, (0)));
-        require(refused == SwarmLedger.BeaconLapsed.selector, "no openings can be drawn: no appeal either");
+        bytes4 refused = _refusal(P, abi.encodeCall(ISwarmLedger.appeal, (0)));
+        require(refused == ISwarmLedger.BeaconLapsed.selector, "no openings can be drawn: no appeal either");
     }
 
     function test_votesAreJudgedOnceInTheirWindowAndUnavailableNeverLoses() public {
@@ -426,9 +427,9 @@ contract LedgerRulesTest is CheatsBase {
         _dispute(C);
         _unavailable(D);
         require(_credited() == 20_000, "2 agreeing seats vs 1 + 1: credited");
-        bytes memory judgeC = abi.encodeCall(SwarmLedger.settleVotes, (0, P, _list(C, C, C)));
+        bytes memory judgeC = abi.encodeCall(ISwarmLedger.settleVotes, (0, P, _list(C, C, C)));
         _at(5, 150);
-        require(_refusal(A, judgeC) == SwarmLedger.RoundNotFinal.selector, "not before the round is final");
+        require(_refusal(A, judgeC) == ISwarmLedger.RoundNotFinal.selector, "not before the round is final");
         _at(6, 160);
         _settleVotes(_list(D, P, address(0xE001))); // the producer and E never voted: skipped
         require(ledger.totalSlashed() == 0, "an unavailable vote never loses");
@@ -445,7 +446,7 @@ contract LedgerRulesTest is CheatsBase {
             require(ledger.nodeInfo(kept[i]).activeStake == 2 ether, "winners and the unavailable vote keep theirs");
         }
         _at(8, 180);
-        require(_refusal(A, judgeC) == SwarmLedger.SettlementWindowClosed.selector, "not after challengeRounds more");
+        require(_refusal(A, judgeC) == ISwarmLedger.SettlementWindowClosed.selector, "not after challengeRounds more");
     }
 
     function test_anAppealNobodyVotesOnLeavesTheFirstDisputeStanding() public {
@@ -566,14 +567,14 @@ contract LedgerRulesTest is CheatsBase {
         _dispute(B);
         _unavailable(C);
         require(_credited() == 0, "1 agreeing vs 1 + 1: not credited, and not disputed (1 vs 1)");
-        bytes memory appealP = abi.encodeCall(SwarmLedger.appealVote, (0, P));
+        bytes memory appealP = abi.encodeCall(ISwarmLedger.appealVote, (0, P));
         _at(4, 130);
-        require(_refusal(A, appealP) == SwarmLedger.VoteNotLosing.selector, "A's agreement loses nothing");
-        require(_refusal(B, appealP) == SwarmLedger.VoteNotLosing.selector, "nor B's dispute");
-        require(_refusal(C, appealP) == SwarmLedger.VoteNotLosing.selector, "an unavailable vote never loses");
-        require(_refusal(D, appealP) == SwarmLedger.VoteNotLosing.selector, "nor does a vote never cast");
-        bytes memory appealNone = abi.encodeCall(SwarmLedger.appealVote, (0, A));
-        require(_refusal(B, appealNone) == SwarmLedger.NoSubmission.selector, "a submission there is");
+        require(_refusal(A, appealP) == ISwarmLedger.VoteNotLosing.selector, "A's agreement loses nothing");
+        require(_refusal(B, appealP) == ISwarmLedger.VoteNotLosing.selector, "nor B's dispute");
+        require(_refusal(C, appealP) == ISwarmLedger.VoteNotLosing.selector, "an unavailable vote never loses");
+        require(_refusal(D, appealP) == ISwarmLedger.VoteNotLosing.selector, "nor does a vote never cast");
+        bytes memory appealNone = abi.encodeCall(ISwarmLedger.appealVote, (0, A));
+        require(_refusal(B, appealNone) == ISwarmLedger.NoSubmission.selector, "a submission there is");
     }
 
     function test_aLostVoterAppealCostsItsVoterTwiceAndTheProducerNothing() public {
@@ -581,13 +582,13 @@ contract LedgerRulesTest is CheatsBase {
         _agree(A);
         _dispute(B); // a tie: credited, so B's dispute would lose
         require(_credited() == 20_000, "credited");
-        bytes memory appealP = abi.encodeCall(SwarmLedger.appealVote, (0, P));
+        bytes memory appealP = abi.encodeCall(ISwarmLedger.appealVote, (0, P));
         _at(3, 125);
-        require(_refusal(B, appealP) == SwarmLedger.NotAppealable.selector, "not in the challenge window");
+        require(_refusal(B, appealP) == ISwarmLedger.NotAppealable.selector, "not in the challenge window");
         _appealAsVoter(B, 130, _list(A, C, C));
-        require(_refusal(A, appealP) == SwarmLedger.AlreadyAppealed.selector, "once per submission");
+        require(_refusal(A, appealP) == ISwarmLedger.AlreadyAppealed.selector, "once per submission");
         require(
-            _refusal(P, abi.encodeCall(SwarmLedger.appeal, (0))) == SwarmLedger.AlreadyAppealed.selector,
+            _refusal(P, abi.encodeCall(ISwarmLedger.appeal, (0))) == ISwarmLedger.AlreadyAppealed.selector,
             "the producer's appeal too"
         );
         require(_credited() == 20_000, "until the appeal's committee decides, the first verdict stands");
@@ -645,15 +646,15 @@ contract LedgerRulesTest is CheatsBase {
     function test_aClaimNoBatchCanHoldIsRefused() public {
         _deploy(1);
         vm.roll(120);
-        bytes memory tooMany = abi.encodeCall(SwarmLedger.submit, (0, keccak256("a"), 65_537, 0, 0));
-        require(_refusal(A, tooMany) == SwarmLedger.TooManyRollouts.selector, "over 1,024 x 64 rollouts");
+        bytes memory tooMany = abi.encodeCall(ISwarmLedger.submit, (0, keccak256("a"), 65_537, 0, 0));
+        require(_refusal(A, tooMany) == ISwarmLedger.TooManyRollouts.selector, "over 1,024 x 64 rollouts");
         // 8 rollouts carry at most 4 score units of signal (half of each group right)
-        bytes memory overSignal = abi.encodeCall(SwarmLedger.submit, (0, keccak256("a"), 8, 40_000, 40_001));
-        require(_refusal(A, overSignal) == SwarmLedger.SignalOutOfRange.selector, "signal over rollouts x 0.5");
+        bytes memory overSignal = abi.encodeCall(ISwarmLedger.submit, (0, keccak256("a"), 8, 40_000, 40_001));
+        require(_refusal(A, overSignal) == ISwarmLedger.SignalOutOfRange.selector, "signal over rollouts x 0.5");
         vm.prank(A);
         ledger.submit(0, keccak256("a"), 65_536, 0, 65_536 * 5_000);
-        bytes memory overVote = abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 40_001, 0));
-        require(_refusal(B, overVote) == SwarmLedger.SignalOutOfRange.selector, "an attested signal too");
+        bytes memory overVote = abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 40_001, 0));
+        require(_refusal(B, overVote) == ISwarmLedger.SignalOutOfRange.selector, "an attested signal too");
     }
 
     function test_aVerdictNeitherCreditedNorDisputedJudgesNoVoteLost() public {
@@ -684,8 +685,8 @@ contract LedgerRulesTest is CheatsBase {
         uint256 beacon = ledger.appealOf(0, P).beacon;
         require(_appealSeats(late) == 0, "stake registered after the submission buys no appeal seat");
         require(_appealSeats(B) == _drawn(beacon, B) && _appealSeats(C) == _drawn(beacon, C), "seats as of block 110");
-        bytes4 refused = _refusal(late, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
-        require(refused == SwarmLedger.NotDrawn.selector, "the late whale cannot vote on the appeal");
+        bytes4 refused = _refusal(late, abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(refused == ISwarmLedger.NotDrawn.selector, "the late whale cannot vote on the appeal");
         _agree(B);
         _agree(C);
         require(
@@ -709,10 +710,10 @@ contract LedgerRulesTest is CheatsBase {
             uint256 beacon = uint256(keccak256(abi.encode("beacon", i))) & type(uint88).max;
             require(_seats(A) == _drawnFirst(beacon, A), "seats drawn from the family's stake");
         }
-        bytes4 refused = _refusal(W, abi.encodeCall(SwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
-        require(refused == SwarmLedger.NotDrawn.selector, "W's vote on P's batch is refused");
-        refused = _refusal(W, abi.encodeCall(SwarmLedger.reportUnavailable, (0, P)));
-        require(refused == SwarmLedger.NotDrawn.selector, "and so is its unavailable report");
+        bytes4 refused = _refusal(W, abi.encodeCall(ISwarmLedger.attest, (0, P, 40_000, 20_000, 0)));
+        require(refused == ISwarmLedger.NotDrawn.selector, "W's vote on P's batch is refused");
+        refused = _refusal(W, abi.encodeCall(ISwarmLedger.reportUnavailable, (0, P)));
+        require(refused == ISwarmLedger.NotDrawn.selector, "and so is its unavailable report");
         // and the reverse: W's batch has nobody to check it, so it can never earn
         vm.prank(W);
         ledger.submit(0, keccak256("w"), 8, 40_000, 20_000);
@@ -728,10 +729,10 @@ contract LedgerRulesTest is CheatsBase {
         address stranger = address(0xE002);
         vm.deal(stranger, 10 ether);
         bytes4 refused =
-            _refusal(stranger, abi.encodeCall(SwarmLedger.register, ("{}", keccak256("a base of its own"))));
-        require(refused == SwarmLedger.UnknownFamily.selector, "a family of its own is refused");
-        refused = _refusal(stranger, abi.encodeCall(SwarmLedger.register, ("{}", bytes32(0))));
-        require(refused == SwarmLedger.UnknownFamily.selector, "so is none");
+            _refusal(stranger, abi.encodeCall(ISwarmLedger.register, ("{}", keccak256("a base of its own"))));
+        require(refused == ISwarmLedger.UnknownFamily.selector, "a family of its own is refused");
+        refused = _refusal(stranger, abi.encodeCall(ISwarmLedger.register, ("{}", bytes32(0))));
+        require(refused == ISwarmLedger.UnknownFamily.selector, "so is none");
         require(!ledger.nodeInfo(stranger).registered && ledger.nodeInfo(stranger).family == 0, "nothing written");
         bytes32[] memory listed = ledger.families();
         require(listed.length == 2 && listed[0] == FAMILY && listed[1] == OTHER_FAMILY, "families() as deployed");
@@ -754,7 +755,7 @@ contract LedgerRulesTest is CheatsBase {
                 revert("a bad family list was accepted");
             } catch (bytes memory reason) {
                 require(
-                    keccak256(reason) == keccak256(abi.encodeWithSelector(SwarmLedger.InvalidParameter.selector, "families")),
+                    keccak256(reason) == keccak256(abi.encodeWithSelector(ISwarmLedger.InvalidParameter.selector, "families")),
                     "refused as InvalidParameter(families)"
                 );
             }
