@@ -195,10 +195,9 @@ class Appeal(Beacon, Tally):
     # else the first committee's verdict stands (SwarmLedger._disputed)
 
 
-class SubmissionInfo(Tally):
-    """One submission: the batch digest, its claims (score, learning signal), its first
-    committee's votes (the tally fields), its appeal's, and the outcome. `credited` is the
-    signal it earns (0 until the deciding committee's quorum agreed)."""
+class Claim(ChainModel):
+    """What a submission claims, as its `Submitted` event records it: a node's batch of a round
+    (its sha256 digest), its rollouts, score and learning signal."""
 
     round: int
     node: str
@@ -206,12 +205,13 @@ class SubmissionInfo(Tally):
     rollouts: int
     score: int
     signal: int
-    agree_seats: int  # a checker's vote counts once per seat it holds on the committee
-    dispute_seats: int
-    unavailable_seats: int
-    agrees: int
-    disputes: int
-    unavailable: int
+
+
+class SubmissionInfo(Tally, Claim):
+    """One submission: its claim, its first committee's votes (the tally fields: a checker's
+    vote counts once per seat it holds on the committee), its appeal's, and the outcome.
+    `credited` is the signal it earns (0 until the deciding committee's quorum agreed)."""
+
     credited: int
     settled: bool
     paid: int

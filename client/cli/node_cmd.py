@@ -108,14 +108,10 @@ def run(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, request_stop)
     # lazily: the training stack (torch, transformers) loads only for the command that uses it
-    from client.node.metrics import MetricsError, check_listen, serve_metrics
+    from client.node.metrics import MetricsError, serve_metrics
     from client.policy import PolicyError
 
-    if cfg.node.metrics_addr is not None:
-        try:  # before the node's start, which may build its policy for minutes
-            check_listen(cfg.node.metrics_addr)
-        except MetricsError as exc:
-            fail(str(exc))
+    metrics_can_listen(cfg)
 
     try:
         if cfg.policy.model.startswith("seed"):
@@ -143,3 +139,15 @@ def run(
     finally:
         if metrics is not None:
             metrics.close()
+
+
+def metrics_can_listen(cfg) -> None:
+    """Exits 2 when [node].metrics_addr is set and its port is taken: checked before the node's
+    start, which may build its policy for minutes (`sapo node run`, `sapo tui --config`)."""
+    from client.node.metrics import MetricsError, check_listen
+
+    if cfg.node.metrics_addr is not None:
+        try:
+            check_listen(cfg.node.metrics_addr)
+        except MetricsError as exc:
+            fail(str(exc))

@@ -51,17 +51,14 @@ def tui(
         app = SapoApp(Watcher(cfg, address, mode="attached"), interval_s=interval, preflight=True)
     elif config is not None:
         # lazily: the training stack (torch, transformers) loads only for the command that uses it
+        from client.cli.node_cmd import metrics_can_listen
         from client.node.assemble import NodeConfigError, check_node_data_dir, open_node
-        from client.node.metrics import MetricsError, check_listen, serve_metrics
+        from client.node.metrics import MetricsError, serve_metrics
         from client.policy import PolicyError
 
         cfg = load_or_exit(config)
         _need_chain(cfg, config)
-        if cfg.node.metrics_addr is not None:
-            try:  # before the node's start, which may build its policy for minutes
-                check_listen(cfg.node.metrics_addr)
-            except MetricsError as exc:
-                fail(str(exc))
+        metrics_can_listen(cfg)
         try:
             check_node_data_dir(cfg)  # refused before its log is written there
             log_to_file(DataDir(cfg.node.data_dir).log, cfg.node.log_level)

@@ -89,7 +89,14 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     from client.node.training import PeerPool
 
     journal = Journal(tmp_path / "journal.sqlite")
-    journal.peers.discovered([PeerSubmission(4, "0xpeer", "0xd1", 8, 4_000, 2_000)], next_block=77)
+    journal.peers.discovered(
+        [
+            PeerSubmission(
+                round=4, node="0xpeer", digest="0xd1", rollouts=8, score=4_000, signal=2_000
+            )
+        ],
+        next_block=77,
+    )
     items = [{"question": "q", "completions": ["a", "b"], "rewards": [1.0, 0.0]}] * 3
     journal.peers.peer_batch(4, "0xpeer", "0xd1", Verdict.VERIFIED, items=items)
     journal.peers.used([(4, "0xpeer", 1)])
@@ -488,7 +495,7 @@ def test_each_fetch_outcome_gets_its_verdict_and_each_verdict_its_vote() -> None
     from client.store.weights import WeightsError
     from tests.harness.batches import make_batch as batch_like
 
-    sub = PeerSubmission(4, "0xpeer", "0xd1", 32, 900, 300)
+    sub = PeerSubmission(round=4, node="0xpeer", digest="0xd1", rollouts=32, score=900, signal=300)
     batch = batch_like()
     good = Verification(True, None, 900, 900, [], 300, 300)
     lying = Verification(True, None, 900, 800, [], 300, 200)

@@ -28,6 +28,13 @@ def discover(reader: EventReader, journal: Journal, me: str) -> None:
                 appeals.append((e.round, e.node, e.beacon_block - 1))
             case Submitted() if e.node != me:
                 subs.append(
-                    PeerSubmission(e.round, e.node, e.digest, e.rollouts, e.score, e.signal)
+                    PeerSubmission(
+                        round=e.round,
+                        node=e.node,
+                        digest=e.digest,
+                        rollouts=e.rollouts,
+                        score=e.score,
+                        signal=e.signal,
+                    )
                 )
     journal.peers.discovered(subs, head + 1, attesters, appeals)

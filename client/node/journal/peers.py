@@ -10,22 +10,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from client.chain.models import Claim
 from client.node.journal.db import JournalDB
 from client.node.journal.states import Verdict
 from client.store.batch import Sampled
 from client.units import logprob_value, to_logprob_units
 
-
-@dataclass(frozen=True)
-class PeerSubmission:
-    """A peer's `Submitted` event, as discovered on the ledger."""
-
-    round: int
-    node: str
-    digest: str
-    rollouts: int
-    score: int
-    signal: int
+# a peer's submission as discovered on the ledger: its `Submitted` event's claim
+PeerSubmission = Claim
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,8 @@ class PeerBook:
         rows = self._db.all(
             "SELECT * FROM peer_submissions WHERE round >= ? ORDER BY round, node", first_round
         )
-        return [PeerSubmission(*r) for r in rows]
+        fields = list(Claim.model_fields)
+        return [Claim(**dict(zip(fields, r, strict=True))) for r in rows]
 
     def appealed(self, first_round: int) -> set[tuple[int, str]]:
         """The (round, node) of peers' appealed batches from `first_round` on."""
