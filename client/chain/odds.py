@@ -2,7 +2,7 @@
 all stake can do to honest batches and get for its own free claims, under the seat rule of
 SwarmLedger and under the stake-weighted vote it replaced. No sampling: binomial arithmetic on
 the rules as the ledger's contracts write them (the draw: contracts/lib/SeatDraw.sol; the
-verdict: contracts/lib/Tally.sol; scripts/credit-odds prints the tables;
+verdict: contracts/lib/Tally.sol; scripts/odds_credit.py prints the tables;
 tests/unit/test_odds.py checks them against draws of `Beacon.seats`).
 
 The rules, for one batch with K = `checkers` and Q = `quorum`:

@@ -115,7 +115,7 @@ def up(
             "--adversary",
             help="Add adversary nodes beside the honest ones (repeatable): "
             f"{', '.join(CHOICES[:-1])} or all (each strategy but the whale, the sybils and the "
-            "stake mover). See docs/operator.md#adversaries and scripts/attack-table.",
+            "stake mover). See docs/operator.md#adversaries and scripts/run_attacks.py.",
         ),
     ] = None,
     metrics: Annotated[

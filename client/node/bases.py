@@ -42,7 +42,7 @@ log = logging.getLogger("sapo.node")
 Say = Callable[[str], None]
 # blocks of a base asked for at once, a store client each (a block over bitswap is a round trip):
 # a 0.5B base between two js-ipfs daemons took 479 s one at a time, 78 s at 8, 50 s at 32
-# (scripts/bench-base); each holds one 1 MiB block at most
+# (scripts/bench_base.py); each holds one 1 MiB block at most
 IN_FLIGHT = 32
 
 

@@ -53,7 +53,7 @@ from client.units import logprob_value
 # checker re-draws every completion of each. Two, because with a share phi of a batch's signal
 # forged the producer keeps (1 - phi)^2 of its credit in expectation (it withholds the batch when
 # the beacon opens a forged group), less than the (1 - phi) its honest part alone earns: forging
-# any share loses (docs/proof-of-generation.md, scripts/forging-odds). One would be a fair bet.
+# any share loses (docs/proof-of-generation.md, scripts/odds_forging.py). One would be a fair bet.
 OPENED_GROUPS = 2
 OPEN_ROUNDS = OPENED_GROUPS  # the most checkpoints a beacon opens (one per opened group)
 

@@ -30,7 +30,7 @@ def pick_device(requested: str = "auto") -> torch.device:
 def pick_dtype(requested: str) -> torch.dtype:
     """Returns the dtype: float32 when "auto", on every device. Proofs of generation re-draw a
     node's completions in float32, and draws sampled in bfloat16 miss their float32 intervals
-    (1-5% of completions, CPU and H100 alike: scripts/bench-numerics), so a node samples in
+    (1-5% of completions, CPU and H100 alike: scripts/bench_numerics.py), so a node samples in
     float32; half precision stays available to code that proves nothing (benchmarks)."""
     if requested == "auto":
         return torch.float32

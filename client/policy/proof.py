@@ -22,12 +22,12 @@ from client.units import LOGPROB_FLOOR
 
 # the largest difference a checker accepts between a batch's claimed log-probability of a
 # token (sapo.rollouts/5, in nats) and the one it re-computes: the claim's rounding to
-# 1/LOGPROB_SCALE (5e-5) plus the numerics of two machines (scripts/bench-logprobs measures
+# 1/LOGPROB_SCALE (5e-5) plus the numerics of two machines (scripts/bench_logprobs.py measures
 # them). What a lie within it moves: a learner's importance weight of that token by 0.1%.
 LOGPROB_TOLERANCE = 1e-3
 # numeric tolerance of a draw against its interval's edges. float32 interval edges computed on
 # two CPUs agreed exactly and on a CPU and an H100 within 1.5e-6 (docs/results/numerics:
-# scripts/bench-numerics), over the 1e-6 this was; 1e-5 covers that with room, and lets a
+# scripts/bench_numerics.py), over the 1e-6 this was; 1e-5 covers that with room, and lets a
 # forger move off the draw only where u falls within 1e-5 of an edge, to the token beside it
 EPS = 1e-5
 
@@ -119,7 +119,7 @@ def draw_gaps(
     seed's u lies below the interval's low edge or above its high edge under these weights (a
     negative gap is a u inside, by that margin). A draw passes at tolerance eps when every gap is
     at most eps; the largest gap of honest draws is the numeric error between the sampler's and
-    the checker's hardware (scripts/bench-numerics)."""
+    the checker's hardware (scripts/bench_numerics.py)."""
     return redraw(
         policy, prompt, completion_ids, seed=seed, row=row, temperature=temperature, top_p=top_p
     )[0]
@@ -169,7 +169,7 @@ def draw_gaps_batch(
     teacher-forced pass: sequences right-padded, so causal attention never sees a pad before a
     real token. A prompt is its text or its token ids (a caller re-drawing many completions of
     one prompt tokenizes it once). The batched pass runs other kernels than one sequence at a
-    time, so its gaps differ from draw_gaps' by numerics only (scripts/bench-numerics checks in
+    time, so its gaps differ from draw_gaps' by numerics only (scripts/bench_numerics.py checks in
     batches)."""
     if temperature <= 0:
         raise ValueError("draw gaps need temperature > 0 (a greedy draw has no intervals)")

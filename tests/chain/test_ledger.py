@@ -952,8 +952,8 @@ def test_every_contract_error_has_a_named_exception_and_a_hint() -> None:
 
 
 def test_the_whale_script_runs_the_issue_s_setup_on_anvil() -> None:
-    """`scripts/whale-anvil`, small: a whale with a tenth of stake disputes every honest batch
-    it is seated on; none that Q honest checkers agreed with stays cancelled, and its lost
+    """`python -m scripts.odds_whale`, small: a whale with a tenth of stake disputes every honest
+    batch it is seated on; none that Q honest checkers agreed with stays cancelled, and its lost
     disputes, judged, cost it stake."""
     import subprocess
     import sys
@@ -961,7 +961,7 @@ def test_the_whale_script_runs_the_issue_s_setup_on_anvil() -> None:
 
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "scripts/whale-anvil", "--honest", "20", "--batches", "5"],
+        [sys.executable, "-m", "scripts.odds_whale", "--honest", "20", "--batches", "5"],
         cwd=root,
         capture_output=True,
         text=True,

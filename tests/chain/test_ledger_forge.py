@@ -1,5 +1,5 @@
 """The ledger under forge, offline, from this checkout: the stateful invariant campaigns pass and
-reach every action and every hard path; each seeded fault of scripts/mutate-ledger is caught; the
+reach every action and every hard path; each seeded fault of scripts/mutate_ledger.py is caught; the
 committed gas snapshot is current, and gas inflated on purpose fails the check until the snapshot
 is updated in the same change. The suites themselves are in contracts/test/forge/.
 """
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def script(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args],
+        [sys.executable, "-m", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -96,7 +96,7 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
 # withdrawal, pay by share, judged votes, appeals, the settler's cut; a tie, unavailable votes and
 # a snapshot of one's stake have directed LedgerRulesTest cases run on every build). All the
 # mutants compile in one build, but each still costs ~5 s of solcjs and its campaigns ~6 s, and
-# CI must stay within 30 minutes; `scripts/mutate-ledger` runs all 55 (issue 23's and 40's
+# CI must stay within 30 minutes; `python -m scripts.mutate_ledger` runs all 55 (issue 23's and 40's
 # closing notes have the full table).
 CREDIT_RULE_FAULTS = (
     "disputed-batch-credited",
@@ -122,12 +122,12 @@ def test_every_seeded_fault_on_the_credit_rules_is_caught() -> None:
     # test (--fail-fast): one is enough to call it caught (~40% of the campaigns' time).
     only = ",".join(CREDIT_RULE_FAULTS)
     done = script(
-        "scripts/mutate-ledger", "--only", only, "--runs", "8", "--shrink-runs", "50", "--fail-fast"
+        "scripts.mutate_ledger", "--only", only, "--runs", "8", "--shrink-runs", "50", "--fail-fast"
     )
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
     listed = [
-        line.split(":")[0] for line in script("scripts/mutate-ledger", "--list").stdout.splitlines()
+        line.split(":")[0] for line in script("scripts.mutate_ledger", "--list").stdout.splitlines()
     ]
     assert set(CREDIT_RULE_FAULTS) <= set(listed) and len(listed) >= 29
     n = len(CREDIT_RULE_FAULTS)
@@ -135,7 +135,7 @@ def test_every_seeded_fault_on_the_credit_rules_is_caught() -> None:
 
 
 def test_gas_snapshot_is_current() -> None:
-    done = script("scripts/gas-ledger", "--check")
+    done = script("scripts.check_gas", "--check")
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
     for call in (
@@ -175,7 +175,7 @@ def test_gas_inflated_on_purpose_fails_the_check_until_the_snapshot_is_updated(
     committees.write_text(
         committees_source.replace(assign, assign + "        _lastSubmitAt = block.timestamp;\n")
     )
-    small = script("scripts/gas-ledger", "--check", "--root", str(project))
+    small = script("scripts.check_gas", "--check", "--root", str(project))
     assert small.returncode == 0, small.stdout + small.stderr
     [row] = [line for line in small.stdout.splitlines() if "| submit (first in round) |" in line]
     assert 0 < float(row.split("|")[4].strip().rstrip("%")) <= 5, row
@@ -191,12 +191,12 @@ def test_gas_inflated_on_purpose_fails_the_check_until_the_snapshot_is_updated(
             assign, assign + "        _submittedAt[round][msg.sender] = block.timestamp;\n"
         )
     )
-    failed = script("scripts/gas-ledger", "--check", "--root", str(project))
+    failed = script("scripts.check_gas", "--check", "--root", str(project))
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "submit (first in round) costs" in failed.stderr and "tolerance 5%" in failed.stderr
     assert "attest (agreeing) costs" not in failed.stderr  # what did not grow is not blamed
     # the same change with its snapshot updated passes
-    updated = script("scripts/gas-ledger", "--root", str(project))
+    updated = script("scripts.check_gas", "--root", str(project))
     assert updated.returncode == 0, updated.stdout + updated.stderr
-    passed = script("scripts/gas-ledger", "--check", "--root", str(project))
+    passed = script("scripts.check_gas", "--check", "--root", str(project))
     assert passed.returncode == 0, passed.stdout + passed.stderr

@@ -2,8 +2,8 @@
 handler action (calls forge made, reverts = calls the ledger refused as the model expected), the
 hard paths each run reached, and the shrunk sequence of a failing invariant.
 
-Shared by scripts/fuzz-ledger (the report), scripts/mutate-ledger (runs it on seeded faults),
-scripts/gas-ledger and the pytest wrappers in tests/chain/test_ledger_forge.py.
+Shared by scripts/fuzz_ledger.py (the report), scripts/mutate_ledger.py (runs it on seeded faults),
+scripts/check_gas.py and the pytest wrappers in tests/chain/test_ledger_forge.py.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def run_suites(
 ) -> ForgeRun:
     """Runs `forge test --json` and parses it; raises ForgeError when forge itself failed.
     `ledger_artifact` ("path.sol:SwarmLedger") is the ledger the suites deploy instead of
-    contracts/SwarmLedger.sol's (Cheats.sol's deployLedger; scripts/mutate-ledger's mutants);
+    contracts/SwarmLedger.sol's (Cheats.sol's deployLedger; scripts/mutate_ledger.py's mutants);
     `shrink_runs` bounds forge's shrinking of a failing sequence (foundry.toml's by default);
     `fail_fast` stops at the first failing test (the others are then not reported)."""
     paths_file = root / PATHS_FILE
@@ -163,7 +163,7 @@ def run_suites(
         args += ["--match-test", match_test]
     if fail_fast:
         args.append("--fail-fast")
-    # the gas tests' snapshot goes to a throwaway folder: only scripts/gas-ledger writes the
+    # the gas tests' snapshot goes to a throwaway folder: only scripts/check_gas.py writes the
     # committed one, so that running the suites never rewrites it behind the gas check's back
     scratch = Path(tempfile.mkdtemp(prefix="sapo-forge-snapshots-"))
     env = {"FOUNDRY_SNAPSHOTS": str(scratch)}

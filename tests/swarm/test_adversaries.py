@@ -306,7 +306,7 @@ def test_adversaries_earn_nothing_and_farmers_are_slashed(world) -> None:
     for name, address in addr.items():
         owed = ledger.claimable(address, [round_])
         # a splitter whose forged row was not opened is paid for its batch, the row included
-        # (scripts/forging-odds: a bet it loses on average)
+        # (scripts/odds_forging.py: a bet it loses on average)
         assert owed == 0 or (name in [*colluders, "splitter"] and subs[name].credited), name
         lucky += owed
     shares = [ledger.claimable(n.address, [round_]) for n in honest]

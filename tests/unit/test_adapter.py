@@ -177,20 +177,14 @@ def test_an_adapter_checkpoint_saves_the_adapter_and_resumes_over_its_base(
 
 
 def test_the_cost_tables_counts_are_the_models_at_qwen25_shapes() -> None:
-    """scripts/cost-table prints bytes from parameter counts it computes from each shape; the
+    """scripts/bench_cost.py prints bytes from parameter counts it computes from each shape; the
     models themselves (built on the meta device: no memory) have exactly those counts, and LoRA
     rank 16 on the seven linear layers of 0.5B is ~8.8M parameters, 35 MB in float32."""
-    import importlib.machinery
-    import importlib.util
-
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from client.policy.adapter import attach_lora
+    from scripts import bench_cost as module
 
-    path = Path(__file__).resolve().parents[2] / "scripts" / "cost-table"
-    loader = importlib.machinery.SourceFileLoader("cost_table", str(path))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("cost_table", loader))
-    loader.exec_module(module)
     for shape in ("0.5b", "1.5b", "7b"):
         s = module.SHAPES[shape]
         config = Qwen2Config(

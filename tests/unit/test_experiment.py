@@ -350,7 +350,8 @@ def test_committed_agreement_runs_and_their_comparisons_are_made_from_records(
     compared = subprocess.run(
         [
             str(REPO / ".venv" / "bin" / "python"),
-            str(REPO / "scripts" / "compare-runs"),
+            "-m",
+            "scripts.run_compare",
             str(REPO / "docs" / "results" / against),
             str(run),
             "--names",

@@ -8,8 +8,8 @@ verdict or a named refusal (StoreError at decoding, WeightsError for a checkpoin
 one), never in another exception: an exception there is a stopped stage of a node.
 
 CI runs the same SAPO_FUZZ_EXAMPLES examples every time (default 100 batches, 300 metadata
-records); `scripts/fuzz-peers` runs the same properties on new ones, longer, and prints how
-each ended and how long it took.
+records); `python -m scripts.fuzz_peers` runs the same properties on new ones, longer, and prints
+how each ended and how long it took.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tests.harness.batches import round_7_batch, two_sampled_rounds
 from tests.harness.policies import copied_seed_test
 
 EXAMPLES = int(os.environ.get("SAPO_FUZZ_EXAMPLES", "100"))
-# CI replays the same examples every run; scripts/fuzz-peers draws new ones (SAPO_FUZZ_RANDOM=1)
+# CI replays the same examples every run; scripts/fuzz_peers.py draws new ones (SAPO_FUZZ_RANDOM=1)
 # and tallies how each ended (SAPO_FUZZ_TALLY: a file it appends one line to per example)
 DERANDOMIZE = os.environ.get("SAPO_FUZZ_RANDOM") != "1"
 TALLY = os.environ.get("SAPO_FUZZ_TALLY")

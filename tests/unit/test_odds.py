@@ -1,4 +1,4 @@
-"""client.chain.odds, the exact arithmetic behind scripts/credit-odds, against the rule itself:
+"""client.chain.odds, the exact arithmetic behind scripts/odds_credit.py, against the rule itself:
 the committee distribution against enumeration, and the seat rule's odds against draws made with
 `Beacon.seats` (the client's copy of the ledger's draw, which test_ledger checks against
 `seatsOf` on anvil) from random beacons."""
@@ -90,7 +90,7 @@ def test_a_small_family_s_unfilled_committee_matches_the_ledger_s_draw() -> None
 
 
 def test_forging_any_share_of_a_batch_loses_and_did_not_before() -> None:
-    # issue 57: scripts/forging-odds, exact and measured on the real openings; before, a forged
+    # issue 57: scripts/odds_forging.py, exact and measured on the real openings; before, a forged
     # round beside many small honest rounds escaped 99% of the time whatever its share
     import subprocess
     import sys
@@ -98,7 +98,8 @@ def test_forging_any_share_of_a_batch_loses_and_did_not_before() -> None:
 
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, str(root / "scripts" / "forging-odds"), "--beacons", "300"],
+        [sys.executable, "-m", "scripts.odds_forging", "--beacons", "300"],
+        cwd=root,
         capture_output=True,
         text=True,
         check=True,

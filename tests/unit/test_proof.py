@@ -333,7 +333,7 @@ def test_float32_draws_pass_across_thread_counts_and_bfloat16_draws_do_not(
     """Why a node samples in float32 (config refuses half precision): a checker re-draws in
     float32. Draws sampled with another thread count (other reduction orders, as on another CPU)
     pass; draws sampled in bfloat16 miss their float32 interval on some completions, so a bf16
-    node's batches would be disputed (scripts/bench-numerics measured the same on an H100)."""
+    node's batches would be disputed (scripts/bench_numerics.py measured the same on an H100)."""
     from client.policy import TransformersBackend
     from client.policy.proof import EPS, draw_gaps
     from client.tasks import draw, render_prompt
@@ -368,21 +368,25 @@ NUMERICS = Path(__file__).resolve().parents[2] / "docs" / "results" / "numerics"
 
 
 def bench_numerics(command: str, pattern: str, count: int) -> str:
-    """What `scripts/bench-numerics <command>` prints of the committed records `pattern`."""
+    """What `python -m scripts.bench_numerics <command>` prints of the committed records
+    `pattern`."""
     import subprocess
     import sys
 
     records = sorted(str(p) for p in NUMERICS.glob(pattern))
     assert len(records) == count, records
-    script = NUMERICS.parent.parent.parent / "scripts" / "bench-numerics"
     return subprocess.run(
-        [sys.executable, str(script), command, *records], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "scripts.bench_numerics", command, *records],
+        cwd=NUMERICS.parent.parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
 
 
 def test_the_committed_cross_hardware_table_is_made_from_its_records() -> None:
     """docs/results/numerics/table.md (CPU and H100 samplers and checkers) is what
-    `scripts/bench-numerics table` makes of the committed check records."""
+    `python -m scripts.bench_numerics table` makes of the committed check records."""
     made = bench_numerics("table", "chk-*.json.gz", 16)
     assert made == (NUMERICS / "table.md").read_text()
     assert "NVIDIA H100" in made
@@ -390,8 +394,8 @@ def test_the_committed_cross_hardware_table_is_made_from_its_records() -> None:
 
 def test_the_committed_verdict_table_is_made_from_its_records() -> None:
     """docs/results/numerics/verdict.md (the H200 run at scale: float32 and bfloat16 samplers
-    and checkers, forgeries, candidate verdicts) is what `scripts/bench-numerics verdict` makes
-    of the committed compact records."""
+    and checkers, forgeries, candidate verdicts) is what `python -m scripts.bench_numerics verdict`
+    makes of the committed compact records."""
     made = bench_numerics("verdict", "scale-*.json.gz", 3)
     assert made == (NUMERICS / "verdict.md").read_text()
     # float32, on the GPU and from the GPU to a CPU: no honest check of 40,000 refused at the
@@ -408,7 +412,7 @@ def test_the_committed_verdict_table_is_made_from_its_records() -> None:
 
 def test_the_committed_logprob_table_is_made_from_its_records() -> None:
     """docs/results/numerics/logprobs.md (log-prob claims sampled on an H200 and this CPU,
-    re-computed on the other and on the H200 in batches) is what `scripts/bench-numerics
+    re-computed on the other and on the H200 in batches) is what `python -m scripts.bench_numerics
     logprobs` makes of the committed records, and no honest check fails at the protocol's
     tolerance in any pairing."""
     made = bench_numerics("logprobs", "lp-*.json.gz", 8)

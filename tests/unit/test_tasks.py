@@ -227,12 +227,14 @@ def test_the_verifier_worst_case_table_covers_every_shipped_dataset() -> None:
     out = subprocess.run(
         [
             sys.executable,
-            str(REPO / "scripts" / "verifier-worst"),
+            "-m",
+            "scripts.bench_verifiers",
             "--chars",
             "64",
             "--tasks",
             "200",
         ],
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=True,

@@ -67,7 +67,7 @@ class DevnetSection(Section):
         None,
         description="what each adversary node registers with (default node_stake; at least "
         "min_stake): below node_stake, the honest nodes hold most of the stake, which the rules "
-        "assume (scripts/attack-table --adversary-stake)",
+        "assume (scripts/run_attacks.py --adversary-stake)",
     )
     whale_share: float = Field(
         0.10,

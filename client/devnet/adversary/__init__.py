@@ -1,7 +1,7 @@
 """Adversaries as devnet nodes: each runs one strategy for farming credit on the real path,
 registered and staked like any node, with its own store, real transactions and real pins, so that
-anyone can re-run the attack table (`scripts/attack-table`) and read in `sapo audit` and the TUI
-what the honest nodes did about it.
+anyone can re-run the attack table (`python -m scripts.run_attacks`) and read in `sapo audit` and
+the TUI what the honest nodes did about it.
 
   free-claim     each round, submits the digest of nothing with a maximal claim; pins nothing
   answer-farmer  pins batches of its own rounds' questions (drawn from the public task seed, as an

@@ -9,9 +9,9 @@ once a second: faster scrapes get the last reading), so nothing is computed whil
 scrapes. What a scrape costs does not grow with the node's age: the journal is read through its
 indexes and new rows only (no per-round history, which only the TUI draws), and the ledger's
 state at most every LEDGER_EVERY_S (twice a round when rounds are shorter; whether the chain
-answers is asked each time); scripts/bench-node --metrics measures the cost. The collector has its
-own watcher: a scrape never touches the node's threads, and a scrape that fails (a part down, an
-error of ours) leaves the node as it was.
+answers is asked each time); `python -m scripts.bench_node --metrics` measures the cost. The
+collector has its own watcher: a scrape never touches the node's threads, and a scrape that
+fails (a part down, an error of ours) leaves the node as it was.
 
 Names follow Prometheus' conventions: the `sapo_` prefix, base units (seconds; ether for money, as
 operators read it), `_total` for counters (each only grows while the process runs), labels with

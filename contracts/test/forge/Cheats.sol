@@ -29,7 +29,7 @@ struct FuzzSelector {
 abstract contract CheatsBase {
     Vm internal constant vm = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));
 
-    /// @dev The artifact a suite deploys as its ledger; scripts/mutate-ledger names a seeded fault's
+    /// @dev The artifact a suite deploys as its ledger; scripts/mutate_ledger.py names a seeded fault's
     /// copy here instead (contracts/mutants/<fault>/SwarmLedger.sol, compiled with the suites in one
     /// build).
     string internal constant LEDGER_ARTIFACT = "contracts/SwarmLedger.sol:SwarmLedger";

@@ -7,7 +7,7 @@ import {CheatsBase} from "./Cheats.sol";
 /// @notice The gas of the calls every node makes every round (and of an appeal and the judging of
 /// votes, rarer), recorded with forge's gas snapshot
 /// cheatcode (each test measures exactly one ledger call, made in its own transaction on a state
-/// built in setUp) into contracts/gas/LedgerGasTest.json. scripts/gas-ledger --check compares a
+/// built in setUp) into contracts/gas/LedgerGasTest.json. scripts/check_gas.py --check compares a
 /// fresh measurement with that committed file and fails when a call grew by more than 5%.
 contract LedgerGasTest is CheatsBase {
     /// @dev The next call is a settler's: an account with ether (a node's), paid its cut of a

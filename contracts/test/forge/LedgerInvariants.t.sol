@@ -63,7 +63,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     /// @dev Appends this run's count of the hard paths reached to .forge/metrics/paths.jsonl, one
-    /// line per run, which scripts/fuzz-ledger sums into its report.
+    /// line per run, which scripts/fuzz_ledger.py sums into its report.
     function afterInvariant() public {
         vm.writeLine(".forge/metrics/paths.jsonl", handler.pathsLine(suiteName()));
     }

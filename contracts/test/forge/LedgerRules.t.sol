@@ -6,7 +6,7 @@ import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
 /// @notice Directed tests of the credit rule's edges, which the invariant campaigns reach too
-/// rarely to catch a fault in (scripts/mutate-ledger runs these beside the campaigns): a tie
+/// rarely to catch a fault in (scripts/mutate_ledger.py runs these beside the campaigns): a tie
 /// between agreeing and disputing + unavailable seats, a quorum reached exactly, unavailable
 /// votes that cancel credit without slashing; and the appeal's: a whale's lucky first committee
 /// overturned, a lost appeal's double slash, the appeal's window, the judging of votes. Stakes

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Benchmark of a policy on this machine's CPU (or GPU, --device cuda): generation tokens/s batched
 vs one prompt at a time (and, with --vllm, on the vLLM engine: the protocol's seeded draws, vLLM's
 own sampler, and loading new weights after a step), and the time and peak memory of one GRPO
 step for a round of Q questions x L completions. Prints tables.
-Usage: scripts/bench-policy --policy DIR [--questions 8 --completions 8] [--vllm]
+Usage: python -m scripts.bench_policy --policy DIR [--questions 8 --completions 8] [--vllm]
        [--device cpu|cuda --dtype float32|bfloat16]
        [--shape HIDDEN,LAYERS,HEADS]   (a randomly initialised Qwen2 of that shape, with DIR's
                                         tokenizer: a larger self-made model; no download)
@@ -11,7 +10,6 @@ Usage: scripts/bench-policy --policy DIR [--questions 8 --completions 8] [--vllm
 
 from __future__ import annotations
 
-import argparse
 import resource
 import tempfile
 import time
@@ -22,6 +20,7 @@ from client.policy import TransformersBackend, load_policy
 from client.policy.encode import Group, encode_groups
 from client.sapo import grpo_step
 from client.tasks import draw, load_catalog, render_prompt, reward
+from scripts import arguments
 
 
 def peak_rss_mib() -> float:
@@ -29,7 +28,7 @@ def peak_rss_mib() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--policy", required=True)
     parser.add_argument("--questions", type=int, default=8)
     parser.add_argument("--completions", type=int, default=8)
@@ -37,21 +36,29 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timings are the best of these")
     parser.add_argument("--vllm", action="store_true", help="also generate on the vLLM engine")
     parser.add_argument("--shape", help="HIDDEN,LAYERS,HEADS: a random-init model of this shape")
-    parser.add_argument("--no-single", action="store_true",
-                        help="skip one-sequence-at-a-time generation (slow on large models)")
+    parser.add_argument(
+        "--no-single",
+        action="store_true",
+        help="skip one-sequence-at-a-time generation (slow on large models)",
+    )
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     args = parser.parse_args()
     policy = load_policy(args.policy, device=args.device, dtype=args.dtype)
     if args.shape:
         policy = random_model(policy, *map(int, args.shape.split(",")), args.device, args.dtype)
-    where = (f"{torch.cuda.get_device_name()} ({args.dtype})" if args.device == "cuda"
-             else f"{torch.get_num_threads()} CPU threads ({args.dtype})")
+    where = (
+        f"{torch.cuda.get_device_name()} ({args.dtype})"
+        if args.device == "cuda"
+        else f"{torch.get_num_threads()} CPU threads ({args.dtype})"
+    )
     tasks = draw(bytes(32), args.questions, load_catalog("tiny"))
     prompts = [render_prompt(t.question, policy.tokenizer) for t in tasks]
     q, n, m = args.questions, args.completions, args.max_new_tokens
-    print(f"policy {args.policy}: {policy.parameters:,} parameters, {where}; a round = {q} "
-          f"questions x {n} completions, <= {m} new tokens\n")
+    print(
+        f"policy {args.policy}: {policy.parameters:,} parameters, {where}; a round = {q} "
+        f"questions x {n} completions, <= {m} new tokens\n"
+    )
 
     rows = []
     batched = TransformersBackend(policy, batch_size=q * n)
@@ -86,8 +93,10 @@ def main() -> None:
             tokens = sum(len(c.token_ids) for o in outs for c in o.outputs)
             return [type("Out", (), {"new_tokens": tokens})()]
 
-        runs += [("vLLM, the protocol's seeded draws", vllm_seeded),
-                 ("vLLM, its own sampler (for comparison)", vllm_own)]
+        runs += [
+            ("vLLM, the protocol's seeded draws", vllm_seeded),
+            ("vLLM, its own sampler (for comparison)", vllm_own),
+        ]
     for label, run in runs:
         best = None
         for _ in range(args.repeats):  # best of a few: this machine is shared and noisy
@@ -111,18 +120,24 @@ def main() -> None:
             began = time.perf_counter()
             engine.sync()
             loads.append(time.perf_counter() - began)
-        print(f"vLLM weight load after a step (write, reload in place, reset cache): "
-              f"{min(loads):.3f} s (best of {args.repeats})")
+        print(
+            f"vLLM weight load after a step (write, reload in place, reset cache): "
+            f"{min(loads):.3f} s (best of {args.repeats})"
+        )
         engine.close()
     print()
 
-    groups = [Group(t.question, texts, [reward(t, c) for c in texts], external=i >= q // 2)
-              for i, (t, texts) in enumerate(zip(tasks, completions.texts, strict=True))]
+    groups = [
+        Group(t.question, texts, [reward(t, c) for c in texts], external=i >= q // 2)
+        for i, (t, texts) in enumerate(zip(tasks, completions.texts, strict=True))
+    ]
     batch = encode_groups(policy.tokenizer, groups)
     optimizer = torch.optim.Adam(policy.model.parameters(), lr=1e-5)
     memory = "peak GPU MiB" if args.device == "cuda" else "peak RSS MiB"
-    print(f"| GRPO step | sequences | tokens | seconds | {memory} |\n"
-          "| --- | ---: | ---: | ---: | ---: |")
+    print(
+        f"| GRPO step | sequences | tokens | seconds | {memory} |\n"
+        "| --- | ---: | ---: | ---: | ---: |"
+    )
     for micro in (q * n, 16):
         began = time.perf_counter()
         stats = grpo_step(policy.model, optimizer, batch, micro_batch=micro)
@@ -131,8 +146,10 @@ def main() -> None:
             peak = torch.cuda.max_memory_allocated() / 2**20
         else:
             peak = peak_rss_mib()
-        print(f"| micro-batch {micro} | {stats.sequences} | {stats.tokens} | "
-              f"{time.perf_counter() - began:.2f} | {peak:.0f} |")
+        print(
+            f"| micro-batch {micro} | {stats.sequences} | {stats.tokens} | "
+            f"{time.perf_counter() - began:.2f} | {peak:.0f} |"
+        )
 
 
 def random_model(policy, hidden: int, layers: int, heads: int, device="cpu", dtype="float32"):
@@ -141,11 +158,17 @@ def random_model(policy, hidden: int, layers: int, heads: int, device="cpu", dty
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
-        vocab_size=len(policy.tokenizer), hidden_size=hidden, intermediate_size=hidden * 8 // 3,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+        vocab_size=len(policy.tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 8 // 3,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
         max_position_embeddings=policy.model.config.max_position_embeddings,
-        tie_word_embeddings=True, bos_token_id=policy.tokenizer.eos_token_id,
-        eos_token_id=policy.tokenizer.eos_token_id, pad_token_id=policy.tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+        bos_token_id=policy.tokenizer.eos_token_id,
+        eos_token_id=policy.tokenizer.eos_token_id,
+        pad_token_id=policy.tokenizer.pad_token_id,
     )
     torch.manual_seed(0)
     directory = tempfile.mkdtemp(prefix="bench-policy-")

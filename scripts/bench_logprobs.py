@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Whether honest log-probs pass a checker: the sampler's claims against a checker's re-computation.
 
 A sapo.rollouts/5 batch carries each sampled token's log-probability under the distribution it
@@ -17,29 +16,27 @@ issue 57: 2 local rounds x 4; it now re-draws 2 groups whole, 2L completions, 16
 check's bound is about twice a table's): the honest checks that would fail at the tolerance and
 their one-sided 95% upper bound.
 
-Usage: scripts/bench-logprobs [--policy DIR ...] [--questions 32] [--completions 8]
+Usage: python -m scripts.bench_logprobs [--policy DIR ...] [--questions 32] [--completions 8]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
+import torch
+
+from client.node.rollouts import generate_local_round, make_batch
+from client.policy import TransformersBackend, load_policy
+from client.policy.proof import LOGPROB_TOLERANCE, logprob_differences, redraw
+from client.store import Sampling
+from client.tasks import load_catalog, render_prompt
+from client.units import logprob_value
+from scripts import arguments
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-
-from client.node.rollouts import generate_local_round, make_batch  # noqa: E402
-from client.policy import TransformersBackend, load_policy  # noqa: E402
-from client.policy.proof import LOGPROB_TOLERANCE, logprob_differences, redraw  # noqa: E402
-from client.store import Sampling  # noqa: E402
-from client.tasks import load_catalog, render_prompt  # noqa: E402
-from client.units import logprob_value  # noqa: E402
 
 POLICIES = (".sapo/policies/seed-tiny-0-h64l2", ".sapo/policies/seed-tiny-0-h192l4")
 SETTINGS = ((1.0, 1.0), (0.7, 0.9))
@@ -121,7 +118,7 @@ def batch_bytes(policy, catalog, part, temperature, top_p, max_new_tokens) -> tu
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--policy", action="append", help="a policy directory (repeatable)")
     parser.add_argument("--catalog", default="tiny")
     parser.add_argument("--questions", type=int, default=32)

@@ -1,25 +1,22 @@
-#!/usr/bin/env python3
 """Benchmark of the SwarmLedger on a local anvil: gas per operation, and audit query times.
 
 Prints two tables. Gas is exact (deterministic for a given build): each transaction's gas used,
 and its execution gas (less the 21,000 every transaction pays and its calldata's 4/16 gas a byte:
 what the contract's code costs, what `forge test --gas-report` and the goals count); times are
-wall-clock on this machine and vary with load. Usage: scripts/bench-ledger [--submissions N]
+wall-clock on this machine and vary with load.
+Usage: python -m scripts.bench_ledger [--submissions N]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.devnet import Anvil
+from scripts import arguments
 from tests.harness.ledger_swarm import ETH, FAMILY, Swarm, digest
 
 GOALS = {  # issue 23: submit <= 80k, attest <= 65k
@@ -123,7 +120,7 @@ def audit_table(swarm: Swarm, submissions: int) -> list[tuple[str, float, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--submissions", type=int, default=1_000)
     args = parser.parse_args()
     with Anvil(Path(tempfile.mkdtemp(prefix="bench-ledger-"))) as anvil:

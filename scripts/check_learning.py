@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Does GRPO make a policy better on fresh questions? Prints the training curve and held-out
 reward before and after, for one setting. A script, not a test: it takes minutes and its answer
 is a measurement.
@@ -7,14 +6,14 @@ Each round draws new questions (never a fixed pool), generates L completions per
 scores them with the real verifiers, and takes GRPO step(s) on the groups with signal.
 The defaults are the setting that made the 1.9M seed policy better (64 questions x 8 completions,
 one GRPO step a round at lr 2e-4: held-out sampled reward 0.27 -> 0.33 in 100 rounds, on two
-seeds). Usage: scripts/learn-check --policy DIR [--rounds 200 --questions 64 --completions 8
+seeds).
+Usage: python -m scripts.check_learning --policy DIR [--rounds 200 --questions 64 --completions 8
        --lr 2e-4 --temperature 1.0 --kl 0 --steps 1 --negative-weight 1 --eval-questions 500
        --eval-every 50 --seed 1 --threads N --out FILE.json --save DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 import json
@@ -28,12 +27,11 @@ from client.policy import TransformersBackend, evaluate, load_policy
 from client.policy.encode import Group, encode_groups
 from client.sapo import batch_logprobs, grpo_step, has_signal
 from client.tasks import draw, load_catalog, render_prompt, reward
+from scripts import arguments
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--policy", required=True)
     parser.add_argument("--catalog", default="tiny")
     parser.add_argument("--rounds", type=int, default=200)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What reading a node's journal costs as the node ages: the read model's calls that /metrics,
 the TUI and `sapo devnet status` make (client.node.view.journal.NodeView), on journals of N chain
 rounds written as a node writes them.
@@ -16,23 +15,21 @@ outbox, verdicts), `window` (busy share and local rounds per chain round over th
 `summary` (a `sapo devnet status` line and the TUI's header), `peer_counts` (the TUI's peers
 table).
 
-Usage: scripts/bench-journal [--rounds 2000 20160 80640] [--repeat 5]
+Usage: python -m scripts.bench_journal [--rounds 2000 20160 80640] [--repeat 5]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from client.node.journal import Journal
+from client.node.view.journal import NodeView
+from scripts import arguments
 
-from client.node.journal import Journal  # noqa: E402
-from client.node.view.journal import NodeView  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 ROUND_S = 30.0
 LOCAL = 15
@@ -121,9 +118,7 @@ def measure(rounds: int, repeat: int) -> tuple[float, list[float | None]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--rounds", type=int, nargs="+", default=[2_000, 20_160, 80_640])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()

@@ -1,29 +1,25 @@
-#!/usr/bin/env python3
 """What a TUI refresh costs with a large swarm: N nodes registered and submitting on a local anvil.
 
 Times the ledger view's first refresh (every event, nodeInfo for all N in JSON-RPC batches), a
 refresh with nothing new, one after 10 new submissions, and the peers table's redraw of N rows
 in a headless Textual app. Wall-clock on this machine (varies with load). Usage:
-scripts/bench-tui [--nodes 1000]
+python -m scripts.bench_tui [--nodes 1000]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from textual.app import App
 
 from client.devnet import Anvil
 from client.node.view.ledger import LedgerView
+from scripts import arguments
 from tests.harness.ledger_swarm import ETH, Swarm, digest
 from tui.widgets.peers import PeersTable
 
@@ -65,7 +61,7 @@ async def table_times(rows) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--nodes", type=int, default=1000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, Anvil(Path(tmp)) as anvil:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Shows that the ledger's invariant suites can fail: writes each seeded fault into its own copy of
 the ledger's sources (contracts/mutants/<fault>/: SwarmLedger.sol, ISwarmLedger.sol, ledger/ and
 lib/, in a throwaway project), compiles them with the suites in one build, runs the forge
@@ -14,23 +13,22 @@ Each fault is a one-line change a tired author could make, written against the l
 text, wherever it is among the ledger's files; a fault whose text does not occur exactly once in
 them is an error (the table would lie otherwise). --list names the file each fault edits.
 
-Usage: scripts/mutate-ledger [--only NAME[,NAME...]] [--list] [--runs N] [--depth N]
+Usage: python -m scripts.mutate_ledger [--only NAME[,NAME...]] [--list] [--runs N] [--depth N]
                             [--shrink-runs N] [--jobs N]
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from scripts import arguments
+from tests.harness.foundry import ForgeError, make_copy, run_forge, run_suites
 
-from tests.harness.foundry import ForgeError, make_copy, run_forge, run_suites  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # name -> (what the fault does, source text, replacement)
 FAULTS: dict[str, tuple[str, str, str]] = {
@@ -208,7 +206,8 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     "backing-not-reset-on-unstake": (
         "an unstake request does not count the unsettled submissions its stake backed (a node "
         "submits, unstakes and withdraws before its batch is settled)",
-        "        n.backing = n.unsettled; // every unsettled submission was made with this stake active\n",
+        "        n.backing = n.unsettled; "
+        "// every unsettled submission was made with this stake active\n",
         "",
     ),
     "claim-skips-settlement": (
@@ -407,7 +406,7 @@ def write_mutant(project: Path, name: str, source: str, replacement: str) -> str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--only", help="comma-separated fault names (default: all)")
     parser.add_argument("--list", action="store_true", help="list the faults and exit")
     parser.add_argument(

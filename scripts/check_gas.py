@@ -1,29 +1,28 @@
-#!/usr/bin/env python3
 """The ledger's gas snapshot: the gas of submit, attest, settle and claim (contracts/test/forge/
 LedgerGas.t.sol, one ledger call per test), committed in contracts/gas/LedgerGasTest.json.
 
-  scripts/gas-ledger            measure and write the snapshot (commit it with the change)
-  scripts/gas-ledger --check    measure into a temporary folder and compare with the committed
-                                snapshot; exit 1 when a call costs more than --tolerance percent
-                                (default 5) above it, or a call is missing from either side
+  python -m scripts.check_gas          measure and write the snapshot (commit it with the change)
+  python -m scripts.check_gas --check  measure into a temporary folder and compare with the
+                                       committed snapshot; exit 1 when a call costs more than
+                                       --tolerance percent (default 5) above it, or a call is
+                                       missing from either side
 
 Gas is deterministic for a given source and compiler, so a change that moves it must carry the
 updated snapshot; the tolerance only spares changes too small to be worth a snapshot update.
-Usage: scripts/gas-ledger [--check] [--tolerance PCT] [--root DIR]
+Usage: python -m scripts.check_gas [--check] [--tolerance PCT] [--root DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from scripts import arguments
+from tests.harness.foundry import run_forge
 
-from tests.harness.foundry import run_forge  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SNAPSHOT = Path("contracts/gas/LedgerGasTest.json")
 
@@ -46,7 +45,7 @@ def measure(root: Path, into: Path) -> dict[str, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--check", action="store_true", help="compare with the committed snapshot")
     parser.add_argument(
         "--tolerance", type=float, default=5.0, help="percent of growth allowed (default 5)"
@@ -69,7 +68,7 @@ def main() -> int:
     if not committed_path.exists():
         print(
             f"gas-ledger: no committed snapshot at {SNAPSHOT}; "
-            "run scripts/gas-ledger and commit it",
+            "run python -m scripts.check_gas and commit it",
             file=sys.stderr,
         )
         return 1
@@ -82,14 +81,15 @@ def main() -> int:
         before, after = committed.get(name), now.get(name)
         if before is None:
             problems.append(
-                f"{name} is measured but not in {SNAPSHOT}; run scripts/gas-ledger and commit it"
+                f"{name} is measured but not in {SNAPSHOT}; "
+                "run python -m scripts.check_gas and commit it"
             )
             print(f"| {name} | - | {after:,} | new |")
             continue
         if after is None:
             problems.append(
                 f"{name} is in {SNAPSHOT} but no longer measured; "
-                "run scripts/gas-ledger and commit it"
+                "run python -m scripts.check_gas and commit it"
             )
             print(f"| {name} | {before:,} | - | gone |")
             continue
@@ -98,7 +98,8 @@ def main() -> int:
         if change > args.tolerance:
             problems.append(
                 f"{name} costs {after:,} gas, {change:+.1f}% over the snapshot's {before:,} "
-                f"(tolerance {args.tolerance:g}%): make it cheaper, or run scripts/gas-ledger "
+                f"(tolerance {args.tolerance:g}%): make it cheaper, "
+                "or run python -m scripts.check_gas "
                 "and commit the snapshot"
             )
     for problem in problems:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What a holder of a share f of all stake does to the ledger's credit, before and after votes by
 seat (issue 40): exact binomial arithmetic (client/chain/odds.py) on v3's rule (drawn with
 probability min(1, K * stake share), a vote weighs its stake) and on the seat rule (each node
@@ -22,18 +21,14 @@ Within a model family (ledger v4 draws a batch's committee from its producer's f
 N is the family's node count and f a share of the family's stake: `--sizes 5,10,30` re-runs the
 tables for families of those sizes.
 
-Usage: scripts/credit-odds [--checkers K] [--quorum Q] [--appeal-seats A] [--sizes N,N,...]
+Usage: python -m scripts.odds_credit [--checkers K] [--quorum Q] [--appeal-seats A]
+       [--sizes N,N,...]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from client.chain import odds
+from scripts import arguments
 
 SHARES = (0.01, 0.05, 0.10, 0.20, 0.33)
 SIZES = (100, 1_000, 10_000)
@@ -85,7 +80,7 @@ def unfilled_table(k: int, q: int, appeal: int, sizes) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--checkers", type=int, default=10, help="K (default 10)")
     parser.add_argument("--quorum", type=int, default=3, help="Q (default 3)")
     parser.add_argument("--appeal-seats", type=int, help="A (default 4K)")

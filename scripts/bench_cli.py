@@ -1,16 +1,14 @@
-#!/usr/bin/env python3
 """Start-up cost of the query commands: CPU seconds (user + system) per command, and whether it
 imported the training stack (torch, transformers, reasoning_gym).
 
 Each command runs as a fresh `python -X importtime -m client.cli ...` process; CPU time is the
 child's rusage, so a busy machine inflates wall time but hardly CPU time. A chain command runs
 against an anvil started here with a ledger deployed on it (stopped at the end). Prints one table.
-Usage: scripts/bench-cli [--repeats N]
+Usage: python -m scripts.bench_cli [--repeats N]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import statistics
@@ -19,6 +17,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from scripts import arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "reasoning_gym")
@@ -48,11 +48,10 @@ def run(args: list[str], env: dict[str, str]) -> tuple[float, float, set[str], i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(ROOT))
     from eth_account import Account
 
     from client.chain import connect, deploy_ledger
@@ -82,8 +81,13 @@ def main() -> None:
             "sapo config show": ["config", "show", "--config", "configs/devnet.toml"],
             "sapo audit round 0": ["audit", "round", "0", "--config", "configs/devnet.toml"],
             "sapo devnet status": ["devnet", "status", "--data-dir", str(Path(tmp) / "none")],
-            "sapo rewards show": ["rewards", "show", "--config", "configs/devnet.toml",
-                                  dev_account(1).address],
+            "sapo rewards show": [
+                "rewards",
+                "show",
+                "--config",
+                "configs/devnet.toml",
+                dev_account(1).address,
+            ],
             "sapo stake --help": ["stake", "--help"],
             "sapo wallet address": ["wallet", "address", "--keystore", str(keystore)],
         }
@@ -93,17 +97,31 @@ def main() -> None:
             cpu = [r[0] for r in runs]
             wall = [r[1] for r in runs]
             heavy = sorted(set().union(*(r[2] for r in runs)))
-            rows.append((label, statistics.median(cpu), max(cpu), statistics.median(wall),
-                         ", ".join(heavy) or "-", runs[0][3]))
+            rows.append(
+                (
+                    label,
+                    statistics.median(cpu),
+                    max(cpu),
+                    statistics.median(wall),
+                    ", ".join(heavy) or "-",
+                    runs[0][3],
+                )
+            )
 
-    print(f"start-up of query commands ({args.repeats} runs each; CPU = user + system of the "
-          "child process)\n")
-    print(f"| {'command':<22} | {'CPU s (median)':>14} | {'CPU s (max)':>11} | "
-          f"{'wall s (median)':>15} | {'imports':<33} | exit |")
+    print(
+        f"start-up of query commands ({args.repeats} runs each; CPU = user + system of the "
+        "child process)\n"
+    )
+    print(
+        f"| {'command':<22} | {'CPU s (median)':>14} | {'CPU s (max)':>11} | "
+        f"{'wall s (median)':>15} | {'imports':<33} | exit |"
+    )
     print(f"|{'-' * 24}|{'-' * 16}:|{'-' * 12}:|{'-' * 16}:|{'-' * 35}|------|")
     for label, cpu_med, cpu_max, wall_med, heavy, code in rows:
-        print(f"| {label:<22} | {cpu_med:>14.2f} | {cpu_max:>11.2f} | {wall_med:>15.2f} | "
-              f"{heavy:<33} | {code:>4} |")
+        print(
+            f"| {label:<22} | {cpu_med:>14.2f} | {cpu_max:>11.2f} | {wall_med:>15.2f} | "
+            f"{heavy:<33} | {code:>4} |"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The slowest answers found for each verifier of the shipped catalogs (issue 57): every node
 re-scores its peers' answers (checkers, learners, `sapo audit verify`), so what a stranger's
 answer costs a verifier is a cost it can make every checker pay. Hostile answers of at most
@@ -7,20 +6,16 @@ operators, Python that would run if evaluated), each cut to 64, 256 and --chars 
 through `client.tasks.reward`, as a node scores them; per dataset the slowest, in ms (the
 median of 3 runs of each answer).
 
-Usage: scripts/verifier-worst [--chars 1024] [--tasks 400]
+Usage: python -m scripts.bench_verifiers [--chars 1024] [--tasks 400]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from client.tasks import draw, load_catalog, local_round_seed, reward
 from client.tasks.catalog import CATALOG_DIR
+from scripts import arguments
 
 
 def answers(n: int) -> dict[str, str]:
@@ -41,7 +36,7 @@ def answers(n: int) -> dict[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--chars", type=int, default=1024, help="the longest answer tried")
     parser.add_argument("--tasks", type=int, default=400, help="tasks drawn per catalog")
     args = parser.parse_args()

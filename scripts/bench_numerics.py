@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Whether proofs of generation hold across hardware: completions sampled with the protocol's
 seeded draws on one device and dtype, checked (client.policy.proof.draw_gaps) on another.
 
@@ -34,31 +33,27 @@ falls closer to an edge than their numeric difference is refused. This measures 
           sampler's draw for the same row; then, per pair of checkers of the same records, how
           far apart their interval edges lie (the eps two honest checkers need)
 
-Usage: scripts/bench-numerics sample --policy DIR --device cuda --dtype bfloat16 --out F.json
-       scripts/bench-numerics check --policy DIR --device cpu --dtype float32 --out G.json F.json
-       scripts/bench-numerics table G.json [...]
-       scripts/bench-numerics verdict G.json [...]
-       scripts/bench-numerics logprobs G.json [...]  (G checked with --logprobs)
+Usage (python -m scripts.bench_numerics ...):
+  sample --policy DIR --device cuda --dtype bfloat16 --out F.json
+  check --policy DIR --device cpu --dtype float32 --out G.json F.json
+  table G.json [...]
+  verdict G.json [...]
+  logprobs G.json [...]  (G checked with --logprobs)
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import torch
 
-import torch  # noqa: E402
-
-from client.policy import TransformersBackend, load_policy  # noqa: E402
-from client.policy.proof import (  # noqa: E402
+from client.policy import TransformersBackend, load_policy
+from client.policy.proof import (
     EPS,
     LOGPROB_TOLERANCE,
     draw_gaps,
@@ -67,8 +62,11 @@ from client.policy.proof import (  # noqa: E402
     logprobs_batch,
     redraw,
 )
-from client.policy.sampling import STOP  # noqa: E402
-from client.units import logprob_value, to_logprob_units  # noqa: E402
+from client.policy.sampling import STOP
+from client.units import logprob_value, to_logprob_units
+from scripts import arguments
+
+REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_KIND = "sapo.numerics.sample/1"
 CHECK_KIND = "sapo.numerics.check/1"
@@ -639,9 +637,7 @@ def logprobs(args) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample", help="draw completions and write a record")
     c = sub.add_parser("check", help="check records' completions and write the gaps")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Sets two experiment runs side by side, configuration by configuration: the cumulative
 reward (and, when both runs have it, the held-out greedy pass@1 at the end) as the mean and 95%
 t interval over seeds in each, the difference B - A with a 95% Welch
@@ -6,18 +5,18 @@ interval (the runs are independent: their seeds draw other questions), and each 
 against its own I/0 baseline, paired by seed. Made to say how closely the in-process swarm
 agrees with the devnet on a setting run both ways (issue 24).
 
-Usage: scripts/compare-runs A_DIR B_DIR [--names A B] (each an output directory of
+Usage: python -m scripts.run_compare A_DIR B_DIR [--names A B] (each an output directory of
        `sapo experiment`, with its summary.json)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from client.experiment.report import ci95, diff_ci95
+from scripts import arguments
 
 
 def load(directory: Path) -> dict:
@@ -32,7 +31,7 @@ def interval(ci: tuple[float, float] | None, digits: int = 2) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
     parser.add_argument("--names", nargs=2, default=None, metavar=("A", "B"))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Where a node's time goes on a real devnet (anvil with a block a second, js-ipfs, N node
 processes): per node, the share of wall time its compute stage spent generating or training
 (busy) and waiting on chain or IPFS I/O with work to do (blocked), its local rounds per chain
@@ -14,13 +13,12 @@ A script, not a test: it runs the swarm for some rounds and reads each node's jo
 the read model (client.node.view.journal), once every node has written the compute span that was
 running when the window closed (spans are written when they end).
 
-Usage: scripts/bench-node [--nodes 3 --rounds 10 --round-length 60 --model seed|seed-test
+Usage: python -m scripts.bench_node [--nodes 3 --rounds 10 --round-length 60 --model seed|seed-test
        --adapter none|lora --store ipfs|local --config configs/devnet.toml --metrics 5]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -32,13 +30,13 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from client.devnet.process import die_with_parent
+from client.devnet.state import read_state
+from client.node.eventlog import BUSY, COMPUTE, Span
+from client.node.view.journal import NodeView
+from scripts import arguments
 
-from client.devnet.process import die_with_parent  # noqa: E402
-from client.devnet.state import read_state  # noqa: E402
-from client.node.eventlog import BUSY, COMPUTE, Span  # noqa: E402
-from client.node.view.journal import NodeView  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 IO = (Span.PIN, Span.SUBMIT, Span.ATTEST, Span.DISCOVER, Span.FETCH, Span.VERIFY, Span.PROVE)
 
@@ -52,9 +50,7 @@ def covered(view: NodeView, until: float) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=10, help="chain rounds measured")
     parser.add_argument("--round-length", type=int, default=60)
@@ -75,11 +71,29 @@ def main() -> None:
     }
     log = (data_dir.parent / f"{data_dir.name}.out").open("w")
     up = subprocess.Popen(  # the foreground supervisor, a child of this script: it ends with it
-        [sys.executable, "-m", "client.cli", "devnet", "up", "--config", args.config,
-         "--data-dir", str(data_dir), "--nodes", str(args.nodes), "--round-length",
-         str(args.round_length), "--store", args.store, "--json",
-         *(["--metrics"] if args.metrics else [])],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "client.cli",
+            "devnet",
+            "up",
+            "--config",
+            args.config,
+            "--data-dir",
+            str(data_dir),
+            "--nodes",
+            str(args.nodes),
+            "--round-length",
+            str(args.round_length),
+            "--store",
+            args.store,
+            "--json",
+            *(["--metrics"] if args.metrics else []),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         preexec_fn=die_with_parent(os.getpid()),
     )
     try:
@@ -148,14 +162,21 @@ def main() -> None:
             f"{took[len(took) // 2] if took else float('nan'):.3f}, "
             f"max {took[-1] if took else float('nan'):.3f}"
         )
-    print("\nseconds per chain round, by stage (compute runs on one thread; the I/O stages run "
-          "beside it on two others)\n")
+    print(
+        "\nseconds per chain round, by stage (compute runs on one thread; the I/O stages run "
+        "beside it on two others)\n"
+    )
     stages = [*COMPUTE, Span.BLOCKED, *IO]
     print("| stage | kind | " + " | ".join(f"node-{i}" for i in range(len(shares))) + " |")
     print("| --- | --- |" + " ---: |" * len(shares))
     for stage in stages:
-        kind = "busy" if stage in BUSY else "compute" if stage in COMPUTE else (
-            "blocked" if stage == Span.BLOCKED else "I/O")
+        kind = (
+            "busy"
+            if stage in BUSY
+            else "compute"
+            if stage in COMPUTE
+            else ("blocked" if stage == Span.BLOCKED else "I/O")
+        )
         cells = " | ".join(f"{s.stage_s.get(str(stage), 0.0) / args.rounds:.2f}" for s in shares)
         print(f"| {stage} | {kind} | {cells} |")
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What checking seeded draws costs and catches (client.policy.proof, the core of proof of
 generation: docs/proof-of-generation.md), on a locally built seed policy, on this machine's CPU.
 
@@ -11,30 +10,26 @@ checks every completion by one teacher-forced pass, and prints:
     honest completion of a policy with other weights (another model);
   - seconds per check against seconds per generated completion.
 
-Usage: scripts/bench-proof [--model seed-test|seed] [--questions 16] [--completions 8]
+Usage: python -m scripts.bench_proof [--model seed-test|seed] [--questions 16] [--completions 8]
        [--temperature 1.0] [--top-p 1.0] [--max-new-tokens 32]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from client.policy import SeedSpec, TransformersBackend, ensure_seed_policy, load_policy
+from client.policy.proof import check_draws
+from client.tasks import draw, load_catalog, reference_answer, render_prompt
+from scripts import arguments
 
-from client.policy import SeedSpec, TransformersBackend, ensure_seed_policy, load_policy  # noqa: E402
-from client.policy.proof import check_draws  # noqa: E402
-from client.tasks import draw, load_catalog, reference_answer, render_prompt  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--model", default="seed-test", choices=("seed-test", "seed"))
     parser.add_argument("--questions", type=int, default=16)
     parser.add_argument("--completions", type=int, default=8)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of the rollout store.
 
 1. Put and verified get of 64 KiB and 512 KiB batches, on both backends: the local directory
@@ -12,21 +11,16 @@
    published and one peer fetched its batch.
 
 Daemons are started here and stopped at the end. Figures are wall-clock on this machine and
-vary with load. Usage: scripts/bench-store [--repeats N] [--daemons 4 --rounds 10]
+vary with load. Usage: python -m scripts.bench_store [--repeats N] [--daemons 4 --rounds 10]
 """
 
 from __future__ import annotations
 
-import argparse
+import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import random
 
 from client.devnet import IpfsDaemon
 from client.store import (
@@ -38,6 +32,7 @@ from client.store import (
     fetch_from_peers,
 )
 from client.store.peers import ipfs_addresses
+from scripts import arguments
 from tests.harness.batches import LEDGER, batch_of_size, make_batch
 
 
@@ -75,9 +70,7 @@ def swarm(work: Path, daemons: int, rounds: int, kill_at: int | None) -> dict:
             IpfsStore(d.api, index_dir=work / f"index{i}", timeout_s=5) for i, d in enumerate(hosts)
         ]
         names = [f"0x{i + 1:040x}" for i in range(daemons)]
-        addresses = [
-            ipfs_addresses(s.peer(), allow_private=True) for s in stores
-        ]
+        addresses = [ipfs_addresses(s.peer(), allow_private=True) for s in stores]
         alive = set(range(daemons))
         times, shares = [], []
         for round_ in range(rounds):
@@ -97,9 +90,14 @@ def swarm(work: Path, daemons: int, rounds: int, kill_at: int | None) -> dict:
                     began = time.perf_counter()
                     try:
                         fetch_from_peers(
-                            stores[f], batch.digest(), sources,
-                            connect_timeout_s=2.0, chain_id=31_337, ledger=LEDGER,
-                            round_=round_, node=names[p],
+                            stores[f],
+                            batch.digest(),
+                            sources,
+                            connect_timeout_s=2.0,
+                            chain_id=31_337,
+                            ledger=LEDGER,
+                            round_=round_,
+                            node=names[p],
                         )
                     except StoreError:
                         continue
@@ -118,9 +116,13 @@ def swarm(work: Path, daemons: int, rounds: int, kill_at: int | None) -> dict:
             began = time.perf_counter()
             try:
                 fetch_from_peers(
-                    stores[1], ghost.digest(),
+                    stores[1],
+                    ghost.digest(),
                     [("dead", ipfs_addresses(meta["ipfs"], allow_private=True))],
-                    connect_timeout_s=2.0, chain_id=31_337, ledger=LEDGER, round_=rounds,
+                    connect_timeout_s=2.0,
+                    chain_id=31_337,
+                    ledger=LEDGER,
+                    round_=rounds,
                     node=names[0],
                 )
             except StoreError:
@@ -132,7 +134,7 @@ def swarm(work: Path, daemons: int, rounds: int, kill_at: int | None) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--daemons", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=10)
@@ -150,33 +152,53 @@ def main() -> None:
             for name, store in stores.items():
                 puts, gets = measure(store, data, args.repeats)
                 mib = len(data) / (1 << 20)
-                rows.append((name, label, len(data), statistics.median(puts) * 1e3,
-                             statistics.median(gets) * 1e3, mib / statistics.median(puts),
-                             mib / statistics.median(gets)))
-    print(f"Rollout store, {args.repeats} puts and verified gets per row (median; get includes "
-          "sha256 check and schema decode)\n")
+                rows.append(
+                    (
+                        name,
+                        label,
+                        len(data),
+                        statistics.median(puts) * 1e3,
+                        statistics.median(gets) * 1e3,
+                        mib / statistics.median(puts),
+                        mib / statistics.median(gets),
+                    )
+                )
+    print(
+        f"Rollout store, {args.repeats} puts and verified gets per row (median; get includes "
+        "sha256 check and schema decode)\n"
+    )
     print("| backend | batch | bytes | put ms | get ms | put MiB/s | get MiB/s |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for name, label, size, put_ms, get_ms, put_rate, get_rate in rows:
-        print(f"| {name} | {label} | {size:,} | {put_ms:.1f} | {get_ms:.1f} | {put_rate:.1f} | "
-              f"{get_rate:.1f} |")
-    print(f"\nPeer batches across {args.daemons} js-ipfs daemons (each its own 127.0.0.N), "
-          f"{args.rounds} rounds; a fetch = dial + bitswap + sha256 check + decode\n")
+        print(
+            f"| {name} | {label} | {size:,} | {put_ms:.1f} | {get_ms:.1f} | {put_rate:.1f} | "
+            f"{get_rate:.1f} |"
+        )
+    print(
+        f"\nPeer batches across {args.daemons} js-ipfs daemons (each its own 127.0.0.N), "
+        f"{args.rounds} rounds; a fetch = dial + bitswap + sha256 check + decode\n"
+    )
     print("| scenario | fetches | p50 ms | p95 ms | batches fetched per round (min, mean) |")
     print("| --- | ---: | ---: | ---: | --- |")
     dead = {}
-    for label, kill_at in (("all daemons up", None), ("producer 0 killed after publishing",
-                                                      args.rounds // 2)):
+    for label, kill_at in (
+        ("all daemons up", None),
+        ("producer 0 killed after publishing", args.rounds // 2),
+    ):
         result = swarm(work / label.split()[0], args.daemons, args.rounds, kill_at)
         dead = result["dead"]
         times = [t * 1e3 for t in result["times"]]
         shares = result["shares"]
-        print(f"| {label} | {len(times)} | {percentile(times, 0.5):.1f} | "
-              f"{percentile(times, 0.95):.1f} | {min(shares):.0%}, "
-              f"{sum(shares) / len(shares):.1%} |")
-    print("\nA producer whose metadata names dead addresses: what one fetch attempt costs before "
-          "it gives up (2 addresses dialled, 2 s connect time-out, then the daemon is asked "
-          "anyway within the store's 5 s time-out)\n")
+        print(
+            f"| {label} | {len(times)} | {percentile(times, 0.5):.1f} | "
+            f"{percentile(times, 0.95):.1f} | {min(shares):.0%}, "
+            f"{sum(shares) / len(shares):.1%} |"
+        )
+    print(
+        "\nA producer whose metadata names dead addresses: what one fetch attempt costs before "
+        "it gives up (2 addresses dialled, 2 s connect time-out, then the daemon is asked "
+        "anyway within the store's 5 s time-out)\n"
+    )
     print("| dead addresses | seconds to give up |")
     print("| --- | ---: |")
     for label, seconds in dead.items():

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The attack table: each adversary strategy (client.devnet.adversary) for --rounds chain rounds
 beside --honest honest nodes on a real devnet (anvil, the stores, node processes, real
 transactions), then the same devnet with no adversary, and per strategy what it earned.
@@ -21,14 +20,13 @@ The last lines compare the honest nodes' payout per round with and without the a
 and, for a stake mover, the seats it held on the batches it moved stake for beside the seats
 the stake it then held would have given it under ledger v3's draw from live stake.
 
-Usage: scripts/attack-table [--rounds 20 --round-length 20 --honest 3 --adversary all
+Usage: python -m scripts.run_attacks [--rounds 20 --round-length 20 --honest 3 --adversary all
        --model seed-test --store local --config configs/devnet.toml --node-stake ETH
        --adversary-stake ETH --no-baseline --json F]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -39,17 +37,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from client.chain import Ledger, connect
+from client.chain.events import EventReader
+from client.config.roles import expand
+from client.devnet.control import seats_for_every_node
+from client.devnet.process import die_with_parent
+from client.devnet.state import read_state
+from client.node.datadir import DataDir
+from client.node.eventlog import read_events
+from scripts import arguments
 
-from client.chain import Ledger, connect  # noqa: E402
-from client.chain.events import EventReader  # noqa: E402
-from client.config.roles import expand  # noqa: E402
-from client.devnet.control import seats_for_every_node  # noqa: E402
-from client.devnet.process import die_with_parent  # noqa: E402
-from client.devnet.state import read_state  # noqa: E402
-from client.node.datadir import DataDir  # noqa: E402
-from client.node.eventlog import read_events  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -271,9 +269,7 @@ def print_table(run: dict, baseline: dict | None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--rounds", type=int, default=20, help="chain rounds measured")
     parser.add_argument("--round-length", type=int, default=20)
     parser.add_argument("--honest", type=int, default=3)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What sharing a base costs (issue 41): one node pins its model's base as a `sapo.base/1`
 bundle, a newcomer of its family fetches it from that node over IPFS and checks it, with the
 client's own code (client.policy.base, client.store.base) on real js-ipfs daemons, each on its
@@ -14,15 +13,15 @@ base id must be the family's again). The last column is the peak resident memory
 process, which does all of it: a fetch holds a block a request in flight, a publish one
 parameter and one block.
 
-A model is a policy directory: `scripts/cost-table --save DIR --shape 0.5b` writes a random-init
-one of Qwen2.5-0.5B's shape (nothing is downloaded); the default is the seed-test policy, built
-if absent. Figures are wall-clock on this machine (js-ipfs 0.66 over loopback; kubo is faster)
-and vary with load. Usage: scripts/bench-base [--model DIR ...] [--in-flight 1,8]
+A model is a policy directory: `python -m scripts.bench_cost --save DIR --shape 0.5b` writes a
+random-init one of Qwen2.5-0.5B's shape (nothing is downloaded); the default is the seed-test
+policy, built if absent. Figures are wall-clock on this machine (js-ipfs 0.66 over loopback; kubo
+is faster) and vary with load.
+Usage: python -m scripts.bench_base [--model DIR ...] [--in-flight 1,8]
 """
 
 from __future__ import annotations
 
-import argparse
 import resource
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from client.policy.base import bundle_of, load_fetched, publish
 from client.store import IpfsStore
 from client.store.base import fetch_base, fetch_bundle
 from client.store.peers import ipfs_addresses
+from scripts import arguments
 
 
 def peak_rss() -> int:
@@ -113,7 +113,7 @@ def _base(policy):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument(
         "--model",
         action="append",

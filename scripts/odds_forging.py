@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Whether forging part of a batch pays (issue 57, docs/proof-of-generation.md "What it misses"):
 the escape probability and the expected gain of a producer that forges a share phi of its
 batch's learning signal (completions it wrote by hand, reference answers being public, rather
@@ -25,18 +24,15 @@ in one local round, each honest group a local round of its own) or "spread" (eve
 round of its own); `openings` (after) and the former draw of two local rounds alike (before) over
 --beacons beacons, with a 95% Wilson interval.
 
-Usage: scripts/forging-odds [--beacons N]
+Usage: python -m scripts.odds_forging [--beacons N]
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripts import arguments
 
 SHARES = ((1, 512), (1, 64), (1, 8), (1, 2))
 MAX_LOCAL_ROUNDS = 512
@@ -109,7 +105,7 @@ def rate(escaped: int, n: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--beacons", type=int, default=20_000, help="beacons per row (20,000)")
     args = parser.parse_args()
     if not 100 <= args.beacons <= 10_000_000:

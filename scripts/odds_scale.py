@@ -1,11 +1,11 @@
-#!/usr/bin/env python3
 """What the ledger's checker draw costs and buys at swarm sizes the devnet cannot run: exact
 binomial arithmetic on the ledger's rule (contracts/lib/SeatDraw.sol, contracts/lib/Tally.sol:
 each staked node other than the producer holds Binomial(K, its share of stake) seats on a
 batch's committee, a vote counts once per seat; a batch earns once Q distinct checkers agree
 and their seats are at least the disputing + unavailable seats).
 
-Equal stakes are assumed (unequal stake: scripts/credit-odds). Prints two tables (markdown):
+Equal stakes are assumed (unequal stake: python -m scripts.odds_credit).
+Prints two tables (markdown):
   1. per swarm size N: seats and distinct checkers per batch (means), P(fewer than Q distinct
      checkers: the batch cannot earn however honest), batches each node checks per round;
   2. colluders holding a fraction f of the stake, every one of them agreeing with a free claim
@@ -15,18 +15,13 @@ Equal stakes are assumed (unequal stake: scripts/credit-odds). Prints two tables
      whose committee is friendly, only submit from all of them; a free claim that fails costs
      nothing but gas, as unavailable votes never slash, so the M columns are what it gets.)
 
-Usage: scripts/credit-scale [--checkers K] [--quorum Q]
+Usage: python -m scripts.odds_scale [--checkers K] [--quorum Q]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from client.chain.odds import binom_pmf, seats_free_claim_credited
+from scripts import arguments
 
 
 def sizes_table(k: int, q: int, sizes: list[int]) -> None:
@@ -54,7 +49,7 @@ def collusion_table(k: int, q: int, n: int, fractions: list[float], grinds: list
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--checkers", type=int, default=10, help="K (default 10)")
     parser.add_argument("--quorum", type=int, default=3, help="Q (default 3)")
     args = parser.parse_args()

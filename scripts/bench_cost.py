@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What proof of generation costs at the sizes operators run (Qwen2.5 0.5B, 1.5B, 7B shapes),
 for full fine-tuning and for a LoRA adapter side by side, per node and chain round.
 
@@ -18,8 +17,9 @@ Columns that are arithmetic on parameter counts (exact, from the config; no mode
 Measured columns (--measure: each in its own process, so peak memory is its own):
   check s: seconds for one checker's whole check of a batch through client.node.proving.Prover
     (the opened checkpoints fetched from a block store into the spool and loaded, every completion
-    of each opened group re-drawn), on this machine's CPU, after the producer sampled that batch with the
-    node's own generation code from 2 local rounds (a stand-in step moves the weights between)
+    of each opened group re-drawn), on this machine's CPU, after the producer sampled that batch
+    with the node's own generation code from 2 local rounds (a stand-in step moves the weights
+    between)
   producer / checker peak: the processes' peak resident memory (ru_maxrss)
   proved: whether the checker's verdict passed (it must)
 
@@ -27,8 +27,8 @@ Measured columns (--measure: each in its own process, so peak memory is its own)
 tokenizer) to DIR as a policy directory a node's [policy].model can name: the manual run of two
 LoRA nodes at 0.5B shape in docs/proof-of-generation.md used one.
 
-Usage: scripts/cost-table [--measure 0.5b,1.5b] [--rank 16] [--max-new-tokens 16]
-       scripts/cost-table --save DIR --shape 0.5b
+Usage: python -m scripts.bench_cost [--measure 0.5b,1.5b] [--rank 16] [--max-new-tokens 16]
+       python -m scripts.bench_cost --save DIR --shape 0.5b
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from client.policy.adapter import LORA_TARGETS
+from scripts import arguments
 
-from client.policy.adapter import LORA_TARGETS  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 # Qwen2.5's published shapes (config.json of each Instruct model)
 SHAPES = {
@@ -271,9 +271,7 @@ def measured(shape: str, adapter: bool, rank: int, max_new_tokens: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--measure", default="", help="shapes to build and run: 0.5b,1.5b")
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=16)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Runs the ledger's forge suites (stateful invariant campaigns and gas tests, contracts/test/forge)
 and prints what they found: each test's result and campaign size (runs x depth), how many calls of
 each handler action the ledger accepted, and how often the runs reached the paths where the rules
@@ -8,24 +7,22 @@ Exits 1 when a test fails (printing the rule it broke and forge's shrunk call se
 action was never accepted in a campaign, or when a suite never reached a hard path: a campaign that
 never takes a path tests nothing about it.
 
-Usage: scripts/fuzz-ledger [--runs N] [--depth N] [--match-contract REGEX] [--match-test REGEX]
+Usage: python -m scripts.fuzz_ledger [--runs N] [--depth N] [--match-contract REGEX]
+       [--match-test REGEX]
 (defaults: foundry.toml's [invariant] runs and depth)
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from scripts import arguments
 from tests.harness.foundry import ForgeError, problems, report, run_suites
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--runs", type=int, help="invariant runs per campaign (foundry.toml: 64)")
     parser.add_argument("--depth", type=int, help="calls per run (foundry.toml: 200)")
     parser.add_argument("--match-contract", help="only suites whose name matches")

@@ -1,37 +1,35 @@
-#!/usr/bin/env python3
 """The node's policy path on a GPU, end to end, on a saved policy: seeded generation, the
 Trainer's GRPO step, a checkpoint saved and loaded back, and the proof of generation of the
 trained weights checked on the GPU and, after moving the weights as a peer fetches them, on the
 CPU. CI has no GPU; run this where one is (an operator's first check, or a developer's). Exits 1
 if any check fails.
 
-Usage: scripts/gpu-check --policy DIR [--device cuda] [--dtype float32|bfloat16]
+Usage: python -m scripts.check_gpu --policy DIR [--device cuda] [--dtype float32|bfloat16]
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import tempfile
 from pathlib import Path
 
+import torch
+
+from client.config.models import TrainSection
+from client.node.training import Trainer
+from client.policy import TransformersBackend, load_checkpoint, load_policy
+from client.policy.encode import Group
+from client.policy.proof import check_draws
+from client.policy.weights import load_weights, weights_bytes
+from client.tasks import draw, load_catalog, render_prompt, reward
+from scripts import arguments
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-
-from client.config.models import TrainSection  # noqa: E402
-from client.node.training import Trainer  # noqa: E402
-from client.policy import TransformersBackend, load_checkpoint, load_policy  # noqa: E402
-from client.policy.encode import Group  # noqa: E402
-from client.policy.proof import check_draws  # noqa: E402
-from client.policy.weights import load_weights, weights_bytes  # noqa: E402
-from client.tasks import draw, load_catalog, render_prompt, reward  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--policy", required=True)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Issue 40's whale on the real ledger: a fresh anvil, the committed SwarmLedger (K seat trials,
 quorum Q, appeals of A trials), --honest honest nodes of 1 ether and one address holding --share
 of all stake. Each of --batches honest producers submits a batch in round 0; every honest node
@@ -12,27 +11,25 @@ Every transaction is real (one signed transaction per vote, appeal and judgement
 seats is recomputed from the beacons and the stakes (client.chain.models: the ledger's draw,
 which `test_ledger` checks against `seatsOf`). Prints what the whale did to the honest batches
 before and after the appeals, and what it lost (markdown). The beacons are block hashes, so a
-run's counts vary with its blocks; the arithmetic of the rule is scripts/credit-odds.
+run's counts vary with its blocks; the arithmetic of the rule is python -m scripts.odds_credit.
 
-Usage: scripts/whale-anvil [--honest 100] [--share 0.10] [--batches 40] [--mode dispute]
+Usage: python -m scripts.odds_whale [--honest 100] [--share 0.10] [--batches 40] [--mode dispute]
                            [--checkers 10] [--quorum 3] [--appeal-checkers 40]
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from client.chain.models import Beacon
+from client.devnet import Anvil
+from scripts import arguments
+from tests.harness.ledger_swarm import ETH, Swarm, digest
 
-from client.chain.models import Beacon  # noqa: E402
-from client.devnet import Anvil  # noqa: E402
-from tests.harness.ledger_swarm import ETH, Swarm, digest  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SCORE, SIGNAL = 40_000, 20_000  # every honest batch's claim (8 rollouts)
 
@@ -60,9 +57,7 @@ def vote(ledger, round_: int, producer: str, honest: bool, mode: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--honest", type=int, default=100)
     parser.add_argument("--share", type=float, default=0.10, help="the whale's share of stake")
     parser.add_argument("--batches", type=int, default=40, help="honest batches (<= --honest)")
