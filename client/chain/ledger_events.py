@@ -14,6 +14,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from client.chain.models import Claim
+
 
 def _address(value: str) -> str:
     value = value.lower()
@@ -87,6 +89,10 @@ class Submitted(ChainEvent):
     rollouts: int
     score: int
     signal: int
+
+    def claim(self) -> Claim:
+        """What the submission claims, without where it was emitted."""
+        return Claim(**self.model_dump(include=set(Claim.model_fields)))
 
 
 class BeaconDrawn(ChainEvent):

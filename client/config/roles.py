@@ -36,44 +36,24 @@ STRATEGIES = tuple(role for role in Role if role is not Role.HONEST)
 CARTEL = 3  # cartel members: each free claim gets 2 agreeing votes, the devnet's quorum Q
 SYBILS = (4, 2, 1)  # a sybil set's identities, and how the set's stake is split among them
 BAITERS = 2  # a bait set: each submits honest batches, the others dispute them when they can win
+SINGLE = (  # one node each, and one of each in `all`
+    "free-claim",
+    "answer-farmer",
+    "mixed-farmer",
+    "withholder",
+    "copycat",
+    "griefer",
+    "padder",
+    "logprob-liar",
+    "nan-weights",
+    "poison-token",
+    "concentrator",
+    "splitter",
+)
 # what `--adversary` and [devnet].adversaries accept: a strategy, `colluders` (a pair of colluder
 # nodes), `cartel` (CARTEL nodes vouching for each other), `baiters` (BAITERS bait nodes) or `all`
 # (one node of each other strategy, a colluder pair, a cartel and a bait set)
-CHOICES = (
-    "free-claim",
-    "answer-farmer",
-    "mixed-farmer",
-    "withholder",
-    "copycat",
-    "colluders",
-    "cartel",
-    "griefer",
-    "whale",
-    "sybils",
-    "stake-mover",
-    "padder",
-    "logprob-liar",
-    "nan-weights",
-    "poison-token",
-    "concentrator",
-    "splitter",
-    "baiters",
-    "all",
-)
-SINGLE = (
-    "free-claim",
-    "answer-farmer",
-    "mixed-farmer",
-    "withholder",
-    "copycat",
-    "griefer",
-    "padder",
-    "logprob-liar",
-    "nan-weights",
-    "poison-token",
-    "concentrator",
-    "splitter",
-)
+CHOICES = (*SINGLE, "whale", "stake-mover", "colluders", "cartel", "sybils", "baiters", "all")
 
 
 def expand(names: list[str]) -> list[Role]:

@@ -91,7 +91,9 @@ class Side:
     def generate(self, round_: int) -> None:
         """Journals one real local round of `round_`, as the compute stage does."""
         seed = task_seed(self.services.chain_id, self.ledger.address, round_, self.address)
-        lr = local_round(self.policy, seed, round_, self.address, 0, items=4, completions=4)
+        lr = local_round(
+            self.policy, seed=seed, round_=round_, node=self.address, k=0, items=4, completions=4
+        )
         part = lr.part.model_dump_json().encode()
         record = LocalRoundRecord(round_, 0, part, 16, 0, 0.0, 1.0)
         self.journal.add_local_round(record)

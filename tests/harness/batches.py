@@ -60,17 +60,9 @@ def batch_of_size(target: int) -> RolloutBatch:
     return make_batch(items=8, completions=8, text="x" * min(pad, 8_000))
 
 
-def local_round(
-    policy,
-    seed: bytes,
-    round_: int,
-    node: str,
-    k: int,
-    items: int,
-    completions: int,
-    max_new_tokens: int = 12,
-):
-    """Generates a real local round on `policy` (sampled at temperature 1, as a node does)."""
+def local_round(policy, max_new_tokens: int = 12, **where):
+    """Generates a real local round on `policy` (sampled at temperature 1, as a node does);
+    `where` is generate_local_round's seed, round_, node, k, items and completions."""
     from client.node.rollouts import generate_local_round
     from client.policy import TransformersBackend
     from client.policy.weights import weights_bytes
@@ -81,12 +73,7 @@ def local_round(
         policy,
         TransformersBackend(policy),
         load_catalog("tiny"),
-        seed=seed,
-        round_=round_,
-        node=node,
-        k=k,
-        items=items,
-        completions=completions,
+        **where,
         sampling=Sampling.of(1.0, 1.0, max_new_tokens),
         weights=weights_id(weights_bytes(policy.model)),
     )
@@ -105,7 +92,7 @@ def two_sampled_rounds(policy, snapshots, step) -> tuple[list[LocalRound], dict[
     for k in (0, 1):
         ident = snapshots.take(policy.model, k, 7)
         weights[ident] = snapshots.read(7, ident)
-        lr = local_round(policy, seed, 7, NODE, k, items=4, completions=4)
+        lr = local_round(policy, seed=seed, round_=7, node=NODE, k=k, items=4, completions=4)
         parts.append(lr.part.model_copy(update={"weights": ident}))
         with torch.no_grad():
             step(policy)

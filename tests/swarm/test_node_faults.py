@@ -149,7 +149,9 @@ def test_bad_peer_batches_are_skipped_recorded_and_attested_for_what_they_are(wo
 
     def honest(address: str, as_node: str | None = None):
         seed = task_seed(31_337, node.ledger.address, round_, as_node or address)
-        part = local_round(policy, seed, round_, as_node or address, 0, items=2, completions=4)
+        part = local_round(
+            policy, seed=seed, round_=round_, node=as_node or address, k=0, items=2, completions=4
+        )
         part = part.part
         return make_batch(
             chain_id=31_337,

@@ -63,10 +63,10 @@ def measured_slow_local_round(cache: Path) -> float:
             began = time.perf_counter()
             done = local_round(
                 policy,
-                bytes(32),
-                0,
-                "0x" + "11" * 20,
-                k,
+                seed=bytes(32),
+                round_=0,
+                node="0x" + "11" * 20,
+                k=k,
                 items=SLOW["local_items"],
                 completions=SLOW["completions"],
                 max_new_tokens=MAX_NEW_TOKENS,

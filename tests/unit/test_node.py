@@ -302,7 +302,10 @@ class Honest:
     def __init__(self, policy):
         catalog = load_catalog("tiny")
         seed = task_seed(31_337, LEDGER, 7, NODE)
-        self.local = [local_round(policy, seed, 7, NODE, k, items=4, completions=4) for k in (0, 1)]
+        self.local = [
+            local_round(policy, seed=seed, round_=7, node=NODE, k=k, items=4, completions=4)
+            for k in (0, 1)
+        ]
         self.batch = make_batch(
             chain_id=31_337,
             ledger=LEDGER,

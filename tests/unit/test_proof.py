@@ -314,7 +314,7 @@ def test_a_tokenizer_of_the_same_size_but_other_tokens_is_named_not_miscounted(w
     assert tokenizer_fingerprint(other) != tokenizer_fingerprint(policy.tokenizer)
     specialist = Policy(policy.name, copy.deepcopy(policy.model), other, policy.device)
     seed = task_seed(31_337, LEDGER, 7, NODE)
-    lr = local_round(specialist, seed, 7, NODE, 0, items=4, completions=4)
+    lr = local_round(specialist, seed=seed, round_=7, node=NODE, k=0, items=4, completions=4)
     batch = round_7_batch(specialist, [lr.part])
     assert parse_tokenizer_label(batch.model.tokenizer) == (
         len(other),

@@ -7,7 +7,6 @@ from __future__ import annotations
 from client.chain.events import EventReader
 from client.chain.ledger_events import Appealed, Attested, Submitted
 from client.node.journal import Journal
-from client.node.journal.peers import PeerSubmission
 
 
 def discover(reader: EventReader, journal: Journal, me: str) -> None:
@@ -27,14 +26,5 @@ def discover(reader: EventReader, journal: Journal, me: str) -> None:
             case Appealed() if e.node != me:
                 appeals.append((e.round, e.node, e.beacon_block - 1))
             case Submitted() if e.node != me:
-                subs.append(
-                    PeerSubmission(
-                        round=e.round,
-                        node=e.node,
-                        digest=e.digest,
-                        rollouts=e.rollouts,
-                        score=e.score,
-                        signal=e.signal,
-                    )
-                )
+                subs.append(e.claim())
     journal.peers.discovered(subs, head + 1, attesters, appeals)
