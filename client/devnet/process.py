@@ -128,15 +128,20 @@ class ServerProcess:
         log_path: Path,
         ready: Callable[[], bool],
         ready_timeout_s: float = 30.0,
+        while_logging: bool = False,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
     ):
+        """`while_logging`: the time-out counts from the log's last growth instead of the spawn,
+        for a process that prepares for minutes (a node building its policy, starting vLLM) and
+        says so as it goes; one silent for the whole time-out is stopped."""
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.pid_path = log_path.with_suffix(".pid")
         self._ready = ready
         self._ready_timeout_s = ready_timeout_s
+        self._while_logging = while_logging
         self._env = env
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
@@ -178,10 +183,12 @@ class ServerProcess:
 
     def wait_ready(self) -> ServerProcess:
         """Returns once the spawned process is ready; stops it and raises ServerStartError when
-        it exits first or is not ready within the time-out (counted from its spawn)."""
+        it exits first or is not ready within the time-out (counted from its spawn, or from its
+        log's last growth when `while_logging`)."""
         if self._proc is None:
             raise ServerStartError(f"{self.name} was not started")
         deadline = self._spawned_at + self._ready_timeout_s
+        logged = self._log_size()
         while True:
             if self._proc.poll() is not None:
                 code = self._proc.returncode
@@ -198,13 +205,23 @@ class ServerProcess:
             except Exception:
                 self.stop()
                 raise
+            if self._while_logging and (size := self._log_size()) != logged:
+                logged, deadline = size, time.monotonic() + self._ready_timeout_s
             if time.monotonic() > deadline:
                 self.stop()
+                quiet = " of its last log line" if self._while_logging else ""
                 raise ServerStartError(
-                    f"{self.name} did not become ready within {self._ready_timeout_s:.0f} s; "
+                    f"{self.name} did not become ready within {self._ready_timeout_s:.0f} s"
+                    f"{quiet}; "
                     f"its log ({self.log_path}) ends with:\n{self.log_tail()}"
                 )
             time.sleep(0.05)
+
+    def _log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
 
     def terminate(self) -> None:
         """Asks the process to stop (SIGTERM, once) without waiting for it (see `stop`)."""

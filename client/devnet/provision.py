@@ -380,6 +380,7 @@ def node_process(
         log_path=node_dir.log,
         ready=lambda: any(e["kind"] == Event.NODE_STARTED for e in read_events(node_dir.events)),
         ready_timeout_s=300,
+        while_logging=True,  # a first start builds its policy and may start vLLM: minutes
         # the node's file holds its resolved config (per-node overrides included): SAPO_*__*
         # overrides the supervisor was started with must not apply a second time over it
         env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
