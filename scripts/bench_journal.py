@@ -21,6 +21,7 @@ Usage: python -m scripts.bench_journal [--rounds 2000 20160 80640] [--repeat 5]
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 from client.node.journal import Journal
 from client.node.view.journal import NodeView
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -123,12 +125,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     print(f"milliseconds per call, best of {args.repeat} (30 s rounds, {LOCAL} local rounds each)")
-    print("\n| chain rounds | journal MB | " + " | ".join(CALLS) + " |")
-    print("| ---: | ---: |" + " ---: |" * len(CALLS))
+    table = Table("chain rounds", "journal MB", *CALLS, formats={"journal MB": ",.0f"})
     for rounds in args.rounds:
         size, ms = measure(rounds, args.repeat)
-        cells = " | ".join("–" if m is None else f"{m:,.2f}" for m in ms)
-        print(f"| {rounds:,} | {size:,.0f} | {cells} |")
+        print(f"{rounds:,} chain rounds: measured", file=sys.stderr, flush=True)
+        table.row(rounds, size, *ms)
+    table.print()
 
 
 if __name__ == "__main__":
