@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from client.store import Sampling
 from client.tasks import load_catalog, render_prompt
 from client.units import logprob_value
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -133,14 +135,16 @@ def main() -> None:
     print(
         f"tolerance {LOGPROB_TOLERANCE:g} nats; a check re-draws {PER_CHECK} completions; "
         f"{args.questions} questions x {args.completions} completions a row, float32, CPU "
-        f"({torch.get_num_threads()} threads available)\n"
+        f"({torch.get_num_threads()} threads available)"
     )
-    print(
-        "| policy | T, top-p | sampler threads | checker threads | completions | tokens | "
-        "largest difference (nats) | median of completions' largest | tokens over tolerance | "
-        "checks failed | 95% upper bound per check |"
+    largest, median = "largest difference (nats)", "median of completions' largest"
+    upper = "95% upper bound per check"
+    table = Table(
+        *("policy", "T, top-p", "sampler threads", "checker threads", "completions", "tokens"),
+        *(largest, median, "tokens over tolerance", "checks failed", upper),
+        right=("checks failed",),  # "0 / 32"
+        formats={largest: ".2e", median: ".2e", upper: ".1e"},
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     sizes = []
     for directory in args.policy or POLICIES:
         policy = load_policy(REPO / directory, device="cpu", dtype="float32")
@@ -159,20 +163,25 @@ def main() -> None:
                     checks = [worst[i : i + PER_CHECK] for i in range(0, len(worst), PER_CHECK)]
                     failed = sum(1 for c in checks if max(c) > LOGPROB_TOLERANCE)
                     ordered = sorted(worst)
-                    print(
-                        f"| {Path(directory).name} | {temperature:g}, {top_p:g} | {s_threads} | "
-                        f"{c_threads} | {len(worst)} | {tokens} | {max(worst):.2e} | "
-                        f"{ordered[len(ordered) // 2]:.2e} | {over_tokens} | "
-                        f"{failed} / {len(checks)} | {upper95(failed, len(checks)):.1e} |"
+                    table.row(
+                        Path(directory).name,
+                        f"{temperature:g}, {top_p:g}",
+                        s_threads,
+                        c_threads,
+                        len(worst),
+                        tokens,
+                        max(worst),
+                        ordered[len(ordered) // 2],
+                        over_tokens,
+                        f"{failed} / {len(checks)}",
+                        upper95(failed, len(checks)),
                     )
-    print("\nWhat the log-probs add to a batch (one local round as above, canonical bytes):\n")
-    print("| policy | T, top-p | tokens | v4 bytes | v5 bytes | added per token |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+        print(f"{directory}: measured", file=sys.stderr, flush=True)
+    table.print()
+    added = Table("policy", "T, top-p", "tokens", "v4 bytes", "v5 bytes", "added per token")
     for name, temperature, top_p, tokens, v4, v5 in sizes:
-        print(
-            f"| {name} | {temperature:g}, {top_p:g} | {tokens} | {v4:,} | {v5:,} | "
-            f"{(v5 - v4) / tokens:.2f} |"
-        )
+        added.row(name, f"{temperature:g}, {top_p:g}", tokens, v4, v5, (v5 - v4) / tokens)
+    added.print("What the log-probs add to a batch (one local round as above, canonical bytes):")
 
 
 if __name__ == "__main__":
