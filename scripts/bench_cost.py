@@ -316,13 +316,14 @@ def main() -> None:
     print(
         f"LoRA rank {args.rank}, alpha {2 * args.rank} on {', '.join(LORA_TARGETS)}; OPEN_ROUNDS = "
         f"{OPEN_ROUNDS}, K = {K_CHECKERS} checkers; float32 checkpoints. Measured on this CPU "
-        f"(--max-new-tokens {args.max_new_tokens}); '–' where not measured (7B: by formula)."
+        f"(--max-new-tokens {args.max_new_tokens}); '–' where not measured (7B: by formula).\n"
     )
     columns = ("shape", "training", "parameters", "trained", "checkpoint (= disk per snapshot)")
     columns += ("a check fetches", "producer uploads a round (K checks)", "base once", "check s")
     columns += ("producer peak", "checker peak", "proved")
-    # counts as "494M", sizes as "2.0 GB": strings, right-aligned with the seconds by name
+    # a row printed as it is measured: alignment by name (counts as "494M", sizes as "2.0 GB")
     table = Table(*columns, right=columns[2:-1], formats={"check s": ".1f"})
+    print(table.header())
     for shape, s in SHAPES.items():
         total = parameters(s)
         for adapter in (False, True):
@@ -347,8 +348,7 @@ def main() -> None:
                     human(proved["peak_bytes"]),
                     "yes" if proved["proved"] else f"NO: {proved['reason']}",
                 ]
-                print(f"{shape} {'LoRA' if adapter else 'full'}: measured", file=sys.stderr)
-            table.row(
+            line = table.line(
                 shape,
                 "LoRA" if adapter else "full",
                 f"{total / 1e6:,.0f}M",
@@ -359,7 +359,7 @@ def main() -> None:
                 human(4 * total) if adapter else None,
                 *cells,
             )
-    table.print()
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
