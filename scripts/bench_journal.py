@@ -21,7 +21,6 @@ Usage: python -m scripts.bench_journal [--rounds 2000 20160 80640] [--repeat 5]
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -125,12 +124,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     print(f"milliseconds per call, best of {args.repeat} (30 s rounds, {LOCAL} local rounds each)")
-    table = Table("chain rounds", "journal MB", *CALLS, formats={"journal MB": ",.0f"})
+    columns = ("chain rounds", "journal MB", *CALLS)
+    table = Table(*columns, right=columns, formats={"journal MB": ",.0f"})
+    print()
+    print(table.header())  # then a row as each size is measured
     for rounds in args.rounds:
         size, ms = measure(rounds, args.repeat)
-        print(f"{rounds:,} chain rounds: measured", file=sys.stderr, flush=True)
-        table.row(rounds, size, *ms)
-    table.print()
+        print(table.line(rounds, size, *ms), flush=True)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -135,16 +134,20 @@ def main() -> None:
     print(
         f"tolerance {LOGPROB_TOLERANCE:g} nats; a check re-draws {PER_CHECK} completions; "
         f"{args.questions} questions x {args.completions} completions a row, float32, CPU "
-        f"({torch.get_num_threads()} threads available)"
+        f"({torch.get_num_threads()} threads available)\n"
     )
     largest, median = "largest difference (nats)", "median of completions' largest"
     upper = "95% upper bound per check"
+    numbers = ("sampler threads", "checker threads", "completions", "tokens", largest, median)
+    numbers += ("tokens over tolerance", "checks failed", upper)  # "checks failed": "0 / 32"
     table = Table(
-        *("policy", "T, top-p", "sampler threads", "checker threads", "completions", "tokens"),
-        *(largest, median, "tokens over tolerance", "checks failed", upper),
-        right=("checks failed",),  # "0 / 32"
+        "policy",
+        "T, top-p",
+        *numbers,
+        right=numbers,
         formats={largest: ".2e", median: ".2e", upper: ".1e"},
     )
+    print(table.header())  # then a row as each is measured
     sizes = []
     for directory in args.policy or POLICIES:
         policy = load_policy(REPO / directory, device="cpu", dtype="float32")
@@ -163,7 +166,7 @@ def main() -> None:
                     checks = [worst[i : i + PER_CHECK] for i in range(0, len(worst), PER_CHECK)]
                     failed = sum(1 for c in checks if max(c) > LOGPROB_TOLERANCE)
                     ordered = sorted(worst)
-                    table.row(
+                    line = table.line(
                         Path(directory).name,
                         f"{temperature:g}, {top_p:g}",
                         s_threads,
@@ -176,8 +179,7 @@ def main() -> None:
                         f"{failed} / {len(checks)}",
                         upper95(failed, len(checks)),
                     )
-        print(f"{directory}: measured", file=sys.stderr, flush=True)
-    table.print()
+                    print(line, flush=True)
     added = Table("policy", "T, top-p", "tokens", "v4 bytes", "v5 bytes", "added per token")
     for name, temperature, top_p, tokens, v4, v5 in sizes:
         added.row(name, f"{temperature:g}, {top_p:g}", tokens, v4, v5, (v5 - v4) / tokens)

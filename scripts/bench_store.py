@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -175,9 +174,18 @@ def main() -> None:
     )
     for row in rows:
         table.row(*row)
-    print(table.render(), flush=True)
+    print(table.render())
+    print(
+        f"\nPeer batches across {args.daemons} js-ipfs daemons (each its own 127.0.0.N), "
+        f"{args.rounds} rounds; a fetch = dial + bitswap + sha256 check + decode\n"
+    )
     fetched = "batches fetched per round (min, mean)"
-    table = Table("scenario", "fetches", "p50 ms", "p95 ms", fetched, float_format=",.1f")
+    table = Table(
+        *("scenario", "fetches", "p50 ms", "p95 ms", fetched),
+        float_format=",.1f",
+        right=("fetches", "p50 ms", "p95 ms"),
+    )
+    print(table.header(), flush=True)  # then a row as each scenario is measured
     dead = {}
     for label, kill_at in (
         ("all daemons up", None),
@@ -187,19 +195,16 @@ def main() -> None:
         dead = result["dead"]
         times = [t * 1e3 for t in result["times"]]
         shares = result["shares"]
-        table.row(
+        line = table.line(
             label,
             len(times),
             percentile(times, 0.5),
             percentile(times, 0.95),
             f"{min(shares):.0%}, {sum(shares) / len(shares):.1%}",
         )
-        print(f"{label}: measured", file=sys.stderr, flush=True)
-    table.print(
-        f"Peer batches across {args.daemons} js-ipfs daemons (each its own 127.0.0.N), "
-        f"{args.rounds} rounds; a fetch = dial + bitswap + sha256 check + decode"
-    )
-    table = Table("dead addresses", "seconds to give up", float_format=",.1f")
+        print(line, flush=True)
+    give_up = "seconds to give up"
+    table = Table("dead addresses", give_up, float_format=",.1f", right=(give_up,))
     for label, seconds in dead.items():
         table.row(label, seconds)
     table.print(
