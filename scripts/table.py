@@ -54,10 +54,10 @@ class Table:
         self.rows: list[list[object]] = []
 
     def row(self, *cells: object) -> None:
-        self.check(cells)
+        self._check(cells)
         self.rows.append(list(cells))
 
-    def check(self, cells: tuple[object, ...]) -> None:
+    def _check(self, cells: tuple[object, ...]) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(
                 f"a row of {len(cells)} cells in a table of {len(self.columns)} columns "
@@ -94,7 +94,7 @@ class Table:
 
     def line(self, *cells: object) -> str:
         """One row's line, as the table prints it (the row is not kept)."""
-        self.check(cells)
+        self._check(cells)
         return "| " + " | ".join(map(self.cell, cells, self.columns)) + " |"
 
     def render(self) -> str:
