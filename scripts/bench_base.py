@@ -37,6 +37,7 @@ from client.store import IpfsStore
 from client.store.base import fetch_base, fetch_bundle
 from client.store.peers import ipfs_addresses
 from scripts import arguments
+from scripts.table import Table
 
 
 def peak_rss() -> int:
@@ -139,23 +140,32 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="sapo-bench-base-") as tmp:
             rows.extend(bench(model, Path(tmp), in_flight))
             print(f"{model}: done", file=sys.stderr, flush=True)
-    print(
-        "| model | parameters | base (float32) | bundle | hash | pin on producer | "
-        "blocks in flight | fetch on newcomer | load and check | peak memory |"
+    sizes = ("base (float32)", "bundle", "peak memory")  # "1.2 MB"
+    times = ("hash", "pin on producer", "fetch on newcomer", "load and check")  # "0.4 s (…)"
+    table = Table(
+        *("model", "parameters", "base (float32)", "bundle", "hash", "pin on producer"),
+        *("blocks in flight", "fetch on newcomer", "load and check", "peak memory"),
+        right=sizes + times,
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         rate = r["bytes"] / 1e6
 
         def cell(seconds: float, rate: float = rate) -> str:
             return f"{seconds:.1f} s ({rate / seconds:.0f} MB/s)"
 
-        print(
-            f"| {r['model']} | {r['parameters']:,} | {human(r['bytes'])} | {human(r['bundle'])} "
-            f"| {cell(r['hash'])} | {cell(r['pin'])} | {r['in_flight']} | {cell(r['fetch'])} "
-            f"| {r['check']:.1f} s "
-            f"| {human(r['peak'])} |"
+        table.row(
+            r["model"],
+            r["parameters"],
+            human(r["bytes"]),
+            human(r["bundle"]),
+            cell(r["hash"]),
+            cell(r["pin"]),
+            r["in_flight"],
+            cell(r["fetch"]),
+            f"{r['check']:.1f} s",
+            human(r["peak"]),
         )
+    print(table.render())
     return 0
 
 

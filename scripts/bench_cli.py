@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from scripts import arguments
+from scripts.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "reasoning_gym")
@@ -110,18 +111,12 @@ def main() -> None:
 
     print(
         f"start-up of query commands ({args.repeats} runs each; CPU = user + system of the "
-        "child process)\n"
+        "child process)"
     )
-    print(
-        f"| {'command':<22} | {'CPU s (median)':>14} | {'CPU s (max)':>11} | "
-        f"{'wall s (median)':>15} | {'imports':<33} | exit |"
-    )
-    print(f"|{'-' * 24}|{'-' * 16}:|{'-' * 12}:|{'-' * 16}:|{'-' * 35}|------|")
-    for label, cpu_med, cpu_max, wall_med, heavy, code in rows:
-        print(
-            f"| {label:<22} | {cpu_med:>14.2f} | {cpu_max:>11.2f} | {wall_med:>15.2f} | "
-            f"{heavy:<33} | {code:>4} |"
-        )
+    table = Table("command", "CPU s (median)", "CPU s (max)", "wall s (median)", "imports", "exit")
+    for row in rows:
+        table.row(*row)
+    table.print()
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from client.policy.adapter import LORA_TARGETS
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -317,18 +318,18 @@ def main() -> None:
         f"{OPEN_ROUNDS}, K = {K_CHECKERS} checkers; float32 checkpoints. Measured on this CPU "
         f"(--max-new-tokens {args.max_new_tokens}); '–' where not measured (7B: by formula).\n"
     )
-    print(
-        "| shape | training | parameters | trained | checkpoint (= disk per snapshot) | a check "
-        "fetches | producer uploads a round (K checks) | base once | check s | producer peak | "
-        "checker peak | proved |"
-    )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    columns = ("shape", "training", "parameters", "trained", "checkpoint (= disk per snapshot)")
+    columns += ("a check fetches", "producer uploads a round (K checks)", "base once", "check s")
+    columns += ("producer peak", "checker peak", "proved")
+    # a row printed as it is measured: alignment by name (counts as "494M", sizes as "2.0 GB")
+    table = Table(*columns, right=columns[2:-1], formats={"check s": ".1f"})
+    print(table.header())
     for shape, s in SHAPES.items():
         total = parameters(s)
         for adapter in (False, True):
             trained = lora_parameters(s, args.rank) if adapter else total
             ckpt = 4 * trained
-            cells = ["–"] * 4
+            cells: list[object] = [None] * 4
             if ckpt > MAX_WEIGHTS_BYTES:  # split() refuses it: no manifest, no proof
                 cells[-1] = f"no: a checkpoint over {human(MAX_WEIGHTS_BYTES)} cannot be published"
             elif shape in measure:
@@ -342,18 +343,23 @@ def main() -> None:
                         f"({total} parameters, {ckpt} bytes a checkpoint)"
                     )
                 cells = [
-                    f"{proved.get('check_s', 0):.1f}",
+                    proved.get("check_s", 0.0),
                     human(produced["peak_bytes"]),
                     human(proved["peak_bytes"]),
                     "yes" if proved["proved"] else f"NO: {proved['reason']}",
                 ]
-            print(
-                f"| {shape} | {'LoRA' if adapter else 'full'} | {total / 1e6:,.0f}M | "
-                f"{trained / 1e6:,.1f}M | {human(ckpt)} | {human(OPEN_ROUNDS * ckpt)} | "
-                f"{human(K_CHECKERS * OPEN_ROUNDS * ckpt)} | "
-                f"{human(4 * total) if adapter else '–'} | " + " | ".join(cells) + " |",
-                flush=True,
+            line = table.line(
+                shape,
+                "LoRA" if adapter else "full",
+                f"{total / 1e6:,.0f}M",
+                f"{trained / 1e6:,.1f}M",
+                human(ckpt),
+                human(OPEN_ROUNDS * ckpt),
+                human(K_CHECKERS * OPEN_ROUNDS * ckpt),
+                human(4 * total) if adapter else None,
+                *cells,
             )
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

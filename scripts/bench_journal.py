@@ -28,6 +28,7 @@ from pathlib import Path
 from client.node.journal import Journal
 from client.node.view.journal import NodeView
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -123,12 +124,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     print(f"milliseconds per call, best of {args.repeat} (30 s rounds, {LOCAL} local rounds each)")
-    print("\n| chain rounds | journal MB | " + " | ".join(CALLS) + " |")
-    print("| ---: | ---: |" + " ---: |" * len(CALLS))
+    columns = ("chain rounds", "journal MB", *CALLS)
+    table = Table(*columns, right=columns, formats={"journal MB": ",.0f"})
+    print()
+    print(table.header())  # then a row as each size is measured
     for rounds in args.rounds:
         size, ms = measure(rounds, args.repeat)
-        cells = " | ".join("–" if m is None else f"{m:,.2f}" for m in ms)
-        print(f"| {rounds:,} | {size:,.0f} | {cells} |")
+        print(table.line(rounds, size, *ms), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from client.chain.audit import Auditor
 from client.chain.events import EventReader
 from client.devnet import Anvil
 from scripts import arguments
+from scripts.table import Table
 from tests.harness.ledger_swarm import ETH, FAMILY, Swarm, digest
 
 GOALS = {  # issue 23: submit <= 80k, attest <= 65k
@@ -125,20 +126,22 @@ def main() -> None:
     args = parser.parse_args()
     with Anvil(Path(tempfile.mkdtemp(prefix="bench-ledger-"))) as anvil:
         swarm = Swarm(anvil, quorum=2)
-        print(f"SwarmLedger gas (deployment: {swarm.deploy_tx.gas_used:,})\n")
-        print("| operation | tx gas | execution gas | goal (execution) |")
-        print("| --- | ---: | ---: | ---: |")
-        for label, gas, execution in gas_table(swarm):
-            goal = GOALS.get(label)
-            verdict = f"<= {goal:,} {'ok' if execution <= goal else 'OVER'}" if goal else ""
-            print(f"| {label} | {gas:,} | {execution:,} | {verdict} |")
-        print(
-            f"\nAudit queries against a node with {args.submissions} submissions "
-            "(anvil on loopback, wall-clock)\n"
+        gas = Table(
+            "operation", "tx gas", "execution gas", "goal (execution)", right=("goal (execution)",)
         )
-        print("| query | seconds | rows |\n| --- | ---: | ---: |")
+        for label, tx, execution in gas_table(swarm):
+            goal = GOALS.get(label)
+            verdict = f"<= {goal:,} {'ok' if execution <= goal else 'OVER'}" if goal else None
+            gas.row(label, tx, execution, verdict)
+        print(f"SwarmLedger gas (deployment: {swarm.deploy_tx.gas_used:,})\n")
+        print(gas.render())
+        audit = Table("query", "seconds", "rows", right=("rows",))  # rows: a count, or ""
         for label, seconds, rows in audit_table(swarm, args.submissions):
-            print(f"| {label} | {seconds:.2f} | {rows} |")
+            audit.row(label, seconds, rows)
+        audit.print(
+            f"Audit queries against a node with {args.submissions} submissions "
+            "(anvil on loopback, wall-clock)"
+        )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from client.store import Sampling
 from client.tasks import load_catalog, render_prompt
 from client.units import logprob_value
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -135,12 +136,18 @@ def main() -> None:
         f"{args.questions} questions x {args.completions} completions a row, float32, CPU "
         f"({torch.get_num_threads()} threads available)\n"
     )
-    print(
-        "| policy | T, top-p | sampler threads | checker threads | completions | tokens | "
-        "largest difference (nats) | median of completions' largest | tokens over tolerance | "
-        "checks failed | 95% upper bound per check |"
+    largest, median = "largest difference (nats)", "median of completions' largest"
+    upper = "95% upper bound per check"
+    numbers = ("sampler threads", "checker threads", "completions", "tokens", largest, median)
+    numbers += ("tokens over tolerance", "checks failed", upper)  # "checks failed": "0 / 32"
+    table = Table(
+        "policy",
+        "T, top-p",
+        *numbers,
+        right=numbers,
+        formats={largest: ".2e", median: ".2e", upper: ".1e"},
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(table.header())  # then a row as each is measured
     sizes = []
     for directory in args.policy or POLICIES:
         policy = load_policy(REPO / directory, device="cpu", dtype="float32")
@@ -159,20 +166,24 @@ def main() -> None:
                     checks = [worst[i : i + PER_CHECK] for i in range(0, len(worst), PER_CHECK)]
                     failed = sum(1 for c in checks if max(c) > LOGPROB_TOLERANCE)
                     ordered = sorted(worst)
-                    print(
-                        f"| {Path(directory).name} | {temperature:g}, {top_p:g} | {s_threads} | "
-                        f"{c_threads} | {len(worst)} | {tokens} | {max(worst):.2e} | "
-                        f"{ordered[len(ordered) // 2]:.2e} | {over_tokens} | "
-                        f"{failed} / {len(checks)} | {upper95(failed, len(checks)):.1e} |"
+                    line = table.line(
+                        Path(directory).name,
+                        f"{temperature:g}, {top_p:g}",
+                        s_threads,
+                        c_threads,
+                        len(worst),
+                        tokens,
+                        max(worst),
+                        ordered[len(ordered) // 2],
+                        over_tokens,
+                        f"{failed} / {len(checks)}",
+                        upper95(failed, len(checks)),
                     )
-    print("\nWhat the log-probs add to a batch (one local round as above, canonical bytes):\n")
-    print("| policy | T, top-p | tokens | v4 bytes | v5 bytes | added per token |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+                    print(line, flush=True)
+    added = Table("policy", "T, top-p", "tokens", "v4 bytes", "v5 bytes", "added per token")
     for name, temperature, top_p, tokens, v4, v5 in sizes:
-        print(
-            f"| {name} | {temperature:g}, {top_p:g} | {tokens} | {v4:,} | {v5:,} | "
-            f"{(v5 - v4) / tokens:.2f} |"
-        )
+        added.row(name, f"{temperature:g}, {top_p:g}", tokens, v4, v5, (v5 - v4) / tokens)
+    added.print("What the log-probs add to a batch (one local round as above, canonical bytes):")
 
 
 if __name__ == "__main__":

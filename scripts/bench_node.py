@@ -35,6 +35,7 @@ from client.devnet.state import read_state
 from client.node.eventlog import BUSY, COMPUTE, Span
 from client.node.view.journal import NodeView
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -144,11 +145,15 @@ def main() -> None:
         f"{args.round_length} s), model {args.model}, adapter {args.adapter}, store "
         f"{args.store}, config {args.config}; anvil block time 1 s\n"
     )
-    print("| node | busy share | blocked share | local rounds / chain round | peer batches |")
-    print("| --- | ---: | ---: | ---: | --- |")
+    per_round = "local rounds / chain round"
+    table = Table(
+        *("node", "busy share", "blocked share", per_round, "peer batches"),
+        formats={"busy share": ".3f", "blocked share": ".3f", per_round: ".1f"},
+    )
     for i, (s, n, v) in enumerate(zip(shares, local, verdicts, strict=True)):
         seen = ", ".join(f"{count} {verdict}" for verdict, count in sorted(v.items())) or "none"
-        print(f"| node-{i} | {s.busy_share:.3f} | {s.blocked_share:.3f} | {n:.1f} | {seen} |")
+        table.row(f"node-{i}", s.busy_share, s.blocked_share, n, seen)
+    print(table.render())
     if late:
         print(
             "note: " + ", ".join(f"node-{i}" for i in late) + " wrote no compute span past the "
@@ -162,13 +167,8 @@ def main() -> None:
             f"{took[len(took) // 2] if took else float('nan'):.3f}, "
             f"max {took[-1] if took else float('nan'):.3f}"
         )
-    print(
-        "\nseconds per chain round, by stage (compute runs on one thread; the I/O stages run "
-        "beside it on two others)\n"
-    )
     stages = [*COMPUTE, Span.BLOCKED, *IO]
-    print("| stage | kind | " + " | ".join(f"node-{i}" for i in range(len(shares))) + " |")
-    print("| --- | --- |" + " ---: |" * len(shares))
+    table = Table("stage", "kind", *(f"node-{i}" for i in range(len(shares))))
     for stage in stages:
         kind = (
             "busy"
@@ -177,8 +177,11 @@ def main() -> None:
             if stage in COMPUTE
             else ("blocked" if stage == Span.BLOCKED else "I/O")
         )
-        cells = " | ".join(f"{s.stage_s.get(str(stage), 0.0) / args.rounds:.2f}" for s in shares)
-        print(f"| {stage} | {kind} | {cells} |")
+        table.row(str(stage), kind, *(s.stage_s.get(str(stage), 0.0) / args.rounds for s in shares))
+    table.print(
+        "seconds per chain round, by stage (compute runs on one thread; the I/O stages run "
+        "beside it on two others)"
+    )
 
 
 def scrape_every(urls, every_s: float, done: threading.Event, out: list) -> None:

@@ -65,12 +65,14 @@ from client.policy.proof import (
 from client.policy.sampling import STOP
 from client.units import logprob_value, to_logprob_units
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_KIND = "sapo.numerics.sample/1"
 CHECK_KIND = "sapo.numerics.check/1"
 EPSILONS = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
+COUNTS = {"completions": "d", "tokens": "d"}  # the committed tables' counts: no separators
 
 
 def weights_hash(directory: Path) -> str:
@@ -387,12 +389,15 @@ def table(args) -> None:
     for r in results:  # the draws of each sampler, to compare samplers of one policy and setting
         key = (r["policy"], json.dumps(r["sampling"], sort_keys=True), r["sampler"]["label"])
         by_sampler[key] = [ids for group in r["token_ids"] for ids in group]
-    head = " | ".join(f"refused at {e:g}" for e in EPSILONS)
-    print(
-        f"| policy | T, top-p | sampled on | checked on | completions | tokens | {head} | "
-        "largest gap | smallest margin | draws equal to a CPU float32 sampler's |"
+    refused_at = [f"refused at {e:g}" for e in EPSILONS]
+    equal_to = "draws equal to a CPU float32 sampler's"
+    out = Table(
+        *("policy", "T, top-p", "sampled on", "checked on", "completions", "tokens"),
+        *refused_at,
+        *("largest gap", "smallest margin", equal_to),
+        right=[*refused_at, equal_to],
+        formats=COUNTS | {"largest gap": ".2e", "smallest margin": ".2e"},
     )
-    print("| " + " | ".join(["---"] * 4 + ["---:"] * (len(EPSILONS) + 5)) + " |")
     for r in sorted(
         results,
         key=lambda r: (
@@ -425,13 +430,21 @@ def table(args) -> None:
         equal = (
             f"{sum(a == b for a, b in zip(mine, reference, strict=True))}/{len(mine)}"
             if reference is not None and len(reference) == len(mine)
-            else "–"
+            else None
         )
-        print(
-            f"| {r['policy']} | {s['temperature']:g}, {s['top_p']:g} | {r['sampler']['label']} | "
-            f"{r['checker']['label']} | {len(gaps)} | {len(tokens)} | {' | '.join(refused)} | "
-            f"{max(tokens, default=0.0):.2e} | {min(inside, default=1.0):.2e} | {equal} |"
+        out.row(
+            r["policy"],
+            f"{s['temperature']:g}, {s['top_p']:g}",
+            r["sampler"]["label"],
+            r["checker"]["label"],
+            len(gaps),
+            len(tokens),
+            *refused,
+            max(tokens, default=0.0),
+            min(inside, default=1.0),
+            equal,
         )
+    print(out.render())
     print_edge_differences(results)
     print(
         f"\nrefused at eps: completions with a token whose u lies more than eps outside its "
@@ -457,17 +470,24 @@ def print_edge_differences(results: list[dict]) -> None:
                 pairs.setdefault((policy, setting, a, b), []).extend(diffs)
     if not pairs:
         return
-    print(
-        "\n| policy | T, top-p | checker | other checker | tokens | largest edge difference "
-        "| median |\n| --- | --- | --- | --- | ---: | ---: | ---: |"
+    out = Table(
+        *("policy", "T, top-p", "checker", "other checker", "tokens"),
+        *("largest edge difference", "median"),
+        formats={"tokens": "d", "largest edge difference": ".2e", "median": ".2e"},
     )
     for (policy, setting, a, b), diffs in sorted(pairs.items()):
         s = json.loads(setting)
         diffs.sort()
-        print(
-            f"| {policy} | {s['temperature']:g}, {s['top_p']:g} | {a} | {b} | {len(diffs)} | "
-            f"{diffs[-1]:.2e} | {diffs[len(diffs) // 2]:.2e} |"
+        out.row(
+            policy,
+            f"{s['temperature']:g}, {s['top_p']:g}",
+            a,
+            b,
+            len(diffs),
+            diffs[-1],
+            diffs[len(diffs) // 2],
         )
+    out.print()
 
 
 PER_CHECK = 8  # the committed tables' unit: a check until issue 57 (now 2 groups whole: 2L)
@@ -540,16 +560,18 @@ def verdict(args) -> None:
         "outside their interval by more than eps and none by more than delta. Honest checks: the "
         f"completions of a record in random groups of {PER_CHECK} (seed 0); upper = one-sided 95% "
         "bound. Forgeries: one forged completion per check (the others honest), the share "
-        "that passes.\n"
+        "that passes."
     )
     kinds: list[str] = []
     for r in results:
         kinds += [k for k in r.get("forgeries", {}) if k not in kinds]
-    print(
-        "| sampled on | checked on | eps, delta, m | completions | tokens | honest checks failed "
-        "| upper | " + " | ".join(f"{k} passes" for k in kinds) + " |"
+    forged_columns = [f"{k} passes" for k in kinds]
+    verdicts = Table(
+        *("sampled on", "checked on", "eps, delta, m", "completions", "tokens"),
+        *("honest checks failed", "upper", *forged_columns),
+        right=["honest checks failed", *forged_columns],
+        formats=COUNTS | {"upper": ".1e"},
     )
-    print("| --- | --- | --- | " + " | ".join(["---:"] * (4 + len(kinds))) + " |")
     for r in sorted(results, key=lambda r: (r["sampler"]["label"], r["checker"]["label"])):
         if "gaps" in r:
             out, tokens = outside(r["gaps"]), [len(row) for row in r["gaps"]]
@@ -565,20 +587,25 @@ def verdict(args) -> None:
             failed = sum(
                 not passes([g for c in group for g in out[c]], eps, delta, m) for group in groups
             )
-            cells = []
+            cells: list[str | None] = []
             for k in kinds:
                 forged = r.get("forgeries", {}).get(k)
                 if forged is None:
-                    cells.append("–")
+                    cells.append(None)
                     continue
                 ok = sum(passes(row, eps, delta, m) for row in forged["outside"])
                 cells.append(f"{ok}/{len(forged['outside'])}")
-            print(
-                f"| {r['sampler']['label']} | {checker} | {eps:g}, {delta:g}, {m} | {len(out)} | "
-                f"{sum(tokens)} | {failed}/{len(groups)} | {upper95(failed, len(groups)):.1e} | "
-                + " | ".join(cells)
-                + " |"
+            verdicts.row(
+                r["sampler"]["label"],
+                checker,
+                f"{eps:g}, {delta:g}, {m}",
+                len(out),
+                sum(tokens),
+                f"{failed}/{len(groups)}",
+                upper95(failed, len(groups)),
+                *cells,
             )
+    verdicts.print()
 
 
 LOGPROB_TOLERANCES = (1e-4, LOGPROB_TOLERANCE, 1e-2)
@@ -600,14 +627,16 @@ def logprobs(args) -> None:
         f"than {LOGPROB_TOLERANCE:g} nats (client.policy.proof.LOGPROB_TOLERANCE); claims are "
         f"rounded to 5e-5. A check re-draws {PER_CHECK} completions: honest completions in "
         f"random groups of {PER_CHECK} (seed 0); upper = one-sided 95% bound per check at the "
-        "protocol's tolerance.\n"
+        "protocol's tolerance."
     )
-    head = " | ".join(f"checks failed at {t:g}" for t in LOGPROB_TOLERANCES)
-    print(
-        f"| policy | T, top-p | sampled on | checked on | completions | tokens | largest "
-        f"difference (nats) | median of completions' largest | {head} | upper |"
+    failed_at = [f"checks failed at {t:g}" for t in LOGPROB_TOLERANCES]
+    largest, median = "largest difference (nats)", "median of completions' largest"
+    out = Table(
+        *("policy", "T, top-p", "sampled on", "checked on", "completions", "tokens"),
+        *(largest, median, *failed_at, "upper"),
+        right=failed_at,
+        formats=COUNTS | {largest: ".2e", median: ".2e", "upper": ".1e"},
     )
-    print("| " + " | ".join(["---"] * 4 + ["---:"] * (5 + len(LOGPROB_TOLERANCES))) + " |")
     for r in sorted(
         results,
         key=lambda r: (
@@ -627,13 +656,19 @@ def logprobs(args) -> None:
             f", batch {r['checker']['batch']}" if r["checker"].get("batch", 1) > 1 else ""
         )
         s = r["sampling"]
-        print(
-            f"| {r['policy']} | {s['temperature']:g}, {s['top_p']:g} | {r['sampler']['label']} | "
-            f"{checker} | {len(worst)} | {sum(r['tokens'])} | {max(worst):.2e} | "
-            f"{sorted(worst)[len(worst) // 2]:.2e} | "
-            + " | ".join(f"{f}/{len(groups)}" for f in failed)
-            + f" | {upper95(protocol, len(groups)):.1e} |"
+        out.row(
+            r["policy"],
+            f"{s['temperature']:g}, {s['top_p']:g}",
+            r["sampler"]["label"],
+            checker,
+            len(worst),
+            sum(r["tokens"]),
+            max(worst),
+            sorted(worst)[len(worst) // 2],
+            *(f"{f}/{len(groups)}" for f in failed),
+            upper95(protocol, len(groups)),
         )
+    out.print()
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from client.policy.encode import Group, encode_groups
 from client.sapo import grpo_step
 from client.tasks import draw, load_catalog, render_prompt, reward
 from scripts import arguments
+from scripts.table import Table
 
 
 def peak_rss_mib() -> float:
@@ -107,9 +108,10 @@ def main() -> None:
         tokens = sum(o.new_tokens for o in outs)
         rows.append((label, tokens, best, tokens / best))
     completions = all_at_once()[0]
-    print("| generation | new tokens | seconds | tokens/s |\n| --- | ---: | ---: | ---: |")
-    for label, tokens, seconds, rate in rows:
-        print(f"| {label} | {tokens} | {seconds:.2f} | {rate:.0f} |")
+    table = Table("generation", "new tokens", "seconds", "tokens/s", formats={"tokens/s": ",.0f"})
+    for row in rows:
+        table.row(*row)
+    print(table.render())
     if not args.no_single:
         print(f"\nbatched / one-at-a-time: {rows[0][3] / rows[1][3]:.1f}x")
     if engine is not None:
@@ -134,10 +136,7 @@ def main() -> None:
     batch = encode_groups(policy.tokenizer, groups)
     optimizer = torch.optim.Adam(policy.model.parameters(), lr=1e-5)
     memory = "peak GPU MiB" if args.device == "cuda" else "peak RSS MiB"
-    print(
-        f"| GRPO step | sequences | tokens | seconds | {memory} |\n"
-        "| --- | ---: | ---: | ---: | ---: |"
-    )
+    table = Table("GRPO step", "sequences", "tokens", "seconds", memory, formats={memory: ",.0f"})
     for micro in (q * n, 16):
         began = time.perf_counter()
         stats = grpo_step(policy.model, optimizer, batch, micro_batch=micro)
@@ -146,10 +145,14 @@ def main() -> None:
             peak = torch.cuda.max_memory_allocated() / 2**20
         else:
             peak = peak_rss_mib()
-        print(
-            f"| micro-batch {micro} | {stats.sequences} | {stats.tokens} | "
-            f"{time.perf_counter() - began:.2f} | {peak:.0f} |"
+        table.row(
+            f"micro-batch {micro}",
+            stats.sequences,
+            stats.tokens,
+            time.perf_counter() - began,
+            peak,
         )
+    print(table.render())
 
 
 def random_model(policy, hidden: int, layers: int, heads: int, device="cpu", dtype="float32"):

@@ -24,6 +24,7 @@ from client.policy import SeedSpec, TransformersBackend, ensure_seed_policy, loa
 from client.policy.proof import check_draws
 from client.tasks import draw, load_catalog, reference_answer, render_prompt
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -101,20 +102,25 @@ def main() -> None:
         f"{args.temperature}, top-p {args.top_p}, at most {args.max_new_tokens} new tokens, CPU "
         f"({os.cpu_count()} cores)\n"
     )
-    print("| completions checked | pass | of which identical to the honest draw | note |")
-    print("| --- | ---: | ---: | --- |")
-    print(
-        f"| honest (sampled with the seed) | {sum(honest)}/{total} | – | smallest margin "
-        f"{min(margins):.2e}; {tokens} tokens |"
+    identical = "of which identical to the honest draw"
+    table = Table("completions checked", "pass", identical, "note", right=("pass",))  # "7/8"
+    table.row(
+        "honest (sampled with the seed)",
+        f"{sum(honest)}/{total}",
+        None,
+        f"smallest margin {min(margins):.2e}; {tokens} tokens",
     )
     for name, results in forged.items():
         passed = sum(p for p, _ in results)
         same = sum(p and s for p, s in results)
         differ = sum(not s for _, s in results)
-        print(
-            f"| forged: {name} | {passed}/{len(results)} | {same} | "
-            f"{passed - same} of the {differ} that differ pass |"
+        table.row(
+            f"forged: {name}",
+            f"{passed}/{len(results)}",
+            same,
+            f"{passed - same} of the {differ} that differ pass",
         )
+    print(table.render())
     print(
         f"\ngeneration {generate_s / total * 1e3:.1f} ms per completion (batched); check "
         f"{check_s / total * 1e3:.1f} ms per completion (one teacher-forced pass each, unbatched)"

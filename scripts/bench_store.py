@@ -33,6 +33,7 @@ from client.store import (
 )
 from client.store.peers import ipfs_addresses
 from scripts import arguments
+from scripts.table import Table
 from tests.harness.batches import LEDGER, batch_of_size, make_batch
 
 
@@ -167,19 +168,24 @@ def main() -> None:
         f"Rollout store, {args.repeats} puts and verified gets per row (median; get includes "
         "sha256 check and schema decode)\n"
     )
-    print("| backend | batch | bytes | put ms | get ms | put MiB/s | get MiB/s |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, label, size, put_ms, get_ms, put_rate, get_rate in rows:
-        print(
-            f"| {name} | {label} | {size:,} | {put_ms:.1f} | {get_ms:.1f} | {put_rate:.1f} | "
-            f"{get_rate:.1f} |"
-        )
+    table = Table(
+        *("backend", "batch", "bytes", "put ms", "get ms", "put MiB/s", "get MiB/s"),
+        float_format=",.1f",
+    )
+    for row in rows:
+        table.row(*row)
+    print(table.render())
     print(
         f"\nPeer batches across {args.daemons} js-ipfs daemons (each its own 127.0.0.N), "
         f"{args.rounds} rounds; a fetch = dial + bitswap + sha256 check + decode\n"
     )
-    print("| scenario | fetches | p50 ms | p95 ms | batches fetched per round (min, mean) |")
-    print("| --- | ---: | ---: | ---: | --- |")
+    fetched = "batches fetched per round (min, mean)"
+    table = Table(
+        *("scenario", "fetches", "p50 ms", "p95 ms", fetched),
+        float_format=",.1f",
+        right=("fetches", "p50 ms", "p95 ms"),
+    )
+    print(table.header(), flush=True)  # then a row as each scenario is measured
     dead = {}
     for label, kill_at in (
         ("all daemons up", None),
@@ -189,20 +195,23 @@ def main() -> None:
         dead = result["dead"]
         times = [t * 1e3 for t in result["times"]]
         shares = result["shares"]
-        print(
-            f"| {label} | {len(times)} | {percentile(times, 0.5):.1f} | "
-            f"{percentile(times, 0.95):.1f} | {min(shares):.0%}, "
-            f"{sum(shares) / len(shares):.1%} |"
+        line = table.line(
+            label,
+            len(times),
+            percentile(times, 0.5),
+            percentile(times, 0.95),
+            f"{min(shares):.0%}, {sum(shares) / len(shares):.1%}",
         )
-    print(
-        "\nA producer whose metadata names dead addresses: what one fetch attempt costs before "
-        "it gives up (2 addresses dialled, 2 s connect time-out, then the daemon is asked "
-        "anyway within the store's 5 s time-out)\n"
-    )
-    print("| dead addresses | seconds to give up |")
-    print("| --- | ---: |")
+        print(line, flush=True)
+    give_up = "seconds to give up"
+    table = Table("dead addresses", give_up, float_format=",.1f", right=(give_up,))
     for label, seconds in dead.items():
-        print(f"| {label} | {seconds:.1f} |")
+        table.row(label, seconds)
+    table.print(
+        "A producer whose metadata names dead addresses: what one fetch attempt costs before "
+        "it gives up (2 addresses dialled, 2 s connect time-out, then the daemon is asked "
+        "anyway within the store's 5 s time-out)"
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from textual.app import App
 from client.devnet import Anvil
 from client.node.view.ledger import LedgerView
 from scripts import arguments
+from scripts.table import Table
 from tests.harness.ledger_swarm import ETH, Swarm, digest
 from tui.widgets.peers import PeersTable
 
@@ -81,16 +82,16 @@ def main() -> None:
         fold, rows = timed(lambda: view.peers({}), repeat=5)
         redraw, sort, update = asyncio.run(table_times(rows))
     print(f"{args.nodes} nodes registered and submitted in {setup:.0f} s (setup, not measured)\n")
-    print("| step | wall s |")
-    print("| --- | ---: |")
+    table = Table("step", "wall s", float_format=".3f", right=("wall s",))
     first = f"ledger view: first refresh ({args.nodes} nodeInfo, {2 * args.nodes} events)"
-    print(f"| {first} | {cold:.3f} |")
-    print(f"| ledger view: refresh, nothing new (median of 5) | {idle:.3f} |")
-    print(f"| ledger view: refresh after 10 stake changes | {touched:.3f} |")
-    print(f"| peer rows from the view (median of 5) | {fold:.4f} |")
-    print(f"| peers table: first fill, {len(rows)} rows | {redraw:.3f} |")
-    print(f"| peers table: sort {len(rows)} rows | {sort:.3f} |")
-    print(f"| peers table: refresh with 10 rows changed | {update:.3f} |")
+    table.row(first, cold)
+    table.row("ledger view: refresh, nothing new (median of 5)", idle)
+    table.row("ledger view: refresh after 10 stake changes", touched)
+    table.row("peer rows from the view (median of 5)", f"{fold:.4f}")  # sub-millisecond
+    table.row(f"peers table: first fill, {len(rows)} rows", redraw)
+    table.row(f"peers table: sort {len(rows)} rows", sort)
+    table.row("peers table: refresh with 10 rows changed", update)
+    print(table.render())
 
 
 if __name__ == "__main__":

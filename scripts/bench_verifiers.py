@@ -16,6 +16,7 @@ import time
 from client.tasks import draw, load_catalog, local_round_seed, reward
 from client.tasks.catalog import CATALOG_DIR
 from scripts import arguments
+from scripts.table import Table
 
 
 def answers(n: int) -> dict[str, str]:
@@ -61,11 +62,11 @@ def main() -> None:
                 runs.append(time.perf_counter() - started)
             worst = max(worst, (sorted(runs)[1], name))
         rows.append((dataset, *worst))
-    print(f"{len(tried)} answers of at most {args.chars} characters, median of 3 runs each\n")
-    print("| dataset | slowest answer (ms) | which |")
-    print("| --- | ---: | --- |")
+    print(f"{len(tried)} answers of at most {args.chars} characters, median of 3 runs each")
+    table = Table("dataset", "slowest answer (ms)", "which", float_format=",.1f")
     for dataset, seconds, name in sorted(rows, key=lambda r: -r[1]):
-        print(f"| {dataset} | {seconds * 1000:.1f} | {name} |")
+        table.row(dataset, seconds * 1000, name)
+    table.print()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from scripts import arguments
+from scripts.table import Table
 from tests.harness.foundry import run_forge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +77,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sapo-gas-") as tmp:
         now = measure(root, Path(tmp))
     problems = []
-    print("| call | snapshot | now | change |\n| --- | ---: | ---: | ---: |")
+    # "–" where a side lacks the call; the change as "+1.25%", or "new" / "gone"
+    table = Table("call", "snapshot", "now", "change", right=("change",))
     for name in sorted(set(committed) | set(now)):
         before, after = committed.get(name), now.get(name)
         if before is None:
@@ -84,17 +86,17 @@ def main() -> int:
                 f"{name} is measured but not in {SNAPSHOT}; "
                 "run python -m scripts.check_gas and commit it"
             )
-            print(f"| {name} | - | {after:,} | new |")
+            table.row(name, None, after, "new")
             continue
         if after is None:
             problems.append(
                 f"{name} is in {SNAPSHOT} but no longer measured; "
                 "run python -m scripts.check_gas and commit it"
             )
-            print(f"| {name} | {before:,} | - | gone |")
+            table.row(name, before, None, "gone")
             continue
         change = 100.0 * (after - before) / before
-        print(f"| {name} | {before:,} | {after:,} | {change:+.2f}% |")
+        table.row(name, before, after, f"{change:+.2f}%")
         if change > args.tolerance:
             problems.append(
                 f"{name} costs {after:,} gas, {change:+.1f}% over the snapshot's {before:,} "
@@ -102,6 +104,7 @@ def main() -> int:
                 "or run python -m scripts.check_gas "
                 "and commit the snapshot"
             )
+    print(table.render())
     for problem in problems:
         print(f"gas-ledger: {problem}", file=sys.stderr)
     return 1 if problems else 0

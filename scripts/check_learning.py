@@ -28,6 +28,7 @@ from client.policy.encode import Group, encode_groups
 from client.sapo import batch_logprobs, grpo_step, has_signal
 from client.tasks import draw, load_catalog, render_prompt, reward
 from scripts import arguments
+from scripts.table import Table
 
 
 def main() -> None:
@@ -98,8 +99,15 @@ def main() -> None:
         f"held-out before: greedy {before['greedy']:.3f} sampled {before['sampled']:.3f}"
         f"{unseen(before)}"
     )
-    print("| round | train reward | groups w/ signal | loss | clip | grad norm | s |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    # a row a round, printed as it ends (the held-out lines between them): alignment by name
+    columns = ("round", "train reward", "groups w/ signal", "loss", "clip", "grad norm", "s")
+    table = Table(
+        *columns,
+        right=columns,
+        formats={"train reward": ".3f", "loss": ".4f", "clip": ".3f", "grad norm": ".3f"},
+        float_format=".1f",
+    )
+    print(table.header())
     kept = ("greedy", "sampled", "unseen", "untrained", "per_dataset")
     curve, evals = [], [{"round": 0, **{k: before[k] for k in kept}}]
     for round_ in range(1, args.rounds + 1):
@@ -153,12 +161,16 @@ def main() -> None:
                 "loss": stats.loss if stats else None,
             }
         )
-        print(
-            f"| {round_} | {mean_reward:.3f} | {len(useful)}/{len(groups)} | "
-            f"{stats.loss if stats else 0:.4f} | {stats.clip_fraction if stats else 0:.3f} | "
-            f"{stats.grad_norm if stats else 0:.3f} | {seconds:.1f} |",
-            flush=True,
+        line = table.line(
+            round_,
+            mean_reward,
+            f"{len(useful)}/{len(groups)}",
+            stats.loss if stats else 0,
+            stats.clip_fraction if stats else 0,
+            stats.grad_norm if stats else 0,
+            seconds,
         )
+        print(line, flush=True)
         if round_ % args.eval_every == 0 or round_ == args.rounds:
             e = held_out()
             evals.append({"round": round_, **{k: e.get(k) for k in kept}})

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from scripts import arguments
+from scripts.table import Table
 from tests.harness.foundry import ForgeError, make_copy, run_forge, run_suites
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -518,11 +519,13 @@ def main() -> int:
                     )
                 )
                 print(f"{name}: {result} ({seconds:.0f} s)", flush=True)
-    print()
-    print("| fault | result | invariants that failed | shortest sequence | first reason |")
-    print("| --- | --- | --- | ---: | --- |")
+    table = Table(
+        *("fault", "result", "invariants that failed", "shortest sequence", "first reason"),
+        right=("shortest sequence",),
+    )
     for name, result, caught_by, shortest, reason in rows:
-        print(f"| {name} | {result} | {caught_by} | {shortest} calls | {reason[:110]} |")
+        table.row(name, result, caught_by, f"{shortest:,} calls", reason[:110])
+    table.print()
     print(f"\n{len(rows) - len(survived)} of {len(rows)} seeded faults caught")
     for name in survived:
         print(f"mutate-ledger: {name} survived: {FAULTS[name][0]}", file=sys.stderr)

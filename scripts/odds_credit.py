@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from client.chain import odds
 from scripts import arguments
+from scripts.table import Table
 
 SHARES = (0.01, 0.05, 0.10, 0.20, 0.33)
 SIZES = (100, 1_000, 10_000)
@@ -38,45 +39,54 @@ def cell(p: float) -> str:
     return "0" if p < 1e-12 else f"{p:.2e}"
 
 
+def odds_table(*columns: str) -> Table:
+    """N and f, then probabilities (cells of `cell`, right-aligned)."""
+    return Table(*columns, right=columns, formats={"f": ".0%"} if "f" in columns else None)
+
+
 def lost_table(k: int, q: int, appeal: int, sizes=SIZES) -> None:
-    print(f"\nP(an honest batch loses its credit), K = {k}, Q = {q}\n")
-    print(
-        "| N | f | v3, one address | seats, one address | v3, many | seats, many "
-        f"| seats + appeal of {appeal}, one address |"
+    table = odds_table(
+        *("N", "f", "v3, one address", "seats, one address", "v3, many", "seats, many"),
+        f"seats + appeal of {appeal}, one address",
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n in sizes:
         for f in SHARES:
             seats_one = odds.seats_honest_batch_lost(n, f, True, k, q)
             appealed = seats_one * odds.seats_honest_batch_lost(n, f, True, appeal, q)
-            print(
-                f"| {n:,} | {f:.0%} | {cell(odds.v3_honest_batch_lost(n, f, True, k, q))} "
-                f"| {cell(seats_one)} | {cell(odds.v3_honest_batch_lost(n, f, False, k, q))} "
-                f"| {cell(odds.seats_honest_batch_lost(n, f, False, k, q))} | {cell(appealed)} |"
+            table.row(
+                n,
+                f,
+                cell(odds.v3_honest_batch_lost(n, f, True, k, q)),
+                cell(seats_one),
+                cell(odds.v3_honest_batch_lost(n, f, False, k, q)),
+                cell(odds.seats_honest_batch_lost(n, f, False, k, q)),
+                cell(appealed),
             )
+    table.print(f"P(an honest batch loses its credit), K = {k}, Q = {q}")
 
 
 def free_claim_table(k: int, q: int, appeal: int, sizes=SIZES) -> None:
-    print(f"\nP(a free claim is credited), many equal stakes, K = {k}, Q = {q}\n")
-    print(f"| N | f | v3 | seats | seats + its own appeal of {appeal} |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    table = odds_table("N", "f", "v3", "seats", f"seats + its own appeal of {appeal}")
     for n in sizes:
         for f in SHARES:
             first = odds.seats_free_claim_credited(n, f, k, q)
             again = odds.seats_free_claim_credited(n, f, appeal, q)
-            print(
-                f"| {n:,} | {f:.0%} | {cell(odds.v3_free_claim_credited(n, f, k, q))} "
-                f"| {cell(first)} | {cell(first + (1 - first) * again)} |"
+            table.row(
+                n,
+                f,
+                cell(odds.v3_free_claim_credited(n, f, k, q)),
+                cell(first),
+                cell(first + (1 - first) * again),
             )
+    table.print(f"P(a free claim is credited), many equal stakes, K = {k}, Q = {q}")
 
 
 def unfilled_table(k: int, q: int, appeal: int, sizes) -> None:
-    print(f"\nP(fewer than Q distinct checkers drawn), N equal stakes, K = {k}, Q = {q}\n")
-    print(f"| N | first committee | appeal of {appeal} | both |")
-    print("| ---: | ---: | ---: | ---: |")
+    table = odds_table("N", "first committee", f"appeal of {appeal}", "both")
     for n in sizes:
         first, again = odds.unfilled_committee(n, k, q), odds.unfilled_committee(n, appeal, q)
-        print(f"| {n:,} | {cell(first)} | {cell(again)} | {cell(first * again)} |")
+        table.row(n, cell(first), cell(again), cell(first * again))
+    table.print(f"P(fewer than Q distinct checkers drawn), N equal stakes, K = {k}, Q = {q}")
 
 
 def main() -> None:

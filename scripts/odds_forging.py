@@ -33,6 +33,7 @@ import hashlib
 import math
 
 from scripts import arguments
+from scripts.table import Table
 
 SHARES = ((1, 512), (1, 64), (1, 8), (1, 2))
 MAX_LOCAL_ROUNDS = 512
@@ -116,13 +117,20 @@ def main() -> None:
     print(
         "Forging a share phi of a batch's signal: P(escape) exact, then measured [95% interval];"
         f" gain in units of the batch's credit V (honest alternative: (1 - phi) V); {n:,} beacons"
-        " a row.\n"
+        " a row."
     )
-    print(
-        "| phi | layout | local rounds | before: P(escape) | measured | before: gain "
-        "| after: P(escape) | measured | after: gain |"
+    table = Table(
+        *("phi", "layout", "local rounds"),
+        *("before: P(escape)", "measured", "before: gain"),
+        *("after: P(escape)", "measured", "after: gain"),
+        right=("phi", "measured"),  # "1/8"; a rate and its interval
+        formats={
+            "before: P(escape)": ".4f",
+            "before: gain": "+.4f",
+            "after: P(escape)": ".4f",
+            "after: gain": "+.4f",
+        },
     )
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     total = 512
     for num, den in SHARES:
         phi = num / den
@@ -136,11 +144,18 @@ def main() -> None:
             before_seen = sum(not forged_rounds & old_opened(b, rounds) for b in range(n))
             after = (1 - phi) ** OPENED_GROUPS
             after_seen = sum(not forged.intersection(openings(b, batch)) for b in range(n))
-            print(
-                f"| {num}/{den} | {'concentrated' if concentrated else 'spread'} | {rounds} "
-                f"| {before:.4f} | {rate(before_seen, n)} | {before - (1 - phi):+.4f} "
-                f"| {after:.4f} | {rate(after_seen, n)} | {after - (1 - phi):+.4f} |"
+            table.row(
+                f"{num}/{den}",
+                "concentrated" if concentrated else "spread",
+                rounds,
+                before,
+                rate(before_seen, n),
+                before - (1 - phi),
+                after,
+                rate(after_seen, n),
+                after - (1 - phi),
             )
+    table.print()
     print(
         "\nbefore: a forged local round was opened only when it was one of the two rounds drawn; "
         "after: each draw lands on forged signal with probability phi, so forging any share "

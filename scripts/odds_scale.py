@@ -22,30 +22,36 @@ from __future__ import annotations
 
 from client.chain.odds import binom_pmf, seats_free_claim_credited
 from scripts import arguments
+from scripts.table import Table
 
 
 def sizes_table(k: int, q: int, sizes: list[int]) -> None:
-    print(
-        f"| nodes N | seats per batch (mean) | distinct checkers (mean) | P(fewer than Q={q}) "
-        "| batches each node checks per round |"
+    short_of_q = f"P(fewer than Q={q})"
+    table = Table(
+        *("nodes N", "seats per batch (mean)", "distinct checkers (mean)", short_of_q),
+        "batches each node checks per round",
+        float_format=".2f",
+        formats={short_of_q: ".3%"},
     )
-    print("| ---: | ---: | ---: | ---: | ---: |")
     for n in sizes:
         seated = 1 - (1 - 1 / n) ** k  # a node's chance of at least one seat
         short = float(binom_pmf(n - 1, seated, n - 1)[:q].sum())
         mean = (n - 1) * seated
-        print(f"| {n:,} | {k * (n - 1) / n:.2f} | {mean:.2f} | {short:.3%} | {mean:.2f} |")
+        table.row(n, k * (n - 1) / n, mean, short, mean)
+    table.print()
 
 
 def collusion_table(k: int, q: int, n: int, fractions: list[float], grinds: list[int]) -> None:
-    heads = " | ".join(f"M={m}" for m in grinds)
-    print(f"\nN = {n:,} nodes, K = {k}, Q = {q}: P(a colluders' free claim is credited)\n")
-    print(f"| colluding stake f | {heads} |")
-    print("| ---: | " + " | ".join("---:" for _ in grinds) + " |")
+    table = Table(
+        "colluding stake f",
+        *(f"M={m}" for m in grinds),
+        float_format=".2e",
+        formats={"colluding stake f": ".0%"},
+    )
     for f in fractions:
         win = seats_free_claim_credited(n, f, k, q)
-        cells = " | ".join(f"{1 - (1 - win) ** m:.2e}" for m in grinds)
-        print(f"| {f:.0%} | {cells} |")
+        table.row(f, *(1 - (1 - win) ** m for m in grinds))
+    table.print(f"N = {n:,} nodes, K = {k}, Q = {q}: P(a colluders' free claim is credited)")
 
 
 def main() -> None:
@@ -56,7 +62,7 @@ def main() -> None:
     if not 1 <= args.quorum <= args.checkers:
         parser.error("need 1 <= quorum <= checkers")
     k, q = args.checkers, args.quorum
-    print(f"K = {k} seats per batch (each node draws K trials at its share), quorum Q = {q}\n")
+    print(f"K = {k} seats per batch (each node draws K trials at its share), quorum Q = {q}")
     sizes_table(k, q, [3, 10, 100, 1_000, 10_000])
     for n in (100, 10_000):
         collusion_table(k, q, n, [0.05, 0.10, 0.20, 0.33, 0.45], [1, 10, 100])

@@ -27,6 +27,7 @@ from pathlib import Path
 from client.chain.models import Beacon
 from client.devnet import Anvil
 from scripts import arguments
+from scripts.table import Table
 from tests.harness.ledger_swarm import ETH, Swarm, digest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,23 +131,24 @@ def main() -> None:
         f"\nanvil: {args.honest} honest nodes of 1 ether, one address with {args.share:.0%} of "
         f"stake ({whale_stake / ETH:.2f} ether) voting {args.mode} wherever seated; K = "
         f"{args.checkers}, Q = {args.quorum}, appeals of {args.appeal_checkers} trials; "
-        f"{args.batches} honest batches ({time.monotonic() - started:.0f} s)\n"
+        f"{args.batches} honest batches ({time.monotonic() - started:.0f} s)"
     )
-    print("| what | count |")
-    print("| --- | ---: |")
-    print(f"| honest batches | {len(subs)} |")
-    print(f"| ... on whose first committee the whale held a seat | {drawn} |")
-    print(f"| ... that at least Q honest seated checkers agreed with | {len(quorate)} |")
-    print(f"| of those, not credited by the first committee | {len(cancelled)} |")
-    print(f"| batches appealed by their producers (not credited) | {len(appealed)} |")
-    print(f"| the whale's seats on the appeal committees | {appeal_seats} |")
-    print(f"| of the Q-agreed batches, not credited after the appeals | {len(still)} |")
-    print(f"| batches credited in the end | {sum(1 for s in after.values() if s.credited)} |")
-    print(f"| the whale's votes | {votes} |")
-    print(
-        f"| the whale's stake lost to judged votes | {lost / ETH:.4f} ether "
-        f"({lost / whale_stake:.1%}) |"
+    # counts as plain ints (the chain test reads them back with int()); the stake lost in ether
+    table = Table("what", "count", right=("count",), formats={"count": "d"})
+    table.row("honest batches", len(subs))
+    table.row("... on whose first committee the whale held a seat", drawn)
+    table.row("... that at least Q honest seated checkers agreed with", len(quorate))
+    table.row("of those, not credited by the first committee", len(cancelled))
+    table.row("batches appealed by their producers (not credited)", len(appealed))
+    table.row("the whale's seats on the appeal committees", appeal_seats)
+    table.row("of the Q-agreed batches, not credited after the appeals", len(still))
+    table.row("batches credited in the end", sum(1 for s in after.values() if s.credited))
+    table.row("the whale's votes", votes)
+    table.row(
+        "the whale's stake lost to judged votes",
+        f"{lost / ETH:.4f} ether ({lost / whale_stake:.1%})",
     )
+    table.print()
 
 
 if __name__ == "__main__":

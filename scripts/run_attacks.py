@@ -46,6 +46,7 @@ from client.devnet.state import read_state
 from client.node.datadir import DataDir
 from client.node.eventlog import read_events
 from scripts import arguments
+from scripts.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -227,12 +228,13 @@ def print_table(run: dict, baseline: dict | None) -> None:
         f"quorum {run['quorum']}, checkers {run['checkers']}, {len(roles['honest'])} honest "
         "nodes; per node of the role (mean over its nodes)\n"
     )
-    print(
-        "| role | nodes | credited / submitted | votes per submission (agree / dispute / "
-        "unavailable) | stake share | pool share | payout / round vs honest | stake lost (ETH) | "
-        "CPU s / round |"
+    credited, voted = "credited / submitted", "votes per submission (agree / dispute / unavailable)"
+    shares = ("stake share", "pool share", "payout / round vs honest")
+    table = Table(
+        *("role", "nodes", credited, voted, *shares, "stake lost (ETH)", "CPU s / round"),
+        right=(credited, voted, "CPU s / round"),  # "12 / 20", "1.0/0.0/0.0"; "–" when unread
+        formats=dict.fromkeys(shares, ".1%"),
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for role, rows in roles.items():
         k = len(rows)
         subs = sum(r["submissions"] for r in rows)
@@ -242,13 +244,18 @@ def print_table(run: dict, baseline: dict | None) -> None:
         )
         paid = sum(r["paid_wei"] for r in rows) / k
         cpu = [r["cpu_s"] for r in rows if r["cpu_s"] is not None]
-        cpu_cell = f"{sum(cpu) / len(cpu) / n:.2f}" if cpu else "–"
-        print(
-            f"| {role} | {k} | {sum(r['credited'] for r in rows)} / {subs} | {votes} | "
-            f"{sum(r['stake_share'] for r in rows) / k:.1%} | "
-            f"{paid / pool:.1%} | {paid / honest_paid:.1%} | "
-            f"{sum(r['stake_lost_wei'] for r in rows) / k / 1e18:.2f} | {cpu_cell} |"
+        table.row(
+            role,
+            k,
+            f"{sum(r['credited'] for r in rows)} / {subs}",
+            votes,
+            sum(r["stake_share"] for r in rows) / k,
+            paid / pool,
+            paid / honest_paid,
+            sum(r["stake_lost_wei"] for r in rows) / k / 1e18,
+            sum(cpu) / len(cpu) / n if cpu else None,
         )
+    print(table.render())
     if baseline is not None:
         base_rows = by_role(baseline)["honest"]
         base_n = baseline["rounds"][1] - baseline["rounds"][0] + 1

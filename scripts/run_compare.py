@@ -17,6 +17,7 @@ from pathlib import Path
 
 from client.experiment.report import ci95, diff_ci95
 from scripts import arguments
+from scripts.table import Table
 
 
 def load(directory: Path) -> dict:
@@ -74,12 +75,9 @@ def table(
 ) -> None:
     """One metric's side-by-side table: per configuration, each run's mean over seeds of the
     per-seed number `key`, B - A, and each run's gain against its I/0 split (`paired`)."""
-    print(f"\n{title}\n")
-    print(
-        f"| configuration | {names[0]} | {names[1]} | B - A | B - A, % of A "
-        f"| {names[0]}: Δ vs I/0 | {names[1]}: Δ vs I/0 |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    gain_columns = [f"{n}: Δ vs I/0" for n in names]
+    numbers = [*names, "B - A", "B - A, % of A", *gain_columns]
+    out = Table("configuration", *numbers, right=numbers)  # cells: intervals, "-" where none
     for name in shared:
         cells = [r["configurations"][name] for r in runs]
         values = [[s[key] for s in c["seeds"].values()] for c in cells]
@@ -103,8 +101,8 @@ def table(
             else "-"
             for c in cells
         ]
-        row = [name, *shown, interval(diff, d), rel, *gains]
-        print("| " + " | ".join(row) + " |")
+        out.row(name, *shown, interval(diff, d), rel, *gains)
+    out.print(title)
 
 
 if __name__ == "__main__":
