@@ -250,7 +250,8 @@ def measured(shape: str, adapter: bool, rank: int, max_new_tokens: int) -> dict:
         for role in ("produce", "prove"):
             cmd = [
                 sys.executable,
-                __file__,
+                "-m",
+                __spec__.name,
                 "--_role",
                 role,
                 "--_shape",
@@ -264,7 +265,7 @@ def measured(shape: str, adapter: bool, rank: int, max_new_tokens: int) -> dict:
             ]
             if adapter:
                 cmd.append("--_adapter")
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
             if done.returncode != 0:
                 raise SystemExit(f"{role} {shape} failed:\n{done.stderr[-3000:]}")
             out[role] = json.loads(done.stdout.strip().splitlines()[-1])
