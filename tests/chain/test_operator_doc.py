@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,16 @@ def doctor_failures(env: dict[str, str], state: Path) -> set[str]:
     }
 
 
-def test_the_testnet_path_runs_as_written(anvil: Anvil, tmp_path: Path, seed_test: Path) -> None:
+@pytest.fixture
+def testnet(tmp_path: Path) -> Iterator[Anvil]:
+    """An anvil standing in for the testnet: a block a second, so that the latest block's time
+    follows the wall clock as a live chain's does (doctor's clock check reads it)."""
+    with Anvil(tmp_path / "chain", block_time_s=1) as chain:
+        yield chain
+
+
+def test_the_testnet_path_runs_as_written(testnet: Anvil, tmp_path: Path, seed_test: Path) -> None:
+    anvil = testnet
     commands = [text for kind, text in steps() if kind == "bash"]
     for needed in ("sapo wallet new", "sapo chain deploy", "sapo node register", "sapo doctor"):
         assert any(needed in c for c in commands), f"the page lost `{needed}`"

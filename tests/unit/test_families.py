@@ -65,9 +65,9 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
     assert qwen != llama and set(ledger.params().families) == {qwen, llama}
     assert families == [qwen if f == "qwen" else llama for f in FAMILY_OF]
     honest = [open_node(cfg, clock=warp.clock) for cfg in cfgs[:4]]
-    tokenizers = {n.publisher.model["tokenizer"] for n in honest}
+    tokenizers = {n.publisher.sealer.model["tokenizer"] for n in honest}
     assert len(tokenizers) == 2, f"one tokenizer per family: {tokenizers}"
-    assert all(n.publisher.model["adapter"] for n in honest), "every node trains an adapter"
+    assert all(n.publisher.sealer.model["adapter"] for n in honest), "every node trains an adapter"
     farmers = [Adversary(cfg, signing_ledger(cfg), "answer-farmer") for cfg in cfgs[4:]]
     params = honest[0].params
     round_ = honest[0].current_round() + 1
