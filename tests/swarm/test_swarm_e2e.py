@@ -117,10 +117,18 @@ def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
 def test_every_node_submits_verifies_and_learns_from_peers(devnet) -> None:
     data_dir, state = devnet
     node_dirs = [Path(n["data_dir"]) for n in state["nodes"]]
+
+    def learned_from_peers(d: Path) -> bool:
+        return sum(c["used"] for c in view(d).peer_counts().values()) > 0
+
+    # a node that starts late (the vLLM node's engine takes minutes on a loaded CPU) checks the
+    # batches it is drawn on, oldest first, before it learns from newer ones: wait for both
     wait_until(
-        lambda: all(len(confirmed_rounds(d)) >= ROUNDS for d in node_dirs),
-        timeout_s=ROUND_S * (ROUNDS + 6) + 120,
-        what=f"{ROUNDS} confirmed rounds on every node",
+        lambda: all(
+            len(confirmed_rounds(d)) >= ROUNDS and learned_from_peers(d) for d in node_dirs
+        ),
+        timeout_s=ROUND_S * (ROUNDS + 6) + 300,
+        what=f"{ROUNDS} confirmed rounds on every node, each having learned from a peer",
     )
     w3 = connect(state["rpc_url"])
     ledger = Ledger(w3, state["ledger"])
