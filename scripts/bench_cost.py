@@ -105,7 +105,7 @@ def human(n: float) -> str:
 def build(shape: str, adapter: bool, rank: int):
     """A random-init policy of `shape` (seed 0, so every process builds the same base)."""
     import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
 
     from client.policy import AdapterSpec, Policy, SeedSpec, adapt, ensure_seed_policy
 
@@ -114,14 +114,8 @@ def build(shape: str, adapter: bool, rank: int):
         ensure_seed_policy(REPO / ".sapo", SeedSpec.tiny_test())
     )
     tokenizer.padding_side = "left"
-    config = Qwen2Config(
-        vocab_size=s["vocab"],
-        hidden_size=s["hidden"],
-        num_hidden_layers=s["layers"],
-        num_attention_heads=s["heads"],
-        num_key_value_heads=s["kv_heads"],
-        intermediate_size=s["intermediate"],
-        tie_word_embeddings=s["tied"],
+    config = qwen2_config(
+        s,
         max_position_embeddings=4096,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
@@ -237,6 +231,22 @@ def prove(shape: str, adapter: bool, rank: int, work: Path) -> dict:
         "redrawn": result.redrawn,
         "tokens": result.tokens,
     }
+
+
+def qwen2_config(shape: dict, **extra):
+    """A Qwen2 config of `shape` (one of SHAPES), random-init: nothing is downloaded."""
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
+        vocab_size=shape["vocab"],
+        hidden_size=shape["hidden"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"],
+        intermediate_size=shape["intermediate"],
+        tie_word_embeddings=shape["tied"],
+        **extra,
+    )
 
 
 def peak_rss() -> int:

@@ -75,6 +75,11 @@ EPSILONS = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 COUNTS = {"completions": "d", "tokens": "d"}  # the committed tables' counts: no separators
 
 
+def by_record(r: dict) -> tuple:
+    """A table's row order: policy, sampling, sampler, checker."""
+    return (r["policy"], str(r["sampling"]), r["sampler"]["label"], r["checker"]["label"])
+
+
 def weights_hash(directory: Path) -> str:
     """sha256 over the policy directory's safetensors files (name and bytes), in name order."""
     digest = hashlib.sha256()
@@ -398,15 +403,7 @@ def table(args) -> None:
         right=[*refused_at, equal_to],
         formats=COUNTS | {"largest gap": ".2e", "smallest margin": ".2e"},
     )
-    for r in sorted(
-        results,
-        key=lambda r: (
-            r["policy"],
-            str(r["sampling"]),
-            r["sampler"]["label"],
-            r["checker"]["label"],
-        ),
-    ):
+    for r in sorted(results, key=by_record):
         gaps = r["gaps"]
         tokens = [g for row in gaps for g in row]
         refused = []
@@ -637,15 +634,7 @@ def logprobs(args) -> None:
         right=failed_at,
         formats=COUNTS | {largest: ".2e", median: ".2e", "upper": ".1e"},
     )
-    for r in sorted(
-        results,
-        key=lambda r: (
-            r["policy"],
-            str(r["sampling"]),
-            r["sampler"]["label"],
-            r["checker"]["label"],
-        ),
-    ):
+    for r in sorted(results, key=by_record):
         worst = r["logprob_worst"]
         order = list(range(len(worst)))
         random.Random(0).shuffle(order)

@@ -81,19 +81,14 @@ def main() -> int:
     table = Table("call", "snapshot", "now", "change", right=("change",))
     for name in sorted(set(committed) | set(now)):
         before, after = committed.get(name), now.get(name)
-        if before is None:
-            problems.append(
-                f"{name} is measured but not in {SNAPSHOT}; "
-                "run python -m scripts.check_gas and commit it"
+        if before is None or after is None:
+            where = (
+                f"is measured but not in {SNAPSHOT}"
+                if before is None
+                else f"is in {SNAPSHOT} but no longer measured"
             )
-            table.row(name, None, after, "new")
-            continue
-        if after is None:
-            problems.append(
-                f"{name} is in {SNAPSHOT} but no longer measured; "
-                "run python -m scripts.check_gas and commit it"
-            )
-            table.row(name, before, None, "gone")
+            problems.append(f"{name} {where}; run python -m scripts.check_gas and commit it")
+            table.row(name, before, after, "new" if before is None else "gone")
             continue
         change = 100.0 * (after - before) / before
         table.row(name, before, after, f"{change:+.2f}%")

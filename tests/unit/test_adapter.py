@@ -180,22 +180,14 @@ def test_the_cost_tables_counts_are_the_models_at_qwen25_shapes() -> None:
     """scripts/bench_cost.py prints bytes from parameter counts it computes from each shape; the
     models themselves (built on the meta device: no memory) have exactly those counts, and LoRA
     rank 16 on the seven linear layers of 0.5B is ~8.8M parameters, 35 MB in float32."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2ForCausalLM
 
     from client.policy.adapter import attach_lora
     from scripts import bench_cost as module
 
     for shape in ("0.5b", "1.5b", "7b"):
         s = module.SHAPES[shape]
-        config = Qwen2Config(
-            vocab_size=s["vocab"],
-            hidden_size=s["hidden"],
-            num_hidden_layers=s["layers"],
-            num_attention_heads=s["heads"],
-            num_key_value_heads=s["kv_heads"],
-            intermediate_size=s["intermediate"],
-            tie_word_embeddings=s["tied"],
-        )
+        config = module.qwen2_config(s)
         with torch.device("meta"):
             model = Qwen2ForCausalLM(config)
         assert sum(p.numel() for p in model.parameters()) == module.parameters(s), shape
