@@ -20,8 +20,8 @@ from textual.worker import get_current_worker
 from client.chain import ChainError, Ledger
 from client.chain.models import TxResult
 from client.node.doctor import preflight
-from client.node.view.snapshot import Activity, Snapshot
 from client.node.view import Watcher
+from client.node.view.snapshot import Activity, Snapshot
 from tui.dialogs import AmountScreen, ChecksScreen, ConfirmScreen, HelpScreen
 from tui.format import format_ether, short
 from tui.live import LiveNode
