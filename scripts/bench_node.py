@@ -19,9 +19,7 @@ Usage: python -m scripts.bench_node [--nodes 3 --rounds 10 --round-length 60 --m
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,12 +28,11 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from client.devnet.process import die_with_parent
-from client.devnet.state import read_state
 from client.node.eventlog import BUSY, COMPUTE, Span
 from client.node.view.journal import NodeView
 from scripts import arguments
 from scripts.table import Table
+from tests.harness.devnets import DevnetDidNotStart, foreground_devnet
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,44 +61,26 @@ def main() -> None:
     )
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="sapo-bench-node-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
-    env |= {
-        "SAPO_POLICY__MODEL": args.model,
-        "SAPO_POLICY__ADAPTER": args.adapter,
-        "PYTHONUNBUFFERED": "1",
-    }
-    log = (data_dir.parent / f"{data_dir.name}.out").open("w")
-    up = subprocess.Popen(  # the foreground supervisor, a child of this script: it ends with it
-        [
-            sys.executable,
-            "-m",
-            "client.cli",
-            "devnet",
-            "up",
+    env = {"SAPO_POLICY__MODEL": args.model, "SAPO_POLICY__ADAPTER": args.adapter}
+    log = data_dir.parent / f"{data_dir.name}.out"
+    try:  # the foreground supervisor, a child of this script: it ends with it
+        up, state = foreground_devnet(
+            data_dir,
             "--config",
             args.config,
-            "--data-dir",
-            str(data_dir),
             "--nodes",
             str(args.nodes),
             "--round-length",
             str(args.round_length),
             "--store",
             args.store,
-            "--json",
             *(["--metrics"] if args.metrics else []),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        preexec_fn=die_with_parent(os.getpid()),
-    )
+            log=log,
+            env=env,
+        )
+    except DevnetDidNotStart:
+        sys.exit(f"devnet did not start; see {log}")
     try:
-        while (state := read_state(data_dir)) is None or not state.running:
-            if up.poll() is not None:
-                sys.exit(f"devnet did not start; see {log.name}")
-            time.sleep(1)
         config = state.public()
         from client.chain import Ledger, connect
 
@@ -117,7 +96,7 @@ def main() -> None:
             ).start()
         while params.round_at(time.time()) <= last:
             if up.poll() is not None:
-                sys.exit(f"the devnet stopped; see {log.name}")
+                sys.exit(f"the devnet stopped; see {log}")
             time.sleep(2)
         done.set()
         since, until = params.round_start(first), params.round_start(last + 1)

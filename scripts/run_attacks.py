@@ -41,12 +41,11 @@ from client.chain import Ledger, connect
 from client.chain.events import EventReader
 from client.config.roles import expand
 from client.devnet.control import seats_for_every_node
-from client.devnet.process import die_with_parent
-from client.devnet.state import read_state
 from client.node.datadir import DataDir
 from client.node.eventlog import read_events
 from scripts import arguments
 from scripts.table import Table
+from tests.harness.devnets import DevnetDidNotStart, foreground_devnet
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,12 +65,11 @@ def run_devnet(args, adversaries: list[str], label: str) -> dict:
     """Runs one devnet for the measured rounds and until their credit is final; returns what
     each node earned and spent."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"sapo-attack-{label}-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SAPO_")}
     nodes = args.honest + len(expand(adversaries))
     # every node holds a seat on every batch but once in a million (K from
     # seats_for_every_node, as `devnet up` raises it), so the table measures the strategies, not
     # the draw's luck
-    env |= {
+    env = {
         "SAPO_POLICY__MODEL": args.model,
         "SAPO_LEDGER__CHECKERS": str(max(seats_for_every_node(nodes), args.checkers or 0)),
         **({"SAPO_DEVNET__NODE_STAKE": f"{args.node_stake} ether"} if args.node_stake else {}),
@@ -80,43 +78,27 @@ def run_devnet(args, adversaries: list[str], label: str) -> dict:
             if args.adversary_stake
             else {}
         ),
-        "PYTHONUNBUFFERED": "1",
     }
-    log = (data_dir.parent / f"{data_dir.name}.out").open("w")
-    command = [
-        sys.executable,
-        "-m",
-        "client.cli",
-        "devnet",
-        "up",
-        "--config",
-        args.config,
-        "--data-dir",
-        str(data_dir),
-        "--nodes",
-        str(args.honest),
-        "--round-length",
-        str(args.round_length),
-        "--store",
-        args.store,
-        "--json",
-    ]
-    for name in adversaries:
-        command += ["--adversary", name]
+    log = data_dir.parent / f"{data_dir.name}.out"
     print(f"[{label}] devnet in {data_dir} (log {log.name})", file=sys.stderr, flush=True)
-    up = subprocess.Popen(  # the foreground supervisor, a child of this script: it ends with it
-        command,
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        preexec_fn=die_with_parent(os.getpid()),
-    )
+    try:  # the foreground supervisor, a child of this script: it ends with it
+        up, running = foreground_devnet(
+            data_dir,
+            "--config",
+            args.config,
+            "--nodes",
+            str(args.honest),
+            "--round-length",
+            str(args.round_length),
+            "--store",
+            args.store,
+            *(arg for name in adversaries for arg in ("--adversary", name)),
+            log=log,
+            env=env,
+        )
+    except DevnetDidNotStart:
+        sys.exit(f"devnet did not start; see {log}")
     try:
-        while (running := read_state(data_dir)) is None or not running.running:
-            if up.poll() is not None:
-                sys.exit(f"devnet did not start; see {log.name}")
-            time.sleep(1)
         state = running.public()  # as `devnet up --json` prints it
         ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
         params = ledger.params()
@@ -207,7 +189,7 @@ def wait_until(t: float, up: subprocess.Popen, log, say: str | None = None) -> N
         print(f"{say}: {max(0, t - time.time()):.0f} s", file=sys.stderr, flush=True)
     while time.time() < t:
         if up.poll() is not None:
-            sys.exit(f"the devnet stopped; see {log.name}")
+            sys.exit(f"the devnet stopped; see {log}")
         time.sleep(1)
 
 

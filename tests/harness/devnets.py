@@ -15,36 +15,59 @@ import pytest
 from tests.harness.processes import _spawn, sapo_run
 
 
+class DevnetDidNotStart(RuntimeError):
+    """`sapo devnet up` exited, or did not run within its time-out; the message ends with its
+    log."""
+
+
+def foreground_devnet(
+    data_dir: Path,
+    *args: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
+):
+    """Starts `sapo devnet up` in the foreground as a child of this process (it dies with it,
+    and its parts with it in turn), its output in `log`, and returns (process, its DevnetState)
+    once it runs; with no `timeout_s`, waits as long as it lives (a first start builds its
+    policy for minutes). Tests use `start_devnet`; the scripts call this."""
+    from client.devnet.state import read_state
+
+    with open(log, "w") as out:
+        proc = _spawn(
+            "devnet",
+            "up",
+            "--data-dir",
+            str(data_dir),
+            "--json",
+            *args,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while (state := read_state(data_dir)) is None or not state.running:
+        if proc.poll() is not None or (deadline is not None and time.monotonic() > deadline):
+            proc.kill()
+            raise DevnetDidNotStart(f"devnet up did not start: {log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    return proc, state
+
+
 def start_devnet(
     data_dir: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = 900
 ) -> tuple[subprocess.Popen[str], dict]:
     """Starts `sapo devnet up` in the foreground as a child of the test run and returns
-    (process, its state) once it runs. Not --detach: a detached devnet outlives whatever
-    started it, so a killed test run would leave a swarm behind; this one ends with the run
-    (its parts die with it in turn). Stop it with `stop_devnet` or `sapo devnet down`."""
-    from client.devnet.state import read_state
-
-    log = (Path(data_dir).parent / f"{Path(data_dir).name}-devnet.out").open("w")
-    # not killed after the test that started it: a module's devnet serves all its tests
-    proc = _spawn(
-        "devnet",
-        "up",
-        "--data-dir",
-        str(data_dir),
-        "--json",
-        *args,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    log.close()
-    deadline = time.monotonic() + timeout_s
-    while (state := read_state(data_dir)) is None or not state.running:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"devnet up did not start: {Path(log.name).read_text()[-3000:]}")
-        time.sleep(0.2)
-    return proc, state.public()  # as JSON, what `devnet up --json` prints
+    (process, its state as `devnet up --json` prints it) once it runs. Not --detach: a detached
+    devnet outlives whatever started it, so a killed test run would leave a swarm behind; this
+    one ends with the run. Stop it with `stop_devnet` or `sapo devnet down`; it is not killed
+    after the test that started it: a module's devnet serves all its tests."""
+    log = Path(data_dir).parent / f"{Path(data_dir).name}-devnet.out"
+    try:
+        proc, state = foreground_devnet(data_dir, *args, log=log, env=env, timeout_s=timeout_s)
+    except DevnetDidNotStart as exc:
+        pytest.fail(str(exc))
+    return proc, state.public()
 
 
 # A devnet whose mechanics are under test, not learning: the tiny test policy, a GRPO step every
