@@ -64,11 +64,11 @@ the TUI what the honest nodes did about it.
                  of FORGED_GROUPS farmed groups at full signal; it submits without serving and,
                  once its beacon is known, withholds the whole batch when a forged group is
                  opened (checkers vote "unavailable": no credit, no slash), serves it otherwise
-  splitter       samples local rounds honestly until SPLIT_MIXED groups have learning signal
-                 (at most LIAR_ROUNDS), and forges one row (a completion of the other outcome,
-                 so that a group with no signal claims some); once its beacon is known it serves
-                 unless the forged row is re-drawn: a producer that could serve exactly the
-                 checkers who would not re-draw it would split them
+  splitter       samples local rounds honestly (at most LIAR_ROUNDS) until it has forged one
+                 row (a completion of the other outcome, so that a group with no signal claims
+                 some) and SPLIT_MIXED other groups have learning signal; once its beacon is
+                 known it serves unless the forged row is re-drawn: a producer that could
+                 serve exactly the checkers who would not re-draw it would split them
 
 What each met when last run, and why: docs/credit.md (the attack table) and docs/results/.
 

@@ -40,8 +40,8 @@ LIAR_ROUNDS = 16  # local rounds a logprob-liar samples at most, until one has l
 WRONG = "<answer>not the answer</answer>"
 CONCENTRATED = 16  # one-item honest local rounds a concentrator samples beside its forged one
 FORGED_GROUPS = 256  # farmed groups in a concentrator's forged local round (as the batch allows)
-# a splitter samples local rounds until SPLIT_MIXED of its groups have learning signal (at most
-# LIAR_ROUNDS), then forges one row, so that the forged share of its signal is small
+# a splitter samples local rounds (at most LIAR_ROUNDS) until it has forged one row and
+# SPLIT_MIXED other groups have learning signal, so that the forged share of its signal is small
 SPLIT_MIXED = 3
 
 
@@ -109,49 +109,64 @@ class Batches:
         self._hold(round_, parts, {(k, i) for i in range(groups)})
 
     def split(self, round_: int) -> None:
-        """Samples local rounds honestly from the seed checkpoint until SPLIT_MIXED groups have
-        learning signal, and forges one row of one group: in the first group whose completions
-        all scored alike (no signal), one completion is replaced by a hand-written answer of the
-        other outcome, so the group claims signal it never sampled. It submits without serving,
-        and once the beacon is known serves unless the forged row is among the rows the drawn
+        """Samples local rounds honestly from the seed checkpoint and forges one row of one
+        group: in a group whose completions all scored alike (no signal), one completion is
+        replaced by a hand-written answer of the other outcome, so the group claims signal it
+        never sampled. It samples on (at most LIAR_ROUNDS local rounds) until it has forged a
+        row and SPLIT_MIXED other groups have learning signal, submits without serving, and
+        once the beacon is known serves unless the forged row is among the rows the drawn
         checkers re-draw (`serve`): when each checker re-drew rows of its own, it served exactly
         when the committee would split, and the honest side that lost was slashed."""
         seed = task_seed(self.chain_id, self.ledger.address, round_, self.address)
         weights, encode = self._weights(round_)
         items = self.cfg.sapo.local_items
         parts: list[LocalRound] = []
+        forged: tuple[int, int] | None = None
+        mixed = 0  # honest groups with learning signal
         while len(parts) < min(LIAR_ROUNDS, self.limits.max_local_rounds) and (
-            sum(len(set(item.rewards)) > 1 for part in parts for item in part.items) < SPLIT_MIXED
+            forged is None or mixed < SPLIT_MIXED
         ):
-            parts.append(self._sample(round_, len(parts), items, weights))
-        for part in parts:
-            tasks = draw(local_round_seed(seed, part.k), items, self.catalog)
-            for i, (task, item) in enumerate(zip(tasks, part.items, strict=True)):
-                if len(set(item.rewards)) > 1:
-                    continue  # mixed already: forging a row here adds no signal
-                right = item.rewards[0] == 0  # all wrong: forge a right answer, else a wrong one
-                text = f"<answer>{reference_answer(task)}</answer>" if right else WRONG
-                ids = encode(text)
-                forged = item.model_copy(
-                    update={
-                        "completions": [text, *item.completions[1:]],
-                        "token_ids": [ids, *item.token_ids[1:]],
-                        "rewards": [to_units(reward(task, text)), *item.rewards[1:]],
-                        "logprobs": [[0] * len(ids), *item.logprobs[1:]],
-                    }
-                )
-                if len(set(forged.rewards)) == 1:
-                    continue  # the verifier scored the forged answer like the others
-                items_now = [*part.items[:i], forged, *part.items[i + 1 :]]
-                parts[part.k] = part.model_copy(update={"items": items_now})
-                self._hold(round_, parts, {(part.k, i)})
-                return
+            part = self._sample(round_, len(parts), items, weights)
+            mixed += sum(len(set(item.rewards)) > 1 for item in part.items)
+            if forged is None:
+                tasks = draw(local_round_seed(seed, part.k), items, self.catalog)
+                for i, (task, item) in enumerate(zip(tasks, part.items, strict=True)):
+                    if len(set(item.rewards)) > 1:
+                        continue  # mixed already: forging a row here adds no signal
+                    row = self._forge_row(task, item, encode)
+                    if row is not None:  # else the verifier scored the forgery like the others
+                        items_now = [*part.items[:i], row, *part.items[i + 1 :]]
+                        part = part.model_copy(update={"items": items_now})
+                        forged = (part.k, i)
+                        break
+            parts.append(part)
+        if forged is not None:
+            self._hold(round_, parts, {forged})
+            return
         self.events.emit(
             Event.ADVERSARY_MOVE,
             f"{self.strategy}: round {round_}: no group to forge a row in; nothing submitted",
             round=round_,
             move="skip",
         )
+
+    @staticmethod
+    def _forge_row(task, item: Item, encode) -> Item | None:
+        """`item` with its first completion replaced by a hand-written answer of the other
+        outcome (a right answer in a group all wrong, else a wrong one), or None when the
+        verifier scores that answer like the rest (the group would still have no signal)."""
+        right = item.rewards[0] == 0
+        text = f"<answer>{reference_answer(task)}</answer>" if right else WRONG
+        ids = encode(text)
+        row = item.model_copy(
+            update={
+                "completions": [text, *item.completions[1:]],
+                "token_ids": [ids, *item.token_ids[1:]],
+                "rewards": [to_units(reward(task, text)), *item.rewards[1:]],
+                "logprobs": [[0] * len(ids), *item.logprobs[1:]],
+            }
+        )
+        return None if len(set(row.rewards)) == 1 else row
 
     def pad(
         self, round_: int, *, local_rounds: int = PADDED, lie: bool = False, honest: bool = False
