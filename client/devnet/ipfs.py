@@ -65,11 +65,16 @@ def _same_or_free_port(host: str, previous: str | None) -> int:
     return free_loopback_port(host)
 
 
+API_READY_TIMEOUT_S = 5.0  # how long one readiness request waits for the API's answer
+
+
 def _api_answers(host: str, port: int, peer_id: str) -> bool:
     """Whether the daemon of `peer_id` answers on host:port (another daemon that took the port
     while ours started answers with its own id)."""
     request = urllib.request.Request(f"http://{host}:{port}/api/v0/id", method="POST")
-    with urllib.request.urlopen(request, timeout=1.0) as response:  # noqa: S310 - loopback http
+    # a daemon busy loading its repo (or on a loaded machine) can take seconds to answer; a
+    # shorter time-out than that never saw it ready (a restarted daemon, CI under load)
+    with urllib.request.urlopen(request, timeout=API_READY_TIMEOUT_S) as response:  # noqa: S310
         return response.status == 200 and json.loads(response.read()).get("ID") == peer_id
 
 
@@ -95,6 +100,7 @@ class IpfsDaemon(ManagedServer):
         self.host = host
         self.swarm = swarm
         self._ready_timeout_s = ready_timeout_s
+        self._api_said = ""  # why the last readiness check of its API failed, if it did
         self.api_port: int | None = None
         self.swarm_port: int | None = None
         self._server: ServerProcess | None = None
@@ -171,12 +177,15 @@ class IpfsDaemon(ManagedServer):
         attempts = 1 if self.wrap else 3
         for attempt in range(attempts):
             self._init_repo(node, cli, fresh_ports=attempt > 0)
+            self._api_said = ""
             try:
                 self._server = self._spawn(node, cli).start()
                 return self
             except ServerStartError as exc:
                 if attempt + 1 < attempts and "EADDRINUSE" in str(exc):
                     continue
+                if self._api_said:  # it said it was ready: what its API did instead
+                    raise ServerStartError(f"{exc}\n{self._api_said}") from exc
                 raise
         raise AssertionError("unreachable")
 
@@ -193,7 +202,16 @@ class IpfsDaemon(ManagedServer):
             with log_path.open("rb") as log:
                 log.seek(start)
                 said = b"Daemon is ready" in log.read()
-            return said and _api_answers(host, port, peer_id)
+            if not said:
+                return False
+            try:
+                answered = _api_answers(host, port, peer_id)
+            except (OSError, ValueError) as exc:
+                self._api_said = f"its API at {host}:{port} did not answer /api/v0/id: {exc}"
+                return False
+            if not answered:
+                self._api_said = f"its API at {host}:{port} answers with another peer id"
+            return answered
 
         mode = [] if self.swarm else ["--offline"]
         return ServerProcess(

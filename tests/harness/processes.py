@@ -31,6 +31,22 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 15.0, what: str
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what or predicate}")
 
 
+def wait_progressing(
+    done: Callable[[], bool], progress: Callable[[], int], stall_s: float, what: str = ""
+) -> None:
+    """Polls done() until true; fails naming `what` only when progress() has not grown for
+    `stall_s`. For a wait on something a process does at its own pace (a slow node's batches):
+    a loaded machine slows it down, and the wait lasts as long as it still moves."""
+    last, since, pause = progress(), time.monotonic(), 0.05
+    while not done():
+        if time.monotonic() - since > stall_s:
+            pytest.fail(f"no progress for {stall_s:.0f} s (at {last}) waiting for {what or done}")
+        time.sleep(pause)
+        pause = min(1.0, pause * 1.5)
+        if (now := progress()) > last:
+            last, since = now, time.monotonic()
+
+
 _STARTED: list[subprocess.Popen[str]] = []
 
 

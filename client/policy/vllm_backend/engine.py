@@ -46,13 +46,17 @@ def _watch_owner() -> None:
             pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             break
-    if pid != owner:
+    # the walk ends at init (pid 1) when the owner died while the engine started: its engine
+    # core was re-parented before this worker came up, and is as orphaned as a later death
+    # would leave it (measured: an engine left behind for the rest of a test run)
+    orphaned = pid in (0, 1) and not pid_alive(owner)
+    if pid != owner and not orphaned:
         return  # not started by a backend's engine as we know it: leave it alone
 
     scratch = os.environ.get(SCRATCH_ENV)
 
     def watch() -> None:
-        while pid_alive(owner):
+        while not orphaned and pid_alive(owner):
             time.sleep(1.0)
         if scratch and Path(scratch).name.startswith("sapo-vllm-"):
             shutil.rmtree(scratch, ignore_errors=True)
