@@ -100,13 +100,12 @@ def test_unknown_command_is_a_usage_error(cli: CliRunner) -> None:
 def test_policy_seed_pretrains_on_the_catalog_named(cli: CliRunner, tmp_path: Path) -> None:
     refused = cli.invoke(app, ["policy", "seed", "--catalog", "nope", "--data-dir", str(tmp_path)])
     assert refused.exit_code == 2 and "known:" in refused.output and "wide" in refused.output
-    built = cli.invoke(
-        app,
-        ["policy", "seed", "--size", "test", "--catalog", "wide", "--data-dir", str(tmp_path)],
-    )
+    # what the catalog decides is the corpus, not how long the model trains on it: 20 steps
+    seed = ["policy", "seed", "--size", "test", "--catalog", "wide", "--steps", "20"]
+    built = cli.invoke(app, [*seed, "--data-dir", str(tmp_path)])
     assert built.exit_code == 0, built.output
     record = json.loads(
-        (tmp_path / "policies" / "seed-wide-0-h64l2" / "seed-build.json").read_text()
+        (tmp_path / "policies" / "seed-wide-0-h64l2-s20" / "seed-build.json").read_text()
     )
     assert record["spec"]["catalog"] == "wide"
     words = ("legs", "letter", "backward", "Calculate")
@@ -118,12 +117,13 @@ def test_policy_seed_steps_build_a_longer_pretraining_under_its_own_name(
 ) -> None:
     cached_seed_test(seed_test, tmp_path)  # the recipe's own build, already made this session
     args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
-    built = cli.invoke(app, [*args, "--steps", "200"])
+    built = cli.invoke(app, [*args, "--steps", "130"])
     assert built.exit_code == 0, built.output
     summary = json.loads(built.stdout)
-    # the recipe's 150 steps of 32 would repeat its 4,000 examples; 200 steps get 6,400 fresh
-    assert Path(summary["path"]).name == "seed-tiny-0-h64l2-s200" and summary["steps"] == 200
-    assert summary["spec"]["corpus"] == 200 * 32
+    # the recipe's 150 steps of 32 would repeat its 4,000 examples (a pass is 125 steps); 130
+    # steps get 4,160 fresh ones
+    assert Path(summary["path"]).name == "seed-tiny-0-h64l2-s130" and summary["steps"] == 130
+    assert summary["spec"]["corpus"] == 130 * 32
     again = cli.invoke(app, [*args, "--steps", "150"])  # the recipe's own steps: its usual name
     assert Path(json.loads(again.stdout)["path"]).name == "seed-tiny-0-h64l2"
 
@@ -136,10 +136,11 @@ def test_policy_seed_tagged_pretrains_some_answers_outside_the_verifiers_format(
     from client.policy.seed.pretraining import _examples
 
     args = ["policy", "seed", "--size", "test", "--data-dir", str(tmp_path), "--json"]
-    built = cli.invoke(app, [*args, "--tagged", "0.3"])
+    # what the share decides is the examples, not how long the model trains on them: 20 steps
+    built = cli.invoke(app, [*args, "--tagged", "0.3", "--steps", "20"])
     assert built.exit_code == 0, built.output
     summary = json.loads(built.stdout)
-    assert Path(summary["path"]).name == "seed-tiny-0-h64l2-t0.3"
+    assert Path(summary["path"]).name == "seed-tiny-0-h64l2-s20-t0.3"
     assert summary["spec"]["tagged"] == 0.3
     # what it was pretrained on: 3 in 10 answers in <answer></answer>, the rest "Answer: A"
     tokenizer = PreTrainedTokenizerFast.from_pretrained(Path(summary["path"]))
