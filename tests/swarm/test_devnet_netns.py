@@ -27,7 +27,13 @@ from client.node.view.journal import NodeView
 from client.store import IpfsStore, StoreTimeout
 from client.store.peers import ipfs_addresses
 from client.store.weights import CHUNK, get_weights, put_weights
-from tests.harness.devnets import MECHANICS_ENV, credited_nodes, start_readme_devnet, stop_devnet
+from tests.harness.devnets import (
+    MECHANICS_ENV,
+    credited_nodes,
+    credited_on_chain,
+    start_readme_devnet,
+    stop_devnet,
+)
 from tests.harness.policies import cached_seed_test
 from tests.harness.processes import REPO, wait_until
 
@@ -102,10 +108,11 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
         )
         every = {n["address"] for n in state["nodes"]}
         wait_until(
-            lambda: set(credited_nodes(tmp_path / "devnet", ENV)) == every,
+            lambda: credited_on_chain(state) == {a.lower() for a in every},
             timeout_s=ROUND_S * 8 + 60,
-            what="every node to be credited (devnet status)",
+            what="every node to be credited",
         )
+        assert set(credited_nodes(tmp_path / "devnet", ENV)) == every, "devnet status disagrees"
         # each node serves its metrics on its namespace's address, which this host reaches
         for i, node in enumerate(state["nodes"]):
             assert node["metrics"] == f"http://{layout.host(i)}:9464/metrics"

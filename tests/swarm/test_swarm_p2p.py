@@ -36,7 +36,13 @@ from client.node.journal import Journal
 from client.node.view.journal import NodeView
 from client.pids import pid_alive
 from client.store import IpfsStore
-from tests.harness.devnets import MECHANICS_ENV, credited_nodes, start_readme_devnet, stop_devnet
+from tests.harness.devnets import (
+    MECHANICS_ENV,
+    credited_nodes,
+    credited_on_chain,
+    start_readme_devnet,
+    stop_devnet,
+)
 from tests.harness.policies import cached_seed_test
 from tests.harness.processes import sapo_run, wait_until
 
@@ -71,10 +77,11 @@ def test_a_devnet_started_without_a_config_credits_every_node(devnet) -> None:
         assert "allow_private_peers = true" in Path(node["config"]).read_text(), node["config"]
     addresses = {n["address"] for n in state["nodes"]}
     wait_until(
-        lambda: set(credited_nodes(data_dir, ENV)) == addresses,
+        lambda: credited_on_chain(state) == {a.lower() for a in addresses},
         timeout_s=ROUND_S * 12 + 120,
-        what="every node to be credited (devnet status)",
+        what="every node to be credited",
     )
+    assert set(credited_nodes(data_dir, ENV)) == addresses, "devnet status disagrees"
     for daemon in state["ipfs"]:  # the daemons are peers of each other while batches move
         peers = IpfsStore(daemon["api"], index_dir=data_dir).swarm_peers()
         assert peers, f"IPFS daemon {daemon['api']} has no swarm peers"
@@ -309,10 +316,11 @@ def test_a_second_devnet_up_in_the_same_dir_credits_every_node_as_the_first(devn
         assert NodeView(previous / "node-0").confirmed_rounds() == old_rounds
         addresses = {n["address"].lower() for n in state["nodes"]}
         wait_until(
-            lambda: {a.lower() for a in credited_nodes(data_dir, ENV)} == addresses,
+            lambda: credited_on_chain(state) == addresses,
             timeout_s=RESTART_ROUND_S * 8 + 60,
             what="every node credited after the second start",
         )
+        assert {a.lower() for a in credited_nodes(data_dir, ENV)} == addresses
         credited_in = first_credit_rounds(ledger)
         late = {a[:10]: r for a, r in credited_in.items() if r > started + 5}
         assert set(credited_in) == addresses and not late, (started, credited_in)
