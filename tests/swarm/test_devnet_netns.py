@@ -64,8 +64,10 @@ def test_without_root_the_mode_is_refused_saying_why() -> None:
     assert "NetnsUnavailable" in result.stderr and "needs root" in result.stderr, result.stderr
 
 
-def metrics_page(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - a devnet address
+def metrics_page(url: str, timeout_s: float = 15) -> str:
+    # Prometheus' own scrape time-out is 10 s; a node's first scrape reads its read model (0.3 s
+    # on an idle machine, over 5 s with two devnets on two cores)
+    with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310 - a devnet address
         return answer.read().decode()
 
 
@@ -120,7 +122,7 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
 
         layout.cut(0)  # node 0's link to the bridge goes down: no chain, no peers
         with pytest.raises(OSError):  # nor a scraper on this host: Prometheus would record up 0
-            metrics_page(state["nodes"][0]["metrics"])
+            metrics_page(state["nodes"][0]["metrics"], timeout_s=5)
         before = [len(NodeView(d).confirmed_rounds()) for d in dirs]
         wait_until(
             lambda: any(

@@ -36,7 +36,7 @@ MAX_NEW_TOKENS = 16
 W = 8  # the submission window, in chain rounds
 A = 2  # the appeal rounds (configs/devnet.toml): a round is final after W + C + A
 CHALLENGE_S = 16  # the least challenge window, in seconds: to fetch, prove and vote in
-SUBMISSIONS = 3  # slow batches checked
+SUBMISSIONS = 2  # slow batches checked (a third one waited ~5 more rounds to be final)
 FAST_CAP = 4  # local rounds a fast node plays a chain round (the slow one: under 1)
 
 
