@@ -92,7 +92,10 @@ def test_a_whales_verdict_is_appealed_overturned_and_its_disputes_judged(world) 
             lambda: ledger.submission(round_, producer.address).appealed,
             what="the producer's appeal",
         )
-        assert outbox(producer)[f"appeal:{round_}"] == "done"
+        # the node marks it sent once it has read the receipt, a moment after the chain shows it
+        wait_until(
+            lambda: outbox(producer).get(f"appeal:{round_}") == "done", what="its outbox entry"
+        )
         checker_thread, checker_stop = start(checker)  # back: drawn on the appeal's committee
         wait_until(
             lambda: (ledger.submission(round_, producer.address).appeal or first).agrees >= 1,
@@ -104,7 +107,12 @@ def test_a_whales_verdict_is_appealed_overturned_and_its_disputes_judged(world) 
         assert sub.appeal is not None and (sub.appeal.agrees, sub.appeal.disputes) == (1, 1)
         assert sub.appeal.agree_seats > sub.appeal.dispute_seats  # 2 ETH of seats against 1
         assert sub.credited == sub.signal > 0
-        assert outbox(checker)[f"appeal-vote:{round_}:{producer.address.lower()}"] == "done"
+        wait_until(
+            lambda: (
+                outbox(checker).get(f"appeal-vote:{round_}:{producer.address.lower()}") == "done"
+            ),
+            what="the checker's outbox entry for its vote",
+        )
 
         # final: the producer settles its batch and has the losing votes judged
         warp.to(params, params.final_after(round_) + 1, 0.05)
@@ -185,7 +193,7 @@ def test_a_bait_batch_is_appealed_by_its_honest_agreer_and_the_baits_disputes_lo
             what="the agreer's appeal",
         )
         key = f"appeal-of:{round_}:{producer.address.lower()}"
-        assert outbox(small).get(key) == "done", outbox(small)
+        wait_until(lambda: outbox(small).get(key) == "done", what="the agreer's outbox entry")
         appealed = list(EventReader(ledger).read(["Appealed"], round=round_, node=producer.address))
         assert [e.args["appellant"].lower() for e in appealed] == [small.address.lower()]
         large_thread, large_stop = start(large)  # back: drawn on the appeal's committee
