@@ -104,17 +104,15 @@ def credited_nodes(data_dir: Path, env: dict[str, str]) -> dict[str, dict]:
     return {r["address"]: r for r in rows if r["credited"] > 0}
 
 
-def credited_on_chain(state: dict) -> set[str]:
-    """The nodes (lower-case addresses) with a batch credited so far on the devnet's chain (a
+def credited_on_chain(ledger) -> set[str]:
+    """The nodes (lower-case addresses) with a batch credited so far on `ledger` (a
     CreditChanged to credited). What a wait polls: read in this process, where each poll of
     `credited_nodes` starts a `sapo` process (~3 CPU-s of imports) on the cores the devnet under
     test runs on; a test then reads `devnet status` once, as an operator would."""
-    from client.chain import Ledger, connect
     from client.chain.events import EventReader
     from client.chain.ledger_events import CreditChanged
 
-    reader = EventReader(Ledger(connect(state["rpc_url"]), state["ledger"]))
-    return {e.node for e in reader.events(CreditChanged) if e.credited}
+    return {e.node for e in EventReader(ledger).events(CreditChanged) if e.credited}
 
 
 def start_mechanics_devnet(

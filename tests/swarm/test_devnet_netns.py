@@ -109,8 +109,9 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
             what="every node to fetch every peer's batch from the peer's own namespace",
         )
         every = {n["address"] for n in state["nodes"]}
+        ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
         wait_until(
-            lambda: credited_on_chain(state) == {a.lower() for a in every},
+            lambda: credited_on_chain(ledger) == {a.lower() for a in every},
             timeout_s=ROUND_S * 8 + 60,
             what="every node to be credited",
         )
@@ -144,7 +145,6 @@ def test_a_netns_swarm_fetches_across_hosts_and_rides_out_a_real_partition(
             timeout_s=ROUND_S * 8 + 60,
             what="node 0 to submit again once its link is back",
         )
-        ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
         # its checkers vote once they can fetch the checkpoints its beacons opened (the cut may
         # have fallen between its submission and their fetch of the openings)
         wait_until(

@@ -76,8 +76,9 @@ def test_a_devnet_started_without_a_config_credits_every_node(devnet) -> None:
     for node in state["nodes"]:
         assert "allow_private_peers = true" in Path(node["config"]).read_text(), node["config"]
     addresses = {n["address"] for n in state["nodes"]}
+    ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
     wait_until(
-        lambda: credited_on_chain(state) == {a.lower() for a in addresses},
+        lambda: credited_on_chain(ledger) == {a.lower() for a in addresses},
         timeout_s=ROUND_S * 12 + 120,
         what="every node to be credited",
     )
@@ -316,7 +317,7 @@ def test_a_second_devnet_up_in_the_same_dir_credits_every_node_as_the_first(devn
         assert NodeView(previous / "node-0").confirmed_rounds() == old_rounds
         addresses = {n["address"].lower() for n in state["nodes"]}
         wait_until(
-            lambda: credited_on_chain(state) == addresses,
+            lambda: credited_on_chain(ledger) == addresses,
             timeout_s=RESTART_ROUND_S * 8 + 60,
             what="every node credited after the second start",
         )
