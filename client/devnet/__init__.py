@@ -9,7 +9,7 @@ from client.devnet.anvil import (
     find_foundry_tool,
     rpc_call,
 )
-from client.devnet.ipfs import IpfsDaemon, IpfsNotFound, find_jsipfs
+from client.devnet.ipfs import IpfsDaemon, IpfsNotFound, find_jsipfs, start_daemons
 from client.devnet.process import (
     LOOPBACK,
     ServerProcess,
@@ -36,4 +36,5 @@ __all__ = [
     "pid_alive",
     "port_is_listening",
     "rpc_call",
+    "start_daemons",
 ]

@@ -19,6 +19,8 @@ import shutil
 import socket
 import subprocess
 import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from client.devnet.anvil import PROJECT_ROOT
@@ -76,6 +78,36 @@ def _api_answers(host: str, port: int, peer_id: str) -> bool:
     # shorter time-out than that never saw it ready (a restarted daemon, CI under load)
     with urllib.request.urlopen(request, timeout=API_READY_TIMEOUT_S) as response:  # noqa: S310
         return response.status == 200 and json.loads(response.read()).get("ID") == peer_id
+
+
+def _lost_a_port(exc: ServerStartError) -> bool:
+    """Whether a daemon failed because a port picked for it was taken before it bound it."""
+    return "EADDRINUSE" in str(exc)
+
+
+def start_daemons(daemons: Sequence[IpfsDaemon]) -> None:
+    """Starts every daemon at once: the repos initialised on threads (`jsipfs init` is a
+    one-shot process), the daemons spawned from the calling thread and waited for together, so
+    N daemons take about as long as the slowest. One that lost a port to a race starts again
+    alone on fresh ports, as `IpfsDaemon.start` does. On a failure every daemon is stopped."""
+    if not daemons:
+        return
+    with ThreadPoolExecutor(max_workers=len(daemons)) as pool:
+        list(pool.map(IpfsDaemon.init, daemons))  # raises the first failure
+    try:
+        for daemon in daemons:
+            daemon.spawn()
+        for daemon in daemons:
+            try:
+                daemon.wait_ready()
+            except ServerStartError as exc:
+                if daemon.wrap or not _lost_a_port(exc):
+                    raise
+                daemon.start()
+    except BaseException:
+        for daemon in daemons:
+            daemon.stop()
+        raise
 
 
 class IpfsDaemon(ManagedServer):
@@ -167,25 +199,48 @@ class IpfsDaemon(ManagedServer):
             shutil.rmtree(lock, ignore_errors=True)
         lock.unlink(missing_ok=True)
 
-    def start(self) -> IpfsDaemon:
-        """Starts the daemon (initialising its repo once) and returns once it says all its
-        servers listen and its API answers with the repo's peer id."""
+    def init(self) -> IpfsDaemon:
+        """Initialises the repo (a one-shot `jsipfs init`, seconds) unless it is there; safe on
+        a worker thread, as no server is spawned."""
         node, cli = find_jsipfs()
+        self._init_repo(node, cli)
+        return self
+
+    def spawn(self, *, fresh_ports: bool = False) -> IpfsDaemon:
+        """Initialises the repo once, writes its addresses and starts the daemon without
+        waiting for it (see `wait_ready`). Call it from the thread that is to outlive the
+        daemon: PR_SET_PDEATHSIG follows the spawning thread (client.devnet.process)."""
+        node, cli = find_jsipfs()
+        self._init_repo(node, cli, fresh_ports=fresh_ports)
+        self._api_said = ""
+        self._server = self._spawn(node, cli).spawn()
+        return self
+
+    def wait_ready(self) -> IpfsDaemon:
+        """Returns once the spawned daemon says all its servers listen and its API answers with
+        the repo's peer id; raises ServerStartError (saying what its API did) otherwise."""
+        if self._server is None:
+            raise ServerStartError("the IPFS daemon was not spawned")
+        try:
+            self._server.wait_ready()
+        except ServerStartError as exc:
+            if self._api_said:  # it said it was ready: what its API did instead
+                raise ServerStartError(f"{exc}\n{self._api_said}") from exc
+            raise
+        return self
+
+    def start(self) -> IpfsDaemon:
+        """Starts the daemon (initialising its repo once) and returns once it is ready."""
         # A port free when we picked it can be taken before the daemon (seconds to start) binds
         # it, e.g. by another devnet's daemon on the same host: then all four are picked again.
         # A namespace's daemon has fixed ports of its own.
         attempts = 1 if self.wrap else 3
         for attempt in range(attempts):
-            self._init_repo(node, cli, fresh_ports=attempt > 0)
-            self._api_said = ""
             try:
-                self._server = self._spawn(node, cli).start()
-                return self
+                return self.spawn(fresh_ports=attempt > 0).wait_ready()
             except ServerStartError as exc:
-                if attempt + 1 < attempts and "EADDRINUSE" in str(exc):
+                if attempt + 1 < attempts and _lost_a_port(exc):
                     continue
-                if self._api_said:  # it said it was ready: what its API did instead
-                    raise ServerStartError(f"{exc}\n{self._api_said}") from exc
                 raise
         raise AssertionError("unreachable")
 

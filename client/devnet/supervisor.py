@@ -28,7 +28,7 @@ from pathlib import Path
 
 from client.config import NodeConfig
 from client.config.roles import HONEST, partners
-from client.devnet import Anvil, IpfsDaemon, registry
+from client.devnet import Anvil, IpfsDaemon, registry, start_daemons
 from client.devnet.netns import NetnsLayout
 from client.devnet.netns import check as netns_check
 from client.devnet.process import (
@@ -172,9 +172,9 @@ class Supervisor:
             self.netns.create()
         self._stage("starting anvil")
         self.anvil.start()
-        for i, daemon in enumerate(self.daemons):
-            self._stage(f"starting IPFS daemon {i + 1} of {len(self.daemons)}")
-            daemon.start()
+        if self.daemons:
+            self._stage(f"starting {len(self.daemons)} IPFS daemon(s)")
+            start_daemons(self.daemons)
         if self.nodes and (spec := seed_spec(self.cfg)) is not None:
             # lazily: client.policy imports torch, which `up --detach` (this module's first
             # importer) and a devnet of a downloaded model do without

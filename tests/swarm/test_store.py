@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from client.devnet import IpfsDaemon
+from client.devnet import IpfsDaemon, start_daemons
 from client.store import (
     BatchDigestMismatch,
     BatchTooLarge,
@@ -218,9 +218,11 @@ def test_two_daemons_on_their_own_hosts_fetch_each_others_blocks_over_bitswap(
 
     from client.store.peers import ipfs_addresses, peer_addresses
 
-    a = IpfsDaemon(tmp_path / "a", host="127.0.0.2", swarm=True).start()
-    b = IpfsDaemon(tmp_path / "b", host="127.0.0.3", swarm=True).start()
-    c = IpfsDaemon(tmp_path / "c", host="127.0.0.4", swarm=True).start()
+    a, b, c = (
+        IpfsDaemon(tmp_path / name, host=f"127.0.0.{i + 2}", swarm=True)
+        for i, name in enumerate("abc")
+    )
+    start_daemons([a, b, c])  # as a devnet starts its daemons: at once
     try:
         stores = [
             IpfsStore(d.api, index_dir=tmp_path / f"index-{i}", timeout_s=5)
