@@ -192,6 +192,11 @@ class IpfsDaemon(ManagedServer):
         config["Bootstrap"] = []
         config.setdefault("Discovery", {})["MDNS"] = {"Enabled": False, "Interval": 10}
         config["Discovery"]["webRTCStar"] = {"Enabled": False}
+        # Nodes dial their peers at the addresses on chain and fetch over bitswap from them: no
+        # DHT lookups (kad-DHT's upkeep was 5% of an idle daemon's CPU) and no pubsub (gossipsub's
+        # heartbeat), which kubo also leaves off by default; both keys are kubo's own.
+        config["Routing"] = {"Type": "none"}
+        config["Pubsub"] = {**config.get("Pubsub", {}), "Enabled": False}
         config_path.write_text(json.dumps(config, indent=2))
         # a daemon killed hard leaves its repo lock behind
         lock = self.repo / "repo.lock"  # js-ipfs locks with a directory (proper-lockfile)
