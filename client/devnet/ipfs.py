@@ -1,13 +1,13 @@
 """A local IPFS daemon: js-ipfs from the pinned npm package `ipfs`, on a loopback address.
 
-kubo cannot be installed from the registries reachable here; js-ipfs 0.66 serves the same RPC
-API (/api/v0), so the store's code path is the one a kubo node gets. The daemon gets a fresh repo
-under the data dir, empty Bootstrap, no MDNS, no preload, no DHT, no pubsub, and free ports on its host (127.0.0.1
-unless given another 127.0.0.N, so that a devnet's daemons are distinct hosts to libp2p) for its
-API, gateway and gRPC. With `swarm=True` it listens for peers on a TCP port of that host and
-fetches what it lacks over bitswap from the peers it is connected to; without, it runs
-`--offline` (one daemon shared by the processes of a test). Node 20 needs a preloaded
-Promise.withResolvers polyfill.
+kubo cannot be installed from the registries reachable here; js-ipfs 0.66 serves the same RPC API
+(/api/v0), so the store's code path is the one a kubo node gets. The daemon gets a fresh repo under
+the data dir, empty Bootstrap, no MDNS, no preload, no DHT, no pubsub, and free ports on its host
+(127.0.0.1 unless given another 127.0.0.N, so that a devnet's daemons are distinct hosts to libp2p)
+for its API, gateway and gRPC. With `swarm=True` it listens for peers on a TCP port of that host and
+fetches what it lacks over bitswap from the peers it is connected to; without, it runs `--offline`
+(one daemon shared by the processes of a test). Node 20 needs a preloaded Promise.withResolvers
+polyfill.
 """
 
 from __future__ import annotations
