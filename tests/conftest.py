@@ -22,25 +22,42 @@ from tests.harness.processes import kill_started
 GROUPS = ("unit", "chain", "swarm")
 
 
-# The order modules are handed out in under xdist (scripts/test: -n 2 --dist loadfile
-# --no-loadscope-reorder, a module to a worker, in collection order): the long ones first, so
-# that the short ones fill in after instead of one long module running alone at the end (xdist's
-# own order, by number of tests, hands them out last). The end-to-end devnet's uncapped nodes and
-# vLLM engine fill both cores for its whole run: beside it go the devnets whose nodes are capped
-# (MECHANICS_ENV), which mostly wait on chain rounds, and the modules that compute (forge's
-# campaigns, the stateful ledger, the experiment) come after, two at a time.
+# The modules whose nodes play rounds on the wall clock (devnets, a node process beside anvil's
+# 1-s blocks). Two of them side by side starve each other's nodes on two cores, and a starved node
+# needs more rounds for what its test waits for: the p2p module took 1,027 worker-seconds beside
+# the end-to-end devnet in a whole run (fresh17) and 333 s alone. So they are one xdist work unit,
+# run one after another on one worker, while the other worker computes through the rest.
+WALL_CLOCK = frozenset(
+    {
+        "test_swarm_e2e",
+        "test_swarm_p2p",
+        "test_devnet_netns",
+        "test_metrics_alerts",
+        "test_devnet",
+        "test_slow_node",
+        "test_tui",
+    }
+)
+WALL_CLOCK_UNIT = "wall-clock"
+
+# The order work units are handed out in under xdist (scripts/test: -n 2 --dist loadgroup
+# --no-loadscope-reorder; a unit is a module, or the wall-clock modules together, in collection
+# order): the long ones first, so that the short ones fill in after instead of one long module
+# running alone at the end (xdist's own order, by number of tests, hands them out last). The
+# wall-clock unit comes first; beside it, the modules that compute (forge's campaigns, the
+# stateful ledger, the experiment), then the rest.
 LONGEST_FIRST = (
     "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
     "test_swarm_p2p",  # ~7 (its devnet, then started again in the same dir)
     "test_devnet_netns",  # ~3
     "test_metrics_alerts",  # ~3 (two uncapped nodes: the busy-share alert must stay silent)
+    "test_devnet",  # ~5
+    "test_slow_node",  # ~2.7
+    "test_tui",  # ~2
     "test_ledger_forge",  # ~12 (beside the end-to-end devnet; ~5 alone)
     "test_ledger_stateful",  # ~4
     "test_experiment",  # ~5
-    "test_devnet",  # ~5
     "test_cli",  # ~3.5
-    "test_slow_node",  # ~2.7
-    "test_tui",  # ~2
     "test_adversaries",
     "test_hostile",  # ~1.5 (100 hostile batches through the checker, verifier and learner)
     "test_appeals",  # ~1.5
@@ -65,10 +82,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(state_home, ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(item.module.__name__ if item.module else "", 99))
+        for item in items:  # a module is a work unit, but the wall-clock ones are one together
+            module = item.module.__name__ if item.module else item.nodeid
+            unit = WALL_CLOCK_UNIT if module in WALL_CLOCK else module
+            item.add_marker(pytest.mark.xdist_group(unit))
     for item in items:
         group = item.path.parent.name
         if group not in GROUPS:
