@@ -152,20 +152,25 @@ class IpfsDaemon(ManagedServer):
     def _env(self) -> dict[str, str]:
         return os.environ | {"IPFS_PATH": str(self.repo), "IPFS_MONITORING": ""}
 
+    def _create_repo(self, node: str, cli: Path) -> None:
+        """Runs `jsipfs init` (a one-shot process, seconds) unless the repo is there."""
+        if (self.repo / "config").is_file():
+            return
+        self.repo.parent.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            [node, "--require", str(POLYFILL), str(cli), "init", "--profile", "test"],
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0:
+            raise ServerStartError(f"jsipfs init failed: {result.stderr[-2000:]}")
+
     def _init_repo(self, node: str, cli: Path, fresh_ports: bool = False) -> None:
         """Initialises the repo once, then writes its addresses: the ports of the last start
         where they are still free (unless `fresh_ports`), else free ones."""
-        if not (self.repo / "config").is_file():
-            self.repo.parent.mkdir(parents=True, exist_ok=True)
-            result = subprocess.run(
-                [node, "--require", str(POLYFILL), str(cli), "init", "--profile", "test"],
-                env=self._env(),
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            if result.returncode != 0:
-                raise ServerStartError(f"jsipfs init failed: {result.stderr[-2000:]}")
+        self._create_repo(node, cli)
         config_path = self.repo / "config"
         config = json.loads(config_path.read_text())
         host = self.host
@@ -206,9 +211,8 @@ class IpfsDaemon(ManagedServer):
 
     def init(self) -> IpfsDaemon:
         """Initialises the repo (a one-shot `jsipfs init`, seconds) unless it is there; safe on
-        a worker thread, as no server is spawned."""
-        node, cli = find_jsipfs()
-        self._init_repo(node, cli)
+        a worker thread, as no server is spawned. `spawn` writes its addresses."""
+        self._create_repo(*find_jsipfs())
         return self
 
     def spawn(self, *, fresh_ports: bool = False) -> IpfsDaemon:
