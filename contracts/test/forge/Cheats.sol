@@ -49,6 +49,8 @@ abstract contract CheatsBase {
     /// @dev Deploys the ledger under test from its compiled artifact, with ABI-encoded constructor
     /// arguments. Not `new SwarmLedger(...)`: that would put the ledger's creation code inside each
     /// suite, and via-IR would optimize the whole ledger again for every suite that creates one.
+    /// The suites hold it as an ISwarmLedger, never import SwarmLedger.sol: a change to the ledger
+    /// (a gas check's inflated copy) then recompiles the ledger alone, not every suite with it.
     /// SAPO_LEDGER_ARTIFACT, when set, names another artifact of the same interface (a mutant).
     function deployLedger(bytes memory constructorArgs) internal returns (address) {
         return vm.deployCode(vm.envOr("SAPO_LEDGER_ARTIFACT", LEDGER_ARTIFACT), constructorArgs);

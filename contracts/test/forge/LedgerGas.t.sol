@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
-import {SwarmLedger} from "../../SwarmLedger.sol";
+import {ISwarmLedger} from "../../ISwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
 /// @notice The gas of the calls every node makes every round (and of an appeal and the judging of
@@ -18,7 +18,7 @@ contract LedgerGasTest is CheatsBase {
         vm.prank(settler);
     }
 
-    SwarmLedger internal ledger;
+    ISwarmLedger internal ledger;
     address internal constant A = address(0xA11CE);
     address internal constant B = address(0xB0B);
     address internal constant C = address(0xCA201);
@@ -84,7 +84,7 @@ contract LedgerGasTest is CheatsBase {
         vm.roll(1_000);
         // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance, a
         // quorum of 2 on committees of 8 seat trials (configs/devnet.toml)
-        ledger = SwarmLedger(
+        ledger = ISwarmLedger(
             deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8, 2, 32, families()))
         );
         address[5] memory nodes = [A, B, C, D, E];

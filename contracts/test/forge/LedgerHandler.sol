@@ -2,7 +2,6 @@
 pragma solidity 0.8.37;
 
 import {ISwarmLedger} from "../../ISwarmLedger.sol";
-import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
 /// @notice Drives a SwarmLedger through random sequences of every call a node, an auditor or a
@@ -19,7 +18,7 @@ import {CheatsBase} from "./Cheats.sol";
 ///   violation` fails with the message and forge prints the shrunk call sequence.
 /// The model is written from the ledger's documented rules, not from its code.
 contract LedgerHandler is CheatsBase {
-    SwarmLedger public immutable ledger;
+    ISwarmLedger public immutable ledger;
 
     uint256 internal constant SCORE_SCALE = 10_000;
     uint256 internal constant MAX_ROLLOUTS = 65_536; // what a batch holds: 1,024 questions x 64
@@ -216,7 +215,7 @@ contract LedgerHandler is CheatsBase {
         return blockNow > block.number ? blockNow : block.number;
     }
 
-    constructor(SwarmLedger ledger_) {
+    constructor(ISwarmLedger ledger_) {
         ledger = ledger_;
         blockNow = block.number;
         L = ledger_.roundLength();

@@ -2,7 +2,6 @@
 pragma solidity 0.8.37;
 
 import {ISwarmLedger} from "../../ISwarmLedger.sol";
-import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase, FuzzSelector} from "./Cheats.sol";
 import {LedgerHandler} from "./LedgerHandler.sol";
 
@@ -11,7 +10,7 @@ import {LedgerHandler} from "./LedgerHandler.sol";
 /// after each call. Each invariant is a rule of the ledger in plain words; a failure names the
 /// rule and the offending values, and forge prints the shrunk sequence that broke it.
 abstract contract LedgerInvariantsBase is CheatsBase {
-    SwarmLedger internal ledger;
+    ISwarmLedger internal ledger;
     LedgerHandler internal handler;
 
 
@@ -37,7 +36,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         Params memory p = params();
         vm.warp(1_700_000_000);
         vm.roll(1_000);
-        ledger = SwarmLedger(
+        ledger = ISwarmLedger(
             deployLedger(
                 abi.encode(
                     p.roundLength,

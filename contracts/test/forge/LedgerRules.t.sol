@@ -2,7 +2,6 @@
 pragma solidity 0.8.37;
 
 import {ISwarmLedger} from "../../ISwarmLedger.sol";
-import {SwarmLedger} from "../../SwarmLedger.sol";
 import {CheatsBase} from "./Cheats.sol";
 
 /// @notice Directed tests of the credit rule's edges, which the invariant campaigns reach too
@@ -17,7 +16,7 @@ import {CheatsBase} from "./Cheats.sol";
 /// first votes until round 3, an appeal in round 4, appellate votes until round 5, final from
 /// round 6, its votes judged in rounds 6 and 7.
 contract LedgerRulesTest is CheatsBase {
-    SwarmLedger internal ledger;
+    ISwarmLedger internal ledger;
     address internal constant P = address(0x9001);
     address internal constant A = address(0xA001);
     address internal constant B = address(0xB001);
@@ -38,7 +37,7 @@ contract LedgerRulesTest is CheatsBase {
     function _launch(uint8 quorum, uint256 whaleStake, bytes32 whaleFamily) internal {
         vm.warp(1_700_000_000);
         vm.roll(100);
-        ledger = SwarmLedger(
+        ledger = ISwarmLedger(
             deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3, 2, 12, families()))
         );
         address[5] memory nodes = [P, A, B, C, D];
