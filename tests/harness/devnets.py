@@ -105,14 +105,18 @@ def credited_nodes(data_dir: Path, env: dict[str, str]) -> dict[str, dict]:
 
 
 def credited_on_chain(ledger) -> set[str]:
-    """The nodes (lower-case addresses) with a batch credited so far on `ledger` (a
-    CreditChanged to credited). What a wait polls: read in this process, where each poll of
-    `credited_nodes` starts a `sapo` process (~3 CPU-s of imports) on the cores the devnet under
-    test runs on; a test then reads `devnet status` once, as an operator would."""
+    """The nodes (lower-case addresses) with credited learning signal so far on `ledger`: the
+    leaderboard's rows whose credited total is above 0, as `credited_nodes` (`devnet status`)
+    counts them. A batch whose groups all scored alike carries signal 0 and is credited with 0
+    (a seed policy's first round often is), so a CreditChanged alone does not make a node count.
+    What a wait polls: read in this process, where each poll of `credited_nodes` starts a `sapo`
+    process (~3 CPU-s of imports) on the cores the devnet under test runs on; a test then reads
+    `devnet status` once, as an operator would."""
+    from client.chain.audit import Auditor
     from client.chain.events import EventReader
-    from client.chain.ledger_events import CreditChanged
 
-    return {e.node for e in EventReader(ledger).events(CreditChanged) if e.credited}
+    rows = Auditor(ledger, EventReader(ledger)).leaderboard()
+    return {row.node.lower() for row in rows if row.credited > 0}
 
 
 def start_mechanics_devnet(
