@@ -7,7 +7,8 @@ import {LedgerHandler} from "./LedgerHandler.sol";
 
 /// @notice Stateful fuzzing of SwarmLedger: forge calls LedgerHandler's actions in random
 /// sequences (the campaign's runs x depth are in foundry.toml) and checks every invariant below
-/// after each call. Each invariant is a rule of the ledger in plain words; a failure names the
+/// after every 4th call and at the end of each run (foundry.toml's check_interval says why;
+/// LedgerHandler itself judges every call as it makes it). Each invariant is a rule of the ledger in plain words; a failure names the
 /// rule and the offending values, and forge prints the shrunk sequence that broke it.
 abstract contract LedgerInvariantsBase is CheatsBase {
     ISwarmLedger internal ledger;
