@@ -50,7 +50,7 @@ LONGEST_FIRST = (
     "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
     "test_swarm_p2p",  # ~7 (its devnet, then started again in the same dir)
     "test_devnet_netns",  # ~3
-    "test_metrics_alerts",  # ~3 (two uncapped nodes: the busy-share alert must stay silent)
+    "test_metrics_alerts",  # ~3 (its node under test uncapped: the busy-share alert stays silent)
     "test_devnet",  # ~5
     "test_slow_node",  # ~2.7
     "test_tui",  # ~2

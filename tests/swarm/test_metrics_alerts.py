@@ -162,7 +162,10 @@ def test_each_alert_fires_under_its_fault_and_stays_silent_while_healthy(
 ) -> None:
     env = dict(MECHANICS_ENV) | {
         "SAPO_POLICY__CACHE_DIR": str(cached_seed_test(seed_test, tmp_path / "policies")),
-        "SAPO_SAPO__MAX_LOCAL_ROUNDS": "0",  # uncapped, as a node runs: its busy share is real
+        # node-0, whose alerts are checked, uncapped as a node runs: its busy share is real; its
+        # peer, there to attest it, stays capped (an uncapped one took a core the other test
+        # worker needs, for nothing this test reads)
+        "SAPO_DEVNET__NODE_OVERRIDES": json.dumps({"0": {"sapo": {"max_local_rounds": 0}}}),
     }
     data_dir = tmp_path / "devnet"
     proc, state = start_mechanics_devnet(data_dir, 2, ROUND_S, "--metrics", env=env)
