@@ -1,0 +1,288 @@
+"""The swarm's signed messages (EIP-712): what a node signs off chain instead of sending one
+transaction per submission and per seat vote.
+
+A `Submission` is a producer's claim for one round (the fields `SwarmLedger.submit` takes); a `Vote`
+is one checker's verdict on one peer batch (what `attest` or `reportUnavailable` says), bound to
+the batch's digest so that it cannot be moved to another batch of the same producer and round.
+Both are EIP-712 typed data under the domain of one deployment (name, version, chain id and the
+contract that judges them): a signature made for a testnet ledger proves nothing on another.
+
+The struct hashes are computed here from their ABI encoding (EIP-712's `hashStruct`), as the
+contract computes them (contracts/lib/Messages.sol); tests check them against eth-account's own
+`encode_typed_data`. A signature is accepted only in its canonical form (s in the lower half of
+the curve order, v 27 or 28, as OpenZeppelin's ECDSA accepts it): the other of the two valid
+signatures of a message would otherwise pass for a second message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, ClassVar
+
+from eth_abi import encode
+from eth_keys import keys
+from eth_keys.exceptions import BadSignature as _EthKeysBadSignature
+from eth_utils import keccak, to_checksum_address
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+DOMAIN_NAME = "sapo-swarm"
+DOMAIN_VERSION = "1"
+# secp256k1's group order; a canonical signature has s <= N / 2 (EIP-2)
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+MAX_MESSAGE_BYTES = 1024  # a signed message as JSON is ~400 bytes: anything larger is refused
+DOMAIN_TYPE = "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+
+
+class BadMessage(ValueError):
+    """A signed message that cannot be accepted: malformed, out of range, or its signature is not
+    its signer's. The text names what was wrong."""
+
+
+def _address(value: object) -> str:
+    if isinstance(value, bytes) and len(value) == 20:
+        value = "0x" + value.hex()
+    if not isinstance(value, str) or len(value) != 42 or not value.startswith("0x"):
+        raise ValueError("an address is 0x and 40 hex digits")
+    try:
+        return to_checksum_address(value)
+    except ValueError as exc:
+        raise ValueError(f"not an address: {value!r}") from exc
+
+
+def _bytes32(value: object) -> str:
+    if isinstance(value, bytes) and len(value) == 32:
+        return "0x" + value.hex()
+    if not isinstance(value, str) or len(value) != 66 or not value.startswith("0x"):
+        raise ValueError("a digest is 0x and 64 hex digits")
+    try:
+        bytes.fromhex(value[2:])
+    except ValueError as exc:
+        raise ValueError(f"not hex: {value!r}") from exc
+    return value.lower()
+
+
+Address = Annotated[str, BeforeValidator(_address)]
+Bytes32 = Annotated[str, BeforeValidator(_bytes32)]
+Uint16 = Annotated[int, Field(ge=0, lt=2**16, strict=True)]
+Uint32 = Annotated[int, Field(ge=0, lt=2**32, strict=True)]
+Uint64 = Annotated[int, Field(ge=0, lt=2**64, strict=True)]
+
+
+class _Typed(BaseModel):
+    """One EIP-712 struct: its type string, its fields in the type's order, their ABI types."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TYPE: ClassVar[str]
+
+    @classmethod
+    def fields_in_order(cls) -> list[tuple[str, str]]:
+        """(solidity type, field name) as the type string lists them."""
+        inner = cls.TYPE[cls.TYPE.index("(") + 1 : -1]
+        return [tuple(part.split(" ")) for part in inner.split(",")]  # type: ignore[misc]
+
+    @classmethod
+    def type_hash(cls) -> bytes:
+        return keccak(text=cls.TYPE)
+
+    def _abi_values(self) -> list[object]:
+        values = []
+        for sol_type, name in self.fields_in_order():
+            value = getattr(self, name)
+            values.append(bytes.fromhex(value[2:]) if sol_type == "bytes32" else value)
+        return values
+
+    def struct_hash(self) -> bytes:
+        """EIP-712's hashStruct: keccak(typeHash ++ abi.encode(fields))."""
+        types = ["bytes32", *(t for t, _ in self.fields_in_order())]
+        return keccak(encode(types, [self.type_hash(), *self._abi_values()]))
+
+    def typed_data(self, domain: Domain) -> dict:
+        """The message as eth-account's `encode_typed_data(full_message=...)` takes it (and a
+        wallet's eth_signTypedData_v4 shows it)."""
+        fields = [{"name": n, "type": t} for t, n in self.fields_in_order()]
+        return {
+            "types": {
+                "EIP712Domain": [
+                    {"name": "name", "type": "string"},
+                    {"name": "version", "type": "string"},
+                    {"name": "chainId", "type": "uint256"},
+                    {"name": "verifyingContract", "type": "address"},
+                ],
+                type(self).__name__: fields,
+            },
+            "primaryType": type(self).__name__,
+            "domain": domain.as_typed_data(),
+            "message": {n: getattr(self, n) for _, n in self.fields_in_order()},
+        }
+
+
+class Domain(BaseModel):
+    """EIP-712's domain of one deployment: a message signed for it is valid nowhere else."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    chain_id: Annotated[int, Field(gt=0, lt=2**256, strict=True)]
+    contract: Address
+    name: str = DOMAIN_NAME
+    version: str = DOMAIN_VERSION
+
+    def separator(self) -> bytes:
+        return keccak(
+            encode(
+                ["bytes32", "bytes32", "bytes32", "uint256", "address"],
+                [
+                    keccak(text=DOMAIN_TYPE),
+                    keccak(text=self.name),
+                    keccak(text=self.version),
+                    self.chain_id,
+                    self.contract,
+                ],
+            )
+        )
+
+    def as_typed_data(self) -> dict:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "chainId": self.chain_id,
+            "verifyingContract": self.contract,
+        }
+
+
+class Submission(_Typed):
+    """A producer's claim for its batch of one round (what `submit` records)."""
+
+    TYPE: ClassVar[str] = (
+        "Submission(uint64 round,bytes32 digest,uint32 rollouts,uint64 score,uint64 signal)"
+    )
+    round: Uint64
+    digest: Bytes32
+    rollouts: Annotated[int, Field(ge=1, lt=2**32, strict=True)]
+    score: Uint64
+    signal: Uint64
+
+
+class Vote(_Typed):
+    """A checker's verdict on one producer's batch of one round: its re-scored claim and findings,
+    or `unavailable` (it found the batch nowhere; score, signal and findings are then 0)."""
+
+    TYPE: ClassVar[str] = (
+        "Vote(uint64 round,address producer,bytes32 digest,bool unavailable,uint64 score,"
+        "uint64 signal,uint16 findings)"
+    )
+    round: Uint64
+    producer: Address
+    digest: Bytes32
+    unavailable: Annotated[bool, Field(strict=True)]
+    score: Uint64
+    signal: Uint64
+    findings: Uint16
+
+    def model_post_init(self, _context: object) -> None:
+        if self.unavailable and (self.score or self.signal or self.findings):
+            raise ValueError("an unavailable vote carries no score, signal or findings")
+
+
+MESSAGE_TYPES: dict[str, type[_Typed]] = {"Submission": Submission, "Vote": Vote}
+
+
+def signing_hash(domain: Domain, message: _Typed) -> bytes:
+    """keccak(0x1901 ++ domainSeparator ++ hashStruct(message)): what is signed."""
+    return keccak(b"\x19\x01" + domain.separator() + message.struct_hash())
+
+
+class Signed(BaseModel):
+    """A message with its signer's address and canonical 65-byte signature (r ++ s ++ v)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: str
+    message: Submission | Vote
+    signer: Address
+    signature: str  # 0x + 130 hex digits
+
+    @classmethod
+    def sign(cls, message: _Typed, domain: Domain, key: bytes) -> Signed:
+        """Signs with a raw private key (a keystore's decrypted key; never logged or stored)."""
+        private = keys.PrivateKey(key)
+        sig = private.sign_msg_hash(signing_hash(domain, message))
+        r, s, v = sig.r, sig.s, sig.v + 27
+        raw = r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([v])
+        return cls(
+            kind=type(message).__name__,
+            message=message,
+            signer=private.public_key.to_checksum_address(),
+            signature="0x" + raw.hex(),
+        )
+
+    def recover(self, domain: Domain) -> str:
+        """The address whose key made the signature (raises BadMessage on a malformed or
+        non-canonical one)."""
+        return recover(domain, self.message, self.signature)
+
+    def verify(self, domain: Domain) -> Signed:
+        """Returns self if the signature is its signer's under `domain`; raises BadMessage."""
+        found = self.recover(domain)
+        if found != self.signer:
+            raise BadMessage(
+                f"the {self.kind}'s signature is {found}'s, not its signer {self.signer}'s "
+                "(signed for another deployment, or forged)"
+            )
+        return self
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, domain: Domain) -> Signed:
+        """Parses and verifies a message a peer sent: bounded size, every field in range, the
+        kind named matching its fields, the signature canonical and its signer's."""
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise BadMessage(
+                f"a signed message is at most {MAX_MESSAGE_BYTES} bytes, got {len(data)}"
+            )
+        try:
+            raw = json.loads(data)
+            if not isinstance(raw, dict) or raw.get("kind") not in MESSAGE_TYPES:
+                raise BadMessage(f"unknown message kind; expected one of {sorted(MESSAGE_TYPES)}")
+            try:
+                message = MESSAGE_TYPES[raw["kind"]].model_validate(raw.get("message"))
+            except ValidationError as exc:
+                reason = _first_error(exc, "message")
+                raise BadMessage(f"malformed signed message: {reason}") from None
+            signed = cls.model_validate(raw | {"message": message})
+        except BadMessage:
+            raise
+        except (ValueError, ValidationError, TypeError) as exc:
+            raise BadMessage(f"malformed signed message: {_first_error(exc)}") from None
+        return signed.verify(domain)
+
+
+def _first_error(exc: Exception, within: str = "") -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in (within, *err["loc"]) if p) or "message"
+        return f"{where}: {err['msg']}"
+    return str(exc)
+
+
+def recover(domain: Domain, message: _Typed, signature: str) -> str:
+    """The checksum address that signed `message` under `domain` with `signature`."""
+    if not isinstance(signature, str) or len(signature) != 132 or not signature.startswith("0x"):
+        raise BadMessage("a signature is 0x and 130 hex digits (r, s, v)")
+    try:
+        raw = bytes.fromhex(signature[2:])
+    except ValueError:
+        raise BadMessage("a signature is hex") from None
+    r, s, v = int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:64], "big"), raw[64]
+    if v not in (27, 28):
+        raise BadMessage(f"a signature's v is 27 or 28, got {v}")
+    if not 0 < r < SECP256K1_N or not 0 < s <= SECP256K1_N // 2:
+        raise BadMessage(
+            "non-canonical signature (s in the upper half of the curve order, or r/s 0)"
+        )
+    try:
+        public = keys.Signature(vrs=(v - 27, r, s)).recover_public_key_from_msg_hash(
+            signing_hash(domain, message)
+        )
+    except _EthKeysBadSignature as exc:
+        raise BadMessage(f"the signature recovers no key: {exc}") from None
+    return public.to_checksum_address()
