@@ -82,6 +82,12 @@ class LedgerParams(ChainModel):
         `current` (vote_open's inverse, appealed), at least 0."""
         return max(0, self.first_open(current) - self.appeal_rounds)
 
+    def first_judged(self, current: int) -> int:
+        """The oldest round whose votes can still be judged (settleVotes) in `current`
+        (votes_judged_open's inverse; may be negative early on): nothing of an older round can
+        change on chain any more."""
+        return current - self.submit_rounds - 2 * self.challenge_rounds - self.appeal_rounds
+
     def attest_open(self, round_: int, current: int) -> bool:
         """Whether the first committee of a submission of `round_` can still vote in `current`."""
         return current <= self.close(round_)

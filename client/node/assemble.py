@@ -249,6 +249,12 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
             f"submission and challenge windows ({windows} rounds): peers fetch and attest a "
             "batch until they close, and a batch they cannot fetch earns no credit"
         )
+    if cfg.store.retain_rounds <= cfg.sapo.lookback_rounds:
+        raise NodeConfigError(
+            f"[store].retain_rounds ({cfg.store.retain_rounds}) must exceed "
+            f"[sapo].lookback_rounds ({cfg.sapo.lookback_rounds}): a node trains on its peers' "
+            "items of that many rounds back, and forgets what is older than retain_rounds"
+        )
     store = open_store(cfg.store)
     device, dtype = cfg.policy.device, cfg.policy.dtype
     if cfg.policy.cpu_threads:

@@ -402,6 +402,28 @@ def test_a_running_node_unpins_what_is_older_than_retain_rounds(world) -> None:
         assert (cid in index) == kept, f"round {round_} (now {current}): pin index {cid in index}"
         assert (cid in on_daemon) == kept, f"round {round_} (now {current}): daemon pin {cid}"
     assert sum(len(e["cids"]) for e in unpinned) == sum(r < current - 3 for r in pinned)
+    # The journal forgets peers' rows once no window can judge them (votes are judged until
+    # W + 2C + A = 5 rounds after the batch's round here, later than retain_rounds' 3), keeping
+    # their counts. This node has no peer, so a peer's rows are written here, as the intake
+    # writes them, for the rounds either side of that horizon.
+    from client.node.journal.peers import PeerSubmission
+    from client.node.journal.states import Verdict
+
+    now = node.ledger.current_round()
+    horizon = now - 5
+    peers = node.journal.peers
+    for round_ in (horizon - 1, horizon):
+        sub = PeerSubmission(
+            round=round_, node="0xfeed", digest="0xd", rollouts=1, score=0, signal=0
+        )
+        peers.discovered([sub], next_block=peers.event_cursor() or 0)
+        peers.peer_batch(round_, "0xfeed", "0xd", Verdict.BAD, findings=1)
+    node.publisher.upkeep.prune_journal(now)
+    assert [(v["round"], v["verdict"]) for v in peers.peer_verdicts() if v["node"] == "0xfeed"] == [
+        (horizon, "bad")
+    ]
+    assert [s.round for s in peers.peer_submissions(0) if s.node == "0xfeed"] == [horizon]
+    assert peers.per_peer()["0xfeed"] == {"used": 0, "bad": 2, "unavailable": 0}
 
 
 def test_a_stage_that_dies_stops_the_node_and_says_why(world) -> None:

@@ -113,6 +113,57 @@ def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> No
     assert again.peers.vote_basis(4, "0xother") == VoteBasis(Verdict.BAD, 0, 0, 1, 0)
 
 
+def test_pruned_peer_rows_leave_every_count_a_reader_shows_as_it_was(tmp_path: Path) -> None:
+    """A node forgets the rows of its peers' batches once no window can judge them (at 10,000
+    peers they are ~20 MiB a round): the rows of older rounds go in one transaction, what the
+    TUI, /metrics and `devnet status` count per peer and per verdict reads the same after, the
+    newer rounds' rows are untouched, and pruning again, or a node reopening the file, changes
+    nothing."""
+    from client.node.journal.peers import PeerSubmission
+    from client.node.journal.states import Verdict
+    from client.node.view.journal import NodeView
+
+    journal = Journal(tmp_path / "journal.sqlite")
+    verdicts = (Verdict.VERIFIED, Verdict.VERIFIED, Verdict.BAD, Verdict.UNAVAILABLE)
+    items = [{"question": "q", "completions": ["a", "b"], "rewards": [1.0, 0.0]}]
+    for round_ in range(10):
+        subs = [
+            PeerSubmission(
+                round=round_, node=f"0xp{i}", digest="0xd", rollouts=2, score=1, signal=1
+            )
+            for i in range(4)
+        ]
+        journal.peers.discovered(
+            subs,
+            next_block=round_,
+            attesters=[(round_, "0xp0", "0xp1")],
+            appeals=[(round_, "0xp2", 9)],
+        )
+        for i, verdict in enumerate(verdicts):
+            journal.peers.peer_batch(round_, f"0xp{(i + round_) % 4}", "0xd", verdict, items=items)
+        journal.peers.used([(round_, "0xp0", 0), (round_, "0xp1", 0)])
+    view = NodeView(tmp_path)
+    before = (journal.peers.verdict_counts(), journal.peers.per_peer(), view.peer_counts())
+    recent = journal.peers.peer_verdicts(6)
+    pruned = journal.peers.prune(6)
+    # 6 rounds of 4 submissions, 1 attester, 1 appeal, 4 batches and 2 used items each
+    assert pruned == 6 * (4 + 1 + 1 + 4 + 2)
+    after = (journal.peers.verdict_counts(), journal.peers.per_peer(), view.peer_counts())
+    assert after == before and before[0] == {"verified": 20, "bad": 10, "unavailable": 10}
+    assert journal.peers.peer_verdicts() == recent  # rounds 6 to 9, as they were
+    assert [s.round for s in journal.peers.peer_submissions(0)] == [6] * 4 + [7] * 4 + [8] * 4 + [
+        9
+    ] * 4
+    assert journal.peers.appealed(0) == {(r, "0xp2") for r in range(6, 10)}
+    assert journal.peers.used_keys(0) == {(r, n, 0) for r in range(6, 10) for n in ("0xp0", "0xp1")}
+    assert journal.peers.prune(6) == 0 and journal.peers.per_peer() == before[1]
+    view.close()
+    journal.close()
+    again = Journal(tmp_path / "journal.sqlite")
+    assert again.peers.verdict_counts() == before[0] and again.peers.per_peer() == before[1]
+    assert Journal.read_only(tmp_path / "journal.sqlite").peers.per_peer() == before[1]
+
+
 def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
     tmp_path: Path,
 ) -> None:

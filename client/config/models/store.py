@@ -23,7 +23,11 @@ class StoreSection(Section):
     timeout_s: float = Field(10.0, gt=0, le=600)
     max_batch_bytes: int = Field(1 << 20, ge=1024, le=1 << 20, description="at most 1 MiB")
     retain_rounds: int = Field(
-        100, gt=0, description="unpin batches (ours and the peers' we fetched) older than this"
+        100,
+        gt=0,
+        description="unpin batches (ours and the peers' we fetched) older than this many rounds, "
+        "and forget the journal's rows of peers' batches once no window can judge them either "
+        "(their per-peer counts are kept)",
     )
     allow_private_peers: bool = Field(
         False,

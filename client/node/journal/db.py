@@ -121,9 +121,9 @@ CREATE TABLE phase_counts (phase TEXT PRIMARY KEY, n INTEGER NOT NULL);
 INSERT INTO phase_counts SELECT phase, COUNT(*) FROM rounds GROUP BY phase;
 """
 # The indexes keep what readers ask each second (the TUI, /metrics: rounds per phase, the pending
-# outbox, verdict counts, per-peer counts) from scanning a journal that grows for weeks. They
-# change no row, so a journal of this version written before them gets them when its node next
-# opens it.
+# outbox, verdict counts, per-peer counts) from scanning a journal that grows for weeks, and
+# peer_totals keeps the per-peer counts of the rows pruned (PeerBook.prune). They change no row,
+# so a journal of this version written before them gets them when its node next opens it.
 INDEXES = """
 CREATE INDEX IF NOT EXISTS rounds_by_phase ON rounds (phase, round);
 CREATE TRIGGER IF NOT EXISTS phase_counts_insert AFTER INSERT ON rounds BEGIN
@@ -142,6 +142,13 @@ CREATE INDEX IF NOT EXISTS outbox_by_status ON outbox (status, kind, round);
 CREATE INDEX IF NOT EXISTS peer_batches_by_verdict ON peer_batches (verdict);
 CREATE INDEX IF NOT EXISTS peer_batches_by_node ON peer_batches (node, verdict);
 CREATE INDEX IF NOT EXISTS used_items_by_node ON used_items (node);
+CREATE TABLE IF NOT EXISTS peer_totals (  -- per peer, what the rows pruned counted (PeerBook.prune)
+    node TEXT PRIMARY KEY,
+    verified INTEGER NOT NULL DEFAULT 0,
+    bad INTEGER NOT NULL DEFAULT 0,
+    unavailable INTEGER NOT NULL DEFAULT 0,
+    used INTEGER NOT NULL DEFAULT 0
+);
 """
 SCHEMA = TABLES + PHASE_COUNTS + INDEXES
 

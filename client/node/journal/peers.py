@@ -77,6 +77,19 @@ def _sampled(record: dict | None) -> Sampled | None:
     )
 
 
+# the peer rows of old rounds, deleted by PeerBook.prune once their counts are folded
+PRUNE = tuple(
+    f"DELETE FROM {table} WHERE round < ?"  # noqa: S608 - the fixed table names below
+    for table in (
+        "peer_submissions",
+        "peer_attesters",
+        "peer_appeals",
+        "peer_batches",
+        "used_items",
+    )
+)
+
+
 class PeerBook:
     """The peer tables of a journal (every write one transaction of the journal's)."""
 
@@ -197,9 +210,38 @@ class PeerBook:
                 ),
             )
 
+    def prune(self, before_round: int) -> int:
+        """Deletes the peer rows of rounds before `before_round` (no window can judge them any
+        more, and no local round trains on them: the caller's horizon), folding what they
+        counted into peer_totals, in one transaction: the per-peer and per-verdict counts read
+        the same before and after. Returns how many rows went."""
+        with self._db.tx() as db:
+            db.execute(
+                "INSERT INTO peer_totals (node, verified, bad, unavailable) "
+                "SELECT node, SUM(verdict = ?), SUM(verdict = ?), SUM(verdict = ?) "
+                "FROM peer_batches WHERE round < ? GROUP BY node "
+                "ON CONFLICT(node) DO UPDATE SET verified = verified + excluded.verified, "
+                "bad = bad + excluded.bad, unavailable = unavailable + excluded.unavailable",
+                (Verdict.VERIFIED, Verdict.BAD, Verdict.UNAVAILABLE, before_round),
+            )
+            db.execute(
+                "INSERT INTO peer_totals (node, used) "
+                "SELECT node, COUNT(*) FROM used_items WHERE round < ? GROUP BY node "
+                "ON CONFLICT(node) DO UPDATE SET used = used + excluded.used",
+                (before_round,),
+            )
+            return sum(db.execute(sql, (before_round,)).rowcount for sql in PRUNE)
+
+    def _totals(self) -> list[tuple[str, int, int, int, int]]:
+        """peer_totals' rows (node, verified, bad, unavailable, used); none in a journal a node
+        of this version never opened for writing."""
+        if not self._db.has_table("peer_totals"):
+            return []
+        return self._db.all("SELECT node, verified, bad, unavailable, used FROM peer_totals")
+
     def verdict_counts(self) -> dict[str, int]:
         """Returns how many peer batches we concluded each verdict of (verified, bad,
-        unavailable)."""
+        unavailable), pruned ones included."""
         # the rare verdicts are counted in the verdict index, the common one by subtraction
         # from the table's row count (which SQLite answers without visiting each row)
         counts = {
@@ -208,12 +250,21 @@ class PeerBook:
             if v != Verdict.VERIFIED
         }
         [(total,)] = self._db.all("SELECT COUNT(*) FROM peer_batches")
-        return {Verdict.VERIFIED.value: total - sum(counts.values())} | counts
+        counts = {Verdict.VERIFIED.value: total - sum(counts.values())} | counts
+        for _, verified, bad, unavailable, _ in self._totals():
+            counts[Verdict.VERIFIED.value] += verified
+            counts[Verdict.BAD.value] += bad
+            counts[Verdict.UNAVAILABLE.value] += unavailable
+        return counts
 
     def per_peer(self) -> dict[str, dict[str, int]]:
         """Per peer: its batches we found bad and could not get, and its items we used (two
-        aggregates, not a row per batch: the TUI asks each second of a journal that grows)."""
+        aggregates, not a row per batch: the TUI asks each second of a journal that grows),
+        pruned ones included."""
         counts: dict[str, dict[str, int]] = {}
+        for node, _, bad, unavailable, used in self._totals():
+            if bad or unavailable or used:
+                counts[node.lower()] = {"used": used, "bad": bad, "unavailable": unavailable}
         for node, bad, unavailable in self._db.all(
             "SELECT node, SUM(verdict = ?), SUM(verdict = ?) FROM peer_batches "
             "WHERE verdict IN (?, ?) GROUP BY node",
@@ -222,7 +273,9 @@ class PeerBook:
             Verdict.BAD,
             Verdict.UNAVAILABLE,
         ):
-            counts[node.lower()] = {"used": 0, "bad": int(bad), "unavailable": int(unavailable)}
+            c = counts.setdefault(node.lower(), {"used": 0, "bad": 0, "unavailable": 0})
+            c["bad"] += int(bad)
+            c["unavailable"] += int(unavailable)
         for node, used in self._db.all("SELECT node, COUNT(*) FROM used_items GROUP BY node"):
             c = counts.setdefault(node.lower(), {"used": 0, "bad": 0, "unavailable": 0})
             c["used"] += int(used)

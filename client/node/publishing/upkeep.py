@@ -1,6 +1,7 @@
 """The publisher's upkeep between sends: the node's on-chain metadata kept current (its IPFS peer
 id and swarm addresses, which peers dial to fetch its batches: `setMetadata` when they changed,
-e.g. after the daemon moved), and what `[store].retain_rounds` no longer keeps unpinned."""
+e.g. after the daemon moved), and what `[store].retain_rounds` no longer keeps unpinned and in the
+journal."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class Upkeep(Stage):
             metadata,
         )
         self._metadata_round = -1
+        self._pruned_round = -1
 
     def keep_metadata(self) -> None:
         """Once a chain round: writes our metadata on chain when what peers need to reach our
@@ -65,6 +67,18 @@ class Upkeep(Stage):
             tx_hash=result.tx_hash,
         )
 
+    def prune_journal(self, current: int) -> None:
+        """Forgets the journal's rows of peers' batches of rounds that no window can judge any
+        more and that `[store].retain_rounds` no longer keeps (their per-peer counts stay, in
+        peer_totals): at 10,000 peers those rows are ~20 MiB a round. `retain` calls it once a
+        chain round."""
+        horizon = min(current - self.store_cfg.retain_rounds, self.params.first_judged(current))
+        if horizon <= 0:
+            return
+        pruned = self.journal.peers.prune(horizon)
+        if pruned:
+            log.info("journal: forgot %d peer rows of rounds before %d", pruned, horizon)
+
     def retain(self) -> None:
         """Unpins what is older than `[store].retain_rounds` (peers had their windows to fetch
         it: open_node checks retain_rounds against them), the snapshots of rounds whose window
@@ -85,6 +99,9 @@ class Upkeep(Stage):
             )
         # snapshots of rounds whose window closed (an opened or dropped round's went already)
         self.snapshots.drop_before(self.params.first_open(current))
+        if current != self._pruned_round:
+            self._pruned_round = current
+            self.prune_journal(current)
         with contextlib.suppress(Exception):  # bookkeeping only
             keep_s = max(self.store_cfg.retain_rounds, 100) * self.params.round_length
             self.journal.prune_spans(self.services.clock.now() - keep_s)
