@@ -130,6 +130,25 @@ class LedgerViews:
 
         return self.tx.rpc(fetch, "eth_getBlockByNumber")
 
+    def block_hashes(self, numbers: list[int], batch: int = 200) -> dict[int, str]:
+        """The hashes (0x hex) of the chain's blocks `numbers`, all mined, in JSON-RPC batches
+        of `batch`."""
+        found: dict[int, str] = {}
+        for start in range(0, len(numbers), batch):
+            chunk = numbers[start : start + batch]
+
+            def call(chunk=chunk):
+                with self.w3.batch_requests() as requests:
+                    for number in chunk:
+                        requests.add(self.w3.eth.get_block(number))
+                    return requests.execute()
+
+            for number, block in zip(
+                chunk, self.tx.rpc(call, "eth_getBlockByNumber batch"), strict=True
+            ):
+                found[number] = "0x" + bytes(block["hash"]).hex()
+        return found
+
     def task_seed(self, round_: int, node: str) -> bytes:
         return bytes(self._view("taskSeed", round_, _address(node)))
 
@@ -276,6 +295,16 @@ class LedgerViews:
     def stakes_at(self, nodes: list[str], block: int, batch: int = 200) -> list[int]:
         """stake_at for many nodes, in JSON-RPC batches of `batch`."""
         return self._batched("stakeAt", [(_address(n), block) for n in nodes], batch)
+
+    def snapshots(
+        self, node: str, family: str, blocks: list[int], batch: int = 100
+    ) -> dict[int, tuple[int, int]]:
+        """Per block: `node`'s active stake and `family`'s at its end (stakeAt, familyStakeAt),
+        in JSON-RPC batches: what a draw of that block's submissions by `node` reads."""
+        node = _address(node)
+        stakes = self._batched("stakeAt", [(node, b) for b in blocks], batch)
+        totals = self._batched("familyStakeAt", [(bytes32(family), b) for b in blocks], batch)
+        return dict(zip(blocks, zip(stakes, totals, strict=True), strict=True))
 
     def total_stake_at(self, block: int) -> int:
         """All active stake at the end of `block`."""

@@ -1,22 +1,41 @@
 """Seats: whether this node is drawn to check a peer's batch, on the committee voting on it now
-(the appeal's, once appealed), asked of the ledger once that committee's beacon is known and
-remembered: the draw comes from the stakes as of the submission's block, so it never changes
-afterwards."""
+(the appeal's, once appealed), known once that committee's beacon is and remembered: the draw
+comes from the stakes as of the submission's block, so it never changes afterwards.
+
+The first committee's draw is recomputed here first (`prepare`: SeatDraw's rule, from the hashes
+of the blocks after the submissions' and this node's and its family's stake as of their blocks,
+read in a few JSON-RPC batches for a whole poll), and only the batches it gives a seat on are
+asked of the ledger (`seatsOf`, which also holds the eligibility rules): at 10,000 peers that is
+a handful of requests and about K seatsOf calls a round instead of two calls per peer's batch.
+The local draw only filters: the ledger's answer is the one acted on.
+"""
 
 from __future__ import annotations
 
 from client.chain import Ledger
 from client.chain.events import EventReader
+from client.chain.models import Beacon
 from client.node.journal import Journal
 from client.node.journal.outbox import Draw
 from client.node.journal.peers import PeerSubmission
 
 
+def beacon_from(block_hash: str) -> int:
+    """SeatDraw.beaconFrom: a block hash's low 88 bits (1 if they are all 0)."""
+    return int(block_hash, 16) & ((1 << 88) - 1) or 1
+
+
 class Seats:
     """This node's seats on peers' committees, asked once each (one intake's cache)."""
 
-    def __init__(self, ledger: Ledger, reader: EventReader, journal: Journal, me: str):
+    def __init__(
+        self, ledger: Ledger, reader: EventReader, journal: Journal, me: str, checkers: int
+    ):
         self.ledger, self.reader, self.journal, self.me = ledger, reader, journal, me
+        self.checkers = checkers  # K: the seat trials of a first committee
+        self._family: str | None = None  # ours, read once
+        # (round, node) -> seats the local draw gives us on its first committee
+        self._local: dict[tuple[int, str], int] = {}
         self.appeals: set[tuple[int, str]] = set()  # peers' appealed batches, still voted on
         # (round, node, appealed) -> drawn on the committee voting now
         self._draws: dict[tuple[int, str, bool], bool] = {}
@@ -33,6 +52,7 @@ class Seats:
     def forget_before(self, first: int) -> None:
         """Drops what concerns rounds no committee votes on any more."""
         self._draws = {k: v for k, v in self._draws.items() if k[0] >= first}
+        self._local = {k: v for k, v in self._local.items() if k[0] >= first}
         self._beacons = {k: v for k, v in self._beacons.items() if k[0] >= first}
 
     def known(self, sub: PeerSubmission) -> bool | None:
@@ -43,6 +63,54 @@ class Seats:
         """The batch's first beacon, which draws the openings of both its committees (None: not
         known yet)."""
         return self._beacons.get((sub.round, sub.node))
+
+    def prepare(self, subs: list[PeerSubmission], first_round: int) -> None:
+        """Draws this node's seats locally on the first committees of `subs` whose beacon block
+        is mined and not drawn here yet: the peers' families (nodeInfo, once per peer, kept in
+        the journal), the beacons' block hashes and our stake snapshots, each read in one
+        batch for the whole poll. A batch left out (its block not journaled, its producer's
+        family unknown) is asked of the ledger as before."""
+        todo = [s for s in subs if (s.round, s.node) not in self._local and not self.appealed(s)]
+        if not todo:
+            return
+        blocks = self.journal.peers.submission_blocks(first_round)
+        head = self.reader.head()
+        todo = [s for s in todo if blocks.get((s.round, s.node), head) < head]
+        if not todo:
+            return
+        families = self.journal.peers.families()
+        unknown = sorted({s.node for s in todo} - families.keys())
+        if unknown:
+            found = {
+                n: info.family
+                for n, info in zip(unknown, self.ledger.node_infos(unknown), strict=True)
+                if info.family is not None
+            }
+            self.journal.peers.add_families(found)
+            families |= found
+        if self._family is None:
+            self._family = self.ledger.node_info(self.me).family
+        ours = [s for s in todo if families.get(s.node) is not None]
+        for s in ours:
+            if families[s.node] != self._family:
+                self._local[(s.round, s.node)] = 0  # another family's committee: never ours
+        ours = [s for s in ours if families[s.node] == self._family]
+        if not ours or self._family is None:
+            return
+        snapshot_blocks = sorted({blocks[(s.round, s.node)] for s in ours})
+        hashes = self.ledger.block_hashes([b + 1 for b in snapshot_blocks])
+        stakes = self.ledger.snapshots(self.me, self._family, snapshot_blocks)
+        for s in ours:
+            block = blocks[(s.round, s.node)]
+            stake, total = stakes[block]
+            beacon = Beacon(
+                round=s.round,
+                node=s.node,
+                beacon=beacon_from(hashes[block + 1]),
+                block=block + 1,
+                ready=True,
+            )
+            self._local[(s.round, s.node)] = beacon.seats(self.me, stake, total, self.checkers)
 
     def drawn(self, sub: PeerSubmission) -> bool:
         """Whether the beacon of the committee voting now on the submission gave this node a
@@ -56,6 +124,9 @@ class Seats:
         if key in self._draws:
             return self._draws[key]
         if key in self._unready:  # asked already in this poll
+            return False
+        if not appealed and self._local.get((sub.round, sub.node)) == 0:
+            self._draws[key] = False  # the local draw gave no seat: nothing to ask
             return False
         beacon = self.ledger.appeal_of(sub.round, sub.node) if appealed else None
         if beacon is None:

@@ -85,7 +85,7 @@ class Intake(Stage):
         self.me = services.address.lower()
         self.reader = reader
         self.fetcher = Fetcher(services, catalog, prover, store_cfg=store_cfg, spool=self.spool)
-        self.seats = Seats(services.ledger, reader, services.journal, self.me)
+        self.seats = Seats(services.ledger, reader, services.journal, self.me, self.params.checkers)
         self._budget_round = -1
         self._fetched = self._duties = self._attested = 0
         self._pool: ThreadPoolExecutor | None = None  # while run() runs
@@ -215,9 +215,12 @@ class Intake(Stage):
         check first, oldest round first (their votes close first), then the others newest round
         first; within a round in an order peers cannot predict (seeded by us and the round)."""
         now = time.monotonic()
+        first = self.params.first_voted(current)
+        subs = self.journal.peers.peer_submissions(first)
+        self.seats.prepare(subs, first)
         fresh = [
             s
-            for s in self.journal.peers.peer_submissions(self.params.first_voted(current))
+            for s in subs
             if self._open(s, current)
             and (
                 (verdict := self.journal.peers.peer_verdict(s.round, s.node))

@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS peer_submissions (
     rollouts INTEGER NOT NULL,
     score INTEGER NOT NULL,
     signal INTEGER NOT NULL,
+    block INTEGER,  -- its Submitted event's: the draw's stake snapshot, the next block its beacon
     PRIMARY KEY (round, node)
 );
 CREATE TABLE IF NOT EXISTS peer_batches (
@@ -142,6 +143,10 @@ CREATE INDEX IF NOT EXISTS outbox_by_status ON outbox (status, kind, round);
 CREATE INDEX IF NOT EXISTS peer_batches_by_verdict ON peer_batches (verdict);
 CREATE INDEX IF NOT EXISTS peer_batches_by_node ON peer_batches (node, verdict);
 CREATE INDEX IF NOT EXISTS used_items_by_node ON used_items (node);
+CREATE TABLE IF NOT EXISTS peer_families (  -- each peer's model family (nodeInfo; fixed for life)
+    node TEXT PRIMARY KEY,
+    family TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS peer_totals (  -- per peer, what the rows pruned counted (PeerBook.prune)
     node TEXT PRIMARY KEY,
     verified INTEGER NOT NULL DEFAULT 0,
@@ -193,13 +198,20 @@ class JournalDB:
         )
 
     def _add_indexes(self) -> None:
-        """Gives a journal of this version written before them the phase counts and indexes
-        (one transaction: a reader sees all of them or none)."""
+        """Gives a journal of this version written before them the phase counts, the indexes,
+        the tables added since and peer_submissions' block (one transaction: a reader sees all
+        of them or none)."""
         [(has_counts,)] = self._db.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'phase_counts'"
         ).fetchall()
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(peer_submissions)")}
+        add_block = "" if "block" in columns else "ALTER TABLE peer_submissions ADD block INTEGER;"
         self._db.executescript(
-            "BEGIN IMMEDIATE;" + ("" if has_counts else PHASE_COUNTS) + INDEXES + "COMMIT;"
+            "BEGIN IMMEDIATE;"
+            + ("" if has_counts else PHASE_COUNTS)
+            + add_block
+            + INDEXES
+            + "COMMIT;"
         )
 
     def has_table(self, name: str) -> bool:

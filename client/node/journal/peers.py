@@ -102,14 +102,22 @@ class PeerBook:
         next_block: int,
         attesters: list[tuple[int, str, str]] = (),
         appeals: list[tuple[int, str, int]] = (),
+        blocks: dict[tuple[int, str], int] | None = None,
     ) -> None:
-        """Records peers' submissions, who agreed with which batch (round, node, attester),
-        which batches their producers appealed (round, node, appeal block), and where the event
-        scan goes on, in one transaction."""
+        """Records peers' submissions (with the block of each, from `blocks`), who agreed with
+        which batch (round, node, attester), which batches their producers appealed (round,
+        node, appeal block), and where the event scan goes on, in one transaction."""
+        blocks = blocks or {}
         with self._db.tx() as db:
             db.executemany(
-                "INSERT OR IGNORE INTO peer_submissions VALUES (?, ?, ?, ?, ?, ?)",
-                [(s.round, s.node, s.digest, s.rollouts, s.score, s.signal) for s in subs],
+                "INSERT OR IGNORE INTO peer_submissions "
+                "(round, node, digest, rollouts, score, signal, block) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (s.round, s.node, s.digest, s.rollouts, s.score, s.signal, block)
+                    for s in subs
+                    for block in [blocks.get((s.round, s.node))]
+                ],
             )
             db.executemany("INSERT OR IGNORE INTO peer_attesters VALUES (?, ?, ?)", attesters)
             db.executemany("INSERT OR IGNORE INTO peer_appeals VALUES (?, ?, ?)", appeals)
@@ -121,11 +129,32 @@ class PeerBook:
         return int(rows[0][0]) if rows else None
 
     def peer_submissions(self, first_round: int) -> list[PeerSubmission]:
-        rows = self._db.all(
-            "SELECT * FROM peer_submissions WHERE round >= ? ORDER BY round, node", first_round
-        )
         fields = list(Claim.model_fields)
+        rows = self._db.all(
+            f"SELECT {', '.join(fields)} FROM peer_submissions "  # noqa: S608 - the model's fields
+            "WHERE round >= ? ORDER BY round, node",
+            first_round,
+        )
         return [Claim(**dict(zip(fields, r, strict=True))) for r in rows]
+
+    def submission_blocks(self, first_round: int) -> dict[tuple[int, str], int]:
+        """(round, node) -> the block of the peer's submission, from `first_round` on (those
+        discovered before the journal kept it are left out)."""
+        rows = self._db.all(
+            "SELECT round, node, block FROM peer_submissions "
+            "WHERE round >= ? AND block IS NOT NULL",
+            first_round,
+        )
+        return {(r, n): b for r, n, b in rows}
+
+    def families(self) -> dict[str, str]:
+        """node -> the model family it registered in, for the peers looked up so far."""
+        return dict(self._db.all("SELECT node, family FROM peer_families"))
+
+    def add_families(self, families: dict[str, str]) -> None:
+        """Records peers' families (fixed for an address's life: never changed after)."""
+        with self._db.tx() as db:
+            db.executemany("INSERT OR IGNORE INTO peer_families VALUES (?, ?)", families.items())
 
     def appealed(self, first_round: int) -> set[tuple[int, str]]:
         """The (round, node) of peers' appealed batches from `first_round` on."""
