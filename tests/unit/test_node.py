@@ -164,6 +164,60 @@ def test_pruned_peer_rows_leave_every_count_a_reader_shows_as_it_was(tmp_path: P
     assert Journal.read_only(tmp_path / "journal.sqlite").peers.per_peer() == before[1]
 
 
+def test_the_intakes_window_reads_only_what_is_new_and_agrees_with_the_journal(
+    tmp_path: Path,
+) -> None:
+    """The intake keeps the submissions still open to a vote in memory (client.node.intake.
+    window): each poll reads the rows discovered since the last one (not the whole window, with a
+    query per row, as it did), a verdict is read back when journaled, a restart loads the
+    verdicts of the window once, rounds that close are forgotten, and rows pruned under it do
+    not stop it from reading the next ones."""
+    from client.node.intake.window import Window
+    from client.node.journal.peers import PeerSubmission
+    from client.node.journal.states import Verdict
+
+    journal = Journal(tmp_path / "journal.sqlite")
+
+    def discover(round_: int, nodes: str) -> None:
+        subs = [
+            PeerSubmission(round=round_, node=n, digest="0xd", rollouts=1, score=1, signal=1)
+            for n in nodes
+        ]
+        blocks = {(round_, n): 10 * round_ for n in nodes}  # discovery's: the events' blocks
+        journal.peers.discovered(subs, next_block=10 * round_ + 1, blocks=blocks)
+
+    def keys(window: Window) -> list[tuple[int, str]]:
+        return [(s.round, s.node) for s in window.submissions()]
+
+    discover(1, "ab")
+    journal.peers.peer_batch(1, "a", "0xd", Verdict.BAD, recomputed=0, findings=8)
+    window = Window(journal.peers)
+    window.refresh(0)
+    assert keys(window) == [(1, "a"), (1, "b")]
+    sub_a, sub_b = window.submissions()
+    assert window.basis(sub_a).verdict == Verdict.BAD and window.basis(sub_b) is None
+    reads = []
+    journal.db._db.set_trace_callback(reads.append)
+    window.refresh(0)  # nothing new: one read of the rows after the last block read
+    assert len(reads) == 1 and "block > 10" in reads[0] and len(keys(window)) == 2
+    journal.db._db.set_trace_callback(None)
+    discover(2, "ca")
+    window.refresh(0)
+    assert keys(window) == [(1, "a"), (1, "b"), (2, "a"), (2, "c")]
+    for _ in range(2):
+        journal.peers.peer_batch(1, "b", "0xd", Verdict.UNAVAILABLE, reason="gone")
+    assert window.recorded(sub_b).failures == 2 and window.basis(sub_b).failures == 2
+    window.refresh(2)  # round 1 closed
+    assert keys(window) == [(2, "a"), (2, "c")] and window.basis(sub_a) is None
+    journal.peers.prune(3)  # every row pruned under it
+    discover(3, "d")
+    window.refresh(3)
+    assert keys(window) == [(3, "d")]
+    fresh = Window(journal.peers)  # a restart
+    fresh.refresh(0)
+    assert keys(fresh) == [(3, "d")]
+
+
 def test_status_names_an_outage_when_no_peer_batch_could_be_fetched_for_rounds(
     tmp_path: Path,
 ) -> None:

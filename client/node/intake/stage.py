@@ -25,30 +25,25 @@ from pathlib import Path
 from client.chain import ChainError
 from client.chain.events import EventReader
 from client.config.models import SapoSection, StoreSection
-from client.credit import MALFORMED, WITHHELD
-from client.node.eventlog import Event, Span, timed
+from client.credit import MALFORMED
+from client.node.eventlog import Span, timed
 from client.node.intake.discovery import discover
 from client.node.intake.fetching import OURS, Fetcher
-from client.node.intake.retries import RETRY_MIN_S, retry_delay
+from client.node.intake.recording import Recorder
 from client.node.intake.seats import Seats
 from client.node.intake.verdict import (
-    Accepted,
-    Deferred,
     Fetched,
-    Judgement,
-    Missing,
     Rejected,
     judge,
 )
 from client.node.intake.voting import ballot, disputes, key_of
+from client.node.intake.window import Window
 from client.node.journal.outbox import Settle
 from client.node.journal.peers import PeerSubmission
 from client.node.journal.states import Verdict
 from client.node.proving import Prover
 from client.node.services import Services, Stage
-from client.store import BlockStore, StoreError
-from client.store.cid import digest_to_cid
-from client.store.weights import pin_weights
+from client.store import BlockStore
 from client.tasks import Catalog
 
 log = logging.getLogger("sapo.node.intake")
@@ -86,12 +81,12 @@ class Intake(Stage):
         self.reader = reader
         self.fetcher = Fetcher(services, catalog, prover, store_cfg=store_cfg, spool=self.spool)
         self.seats = Seats(services.ledger, reader, services.journal, self.me, self.params.checkers)
+        self.window = Window(services.journal.peers)
         self._budget_round = -1
         self._fetched = self._duties = self._attested = 0
         self._pool: ThreadPoolExecutor | None = None  # while run() runs
         self._inflight: dict[tuple[int, str], tuple[PeerSubmission, Future]] = {}
-        self._retry_at: dict[tuple[int, str], float] = {}  # unavailable batches: when again
-        self._proven: set[tuple[int, str]] = set()  # drawn batches whose generation we checked
+        self.recorder = Recorder(services, store, sapo, self.window, self.seats, str(self.spool))
 
     def run(self, stop: threading.Event) -> None:
         """Polls every POLL_S until `stop`; fetches run on FETCH_WORKERS threads meanwhile.
@@ -118,12 +113,12 @@ class Intake(Stage):
             return
         current = self.current_round()
         first = self.params.first_voted(current)
+        self.window.refresh(first)
         self.seats.new_poll(self.journal.peers.appealed(first))
         if current != self._budget_round:
             self._budget_round, self._fetched, self._duties, self._attested = current, 0, 0, 0
             self.seats.forget_before(first)
-            self._proven = {k for k in self._proven if k[0] >= first}
-            self._retry_at = {k: v for k, v in self._retry_at.items() if k[0] >= first}
+            self.recorder.forget_before(first)
         self.harvest()
         try:
             candidates = self._candidates(current)
@@ -138,7 +133,8 @@ class Intake(Stage):
             if held.get(sub.node, 0) >= self.store_cfg.fetches_per_producer:
                 continue  # its producer's quota: taken up again once one of them ends
             if self.seats.drawn(sub):
-                retry = (sub.round, sub.node) in self._retry_at  # taken up already: not again
+                # taken up already: not again
+                retry = (sub.round, sub.node) in self.recorder.retry_at
                 if not retry and self._duties >= self.sapo.attest_budget:
                     continue
                 self._duties += not retry
@@ -167,10 +163,10 @@ class Intake(Stage):
         """Queues this node's votes as a drawn checker on the batches it has a verdict for
         (client.node.intake.voting.ballot); returns whether anything was queued."""
         queued = False
-        for sub in self.journal.peers.peer_submissions(self.params.first_voted(current)):
+        for sub in self.window.submissions():
             if self._attested >= self.sapo.attest_budget:
                 break
-            basis = self.journal.peers.vote_basis(sub.round, sub.node)
+            basis = self.window.basis(sub)
             if basis is None or self._voted(sub):
                 continue
             if self._unproven(sub, basis.verdict):
@@ -191,6 +187,10 @@ class Intake(Stage):
                 self.journal.enqueue(Settle(round=sub.round, node=sub.node))
         return queued
 
+    def _verdict_of(self, sub: PeerSubmission) -> str | None:
+        basis = self.window.basis(sub)
+        return None if basis is None else basis.verdict
+
     def _voted(self, sub: PeerSubmission) -> bool:
         """Whether our vote on `sub` is queued or sent: a batch voted unavailable is not fetched
         again (a vote is final on chain, and a retry's time-outs would hold up the fetches of
@@ -204,7 +204,7 @@ class Intake(Stage):
         return (
             verdict == Verdict.VERIFIED
             and self.prover is not None
-            and (sub.round, sub.node) not in self._proven
+            and (sub.round, sub.node) not in self.recorder.proven
             and self.seats.drawn(sub)
         )
 
@@ -215,19 +215,17 @@ class Intake(Stage):
         check first, oldest round first (their votes close first), then the others newest round
         first; within a round in an order peers cannot predict (seeded by us and the round)."""
         now = time.monotonic()
-        first = self.params.first_voted(current)
-        subs = self.journal.peers.peer_submissions(first)
-        self.seats.prepare(subs, first)
+        subs = self.window.submissions()
+        self.seats.prepare(subs, self.params.first_voted(current))
         fresh = [
             s
             for s in subs
             if self._open(s, current)
             and (
-                (verdict := self.journal.peers.peer_verdict(s.round, s.node))
-                in (None, Verdict.UNAVAILABLE)
+                (verdict := self._verdict_of(s)) in (None, Verdict.UNAVAILABLE)
                 or self._unproven(s, verdict)
             )
-            and self._retry_at.get((s.round, s.node), 0.0) <= now
+            and self.recorder.retry_at.get((s.round, s.node), 0.0) <= now
             and (s.round, s.node) not in self._inflight
             and not (verdict == Verdict.UNAVAILABLE and self._voted(s))
         ]
@@ -280,145 +278,10 @@ class Intake(Stage):
                 self.journal.span(str(Span.VERIFY), fetched.verified[1], fetched.verified[2])
             if fetched.proof is not None:
                 self.journal.span(str(Span.PROVE), fetched.proof.started, fetched.proof.ended)
-            self.record(sub, judge(sub, fetched))
+            self.recorder.record(sub, judge(sub, fetched))
         except OURS:
             raise  # our journal, disk or memory: never a verdict on the producer
         except Exception as exc:
             log.exception("round %s: checking %s's batch raised", sub.round, sub.node[:10])
             what = f"checking it raised {type(exc).__name__}: {str(exc)[:200]}"
-            self.record(sub, Rejected(what, sub.score, MALFORMED))
-
-    # ----------------------------------------------------------------------------- verdicts
-
-    def record(self, sub: PeerSubmission, judgement: Judgement) -> None:
-        """Journals a verdict, tells the operator, and does what it implies: a missing batch is
-        tried again after `retry_delay`, a deferred one in half a round, an accepted one is
-        pinned (so that it outlives its producer: peers and auditors find it here)."""
-        match judgement:
-            case Missing(error=error, took=took, withheld=withheld):
-                self._missing(sub, error, took, withheld)
-            case Rejected(reason=reason, claimed=claimed, findings=findings):
-                self._verdict(
-                    sub,
-                    Verdict.BAD,
-                    Event.PEER_BAD,
-                    f"bad batch: {reason}",
-                    reason,
-                    claimed=claimed,
-                    recomputed=0,
-                    claimed_signal=sub.signal,
-                    recomputed_signal=0,
-                    findings=findings,
-                )
-            case Deferred(error=error):
-                self._deferred(sub, error)
-            case Accepted():
-                self._accepted(sub, judgement)
-
-    def _accepted(self, sub: PeerSubmission, verdict: Accepted) -> None:
-        check = verdict.check
-        if verdict.proof is not None:
-            self._proven.add((sub.round, sub.node))
-            for manifest in verdict.manifests:  # kept, like the batch, for later checkers
-                try:
-                    pin_weights(self.store, manifest, sub.round)
-                except StoreError as exc:
-                    log.warning("round %s: could not pin a checkpoint: %s", sub.round, exc)
-        self._verdict(
-            sub,
-            Verdict.VERIFIED,
-            Event.PEER_VERIFIED,
-            f"verified ({len(verdict.batch.local_rounds)} local rounds): claimed "
-            f"{check.claimed}, recomputed {check.recomputed}; signal {check.claimed_signal} / "
-            f"{check.recomputed_signal}",
-            verdict.reason,
-            claimed=check.claimed,
-            recomputed=check.recomputed,
-            claimed_signal=check.claimed_signal,
-            recomputed_signal=check.recomputed_signal,
-            findings=check.findings,
-            items=verdict.items(),
-            source=verdict.source,
-            proof=verdict.proof_summary(),
-        )
-        try:
-            self.store.pin(digest_to_cid(sub.digest), sub.round)
-        except StoreError as exc:
-            log.warning("round %s: could not pin %s's batch: %s", sub.round, sub.node[:10], exc)
-
-    def _missing(
-        self, sub: PeerSubmission, exc: StoreError, took: float, withheld: int | None
-    ) -> None:
-        """Records a batch nobody gave us, or (`withheld`: our recomputed score) one whose
-        opened checkpoints nobody gave us, and when to try again."""
-        journaled = (
-            {}
-            if withheld is None
-            else {
-                "claimed": sub.score,
-                "recomputed": withheld,
-                "claimed_signal": sub.signal,
-                "recomputed_signal": 0,
-                "findings": WITHHELD,
-            }
-        )
-        what = "unavailable" if withheld is None else "opened checkpoints unavailable"
-        self._verdict(
-            sub,
-            Verdict.UNAVAILABLE,
-            Event.PEER_UNAVAILABLE,
-            f"{what}: {exc}",
-            str(exc),
-            **journaled,
-        )
-        basis = self.journal.peers.vote_basis(sub.round, sub.node)
-        self._retry_at[(sub.round, sub.node)] = time.monotonic() + retry_delay(
-            self.params,
-            self.sapo.unavailable_after,
-            sub.round,
-            basis.failures if basis else 1,
-            took,
-            time.time(),
-            appealed=self.seats.appealed(sub),
-        )
-
-    def _deferred(self, sub: PeerSubmission, exc: StoreError) -> None:
-        """A check our own disk stopped (the spool full or unwritable): no verdict and no
-        failure counted against the producer; tried again in half a round."""
-        delay = max(RETRY_MIN_S, self.params.round_length / 2)
-        self._retry_at[(sub.round, sub.node)] = time.monotonic() + delay
-        self.events.emit(
-            Event.STORE_SPOOL,
-            f"round {sub.round}: {sub.node[:10]}…'s checkpoints could not be spooled ({exc}); "
-            f"checked again in {delay:.0f} s: free disk under {self.spool}",
-            logging.WARNING,
-            round=sub.round,
-            node=sub.node,
-        )
-
-    def _verdict(
-        self,
-        sub: PeerSubmission,
-        verdict: str,
-        event: Event,
-        what: str,
-        reason: str | None,
-        **journaled,
-    ) -> None:
-        """Journals a peer batch's verdict and tells the operator."""
-        proof = journaled.pop("proof", None)  # in the event only
-        self.journal.peers.peer_batch(
-            sub.round, sub.node, sub.digest, verdict, reason=reason, **journaled
-        )
-        if proof is not None:
-            journaled["proof"] = proof
-        fields = {k: v for k, v in journaled.items() if k != "items"}
-        self.events.emit(
-            event,
-            f"round {sub.round}: {sub.node[:10]}…'s batch {what}",
-            logging.INFO if verdict == Verdict.VERIFIED else logging.WARNING,
-            round=sub.round,
-            node=sub.node,
-            reason=reason,
-            **fields,
-        )
+            self.recorder.record(sub, Rejected(what, sub.score, MALFORMED))

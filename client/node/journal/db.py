@@ -143,6 +143,7 @@ CREATE INDEX IF NOT EXISTS outbox_by_status ON outbox (status, kind, round);
 CREATE INDEX IF NOT EXISTS peer_batches_by_verdict ON peer_batches (verdict);
 CREATE INDEX IF NOT EXISTS peer_batches_by_node ON peer_batches (node, verdict);
 CREATE INDEX IF NOT EXISTS used_items_by_node ON used_items (node);
+CREATE INDEX IF NOT EXISTS peer_submissions_by_block ON peer_submissions (block);
 CREATE TABLE IF NOT EXISTS peer_families (  -- each peer's model family (nodeInfo; fixed for life)
     node TEXT PRIMARY KEY,
     family TEXT NOT NULL

@@ -137,6 +137,42 @@ class PeerBook:
         )
         return [Claim(**dict(zip(fields, r, strict=True))) for r in rows]
 
+    def submissions_since(
+        self, block: int | None, first_round: int
+    ) -> tuple[list[PeerSubmission], int | None]:
+        """The submissions of `first_round` on emitted after `block` (all of them for None),
+        and the block to go on from: discovery journals a block's events together, so none of
+        a block already read comes later."""
+        fields = list(Claim.model_fields)
+        columns = ", ".join(fields)
+        if block is None:
+            rows = self._db.all(
+                f"SELECT block, {columns} FROM peer_submissions WHERE round >= ?",  # noqa: S608
+                first_round,
+            )
+        else:
+            rows = self._db.all(
+                f"SELECT block, {columns} FROM peer_submissions "  # noqa: S608 - fixed
+                "WHERE block > ? AND round >= ?",
+                block,
+                first_round,
+            )
+        subs = [Claim(**dict(zip(fields, r[1:], strict=True))) for r in rows]
+        seen = [r[0] for r in rows if r[0] is not None]
+        return subs, max([*seen, block or 0]) if seen or block is not None else None
+
+    def vote_bases(self, first_round: int) -> dict[tuple[int, str], VoteBasis]:
+        """vote_basis of every peer batch of `first_round` on, in one read."""
+        rows = self._db.all(
+            "SELECT round, node, verdict, recomputed, recomputed_signal, findings, failures "
+            "FROM peer_batches WHERE round >= ?",
+            first_round,
+        )
+        return {
+            (r, n): VoteBasis(Verdict(v), score or 0, signal or 0, findings or 0, failures)
+            for r, n, v, score, signal, findings, failures in rows
+        }
+
     def submission_blocks(self, first_round: int) -> dict[tuple[int, str], int]:
         """(round, node) -> the block of the peer's submission, from `first_round` on (those
         discovered before the journal kept it are left out)."""
