@@ -38,6 +38,7 @@ from eth_utils import keccak, to_checksum_address
 
 from client.chain import Ledger
 from client.chain.events import EventReader
+from client.chain.models import Beacon, beacon_from
 from client.devnet import Anvil
 from scripts import arguments
 from scripts.table import Table
@@ -45,11 +46,6 @@ from tests.harness.ledger_swarm import ETH, FAMILY, Swarm, digest
 
 BATCH = 400  # JSON-RPC requests per HTTP request
 SCORE, SIGNAL, ROLLOUTS = 500_000, 250_000, 64
-
-
-def beacon_from(block_hash: str) -> int:
-    """SeatDraw.beaconFrom: a block hash's low 88 bits (1 if they are all 0)."""
-    return int(block_hash, 16) & ((1 << 88) - 1) or 1
 
 
 class Rpc:
@@ -194,21 +190,9 @@ class Play:
         self.swarm.mine(2)  # each beacon is the hash of the block after its submission's
 
     def seats(self, beacon: int, round_: int, producer: str, checker: str) -> int:
-        """The ledger's draw (SeatDraw.seats, Beacon.seats), with the swarm's equal stakes."""
-        base = keccak(
-            beacon.to_bytes(32, "big")
-            + round_.to_bytes(32, "big")
-            + bytes(12)
-            + bytes.fromhex(producer[2:])
-            + bytes(12)
-            + bytes.fromhex(checker[2:])
-        )
-        total = self.stake * len(self.addresses)
-        held = 0
-        for j in range(self.checkers):
-            h = int.from_bytes(keccak(base + j.to_bytes(32, "big"))) >> 128
-            held += h * total < self.stake << 128
-        return held
+        """The ledger's draw (SeatDraw.seats, as the node computes it), with equal stakes."""
+        draw = Beacon(round=round_, node=producer, beacon=beacon, block=0, ready=True)
+        return draw.seats(checker, self.stake, self.stake * len(self.addresses), self.checkers)
 
     def draw(self, round_: int, producers: list[str]) -> dict[str, list[str]]:
         """Each producer's drawn checkers (with at least one seat)."""

@@ -129,6 +129,12 @@ class NodeInfo(ChainModel):
     family: str | None = None  # the base it registered with ("0x" + hex); None: not registered
 
 
+def beacon_from(block_hash: str) -> int:
+    """SeatDraw.beaconFrom: a block hash's low 88 bits (1 if they are all 0), what a
+    submission's committee is drawn from."""
+    return int(block_hash, 16) & ((1 << 88) - 1) or 1
+
+
 class Beacon(ChainModel):
     """The block hash that draws the checkers of one submission: the hash of the block after
     the submission's (see SwarmLedger.beaconOf)."""
@@ -154,20 +160,24 @@ class Beacon(ChainModel):
         producer; `Ledger.seats_of` asks the ledger for all of it.)"""
         if not self.ready or stake <= 0 or total_stake <= 0:
             return 0
-        from eth_abi import encode
-        from eth_utils import keccak
+        from Crypto.Hash import keccak  # pycryptodome (eth-hash's backend), called directly
 
-        base = keccak(
-            encode(
-                ["uint256", "uint64", "address", "address"],
-                [self.beacon, self.round, self.node, checker],
-            )
+        def h(data: bytes) -> bytes:
+            return keccak.new(digest_bits=256, data=data).digest()
+
+        # abi.encode(beacon, round, node, checker): four 32-byte words, addresses left-padded
+        # (packed by hand: a node draws this for every peer's batch of its family each round)
+        base = h(
+            self.beacon.to_bytes(32, "big")
+            + self.round.to_bytes(32, "big")
+            + bytes.fromhex(self.node[2:].rjust(64, "0"))
+            + bytes.fromhex(checker[2:].rjust(64, "0"))
         )
-        held = 0
-        for j in range(checkers):
-            h = int.from_bytes(keccak(encode(["bytes32", "uint256"], [base, j]))) >> 128
-            held += h * total_stake < stake << 128
-        return held
+        scaled = stake << 128
+        return sum(
+            (int.from_bytes(h(base + j.to_bytes(32, "big"))) >> 128) * total_stake < scaled
+            for j in range(checkers)
+        )
 
 
 class Tally(ChainModel):

@@ -14,15 +14,10 @@ from __future__ import annotations
 
 from client.chain import Ledger
 from client.chain.events import EventReader
-from client.chain.models import Beacon
+from client.chain.models import Beacon, beacon_from
 from client.node.journal import Journal
 from client.node.journal.outbox import Draw
 from client.node.journal.peers import PeerSubmission
-
-
-def beacon_from(block_hash: str) -> int:
-    """SeatDraw.beaconFrom: a block hash's low 88 bits (1 if they are all 0)."""
-    return int(block_hash, 16) & ((1 << 88) - 1) or 1
 
 
 class Seats:
