@@ -111,3 +111,40 @@ def test_forging_any_share_of_a_batch_loses_and_did_not_before() -> None:
         assert float(after_gain) < 0, (phi, layout, after_gain)
         if layout == "concentrated" and phi != "1/512":
             assert float(before_gain) > 0, (phi, before_gain)  # the attack the issue found
+
+
+def test_the_hand_packed_draw_is_seatdraws_abi_encoded_one() -> None:
+    """Beacon.seats packs abi.encode(beacon, round, node, checker) and abi.encode(base, j) by
+    hand (a node draws it for every peer batch of its family each round): the same seats as
+    the encoding eth_abi makes, which is SeatDraw's, on random draws at every stake share."""
+    from eth_abi import encode
+    from eth_utils import keccak
+
+    def reference(b: Beacon, checker: str, stake: int, total: int, k: int) -> int:
+        words = encode(
+            ["uint256", "uint64", "address", "address"], [b.beacon, b.round, b.node, checker]
+        )
+        base = keccak(words)
+        return sum(
+            (int.from_bytes(keccak(encode(["bytes32", "uint256"], [base, j]))) >> 128) * total
+            < stake << 128
+            for j in range(k)
+        )
+
+    rng = random.Random(59)
+    held = 0
+    for _ in range(400):
+        b = Beacon(
+            round=rng.randrange(2**64),
+            node="0x" + rng.randbytes(20).hex(),
+            beacon=rng.randrange(1, 2**88),
+            block=1,
+            ready=True,
+        )
+        checker = "0x" + rng.randbytes(20).hex().upper()  # any case: the bytes are the same
+        stake = rng.randrange(1, 10**20)
+        total = stake + rng.randrange(0, 10**20)
+        got = b.seats(checker, stake, total, 10)
+        assert got == reference(b, checker.lower(), stake, total, 10)
+        held += got
+    assert 400 < held < 4_000  # both outcomes of a trial were drawn many times
