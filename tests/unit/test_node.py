@@ -382,13 +382,23 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
             db.execute(f"DROP {kind} {name}")
         db.execute("DROP TABLE phase_counts")
         db.execute("UPDATE rounds SET phase = 'skipped' WHERE round = 3")  # no trigger now
+        # (and from before the peer totals, the families and the submissions' blocks)
+        db.execute("DROP TABLE peer_totals")
+        db.execute("DROP TABLE peer_families")
+        db.execute("ALTER TABLE peer_submissions DROP COLUMN block")
+        db.execute("INSERT INTO peer_submissions VALUES (7, '0xa', '0xd', 1, 1, 1)")
     old = Journal.read_only(path)  # before its node opens it: counted from the rows
     assert old.phases() == {"confirmed": (93, 99), "skipped": (6, 80), "missed": (1, 7)}
+    assert old.peers.per_peer()["0xa"]["used"] == 100 and old.peers.verdict_counts()["bad"] == 0
     Journal(path).close()
     with sqlite3.connect(path) as db:
         names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
-    assert {name for _, name in made} | {"phase_counts"} <= names
+    assert {name for _, name in made} | {"phase_counts", "peer_totals", "peer_families"} <= names
     assert old.phases() == {"confirmed": (93, 99), "skipped": (6, 80), "missed": (1, 7)}
+    reopened = Journal(path)  # its old submission has no block: read by a window's first pass
+    assert reopened.peers.submission_blocks(0) == {}
+    assert [(s.round, s.node) for s in reopened.peers.submissions_since(None, 0)[0]] == [(7, "0xa")]
+    reopened.close()
     old.close()
 
 
