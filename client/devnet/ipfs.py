@@ -20,7 +20,6 @@ import socket
 import subprocess
 import urllib.request
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from client.devnet.anvil import PROJECT_ROOT
@@ -34,6 +33,7 @@ from client.devnet.process import (
 )
 
 POLYFILL = Path(__file__).with_name("js") / "promise-with-resolvers.cjs"
+INIT_REPOS = Path(__file__).with_name("js") / "init-repos.mjs"
 
 
 class IpfsNotFound(FileNotFoundError):
@@ -85,15 +85,36 @@ def _lost_a_port(exc: ServerStartError) -> bool:
     return "EADDRINUSE" in str(exc)
 
 
+def init_repos(repos: Sequence[Path]) -> None:
+    """Initialises the js-ipfs repos among `repos` that have none (`jsipfs init --profile test`
+    each), all in one Node process (client/devnet/js/init-repos.mjs): loading js-ipfs is most of
+    an init's ~4.5 CPU-seconds, and a devnet's daemons paid it once each."""
+    todo = [Path(r) for r in repos if not (Path(r) / "config").is_file()]
+    if not todo:
+        return
+    node, cli = find_jsipfs()
+    core = cli.parents[2] / "ipfs-core" / "src" / "index.js"
+    for repo in todo:
+        repo.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [node, "--require", str(POLYFILL), str(INIT_REPOS), str(core), *map(str, todo)],
+        env=os.environ | {"IPFS_MONITORING": ""},
+        capture_output=True,
+        text=True,
+        timeout=60 + 30 * len(todo),
+    )
+    if result.returncode != 0:
+        raise ServerStartError(f"jsipfs init failed: {result.stderr[-2000:]}")
+
+
 def start_daemons(daemons: Sequence[IpfsDaemon]) -> None:
-    """Starts every daemon at once: the repos initialised on threads (`jsipfs init` is a
-    one-shot process), the daemons spawned from the calling thread and waited for together, so
-    N daemons take about as long as the slowest. One that lost a port to a race starts again
-    alone on fresh ports, as `IpfsDaemon.start` does. On a failure every daemon is stopped."""
+    """Starts every daemon at once: the repos initialised together (one Node process), the
+    daemons spawned from the calling thread and waited for together, so N daemons take about as
+    long as the slowest. One that lost a port to a race starts again alone on fresh ports, as
+    `IpfsDaemon.start` does. On a failure every daemon is stopped."""
     if not daemons:
         return
-    with ThreadPoolExecutor(max_workers=len(daemons)) as pool:
-        list(pool.map(IpfsDaemon.init, daemons))  # raises the first failure
+    init_repos([d.repo for d in daemons])
     try:
         for daemon in daemons:
             daemon.spawn()
@@ -152,25 +173,10 @@ class IpfsDaemon(ManagedServer):
     def _env(self) -> dict[str, str]:
         return os.environ | {"IPFS_PATH": str(self.repo), "IPFS_MONITORING": ""}
 
-    def _create_repo(self, node: str, cli: Path) -> None:
-        """Runs `jsipfs init` (a one-shot process, seconds) unless the repo is there."""
-        if (self.repo / "config").is_file():
-            return
-        self.repo.parent.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            [node, "--require", str(POLYFILL), str(cli), "init", "--profile", "test"],
-            env=self._env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if result.returncode != 0:
-            raise ServerStartError(f"jsipfs init failed: {result.stderr[-2000:]}")
-
-    def _init_repo(self, node: str, cli: Path, fresh_ports: bool = False) -> None:
+    def _init_repo(self, fresh_ports: bool = False) -> None:
         """Initialises the repo once, then writes its addresses: the ports of the last start
         where they are still free (unless `fresh_ports`), else free ones."""
-        self._create_repo(node, cli)
+        init_repos([self.repo])
         config_path = self.repo / "config"
         config = json.loads(config_path.read_text())
         host = self.host
@@ -209,18 +215,12 @@ class IpfsDaemon(ManagedServer):
             shutil.rmtree(lock, ignore_errors=True)
         lock.unlink(missing_ok=True)
 
-    def init(self) -> IpfsDaemon:
-        """Initialises the repo (a one-shot `jsipfs init`, seconds) unless it is there; safe on
-        a worker thread, as no server is spawned. `spawn` writes its addresses."""
-        self._create_repo(*find_jsipfs())
-        return self
-
     def spawn(self, *, fresh_ports: bool = False) -> IpfsDaemon:
         """Initialises the repo once, writes its addresses and starts the daemon without
         waiting for it (see `wait_ready`). Call it from the thread that is to outlive the
         daemon: PR_SET_PDEATHSIG follows the spawning thread (client.devnet.process)."""
         node, cli = find_jsipfs()
-        self._init_repo(node, cli, fresh_ports=fresh_ports)
+        self._init_repo(fresh_ports=fresh_ports)
         self._api_said = ""
         self._server = self._spawn(node, cli).spawn()
         return self
