@@ -278,14 +278,15 @@ class CountingSession(requests.Session):
 
 
 class Observer:
-    """One node's discovery and draw, through the node's own code (discover, Seats.prepare and
-    Seats.drawn), over a journal kept from round to round as a node keeps it: its first round
-    also looks up every peer's family (once for its life), later rounds do not."""
+    """One node's discovery and draw, through the node's own code (discover, the intake's Window,
+    Seats.prepare and Seats.drawn), over a journal kept from round to round as a node keeps it: its
+    first round also looks up every peer's family (once for its life), later rounds do not."""
 
     def __init__(self, play: Play, anvil: Anvil, from_block: int):
         from web3 import Web3
 
         from client.node.intake.seats import Seats
+        from client.node.intake.window import Window
         from client.node.journal import Journal
 
         self.session = CountingSession()
@@ -298,6 +299,7 @@ class Observer:
         self.tmp = Path(tempfile.mkdtemp(prefix="bench-observer-"))
         self.journal = Journal(self.tmp / "journal.sqlite")
         self.seats = Seats(ledger, self.reader, self.journal, self.me, play.checkers)
+        self.window = Window(self.journal.peers)
 
     def observe(self, round_: int) -> Reads:
         from client.node.intake.discovery import discover
@@ -305,8 +307,9 @@ class Observer:
         cpu0 = time.process_time()
         self.session.requests = self.session.answered = 0
         discover(self.reader, self.journal, self.me)
-        peers = [s for s in self.journal.peers.peer_submissions(round_) if s.round == round_]
-        self.seats.prepare(peers, round_)
+        self.window.refresh(round_)
+        peers = [s for s in self.window.submissions() if s.round == round_]
+        self.seats.prepare(peers, self.window.blocks)
         drawn = sum(self.seats.drawn(s) for s in peers)
         cpu = time.process_time() - cpu0
         size = sum(f.stat().st_size for f in self.tmp.iterdir())

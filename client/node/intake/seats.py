@@ -59,16 +59,15 @@ class Seats:
         known yet)."""
         return self._beacons.get((sub.round, sub.node))
 
-    def prepare(self, subs: list[PeerSubmission], first_round: int) -> None:
-        """Draws this node's seats locally on the first committees of `subs` whose beacon block
-        is mined and not drawn here yet: the peers' families (nodeInfo, once per peer, kept in
-        the journal), the beacons' block hashes and our stake snapshots, each read in one
-        batch for the whole poll. A batch left out (its block not journaled, its producer's
-        family unknown) is asked of the ledger as before."""
+    def prepare(self, subs: list[PeerSubmission], blocks: dict[tuple[int, str], int]) -> None:
+        """Draws this node's seats locally on the first committees of `subs` (their blocks in
+        `blocks`) whose beacon block is mined and not drawn here yet: the peers' families
+        (nodeInfo, once per peer, kept in the journal), the beacons' block hashes and our stake
+        snapshots, each read in one batch for the whole poll. A batch left out (its block not
+        known, its producer's family unknown) is asked of the ledger as before."""
         todo = [s for s in subs if (s.round, s.node) not in self._local and not self.appealed(s)]
         if not todo:
             return
-        blocks = self.journal.peers.submission_blocks(first_round)
         head = self.reader.head()
         todo = [s for s in todo if blocks.get((s.round, s.node), head) < head]
         if not todo:

@@ -216,7 +216,7 @@ class Intake(Stage):
         first; within a round in an order peers cannot predict (seeded by us and the round)."""
         now = time.monotonic()
         subs = self.window.submissions()
-        self.seats.prepare(subs, self.params.first_voted(current))
+        self.seats.prepare(subs, self.window.blocks)
         fresh = [
             s
             for s in subs

@@ -22,6 +22,7 @@ class Window:
         self._cursor: int | None = None  # the block of the last peer submissions read
         self._subs: dict[Key, PeerSubmission] = {}
         self._bases: dict[Key, VoteBasis] = {}
+        self.blocks: dict[Key, int] = {}  # the block of each submission (where it is known)
         self._ordered: list[PeerSubmission] | None = None  # by (round, node), until one is added
         self._first = -1
 
@@ -31,8 +32,10 @@ class Window:
         if self._first < 0:
             self._bases = self.peers.vote_bases(first_round)
         rows, self._cursor = self.peers.submissions_since(self._cursor, first_round)
-        for sub in rows:
+        for sub, block in rows:
             self._subs[(sub.round, sub.node)] = sub
+            if block is not None:
+                self.blocks[(sub.round, sub.node)] = block
         if rows:
             self._ordered = None
         if first_round > self._first:
@@ -41,6 +44,7 @@ class Window:
             for key in old:
                 del self._subs[key]
                 self._bases.pop(key, None)
+                self.blocks.pop(key, None)
             if old:
                 self._ordered = None
 

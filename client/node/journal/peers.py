@@ -139,10 +139,11 @@ class PeerBook:
 
     def submissions_since(
         self, block: int | None, first_round: int
-    ) -> tuple[list[PeerSubmission], int | None]:
+    ) -> tuple[list[tuple[PeerSubmission, int | None]], int | None]:
         """The submissions of `first_round` on emitted after `block` (all of them for None),
-        and the block to go on from: discovery journals a block's events together, so none of
-        a block already read comes later."""
+        each with its block (None for one journaled before blocks were kept), and the block to
+        go on from: discovery journals a block's events together, so none of a block already
+        read comes later."""
         fields = list(Claim.model_fields)
         columns = ", ".join(fields)
         if block is None:
@@ -157,7 +158,7 @@ class PeerBook:
                 block,
                 first_round,
             )
-        subs = [Claim(**dict(zip(fields, r[1:], strict=True))) for r in rows]
+        subs = [(Claim(**dict(zip(fields, r[1:], strict=True))), r[0]) for r in rows]
         seen = [r[0] for r in rows if r[0] is not None]
         return subs, max([*seen, block or 0]) if seen or block is not None else None
 
@@ -172,16 +173,6 @@ class PeerBook:
             (r, n): VoteBasis(Verdict(v), score or 0, signal or 0, findings or 0, failures)
             for r, n, v, score, signal, findings, failures in rows
         }
-
-    def submission_blocks(self, first_round: int) -> dict[tuple[int, str], int]:
-        """(round, node) -> the block of the peer's submission, from `first_round` on (those
-        discovered before the journal kept it are left out)."""
-        rows = self._db.all(
-            "SELECT round, node, block FROM peer_submissions "
-            "WHERE round >= ? AND block IS NOT NULL",
-            first_round,
-        )
-        return {(r, n): b for r, n, b in rows}
 
     def families(self) -> dict[str, str]:
         """node -> the model family it registered in, for the peers looked up so far."""
