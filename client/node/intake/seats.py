@@ -29,6 +29,7 @@ class Seats:
         self.ledger, self.reader, self.journal, self.me = ledger, reader, journal, me
         self.checkers = checkers  # K: the seat trials of a first committee
         self._family: str | None = None  # ours, read once
+        self._families: dict[str, str] | None = None  # peers' (the journal's, read once)
         # (round, node) -> seats the local draw gives us on its first committee
         self._local: dict[tuple[int, str], int] = {}
         self.appeals: set[tuple[int, str]] = set()  # peers' appealed batches, still voted on
@@ -72,7 +73,9 @@ class Seats:
         todo = [s for s in todo if blocks.get((s.round, s.node), head) < head]
         if not todo:
             return
-        families = self.journal.peers.families()
+        if self._families is None:
+            self._families = self.journal.peers.families()
+        families = self._families
         unknown = sorted({s.node for s in todo} - families.keys())
         if unknown:
             found = {
@@ -81,7 +84,7 @@ class Seats:
                 if info.family is not None
             }
             self.journal.peers.add_families(found)
-            families |= found
+            families.update(found)
         if self._family is None:
             self._family = self.ledger.node_info(self.me).family
         ours = [s for s in todo if families.get(s.node) is not None]
