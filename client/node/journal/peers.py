@@ -129,13 +129,9 @@ class PeerBook:
         return int(rows[0][0]) if rows else None
 
     def peer_submissions(self, first_round: int) -> list[PeerSubmission]:
-        fields = list(Claim.model_fields)
-        rows = self._db.all(
-            f"SELECT {', '.join(fields)} FROM peer_submissions "  # noqa: S608 - the model's fields
-            "WHERE round >= ? ORDER BY round, node",
-            first_round,
-        )
-        return [Claim(**dict(zip(fields, r, strict=True))) for r in rows]
+        """The peers' submissions of `first_round` on, by round then producer."""
+        subs, _ = self.submissions_since(None, first_round)
+        return sorted((s for s, _ in subs), key=lambda s: (s.round, s.node))
 
     def submissions_since(
         self, block: int | None, first_round: int
@@ -159,8 +155,7 @@ class PeerBook:
                 first_round,
             )
         subs = [(Claim(**dict(zip(fields, r[1:], strict=True))), r[0]) for r in rows]
-        seen = [r[0] for r in rows if r[0] is not None]
-        return subs, max([*seen, block or 0]) if seen or block is not None else None
+        return subs, max((r[0] for r in rows if r[0] is not None), default=block)
 
     def vote_bases(self, first_round: int) -> dict[tuple[int, str], VoteBasis]:
         """vote_basis of every peer batch of `first_round` on, in one read."""
@@ -209,13 +204,6 @@ class PeerBook:
             return None
         verdict, score, signal, findings, failures = rows[0]
         return VoteBasis(Verdict(verdict), score or 0, signal or 0, findings or 0, failures)
-
-    def peer_verdict(self, round_: int, node: str) -> str | None:
-        """Returns the verdict recorded for a peer's batch of a round, or None."""
-        rows = self._db.all(
-            "SELECT verdict FROM peer_batches WHERE round = ? AND node = ?", round_, node
-        )
-        return rows[0][0] if rows else None
 
     def peer_batch(
         self,

@@ -82,8 +82,12 @@ class Upkeep(Stage):
     def retain(self) -> None:
         """Unpins what is older than `[store].retain_rounds` (peers had their windows to fetch
         it: open_node checks retain_rounds against them), the snapshots of rounds whose window
-        closed, and old time spans."""
+        closed, old time spans and (once a chain round, whatever the store says) the journal's
+        old peer rows."""
         current = self.current_round()
+        if current != self._pruned_round:
+            self._pruned_round = current
+            self.prune_journal(current)
         try:
             dropped = self.store.gc(current, self.store_cfg.retain_rounds)
         except StoreError as exc:
@@ -99,9 +103,6 @@ class Upkeep(Stage):
             )
         # snapshots of rounds whose window closed (an opened or dropped round's went already)
         self.snapshots.drop_before(self.params.first_open(current))
-        if current != self._pruned_round:
-            self._pruned_round = current
-            self.prune_journal(current)
         with contextlib.suppress(Exception):  # bookkeeping only
             keep_s = max(self.store_cfg.retain_rounds, 100) * self.params.round_length
             self.journal.prune_spans(self.services.clock.now() - keep_s)
