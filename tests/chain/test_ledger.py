@@ -351,9 +351,18 @@ def test_unavailable_votes_cancel_credit_but_never_slash(swarm: Swarm) -> None:
 
 
 def swarm_events(swarm: Swarm) -> list:
+    """Every event of the ledger, decoded by the node's reader; each also checked, argument for
+    argument, against web3's own decoding of the same log (the reader decodes with eth_abi)."""
     from client.chain.events import EventReader
 
-    return EventReader(swarm.ledger).read()
+    events = list(EventReader(swarm.ledger).read())
+    logs = swarm.w3.eth.get_logs({"address": swarm.ledger.address, "fromBlock": 0})
+    assert len(logs) == len(events)
+    for event, log in zip(events, logs, strict=True):
+        by_web3 = swarm.ledger.contract.events[event.name]().process_log(log)["args"]
+        plain = {k: "0x" + v.hex() if isinstance(v, bytes) else v for k, v in by_web3.items()}
+        assert event.args == plain, event.name
+    return events
 
 
 def test_checkers_are_drawn_from_the_beacon_as_anyone_can_recompute(chain: Anvil) -> None:
@@ -728,6 +737,8 @@ def test_a_lost_appeal_slashes_twice_and_judges_the_agreeing_votes(swarm: Swarm)
     with pytest.raises(E.SettlementWindowClosed, match="round=0, current=8"):
         checkers[0].settle_votes(0, cheat.account_address, voters)
     check_invariants(swarm)
+    seen = {e.name for e in swarm_events(swarm)}  # each decoded as web3 decodes it
+    assert {"Appealed", "VoteSettled", "Settled", "Slashed", "Attested"} <= seen
 
 
 def test_an_appeal_nobody_votes_on_leaves_the_first_dispute_standing(swarm: Swarm) -> None:
