@@ -237,6 +237,7 @@ def verify(
     from client.chain.events import EventReader
     from client.node.rollouts import task_seed, verify_batch
     from client.store import StoreError, fetch_from_peers, open_store
+    from client.store.exchange import Sources
     from client.store.peers import peer_addresses
     from client.tasks import CatalogError, check_against_ledger, load_catalog
 
@@ -259,20 +260,25 @@ def verify(
     try:
         # from the producer's IPFS node, else from a peer who agreed with it (it fetched and
         # pins it): a batch whose producer left can still be re-scored
+        def attesters() -> list:
+            with chain_errors():
+                agreed = [
+                    e.args["attester"]
+                    for e in EventReader(
+                        bound,
+                        chunk_blocks=cfg.chain.log_chunk_blocks,
+                        start_block=cfg.chain.ledger_deploy_block,
+                    ).read(["Attested"], round=round_, node=address)
+                    if e.args["agrees"]
+                ]
+                return [
+                    (n, peer_addresses(bound.node_info(n).metadata, allow_private=private))
+                    for n in agreed[:3]
+                ]
+
         with chain_errors():
-            attesters = [
-                e.args["attester"]
-                for e in EventReader(
-                    bound,
-                    chunk_blocks=cfg.chain.log_chunk_blocks,
-                    start_block=cfg.chain.ledger_deploy_block,
-                ).read(["Attested"], round=round_, node=address)
-                if e.args["agrees"]
-            ]
-            sources = [
-                (n, peer_addresses(bound.node_info(n).metadata, allow_private=private))
-                for n in [address, *attesters][:4]
-            ]
+            producer = peer_addresses(bound.node_info(address).metadata, allow_private=private)
+        sources = Sources([(address, producer)], attesters)
         batch, source = fetch_from_peers(
             open_store(cfg.store),
             sub.digest,

@@ -20,6 +20,31 @@ T = TypeVar("T")
 HELD = "held"  # the source of a batch this node's IPFS node had, or got from any peer it knew
 
 
+Source = tuple[str, PeerAddresses]  # a node's name and where its IPFS node is dialled
+
+
+class Sources:
+    """Who may give a block: the producer first, then the peers who fetched it, read only when
+    the producer did not give it (finding them costs a log query and a metadata read each)."""
+
+    def __init__(self, first: Sequence[Source], more: Callable[[], Sequence[Source]] = list):
+        self.first = list(first)
+        self._more = more
+        self._others: list[Source] | None = None
+
+    @classmethod
+    def of(cls, sources: Sequence[Source]) -> Sources:
+        """Sources known up front: the first, then the rest."""
+        rest = list(sources[1:])
+        return cls(sources[:1], lambda: rest)
+
+    def others(self) -> list[Source]:
+        """The sources after the first, read once."""
+        if self._others is None:
+            self._others = list(self._more())
+        return self._others
+
+
 def open_store(section: StoreSection) -> BlockStore:
     """Returns the backend [store] names; the caller never needs to know which."""
     if section.backend == "local":
@@ -65,7 +90,7 @@ def fetch_batch(
 def fetch_from_peers(
     store: BlockStore,
     digest: bytes | str,
-    sources: Sequence[tuple[str, PeerAddresses]],
+    sources: Sources,
     *,
     connect_timeout_s: float,
     chain_id: int,
@@ -92,7 +117,7 @@ def fetch_from_peers(
 
 def from_sources(
     store: BlockStore,
-    sources: Sequence[tuple[str, PeerAddresses]],
+    sources: Sources,
     get: Callable[[], T],
     *,
     connect_timeout_s: float,
@@ -105,12 +130,12 @@ def from_sources(
     other source dialled, in the second try). A store with no peers runs it once, naming the
     first source."""
     if not isinstance(store, IpfsStore):
-        return get(), sources[0][0] if sources else HELD
+        return get(), sources.first[0][0] if sources.first else HELD
     failures: list[str] = []
     asked = False
-    for group in (sources[:1], sources[1:]):
+    for group in (lambda: sources.first, sources.others):  # the others read once needed
         dialled = []
-        for name, addresses in group:
+        for name, addresses in group():
             found, failed = store.connect(list(addresses.dialable[:MAX_DIALS]), connect_timeout_s)
             if found is None:  # not connected to it: a fetch now would not be its
                 why = addresses.reason if not addresses.dialable else "; ".join(failed[:2])

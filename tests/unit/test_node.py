@@ -136,7 +136,6 @@ def test_pruned_peer_rows_leave_every_count_a_reader_shows_as_it_was(tmp_path: P
         journal.peers.discovered(
             subs,
             next_block=round_,
-            attesters=[(round_, "0xp0", "0xp1")],
             appeals=[(round_, "0xp2", 9)],
         )
         for i, verdict in enumerate(verdicts):
@@ -146,8 +145,8 @@ def test_pruned_peer_rows_leave_every_count_a_reader_shows_as_it_was(tmp_path: P
     before = (journal.peers.verdict_counts(), journal.peers.per_peer(), view.peer_counts())
     recent = journal.peers.peer_verdicts(6)
     pruned = journal.peers.prune(6)
-    # 6 rounds of 4 submissions, 1 attester, 1 appeal, 4 batches and 2 used items each
-    assert pruned == 6 * (4 + 1 + 1 + 4 + 2)
+    # 6 rounds of 4 submissions, 1 appeal, 4 batches and 2 used items each
+    assert pruned == 6 * (4 + 1 + 4 + 2)
     after = (journal.peers.verdict_counts(), journal.peers.per_peer(), view.peer_counts())
     assert after == before and before[0] == {"verified": 20, "bad": 10, "unavailable": 10}
     assert journal.peers.peer_verdicts() == recent  # rounds 6 to 9, as they were

@@ -26,6 +26,8 @@ from functools import partial
 from pathlib import Path
 
 from client.chain import ChainError
+from client.chain.events import EventReader
+from client.chain.ledger_events import Attested
 from client.config.models import StoreSection
 from client.node.intake.verdict import Fetched, Proof
 from client.node.journal.peers import PeerSubmission
@@ -34,7 +36,7 @@ from client.node.rollouts import generation_seed, task_seed, verify_batch
 from client.node.services import Services, Stage
 from client.store import BlockStore, StoreError, fetch_from_peers, open_store
 from client.store.errors import MalformedBatch
-from client.store.exchange import from_sources
+from client.store.exchange import Source, Sources, from_sources
 from client.store.peers import PeerAddresses, peer_addresses
 from client.store.weights import get_weights
 from client.tasks import Catalog
@@ -58,9 +60,11 @@ class Fetcher(Stage):
         *,
         store_cfg: StoreSection,
         spool: Path,
+        reader: EventReader,
     ):
         super().__init__(services)
         self.catalog, self.prover, self.store_cfg, self.spool = catalog, prover, store_cfg, spool
+        self.reader = reader
         self.me = services.address.lower()
         # proofs whose checkpoints fit [store].spool_mib at once (one always may run)
         need = OPEN_ROUNDS * 4 * (prover.parameters if prover else 1)
@@ -68,12 +72,28 @@ class Fetcher(Stage):
         self._local = threading.local()  # each fetch worker's own store client
         self._directory: dict[str, tuple[int, PeerAddresses]] = {}  # node -> (round read, addrs)
 
-    def source_nodes(self, sub: PeerSubmission) -> list[str]:
-        """Who may give a peer's batch: its producer, then the peers who agreed with it (they
-        fetched it and pin it). Disputers are not asked: a griefer who disputes unfetched
-        batches would add its time-out to every attempt."""
-        attesters = [a for a in self.journal.peers.attesters(sub.round, sub.node) if a != self.me]
-        return [sub.node, *attesters][:MAX_SOURCES]
+    def sources(self, sub: PeerSubmission, block: int | None) -> Sources:
+        """Who may give a peer's batch: its producer, then (read only if the producer did not
+        give it) up to MAX_SOURCES - 1 peers who agreed with it on the ledger since its block
+        (they fetched it and pin it). Disputers are not asked: a griefer who disputes unfetched
+        batches would add its time-out to every attempt. The agreements are read per batch
+        (one topic-filtered log query), not the swarm's every vote each round."""
+
+        def agreed() -> list[Source]:
+            try:
+                votes = self.reader.events(
+                    Attested,
+                    from_block=self.reader.start_block if block is None else block,
+                    round=sub.round,
+                    node=sub.node,
+                )
+                voters = [v.attester for v in votes if v.agrees and v.attester != self.me]
+            except ChainError as exc:
+                log.info("round %s: %s's agreements not read: %s", sub.round, sub.node[:10], exc)
+                return []
+            return [(n, self.addresses(n)) for n in dict.fromkeys(voters)][: MAX_SOURCES - 1]
+
+        return Sources([(sub.node, self.addresses(sub.node))], agreed)
 
     def addresses(self, node: str) -> PeerAddresses:
         """A node's dialable IPFS addresses from its on-chain metadata, read and resolved once a
@@ -94,16 +114,17 @@ class Fetcher(Stage):
     def fetch(
         self,
         sub: PeerSubmission,
-        nodes: list[str],
+        block: int | None,
         store: BlockStore | None,
         beacon: int | None = None,
     ) -> Fetched:
-        """Fetches on `store` (None: this worker thread's own client of [store]) from `nodes`,
-        whose dialable addresses it reads here, off the intake thread (a peer's metadata may
-        name DNS names, each resolved within the peer's budget); re-verifies what it got, and
-        with a `beacon` (we are drawn to check it) proves its generation."""
+        """Fetches on `store` (None: this worker thread's own client of [store]) from its
+        `sources` (the submission was made at `block`, where known), whose dialable addresses
+        it reads here, off the intake thread (a peer's metadata may name DNS names, each
+        resolved within the peer's budget); re-verifies what it got, and with a `beacon` (we
+        are drawn to check it) proves its generation."""
         started = time.time()
-        sources = [(n, self.addresses(n)) for n in nodes]
+        sources = self.sources(sub, block)
         if store is None:
             store = getattr(self._local, "store", None)
             if store is None:

@@ -79,7 +79,9 @@ class Intake(Stage):
         self.wake_publisher = wake
         self.me = services.address.lower()
         self.reader = reader
-        self.fetcher = Fetcher(services, catalog, prover, store_cfg=store_cfg, spool=self.spool)
+        self.fetcher = Fetcher(
+            services, catalog, prover, store_cfg=store_cfg, spool=self.spool, reader=reader
+        )
         self.seats = Seats(services.ledger, reader, services.journal, self.me, self.params.checkers)
         self.window = Window(services.journal.peers)
         self._budget_round = -1
@@ -235,20 +237,20 @@ class Intake(Stage):
         return sorted(fresh, key=lambda s: (False, s.round) if drawn(s) else (True, -s.round))
 
     def start_fetch(self, sub: PeerSubmission) -> None:
-        """Starts fetching a batch on a worker (who may give it is read here, from the journal;
-        their addresses on the worker); `harvest` journals its verdict once it has arrived.
-        Polled outside run(), it fetches and verifies right here."""
-        nodes = self.fetcher.source_nodes(sub)
+        """Starts fetching a batch on a worker (who may give it, and where they are, is read
+        there); `harvest` journals its verdict once it has arrived. Polled outside run(), it
+        fetches and verifies right here."""
+        block = self.window.blocks.get((sub.round, sub.node))
         beacon = self.seats.beacon(sub) if self.prover and self.seats.known(sub) else None
         if self._pool is None:
             done: Future = Future()
             try:
-                done.set_result(self.fetcher.fetch(sub, nodes, self.store, beacon))
+                done.set_result(self.fetcher.fetch(sub, block, self.store, beacon))
             except Exception as exc:
                 done.set_exception(exc)
             self._checked_safely(sub, done)
         else:
-            future = self._pool.submit(self.fetcher.fetch, sub, nodes, None, beacon)
+            future = self._pool.submit(self.fetcher.fetch, sub, block, None, beacon)
             self._inflight[(sub.round, sub.node)] = (sub, future)
 
     def in_flight(self) -> dict[str, int]:

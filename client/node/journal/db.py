@@ -80,12 +80,6 @@ CREATE TABLE IF NOT EXISTS peer_batches (
     source TEXT,  -- whose IPFS node gave the batch (the producer, or a peer who agreed with it)
     PRIMARY KEY (round, node)
 );
-CREATE TABLE IF NOT EXISTS peer_attesters (  -- who agreed with a peer's batch: where else it is
-    round INTEGER NOT NULL,
-    node TEXT NOT NULL,
-    attester TEXT NOT NULL,
-    PRIMARY KEY (round, node, attester)
-);
 CREATE TABLE IF NOT EXISTS peer_appeals (  -- peers' batches their producers appealed
     round INTEGER NOT NULL,
     node TEXT NOT NULL,
@@ -200,8 +194,8 @@ class JournalDB:
 
     def _add_indexes(self) -> None:
         """Gives a journal of this version written before them the phase counts, the indexes,
-        the tables added since and peer_submissions' block (one transaction: a reader sees all
-        of them or none)."""
+        the tables added since and peer_submissions' block, and drops the tables no longer
+        written (one transaction: a reader sees all of it or none)."""
         [(has_counts,)] = self._db.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'phase_counts'"
         ).fetchall()
@@ -211,6 +205,8 @@ class JournalDB:
             "BEGIN IMMEDIATE;"
             + ("" if has_counts else PHASE_COUNTS)
             + add_block
+            # who agreed with which peer batch is read from the ledger per batch fetched now
+            + "DROP TABLE IF EXISTS peer_attesters;"
             + INDEXES
             + "COMMIT;"
         )

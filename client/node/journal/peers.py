@@ -82,7 +82,6 @@ PRUNE = tuple(
     f"DELETE FROM {table} WHERE round < ?"  # noqa: S608 - the fixed table names below
     for table in (
         "peer_submissions",
-        "peer_attesters",
         "peer_appeals",
         "peer_batches",
         "used_items",
@@ -100,7 +99,6 @@ class PeerBook:
         self,
         subs: list[PeerSubmission],
         next_block: int,
-        attesters: list[tuple[int, str, str]] = (),
         appeals: list[tuple[int, str, int]] = (),
         blocks: dict[tuple[int, str], int] | None = None,
     ) -> None:
@@ -119,7 +117,6 @@ class PeerBook:
                     for block in [blocks.get((s.round, s.node))]
                 ],
             )
-            db.executemany("INSERT OR IGNORE INTO peer_attesters VALUES (?, ?, ?)", attesters)
             db.executemany("INSERT OR IGNORE INTO peer_appeals VALUES (?, ?, ?)", appeals)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('event_cursor', ?)", (str(next_block),))
 
@@ -182,15 +179,6 @@ class PeerBook:
         """The (round, node) of peers' appealed batches from `first_round` on."""
         rows = self._db.all("SELECT round, node FROM peer_appeals WHERE round >= ?", first_round)
         return {(r, n) for r, n in rows}
-
-    def attesters(self, round_: int, node: str) -> list[str]:
-        """Returns who agreed with a node's batch of a round (they fetched it: it may be there)."""
-        rows = self._db.all(
-            "SELECT attester FROM peer_attesters WHERE round = ? AND node = ? ORDER BY attester",
-            round_,
-            node,
-        )
-        return [r[0] for r in rows]
 
     def vote_basis(self, round_: int, node: str) -> VoteBasis | None:
         """What our vote on a peer's batch rests on (None: nothing fetched or tried yet)."""
