@@ -51,6 +51,8 @@ class SapoApp(App):
         Binding("c", "claim", "Claim"),
         Binding("p", "pause", "Pause/resume"),
         Binding("s", "sort_peers", "Sort peers", show=False),
+        Binding("right_square_bracket", "peers_page(1)", "Next page of peers", show=False),
+        Binding("left_square_bracket", "peers_page(-1)", "Previous page of peers", show=False),
         Binding("d", "checks", "Checks"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
@@ -63,6 +65,7 @@ class SapoApp(App):
         ("c", "claim the rewards of final rounds"),
         ("p", "pause the node after its current round / resume it"),
         ("s", "cycle the peers table's sort column (or click a header)"),
+        ("] [", "the next / previous page of the peers table (200 nodes a page)"),
         ("d", "the preflight's checks (as `sapo doctor`), each failure with its fix"),
         ("?", "this help"),
         ("q", "quit (a node running here stops gracefully: checkpoint, flush)"),
@@ -188,6 +191,9 @@ class SapoApp(App):
 
     def action_sort_peers(self) -> None:
         self.query_one(PeersTable).cycle_sort()
+
+    def action_peers_page(self, pages: int) -> None:
+        self.query_one(PeersTable).turn(pages)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEYS, read_only=self.live is None))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -83,6 +84,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Query:
+    """Event types (None: all) and the indexed arguments they are filtered on."""
+
+    names: Sequence[str] | None = None
+    indexed: dict[str, Any] = field(default_factory=dict)
+
+
 class EventReader:
     """Scans one ledger's events; `names` picks event types, keyword filters pick indexed args."""
 
@@ -115,9 +124,25 @@ class EventReader:
         `indexed` filters on indexed arguments by name (round=3, node="0x…"); an event type that
         lacks such an argument is skipped.
         """
+        return self.read_any([Query(names, indexed)], from_block=from_block, to_block=to_block)
+
+    def read_any(
+        self,
+        queries: Sequence[Query],
+        *,
+        from_block: int | None = None,
+        to_block: int | None = None,
+    ) -> Iterator[LedgerEvent]:
+        """Yields the events any of `queries` matches (each once), in chain order: one walk of
+        the range, with one log query per chunk for each distinct topic filter (event types
+        filtered alike share one)."""
         first = self.start_block if from_block is None else from_block
         last = self.head() if to_block is None else to_block
-        topic_sets = self._topics(names, indexed)
+        topic_sets: list[list[Any]] = []
+        for query in queries:
+            for topics in self._topics(query.names, query.indexed):
+                if topics not in topic_sets:
+                    topic_sets.append(topics)
         block = first
         while block <= last:
             end = min(block + self.chunk_blocks - 1, last)
@@ -138,8 +163,12 @@ class EventReader:
 
     def poll(self, cursor: EventCursor, names: Sequence[str] | None = None, **indexed: Any):
         """Returns the events since the cursor up to the head, and advances the cursor."""
+        return self.poll_any(cursor, [Query(names, indexed)])
+
+    def poll_any(self, cursor: EventCursor, queries: Sequence[Query]) -> list[LedgerEvent]:
+        """`read_any` since the cursor up to the head; advances the cursor."""
         head = self.head()
-        events = list(self.read(names, from_block=cursor.next_block, to_block=head, **indexed))
+        events = list(self.read_any(queries, from_block=cursor.next_block, to_block=head))
         cursor.next_block = max(cursor.next_block, head + 1)
         return events
 
@@ -150,20 +179,23 @@ class EventReader:
             raise ValueError(f"unknown event(s) {unknown}; known: {sorted(self._events)}")
         if not indexed:
             return [[[event_abi_to_log_topic(self._events[n]) for n in wanted]]]
-        sets = []
+        # event types whose filter lies alike in topics 1-3 share one query (topic 0: any of them)
+        grouped: dict[tuple[Any, ...], list[bytes]] = {}
         for name in wanted:
             abi = self._events[name]
             positions = [inp for inp in abi["inputs"] if inp["indexed"]]
             if not set(indexed) <= {inp["name"] for inp in positions}:
                 continue
-            topics: list[Any] = [event_abi_to_log_topic(abi)]
-            for inp in positions:
-                value = indexed.get(inp["name"])
-                topics.append(None if value is None else _topic(inp["type"], value))
-            while topics[-1] is None:
-                topics.pop()
-            sets.append(topics)
-        return sets
+            rest = [
+                None
+                if indexed.get(inp["name"]) is None
+                else _topic(inp["type"], indexed[inp["name"]])
+                for inp in positions
+            ]
+            while rest and rest[-1] is None:
+                rest.pop()
+            grouped.setdefault(tuple(rest), []).append(event_abi_to_log_topic(abi))
+        return [[signatures, *rest] for rest, signatures in grouped.items()]
 
     def _chunk(self, start: int, end: int, topic_sets: list[list[Any]]) -> Iterator[LedgerEvent]:
         logs: list[Any] = []
@@ -186,8 +218,12 @@ class EventReader:
                 return
             raise
         logs.sort(key=lambda log: (log["blockNumber"], log["logIndex"]))
+        seen = None
         for log in logs:
-            yield self._decode(log)
+            at = (log["blockNumber"], log["logIndex"])
+            if at != seen:  # a log two filters matched comes once
+                seen = at
+                yield self._decode(log)
 
     def _decode(self, log: Any) -> LedgerEvent:
         name = self._by_topic[bytes(log["topics"][0])]

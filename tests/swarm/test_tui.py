@@ -402,12 +402,15 @@ def test_chain_down_snapshot(snap_compare, utc) -> None:
 
 
 @pytest.mark.asyncio
-async def test_peers_table_with_1000_nodes_sorts_and_responds() -> None:
+async def test_peers_table_with_1000_nodes_sorts_pages_and_responds() -> None:
+    """The whole swarm is sorted; the table holds a page of it (200 rows), `]` and `[` turn."""
     app = SapoApp(FixedWatcher(snapshot(peers=1000)), interval_s=0.2)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
-        await until(pilot, lambda: app.query_one(PeersTable).row_count == 1003, 10, "1,003 rows")
         table = app.query_one(PeersTable)
+        await until(pilot, lambda: len(table._all) == 1003, 10, "1,003 nodes")
+        assert table.row_count == PeersTable.PAGE
+        assert table.border_title.startswith("1,003 nodes · rows 1–200"), table.border_title
         table.sort_by("stake")
         top = table.get_row_at(0)
         assert "3 ETH" in str(top[2]), "sorted by stake, the 3 ETH node comes first"
@@ -416,6 +419,14 @@ async def test_peers_table_with_1000_nodes_sorts_and_responds() -> None:
         table.focus()
         await pilot.press("down", "down", "down")
         assert table.cursor_row == 3
+        for _ in range(6):  # past the last page: it stays there
+            await pilot.press("right_square_bracket")
+        assert table.page == 5 and table.row_count == 3, (table.page, table.row_count)
+        assert "rows 1,001–1,003" in table.border_title, table.border_title
+        assert "3 ETH" in str(table.get_row_at(2)[2]), "the last page ends with the largest"
+        await pilot.press("left_square_bracket")
+        assert table.page == 4 and table.row_count == PeersTable.PAGE
+        assert "rows 801–1,000" in table.border_title, table.border_title
         await pilot.press("1")  # still answering keys after 1,000-row refreshes
         assert app.query_one("#tabs").active == "overview"
 

@@ -1,19 +1,26 @@
 """What the ledger says about every node and about us, kept current by reading only new events.
 
-Each refresh reads the events since the last one (one `eth_getLogs` walk), folds them into
-per-node records, and re-reads `nodeInfo` only for the nodes whose stake or metadata an event
-touched (all of them, batched, the first time): a swarm of 1,000 nodes costs a handful of
-requests a refresh, not a thousand.
+Each refresh reads the events since the last one (one `eth_getLogs` walk: the swarm's
+registrations, stakes, submissions and credit, and only the votes, settlements, appeals and
+claims that concern us, by topic), folds them into per-node records, and re-reads `nodeInfo` only
+for the nodes whose stake or metadata an event touched (all of them, batched, the first time): a
+swarm of 1,000 nodes costs a handful of requests a refresh, not a thousand.
+
+What it keeps stays bounded as the swarm ages: a node's record holds running totals and only its
+rounds whose credit can still change; our own rounds are kept for the last `keep_rounds` and,
+before that, while credited and unclaimed.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from client.chain import Ledger
-from client.chain.events import EventCursor, EventReader
+from client.chain.events import EventCursor, EventReader, Query
 from client.chain.families import standing
 from client.chain.ledger_events import (
     Appealed,
@@ -37,6 +44,14 @@ from client.units import SCORE_SCALE
 
 _STAKE_EVENTS = (Registered, StakeAdded, UnstakeRequested, Withdrawn, Slashed)
 _MODEL_CHARS = 40
+# every node's, for the peers table and the stakes
+_SWARM = (*_STAKE_EVENTS, MetadataSet, Submitted, CreditChanged)
+_ABOUT_US = (Attested, Unavailable, Settled, Appealed, Claimed)  # where we are the producer
+_BY_US = (Attested, Unavailable)  # where we are the voter
+# the rounds a refresh still treats as open past the ledger's finality, against a clock that
+# runs ahead of the chain's
+_FINAL_MARGIN = 1
+_OUTCOMES = ("pending", "credited", "disputed", "unavailable", "uncredited")
 
 
 def model_of(metadata: str) -> str:
@@ -87,27 +102,59 @@ class _NodeRecord:
     address: str
     metadata: str = ""
     info: NodeInfo | None = None
-    submissions: dict[int, list] = field(default_factory=dict)  # round -> [signal, credited?]
+    open: dict[int, list] = field(default_factory=dict)  # round -> [signal, credited?], not final
+    submitted: int = 0  # its submissions since the deploy
+    last_round: int | None = None
+    credited: int = 0  # learning signal credited on its rounds that are final
     agreed: int = 0  # our attestations of it that agreed
     disputed: int = 0
+
+    def close_before(self, first_open: int) -> None:
+        """Folds the rounds before `first_open` (final: their credit cannot change) into the
+        totals."""
+        for round_ in [r for r in self.open if r < first_open]:
+            signal, credited = self.open.pop(round_)
+            self.credited += signal if credited else 0
+
+    def credited_now(self) -> int:
+        return self.credited + sum(c for c, ok in self.open.values() if ok)
 
 
 class LedgerView:
     """The ledger's nodes and our own record, refreshed from new events."""
 
-    def __init__(self, ledger: Ledger, me: str, *, start_block: int = 0, chunk_blocks: int = 2000):
+    def __init__(
+        self,
+        ledger: Ledger,
+        me: str,
+        *,
+        start_block: int = 0,
+        chunk_blocks: int = 2000,
+        keep_rounds: int = 60,
+        clock: Callable[[], float] = time.time,
+    ):
         self.ledger = ledger
+        self.clock = clock
         self.me = me.lower()
+        self.keep_rounds = keep_rounds
         self.reader = EventReader(ledger, chunk_blocks=chunk_blocks, start_block=start_block)
         self.cursor = EventCursor(next_block=start_block)
+        self._queries = [
+            Query([e.NAME for e in _SWARM]),
+            Query([e.NAME for e in _ABOUT_US], {"node": self.me}),
+            Query([e.NAME for e in _BY_US], {"attester": self.me}),
+        ]
         self.nodes: dict[str, _NodeRecord] = {}
         self._stale: set[str] = set()  # nodes whose nodeInfo must be read again
-        self.payouts: list[Payout] = []
-        self.paid_rounds: set[int] = set()
+        self.payouts: deque[Payout] = deque(maxlen=keep_rounds)  # our last claims
+        self.paid_rounds: set[int] = set()  # of the rounds in `ours`
         self._mined: dict[int, int] = {}  # block -> timestamp, for this refresh's claims
         self.account: Account | None = None
         self.reward_pool: int | None = None
+        self.ours: dict[int, list] = {}  # our round -> [signal, credited?] (kept: see _forget)
         self.votes: dict[int, list[int]] = {}  # our round -> [agree, dispute, unavailable] votes
+        self._outcomes_final: dict[str, int] = dict.fromkeys(_OUTCOMES[1:], 0)
+        self._counted: set[int] = set()  # our final rounds already in _outcomes_final
         self.tally = Tally()  # what we did and what happened to us, counted since the deploy
 
     def refresh(self) -> list[Activity]:
@@ -115,7 +162,7 @@ class LedgerView:
         chain does not answer (nothing is half-applied: events are folded only once all were
         read)."""
         cursor = self.cursor.model_copy()
-        events = [e.typed() for e in self.reader.poll(cursor)]
+        events = [e.typed() for e in self.reader.poll_any(cursor, self._queries)]
         # claims are dated by their block: read those first, so a failure folds nothing
         self._mined = {
             e.block_number: self._block_time(e.block_number)
@@ -130,10 +177,10 @@ class LedgerView:
             self._record(info.address).info = info
         self._stale.clear()
         params = self.ledger.params()
-        current = params.round_at(time.time())
-        ours = self._record(self.me).submissions  # (a node not registered yet has none)
+        current = params.round_at(self.clock())
+        self._close(params, current)
         unpaid = sorted(
-            r for r in ours if r not in self.paid_rounds and params.is_final(r, current)
+            r for r in self.ours if r not in self.paid_rounds and params.is_final(r, current)
         )
         mine = self.nodes[self.me].info
         assert mine is not None
@@ -162,26 +209,52 @@ class LedgerView:
         )
         self.reward_pool = self.ledger.reward_pool()
         self.tally.outcomes = self._outcomes(lambda r: params.is_final(r, current))
+        self._forget(current)
         return activity
+
+    def _close(self, params, current: int) -> None:
+        """Folds every node's rounds that are final (a margin early) into its totals."""
+        # the oldest round not final in `current - margin`: final_after(r) = r + a constant
+        first_open = current - _FINAL_MARGIN - params.final_after(0)
+        for record in self.nodes.values():
+            if record.open and min(record.open) < first_open:
+                record.close_before(first_open)
+
+    def _forget(self, current: int) -> None:
+        """Drops our rounds older than `keep_rounds` that are counted, and paid or uncredited."""
+        for round_ in [r for r in self.ours if r < current - self.keep_rounds]:
+            _, credited = self.ours[round_]
+            if round_ in self._counted and (round_ in self.paid_rounds or not credited):
+                del self.ours[round_]
+                self.votes.pop(round_, None)
+                self.paid_rounds.discard(round_)
+                self._counted.discard(round_)
 
     def _outcomes(self, is_final) -> dict[str, int]:
         """Our submissions by outcome: `pending` until the round is final (its credit can still
         change), then `credited`, or why not: `disputed` (a drawn checker disputed it),
-        `unavailable` (checkers could not fetch it), `uncredited` (too few checkers agreed)."""
-        counts = dict.fromkeys(("pending", "credited", "disputed", "unavailable", "uncredited"), 0)
-        for round_, (_, credited) in self.our_submissions().items():
-            _, dispute, unavailable = self.our_votes(round_)
+        `unavailable` (checkers could not fetch it), `uncredited` (too few checkers agreed).
+        A round is counted once it is final; the counts outlive the rounds forgotten."""
+        pending = 0
+        for round_, (_, credited) in self.ours.items():
+            if round_ in self._counted:
+                continue
             if not is_final(round_):
-                counts["pending"] += 1
-            elif credited:
-                counts["credited"] += 1
-            elif dispute:
-                counts["disputed"] += 1
-            elif unavailable:
-                counts["unavailable"] += 1
-            else:
-                counts["uncredited"] += 1
-        return counts
+                pending += 1
+                continue
+            _, dispute, unavailable = self.our_votes(round_)
+            outcome = (
+                "credited"
+                if credited
+                else "disputed"
+                if dispute
+                else "unavailable"
+                if unavailable
+                else "uncredited"
+            )
+            self._outcomes_final[outcome] += 1
+            self._counted.add(round_)
+        return {"pending": pending, **self._outcomes_final}
 
     def peers(self, journal_counts: dict[str, dict[str, int]]) -> list[PeerRow]:
         """Returns a row per registered node; `journal_counts` adds what our journal knows
@@ -196,9 +269,9 @@ class LedgerView:
                     address=rec.info.address if rec.info else rec.address,
                     model=model_of(rec.metadata),
                     stake=rec.info.active_stake if rec.info else 0,
-                    last_round=max(rec.submissions) if rec.submissions else None,
-                    submissions=len(rec.submissions),
-                    credited=sum(c for c, ok in rec.submissions.values() if ok),
+                    last_round=rec.last_round,
+                    submissions=rec.submitted,
+                    credited=rec.credited_now(),
                     used=counts.get("used", 0),
                     agreed=rec.agreed,
                     disputed=rec.disputed,
@@ -210,9 +283,9 @@ class LedgerView:
         return rows
 
     def our_submissions(self) -> dict[int, tuple[int, bool]]:
-        """Returns round -> (claimed learning signal, credited now?) for our submissions."""
-        rec = self.nodes.get(self.me)
-        return {} if rec is None else {r: (c, ok) for r, (c, ok) in rec.submissions.items()}
+        """Returns round -> (claimed learning signal, credited now?) for our submissions of the
+        last `keep_rounds` rounds (and older ones credited and not claimed yet)."""
+        return {r: (c, ok) for r, (c, ok) in self.ours.items()}
 
     def our_votes(self, round_: int) -> tuple[int, int, int]:
         """Returns the checkers' votes on our batch of a round: (agree, dispute, unavailable)."""
@@ -240,11 +313,18 @@ class LedgerView:
                 self._record(e.node).metadata = e.metadata
             case Submitted():
                 # no evidence, no credit: it earns once its quorum of drawn checkers agreed
-                self._record(e.node).submissions[e.round] = [e.signal, False]
+                record = self._record(e.node)
+                record.open[e.round] = [e.signal, False]
+                record.submitted += 1
+                record.last_round = max(e.round, record.last_round or e.round)
+                if e.node == me:
+                    self.ours[e.round] = [e.signal, False]
             case CreditChanged():
-                sub = self._record(e.node).submissions.get(e.round)
+                sub = self._record(e.node).open.get(e.round)
                 if sub is not None:
                     sub[1] = e.credited
+                if e.node == me and e.round in self.ours:
+                    self.ours[e.round][1] = e.credited
                 if e.node == me:
                     state = (
                         "credited: its checkers agreed"

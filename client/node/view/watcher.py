@@ -62,6 +62,7 @@ class Watcher:
             address,
             start_block=cfg.chain.ledger_deploy_block,
             chunk_blocks=cfg.chain.log_chunk_blocks,
+            keep_rounds=HISTORY_ROUNDS,
         )
         store_cfg = cfg.store.model_copy(update={"timeout_s": min(cfg.store.timeout_s, TIMEOUT_S)})
         self.store = open_store(store_cfg)
@@ -167,9 +168,10 @@ class Watcher:
         if self.node.journal is None:
             return snap  # the node has not started here yet
         history = tuple(training_of(r, k, m) for r, k, m in self.node.local_metrics(HISTORY_ROUNDS))
-        ours = self.view.our_submissions()
         current = snap.round if snap.round is not None else 0
-        recorded = self.node.round_rewards(max(0, current - HISTORY_ROUNDS), current)
+        first = max(0, current - HISTORY_ROUNDS)
+        ours = {r: s for r, s in self.view.our_submissions().items() if r >= first}
+        recorded = self.node.round_rewards(first, current)
         points = [
             RoundPoint(
                 round=r,
