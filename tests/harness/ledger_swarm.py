@@ -122,7 +122,7 @@ def deploy_artifact(swarm: Swarm, name: str, *args: Any) -> str:
     from client.chain.tx import TxSender
 
     artifact = load_artifact(name)
-    ctor = next(i for i in artifact["abi"] if i["type"] == "constructor")
+    ctor = next((i for i in artifact["abi"] if i["type"] == "constructor"), {"inputs": []})
     data = artifact["bytecode"] + encode([i["type"] for i in ctor["inputs"]], list(args)).hex()
     sender = TxSender(swarm.w3, swarm.deployer, ErrorDecoder(artifact["abi"]))
     return sender.send({"data": data, "value": 0}, f"deploy {name}").contract_address
