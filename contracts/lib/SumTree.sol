@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.37;
+
+/// @title SumTree
+/// @notice A Merkle-sum tree: each node is a hash and the sum of the amounts of the leaves under
+/// it, and a parent's hash commits to both children's hashes *and sums*, so that a root carries
+/// a total (a round's credited signal) that no leaf can be hidden from. Leaves and internal
+/// nodes hash under different prefixes (0x00, 0x01): a leaf cannot pass for an internal node
+/// (the second-preimage attack on plain Merkle trees). A tree of n leaves is the complete binary
+/// tree of depth ceil(log2 n), padded with empty nodes (hash 0, sum 0); leaf i's path reads the
+/// bits of i from the bottom (0: it is the left child). client/chain/sumtree.py builds the same
+/// trees and proofs.
+library SumTree {
+    struct Node {
+        bytes32 hash;
+        uint128 sum;
+    }
+
+    uint256 internal constant MAX_DEPTH = 32;
+
+    error SumOverflow();
+    error ProofTooLong(uint256 depth);
+    error IndexOutsideTree(uint256 index, uint256 depth);
+
+    /// @dev A leaf over `dataHash` (the hash of what the leaf says) with `amount`.
+    function leaf(bytes32 dataHash, uint128 amount) internal pure returns (Node memory) {
+        return Node(keccak256(abi.encodePacked(bytes1(0x00), dataHash, amount)), amount);
+    }
+
+    /// @dev The parent of `left` and `right`; reverts if the sum leaves 128 bits.
+    function parent(Node memory left, Node memory right) internal pure returns (Node memory) {
+        uint256 total = uint256(left.sum) + uint256(right.sum);
+        if (total > type(uint128).max) revert SumOverflow();
+        return Node(
+            keccak256(abi.encodePacked(bytes1(0x01), left.hash, left.sum, right.hash, right.sum)), uint128(total)
+        );
+    }
+
+    /// @dev The root reached from `node`, at position `index` among the nodes of its height,
+    /// through `siblings` (the nearest first).
+    function rootOf(Node memory node, uint256 index, Node[] memory siblings) internal pure returns (Node memory) {
+        uint256 depth = siblings.length;
+        if (depth > MAX_DEPTH) revert ProofTooLong(depth);
+        if (index >> depth != 0) revert IndexOutsideTree(index, depth);
+        for (uint256 i = 0; i < depth; i++) {
+            node = (index >> i) & 1 == 0 ? parent(node, siblings[i]) : parent(siblings[i], node);
+        }
+        return node;
+    }
+}
