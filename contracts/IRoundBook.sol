@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.37;
+
+import {Messages} from "./lib/Messages.sol";
+import {SumTree} from "./lib/SumTree.sol";
+
+/// @title IRoundBook
+/// @notice The root lane of docs/scaling.md, first part: a bonded aggregator posts, per round,
+/// the root of the producers' signed submissions and then the Merkle-sum root of the batches
+/// their drawn committees agreed on; anyone holding the signed messages proves a lie in either
+/// root, which voids it and pays the prover half the aggregator's bond (the other half goes to
+/// the ledger's reward pool). Not built yet (docs/scaling.md): the aggregator's draw, escalation
+/// into the ledger's v4 lane, equivocation, data-availability challenges, payouts.
+///
+/// Windows, with the ledger's W (submitRounds) and C (challengeRounds), for a round r:
+/// producers sign submissions in rounds r..r+W; the submission root is posted in r+W+1 (its
+/// block is the stake snapshot, the hash of the block after it the round's beacon); checkers vote
+/// until r+W+1+C; the verdict root is posted in r+W+C+2; either root may be proven false until
+/// the end of r+W+2C+2, after which the aggregator may take its bond back.
+interface IRoundBook {
+    /// @notice One leaf of a submission root: a producer's signed submission. Leaves are sorted
+    /// by producer, strictly (one submission per producer and round).
+    struct SignedSubmission {
+        address producer;
+        Messages.Submission submission;
+        bytes signature;
+    }
+
+    /// @notice One agreeing vote in a credit leaf: the voter's re-scored score and findings
+    /// (its signal is the credit's), and its signature of the `Messages.Vote` they make.
+    /// A credit's votes are sorted by voter, strictly.
+    struct SignedVote {
+        address voter;
+        uint64 score;
+        uint16 findings;
+        bytes signature;
+    }
+
+    /// @notice One leaf of a verdict root: a batch its committee agreed on, the submission it
+    /// credits (by its index in the submission root), and the agreeing votes. Its amount in the
+    /// tree is `signal`.
+    struct Credit {
+        uint32 index;
+        address producer;
+        bytes32 digest;
+        uint64 score;
+        uint64 signal;
+        bytes32 votes; // keccak256(abi.encode(SignedVote[]))
+    }
+
+    /// @notice A round's roots as audits see them.
+    struct RoundView {
+        address aggregator;
+        uint64 postedBlock; // the submission root's block: the round's stake snapshot
+        uint32 count; // submissions in the root
+        bytes32 submissions;
+        bytes32 verdicts; // 0 until posted
+        uint128 total; // credited signal in the verdict root
+        uint256 beacon; // 0 until drawn
+        bool submissionsVoided;
+        bool verdictsVoided;
+        bool released;
+    }
+
+    event SubmissionsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint32 count, string cid);
+    event VerdictsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint128 total, string cid);
+    event RoundBeaconDrawn(uint64 indexed round, uint256 beacon);
+    /// @param what which lie was proven (see the prove* functions)
+    event LieProven(uint64 indexed round, address indexed aggregator, address indexed prover, string what, uint256 paid);
+    event BondReleased(uint64 indexed round, address indexed aggregator, uint256 amount);
+
+    error NotARegisteredNode(address who);
+    error WrongBond(uint256 sent, uint256 bond);
+    error NotInPostWindow(uint64 round, uint64 current);
+    error AlreadyPosted(uint64 round);
+    error NotTheAggregator(address who, address aggregator);
+    error NoSuchRoot(uint64 round);
+    error ChallengeWindowClosed(uint64 round, uint64 current);
+    error ChallengeWindowOpen(uint64 round, uint64 current);
+    error BeaconNotReady(uint64 round);
+    error BeaconLapsed(uint64 round);
+    error NotInRoot(uint64 round);
+    error NoLie(string what);
+    error EmptyRoot();
+    error BondForfeited(uint64 round);
+
+    /// @notice The ledger whose nodes, stakes and parameters this book reads.
+    function ledger() external view returns (address);
+    /// @notice The wei an aggregator bonds per round it posts.
+    function bond() external view returns (uint256);
+
+    /// @notice Posts round `round`'s submission root (`count` signed submissions, sorted by
+    /// producer, `cid` where their list lies on IPFS), bonding `bond()` wei. Only a registered
+    /// node, only in round + W + 1, once per round.
+    function postSubmissions(uint64 round, bytes32 root, uint32 count, string calldata cid) external payable;
+    /// @notice Stores the round's beacon, the hash of the block after its submission root's;
+    /// anyone may call it once that block is mined, within the EVM's 256-block window.
+    function drawBeacon(uint64 round) external;
+    /// @notice Posts the verdict root (a Merkle-sum tree of Credit leaves, `total` their signal),
+    /// by the round's aggregator, in round + W + C + 2, with the beacon drawn.
+    function postVerdicts(uint64 round, bytes32 root, uint128 total, string calldata cid) external;
+
+    /// @notice Proves that the submission at `index` of the root is not its producer's: its
+    /// signature recovers to someone else (or nobody), or the producer is no registered node.
+    function proveForgedSubmission(uint64 round, uint32 index, SignedSubmission calldata leaf, SumTree.Node[] calldata proof)
+        external;
+    /// @notice Proves two neighbouring leaves out of order (a producer twice, or unsorted).
+    function proveUnsorted(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata first,
+        SumTree.Node[] calldata firstProof,
+        SignedSubmission calldata second,
+        SumTree.Node[] calldata secondProof
+    ) external;
+    /// @notice Proves a credit leaf false: its amount in the tree is not its signal, it does not
+    /// match the submission at its index, its votes (whose hash the leaf holds) are fewer than
+    /// quorum or not sorted by voter, or one of them is not its voter's agreeing vote on that
+    /// submission or its voter holds no seat on the batch's committee.
+    function proveBadCredit(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata creditProof,
+        SignedSubmission calldata submission,
+        SumTree.Node[] calldata submissionProof,
+        SignedVote[] calldata votes
+    ) external;
+    /// @notice Proves a node of the verdict tree whose children's sums do not add up to the sum
+    /// its parent committed to (`node.sum`); `height` 0 is a leaf's height, for which `left`
+    /// holds the leaf's data hash and `right` is unused: a leaf whose sum is not its signal.
+    function proveBadSum(
+        uint64 round,
+        uint256 height,
+        uint256 index,
+        SumTree.Node calldata node,
+        SumTree.Node[] calldata proof,
+        SumTree.Node calldata left,
+        SumTree.Node calldata right
+    ) external;
+
+    /// @notice Pays the aggregator its bond back once the round's challenge window has passed
+    /// and no lie was proven.
+    function release(uint64 round) external;
+
+    function roundOf(uint64 round) external view returns (RoundView memory);
+    /// @notice The round's windows, as named functions (see the title's note).
+    function postRound(uint64 round) external view returns (uint64);
+    function voteClose(uint64 round) external view returns (uint64);
+    function verdictRound(uint64 round) external view returns (uint64);
+    function challengeEnd(uint64 round) external view returns (uint64);
+}

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.37;
+
+import {IRoundBook} from "./IRoundBook.sol";
+import {ISwarmLedger} from "./ISwarmLedger.sol";
+import {Messages} from "./lib/Messages.sol";
+import {SeatDraw} from "./lib/SeatDraw.sol";
+import {SumTree} from "./lib/SumTree.sol";
+
+/// @title RoundBook
+/// @notice The root lane's book of rounds (IRoundBook documents every function; docs/scaling.md
+/// the design and what is not built yet). It reads the ledger's nodes, stakes as of a block, and
+/// parameters; it holds the aggregators' bonds and pays a proven lie's half to its prover and
+/// half into the ledger's reward pool.
+contract RoundBook is IRoundBook {
+    uint256 private constant BPS = 10_000;
+    uint256 private constant SCORE_SCALE = 1_000_000;
+    uint256 private constant MAX_ROLLOUTS = 65_536;
+    uint256 private constant BLOCKHASH_WINDOW = 256;
+
+    struct Round {
+        address aggregator;
+        uint64 postedBlock;
+        uint32 count;
+        bytes32 submissions;
+        bytes32 verdicts;
+        uint128 total;
+        uint88 beacon;
+        bool submissionsVoided;
+        bool verdictsVoided;
+        bool released;
+    }
+
+    ISwarmLedger private immutable _ledger;
+    uint256 public immutable bond;
+    uint64 private immutable _submitRounds;
+    uint64 private immutable _challengeRounds;
+    uint256 private immutable _minStake;
+    uint256 private immutable _quorum;
+    uint256 private immutable _checkers;
+    uint256 private immutable _toleranceBps;
+    bytes32 private immutable _separator;
+
+    mapping(uint64 round => Round) private _rounds;
+
+    constructor(address ledger_, uint256 bond_) {
+        _ledger = ISwarmLedger(ledger_);
+        bond = bond_;
+        _submitRounds = _ledger.submitRounds();
+        _challengeRounds = _ledger.challengeRounds();
+        _minStake = _ledger.minStake();
+        _quorum = _ledger.quorum();
+        _checkers = _ledger.checkers();
+        _toleranceBps = _ledger.agreeToleranceBps();
+        _separator = Messages.domainSeparator(address(this));
+    }
+
+    function ledger() external view returns (address) {
+        return address(_ledger);
+    }
+
+    // ---------------------------------------------------------------------------------- windows
+
+    function postRound(uint64 round) public view returns (uint64) {
+        return round + _submitRounds + 1;
+    }
+
+    function voteClose(uint64 round) public view returns (uint64) {
+        return postRound(round) + _challengeRounds;
+    }
+
+    function verdictRound(uint64 round) public view returns (uint64) {
+        return voteClose(round) + 1;
+    }
+
+    function challengeEnd(uint64 round) public view returns (uint64) {
+        return verdictRound(round) + _challengeRounds;
+    }
+
+    // ---------------------------------------------------------------------------------- posting
+
+    function postSubmissions(uint64 round, bytes32 root, uint32 count, string calldata cid) external payable {
+        uint64 current = _ledger.currentRound();
+        if (current != postRound(round)) revert NotInPostWindow(round, current);
+        if (msg.value != bond) revert WrongBond(msg.value, bond);
+        if (!_ledger.nodeInfo(msg.sender).registered) revert NotARegisteredNode(msg.sender);
+        if (count == 0 || root == bytes32(0)) revert EmptyRoot();
+        Round storage r = _rounds[round];
+        if (r.aggregator != address(0)) revert AlreadyPosted(round);
+        r.aggregator = msg.sender;
+        r.postedBlock = uint64(block.number);
+        r.count = count;
+        r.submissions = root;
+        emit SubmissionsPosted(round, msg.sender, root, count, cid);
+    }
+
+    function drawBeacon(uint64 round) public {
+        Round storage r = _posted(round);
+        if (r.beacon != 0) return;
+        uint256 beaconBlock = uint256(r.postedBlock) + 1;
+        if (block.number <= beaconBlock) revert BeaconNotReady(round);
+        uint256 beacon = SeatDraw.beaconFrom(blockhash(beaconBlock));
+        if (beacon == 0 || block.number - beaconBlock > BLOCKHASH_WINDOW) revert BeaconLapsed(round);
+        r.beacon = uint88(beacon);
+        emit RoundBeaconDrawn(round, beacon);
+    }
+
+    function postVerdicts(uint64 round, bytes32 root, uint128 total, string calldata cid) external {
+        Round storage r = _posted(round);
+        if (msg.sender != r.aggregator) revert NotTheAggregator(msg.sender, r.aggregator);
+        uint64 current = _ledger.currentRound();
+        if (current != verdictRound(round)) revert NotInPostWindow(round, current);
+        if (r.verdicts != bytes32(0)) revert AlreadyPosted(round);
+        if (root == bytes32(0)) revert EmptyRoot();
+        drawBeacon(round);
+        r.verdicts = root;
+        r.total = total;
+        emit VerdictsPosted(round, msg.sender, root, total, cid);
+    }
+
+    // ---------------------------------------------------------------------------------- proofs
+
+    function proveForgedSubmission(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof
+    ) external {
+        Round storage r = _challengeable(round);
+        _checkSubmission(r, round, index, leaf, proof);
+        string memory lie = _forged(round, leaf);
+        if (bytes(lie).length == 0) revert NoLie("the submission is its producer's");
+        _void(r, round, true, lie);
+    }
+
+    function proveUnsorted(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata first,
+        SumTree.Node[] calldata firstProof,
+        SignedSubmission calldata second,
+        SumTree.Node[] calldata secondProof
+    ) external {
+        Round storage r = _challengeable(round);
+        _checkSubmission(r, round, index, first, firstProof);
+        _checkSubmission(r, round, index + 1, second, secondProof);
+        if (first.producer < second.producer) revert NoLie("the two submissions are in order");
+        _void(r, round, true, "submissions out of order");
+    }
+
+    function proveBadCredit(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata creditProof,
+        SignedSubmission calldata submission,
+        SumTree.Node[] calldata submissionProof,
+        SignedVote[] calldata votes
+    ) external {
+        Round storage r = _withVerdicts(round);
+        SumTree.Node memory leaf = SumTree.leaf(keccak256(abi.encode(credit)), amount);
+        _checkIn(SumTree.rootOf(leaf, leafIndex, creditProof), r.verdicts, r.total, round);
+        if (keccak256(abi.encode(votes)) != credit.votes) revert NotInRoot(round);
+        string memory lie = amount != credit.signal
+            ? "a credit's amount is not its signal"
+            : credit.index >= r.count ? "a credit of no submission" : "";
+        if (bytes(lie).length == 0) {
+            _checkSubmission(r, round, credit.index, submission, submissionProof);
+            lie = _creditLie(round, r, credit, submission, votes);
+        }
+        if (bytes(lie).length == 0) revert NoLie("the credit holds");
+        _void(r, round, false, lie);
+    }
+
+    function proveBadSum(
+        uint64 round,
+        uint256 height,
+        uint256 index,
+        SumTree.Node calldata node,
+        SumTree.Node[] calldata proof,
+        SumTree.Node calldata left,
+        SumTree.Node calldata right
+    ) external {
+        Round storage r = _withVerdicts(round);
+        _checkIn(SumTree.rootOf(node, index, proof), r.verdicts, r.total, round);
+        bool lie;
+        if (height == 0) {
+            // a leaf: `left` is its (data hash, amount); the sum its parent committed is node.sum
+            if (SumTree.leaf(left.hash, left.sum).hash != node.hash) revert NotInRoot(round);
+            lie = left.sum != node.sum;
+        } else {
+            if (_parentHash(left, right) != node.hash) revert NotInRoot(round);
+            lie = uint256(left.sum) + uint256(right.sum) != node.sum;
+        }
+        if (!lie) revert NoLie("the sums add up");
+        _void(r, round, false, "a sum that is not its children's");
+    }
+
+    function release(uint64 round) external {
+        Round storage r = _posted(round);
+        if (r.submissionsVoided || r.verdictsVoided) revert BondForfeited(round);
+        if (r.released) revert NoSuchRoot(round);
+        uint64 current = _ledger.currentRound();
+        if (current <= challengeEnd(round)) revert ChallengeWindowOpen(round, current);
+        r.released = true;
+        emit BondReleased(round, r.aggregator, bond);
+        (bool ok,) = r.aggregator.call{value: bond}("");
+        require(ok, "bond transfer failed");
+    }
+
+    function roundOf(uint64 round) external view returns (RoundView memory) {
+        Round storage r = _rounds[round];
+        return RoundView(
+            r.aggregator,
+            r.postedBlock,
+            r.count,
+            r.submissions,
+            r.verdicts,
+            r.total,
+            r.beacon,
+            r.submissionsVoided,
+            r.verdictsVoided,
+            r.released
+        );
+    }
+
+    // -------------------------------------------------------------------------------- internals
+
+    function _posted(uint64 round) private view returns (Round storage r) {
+        r = _rounds[round];
+        if (r.aggregator == address(0)) revert NoSuchRoot(round);
+    }
+
+    function _challengeable(uint64 round) private view returns (Round storage r) {
+        r = _posted(round);
+        uint64 current = _ledger.currentRound();
+        if (current > challengeEnd(round)) revert ChallengeWindowClosed(round, current);
+        // one proven lie takes the round's bond; what else is false in it changes nothing more
+        if (r.submissionsVoided || r.verdictsVoided) revert NoSuchRoot(round);
+    }
+
+    function _withVerdicts(uint64 round) private view returns (Round storage r) {
+        r = _challengeable(round);
+        if (r.verdicts == bytes32(0)) revert NoSuchRoot(round);
+    }
+
+    function _checkIn(SumTree.Node memory found, bytes32 root, uint128 total, uint64 round) private pure {
+        if (found.hash != root || found.sum != total) revert NotInRoot(round);
+    }
+
+    function _checkSubmission(
+        Round storage r,
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof
+    ) private view {
+        if (index >= r.count) revert NotInRoot(round);
+        SumTree.Node memory node = SumTree.leaf(keccak256(abi.encode(leaf)), 0);
+        _checkIn(SumTree.rootOf(node, index, proof), r.submissions, 0, round);
+    }
+
+    function _parentHash(SumTree.Node calldata left, SumTree.Node calldata right) private pure returns (bytes32) {
+        return keccak256(abi.encodePacked(bytes1(0x01), left.hash, left.sum, right.hash, right.sum));
+    }
+
+    /// @dev Why a submission leaf is not a submission the ledger's submit would take from its
+    /// producer ("" when it is).
+    function _forged(uint64 round, SignedSubmission calldata leaf) private view returns (string memory) {
+        Messages.Submission calldata s = leaf.submission;
+        bytes32 hash = Messages.signingHash(_separator, Messages.structHash(s));
+        if (Messages.signer(hash, leaf.signature) != leaf.producer || leaf.producer == address(0)) {
+            return "a submission its producer did not sign";
+        }
+        if (s.round != round) return "a submission of another round";
+        if (!_ledger.nodeInfo(leaf.producer).registered) return "a submission of no registered node";
+        uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
+        if (s.rollouts == 0 || s.rollouts > MAX_ROLLOUTS || s.score > maxScore || s.signal > maxScore / 2) {
+            return "a submission out of range";
+        }
+        return "";
+    }
+
+    /// @dev Why a credit leaf is false against its submission and votes ("" when it holds).
+    function _creditLie(
+        uint64 round,
+        Round storage r,
+        Credit calldata credit,
+        SignedSubmission calldata sub,
+        SignedVote[] calldata votes
+    ) private view returns (string memory) {
+        Messages.Submission calldata s = sub.submission;
+        if (
+            credit.producer != sub.producer || credit.digest != s.digest || credit.score != s.score
+                || credit.signal != s.signal
+        ) return "a credit that is not its submission's";
+        if (bytes(_forged(round, sub)).length != 0) return "a credit of a forged submission";
+        if (votes.length < _quorum) return "a credit with fewer votes than quorum";
+        uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
+        bytes32 family = _ledger.nodeInfo(credit.producer).family;
+        uint256 familyStake = _ledger.familyStakeAt(family, r.postedBlock);
+        address last;
+        for (uint256 i; i < votes.length; ++i) {
+            SignedVote calldata v = votes[i];
+            if (v.voter <= last) return "a credit's votes not sorted by voter";
+            last = v.voter;
+            bytes32 hash = Messages.signingHash(
+                _separator,
+                Messages.structHash(
+                    Messages.Vote(round, credit.producer, credit.digest, false, v.score, credit.signal, v.findings)
+                )
+            );
+            if (Messages.signer(hash, v.signature) != v.voter) return "a vote its voter did not sign";
+            if (_gap(v.score, credit.score) * BPS > maxScore * _toleranceBps) return "a vote that does not agree";
+            if (!_seated(r, round, credit.producer, v.voter, family, familyStake)) {
+                return "a vote from a node without a seat";
+            }
+        }
+        return "";
+    }
+
+    /// @dev Whether `voter` holds a seat on `producer`'s committee of `round`: the ledger's rule
+    /// 4 with the round's beacon and stakes as of the submission root's block.
+    function _seated(Round storage r, uint64 round, address producer, address voter, bytes32 family, uint256 total)
+        private
+        view
+        returns (bool)
+    {
+        if (voter == producer || _ledger.nodeInfo(voter).family != family) return false;
+        uint256 stake = _ledger.stakeAt(voter, r.postedBlock);
+        if (stake < _minStake) return false;
+        return SeatDraw.seats(r.beacon, round, producer, voter, stake, total, _checkers) != 0;
+    }
+
+    function _gap(uint64 a, uint64 b) private pure returns (uint256) {
+        return a > b ? a - b : b - a;
+    }
+
+    /// @dev Voids the submission root (and so the round) or the verdict root, and pays the bond:
+    /// half to the prover, half into the ledger's reward pool.
+    function _void(Round storage r, uint64 round, bool submissions, string memory lie) private {
+        if (submissions) r.submissionsVoided = true;
+        else r.verdictsVoided = true;
+        uint256 half = bond / 2;
+        emit LieProven(round, r.aggregator, msg.sender, lie, half);
+        _ledger.fund{value: bond - half}();
+        (bool ok,) = msg.sender.call{value: half}("");
+        require(ok, "prover payment failed");
+    }
+}

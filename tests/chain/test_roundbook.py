@@ -1,0 +1,430 @@
+"""The root lane's RoundBook on a real anvil beside the SwarmLedger it reads: an aggregator posts
+a round's submission root and verdict root with a bond; an honest round stands against every
+proof and its bond comes back; each lie the book knows (a forged submission, two submissions of
+one producer, a credit with an invented signer, a signer without a seat, too few voters, a
+disagreeing vote, an amount that is not its signal, a credit of no submission, a sum that is not
+its children's) is proven by a stranger with the signed messages, voids the root, pays the
+prover half the bond and the ledger's pool the other half."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from eth_account import Account
+from web3.logs import DISCARD
+
+from client.chain.artifacts import load_artifact
+from client.chain.errors import ErrorDecoder, LedgerRevert
+from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.models import Beacon
+from client.chain.roots import (
+    Credit,
+    SubmissionRoot,
+    VerdictRoot,
+    submission_struct,
+    vote_struct,
+    votes_hash,
+)
+from client.chain.sumtree import Node
+from client.chain.tx import TxSender
+from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
+
+BOND = ETH
+K, Q = 32, 2  # 32 seat trials: 6 candidates, each seated but with (6/7)^32 = 0.7%
+ROUND = 0
+
+
+@dataclass
+class Book:
+    swarm: Swarm
+    contract: object
+    domain: Domain
+
+    def send(self, who, fn: str, *args, value: int = 0):
+        call = getattr(self.contract.functions, fn)(*args)
+        tx = {"to": self.contract.address, "data": call._encode_transaction_data(), "value": value}
+        sender = TxSender(self.swarm.w3, who, ErrorDecoder(self.contract.abi))
+        return sender.send(tx, fn)
+
+    def view(self, round_: int = ROUND):
+        return self.contract.functions.roundOf(round_).call()
+
+    def window(self, name: str, round_: int = ROUND) -> int:
+        return getattr(self.contract.functions, name)(round_).call()
+
+
+@pytest.fixture
+def world(chain):
+    swarm = Swarm(chain, quorum=Q, checkers=K)
+    nodes = [swarm.node(2 * ETH) for _ in range(7)]
+    address = deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND)
+    contract = swarm.w3.eth.contract(address=address, abi=load_artifact("RoundBook")["abi"])
+    book = Book(swarm, contract, Domain(chain_id=swarm.w3.eth.chain_id, contract=address))
+    return swarm, nodes, book
+
+
+def sign_submissions(book: Book, producers, round_: int = ROUND) -> list[Signed]:
+    return [
+        Signed.sign(
+            Submission(
+                round=round_,
+                digest="0x" + digest(f"{round_}-{p.tx.account.address}").hex(),
+                rollouts=8,
+                score=4 * 1_000_000,
+                signal=1_000_000 + i,
+            ),
+            book.domain,
+            p.tx.account.key,
+        )
+        for i, p in enumerate(producers)
+    ]
+
+
+def post_submissions(book: Book, aggregator, subs: SubmissionRoot) -> None:
+    book.swarm.goto(book.window("postRound"))
+    count = len(subs.signed)
+    book.send(aggregator.tx.account, "postSubmissions", ROUND, subs.root, count, "cid", value=BOND)
+    book.swarm.mine()
+    book.send(aggregator.tx.account, "drawBeacon", ROUND)
+
+
+def seats(book: Book, nodes, producer: str) -> dict[str, int]:
+    """Who holds seats on `producer`'s committee: the ledger's rule with the round's beacon."""
+    view = book.view()
+    posted, beacon = view[1], view[6]
+    ledger = book.swarm.ledger
+    family = ledger.node_info(producer).family
+    total = ledger.family_stake_at(family, posted)
+    drawn = Beacon(round=ROUND, node=producer, beacon=beacon, block=posted + 1, ready=True)
+    found = {}
+    for n in nodes:
+        voter = n.tx.account.address
+        if voter.lower() == producer.lower():
+            continue
+        won = drawn.seats(voter, ledger.stake_at(voter, posted), total, K)
+        if won:
+            found[voter] = won
+    return found
+
+
+def agreeing_votes(book: Book, voters, signed: Signed, score: int | None = None) -> list[tuple]:
+    s = signed.message
+    votes = [
+        Signed.sign(
+            Vote(
+                round=ROUND,
+                producer=signed.signer,
+                digest=s.digest,
+                unavailable=False,
+                score=s.score if score is None else score,
+                signal=s.signal,
+                findings=0,
+            ),
+            book.domain,
+            v.tx.account.key,
+        )
+        for v in sorted(voters, key=lambda v: int(v.tx.account.address, 16))
+    ]
+    return [vote_struct(v) for v in votes]
+
+
+def credit_of(subs: SubmissionRoot, index: int, votes: list[tuple]) -> Credit:
+    signed = subs.signed[index]
+    s = signed.message
+    return Credit(index, signed.signer, s.digest, s.score, s.signal, votes_hash(votes))
+
+
+def honest_round(book: Book, nodes):
+    """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
+    checkers: the roots an honest aggregator posts."""
+    producers, aggregator = nodes[:4], nodes[4]
+    subs = SubmissionRoot(sign_submissions(book, producers))
+    post_submissions(book, aggregator, subs)
+    credits, votes = [], []
+    for i, signed in enumerate(subs.signed):
+        seated = seats(book, nodes, signed.signer)
+        voters = [n for n in nodes if n.tx.account.address in seated][:Q]
+        assert len(voters) == Q, "too few seated checkers for this test's draw"
+        votes.append(agreeing_votes(book, voters, signed))
+        credits.append(credit_of(subs, i, votes[-1]))
+    return aggregator, subs, credits, votes
+
+
+def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot) -> None:
+    book.swarm.goto(book.window("verdictRound"))
+    book.send(aggregator.tx.account, "postVerdicts", ROUND, verdicts.root, verdicts.total, "cid")
+
+
+def prove_credit(book, who, verdicts: VerdictRoot, subs: SubmissionRoot, i: int, votes):
+    credit = verdicts.credits[i]
+    sub_index = min(credit.index, len(subs.signed) - 1)
+    return book.send(
+        who,
+        "proveBadCredit",
+        ROUND,
+        i,
+        credit.struct(),
+        verdicts.amounts[i],
+        verdicts.proof(i),
+        submission_struct(subs.signed[sub_index]),
+        subs.proof(sub_index),
+        votes,
+    )
+
+
+def balances(book: Book, who: str) -> tuple[int, int]:
+    return book.swarm.w3.eth.get_balance(who), book.swarm.ledger.reward_pool()
+
+
+def assert_paid_for(book: Book, prover, before: tuple[int, int], lie: str, receipt) -> None:
+    """The root is void, the prover got half the bond (less its gas) and the pool the rest."""
+    after = balances(book, prover.address)
+    gas = receipt.gas_used * receipt.effective_gas_price
+    assert after[0] - before[0] + gas == BOND // 2
+    assert after[1] - before[1] == BOND - BOND // 2
+    assert lies(book, receipt) == [lie]
+    view = book.view()
+    assert view[7] or view[8], "the root is void"
+    with pytest.raises(LedgerRevert, match="BondForfeited"):  # one lie takes the bond, once
+        book.send(prover, "release", ROUND)
+
+
+def lies(book: Book, result) -> list[str]:
+    """The lies a transaction proved (its LieProven events)."""
+    receipt = book.swarm.w3.eth.get_transaction_receipt(result.tx_hash)
+    found = book.contract.events.LieProven().process_receipt(receipt, errors=DISCARD)
+    return [e.args["what"] for e in found]
+
+
+def stranger(book: Book):
+    account = Account.create()
+    book.swarm.w3.provider.make_request("anvil_setBalance", [account.address, hex(10 * ETH)])
+    return account
+
+
+def test_an_honest_round_stands_against_every_proof_and_its_bond_comes_back(world) -> None:
+    swarm, nodes, book = world
+    aggregator, subs, credits, votes = honest_round(book, nodes)
+    verdicts = VerdictRoot(credits)
+    post_verdicts(book, aggregator, verdicts)
+    view = book.view()
+    assert view[0] == aggregator.tx.account.address and view[2] == 4 and view[5] == verdicts.total
+    prover = stranger(book)
+    for i in range(len(credits)):
+        with pytest.raises(LedgerRevert, match="NoLie"):
+            prove_credit(book, prover, verdicts, subs, i, votes[i])
+    for i in range(len(subs.signed)):
+        with pytest.raises(LedgerRevert, match="NoLie"):
+            book.send(
+                prover,
+                "proveForgedSubmission",
+                ROUND,
+                i,
+                submission_struct(subs.signed[i]),
+                subs.proof(i),
+            )
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        book.send(
+            prover,
+            "proveUnsorted",
+            ROUND,
+            0,
+            submission_struct(subs.signed[0]),
+            subs.proof(0),
+            submission_struct(subs.signed[1]),
+            subs.proof(1),
+        )
+    top = verdicts.tree.levels[-2]
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        book.send(
+            prover,
+            "proveBadSum",
+            ROUND,
+            verdicts.tree.depth,
+            0,
+            verdicts.tree.root.as_abi(),
+            [],
+            top[0].as_abi(),
+            top[1].as_abi(),
+        )
+    with pytest.raises(LedgerRevert, match="ChallengeWindowOpen"):
+        book.send(aggregator.tx.account, "release", ROUND)
+    swarm.goto(book.window("challengeEnd") + 1)
+    with pytest.raises(LedgerRevert, match="ChallengeWindowClosed"):
+        prove_credit(book, prover, verdicts, subs, 0, votes[0])
+    before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
+    receipt = book.send(aggregator.tx.account, "release", ROUND)
+    gas = receipt.gas_used * receipt.effective_gas_price
+    assert swarm.w3.eth.get_balance(aggregator.tx.account.address) - before + gas == BOND
+
+
+@pytest.mark.parametrize(
+    "lie",
+    [
+        "a vote its voter did not sign",
+        "a vote from a node without a seat",
+        "a credit with fewer votes than quorum",
+        "a vote that does not agree",
+        "a credit's amount is not its signal",
+        "a credit of no submission",
+        "a credit's votes not sorted by voter",
+    ],
+)
+def test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond(world, lie) -> None:
+    _, nodes, book = world
+    aggregator, subs, credits, votes = honest_round(book, nodes)
+    target = 1
+    signed = subs.signed[target]
+    seated = seats(book, nodes, signed.signer)
+    amounts = [c.signal for c in credits]
+    if lie == "a vote its voter did not sign":  # invents a signer: a seated voter's name, a key
+        # that is not its
+        voter = next(n for n in nodes if n.tx.account.address in seated)
+        forged = list(agreeing_votes(book, [voter], signed)[0])
+        forged[3] = bytes.fromhex(
+            Signed.sign(
+                Vote(
+                    round=ROUND,
+                    producer=signed.signer,
+                    digest=signed.message.digest,
+                    unavailable=False,
+                    score=signed.message.score,
+                    signal=signed.message.signal,
+                    findings=0,
+                ),
+                book.domain,
+                Account.create().key,
+            ).signature[2:]
+        )
+        rest = [v for v in votes[target] if v[0] != voter.tx.account.address]
+        votes[target] = sorted([tuple(forged), *rest], key=lambda v: int(v[0], 16))
+    elif lie == "a vote from a node without a seat":
+        # a node of the family that staked after the snapshot (the root's block) holds no seat
+        late = book.swarm.node(2 * ETH)
+        votes[target] = sorted(
+            [*votes[target][:1], *agreeing_votes(book, [late], signed)],
+            key=lambda v: int(v[0], 16),
+        )
+    elif lie == "a credit with fewer votes than quorum":
+        votes[target] = votes[target][:1]
+    elif lie == "a vote that does not agree":  # a checker whose score is far off the claim
+        voters = [n for n in nodes if n.tx.account.address in seated][:Q]
+        votes[target] = agreeing_votes(book, voters, signed, score=0)
+    elif lie == "a credit's amount is not its signal":
+        amounts[target] = credits[target].signal * 100
+    elif lie == "a credit's votes not sorted by voter":
+        votes[target] = list(reversed(votes[target]))
+    credits[target] = credit_of(subs, target, votes[target])
+    if lie == "a credit of no submission":
+        c = credits[target]
+        credits[target] = Credit(7, c.producer, c.digest, c.score, c.signal, c.votes)
+    verdicts = VerdictRoot(credits, amounts)
+    post_verdicts(book, aggregator, verdicts)
+    prover = stranger(book)
+    for i in range(len(credits)):  # the other credits hold
+        if i != target:
+            with pytest.raises(LedgerRevert, match="NoLie"):
+                prove_credit(book, prover, verdicts, subs, i, votes[i])
+    before = balances(book, prover.address)
+    receipt = prove_credit(book, prover, verdicts, subs, target, votes[target])
+    assert_paid_for(book, prover, before, lie, receipt)
+
+
+def test_an_inflated_total_is_proven_where_the_sums_stop_adding_up(world) -> None:
+    """The aggregator posts a root whose top sum is twice its leaves': every honest leaf's path
+    then fails to reach it, and the top node's own children prove the lie."""
+    _, nodes, book = world
+    aggregator, subs, credits, votes = honest_round(book, nodes)
+    honest = VerdictRoot(credits)
+    left, right = honest.tree.levels[-2]
+    inflated = Node(honest.tree.root.hash, honest.total * 2)
+    book.swarm.goto(book.window("verdictRound"))
+    book.send(aggregator.tx.account, "postVerdicts", ROUND, inflated.hash, inflated.sum, "cid")
+    prover = stranger(book)
+    with pytest.raises(LedgerRevert, match="NotInRoot"):  # no honest path reaches the lie
+        prove_credit(book, prover, honest, subs, 0, votes[0])
+    before = balances(book, prover.address)
+    receipt = book.send(
+        prover,
+        "proveBadSum",
+        ROUND,
+        honest.tree.depth,
+        0,
+        inflated.as_abi(),
+        [],
+        left.as_abi(),
+        right.as_abi(),
+    )
+    assert_paid_for(book, prover, before, "a sum that is not its children's", receipt)
+
+
+def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(world) -> None:
+    swarm, nodes, book = world
+    producers, aggregator = nodes[:3], nodes[4]
+    signed = sign_submissions(book, producers)
+    # a submission "by" producers[2] that another key signed
+    forged = Signed.sign(signed[2].message, book.domain, Account.create().key)
+    forged = forged.model_copy(update={"signer": signed[2].signer})
+    subs = SubmissionRoot([signed[0], signed[1], forged])
+    post_submissions(book, aggregator, subs)
+    prover = stranger(book)
+    i = subs.signed.index(forged)
+    before = balances(book, prover.address)
+    receipt = book.send(
+        prover, "proveForgedSubmission", ROUND, i, submission_struct(forged), subs.proof(i)
+    )
+    assert_paid_for(book, prover, before, "a submission its producer did not sign", receipt)
+
+    # the next round: the same producer twice, neighbours in the sorted root
+    book2_round = ROUND + 1
+    again = sign_submissions(book, producers, round_=book2_round)
+    doubled = Signed.sign(
+        again[0].message.model_copy(update={"signal": 7}), book.domain, producers[0].tx.account.key
+    )
+    subs2 = SubmissionRoot([*again, doubled])
+    j = next(k for k in range(3) if subs2.signed[k].signer == subs2.signed[k + 1].signer)
+    swarm.goto(book.window("postRound", book2_round))
+    book.send(
+        aggregator.tx.account,
+        "postSubmissions",
+        book2_round,
+        subs2.root,
+        len(subs2.signed),
+        "cid",
+        value=BOND,
+    )
+    before = balances(book, prover.address)
+    receipt = book.send(
+        prover,
+        "proveUnsorted",
+        book2_round,
+        j,
+        submission_struct(subs2.signed[j]),
+        subs2.proof(j),
+        submission_struct(subs2.signed[j + 1]),
+        subs2.proof(j + 1),
+    )
+    assert lies(book, receipt) == ["submissions out of order"]
+    after = balances(book, prover.address)
+    gas = receipt.gas_used * receipt.effective_gas_price
+    assert after[0] - before[0] + gas == BOND // 2
+
+
+def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) -> None:
+    swarm, nodes, book = world
+    subs = SubmissionRoot(sign_submissions(book, nodes[:2]))
+    args = (ROUND, subs.root, 2, "cid")
+    with pytest.raises(LedgerRevert, match="NotInPostWindow"):
+        book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND)
+    swarm.goto(book.window("postRound"))
+    with pytest.raises(LedgerRevert, match="WrongBond"):
+        book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND - 1)
+    with pytest.raises(LedgerRevert, match="NotARegisteredNode"):
+        book.send(stranger(book), "postSubmissions", *args, value=BOND)
+    book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND)
+    with pytest.raises(LedgerRevert, match="AlreadyPosted"):
+        book.send(nodes[5].tx.account, "postSubmissions", *args, value=BOND)
+    swarm.goto(book.window("verdictRound"))
+    with pytest.raises(LedgerRevert, match="NotTheAggregator"):
+        book.send(nodes[5].tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, "cid")
