@@ -364,7 +364,7 @@ class LedgerView:
                     "error",
                 )
             case Claimed() if e.node == me:
-                self.paid_rounds.update(e.rounds)
+                self.paid_rounds.update(r for r in e.rounds if r in self.ours)
                 params = self.ledger.params()
                 mined_round = params.round_at(self._mined[e.block_number])
                 self.payouts.append(Payout(mined_round, e.amount))
