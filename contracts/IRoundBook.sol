@@ -9,8 +9,11 @@ import {SumTree} from "./lib/SumTree.sol";
 /// the root of the producers' signed submissions and then the Merkle-sum root of the batches
 /// their drawn committees agreed on; anyone holding the signed messages proves a lie in either
 /// root, which voids it and pays the prover half the aggregator's bond (the other half goes to
-/// the ledger's reward pool). Not built yet (docs/scaling.md): the aggregator's draw, escalation
-/// into the ledger's v4 lane, equivocation, data-availability challenges, payouts.
+/// the ledger's reward pool). Whoever cannot get a leaf of a root (the aggregator withholds its
+/// data, or the tree is malformed so that no proof of it exists) challenges the aggregator to
+/// post it on chain: unanswered by the end of the next round, the root is void as if a lie were
+/// proven. Not built yet (docs/scaling.md): the aggregator's draw, escalation into the ledger's
+/// v4 lane, equivocation, payouts.
 ///
 /// Windows, with the ledger's W (submitRounds) and C (challengeRounds), for a round r:
 /// producers sign submissions in rounds r..r+W; the submission root is posted in r+W+1 (its
@@ -55,11 +58,21 @@ interface IRoundBook {
         uint32 count; // submissions in the root
         bytes32 submissions;
         bytes32 verdicts; // 0 until posted
+        uint32 credits; // leaves in the verdict root
         uint128 total; // credited signal in the verdict root
         uint256 beacon; // 0 until drawn
         bool submissionsVoided;
         bool verdictsVoided;
         bool released;
+        uint32 openChallenges; // data challenges not answered yet: the bond waits for them
+    }
+
+    /// @notice A data challenge: who asked for which leaf, and until which round the aggregator
+    /// may answer.
+    struct DataChallenge {
+        address challenger;
+        uint64 answerBy;
+        bool answered;
     }
 
     event SubmissionsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint32 count, string cid);
@@ -68,6 +81,10 @@ interface IRoundBook {
     /// @param what which lie was proven (see the prove* functions)
     event LieProven(uint64 indexed round, address indexed aggregator, address indexed prover, string what, uint256 paid);
     event BondReleased(uint64 indexed round, address indexed aggregator, uint256 amount);
+    event DataChallenged(uint64 indexed round, bool verdictTree, uint32 index, address challenger, uint64 answerBy);
+    /// @notice The challenged leaf, posted: `leaf` is its ABI encoding (a SignedSubmission, or a
+    /// Credit with its amount and votes), the calldata anyone then proves a lie from.
+    event DataAnswered(uint64 indexed round, bool verdictTree, uint32 index, bytes leaf);
 
     error NotARegisteredNode(address who);
     error WrongBond(uint256 sent, uint256 bond);
@@ -83,11 +100,20 @@ interface IRoundBook {
     error NoLie(string what);
     error EmptyRoot();
     error BondForfeited(uint64 round);
+    error WrongChallengeBond(uint256 sent, uint256 bond);
+    error AlreadyChallenged(uint64 round, bool verdictTree, uint32 index);
+    error NoSuchChallenge(uint64 round, bool verdictTree, uint32 index);
+    error AnswerWindowClosed(uint64 round, uint64 answerBy, uint64 current);
+    error AnswerWindowOpen(uint64 round, uint64 answerBy, uint64 current);
+    error ChallengesOpen(uint64 round, uint32 open);
 
     /// @notice The ledger whose nodes, stakes and parameters this book reads.
     function ledger() external view returns (address);
     /// @notice The wei an aggregator bonds per round it posts.
     function bond() external view returns (uint256);
+    /// @notice The wei a data challenge bonds: the aggregator's if it answers (its gas), the
+    /// challenger's back if it does not.
+    function challengeBond() external view returns (uint256);
 
     /// @notice Posts round `round`'s submission root (`count` signed submissions, sorted by
     /// producer, `cid` where their list lies on IPFS), bonding `bond()` wei. Only a registered
@@ -96,9 +122,34 @@ interface IRoundBook {
     /// @notice Stores the round's beacon, the hash of the block after its submission root's;
     /// anyone may call it once that block is mined, within the EVM's 256-block window.
     function drawBeacon(uint64 round) external;
-    /// @notice Posts the verdict root (a Merkle-sum tree of Credit leaves, `total` their signal),
-    /// by the round's aggregator, in round + W + C + 2, with the beacon drawn.
-    function postVerdicts(uint64 round, bytes32 root, uint128 total, string calldata cid) external;
+    /// @notice Posts the verdict root (a Merkle-sum tree of `credits` Credit leaves, `total`
+    /// their signal), by the round's aggregator, in round + W + C + 2, with the beacon drawn.
+    function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, string calldata cid)
+        external;
+
+    /// @notice Asks the aggregator to post leaf `index` of the submission root (or, with
+    /// `verdictTree`, of the verdict root) on chain by the end of the next round, bonding
+    /// `challengeBond()`; while the challenge window is open.
+    function challengeData(uint64 round, bool verdictTree, uint32 index) external payable;
+    /// @notice The aggregator's answer: the submission leaf at `index` with its proof.
+    function answerSubmission(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof
+    ) external;
+    /// @notice The aggregator's answer: the credit leaf at `index`, its amount, proof and votes.
+    function answerCredit(
+        uint64 round,
+        uint32 index,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        SignedVote[] calldata votes
+    ) external;
+    /// @notice Once a challenge's answer window has passed unanswered: the challenged root is
+    /// void, the challenger gets its bond back and half the aggregator's, the pool the rest.
+    function claimUnanswered(uint64 round, bool verdictTree, uint32 index) external;
 
     /// @notice Proves that the submission at `index` of the root is not its producer's: its
     /// signature recovers to someone else (or nobody), or the producer is no registered node.
@@ -140,8 +191,8 @@ interface IRoundBook {
         SumTree.Node calldata right
     ) external;
 
-    /// @notice Pays the aggregator its bond back once the round's challenge window has passed
-    /// and no lie was proven.
+    /// @notice Pays the aggregator its bond back once the round's challenge window has passed,
+    /// no lie was proven and every data challenge was answered.
     function release(uint64 round) external;
 
     function roundOf(uint64 round) external view returns (RoundView memory);

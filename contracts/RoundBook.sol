@@ -29,10 +29,13 @@ contract RoundBook is IRoundBook {
         bool submissionsVoided;
         bool verdictsVoided;
         bool released;
+        uint32 credits;
+        uint32 openChallenges;
     }
 
     ISwarmLedger private immutable _ledger;
     uint256 public immutable bond;
+    uint256 public immutable challengeBond;
     uint64 private immutable _submitRounds;
     uint64 private immutable _challengeRounds;
     uint256 private immutable _minStake;
@@ -42,10 +45,12 @@ contract RoundBook is IRoundBook {
     bytes32 private immutable _separator;
 
     mapping(uint64 round => Round) private _rounds;
+    mapping(bytes32 key => DataChallenge) private _challenges; // key: (round, tree, index)
 
-    constructor(address ledger_, uint256 bond_) {
+    constructor(address ledger_, uint256 bond_, uint256 challengeBond_) {
         _ledger = ISwarmLedger(ledger_);
         bond = bond_;
+        challengeBond = challengeBond_;
         _submitRounds = _ledger.submitRounds();
         _challengeRounds = _ledger.challengeRounds();
         _minStake = _ledger.minStake();
@@ -105,15 +110,18 @@ contract RoundBook is IRoundBook {
         emit RoundBeaconDrawn(round, beacon);
     }
 
-    function postVerdicts(uint64 round, bytes32 root, uint128 total, string calldata cid) external {
+    function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, string calldata cid)
+        external
+    {
         Round storage r = _posted(round);
         if (msg.sender != r.aggregator) revert NotTheAggregator(msg.sender, r.aggregator);
         uint64 current = _ledger.currentRound();
         if (current != verdictRound(round)) revert NotInPostWindow(round, current);
         if (r.verdicts != bytes32(0)) revert AlreadyPosted(round);
-        if (root == bytes32(0)) revert EmptyRoot();
+        if (root == bytes32(0) || credits == 0) revert EmptyRoot();
         drawBeacon(round);
         r.verdicts = root;
+        r.credits = credits;
         r.total = total;
         emit VerdictsPosted(round, msg.sender, root, total, cid);
     }
@@ -130,7 +138,7 @@ contract RoundBook is IRoundBook {
         _checkSubmission(r, round, index, leaf, proof);
         string memory lie = _forged(round, leaf);
         if (bytes(lie).length == 0) revert NoLie("the submission is its producer's");
-        _void(r, round, true, lie);
+        _void(r, round, true, lie, msg.sender);
     }
 
     function proveUnsorted(
@@ -145,7 +153,7 @@ contract RoundBook is IRoundBook {
         _checkSubmission(r, round, index, first, firstProof);
         _checkSubmission(r, round, index + 1, second, secondProof);
         if (first.producer < second.producer) revert NoLie("the two submissions are in order");
-        _void(r, round, true, "submissions out of order");
+        _void(r, round, true, "submissions out of order", msg.sender);
     }
 
     function proveBadCredit(
@@ -170,7 +178,7 @@ contract RoundBook is IRoundBook {
             lie = _creditLie(round, r, credit, submission, votes);
         }
         if (bytes(lie).length == 0) revert NoLie("the credit holds");
-        _void(r, round, false, lie);
+        _void(r, round, false, lie, msg.sender);
     }
 
     function proveBadSum(
@@ -194,8 +202,92 @@ contract RoundBook is IRoundBook {
             lie = uint256(left.sum) + uint256(right.sum) != node.sum;
         }
         if (!lie) revert NoLie("the sums add up");
-        _void(r, round, false, "a sum that is not its children's");
+        _void(r, round, false, "a sum that is not its children's", msg.sender);
     }
+
+    // ---------------------------------------------------------------------------- data challenges
+
+    function challengeData(uint64 round, bool verdictTree, uint32 index) external payable {
+        Round storage r = _challengeable(round);
+        if (msg.value != challengeBond) revert WrongChallengeBond(msg.value, challengeBond);
+        if (verdictTree ? (r.verdicts == bytes32(0) || index >= r.credits) : index >= r.count) {
+            revert NotInRoot(round);
+        }
+        DataChallenge storage c = _challenges[_key(round, verdictTree, index)];
+        if (c.challenger != address(0)) revert AlreadyChallenged(round, verdictTree, index);
+        uint64 answerBy = _ledger.currentRound() + 1;
+        c.challenger = msg.sender;
+        c.answerBy = answerBy;
+        r.openChallenges += 1;
+        emit DataChallenged(round, verdictTree, index, msg.sender, answerBy);
+    }
+
+    function answerSubmission(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof
+    ) external {
+        Round storage r = _posted(round);
+        _checkSubmission(r, round, index, leaf, proof);
+        _answered(r, round, false, index, abi.encode(leaf));
+    }
+
+    function answerCredit(
+        uint64 round,
+        uint32 index,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        SignedVote[] calldata votes
+    ) external {
+        Round storage r = _posted(round);
+        SumTree.Node memory leaf = SumTree.leaf(keccak256(abi.encode(credit)), amount);
+        _checkIn(SumTree.rootOf(leaf, index, proof), r.verdicts, r.total, round);
+        if (keccak256(abi.encode(votes)) != credit.votes) revert NotInRoot(round);
+        _answered(r, round, true, index, abi.encode(credit, amount, votes));
+    }
+
+    function claimUnanswered(uint64 round, bool verdictTree, uint32 index) external {
+        Round storage r = _posted(round);
+        DataChallenge storage c = _open(round, verdictTree, index);
+        uint64 current = _ledger.currentRound();
+        if (current <= c.answerBy) revert AnswerWindowOpen(round, c.answerBy, current);
+        c.answered = true;
+        r.openChallenges -= 1;
+        address challenger = c.challenger;
+        // a root already void for a lie proven meanwhile has no bond left: the challenger gets
+        // its own back
+        if (!r.submissionsVoided && !r.verdictsVoided) _void(r, round, !verdictTree, "data withheld", challenger);
+        _pay(challenger, challengeBond);
+    }
+
+    function _open(uint64 round, bool verdictTree, uint32 index) private view returns (DataChallenge storage c) {
+        c = _challenges[_key(round, verdictTree, index)];
+        if (c.challenger == address(0) || c.answered) revert NoSuchChallenge(round, verdictTree, index);
+    }
+
+    /// @dev Closes the challenge of a leaf just shown on chain; its bond pays whoever showed it.
+    function _answered(Round storage r, uint64 round, bool verdictTree, uint32 index, bytes memory leaf) private {
+        DataChallenge storage c = _open(round, verdictTree, index);
+        uint64 current = _ledger.currentRound();
+        if (current > c.answerBy) revert AnswerWindowClosed(round, c.answerBy, current);
+        c.answered = true;
+        r.openChallenges -= 1;
+        emit DataAnswered(round, verdictTree, index, leaf);
+        _pay(msg.sender, challengeBond);
+    }
+
+    function _key(uint64 round, bool verdictTree, uint32 index) private pure returns (bytes32) {
+        return keccak256(abi.encode(round, verdictTree, index));
+    }
+
+    function _pay(address to, uint256 amount) private {
+        (bool ok,) = to.call{value: amount}("");
+        require(ok, "payment failed");
+    }
+
+    // ---------------------------------------------------------------------------------- release
 
     function release(uint64 round) external {
         Round storage r = _posted(round);
@@ -203,10 +295,10 @@ contract RoundBook is IRoundBook {
         if (r.released) revert NoSuchRoot(round);
         uint64 current = _ledger.currentRound();
         if (current <= challengeEnd(round)) revert ChallengeWindowOpen(round, current);
+        if (r.openChallenges != 0) revert ChallengesOpen(round, r.openChallenges);
         r.released = true;
         emit BondReleased(round, r.aggregator, bond);
-        (bool ok,) = r.aggregator.call{value: bond}("");
-        require(ok, "bond transfer failed");
+        _pay(r.aggregator, bond);
     }
 
     function roundOf(uint64 round) external view returns (RoundView memory) {
@@ -217,11 +309,13 @@ contract RoundBook is IRoundBook {
             r.count,
             r.submissions,
             r.verdicts,
+            r.credits,
             r.total,
             r.beacon,
             r.submissionsVoided,
             r.verdictsVoided,
-            r.released
+            r.released,
+            r.openChallenges
         );
     }
 
@@ -338,14 +432,13 @@ contract RoundBook is IRoundBook {
     }
 
     /// @dev Voids the submission root (and so the round) or the verdict root, and pays the bond:
-    /// half to the prover, half into the ledger's reward pool.
-    function _void(Round storage r, uint64 round, bool submissions, string memory lie) private {
+    /// half to `prover`, half into the ledger's reward pool.
+    function _void(Round storage r, uint64 round, bool submissions, string memory lie, address prover) private {
         if (submissions) r.submissionsVoided = true;
         else r.verdictsVoided = true;
         uint256 half = bond / 2;
-        emit LieProven(round, r.aggregator, msg.sender, lie, half);
+        emit LieProven(round, r.aggregator, prover, lie, half);
         _ledger.fund{value: bond - half}();
-        (bool ok,) = msg.sender.call{value: half}("");
-        require(ok, "prover payment failed");
+        _pay(prover, half);
     }
 }

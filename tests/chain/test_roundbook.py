@@ -4,7 +4,9 @@ proof and its bond comes back; each lie the book knows (a forged submission, two
 one producer, a credit with an invented signer, a signer without a seat, too few voters, a
 disagreeing vote, an amount that is not its signal, a credit of no submission, a sum that is not
 its children's) is proven by a stranger with the signed messages, voids the root, pays the
-prover half the bond and the ledger's pool the other half."""
+prover half the bond and the ledger's pool the other half; a leaf nobody can get is asked for on
+chain, and an aggregator that does not answer (it withholds the data, or no proof of it exists)
+loses its bond the same way."""
 
 from __future__ import annotations
 
@@ -22,15 +24,17 @@ from client.chain.roots import (
     Credit,
     SubmissionRoot,
     VerdictRoot,
+    submission_leaf,
     submission_struct,
     vote_struct,
     votes_hash,
 )
-from client.chain.sumtree import Node
+from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
 BOND = ETH
+CHALLENGE_BOND = ETH // 10
 K, Q = 32, 2  # 32 seat trials: 6 candidates, each seated but with (6/7)^32 = 0.7%
 ROUND = 0
 
@@ -58,7 +62,7 @@ class Book:
 def world(chain):
     swarm = Swarm(chain, quorum=Q, checkers=K)
     nodes = [swarm.node(2 * ETH) for _ in range(7)]
-    address = deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND)
+    address = deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
     contract = swarm.w3.eth.contract(address=address, abi=load_artifact("RoundBook")["abi"])
     book = Book(swarm, contract, Domain(chain_id=swarm.w3.eth.chain_id, contract=address))
     return swarm, nodes, book
@@ -92,7 +96,7 @@ def post_submissions(book: Book, aggregator, subs: SubmissionRoot) -> None:
 def seats(book: Book, nodes, producer: str) -> dict[str, int]:
     """Who holds seats on `producer`'s committee: the ledger's rule with the round's beacon."""
     view = book.view()
-    posted, beacon = view[1], view[6]
+    posted, beacon = view[1], view[7]
     ledger = book.swarm.ledger
     family = ledger.node_info(producer).family
     total = ledger.family_stake_at(family, posted)
@@ -153,7 +157,10 @@ def honest_round(book: Book, nodes):
 
 def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot) -> None:
     book.swarm.goto(book.window("verdictRound"))
-    book.send(aggregator.tx.account, "postVerdicts", ROUND, verdicts.root, verdicts.total, "cid")
+    count = len(verdicts.credits)
+    book.send(
+        aggregator.tx.account, "postVerdicts", ROUND, verdicts.root, count, verdicts.total, "cid"
+    )
 
 
 def prove_credit(book, who, verdicts: VerdictRoot, subs: SubmissionRoot, i: int, votes):
@@ -185,7 +192,7 @@ def assert_paid_for(book: Book, prover, before: tuple[int, int], lie: str, recei
     assert after[1] - before[1] == BOND - BOND // 2
     assert lies(book, receipt) == [lie]
     view = book.view()
-    assert view[7] or view[8], "the root is void"
+    assert view[8] or view[9], "the root is void"
     with pytest.raises(LedgerRevert, match="BondForfeited"):  # one lie takes the bond, once
         book.send(prover, "release", ROUND)
 
@@ -209,7 +216,7 @@ def test_an_honest_round_stands_against_every_proof_and_its_bond_comes_back(worl
     verdicts = VerdictRoot(credits)
     post_verdicts(book, aggregator, verdicts)
     view = book.view()
-    assert view[0] == aggregator.tx.account.address and view[2] == 4 and view[5] == verdicts.total
+    assert view[0] == aggregator.tx.account.address and view[2] == 4 and view[6] == verdicts.total
     prover = stranger(book)
     for i in range(len(credits)):
         with pytest.raises(LedgerRevert, match="NoLie"):
@@ -340,7 +347,7 @@ def test_an_inflated_total_is_proven_where_the_sums_stop_adding_up(world) -> Non
     left, right = honest.tree.levels[-2]
     inflated = Node(honest.tree.root.hash, honest.total * 2)
     book.swarm.goto(book.window("verdictRound"))
-    book.send(aggregator.tx.account, "postVerdicts", ROUND, inflated.hash, inflated.sum, "cid")
+    book.send(aggregator.tx.account, "postVerdicts", ROUND, inflated.hash, 4, inflated.sum, "cid")
     prover = stranger(book)
     with pytest.raises(LedgerRevert, match="NotInRoot"):  # no honest path reaches the lie
         prove_credit(book, prover, honest, subs, 0, votes[0])
@@ -427,4 +434,108 @@ def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) ->
         book.send(nodes[5].tx.account, "postSubmissions", *args, value=BOND)
     swarm.goto(book.window("verdictRound"))
     with pytest.raises(LedgerRevert, match="NotTheAggregator"):
-        book.send(nodes[5].tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, "cid")
+        book.send(nodes[5].tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, 1, "cid")
+
+
+def test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond(world) -> None:
+    """A stranger who cannot get a leaf challenges the aggregator to post it: the honest answer
+    puts the leaf in an event (and takes the challenge bond for its gas), and the bond waits for
+    it; an unanswered challenge voids the root, returns the challenger's bond with half the
+    aggregator's, and the pool gets the rest."""
+    swarm, nodes, book = world
+    aggregator, subs, credits, votes = honest_round(book, nodes)
+    prover = stranger(book)
+    book.send(prover, "challengeData", ROUND, False, 2, value=CHALLENGE_BOND)
+    with pytest.raises(LedgerRevert, match="AlreadyChallenged"):
+        book.send(prover, "challengeData", ROUND, False, 2, value=CHALLENGE_BOND)
+    with pytest.raises(LedgerRevert, match="NotInRoot"):  # past the root's count
+        book.send(prover, "challengeData", ROUND, False, 4, value=CHALLENGE_BOND)
+    with pytest.raises(LedgerRevert, match="NotInRoot"):  # a leaf not at its index
+        book.send(
+            aggregator.tx.account,
+            "answerSubmission",
+            ROUND,
+            2,
+            submission_struct(subs.signed[1]),
+            subs.proof(1),
+        )
+    before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
+    result = book.send(
+        aggregator.tx.account,
+        "answerSubmission",
+        ROUND,
+        2,
+        submission_struct(subs.signed[2]),
+        subs.proof(2),
+    )
+    gas = result.gas_used * result.effective_gas_price
+    assert swarm.w3.eth.get_balance(aggregator.tx.account.address) - before + gas == CHALLENGE_BOND
+    receipt = swarm.w3.eth.get_transaction_receipt(result.tx_hash)
+    answered = book.contract.events.DataAnswered().process_receipt(receipt, errors=DISCARD)
+    assert len(answered) == 1 and answered[0].args["index"] == 2
+    assert subs.signed[2].signer.lower()[2:] in answered[0].args["leaf"].hex()
+
+    verdicts = VerdictRoot(credits)
+    post_verdicts(book, aggregator, verdicts)
+    book.send(prover, "challengeData", ROUND, True, 1, value=CHALLENGE_BOND)
+    with pytest.raises(LedgerRevert, match="AnswerWindowOpen"):
+        book.send(prover, "claimUnanswered", ROUND, True, 1)
+    swarm.goto(book.window("challengeEnd") + 1)
+    with pytest.raises(LedgerRevert, match="ChallengesOpen"):  # the bond waits for the answer
+        book.send(aggregator.tx.account, "release", ROUND)
+    with pytest.raises(LedgerRevert, match="AnswerWindowClosed"):  # too late now
+        book.send(
+            aggregator.tx.account,
+            "answerCredit",
+            ROUND,
+            1,
+            credits[1].struct(),
+            verdicts.amounts[1],
+            verdicts.proof(1),
+            votes[1],
+        )
+    before = balances(book, prover.address)
+    result = book.send(prover, "claimUnanswered", ROUND, True, 1)
+    after = balances(book, prover.address)
+    gas = result.gas_used * result.effective_gas_price
+    assert after[0] - before[0] + gas == CHALLENGE_BOND + BOND // 2
+    assert after[1] - before[1] == BOND - BOND // 2
+    assert lies(book, result) == ["data withheld"]
+    assert book.view()[9], "the verdict root is void"
+    with pytest.raises(LedgerRevert, match="BondForfeited"):
+        book.send(aggregator.tx.account, "release", ROUND)
+
+
+def test_a_tree_no_leaf_can_be_proven_in_is_void_once_challenged(world) -> None:
+    """A submission root built with amounts where the book expects none: no leaf of it reaches
+    the root as the book checks it, so no lie in it could be proven; challenged, the aggregator
+    cannot answer either, and silence voids it."""
+    swarm, nodes, book = world
+    producers, aggregator = nodes[:3], nodes[4]
+    signed = sign_submissions(book, producers)
+    crooked = SumTree([leaf(submission_leaf(s).hash, 1) for s in signed])
+    swarm.goto(book.window("postRound"))
+    book.send(
+        aggregator.tx.account,
+        "postSubmissions",
+        ROUND,
+        crooked.root.hash,
+        3,
+        "cid",
+        value=BOND,
+    )
+    prover = stranger(book)
+    book.send(prover, "challengeData", ROUND, False, 0, value=CHALLENGE_BOND)
+    proof = [n.as_abi() for n in crooked.proof(0)]
+    with pytest.raises(LedgerRevert, match="NotInRoot"):
+        book.send(
+            aggregator.tx.account,
+            "answerSubmission",
+            ROUND,
+            0,
+            submission_struct(signed[0]),
+            proof,
+        )
+    swarm.advance(2)
+    result = book.send(prover, "claimUnanswered", ROUND, False, 0)
+    assert lies(book, result) == ["data withheld"] and book.view()[8]
