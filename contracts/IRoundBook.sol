@@ -41,7 +41,9 @@ interface IRoundBook {
 
     /// @notice One leaf of a verdict root: a batch its committee agreed on, the submission it
     /// credits (by its index in the submission root), and the agreeing votes. Its amount in the
-    /// tree is `signal`.
+    /// tree is `signal`. Leaves are sorted by `index`, strictly (a submission is credited once).
+    /// Both roots are complete trees of depth ceil(log2 n) for their n leaves, padded with empty
+    /// nodes: every proof is exactly that long.
     struct Credit {
         uint32 index;
         address producer;
@@ -147,6 +149,8 @@ interface IRoundBook {
         SumTree.Node[] calldata proof,
         SignedVote[] calldata votes
     ) external;
+    /// @notice The answer for a position past the root's leaf count: the empty node is there.
+    function answerEmpty(uint64 round, bool verdictTree, uint32 index, SumTree.Node[] calldata proof) external;
     /// @notice Once a challenge's answer window has passed unanswered: the challenged root is
     /// void, the challenger gets its bond back and half the aggregator's, the pool the rest.
     function claimUnanswered(uint64 round, bool verdictTree, uint32 index) external;
@@ -177,6 +181,18 @@ interface IRoundBook {
         SignedSubmission calldata submission,
         SumTree.Node[] calldata submissionProof,
         SignedVote[] calldata votes
+    ) external;
+    /// @notice Proves two neighbouring credits out of order (one submission credited twice, or
+    /// unsorted).
+    function proveCreditsUnsorted(
+        uint64 round,
+        uint32 index,
+        Credit calldata first,
+        uint128 firstAmount,
+        SumTree.Node[] calldata firstProof,
+        Credit calldata second,
+        uint128 secondAmount,
+        SumTree.Node[] calldata secondProof
     ) external;
     /// @notice Proves a node of the verdict tree whose children's sums do not add up to the sum
     /// its parent committed to (`node.sum`); `height` 0 is a leaf's height, for which `left`

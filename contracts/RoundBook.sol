@@ -167,8 +167,7 @@ contract RoundBook is IRoundBook {
         SignedVote[] calldata votes
     ) external {
         Round storage r = _withVerdicts(round);
-        SumTree.Node memory leaf = SumTree.leaf(keccak256(abi.encode(credit)), amount);
-        _checkIn(SumTree.rootOf(leaf, leafIndex, creditProof), r.verdicts, r.total, round);
+        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(credit)), amount), leafIndex, creditProof, 0);
         if (keccak256(abi.encode(votes)) != credit.votes) revert NotInRoot(round);
         string memory lie = amount != credit.signal
             ? "a credit's amount is not its signal"
@@ -181,6 +180,24 @@ contract RoundBook is IRoundBook {
         _void(r, round, false, lie, msg.sender);
     }
 
+    function proveCreditsUnsorted(
+        uint64 round,
+        uint32 index,
+        Credit calldata first,
+        uint128 firstAmount,
+        SumTree.Node[] calldata firstProof,
+        Credit calldata second,
+        uint128 secondAmount,
+        SumTree.Node[] calldata secondProof
+    ) external {
+        Round storage r = _withVerdicts(round);
+        if (index + 1 >= r.credits) revert NotInRoot(round);
+        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(first)), firstAmount), index, firstProof, 0);
+        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(second)), secondAmount), index + 1, secondProof, 0);
+        if (first.index < second.index) revert NoLie("the two credits are in order");
+        _void(r, round, false, "credits out of order", msg.sender);
+    }
+
     function proveBadSum(
         uint64 round,
         uint256 height,
@@ -191,7 +208,7 @@ contract RoundBook is IRoundBook {
         SumTree.Node calldata right
     ) external {
         Round storage r = _withVerdicts(round);
-        _checkIn(SumTree.rootOf(node, index, proof), r.verdicts, r.total, round);
+        _inVerdicts(r, round, node, index, proof, height);
         bool lie;
         if (height == 0) {
             // a leaf: `left` is its (data hash, amount); the sum its parent committed is node.sum
@@ -210,7 +227,8 @@ contract RoundBook is IRoundBook {
     function challengeData(uint64 round, bool verdictTree, uint32 index) external payable {
         Round storage r = _challengeable(round);
         if (msg.value != challengeBond) revert WrongChallengeBond(msg.value, challengeBond);
-        if (verdictTree ? (r.verdicts == bytes32(0) || index >= r.credits) : index >= r.count) {
+        // any position of the tree: a leaf past the count must be shown empty (answerEmpty)
+        if (verdictTree ? (r.verdicts == bytes32(0) || index >> _depth(r.credits) != 0) : index >> _depth(r.count) != 0) {
             revert NotInRoot(round);
         }
         DataChallenge storage c = _challenges[_key(round, verdictTree, index)];
@@ -242,10 +260,23 @@ contract RoundBook is IRoundBook {
         SignedVote[] calldata votes
     ) external {
         Round storage r = _posted(round);
-        SumTree.Node memory leaf = SumTree.leaf(keccak256(abi.encode(credit)), amount);
-        _checkIn(SumTree.rootOf(leaf, index, proof), r.verdicts, r.total, round);
+        if (index >= r.credits) revert NotInRoot(round);
+        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(credit)), amount), index, proof, 0);
         if (keccak256(abi.encode(votes)) != credit.votes) revert NotInRoot(round);
         _answered(r, round, true, index, abi.encode(credit, amount, votes));
+    }
+
+    function answerEmpty(uint64 round, bool verdictTree, uint32 index, SumTree.Node[] calldata proof) external {
+        Round storage r = _posted(round);
+        SumTree.Node memory empty;
+        if (verdictTree) {
+            if (index < r.credits) revert NotInRoot(round);
+            _inVerdicts(r, round, empty, index, proof, 0);
+        } else {
+            if (index < r.count) revert NotInRoot(round);
+            _inSubmissions(r, round, empty, index, proof);
+        }
+        _answered(r, round, verdictTree, index, "");
     }
 
     function claimUnanswered(uint64 round, bool verdictTree, uint32 index) external {
@@ -351,8 +382,37 @@ contract RoundBook is IRoundBook {
         SumTree.Node[] calldata proof
     ) private view {
         if (index >= r.count) revert NotInRoot(round);
-        SumTree.Node memory node = SumTree.leaf(keccak256(abi.encode(leaf)), 0);
+        _inSubmissions(r, round, SumTree.leaf(keccak256(abi.encode(leaf)), 0), index, proof);
+    }
+
+    /// @dev Reverts unless `node` at (`height`, `index`) of the verdict root reaches it through
+    /// `proof`, which is as long as the tree of `credits` leaves is deep: no leaf hides below it.
+    function _inVerdicts(
+        Round storage r,
+        uint64 round,
+        SumTree.Node memory node,
+        uint256 index,
+        SumTree.Node[] calldata proof,
+        uint256 height
+    ) private view {
+        if (proof.length + height != _depth(r.credits)) revert NotInRoot(round);
+        _checkIn(SumTree.rootOf(node, index, proof), r.verdicts, r.total, round);
+    }
+
+    function _inSubmissions(
+        Round storage r,
+        uint64 round,
+        SumTree.Node memory node,
+        uint256 index,
+        SumTree.Node[] calldata proof
+    ) private view {
+        if (proof.length != _depth(r.count)) revert NotInRoot(round);
         _checkIn(SumTree.rootOf(node, index, proof), r.submissions, 0, round);
+    }
+
+    /// @dev The depth of the complete tree of `n` leaves (ceil(log2 n); 0 for one leaf).
+    function _depth(uint256 n) private pure returns (uint256 d) {
+        while ((uint256(1) << d) < n) ++d;
     }
 
     function _parentHash(SumTree.Node calldata left, SumTree.Node calldata right) private pure returns (bytes32) {

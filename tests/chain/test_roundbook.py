@@ -539,3 +539,83 @@ def test_a_tree_no_leaf_can_be_proven_in_is_void_once_challenged(world) -> None:
     swarm.advance(2)
     result = book.send(prover, "claimUnanswered", ROUND, False, 0)
     assert lies(book, result) == ["data withheld"] and book.view()[8]
+
+
+def test_a_submission_credited_twice_is_proven_by_its_two_neighbours(world) -> None:
+    _, nodes, book = world
+    aggregator, _, credits, _ = honest_round(book, nodes)
+    doubled = [credits[0], credits[1], credits[1], credits[2], credits[3]]
+    verdicts = VerdictRoot(doubled)
+    post_verdicts(book, aggregator, verdicts)
+    prover = stranger(book)
+    with pytest.raises(LedgerRevert, match="NoLie"):  # 0 and 1 are in order
+        book.send(
+            prover,
+            "proveCreditsUnsorted",
+            ROUND,
+            0,
+            doubled[0].struct(),
+            doubled[0].signal,
+            verdicts.proof(0),
+            doubled[1].struct(),
+            doubled[1].signal,
+            verdicts.proof(1),
+        )
+    before = balances(book, prover.address)
+    receipt = book.send(
+        prover,
+        "proveCreditsUnsorted",
+        ROUND,
+        1,
+        doubled[1].struct(),
+        doubled[1].signal,
+        verdicts.proof(1),
+        doubled[2].struct(),
+        doubled[2].signal,
+        verdicts.proof(2),
+    )
+    assert_paid_for(book, prover, before, "credits out of order", receipt)
+
+
+def test_past_the_count_a_tree_is_empty_or_its_root_is_void(world) -> None:
+    """Every proof is as long as the posted count makes the tree deep, and a position past the
+    count is answered by showing it empty: a credit hidden there (its signal in the total, its
+    leaf never shown) voids the root once anyone asks for that position."""
+    swarm, nodes, book = world
+    aggregator, _, credits, votes = honest_round(book, nodes)
+    honest = VerdictRoot(credits[:3])  # 3 credits: a tree of 4 positions, the last empty
+    post_verdicts(book, aggregator, honest)
+    prover = stranger(book)
+    book.send(prover, "challengeData", ROUND, True, 3, value=CHALLENGE_BOND)
+    with pytest.raises(LedgerRevert, match="NotInRoot"):  # 4 positions: there is no 4th index
+        book.send(prover, "challengeData", ROUND, True, 4, value=CHALLENGE_BOND)
+    book.send(aggregator.tx.account, "answerEmpty", ROUND, True, 3, honest.proof(3))
+    assert book.view()[11] == 0, "no challenge left open"
+
+    # a later round: 4 credits posted, a fifth hidden past them (and in the total)
+    round_ = book.window("verdictRound")  # its post window is still ahead
+    signed = sign_submissions(book, nodes[:4], round_=round_)
+    subs2 = SubmissionRoot(signed)
+    swarm.goto(book.window("postRound", round_))
+    count = len(subs2.signed)
+    book.send(
+        aggregator.tx.account, "postSubmissions", round_, subs2.root, count, "cid", value=BOND
+    )
+    hidden = VerdictRoot([*credits, credits[0]])  # 5 leaves: 8 positions
+    swarm.goto(book.window("verdictRound", round_))
+    book.send(aggregator.tx.account, "postVerdicts", round_, hidden.root, 4, hidden.total, "cid")
+    book.send(prover, "challengeData", round_, True, 0, value=CHALLENGE_BOND)
+    with pytest.raises(LedgerRevert, match="NotInRoot"):  # its proofs are one level too long
+        book.send(
+            aggregator.tx.account,
+            "answerCredit",
+            round_,
+            0,
+            credits[0].struct(),
+            credits[0].signal,
+            hidden.proof(0),
+            votes[0],
+        )
+    swarm.advance(2)
+    result = book.send(prover, "claimUnanswered", round_, True, 0)
+    assert lies(book, result) == ["data withheld"] and book.view(round_)[9]
