@@ -98,11 +98,21 @@ class SubmissionRoot:
 
 
 class VerdictRoot:
-    """The verdict root over credit leaves (each with the amount its tree gives it)."""
+    """The verdict root over credit leaves (each with the amount its tree gives it), sorted by
+    the submission they credit (as posted)."""
 
-    def __init__(self, credits: Sequence[Credit], amounts: Sequence[int] | None = None):
-        self.credits = list(credits)
-        self.amounts = list(amounts) if amounts is not None else [c.signal for c in credits]
+    def __init__(
+        self,
+        credits: Sequence[Credit],
+        amounts: Sequence[int] | None = None,
+        *,
+        presorted: bool = False,
+    ):
+        pairs = list(zip(credits, amounts or [c.signal for c in credits], strict=True))
+        if not presorted:
+            pairs.sort(key=lambda pair: pair[0].index)
+        self.credits = [c for c, _ in pairs]
+        self.amounts = [a for _, a in pairs]
         self.tree = SumTree([c.leaf(a) for c, a in zip(self.credits, self.amounts, strict=True)])
 
     @property

@@ -326,7 +326,7 @@ def test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond(world,
     if lie == "a credit of no submission":
         c = credits[target]
         credits[target] = Credit(7, c.producer, c.digest, c.score, c.signal, c.votes)
-    verdicts = VerdictRoot(credits, amounts)
+    verdicts = VerdictRoot(credits, amounts, presorted=True)  # as the liar ordered them
     post_verdicts(book, aggregator, verdicts)
     prover = stranger(book)
     for i in range(len(credits)):  # the other credits hold
@@ -601,7 +601,7 @@ def test_past_the_count_a_tree_is_empty_or_its_root_is_void(world) -> None:
     book.send(
         aggregator.tx.account, "postSubmissions", round_, subs2.root, count, "cid", value=BOND
     )
-    hidden = VerdictRoot([*credits, credits[0]])  # 5 leaves: 8 positions
+    hidden = VerdictRoot([*credits, credits[0]], presorted=True)  # 5 leaves: 8 positions
     swarm.goto(book.window("verdictRound", round_))
     book.send(aggregator.tx.account, "postVerdicts", round_, hidden.root, 4, hidden.total, "cid")
     book.send(prover, "challengeData", round_, True, 0, value=CHALLENGE_BOND)
