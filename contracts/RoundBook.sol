@@ -14,8 +14,6 @@ import {SumTree} from "./lib/SumTree.sol";
 /// half into the ledger's reward pool.
 contract RoundBook is IRoundBook {
     uint256 private constant BPS = 10_000;
-    uint256 private constant SCORE_SCALE = 1_000_000;
-    uint256 private constant MAX_ROLLOUTS = 65_536;
     uint256 private constant BLOCKHASH_WINDOW = 256;
 
     struct Round {
@@ -42,6 +40,8 @@ contract RoundBook is IRoundBook {
     uint256 private immutable _quorum;
     uint256 private immutable _checkers;
     uint256 private immutable _toleranceBps;
+    uint256 private immutable _scoreScale; // the ledger's units: a submission's range is its
+    uint256 private immutable _maxRollouts;
     bytes32 private immutable _separator;
 
     mapping(uint64 round => Round) private _rounds;
@@ -57,6 +57,8 @@ contract RoundBook is IRoundBook {
         _quorum = _ledger.quorum();
         _checkers = _ledger.checkers();
         _toleranceBps = _ledger.agreeToleranceBps();
+        _scoreScale = _ledger.SCORE_SCALE();
+        _maxRollouts = _ledger.MAX_ROLLOUTS();
         _separator = Messages.domainSeparator(address(this));
     }
 
@@ -429,8 +431,8 @@ contract RoundBook is IRoundBook {
         }
         if (s.round != round) return "a submission of another round";
         if (!_ledger.nodeInfo(leaf.producer).registered) return "a submission of no registered node";
-        uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
-        if (s.rollouts == 0 || s.rollouts > MAX_ROLLOUTS || s.score > maxScore || s.signal > maxScore / 2) {
+        uint256 maxScore = uint256(s.rollouts) * _scoreScale;
+        if (s.rollouts == 0 || s.rollouts > _maxRollouts || s.score > maxScore || s.signal > maxScore / 2) {
             return "a submission out of range";
         }
         return "";
@@ -451,7 +453,7 @@ contract RoundBook is IRoundBook {
         ) return "a credit that is not its submission's";
         if (bytes(_forged(round, sub)).length != 0) return "a credit of a forged submission";
         if (votes.length < _quorum) return "a credit with fewer votes than quorum";
-        uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;
+        uint256 maxScore = uint256(s.rollouts) * _scoreScale;
         bytes32 family = _ledger.nodeInfo(credit.producer).family;
         uint256 familyStake = _ledger.familyStakeAt(family, r.postedBlock);
         address last;

@@ -31,6 +31,7 @@ from client.chain.roots import (
 )
 from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
+from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
 BOND = ETH
@@ -75,8 +76,8 @@ def sign_submissions(book: Book, producers, round_: int = ROUND) -> list[Signed]
                 round=round_,
                 digest="0x" + digest(f"{round_}-{p.tx.account.address}").hex(),
                 rollouts=8,
-                score=4 * 1_000_000,
-                signal=1_000_000 + i,
+                score=4 * SCORE_SCALE,  # of 8 rollouts: at most 8 x SCORE_SCALE
+                signal=SCORE_SCALE + i,
             ),
             book.domain,
             p.tx.account.key,
@@ -383,8 +384,31 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     )
     assert_paid_for(book, prover, before, "a submission its producer did not sign", receipt)
 
+    # a submission its producer did sign, claiming more than its rollouts can score
+    far = book.window("verdictRound")
+    greedy = Signed.sign(
+        Submission(
+            round=far,
+            digest="0x" + digest("greedy").hex(),
+            rollouts=8,
+            score=8 * SCORE_SCALE + 1,
+            signal=0,
+        ),
+        book.domain,
+        producers[0].tx.account.key,
+    )
+    subs3 = SubmissionRoot([greedy, *sign_submissions(book, producers[1:], round_=far)])
+    swarm.goto(book.window("postRound", far))
+    count = len(subs3.signed)
+    book.send(aggregator.tx.account, "postSubmissions", far, subs3.root, count, "cid", value=BOND)
+    k = subs3.signed.index(greedy)
+    result = book.send(
+        prover, "proveForgedSubmission", far, k, submission_struct(greedy), subs3.proof(k)
+    )
+    assert lies(book, result) == ["a submission out of range"]
+
     # the next round: the same producer twice, neighbours in the sorted root
-    book2_round = ROUND + 1
+    book2_round = far + 1
     again = sign_submissions(book, producers, round_=book2_round)
     doubled = Signed.sign(
         again[0].message.model_copy(update={"signal": 7}), book.domain, producers[0].tx.account.key
