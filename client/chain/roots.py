@@ -106,13 +106,22 @@ class VerdictRoot:
         credits: Sequence[Credit],
         amounts: Sequence[int] | None = None,
         *,
+        votes: Sequence[list[tuple]] | None = None,
         presorted: bool = False,
     ):
-        pairs = list(zip(credits, amounts or [c.signal for c in credits], strict=True))
+        rows = list(
+            zip(
+                credits,
+                amounts or [c.signal for c in credits],
+                votes or [[] for _ in credits],
+                strict=True,
+            )
+        )
         if not presorted:
-            pairs.sort(key=lambda pair: pair[0].index)
-        self.credits = [c for c, _ in pairs]
-        self.amounts = [a for _, a in pairs]
+            rows.sort(key=lambda row: row[0].index)
+        self.credits = [c for c, _, _ in rows]
+        self.amounts = [a for _, a, _ in rows]
+        self.votes = [v for _, _, v in rows]  # each credit's SignedVote list, where known
         self.tree = SumTree([c.leaf(a) for c, a in zip(self.credits, self.amounts, strict=True)])
 
     @property

@@ -1,0 +1,140 @@
+"""What an aggregator collects for one round of the root lane (docs/scaling.md): the producers'
+signed submissions and the drawn checkers' signed agreeing votes, each validated where it
+enters, and the two roots it posts from them (client.chain.roots).
+
+Nothing a peer sends is trusted: a message must be signed under this deployment's domain
+(`Signed.from_bytes` checks size, fields, canonical signature and signer), name this round,
+and fit what is already held. A second, different message of the same signer on the same thing
+is kept as evidence (equivocation) and changes nothing held: the first one stands. A vote counts
+only once its submission is held, it agrees with the claim (the signal exactly, the score within
+the ledger's tolerance, as `attest` judges), and its voter holds a seat (`seated`, the ledger's
+draw, computed by the caller from the round's beacon and snapshot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
+from client.chain.roots import Credit, SubmissionRoot, VerdictRoot, vote_struct, votes_hash
+from client.units import SCORE_SCALE
+
+BPS = 10_000
+
+
+class Refused(ValueError):
+    """A message the collector does not take; the text says why (what the sender is told)."""
+
+
+@dataclass
+class Equivocation:
+    """Two different messages one signer signed on the same thing: the proof of a double vote
+    (or a double submission) that the chain will judge."""
+
+    first: Signed
+    second: Signed
+
+
+@dataclass
+class Collector:
+    """The messages of one round, as one aggregator holds them."""
+
+    domain: Domain
+    round: int
+    tolerance_bps: int
+    submissions: dict[str, Signed] = field(default_factory=dict)  # producer -> its submission
+    votes: dict[tuple[str, str], Signed] = field(default_factory=dict)  # (producer, voter)
+    equivocations: list[Equivocation] = field(default_factory=list)
+    closed: bool = False  # the submission root is built: no submission enters after it
+
+    def accept(self, data: bytes) -> Signed:
+        """Takes one message a peer sent (its JSON bytes); returns it, or raises Refused."""
+        try:
+            signed = Signed.from_bytes(data, self.domain)
+        except BadMessage as exc:
+            raise Refused(str(exc)) from None
+        if signed.message.round != self.round:
+            raise Refused(f"a message of round {signed.message.round}; this is round {self.round}")
+        if isinstance(signed.message, Submission):
+            return self._submission(signed)
+        return self._vote(signed)
+
+    def _submission(self, signed: Signed) -> Signed:
+        if self.closed:
+            raise Refused("the round's submissions are closed (its root is posted)")
+        producer = signed.signer.lower()
+        held = self.submissions.get(producer)
+        if held is not None:
+            if held.message != signed.message:
+                self.equivocations.append(Equivocation(held, signed))
+                raise Refused("a second, different submission of this round: the first stands")
+            return held
+        s = signed.message
+        most = s.rollouts * SCORE_SCALE
+        if s.score > most or s.signal > most // 2:
+            raise Refused(f"score or signal out of range for {s.rollouts} rollouts")
+        self.submissions[producer] = signed
+        return signed
+
+    def _vote(self, signed: Signed) -> Signed:
+        v = signed.message
+        assert isinstance(v, Vote)
+        producer, voter = v.producer.lower(), signed.signer.lower()
+        if v.unavailable:
+            raise Refused("an unavailable vote goes on chain (reportUnavailable), not here")
+        if producer == voter:
+            raise Refused("a producer does not vote on its own batch")
+        sub = self.submissions.get(producer)
+        if sub is None:
+            raise Refused(f"no submission of {v.producer} is held for round {self.round}")
+        claim = sub.message
+        if v.digest != claim.digest:
+            raise Refused("the vote names another batch than the one submitted")
+        most = claim.rollouts * SCORE_SCALE
+        if v.signal != claim.signal or abs(v.score - claim.score) * BPS > most * self.tolerance_bps:
+            raise Refused("a vote that does not agree with the claim goes on chain (attest)")
+        held = self.votes.get((producer, voter))
+        if held is not None:
+            if held.message != signed.message:
+                self.equivocations.append(Equivocation(held, signed))
+                raise Refused("a second, different vote on this batch: the first stands")
+            return held
+        self.votes[(producer, voter)] = signed
+        return signed
+
+    def submission_root(self) -> SubmissionRoot:
+        """The round's submission root (and no submission enters after it)."""
+        if not self.submissions:
+            raise Refused(f"no submission is held for round {self.round}")
+        self.closed = True
+        return SubmissionRoot(list(self.submissions.values()))
+
+    def verdict_root(
+        self,
+        root: SubmissionRoot,
+        seated: Callable[[str, str], bool],
+        quorum: int,
+        escalated: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> VerdictRoot | None:
+        """The credits of the batches whose seated agreeing voters reach `quorum`, none of the
+        producers in `escalated` (a dispute or an unavailable vote of theirs is on chain: the v4
+        lane judges them); None when no batch is credited."""
+        credits, lists = [], []
+        for index, sub in enumerate(root.signed):
+            producer = sub.signer.lower()
+            if producer in escalated:
+                continue
+            voters = sorted(
+                (voter for (p, voter) in self.votes if p == producer and seated(producer, voter)),
+                key=lambda a: int(a, 16),
+            )
+            if len(voters) < quorum:
+                continue
+            votes = [vote_struct(self.votes[(producer, voter)]) for voter in voters]
+            s = sub.message
+            credits.append(
+                Credit(index, sub.signer, s.digest, s.score, s.signal, votes_hash(votes))
+            )
+            lists.append(votes)
+        return VerdictRoot(credits, votes=lists) if credits else None
