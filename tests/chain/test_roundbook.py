@@ -31,6 +31,7 @@ from client.chain.roots import (
 )
 from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
+from client.node.aggregation.collector import Collector
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
@@ -113,25 +114,24 @@ def seats(book: Book, nodes, producer: str) -> dict[str, int]:
     return found
 
 
-def agreeing_votes(book: Book, voters, signed: Signed, score: int | None = None) -> list[tuple]:
+def signed_vote(book: Book, voter, signed: Signed, score: int | None = None) -> Signed:
+    """`voter`'s agreeing vote on the submission `signed` (its own `score`, if given)."""
     s = signed.message
-    votes = [
-        Signed.sign(
-            Vote(
-                round=ROUND,
-                producer=signed.signer,
-                digest=s.digest,
-                unavailable=False,
-                score=s.score if score is None else score,
-                signal=s.signal,
-                findings=0,
-            ),
-            book.domain,
-            v.tx.account.key,
-        )
-        for v in sorted(voters, key=lambda v: int(v.tx.account.address, 16))
-    ]
-    return [vote_struct(v) for v in votes]
+    message = Vote(
+        round=s.round,
+        producer=signed.signer,
+        digest=s.digest,
+        unavailable=False,
+        score=s.score if score is None else score,
+        signal=s.signal,
+        findings=0,
+    )
+    return Signed.sign(message, book.domain, voter.tx.account.key)
+
+
+def agreeing_votes(book: Book, voters, signed: Signed, score: int | None = None) -> list[tuple]:
+    ordered = sorted(voters, key=lambda v: int(v.tx.account.address, 16))
+    return [vote_struct(signed_vote(book, v, signed, score)) for v in ordered]
 
 
 def credit_of(subs: SubmissionRoot, index: int, votes: list[tuple]) -> Credit:
@@ -142,18 +142,27 @@ def credit_of(subs: SubmissionRoot, index: int, votes: list[tuple]) -> Credit:
 
 def honest_round(book: Book, nodes):
     """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
-    checkers: the roots an honest aggregator posts."""
+    checkers: the roots an honest aggregator posts, built by its own collector from the
+    messages as the peers send them (bytes)."""
     producers, aggregator = nodes[:4], nodes[4]
-    subs = SubmissionRoot(sign_submissions(book, producers))
+    tolerance = book.swarm.params.agree_tolerance_bps
+    collector = Collector(book.domain, ROUND, tolerance_bps=tolerance)
+    for signed in sign_submissions(book, producers):
+        collector.accept(signed.to_bytes())
+    subs = collector.submission_root()
     post_submissions(book, aggregator, subs)
-    credits, votes = [], []
-    for i, signed in enumerate(subs.signed):
-        seated = seats(book, nodes, signed.signer)
-        voters = [n for n in nodes if n.tx.account.address in seated][:Q]
+    seated = {
+        s.signer.lower(): {a.lower() for a in seats(book, nodes, s.signer)} for s in subs.signed
+    }
+    for signed in subs.signed:
+        held = seated[signed.signer.lower()]
+        voters = [n for n in nodes if n.tx.account.address.lower() in held][:Q]
         assert len(voters) == Q, "too few seated checkers for this test's draw"
-        votes.append(agreeing_votes(book, voters, signed))
-        credits.append(credit_of(subs, i, votes[-1]))
-    return aggregator, subs, credits, votes
+        for voter in voters:
+            collector.accept(signed_vote(book, voter, signed).to_bytes())
+    verdicts = collector.verdict_root(subs, seated=lambda p, v: v in seated[p], quorum=Q)
+    assert verdicts is not None and len(verdicts.credits) == len(subs.signed)
+    return aggregator, subs, list(verdicts.credits), list(verdicts.votes)
 
 
 def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot) -> None:
