@@ -83,6 +83,8 @@ interface IRoundBook {
     /// @param what which lie was proven (see the prove* functions)
     event LieProven(uint64 indexed round, address indexed aggregator, address indexed prover, string what, uint256 paid);
     event BondReleased(uint64 indexed round, address indexed aggregator, uint256 amount);
+    /// @notice A payment its payee refused (its receive reverted): kept for it (withdrawOwed).
+    event PaymentOwed(address indexed payee, uint256 amount);
     event DataChallenged(uint64 indexed round, bool verdictTree, uint32 index, address challenger, uint64 answerBy);
     /// @notice The challenged leaf, posted: `leaf` is its ABI encoding (a SignedSubmission, or a
     /// Credit with its amount and votes), the calldata anyone then proves a lie from.
@@ -108,6 +110,8 @@ interface IRoundBook {
     error AnswerWindowClosed(uint64 round, uint64 answerBy, uint64 current);
     error AnswerWindowOpen(uint64 round, uint64 answerBy, uint64 current);
     error ChallengesOpen(uint64 round, uint32 open);
+    error NothingOwed(address who);
+    error PaymentRefused(address who);
 
     /// @notice The ledger whose nodes, stakes and parameters this book reads.
     function ledger() external view returns (address);
@@ -212,6 +216,10 @@ interface IRoundBook {
     function release(uint64 round) external;
 
     function roundOf(uint64 round) external view returns (RoundView memory);
+    /// @notice What a payee that refused a payment is owed.
+    function owed(address payee) external view returns (uint256);
+    /// @notice Takes what the caller is owed.
+    function withdrawOwed() external;
     /// @notice The round's windows, as named functions (see the title's note).
     function postRound(uint64 round) external view returns (uint64);
     function voteClose(uint64 round) external view returns (uint64);

@@ -46,6 +46,7 @@ contract RoundBook is IRoundBook {
 
     mapping(uint64 round => Round) private _rounds;
     mapping(bytes32 key => DataChallenge) private _challenges; // key: (round, tree, index)
+    mapping(address payee => uint256 wei_) public owed;
 
     constructor(address ledger_, uint256 bond_, uint256 challengeBond_) {
         _ledger = ISwarmLedger(ledger_);
@@ -315,9 +316,23 @@ contract RoundBook is IRoundBook {
         return keccak256(abi.encode(round, verdictTree, index));
     }
 
+    /// @dev Pays `to`; a payee that refuses it (a contract whose receive reverts) is owed it
+    /// instead and takes it with withdrawOwed, so that no payee can block a proof, an answer or
+    /// a challenge's close.
     function _pay(address to, uint256 amount) private {
         (bool ok,) = to.call{value: amount}("");
-        require(ok, "payment failed");
+        if (!ok) {
+            owed[to] += amount;
+            emit PaymentOwed(to, amount);
+        }
+    }
+
+    function withdrawOwed() external {
+        uint256 amount = owed[msg.sender];
+        if (amount == 0) revert NothingOwed(msg.sender);
+        owed[msg.sender] = 0;
+        (bool ok,) = msg.sender.call{value: amount}("");
+        if (!ok) revert PaymentRefused(msg.sender);
     }
 
     // ---------------------------------------------------------------------------------- release

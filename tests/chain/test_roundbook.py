@@ -652,3 +652,31 @@ def test_past_the_count_a_tree_is_empty_or_its_root_is_void(world) -> None:
     swarm.advance(2)
     result = book.send(prover, "claimUnanswered", round_, True, 0)
     assert lies(book, result) == ["data withheld"] and book.view(round_)[9]
+
+
+def test_a_challenger_that_refuses_payment_cannot_block_its_challenge(world) -> None:
+    """A challenger contract whose receive() reverts: the close of its unanswered challenge
+    still voids the root (anyone may send it), and what it is paid waits for it to withdraw."""
+    swarm, nodes, book = world
+    honest_round(book, nodes)
+    refusing = deploy_artifact(swarm, "RefusingChallenger", book.contract.address)
+    contract = swarm.w3.eth.contract(
+        address=refusing, abi=load_artifact("RefusingChallenger")["abi"]
+    )
+    call = contract.functions.challenge(ROUND, False, 1)
+    TxSender(swarm.w3, swarm.deployer, ErrorDecoder(book.contract.abi)).send(
+        {"to": refusing, "data": call._encode_transaction_data(), "value": CHALLENGE_BOND},
+        "challenge",
+    )
+    swarm.advance(2)
+    result = book.send(stranger(book), "claimUnanswered", ROUND, False, 1)
+    assert lies(book, result) == ["data withheld"] and book.view()[8]
+    owed = BOND // 2 + CHALLENGE_BOND
+    assert book.contract.functions.owed(refusing).call() == owed
+    assert swarm.w3.eth.get_balance(refusing) == 0
+    collect = contract.functions.collect()._encode_transaction_data()
+    TxSender(swarm.w3, swarm.deployer, ErrorDecoder(book.contract.abi)).send(
+        {"to": refusing, "data": collect, "value": 0}, "collect"
+    )
+    assert swarm.w3.eth.get_balance(refusing) == owed
+    assert book.contract.functions.owed(refusing).call() == 0
