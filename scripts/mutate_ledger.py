@@ -19,6 +19,7 @@ Usage: python -m scripts.mutate_ledger [--only NAME[,NAME...]] [--list] [--runs 
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import time
@@ -366,15 +367,24 @@ MUTANTS = Path("contracts") / "mutants"
 BUILD_BATCH = 12
 
 
+IMPORT = re.compile(r'^import\s+[^;]*?"([^"]+)"\s*;', re.MULTILINE)
+
+
 def ledger_sources(project: Path) -> list[Path]:
-    """The ledger's sources under the project's contracts/ (the suites in test/ and any mutants
-    aside), relative to contracts/: what a mutant copies, and what a fault's text is sought in."""
+    """The ledger's sources, relative to contracts/: SwarmLedger.sol and what it imports,
+    transitively (not the other contracts beside it, such as the root lane's RoundBook): what a
+    mutant copies, and what a fault's text is sought in."""
     contracts = project / "contracts"
-    return sorted(
-        path.relative_to(contracts)
-        for path in contracts.rglob("*.sol")
-        if path.relative_to(contracts).parts[0] not in ("test", MUTANTS.name)
-    )
+    found: set[Path] = set()
+    todo = [contracts / "SwarmLedger.sol"]
+    while todo:
+        path = todo.pop().resolve()
+        rel = path.relative_to(contracts.resolve())
+        if rel in found:
+            continue
+        found.add(rel)
+        todo += [path.parent / name for name in IMPORT.findall(path.read_text())]
+    return sorted(found)
 
 
 def fault_file(project: Path, name: str, source: str) -> Path:
