@@ -90,7 +90,7 @@ def fetch_batch(
 def fetch_from_peers(
     store: BlockStore,
     digest: bytes | str,
-    sources: Sources,
+    sources: Sources | Sequence[Source],
     *,
     connect_timeout_s: float,
     chain_id: int,
@@ -117,7 +117,7 @@ def fetch_from_peers(
 
 def from_sources(
     store: BlockStore,
-    sources: Sources,
+    sources: Sources | Sequence[Source],
     get: Callable[[], T],
     *,
     connect_timeout_s: float,
@@ -129,6 +129,8 @@ def from_sources(
     however many peers vouched for it); returns its result and the source's name (the first
     other source dialled, in the second try). A store with no peers runs it once, naming the
     first source."""
+    if not isinstance(sources, Sources):  # a plain list: the first, then the rest
+        sources = Sources.of(sources)
     if not isinstance(store, IpfsStore):
         return get(), sources.first[0][0] if sources.first else HELD
     failures: list[str] = []
