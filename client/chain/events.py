@@ -250,8 +250,9 @@ class _Layout:
         self.names = [i["name"] for i in inputs]
         self.indexed = [(i["name"], i["type"]) for i in inputs if i["indexed"]]
         self.data = [(i["name"], i["type"]) for i in inputs if not i["indexed"]]
-        for _, kind in self.indexed:
-            if _word_reader(kind) is None:
+        self.topics = [_word_reader(kind) for _, kind in self.indexed]
+        for (_, kind), read in zip(self.indexed, self.topics, strict=True):
+            if read is None:
                 raise ValueError(f"event {self.name} indexes a {kind}: not decodable")
         readers = [_word_reader(kind) for _, kind in self.data]
         # all static words: read in place; else eth_abi decodes the data
@@ -270,8 +271,8 @@ class _Layout:
         if len(topics) != 1 + len(self.indexed):
             raise ValueError(f"{len(topics) - 1} indexed topics, its ABI {len(self.indexed)}")
         found: dict[str, Any] = {}
-        for (name, kind), topic in zip(self.indexed, topics[1:], strict=True):
-            found[name] = _word_reader(kind)(bytes(topic))  # type: ignore[misc]
+        for (name, _), read, topic in zip(self.indexed, self.topics, topics[1:], strict=True):
+            found[name] = read(bytes(topic))  # type: ignore[misc]
         if self.words is not None:
             if len(data) != 32 * len(self.data):
                 raise ValueError(f"{len(data)} bytes of data, its ABI {32 * len(self.data)}")
