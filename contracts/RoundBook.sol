@@ -218,7 +218,7 @@ contract RoundBook is IRoundBook {
             if (SumTree.leaf(left.hash, left.sum).hash != node.hash) revert NotInRoot(round);
             lie = left.sum != node.sum;
         } else {
-            if (_parentHash(left, right) != node.hash) revert NotInRoot(round);
+            if (SumTree.parentHash(left, right) != node.hash) revert NotInRoot(round);
             lie = uint256(left.sum) + uint256(right.sum) != node.sum;
         }
         if (!lie) revert NoLie("the sums add up");
@@ -430,10 +430,6 @@ contract RoundBook is IRoundBook {
     /// @dev The depth of the complete tree of `n` leaves (ceil(log2 n); 0 for one leaf).
     function _depth(uint256 n) private pure returns (uint256 d) {
         while ((uint256(1) << d) < n) ++d;
-    }
-
-    function _parentHash(SumTree.Node calldata left, SumTree.Node calldata right) private pure returns (bytes32) {
-        return keccak256(abi.encodePacked(bytes1(0x01), left.hash, left.sum, right.hash, right.sum));
     }
 
     /// @dev Why a submission leaf is not a submission the ledger's submit would take from its

@@ -31,9 +31,13 @@ library SumTree {
     function parent(Node memory left, Node memory right) internal pure returns (Node memory) {
         uint256 total = uint256(left.sum) + uint256(right.sum);
         if (total > type(uint128).max) revert SumOverflow();
-        return Node(
-            keccak256(abi.encodePacked(bytes1(0x01), left.hash, left.sum, right.hash, right.sum)), uint128(total)
-        );
+        return Node(parentHash(left, right), uint128(total));
+    }
+
+    /// @dev A parent's hash alone, whatever its children's sums add up to: a proof that they do
+    /// not add up to what the parent's own parent committed (even past 128 bits) reads it.
+    function parentHash(Node memory left, Node memory right) internal pure returns (bytes32) {
+        return keccak256(abi.encodePacked(bytes1(0x01), left.hash, left.sum, right.hash, right.sum));
     }
 
     /// @dev The root reached from `node`, at position `index` among the nodes of its height,
