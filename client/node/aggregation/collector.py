@@ -120,13 +120,16 @@ class Collector:
         """The credits of the batches whose seated agreeing voters reach `quorum`, none of the
         producers in `escalated` (a dispute or an unavailable vote of theirs is on chain: the v4
         lane judges them); None when no batch is credited."""
+        by_producer: dict[str, list[str]] = {}  # one pass over the votes, not one per batch
+        for producer, voter in self.votes:
+            by_producer.setdefault(producer, []).append(voter)
         credits, lists = [], []
         for index, sub in enumerate(root.signed):
             producer = sub.signer.lower()
             if producer in escalated:
                 continue
             voters = sorted(
-                (voter for (p, voter) in self.votes if p == producer and seated(producer, voter)),
+                (v for v in by_producer.get(producer, ()) if seated(producer, v)),
                 key=lambda a: int(a, 16),
             )
             if len(voters) < quorum:
