@@ -3,6 +3,7 @@ reward of 1.0 on one rollout is SCORE_SCALE units: SwarmLedger.SCORE_SCALE, the 
 the verifiers agree on it) and the ledger's clock (SwarmLedger.currentRound)."""
 
 SCORE_SCALE = 10_000
+MAX_ROLLOUTS = 65_536  # SwarmLedger.MAX_ROLLOUTS: the most rollouts a submission may claim
 
 
 def format_score(units: int) -> str:

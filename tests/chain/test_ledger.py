@@ -11,6 +11,7 @@ from client.chain import errors as E
 from client.chain.deploy import deploy_ledger
 from client.config.models import LedgerSection
 from client.devnet import Anvil
+from client.units import MAX_ROLLOUTS
 from tests.harness.ledger_swarm import (
     CATALOG,
     ETH,
@@ -36,6 +37,7 @@ def test_parameters_are_fixed_at_deployment(swarm: Swarm) -> None:
     block = swarm.w3.eth.get_block(swarm.deploy_tx.block_number)
     assert p.genesis == block["timestamp"]
     assert swarm.ledger._view("SCORE_SCALE") == 10_000
+    assert swarm.ledger._view("MAX_ROLLOUTS") == MAX_ROLLOUTS
 
 
 def test_check_refuses_the_wrong_chain_or_contract(swarm: Swarm) -> None:

@@ -16,16 +16,20 @@ from client.units import SCORE_SCALE
 DOMAIN = Domain(chain_id=31337, contract="0x5FbDB2315678afecb367f032d93F642f64180aa3")
 OTHER = Domain(chain_id=31337, contract="0x" + "11" * 20)
 ROUND = 7
-KEYS = [Account.from_key(bytes([i + 1]) * 32) for i in range(8)]
+KEYS = [Account.from_key(bytes([i + 1]) * 32) for i in range(9)]
 
 
 def submission(
-    key, signal: int = SCORE_SCALE, domain: Domain = DOMAIN, round_: int = ROUND
+    key,
+    signal: int = SCORE_SCALE,
+    domain: Domain = DOMAIN,
+    round_: int = ROUND,
+    rollouts: int = 8,
 ) -> bytes:
     message = Submission(
         round=round_,
         digest="0x" + key.address[2:].lower().rjust(64, "0"),
-        rollouts=8,
+        rollouts=rollouts,
         score=4 * SCORE_SCALE,
         signal=signal,
     )
@@ -46,7 +50,8 @@ def vote(key, producer, *, score: int = 4 * SCORE_SCALE, signal: int = SCORE_SCA
 
 
 def collector() -> Collector:
-    return Collector(DOMAIN, ROUND, tolerance_bps=50)
+    registered = {k.address for k in KEYS[:8]}  # KEYS[8] is no registered node
+    return Collector(DOMAIN, ROUND, tolerance_bps=50, registered=registered.__contains__)
 
 
 def test_a_submission_is_taken_once_and_a_different_second_one_is_evidence() -> None:
@@ -65,6 +70,8 @@ def test_a_submission_is_taken_once_and_a_different_second_one_is_evidence() -> 
         (lambda: submission(KEYS[0], domain=OTHER), "not its signer"),
         (lambda: submission(KEYS[0], round_=ROUND + 1), "this is round 7"),
         (lambda: submission(KEYS[0], signal=4 * SCORE_SCALE + 1), "out of range"),
+        (lambda: submission(KEYS[0], rollouts=65_537), "at most 65536 rollouts"),
+        (lambda: submission(KEYS[8]), "not a registered node"),
         (lambda: b"{" * 2_000, "at most 1024 bytes"),
         (lambda: b'{"kind": "Vote"}', "malformed"),
     ],

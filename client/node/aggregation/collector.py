@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
 from client.chain.roots import Credit, SubmissionRoot, VerdictRoot, vote_struct, votes_hash
-from client.units import SCORE_SCALE
+from client.units import MAX_ROLLOUTS, SCORE_SCALE
 
 BPS = 10_000
 
@@ -43,6 +43,10 @@ class Collector:
     domain: Domain
     round: int
     tolerance_bps: int
+    # whether an address is a registered node of the ledger (registration is for life): a root
+    # holding a submission of anyone else is a lie anyone proves (proveForgedSubmission), so an
+    # aggregator that took one would lose its bond to whoever sent it
+    registered: Callable[[str], bool]
     submissions: dict[str, Signed] = field(default_factory=dict)  # producer -> its submission
     votes: dict[tuple[str, str], Signed] = field(default_factory=dict)  # (producer, voter)
     equivocations: list[Equivocation] = field(default_factory=list)
@@ -72,8 +76,13 @@ class Collector:
             return held
         s = signed.message
         most = s.rollouts * SCORE_SCALE
-        if s.score > most or s.signal > most // 2:
-            raise Refused(f"score or signal out of range for {s.rollouts} rollouts")
+        if s.rollouts > MAX_ROLLOUTS or s.score > most or s.signal > most // 2:
+            raise Refused(
+                f"rollouts, score or signal out of range for {s.rollouts} rollouts "
+                f"(at most {MAX_ROLLOUTS} rollouts, a score of SCORE_SCALE each, half that signal)"
+            )
+        if not self.registered(signed.signer):
+            raise Refused(f"{signed.signer} is not a registered node of the ledger")
         self.submissions[producer] = signed
         return signed
 
