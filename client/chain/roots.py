@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eth_abi import encode
-from eth_utils import keccak
+from eth_abi import decode, encode
+from eth_utils import keccak, to_checksum_address
 
 from client.chain.messages import Signed, Submission, Vote
 from client.chain.sumtree import Node, SumTree, leaf
@@ -41,8 +41,66 @@ def submission_struct(signed: Signed) -> tuple:
     return (signed.signer, inner, _sig(signed))
 
 
+def submission_encoding(signed: Signed) -> bytes:
+    """abi.encode(SignedSubmission): what the leaf hashes, and one entry of a submission list."""
+    return encode([SUBMISSION_ABI], [submission_struct(signed)])
+
+
 def submission_leaf(signed: Signed) -> Node:
-    return leaf(keccak(encode([SUBMISSION_ABI], [submission_struct(signed)])), 0)
+    return leaf(keccak(submission_encoding(signed)), 0)
+
+
+# A submission list (what an aggregator publishes beside its submission root, and every node
+# fetches instead of the swarm's Submitted logs) is its leaves' encodings, in the root's order,
+# end to end: each is 384 bytes, since a canonical signature is always 65 (its ABI tail is 96).
+SUBMISSION_BYTES = 384
+
+
+class BadList(ValueError):
+    """A published list that is not the posted root's data; the text says how."""
+
+
+def submission_list(signed: Sequence[Signed]) -> bytes:
+    return b"".join(submission_encoding(s) for s in signed)
+
+
+def open_submission_list(data: bytes, root: bytes, count: int) -> list[bytes]:
+    """Checks a fetched submission list against the root and count the round book holds, and
+    returns its entries (each still ABI-encoded: `decode_submission` reads one). Nothing is
+    decoded or recovered to check it: a node reads only its own family's entries."""
+    if count <= 0 or len(data) != count * SUBMISSION_BYTES:
+        raise BadList(
+            f"a list of {count} submissions is {count * SUBMISSION_BYTES} bytes, got {len(data)}"
+        )
+    entries = [data[i : i + SUBMISSION_BYTES] for i in range(0, len(data), SUBMISSION_BYTES)]
+    found = SumTree([leaf(keccak(e), 0) for e in entries]).root
+    if found.hash != root or found.sum != 0:
+        raise BadList(
+            f"the list's root is 0x{found.hash.hex()}, not the posted 0x{root.hex()}: "
+            "not the root's data (challenge a leaf of it on chain: challengeData)"
+        )
+    return entries
+
+
+def decode_submission(entry: bytes) -> tuple[str, Submission, str]:
+    """(producer, its Submission, its signature) of one list entry, as the leaf says them: not
+    verified, and not range-checked (a submission out of range is a lie to prove, so it must be
+    read as it is). BadList when the entry is not the canonical encoding of a SignedSubmission
+    with a 65-byte signature (no proof could then show it: challenge it instead)."""
+    try:
+        (producer, (round_, dig, rollouts, score, signal), sig) = decode([SUBMISSION_ABI], entry)[0]
+    except Exception as exc:  # eth_abi raises several kinds on malformed bytes
+        raise BadList(f"a submission entry that does not decode: {exc}") from None
+    if (
+        len(sig) != 65
+        or encode([SUBMISSION_ABI], [(producer, (round_, dig, rollouts, score, signal), sig)])
+        != entry
+    ):
+        raise BadList("a submission entry that is not its canonical encoding")
+    message = Submission.model_construct(
+        round=round_, digest="0x" + dig.hex(), rollouts=rollouts, score=score, signal=signal
+    )
+    return to_checksum_address(producer), message, "0x" + sig.hex()
 
 
 def vote_struct(signed: Signed) -> tuple:
@@ -134,3 +192,56 @@ class VerdictRoot:
 
     def proof(self, index: int, height: int = 0) -> list[tuple[bytes, int]]:
         return [n.as_abi() for n in self.tree.proof(index, height)]
+
+
+# A verdict list (published beside a verdict root) is one ABI-encoded array of its credit leaves,
+# each with its amount in the tree and its SignedVote list: what proveBadCredit and answerCredit
+# take. A credit leaf holds 7 words and a vote about 6, so a list is bounded by its count.
+VERDICT_LIST_ABI = f"({CREDIT_ABI},uint128,{VOTES_ABI})[]"
+MAX_VERDICT_ENTRY_BYTES = 32 * (12 + 6 * 256)  # a credit with 256 votes (K is at most 255)
+
+
+def verdict_list(verdicts: VerdictRoot) -> bytes:
+    rows = [
+        (c.struct(), a, list(v))
+        for c, a, v in zip(verdicts.credits, verdicts.amounts, verdicts.votes, strict=True)
+    ]
+    return encode([VERDICT_LIST_ABI], [rows])
+
+
+def open_verdict_list(data: bytes, root: bytes, credits: int, total: int) -> VerdictRoot:
+    """Checks a fetched verdict list against the root, leaf count and total the round book holds;
+    returns it as a VerdictRoot (its credits, amounts and votes in the posted order). The votes
+    are not checked here (an auditor checks them: client.node.aggregation.auditor)."""
+    if credits <= 0 or len(data) > credits * MAX_VERDICT_ENTRY_BYTES:
+        raise BadList(
+            f"a list of {credits} credits is at most {credits * MAX_VERDICT_ENTRY_BYTES} bytes"
+        )
+    try:
+        (rows,) = decode([VERDICT_LIST_ABI], data)
+    except Exception as exc:  # eth_abi raises several kinds on malformed bytes
+        raise BadList(f"not an ABI-encoded verdict list: {exc}") from None
+    if len(rows) != credits:
+        raise BadList(f"the list holds {len(rows)} credits, the root {credits}")
+    found = []
+    for (index, producer, dig, score, signal, votes_h), amount, votes in rows:
+        credit = Credit(
+            index, to_checksum_address(producer), "0x" + dig.hex(), score, signal, votes_h
+        )
+        voted = [(to_checksum_address(v), score_, f, sig) for v, score_, f, sig in votes]
+        found.append((credit, amount, voted))
+    try:
+        opened = VerdictRoot(
+            [c for c, _, _ in found],
+            [a for _, a, _ in found],
+            votes=[v for _, _, v in found],
+            presorted=True,
+        )
+    except ValueError as exc:  # an amount past 128 bits, or sums that overflow
+        raise BadList(f"the list's amounts make no tree: {exc}") from None
+    if opened.root != root or opened.total != total:
+        raise BadList(
+            f"the list's root is 0x{opened.root.hex()} of total {opened.total}, not the posted "
+            f"0x{root.hex()} of {total}: not the root's data (challenge a leaf: challengeData)"
+        )
+    return opened

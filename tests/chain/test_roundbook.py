@@ -25,12 +25,15 @@ from client.chain.roots import (
     SubmissionRoot,
     VerdictRoot,
     submission_leaf,
+    submission_list,
     submission_struct,
+    verdict_list,
     vote_struct,
     votes_hash,
 )
 from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
+from client.node.aggregation.auditor import Auditor, Finding, RoundPosted
 from client.node.aggregation.collector import Collector
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
@@ -146,7 +149,8 @@ def honest_round(book: Book, nodes):
     messages as the peers send them (bytes)."""
     producers, aggregator = nodes[:4], nodes[4]
     tolerance = book.swarm.params.agree_tolerance_bps
-    collector = Collector(book.domain, ROUND, tolerance_bps=tolerance)
+    registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
+    collector = Collector(book.domain, ROUND, tolerance_bps=tolerance, registered=registered)
     for signed in sign_submissions(book, producers):
         collector.accept(signed.to_bytes())
     subs = collector.submission_root()
@@ -214,6 +218,33 @@ def lies(book: Book, result) -> list[str]:
     return [e.args["what"] for e in found]
 
 
+def audit(
+    book: Book, subs: SubmissionRoot, verdicts: VerdictRoot | None = None, round_: int = ROUND
+) -> Finding | None:
+    """What an auditor finds in the round's published lists (the submission list, then the
+    verdict list when given), reading the book and the ledger as anyone can."""
+    params = book.swarm.params
+    auditor = Auditor(
+        book.domain,
+        book.swarm.ledger,
+        quorum=Q,
+        checkers=K,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+    posted = RoundPosted.from_view(round_, book.view(round_))
+    entries, found = auditor.submissions(posted, submission_list(subs.signed))
+    if found is not None or verdicts is None:
+        return found
+    return auditor.verdicts(posted, entries, verdict_list(verdicts))
+
+
+def act_on(book: Book, who, finding: Finding):
+    """Sends the call the auditor's finding names (a data challenge with its bond)."""
+    value = CHALLENGE_BOND if finding.challenge else 0
+    return book.send(who, finding.function, *finding.args, value=value)
+
+
 def stranger(book: Book):
     account = Account.create()
     book.swarm.w3.provider.make_request("anvil_setBalance", [account.address, hex(10 * ETH)])
@@ -227,6 +258,7 @@ def test_an_honest_round_stands_against_every_proof_and_its_bond_comes_back(worl
     post_verdicts(book, aggregator, verdicts)
     view = book.view()
     assert view[0] == aggregator.tx.account.address and view[2] == 4 and view[6] == verdicts.total
+    assert audit(book, subs, VerdictRoot(credits, votes=votes)) is None  # the lists hold
     prover = stranger(book)
     for i in range(len(credits)):
         with pytest.raises(LedgerRevert, match="NoLie"):
@@ -336,15 +368,19 @@ def test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond(world,
     if lie == "a credit of no submission":
         c = credits[target]
         credits[target] = Credit(7, c.producer, c.digest, c.score, c.signal, c.votes)
-    verdicts = VerdictRoot(credits, amounts, presorted=True)  # as the liar ordered them
+    # as the liar ordered them, and published with their votes
+    verdicts = VerdictRoot(credits, amounts, votes=votes, presorted=True)
     post_verdicts(book, aggregator, verdicts)
     prover = stranger(book)
     for i in range(len(credits)):  # the other credits hold
         if i != target:
             with pytest.raises(LedgerRevert, match="NoLie"):
                 prove_credit(book, prover, verdicts, subs, i, votes[i])
+    # an auditor reading the published lists finds the lie, and its call proves it
+    finding = audit(book, subs, verdicts)
+    assert finding is not None and (finding.what, finding.function) == (lie, "proveBadCredit")
     before = balances(book, prover.address)
-    receipt = prove_credit(book, prover, verdicts, subs, target, votes[target])
+    receipt = act_on(book, prover, finding)
     assert_paid_for(book, prover, before, lie, receipt)
 
 
@@ -361,6 +397,10 @@ def test_an_inflated_total_is_proven_where_the_sums_stop_adding_up(world) -> Non
     prover = stranger(book)
     with pytest.raises(LedgerRevert, match="NotInRoot"):  # no honest path reaches the lie
         prove_credit(book, prover, honest, subs, 0, votes[0])
+    # an auditor holding the leaves finds they are not the root's (the sums above them are not
+    # published): it would challenge a leaf; the top node's children prove the lie at once
+    finding = audit(book, subs, VerdictRoot(credits, votes=votes))
+    assert finding is not None and finding.challenge and "not the posted" in finding.what
     before = balances(book, prover.address)
     receipt = book.send(
         prover,
@@ -387,10 +427,10 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     post_submissions(book, aggregator, subs)
     prover = stranger(book)
     i = subs.signed.index(forged)
+    finding = audit(book, subs)
+    assert finding is not None and finding.args[:2] == (ROUND, i)
     before = balances(book, prover.address)
-    receipt = book.send(
-        prover, "proveForgedSubmission", ROUND, i, submission_struct(forged), subs.proof(i)
-    )
+    receipt = act_on(book, prover, finding)
     assert_paid_for(book, prover, before, "a submission its producer did not sign", receipt)
 
     # a submission its producer did sign, claiming more than its rollouts can score
@@ -411,10 +451,9 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     count = len(subs3.signed)
     book.send(aggregator.tx.account, "postSubmissions", far, subs3.root, count, "cid", value=BOND)
     k = subs3.signed.index(greedy)
-    result = book.send(
-        prover, "proveForgedSubmission", far, k, submission_struct(greedy), subs3.proof(k)
-    )
-    assert lies(book, result) == ["a submission out of range"]
+    finding = audit(book, subs3, round_=far)
+    assert finding is not None and finding.args[:2] == (far, k)
+    assert lies(book, act_on(book, prover, finding)) == ["a submission out of range"]
 
     # the next round: the same producer twice, neighbours in the sorted root
     book2_round = far + 1
@@ -434,17 +473,11 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
         "cid",
         value=BOND,
     )
+    finding = audit(book, subs2, round_=book2_round)
+    assert finding is not None and finding.function == "proveUnsorted"
+    assert finding.args[1] == j
     before = balances(book, prover.address)
-    receipt = book.send(
-        prover,
-        "proveUnsorted",
-        book2_round,
-        j,
-        submission_struct(subs2.signed[j]),
-        subs2.proof(j),
-        submission_struct(subs2.signed[j + 1]),
-        subs2.proof(j + 1),
-    )
+    receipt = act_on(book, prover, finding)
     assert lies(book, receipt) == ["submissions out of order"]
     after = balances(book, prover.address)
     gas = receipt.gas_used * receipt.effective_gas_price
@@ -576,9 +609,9 @@ def test_a_tree_no_leaf_can_be_proven_in_is_void_once_challenged(world) -> None:
 
 def test_a_submission_credited_twice_is_proven_by_its_two_neighbours(world) -> None:
     _, nodes, book = world
-    aggregator, _, credits, _ = honest_round(book, nodes)
+    aggregator, subs, credits, votes = honest_round(book, nodes)
     doubled = [credits[0], credits[1], credits[1], credits[2], credits[3]]
-    verdicts = VerdictRoot(doubled)
+    verdicts = VerdictRoot(doubled, votes=[votes[0], votes[1], votes[1], votes[2], votes[3]])
     post_verdicts(book, aggregator, verdicts)
     prover = stranger(book)
     with pytest.raises(LedgerRevert, match="NoLie"):  # 0 and 1 are in order
@@ -594,19 +627,11 @@ def test_a_submission_credited_twice_is_proven_by_its_two_neighbours(world) -> N
             doubled[1].signal,
             verdicts.proof(1),
         )
+    finding = audit(book, subs, verdicts)  # each credit holds alone; the second is a double
+    assert finding is not None and finding.function == "proveCreditsUnsorted"
+    assert finding.args[1] == 1
     before = balances(book, prover.address)
-    receipt = book.send(
-        prover,
-        "proveCreditsUnsorted",
-        ROUND,
-        1,
-        doubled[1].struct(),
-        doubled[1].signal,
-        verdicts.proof(1),
-        doubled[2].struct(),
-        doubled[2].signal,
-        verdicts.proof(2),
-    )
+    receipt = act_on(book, prover, finding)
     assert_paid_for(book, prover, before, "credits out of order", receipt)
 
 

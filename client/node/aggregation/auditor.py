@@ -1,0 +1,314 @@
+"""What anyone holding a round's published lists does with them: checks the aggregator's two roots
+against the round book's rules and, on the first lie, gives the RoundBook call that proves it on
+chain (docs/scaling.md, "What each proof defeats").
+
+The rules are the contract's own (contracts/RoundBook.sol: `_forged`, `_creditLie`, the sort
+orders), recomputed from public data: the signed messages in the lists, and the ledger's
+registrations, families and stakes as of the submission root's block. A lie found here is one the
+contract will take, and its `what` is the text the contract's `LieProven` event will carry. A list
+that is not the posted root's data (withheld, garbled, or a tree whose sums do not add up, so that
+no leaf of it can be shown) is answered with a data challenge: the aggregator must then post the
+leaf on chain, or lose its bond.
+
+Nothing in a list is trusted: it is checked against the root the book holds before any entry is
+read, and every signature is recovered here before a finding names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from client.chain.messages import BadMessage, Domain, Submission, Vote, recover
+from client.chain.roots import (
+    BadList,
+    Credit,
+    VerdictRoot,
+    decode_submission,
+    open_submission_list,
+    open_verdict_list,
+    votes_hash,
+)
+from client.chain.sumtree import SumTree, leaf
+from client.units import MAX_ROLLOUTS, SCORE_SCALE
+
+BPS = 10_000
+
+
+class LedgerReads(Protocol):
+    """What the auditor reads from the ledger (client.chain.Ledger has it)."""
+
+    def node_info(self, node: str): ...
+    def stake_at(self, node: str, block: int) -> int: ...
+    def family_stake_at(self, family: str, block: int) -> int: ...
+
+
+@dataclass(frozen=True)
+class RoundPosted:
+    """A round as the book's `roundOf` returns it (the fields an audit reads)."""
+
+    round: int
+    posted_block: int
+    count: int
+    submissions: bytes
+    verdicts: bytes
+    credits: int
+    total: int
+    beacon: int
+
+    @classmethod
+    def from_view(cls, round_: int, view: Sequence) -> RoundPosted:
+        return cls(round_, view[1], view[2], view[3], view[4], view[5], view[6], view[7])
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A lie (or data nobody can check) and the RoundBook call that settles it."""
+
+    what: str  # the contract's LieProven text, or why the data is challenged
+    function: str
+    args: tuple
+    challenge: bool = False  # a data challenge: send it with the book's challengeBond
+
+
+@dataclass
+class Auditor:
+    domain: Domain
+    ledger: LedgerReads
+    quorum: int
+    checkers: int
+    tolerance_bps: int
+    min_stake: int
+    # what it read of the ledger: registration and family are for life, a stake as of a past
+    # block never changes, so each is read once per address (and block)
+    _infos: dict = field(default_factory=dict, repr=False)
+    _stakes: dict = field(default_factory=dict, repr=False)
+
+    def _info(self, node: str):
+        key = node.lower()
+        if key not in self._infos:
+            self._infos[key] = self.ledger.node_info(node)
+        return self._infos[key]
+
+    def _stake_at(self, node: str, block: int) -> int:
+        key = (node.lower(), block)
+        if key not in self._stakes:
+            self._stakes[key] = self.ledger.stake_at(node, block)
+        return self._stakes[key]
+
+    def _family_stake_at(self, family: str, block: int) -> int:
+        key = (family, block)
+        if key not in self._stakes:
+            self._stakes[key] = self.ledger.family_stake_at(family, block)
+        return self._stakes[key]
+
+    # ------------------------------------------------------------------------ submissions
+
+    def submissions(
+        self, posted: RoundPosted, data: bytes | None
+    ) -> tuple[list[bytes], Finding | None]:
+        """Checks the submission list; returns its entries (empty when it cannot be read) and
+        the first finding, if any."""
+        if data is None:
+            return [], self._challenge(posted.round, False, 0, "the submission list is withheld")
+        try:
+            entries = open_submission_list(data, posted.submissions, posted.count)
+        except BadList as exc:
+            return [], self._challenge(posted.round, False, 0, str(exc))
+        tree = SumTree([leaf(_hash(e), 0) for e in entries])
+        decoded = []
+        for index, entry in enumerate(entries):
+            try:
+                decoded.append(decode_submission(entry))
+            except BadList as exc:  # in the root, but no SignedSubmission encodes to it
+                return entries, self._challenge(posted.round, False, index, str(exc))
+        for index, (producer, message, signature) in enumerate(decoded):
+            lie = self._forged(posted.round, producer, message, signature)
+            if lie:
+                return entries, Finding(
+                    lie,
+                    "proveForgedSubmission",
+                    (posted.round, index, _submission(decoded[index]), _proof(tree, index)),
+                )
+        for index in range(len(decoded) - 1):
+            if int(decoded[index][0], 16) >= int(decoded[index + 1][0], 16):
+                return entries, Finding(
+                    "submissions out of order",
+                    "proveUnsorted",
+                    (
+                        posted.round,
+                        index,
+                        _submission(decoded[index]),
+                        _proof(tree, index),
+                        _submission(decoded[index + 1]),
+                        _proof(tree, index + 1),
+                    ),
+                )
+        return entries, None
+
+    def _forged(self, round_: int, producer: str, s: Submission, signature: str) -> str:
+        try:
+            signer = recover(self.domain, s, signature)
+        except BadMessage:
+            signer = None
+        if signer != producer or int(producer, 16) == 0:
+            return "a submission its producer did not sign"
+        if s.round != round_:
+            return "a submission of another round"
+        if not self._info(producer).registered:
+            return "a submission of no registered node"
+        most = s.rollouts * SCORE_SCALE
+        if s.rollouts == 0 or s.rollouts > MAX_ROLLOUTS or s.score > most or s.signal > most // 2:
+            return "a submission out of range"
+        return ""
+
+    # --------------------------------------------------------------------------- verdicts
+
+    def verdicts(
+        self, posted: RoundPosted, entries: list[bytes], data: bytes | None
+    ) -> Finding | None:
+        """Checks the verdict list against the round's (already checked) submission entries."""
+        if data is None:
+            return self._challenge(posted.round, True, 0, "the verdict list is withheld")
+        try:
+            opened = open_verdict_list(data, posted.verdicts, posted.credits, posted.total)
+        except BadList as exc:
+            return self._challenge(posted.round, True, 0, str(exc))
+        subs = SumTree([leaf(_hash(e), 0) for e in entries])
+        for i, (credit, amount, votes) in enumerate(
+            zip(opened.credits, opened.amounts, opened.votes, strict=True)
+        ):
+            if votes_hash(votes) != credit.votes:
+                # the list's votes are not the ones the leaf holds: nothing to prove a lie with
+                return self._challenge(posted.round, True, i, "a credit's votes are not its leaf's")
+            lie = self._credit_lie(posted, credit, amount, votes, entries)
+            if lie:
+                index = min(credit.index, len(entries) - 1)
+                return Finding(
+                    lie,
+                    "proveBadCredit",
+                    (
+                        posted.round,
+                        i,
+                        credit.struct(),
+                        amount,
+                        opened.proof(i),
+                        _submission(decode_submission(entries[index])),
+                        _proof(subs, index),
+                        votes,
+                    ),
+                )
+        for i in range(len(opened.credits) - 1):
+            if opened.credits[i].index >= opened.credits[i + 1].index:
+                return Finding(
+                    "credits out of order",
+                    "proveCreditsUnsorted",
+                    (
+                        posted.round,
+                        i,
+                        opened.credits[i].struct(),
+                        opened.amounts[i],
+                        opened.proof(i),
+                        opened.credits[i + 1].struct(),
+                        opened.amounts[i + 1],
+                        opened.proof(i + 1),
+                    ),
+                )
+        return None
+
+    def _credit_lie(
+        self,
+        posted: RoundPosted,
+        credit: Credit,
+        amount: int,
+        votes: list[tuple],
+        entries: list[bytes],
+    ) -> str:
+        if amount != credit.signal:
+            return "a credit's amount is not its signal"
+        if credit.index >= posted.count:
+            return "a credit of no submission"
+        producer, s, signature = decode_submission(entries[credit.index])
+        if (
+            credit.producer != producer
+            or credit.digest != s.digest
+            or credit.score != s.score
+            or credit.signal != s.signal
+        ):
+            return "a credit that is not its submission's"
+        if self._forged(posted.round, producer, s, signature):
+            return "a credit of a forged submission"
+        if len(votes) < self.quorum:
+            return "a credit with fewer votes than quorum"
+        most = s.rollouts * SCORE_SCALE
+        family = self._info(producer).family
+        family_stake = self._family_stake_at(family, posted.posted_block)
+        last = 0
+        for voter, score, findings, sig in votes:
+            if int(voter, 16) <= last:
+                return "a credit's votes not sorted by voter"
+            last = int(voter, 16)
+            vote = Vote(
+                round=posted.round,
+                producer=producer,
+                digest=credit.digest,
+                unavailable=False,
+                score=score,
+                signal=credit.signal,
+                findings=findings,
+            )
+            try:
+                signer = recover(self.domain, vote, "0x" + sig.hex())
+            except BadMessage:
+                signer = None
+            if signer is None or signer.lower() != voter.lower():
+                return "a vote its voter did not sign"
+            if abs(score - credit.score) * BPS > most * self.tolerance_bps:
+                return "a vote that does not agree"
+            if not self._seated(posted, producer, voter, family, family_stake):
+                return "a vote from a node without a seat"
+        return ""
+
+    def _seated(self, posted: RoundPosted, producer: str, voter: str, family, total: int) -> bool:
+        from client.chain.models import Beacon
+
+        if voter.lower() == producer.lower() or self._info(voter).family != family:
+            return False
+        stake = self._stake_at(voter, posted.posted_block)
+        if stake < self.min_stake:
+            return False
+        draw = Beacon(
+            round=posted.round,
+            node=producer,
+            beacon=posted.beacon,
+            block=posted.posted_block + 1,
+            ready=True,
+        )
+        return draw.seats(voter, stake, total, self.checkers) > 0
+
+    @staticmethod
+    def _challenge(round_: int, verdict_tree: bool, index: int, why: str) -> Finding:
+        return Finding(why, "challengeData", (round_, verdict_tree, index), challenge=True)
+
+
+def _hash(entry: bytes) -> bytes:
+    from eth_utils import keccak
+
+    return keccak(entry)
+
+
+def _proof(tree: SumTree, index: int) -> list[tuple[bytes, int]]:
+    return [n.as_abi() for n in tree.proof(index)]
+
+
+def _submission(decoded: tuple[str, Submission, str]) -> tuple:
+    producer, s, signature = decoded
+    return (
+        producer,
+        (s.round, bytes.fromhex(s.digest[2:]), s.rollouts, s.score, s.signal),
+        bytes.fromhex(signature[2:]),
+    )
+
+
+__all__ = ["Auditor", "Finding", "RoundPosted", "VerdictRoot"]
