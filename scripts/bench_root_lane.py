@@ -1,0 +1,635 @@
+"""A swarm of N light nodes through the root lane (docs/scaling.md), on a real anvil with the
+committed SwarmLedger and RoundBook: what the chain carries per node per round once submissions
+and seat votes are signed off chain and one aggregator posts a round's two roots.
+
+Each light node is a staked identity with its own key. Every round, through the real code:
+- each node signs its Submission (EIP-712, client.chain.messages) and sends it, as bytes, to the
+  aggregator's Collector, which validates it where it enters;
+- the aggregator posts the submission root (postSubmissions, bonded), its list's bytes are what
+  every node fetches (client.chain.roots: `submission_list`, `open_submission_list`), and the
+  beacon is drawn (drawBeacon);
+- each node checks the list against the posted root, draws its own seats on its family's batches
+  (the ledger's rule 4, `Beacon.seats`, with the round's beacon and stakes as of the root's
+  block), and signs an agreeing Vote for each batch it holds a seat on; the Collector takes each
+  vote only from a seated voter (it draws the seat again);
+- the aggregator posts the verdict root, and takes its bond back once the challenge window has
+  passed (release).
+
+Gas comes from the receipts of every transaction the rounds send. The aggregator's CPU is
+process time in its own calls (admitting messages, building roots, checking seats); a node's CPU
+is measured on --sample nodes (opening the list, drawing, signing) and averaged. Registration is
+not counted (once per node's life).
+
+Nodes are split into families of --family-size (the ledger draws committees within a family):
+a node draws over its family's members, so simulating every node's draw is N x family-size seat
+draws a round. The single-family case at N is shown by one node's draw over N members.
+
+Not in these figures (not built yet, docs/scaling.md): payouts (the claim of a credit in a root),
+escalation of a disputed batch into the v4 lane, the aggregator's draw and pay, and the list on
+IPFS (its bytes are counted, not published).
+
+Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--family-size 100]
+                                         [--checkers 10] [--quorum 3] [--sample 20]
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eth_keys import keys
+from eth_utils import keccak, to_checksum_address
+
+from client.chain.artifacts import load_artifact
+from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.models import Beacon
+from client.chain.roots import (
+    Credit,
+    SubmissionRoot,
+    VerdictRoot,
+    decode_submission,
+    open_submission_list,
+    submission_list,
+    verdict_list,
+    votes_hash,
+)
+from client.devnet import Anvil
+from client.node.aggregation.auditor import Auditor, RoundPosted
+from client.node.aggregation.collector import Collector
+from client.units import SCORE_SCALE
+from scripts import arguments
+from scripts.bench_swarm_chain import GasBook, Rpc
+from scripts.table import Table
+from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact
+
+ROLLOUTS = 64
+SCORE, SIGNAL = 32 * SCORE_SCALE, 16 * SCORE_SCALE
+STAKE = 2 * ETH
+BOND, CHALLENGE_BOND = ETH, ETH // 10
+# what a lying aggregator does (--lies), and the lie the book's LieProven names for it
+LIES = {
+    "a forged submission": "a submission of no registered node",
+    "an invented signer": "a vote its voter did not sign",
+    "too few votes": "a credit with fewer votes than quorum",
+    "an inflated amount": "a credit's amount is not its signal",
+    "a withheld verdict list": "data withheld",
+}
+VERDICT_LIES = {
+    "an invented signer",
+    "too few votes",
+    "an inflated amount",
+    "a withheld verdict list",
+}
+
+
+def family_id(index: int) -> str:
+    return "0x" + keccak(f"sapo light family {index}".encode()).hex()
+
+
+@dataclass
+class Light:
+    key: bytes
+    address: str
+    family: int
+
+
+@dataclass
+class RoundCost:
+    """One round's figures."""
+
+    aggregator_cpu: float = 0.0
+    node_cpu: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # sampled
+    list_bytes: int = 0
+    submissions: int = 0
+    votes: int = 0
+    credits: int = 0
+    refused: int = 0
+
+
+class LightSwarm:
+    """N light nodes, a SwarmLedger and a RoundBook on one anvil."""
+
+    def __init__(self, anvil: Anvil, nodes: int, family_size: int, checkers: int, quorum: int):
+        families = max(1, -(-nodes // family_size))
+        if families > 255:
+            raise SystemExit(f"{families} families: the ledger takes at most 255 (--family-size)")
+        self.swarm = Swarm(
+            anvil,
+            round_length_s=60,
+            unbonding_period_s=3_600,
+            challenge_rounds=3,
+            submit_rounds=2,
+            appeal_rounds=2,
+            quorum=quorum,
+            checkers=checkers,
+            appeal_checkers=40,
+            reward_per_round=ETH,
+            families=[family_id(f) for f in range(families)],
+        )
+        self.rpc = Rpc(anvil.url)
+        self.ledger = self.swarm.ledger
+        self.checkers, self.quorum = checkers, quorum
+        self.tolerance = self.swarm.params.agree_tolerance_bps
+        self.rpc.call("anvil_autoImpersonateAccount", [True])
+        self.rpc.call("anvil_setBlockTimestampInterval", [1])
+        self.rpc.call("evm_setBlockGasLimit", [hex(2**40)])
+        self.nodes = []
+        for i in range(nodes):
+            key = keccak(f"sapo light node {i}".encode())
+            address = keys.PrivateKey(key).public_key.to_checksum_address()
+            self.nodes.append(Light(key, address, i // family_size))
+        self.rpc.batch([("anvil_setBalance", [n.address, hex(10 * ETH)]) for n in self.nodes])
+        self.members: dict[int, list[Light]] = {}
+        for n in self.nodes:
+            self.members.setdefault(n.family, []).append(n)
+        self.nonces = {n.address: 0 for n in self.nodes}
+        self.gas = GasBook()
+        address = deploy_artifact(
+            self.swarm, "RoundBook", self.ledger.address, BOND, CHALLENGE_BOND
+        )
+        self.book = self.swarm.w3.eth.contract(
+            address=address, abi=load_artifact("RoundBook")["abi"]
+        )
+        self.domain = Domain(chain_id=self.swarm.w3.eth.chain_id, contract=address)
+        self.aggregator = self.nodes[0]
+
+    def send(self, kind: str, to: str, txs: list[tuple[str, str, int]], count: bool = True):
+        """Sends (from, data, value) transactions to `to`, mines them in one block, returns the
+        receipts (gas counted under `kind`)."""
+        nonces = []
+        for sender, _, _ in txs:
+            nonces.append(self.nonces[sender])
+            self.nonces[sender] += 1
+        self.rpc.call("evm_setAutomine", [False])
+        hashes = self.rpc.batch(
+            [
+                (
+                    "eth_sendTransaction",
+                    [
+                        {
+                            "from": sender,
+                            "to": to,
+                            "data": data,
+                            "value": hex(value),
+                            "gas": hex(5_000_000),
+                            "nonce": hex(nonce),
+                        }
+                    ],
+                )
+                for (sender, data, value), nonce in zip(txs, nonces, strict=True)
+            ]
+        )
+        self.rpc.call("evm_mine", [])
+        self.rpc.call("evm_setAutomine", [True])
+        receipts = self.rpc.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
+        bad = [r for r in receipts if r is None or r["status"] != "0x1"]
+        if bad:
+            raise RuntimeError(f"{kind}: {len(bad)} of {len(txs)} transactions failed")
+        if count:
+            self.gas.add(kind, receipts)
+        return receipts
+
+    def register(self) -> None:
+        for first in range(0, len(self.nodes), 2_000):
+            txs = [
+                (
+                    n.address,
+                    self.ledger.contract.encode_abi(
+                        "register",
+                        args=['{"model":"light"}', bytes.fromhex(family_id(n.family)[2:])],
+                    ),
+                    STAKE,
+                )
+                for n in self.nodes[first : first + 2_000]
+            ]
+            self.send("register", self.ledger.address, txs, count=False)
+
+    def book_call(self, kind: str, fn: str, *args: Any, value: int = 0) -> dict:
+        data = self.book.encode_abi(fn, args=list(args))
+        return self.send(kind, self.book.address, [(self.aggregator.address, data, value)])[0]
+
+    def window(self, name: str, round_: int) -> int:
+        return getattr(self.book.functions, name)(round_).call()
+
+    # ---------------------------------------------------------------------------- a round
+
+    def submissions(self, round_: int, collector: Collector, cost: RoundCost, sample: set[str]):
+        """Every node signs its submission and sends it to the aggregator."""
+        for n in self.nodes:
+            t0 = time.process_time()
+            message = Submission(
+                round=round_,
+                digest="0x" + keccak(f"{round_}/{n.address}".encode()).hex(),
+                rollouts=ROLLOUTS,
+                score=SCORE,
+                signal=SIGNAL,
+            )
+            data = Signed.sign(message, self.domain, n.key).to_bytes()
+            t1 = time.process_time()
+            collector.accept(data)
+            cost.aggregator_cpu += time.process_time() - t1
+            if n.address in sample:
+                cost.node_cpu[n.address] += t1 - t0
+        cost.submissions = len(collector.submissions)
+
+    def post_submissions(
+        self, round_: int, collector: Collector, cost: RoundCost, lie: str | None = None
+    ):
+        t0 = time.process_time()
+        root = collector.submission_root()
+        if lie == "a forged submission":  # one its collector would refuse: no registered node's
+            stranger = keccak(b"sapo light stranger")
+            message = Submission(
+                round=round_, digest="0x" + bytes(32).hex(), rollouts=1, score=0, signal=0
+            )
+            root = SubmissionRoot([*root.signed, Signed.sign(message, self.domain, stranger)])
+        listed = submission_list(root.signed)
+        cost.aggregator_cpu += time.process_time() - t0
+        cost.list_bytes = len(listed)
+        self.book_call(
+            "postSubmissions",
+            "postSubmissions",
+            round_,
+            root.root,
+            len(root.signed),
+            "",
+            value=BOND,
+        )
+        self.swarm.mine()
+        self.book_call("drawBeacon", "drawBeacon", round_)
+        return root, listed
+
+    def vote(self, round_: int, collector: Collector, listed: bytes, cost: RoundCost, sample):
+        """Every node opens the list, draws its seats on its family's batches and signs an
+        agreeing vote on each; the aggregator takes each one (and checks the seat)."""
+        view = self.book.functions.roundOf(round_).call()
+        posted, count, root, beacon = view[1], view[2], view[3], view[7]
+        family_total = {f: STAKE * len(m) for f, m in self.members.items()}
+        by_address = {n.address: n for n in self.nodes}
+        # the list, opened once for the untimed nodes and split by family (each timed node opens
+        # it and scans it itself below, as a node does)
+        entries = open_submission_list(listed, root, count)
+        by_family: dict[int, list[tuple[int, Light]]] = {}
+        for i, entry in enumerate(entries):
+            producer = by_address[to_checksum_address(entry[44:64])]
+            by_family.setdefault(producer.family, []).append((i, producer))
+        votes: list[bytes] = []
+        for checker in self.nodes:
+            timed = checker.address in sample
+            t0 = time.process_time()
+            if timed:
+                own = open_submission_list(listed, root, count)
+                ours = [
+                    (i, by_address[a])
+                    for i, a in enumerate(to_checksum_address(e[44:64]) for e in own)
+                    if by_address[a].family == checker.family
+                ]
+            else:
+                own, ours = entries, by_family[checker.family]
+            for i, producer in ours:
+                if producer is checker:
+                    continue
+                draw = Beacon(
+                    round=round_, node=producer.address, beacon=beacon, block=posted + 1, ready=True
+                )
+                if not draw.seats(
+                    checker.address, STAKE, family_total[checker.family], self.checkers
+                ):
+                    continue
+                address, s, _ = decode_submission(own[i])
+                message = Vote(
+                    round=round_,
+                    producer=address,
+                    digest=s.digest,
+                    unavailable=False,
+                    score=s.score,
+                    signal=s.signal,
+                    findings=0,
+                )
+                votes.append(Signed.sign(message, self.domain, checker.key).to_bytes())
+            if timed:
+                cost.node_cpu[checker.address] += time.process_time() - t0
+        t0 = time.process_time()
+        for data in votes:
+            collector.accept(data)
+        cost.aggregator_cpu += time.process_time() - t0
+        cost.votes = len(collector.votes)
+
+    def post_verdicts(
+        self, round_: int, collector: Collector, root, cost: RoundCost, lie: str | None = None
+    ) -> bytes | None:
+        """Posts the verdict root; returns the list it publishes (None: withheld)."""
+        view = self.book.functions.roundOf(round_).call()
+        posted, beacon = view[1], view[7]
+        family_of = {n.address.lower(): n.family for n in self.nodes}
+        totals = {f: STAKE * len(m) for f, m in self.members.items()}
+
+        def seated(producer: str, voter: str) -> bool:
+            family = family_of[producer]
+            if family_of.get(voter) != family:
+                return False
+            draw = Beacon(round=round_, node=producer, beacon=beacon, block=posted + 1, ready=True)
+            return draw.seats(voter, STAKE, totals[family], self.checkers) > 0
+
+        t0 = time.process_time()
+        verdicts = collector.verdict_root(root, seated=seated, quorum=self.quorum)
+        cost.aggregator_cpu += time.process_time() - t0
+        if verdicts is None:
+            raise RuntimeError(f"round {round_}: no batch reached the quorum")
+        cost.credits = len(verdicts.credits)
+        if lie in VERDICT_LIES:
+            verdicts = self.lie_in(verdicts, root, round_, lie)
+        self.book_call(
+            "postVerdicts",
+            "postVerdicts",
+            round_,
+            verdicts.root,
+            len(verdicts.credits),
+            verdicts.total,
+            "",
+        )
+        return None if lie == "a withheld verdict list" else verdict_list(verdicts)
+
+    def lie_in(self, verdicts: VerdictRoot, root, round_: int, lie: str) -> VerdictRoot:
+        """The verdict root a lying aggregator posts: its first credit falsified."""
+        credits, amounts = list(verdicts.credits), list(verdicts.amounts)
+        votes = [list(v) for v in verdicts.votes]
+        first = credits[0]
+        if lie == "an invented signer":  # a seated voter's name on a vote another key signed
+            voter, score, findings, _ = votes[0][0]
+            sub = root.signed[first.index].message
+            forged = Vote(
+                round=round_,
+                producer=first.producer,
+                digest=sub.digest,
+                unavailable=False,
+                score=score,
+                signal=first.signal,
+                findings=findings,
+            )
+            signature = Signed.sign(forged, self.domain, keccak(b"sapo light forger")).signature
+            votes[0][0] = (voter, score, findings, bytes.fromhex(signature[2:]))
+        elif lie == "too few votes":
+            votes[0] = votes[0][: self.quorum - 1]
+        elif lie == "an inflated amount":
+            amounts[0] = first.signal * 100
+        credits[0] = Credit(
+            first.index,
+            first.producer,
+            first.digest,
+            first.score,
+            first.signal,
+            votes_hash(votes[0]),
+        )
+        return VerdictRoot(credits, amounts, votes=votes, presorted=True)
+
+
+def play(n: int, rounds: int, family_size: int, checkers: int, quorum: int, sample_size: int):
+    with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-"))) as anvil:
+        light = LightSwarm(anvil, n, family_size, checkers, quorum)
+        started = time.monotonic()
+        light.register()
+        sample = {x.address for x in random.Random(0).sample(light.nodes, min(sample_size, n))}
+        first = light.ledger.current_round() + 1
+        played = list(range(first, first + rounds))
+        post = light.window("postRound", first) - first
+        verdict = light.window("verdictRound", first) - first
+        release = light.window("challengeEnd", first) + 1 - first
+        # the aggregator knows the registered nodes from the ledger's Registered events (its
+        # own book of them, as a node keeps its peers' families)
+        registered = {n.address for n in light.nodes}.__contains__
+        collectors = {
+            r: Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+            for r in played
+        }
+        costs = {r: RoundCost() for r in played}
+        roots: dict[int, Any] = {}
+        for t in range(first, first + rounds + release):
+            light.swarm.goto(t, 0.1)
+            if t in collectors:
+                light.submissions(t, collectors[t], costs[t], sample)
+            if t - post in collectors:
+                r = t - post
+                roots[r], listed = light.post_submissions(r, collectors[r], costs[r])
+                light.vote(r, collectors[r], listed, costs[r], sample)
+            if t - verdict in collectors:
+                r = t - verdict
+                light.post_verdicts(r, collectors[r], roots[r], costs[r])
+            if t - release in collectors:
+                light.book_call("release", "release", t - release)
+        # the draw a node of one family as large as the swarm would make
+        view = light.book.functions.roundOf(first).call()
+        t0 = time.process_time()
+        for producer in light.nodes[1:]:
+            Beacon(
+                round=first, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
+            ).seats(light.nodes[0].address, STAKE, STAKE * n, checkers)
+        whole_draw = time.process_time() - t0
+        wall = time.monotonic() - started
+    return light, costs, whole_draw, wall
+
+
+@dataclass
+class Caught:
+    lie: str
+    finding: str  # what the auditor found in the lists
+    proven: list[str]  # what the book's LieProven events say
+    proof_gas: int  # the auditor's transactions: the proof, or the challenge and its claim
+    prover_net: int  # wei the auditor gained, net of its gas
+    pool_gain: int  # wei the ledger's reward pool gained
+    wall: float
+
+
+def play_lie(n: int, lie: str, family_size: int, checkers: int, quorum: int) -> Caught:
+    """One round at N nodes with a lying aggregator; a light node audits the published lists
+    (client.node.aggregation.auditor) and sends the call its finding names."""
+    with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-lie-"))) as anvil:
+        light = LightSwarm(anvil, n, family_size, checkers, quorum)
+        started = time.monotonic()
+        light.register()
+        auditor_node = light.nodes[1]
+        params = light.swarm.params
+        auditor = Auditor(
+            light.domain,
+            light.ledger,
+            quorum=quorum,
+            checkers=checkers,
+            tolerance_bps=params.agree_tolerance_bps,
+            min_stake=params.min_stake,
+        )
+        r = light.ledger.current_round() + 1
+        registered = {x.address for x in light.nodes}.__contains__
+        collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+        cost = RoundCost()
+        w3 = light.swarm.w3
+        balance0 = w3.eth.get_balance(auditor_node.address)
+        pool0 = light.ledger.reward_pool()
+        gas_used = gas_paid = 0
+
+        def act(function: str, *args: Any, value: int = 0) -> None:
+            nonlocal gas_used, gas_paid
+            data = light.book.encode_abi(function, args=list(args))
+            receipt = light.send(
+                "audit", light.book.address, [(auditor_node.address, data, value)]
+            )[0]
+            gas_used += int(receipt["gasUsed"], 16)
+            gas_paid += int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
+
+        light.swarm.goto(r, 0.1)
+        light.submissions(r, collector, cost, set())
+        light.swarm.goto(light.window("postRound", r), 0.1)
+        root, listed = light.post_submissions(r, collector, cost, lie)
+        posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
+        entries, finding = auditor.submissions(posted, listed)
+        if finding is None:
+            light.vote(r, collector, listed, cost, set())
+            light.swarm.goto(light.window("verdictRound", r), 0.1)
+            published = light.post_verdicts(r, collector, root, cost, lie)
+            posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
+            finding = auditor.verdicts(posted, entries, published)
+        if finding is None:
+            raise RuntimeError(f"{lie}: the auditor found nothing")
+        act(finding.function, *finding.args, value=CHALLENGE_BOND if finding.challenge else 0)
+        if finding.challenge:  # the aggregator does not answer: after the answer window, claim
+            light.swarm.goto(light.ledger.current_round() + 2, 0.1)
+            act("claimUnanswered", *finding.args)
+        proven = [
+            e.args["what"]
+            for e in light.book.events.LieProven().get_logs(from_block=0, argument_filters=None)
+        ]
+        gained = w3.eth.get_balance(auditor_node.address) - balance0
+        return Caught(
+            lie,
+            finding.what,
+            proven,
+            gas_used,
+            gained,
+            light.ledger.reward_pool() - pool0,
+            time.monotonic() - started,
+        )
+
+
+def main() -> None:
+    parser = arguments(__spec__.name, __doc__)
+    parser.add_argument("--nodes", default="100,1000", help="swarm sizes, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--family-size", type=int, default=100)
+    parser.add_argument("--checkers", type=int, default=10)
+    parser.add_argument("--quorum", type=int, default=3)
+    parser.add_argument("--sample", type=int, default=20, help="nodes whose CPU is timed")
+    parser.add_argument(
+        "--lies",
+        default="",
+        help="play one round per lie at the first N, a light node auditing ('all', or names: "
+        + "; ".join(LIES)
+        + ", comma-separated)",
+    )
+    args = parser.parse_args()
+    lies = list(LIES) if args.lies == "all" else [x for x in args.lies.split(",") if x]
+    unknown = [x for x in lies if x not in LIES]
+    if unknown:
+        parser.error(f"unknown lie {unknown[0]!r}; the lies: {', '.join(LIES)}")
+    gas_table = Table(
+        "N",
+        "families",
+        "gas / node / round",
+        "Mgas/s at 60-s rounds",
+        "postSubmissions",
+        "drawBeacon",
+        "postVerdicts",
+        "release",
+        "txs / round",
+        "wall s",
+        formats={"Mgas/s at 60-s rounds": ".4f", "wall s": ".0f", "txs / round": ".1f"},
+    )
+    work_table = Table(
+        "N",
+        "submissions",
+        "votes",
+        "credited",
+        "aggregator CPU s",
+        "node CPU s (family draw)",
+        "node draw s if one family",
+        "list bytes",
+        formats={
+            "aggregator CPU s": ".2f",
+            "node CPU s (family draw)": ".3f",
+            "node draw s if one family": ".3f",
+        },
+    )
+    for n in [int(s) for s in args.nodes.split(",")]:
+        light, costs, whole_draw, wall = play(
+            n, args.rounds, args.family_size, args.checkers, args.quorum, args.sample
+        )
+        gas = light.gas
+        total = sum(gas.gas.values())
+        per_round = {k: v // args.rounds for k, v in gas.gas.items()}
+        gas_table.row(
+            n,
+            len(light.members),
+            total // (n * args.rounds),
+            total / args.rounds / 60 / 1e6,
+            per_round.get("postSubmissions", 0),
+            per_round.get("drawBeacon", 0),
+            per_round.get("postVerdicts", 0),
+            per_round.get("release", 0),
+            sum(gas.txs.values()) / args.rounds,
+            wall,
+        )
+        rounds = list(costs.values())
+        node_cpu = [c for r in rounds for c in r.node_cpu.values()]
+        work_table.row(
+            n,
+            sum(r.submissions for r in rounds) // len(rounds),
+            sum(r.votes for r in rounds) // len(rounds),
+            sum(r.credits for r in rounds) // len(rounds),
+            sum(r.aggregator_cpu for r in rounds) / len(rounds),
+            sum(node_cpu) / max(1, len(node_cpu)),
+            whole_draw,
+            rounds[0].list_bytes,
+        )
+    gas_table.print(
+        f"Root lane: chain cost per node per round (K = {args.checkers}, Q = {args.quorum}, "
+        f"{args.rounds} rounds; gas from receipts; payouts not built)"
+    )
+    work_table.print("Root lane: work per round (means over the rounds)")
+    if lies:
+        n = int(args.nodes.split(",")[0])
+        caught = Table(
+            "the aggregator's lie",
+            "the auditor found",
+            "proven on chain",
+            "auditor's gas",
+            "auditor's net (ETH)",
+            "pool gained (ETH)",
+            "wall s",
+            formats={"auditor's net (ETH)": "+.4f", "pool gained (ETH)": ".4f", "wall s": ".0f"},
+            left=["the aggregator's lie", "the auditor found", "proven on chain"],
+        )
+        for lie in lies:
+            c = play_lie(n, lie, args.family_size, args.checkers, args.quorum)
+            caught.row(
+                c.lie,
+                c.finding[:60],
+                "; ".join(c.proven) or "nothing",
+                c.proof_gas,
+                c.prover_net / ETH,
+                c.pool_gain / ETH,
+                c.wall,
+            )
+        caught.print(
+            f"Root lane: a lying aggregator at N = {n}, one round each, a light node auditing "
+            f"(bond {BOND / ETH:g} ETH, challenge bond {CHALLENGE_BOND / ETH:g} ETH)"
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak memory of this process: {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""`python -m scripts.bench_root_lane`, small: light nodes play the root lane through the real
+signing, collector and RoundBook; the chain carries the same four transactions a round whatever
+the swarm's size; and each lie of an aggregator is found by a light node auditing the published
+lists and proven on chain, half the bond to the auditor and half to the ledger's pool."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from scripts.bench_root_lane import BOND, LIES, play, play_lie
+
+
+def test_the_chain_carries_four_transactions_a_round_whatever_the_swarm() -> None:
+    rounds = 2
+    small, small_costs, _, _ = play(12, rounds, family_size=6, checkers=10, quorum=3, sample_size=3)
+    large, large_costs, _, _ = play(36, rounds, family_size=6, checkers=10, quorum=3, sample_size=3)
+    for light, costs, n in ((small, small_costs, 12), (large, large_costs, 36)):
+        assert light.gas.reverted == 0
+        assert light.gas.txs == {
+            "postSubmissions": rounds,
+            "drawBeacon": rounds,
+            "postVerdicts": rounds,
+            "release": rounds,
+        }
+        for cost in costs.values():
+            # every node submitted; the seated checkers voted and most batches were credited
+            assert cost.submissions == n and cost.votes > 0 and 0 < cost.credits <= n
+            assert cost.list_bytes == 384 * n
+            assert len(cost.node_cpu) == 3  # the sampled nodes' work was timed
+    # three times the nodes, the same gas a round (a longer list, a deeper tree: a few %)
+    ratio = sum(large.gas.gas.values()) / sum(small.gas.gas.values())
+    assert 0.95 < ratio < 1.1, ratio
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+def test_each_lie_of_the_aggregator_is_found_by_an_auditor_and_proven(lie) -> None:
+    caught = play_lie(12, lie, family_size=12, checkers=10, quorum=3)
+    assert caught.proven == [LIES[lie]]
+    assert caught.pool_gain == BOND - BOND // 2
+    assert caught.prover_net > 0  # half the bond (and its challenge bond back), net of gas
+
+
+def test_the_script_prints_its_tables() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.bench_root_lane",
+            *("--nodes", "8", "--rounds", "1", "--family-size", "8", "--sample", "2"),
+            *("--lies", "too few votes"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Root lane: chain cost per node per round" in done.stdout
+    assert "a credit with fewer votes than quorum" in done.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "scripts.bench_root_lane", "--lies", "bribery"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2 and "unknown lie 'bribery'" in bad.stderr
