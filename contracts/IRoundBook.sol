@@ -13,7 +13,9 @@ import {SumTree} from "./lib/SumTree.sol";
 /// data, or the tree is malformed so that no proof of it exists) challenges the aggregator to
 /// post it on chain: unanswered by the end of the next round, the root is void as if a lie were
 /// proven. Not built yet (docs/scaling.md): the aggregator's draw, escalation into the ledger's
-/// v4 lane, equivocation, payouts.
+/// v4 lane, equivocation. Payouts: each credit carries its producer's earnings in the rounds
+/// settled before it (Earnings), proven from one earlier leaf, so that a producer claims all it
+/// earned with one proof, as often as it likes.
 ///
 /// Windows, with the ledger's W (submitRounds) and C (challengeRounds), for a round r:
 /// producers sign submissions in rounds r..r+W; the submission root is posted in r+W+1 (its
@@ -51,6 +53,33 @@ interface IRoundBook {
         uint64 score;
         uint64 signal;
         bytes32 votes; // keccak256(abi.encode(SignedVote[]))
+        Earnings earnings;
+    }
+
+    /// @notice What the producer of a credit has earned in the root lane, as of the rounds that
+    /// are settled when its verdict root is posted (a round q is settled for round r when
+    /// q <= r - lag(), lag() = C + 2: q's challenges are then all closed, and whether q stands is
+    /// fixed). With share(q) = rewardPerRound * amount / total of the producer's credit in a
+    /// standing round q, `settled` is the sum of share(q) over every standing q <= r - lag().
+    /// It is proven from one earlier leaf: `anchor` is the last standing round <= r - lag() that
+    /// credits the producer (NO_ROUND: none, and `settled` is 0), `anchorIndex` its credit's
+    /// place in that round's tree, and `recent[k]` the place of the producer's credit in round
+    /// anchor - 1 - k (k < lag() - 1; NO_INDEX: none), the rounds the anchor's own `settled`
+    /// does not count yet. So settled = the anchor's settled + share(anchor) + the recent shares.
+    struct Earnings {
+        uint128 settled;
+        uint64 anchor;
+        uint32 anchorIndex;
+        uint32[] recent;
+    }
+
+    /// @notice A credit leaf of some round's verdict root, shown with its place and proof.
+    struct Shown {
+        uint64 round;
+        uint32 index;
+        Credit credit;
+        uint128 amount;
+        SumTree.Node[] proof;
     }
 
     /// @notice A round's roots as audits see them.
@@ -89,6 +118,9 @@ interface IRoundBook {
     /// @notice The challenged leaf, posted: `leaf` is its ABI encoding (a SignedSubmission, or a
     /// Credit with its amount and votes), the calldata anyone then proves a lie from.
     event DataAnswered(uint64 indexed round, bool verdictTree, uint32 index, bytes leaf);
+    event Funded(address indexed from, uint256 amount);
+    /// @param total what the producer has been paid in all, with this claim
+    event Claimed(address indexed producer, uint64 indexed round, uint256 amount, uint256 total);
 
     error NotARegisteredNode(address who);
     error WrongBond(uint256 sent, uint256 bond);
@@ -112,6 +144,12 @@ interface IRoundBook {
     error ChallengesOpen(uint64 round, uint32 open);
     error NothingOwed(address who);
     error PaymentRefused(address who);
+    error NotSettled(uint64 round, uint64 current);
+    error NotTheProducer(address who, address producer);
+    error ClaimTooSoon(uint64 round, uint64 lastClaimed);
+    error BadTail(uint64 round);
+    error NothingToClaim(address producer);
+    error PoolInsufficient(uint256 amount, uint256 pool);
 
     /// @notice The ledger whose nodes, stakes and parameters this book reads.
     function ledger() external view returns (address);
@@ -210,6 +248,55 @@ interface IRoundBook {
         SumTree.Node calldata left,
         SumTree.Node calldata right
     ) external;
+
+    /// @notice Proves a credit's earnings false: malformed, an anchor or recent round that is not
+    /// settled and standing or holds no credit of the producer at that place, or a sum that is
+    /// not the anchor's settled plus the shares of the anchor and the recent credits. `shown`
+    /// holds the anchor's leaf, then each recent credit's (in the order of `recent`), each with
+    /// its proof; a lie that needs none of them may leave it empty.
+    function proveBadEarnings(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        Shown[] calldata shown
+    ) external;
+    /// @notice Proves that a credit's earnings leave out a credit of its producer: `skipped`, in a
+    /// standing round settled for this one, later than the anchor, or one of the anchor's recent
+    /// rounds named as holding none.
+    function proveSkippedCredit(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        Shown calldata skipped
+    ) external;
+
+    /// @notice The rounds between a round and the rounds settled for it: C + 2.
+    function lag() external view returns (uint64);
+    /// @notice Adds to the pool the root lane's rewards are paid from.
+    function fund() external payable;
+    function rewardPool() external view returns (uint256);
+    /// @notice What `producer` has been paid in all, and the round of its last claim plus one
+    /// (0: it never claimed).
+    function paidOf(address producer) external view returns (uint128 total, uint64 through);
+    /// @notice Pays the producer of a credit in a standing round (its challenge window closed two
+    /// rounds ago and no challenge of it is open) what it has earned and not been paid: the
+    /// credit's settled earnings, its own share, and the shares of `tail`, its other credits in
+    /// the rounds after those settled for this one (round - lag() < q < round, increasing,
+    /// each standing). A producer claims from a round at least lag() after its last claim's, so
+    /// that the settled earnings it claims from count everything paid before. Only the producer
+    /// claims (a payment it refuses is owed to it: withdrawOwed).
+    function claim(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        Shown[] calldata tail
+    ) external returns (uint256 paid);
 
     /// @notice Pays the aggregator its bond back once the round's challenge window has passed,
     /// no lie was proven and every data challenge was answered.

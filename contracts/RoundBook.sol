@@ -15,6 +15,13 @@ import {SumTree} from "./lib/SumTree.sol";
 contract RoundBook is IRoundBook {
     uint256 private constant BPS = 10_000;
     uint256 private constant BLOCKHASH_WINDOW = 256;
+    uint64 private constant NO_ROUND = type(uint64).max;
+    uint32 private constant NO_INDEX = type(uint32).max;
+
+    struct Paid {
+        uint128 total;
+        uint64 through; // the round of the last claim, plus one (0: none)
+    }
 
     struct Round {
         address aggregator;
@@ -42,7 +49,10 @@ contract RoundBook is IRoundBook {
     uint256 private immutable _toleranceBps;
     uint256 private immutable _scoreScale; // the ledger's units: a submission's range is its
     uint256 private immutable _maxRollouts;
+    uint256 private immutable _rewardPerRound;
     bytes32 private immutable _separator;
+    uint256 public rewardPool;
+    mapping(address producer => Paid) private _paid;
 
     mapping(uint64 round => Round) private _rounds;
     mapping(bytes32 key => DataChallenge) private _challenges; // key: (round, tree, index)
@@ -60,6 +70,7 @@ contract RoundBook is IRoundBook {
         _toleranceBps = _ledger.agreeToleranceBps();
         _scoreScale = _ledger.SCORE_SCALE();
         _maxRollouts = _ledger.MAX_ROLLOUTS();
+        _rewardPerRound = _ledger.rewardPerRound();
         _separator = Messages.domainSeparator(address(this));
     }
 
@@ -170,7 +181,7 @@ contract RoundBook is IRoundBook {
         SignedVote[] calldata votes
     ) external {
         Round storage r = _withVerdicts(round);
-        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(credit)), amount), leafIndex, creditProof, 0);
+        _inVerdicts(r, round, _creditLeaf(credit, amount), leafIndex, creditProof, 0);
         if (keccak256(abi.encode(votes)) != credit.votes) revert NotInRoot(round);
         string memory lie = amount != credit.signal
             ? "a credit's amount is not its signal"
@@ -195,8 +206,8 @@ contract RoundBook is IRoundBook {
     ) external {
         Round storage r = _withVerdicts(round);
         if (index + 1 >= r.credits) revert NotInRoot(round);
-        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(first)), firstAmount), index, firstProof, 0);
-        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(second)), secondAmount), index + 1, secondProof, 0);
+        _inVerdicts(r, round, _creditLeaf(first, firstAmount), index, firstProof, 0);
+        _inVerdicts(r, round, _creditLeaf(second, secondAmount), index + 1, secondProof, 0);
         if (first.index < second.index) revert NoLie("the two credits are in order");
         _void(r, round, false, "credits out of order", msg.sender);
     }
@@ -223,6 +234,167 @@ contract RoundBook is IRoundBook {
         }
         if (!lie) revert NoLie("the sums add up");
         _void(r, round, false, "a sum that is not its children's", msg.sender);
+    }
+
+    function proveBadEarnings(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        Shown[] calldata shown
+    ) external {
+        Round storage r = _withVerdicts(round);
+        _inVerdicts(r, round, _creditLeaf(credit, amount), leafIndex, proof, 0);
+        string memory lie = _earningsLie(round, credit, shown);
+        if (bytes(lie).length == 0) revert NoLie("the earnings hold");
+        _void(r, round, false, lie, msg.sender);
+    }
+
+    function proveSkippedCredit(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        Shown calldata skipped
+    ) external {
+        Round storage r = _withVerdicts(round);
+        _inVerdicts(r, round, _creditLeaf(credit, amount), leafIndex, proof, 0);
+        _shown(skipped);
+        uint64 q = skipped.round;
+        uint64 lag_ = lag();
+        if (skipped.credit.producer != credit.producer || round < lag_ || q > round - lag_ || !_standing(q)) {
+            revert NoLie("not a settled credit of the producer");
+        }
+        Earnings calldata e = credit.earnings;
+        bool left = e.anchor == NO_ROUND || q > e.anchor
+            || (q < e.anchor && e.anchor - q < lag_ && e.recent.length == lag_ - 1 && e.recent[e.anchor - 1 - q] == NO_INDEX);
+        if (!left) revert NoLie("the earnings count it");
+        _void(r, round, false, "earnings that skip a credit", msg.sender);
+    }
+
+    // ---------------------------------------------------------------------------------- payouts
+
+    function lag() public view returns (uint64) {
+        return _challengeRounds + 2;
+    }
+
+    function fund() external payable {
+        if (msg.value == 0) revert WrongBond(0, 1);
+        rewardPool += msg.value;
+        emit Funded(msg.sender, msg.value);
+    }
+
+    function paidOf(address producer) external view returns (uint128 total, uint64 through) {
+        Paid storage p = _paid[producer];
+        return (p.total, p.through);
+    }
+
+    function claim(
+        uint64 round,
+        uint32 leafIndex,
+        Credit calldata credit,
+        uint128 amount,
+        SumTree.Node[] calldata proof,
+        Shown[] calldata tail
+    ) external returns (uint256 paid) {
+        Round storage r = _posted(round);
+        uint64 current = _ledger.currentRound();
+        if (current < challengeEnd(round) + 2 || !_standing(round)) revert NotSettled(round, current);
+        _inVerdicts(r, round, _creditLeaf(credit, amount), leafIndex, proof, 0);
+        address producer = credit.producer;
+        if (msg.sender != producer) revert NotTheProducer(msg.sender, producer);
+        Paid storage p = _paid[producer];
+        uint64 lag_ = lag();
+        if (p.through != 0 && round < p.through - 1 + lag_) revert ClaimTooSoon(round, p.through - 1);
+        uint256 due = uint256(credit.earnings.settled) + _share(round, amount);
+        uint256 next = round >= lag_ ? round - lag_ + 1 : 0; // the first round the tail may name
+        for (uint256 i; i < tail.length; ++i) {
+            Shown calldata t = tail[i];
+            if (t.round < next || t.round >= round || t.credit.producer != producer || !_standing(t.round)) {
+                revert BadTail(t.round);
+            }
+            _shown(t);
+            due += _share(t.round, t.amount);
+            next = uint256(t.round) + 1;
+        }
+        if (due <= p.total) revert NothingToClaim(producer);
+        paid = due - p.total;
+        if (paid > rewardPool) revert PoolInsufficient(paid, rewardPool);
+        rewardPool -= paid;
+        p.total = uint128(due);
+        p.through = round + 1;
+        emit Claimed(producer, round, paid, due);
+        _pay(producer, paid);
+    }
+
+    /// @dev Why a credit's earnings are false ("" when they hold).
+    function _earningsLie(uint64 round, Credit calldata credit, Shown[] calldata shown)
+        private
+        view
+        returns (string memory)
+    {
+        Earnings calldata e = credit.earnings;
+        if (e.anchor == NO_ROUND) {
+            return e.settled != 0 || e.recent.length != 0 ? "earnings with no anchor" : "";
+        }
+        uint64 lag_ = lag();
+        if (e.recent.length != lag_ - 1) return "earnings of the wrong shape";
+        if (round < lag_ || e.anchor > round - lag_ || !_standing(e.anchor)) {
+            return "an anchor that is not a settled round";
+        }
+        if (e.anchorIndex >= _rounds[e.anchor].credits) return "an anchor past its round's credits";
+        for (uint256 k; k < e.recent.length; ++k) {
+            uint32 index = e.recent[k];
+            if (index == NO_INDEX) continue;
+            if (e.anchor < k + 1) return "a recent credit before the first round";
+            uint64 q = e.anchor - 1 - uint64(k);
+            if (!_standing(q)) return "a recent credit in a round that does not stand";
+            if (index >= _rounds[q].credits) return "a recent credit past its round's credits";
+        }
+        // the shown leaves: the anchor's, then each recent credit's
+        Shown calldata a = shown[0];
+        if (a.round != e.anchor || a.index != e.anchorIndex) revert NotInRoot(a.round);
+        _shown(a);
+        if (a.credit.producer != credit.producer) return "an anchor that is not the producer's credit";
+        uint256 sum = uint256(a.credit.earnings.settled) + _share(e.anchor, a.amount);
+        uint256 j = 1;
+        for (uint256 k; k < e.recent.length; ++k) {
+            if (e.recent[k] == NO_INDEX) continue;
+            Shown calldata s = shown[j++];
+            if (s.round != e.anchor - 1 - uint64(k) || s.index != e.recent[k]) revert NotInRoot(s.round);
+            _shown(s);
+            if (s.credit.producer != credit.producer) return "a recent credit that is not the producer's";
+            sum += _share(s.round, s.amount);
+        }
+        if (j != shown.length) revert NotInRoot(round);
+        return sum != e.settled ? "earnings that do not add up" : "";
+    }
+
+    /// @dev Whether round q's verdict root stands for good: posted, not void, every challenge of
+    /// it answered, and its challenge window closed two rounds ago (an unanswered challenge
+    /// opened last can be claimed by then: nothing about q can change after).
+    function _standing(uint64 q) private view returns (bool) {
+        Round storage r = _rounds[q];
+        return r.verdicts != bytes32(0) && !r.submissionsVoided && !r.verdictsVoided && r.openChallenges == 0
+            && _ledger.currentRound() >= challengeEnd(q) + 2;
+    }
+
+    function _share(uint64 q, uint256 amount) private view returns (uint256) {
+        uint256 total = _rounds[q].total;
+        return total == 0 ? 0 : (_rewardPerRound * amount) / total;
+    }
+
+    function _creditLeaf(Credit calldata credit, uint128 amount) private pure returns (SumTree.Node memory) {
+        return SumTree.leaf(keccak256(abi.encode(credit)), amount);
+    }
+
+    /// @dev Reverts unless `s` is a credit leaf of its round's verdict root at its place.
+    function _shown(Shown calldata s) private view {
+        Round storage q = _rounds[s.round];
+        if (s.index >= q.credits) revert NotInRoot(s.round);
+        _inVerdicts(q, s.round, _creditLeaf(s.credit, s.amount), s.index, s.proof, 0);
     }
 
     // ---------------------------------------------------------------------------- data challenges
@@ -264,7 +436,7 @@ contract RoundBook is IRoundBook {
     ) external {
         Round storage r = _posted(round);
         if (index >= r.credits) revert NotInRoot(round);
-        _inVerdicts(r, round, SumTree.leaf(keccak256(abi.encode(credit)), amount), index, proof, 0);
+        _inVerdicts(r, round, _creditLeaf(credit, amount), index, proof, 0);
         if (keccak256(abi.encode(votes)) != credit.votes) revert NotInRoot(round);
         _answered(r, round, true, index, abi.encode(credit, amount, votes));
     }

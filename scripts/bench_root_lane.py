@@ -24,12 +24,18 @@ Nodes are split into families of --family-size (the ledger draws committees with
 a node draws over its family's members, so simulating every node's draw is N x family-size seat
 draws a round. The single-family case at N is shown by one node's draw over N members.
 
-Not in these figures (not built yet, docs/scaling.md): payouts (the claim of a credit in a root),
-escalation of a disputed batch into the v4 lane, the aggregator's draw and pay, and the list on
-IPFS (its bytes are counted, not published).
+Once the rounds stand, every node that earned claims once, from its last credit (RoundBook.claim:
+its settled earnings and that credit's share, one proof; the credits of the rounds just before
+it are counted by its next claim); a node claims once per --claim-every rounds, so its claim's
+gas counts once per that many rounds.
+
+Not in these figures (not built yet, docs/scaling.md): escalation of a disputed batch into the
+v4 lane, the aggregator's draw and pay, and the list on IPFS (its bytes are counted, not
+published).
 
 Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--family-size 100]
                                          [--checkers 10] [--quorum 3] [--sample 20]
+                                         [--claim-every 100] [--lies all]
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ from client.chain.roots import (
 from client.devnet import Anvil
 from client.node.aggregation.auditor import Auditor, RoundPosted
 from client.node.aggregation.collector import Collector
+from client.node.aggregation.earnings import EarningsBook
 from client.units import SCORE_SCALE
 from scripts import arguments
 from scripts.bench_swarm_chain import GasBook, Rpc
@@ -145,6 +152,7 @@ class LightSwarm:
             address = keys.PrivateKey(key).public_key.to_checksum_address()
             self.nodes.append(Light(key, address, i // family_size))
         self.rpc.batch([("anvil_setBalance", [n.address, hex(10 * ETH)]) for n in self.nodes])
+        self.rpc.call("anvil_setBalance", [self.nodes[0].address, hex(10**6 * ETH)])  # funds
         self.members: dict[int, list[Light]] = {}
         for n in self.nodes:
             self.members.setdefault(n.family, []).append(n)
@@ -210,7 +218,33 @@ class LightSwarm:
             ]
             self.send("register", self.ledger.address, txs, count=False)
 
+    def claim(self, earned: EarningsBook, played: list[int]) -> None:
+        """Every node that earned claims, once, from its last credit, as a node claims once an
+        epoch: its settled earnings and that credit's share, one proof. The credits in the
+        rounds just before it (its tail) are left to its next claim, which counts them in its
+        settled earnings; only a node leaving the swarm shows them (a proof each)."""
+        txs = []
+        for n in self.nodes:
+            last = next((r for r in reversed(played) if earned.entry(n.address, r)), None)
+            if last is None:
+                continue
+            entry = earned.entry(n.address, last)
+            args = [
+                last,
+                entry.index,
+                entry.credit.struct(),
+                entry.amount,
+                list(entry.proof),
+                [],
+            ]
+            txs.append((n.address, self.book.encode_abi("claim", args=args), 0))
+        pool = self.book.functions.rewardPool().call()
+        self.send("claim", self.book.address, txs)
+        self.claimants = len(txs)
+        self.claimed = pool - self.book.functions.rewardPool().call()  # wei the claims paid
+
     def book_call(self, kind: str, fn: str, *args: Any, value: int = 0) -> dict:
+        """The aggregator (node 0) calls the book."""
         data = self.book.encode_abi(fn, args=list(args))
         return self.send(kind, self.book.address, [(self.aggregator.address, data, value)])[0]
 
@@ -322,9 +356,16 @@ class LightSwarm:
         cost.votes = len(collector.votes)
 
     def post_verdicts(
-        self, round_: int, collector: Collector, root, cost: RoundCost, lie: str | None = None
-    ) -> bytes | None:
-        """Posts the verdict root; returns the list it publishes (None: withheld)."""
+        self,
+        round_: int,
+        collector: Collector,
+        root,
+        cost: RoundCost,
+        lie: str | None = None,
+        earned: EarningsBook | None = None,
+    ) -> tuple[VerdictRoot, bytes | None]:
+        """Posts the verdict root (each credit with its producer's earnings in `earned`);
+        returns it and the list it publishes (None: withheld)."""
         view = self.book.functions.roundOf(round_).call()
         posted, beacon = view[1], view[7]
         family_of = {n.address.lower(): n.family for n in self.nodes}
@@ -338,7 +379,10 @@ class LightSwarm:
             return draw.seats(voter, STAKE, totals[family], self.checkers) > 0
 
         t0 = time.process_time()
-        verdicts = collector.verdict_root(root, seated=seated, quorum=self.quorum)
+        earnings = None if earned is None else (lambda p: earned.earnings(p, round_))
+        verdicts = collector.verdict_root(
+            root, seated=seated, quorum=self.quorum, earnings=earnings
+        )
         cost.aggregator_cpu += time.process_time() - t0
         if verdicts is None:
             raise RuntimeError(f"round {round_}: no batch reached the quorum")
@@ -354,7 +398,7 @@ class LightSwarm:
             verdicts.total,
             "",
         )
-        return None if lie == "a withheld verdict list" else verdict_list(verdicts)
+        return verdicts, None if lie == "a withheld verdict list" else verdict_list(verdicts)
 
     def lie_in(self, verdicts: VerdictRoot, root, round_: int, lie: str) -> VerdictRoot:
         """The verdict root a lying aggregator posts: its first credit falsified."""
@@ -401,6 +445,11 @@ def play(n: int, rounds: int, family_size: int, checkers: int, quorum: int, samp
         post = light.window("postRound", first) - first
         verdict = light.window("verdictRound", first) - first
         release = light.window("challengeEnd", first) + 1 - first
+        stands = release + 1  # a round stands two rounds after its challenge window
+        lag = light.book.functions.lag().call()
+        earned = EarningsBook(light.swarm.params.reward_per_round, lag, folded=first - 1)
+        light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds)
+        verdicts: dict[int, VerdictRoot] = {}
         # the aggregator knows the registered nodes from the ledger's Registered events (its
         # own book of them, as a node keeps its peers' families)
         registered = {n.address for n in light.nodes}.__contains__
@@ -410,8 +459,10 @@ def play(n: int, rounds: int, family_size: int, checkers: int, quorum: int, samp
         }
         costs = {r: RoundCost() for r in played}
         roots: dict[int, Any] = {}
-        for t in range(first, first + rounds + release):
+        for t in range(first, first + rounds + stands):
             light.swarm.goto(t, 0.1)
+            if t - stands >= first:  # the round that stands now: its credits earn
+                earned.fold(t - stands, verdicts.get(t - stands))
             if t in collectors:
                 light.submissions(t, collectors[t], costs[t], sample)
             if t - post in collectors:
@@ -420,9 +471,12 @@ def play(n: int, rounds: int, family_size: int, checkers: int, quorum: int, samp
                 light.vote(r, collectors[r], listed, costs[r], sample)
             if t - verdict in collectors:
                 r = t - verdict
-                light.post_verdicts(r, collectors[r], roots[r], costs[r])
+                verdicts[r], _ = light.post_verdicts(
+                    r, collectors[r], roots[r], costs[r], earned=earned
+                )
             if t - release in collectors:
                 light.book_call("release", "release", t - release)
+        light.claim(earned, played)
         # the draw a node of one family as large as the swarm would make
         view = light.book.functions.roundOf(first).call()
         t0 = time.process_time()
@@ -490,7 +544,7 @@ def play_lie(n: int, lie: str, family_size: int, checkers: int, quorum: int) -> 
         if finding is None:
             light.vote(r, collector, listed, cost, set())
             light.swarm.goto(light.window("verdictRound", r), 0.1)
-            published = light.post_verdicts(r, collector, root, cost, lie)
+            _, published = light.post_verdicts(r, collector, root, cost, lie)
             posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
             finding = auditor.verdicts(posted, entries, published)
         if finding is None:
@@ -524,6 +578,9 @@ def main() -> None:
     parser.add_argument("--quorum", type=int, default=3)
     parser.add_argument("--sample", type=int, default=20, help="nodes whose CPU is timed")
     parser.add_argument(
+        "--claim-every", type=int, default=100, help="rounds between a node's claims"
+    )
+    parser.add_argument(
         "--lies",
         default="",
         help="play one round per lie at the first N, a light node auditing ('all', or names: "
@@ -535,18 +592,21 @@ def main() -> None:
     unknown = [x for x in lies if x not in LIES]
     if unknown:
         parser.error(f"unknown lie {unknown[0]!r}; the lies: {', '.join(LIES)}")
+    every = args.claim_every
+    total_column = f"gas / node / round, a claim every {every}"
     gas_table = Table(
         "N",
         "families",
-        "gas / node / round",
+        "posts / node / round",
+        "claim (mean)",
+        total_column,
         "Mgas/s at 60-s rounds",
         "postSubmissions",
         "drawBeacon",
         "postVerdicts",
         "release",
-        "txs / round",
         "wall s",
-        formats={"Mgas/s at 60-s rounds": ".4f", "wall s": ".0f", "txs / round": ".1f"},
+        formats={"Mgas/s at 60-s rounds": ".4f", "wall s": ".0f"},
     )
     work_table = Table(
         "N",
@@ -568,18 +628,21 @@ def main() -> None:
             n, args.rounds, args.family_size, args.checkers, args.quorum, args.sample
         )
         gas = light.gas
-        total = sum(gas.gas.values())
         per_round = {k: v // args.rounds for k, v in gas.gas.items()}
+        posts = sum(v for k, v in per_round.items() if k not in ("claim", "fund"))
+        claim_mean = gas.gas["claim"] // gas.txs["claim"]
+        per_node = posts / n + gas.txs["claim"] / n * claim_mean / every
         gas_table.row(
             n,
             len(light.members),
-            total // (n * args.rounds),
-            total / args.rounds / 60 / 1e6,
+            posts // n,
+            claim_mean,
+            round(per_node),
+            per_node * n / 60 / 1e6,
             per_round.get("postSubmissions", 0),
             per_round.get("drawBeacon", 0),
             per_round.get("postVerdicts", 0),
             per_round.get("release", 0),
-            sum(gas.txs.values()) / args.rounds,
             wall,
         )
         rounds = list(costs.values())
@@ -596,7 +659,8 @@ def main() -> None:
         )
     gas_table.print(
         f"Root lane: chain cost per node per round (K = {args.checkers}, Q = {args.quorum}, "
-        f"{args.rounds} rounds; gas from receipts; payouts not built)"
+        f"{args.rounds} rounds; gas from receipts: each node that earned claimed once, at the "
+        f"end, and its claim is counted once per {every} rounds)"
     )
     work_table.print("Root lane: work per round (means over the rounds)")
     if lies:

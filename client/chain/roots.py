@@ -21,7 +21,10 @@ from client.chain.sumtree import Node, SumTree, leaf
 
 SUBMISSION_ABI = "(address,(uint64,bytes32,uint32,uint64,uint64),bytes)"
 VOTES_ABI = "(address,uint64,uint16,bytes)[]"
-CREDIT_ABI = "(uint32,address,bytes32,uint64,uint64,bytes32)"
+EARNINGS_ABI = "(uint128,uint64,uint32,uint32[])"
+CREDIT_ABI = f"(uint32,address,bytes32,uint64,uint64,bytes32,{EARNINGS_ABI})"
+NO_ROUND = 2**64 - 1  # Earnings.anchor: the producer has no settled credit yet
+NO_INDEX = 2**32 - 1  # Earnings.recent: no credit of the producer in that round
 
 
 def _b32(value: str) -> bytes:
@@ -116,6 +119,24 @@ def votes_hash(votes: Sequence[tuple]) -> bytes:
 
 
 @dataclass(frozen=True)
+class Earnings:
+    """IRoundBook.Earnings: what a credit's producer earned in the rounds settled before it (the
+    anchor's settled, the anchor's share and its recent credits' shares), and where the leaves
+    that prove it are (client.node.aggregation.earnings computes it)."""
+
+    settled: int = 0
+    anchor: int = NO_ROUND
+    anchor_index: int = 0
+    recent: tuple[int, ...] = ()
+
+    def struct(self) -> tuple:
+        return (self.settled, self.anchor, self.anchor_index, list(self.recent))
+
+
+NO_EARNINGS = Earnings()
+
+
+@dataclass(frozen=True)
 class Credit:
     """IRoundBook.Credit: submission `index` of the round's root, credited `signal`."""
 
@@ -125,9 +146,18 @@ class Credit:
     score: int
     signal: int
     votes: bytes  # votes_hash of its SignedVote list
+    earnings: Earnings = NO_EARNINGS
 
     def struct(self) -> tuple:
-        return (self.index, self.producer, _b32(self.digest), self.score, self.signal, self.votes)
+        return (
+            self.index,
+            self.producer,
+            _b32(self.digest),
+            self.score,
+            self.signal,
+            self.votes,
+            self.earnings.struct(),
+        )
 
     def leaf(self, amount: int | None = None) -> Node:
         """Its leaf; `amount` other than its signal is a lie (for tests and adversaries)."""
@@ -198,7 +228,8 @@ class VerdictRoot:
 # each with its amount in the tree and its SignedVote list: what proveBadCredit and answerCredit
 # take. A credit leaf holds 7 words and a vote about 6, so a list is bounded by its count.
 VERDICT_LIST_ABI = f"({CREDIT_ABI},uint128,{VOTES_ABI})[]"
-MAX_VERDICT_ENTRY_BYTES = 32 * (12 + 6 * 256)  # a credit with 256 votes (K is at most 255)
+# a credit with 256 votes (K is at most 255) and 256 recent rounds (C is less)
+MAX_VERDICT_ENTRY_BYTES = 32 * (20 + 256 + 6 * 256)
 
 
 def verdict_list(verdicts: VerdictRoot) -> bytes:
@@ -224,9 +255,16 @@ def open_verdict_list(data: bytes, root: bytes, credits: int, total: int) -> Ver
     if len(rows) != credits:
         raise BadList(f"the list holds {len(rows)} credits, the root {credits}")
     found = []
-    for (index, producer, dig, score, signal, votes_h), amount, votes in rows:
+    for (index, producer, dig, score, signal, votes_h, earned), amount, votes in rows:
+        settled, anchor, anchor_index, recent = earned
         credit = Credit(
-            index, to_checksum_address(producer), "0x" + dig.hex(), score, signal, votes_h
+            index,
+            to_checksum_address(producer),
+            "0x" + dig.hex(),
+            score,
+            signal,
+            votes_h,
+            Earnings(settled, anchor, anchor_index, tuple(recent)),
         )
         voted = [(to_checksum_address(v), score_, f, sig) for v, score_, f, sig in votes]
         found.append((credit, amount, voted))

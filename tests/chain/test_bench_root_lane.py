@@ -1,7 +1,8 @@
 """`python -m scripts.bench_root_lane`, small: light nodes play the root lane through the real
 signing, collector and RoundBook; the chain carries the same four transactions a round whatever
-the swarm's size; and each lie of an aggregator is found by a light node auditing the published
-lists and proven on chain, half the bond to the auditor and half to the ledger's pool."""
+the swarm's size, and a claim per node that earned; and each lie of an aggregator is found by a
+light node auditing the published lists and proven on chain, half the bond to the auditor and
+half to the ledger's pool."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 
 from scripts.bench_root_lane import BOND, LIES, play, play_lie
 
+POSTS = ("postSubmissions", "drawBeacon", "postVerdicts", "release")
+
 
 def test_the_chain_carries_four_transactions_a_round_whatever_the_swarm() -> None:
     rounds = 2
@@ -19,19 +22,23 @@ def test_the_chain_carries_four_transactions_a_round_whatever_the_swarm() -> Non
     large, large_costs, _, _ = play(36, rounds, family_size=6, checkers=10, quorum=3, sample_size=3)
     for light, costs, n in ((small, small_costs, 12), (large, large_costs, 36)):
         assert light.gas.reverted == 0
+        # each node that earned claimed (every claim went through, or the play would raise)
         assert light.gas.txs == {
-            "postSubmissions": rounds,
-            "drawBeacon": rounds,
-            "postVerdicts": rounds,
-            "release": rounds,
+            **dict.fromkeys(POSTS, rounds),
+            "fund": 1,
+            "claim": light.claimants,
         }
+        assert n // 2 < light.claimants <= n
+        # the claims paid at most every round's reward (they leave the last rounds' shares to
+        # the next claim)
+        assert 0 < light.claimed <= light.swarm.params.reward_per_round * rounds
         for cost in costs.values():
             # every node submitted; the seated checkers voted and most batches were credited
             assert cost.submissions == n and cost.votes > 0 and 0 < cost.credits <= n
             assert cost.list_bytes == 384 * n
             assert len(cost.node_cpu) == 3  # the sampled nodes' work was timed
     # three times the nodes, the same gas a round (a longer list, a deeper tree: a few %)
-    ratio = sum(large.gas.gas.values()) / sum(small.gas.gas.values())
+    ratio = sum(large.gas.gas[k] for k in POSTS) / sum(small.gas.gas[k] for k in POSTS)
     assert 0.95 < ratio < 1.1, ratio
 
 

@@ -10,7 +10,7 @@ loses its bond the same way."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from eth_account import Account
@@ -21,6 +21,7 @@ from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import Domain, Signed, Submission, Vote
 from client.chain.models import Beacon
 from client.chain.roots import (
+    NO_EARNINGS,
     Credit,
     SubmissionRoot,
     VerdictRoot,
@@ -35,6 +36,7 @@ from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
 from client.node.aggregation.auditor import Auditor, Finding, RoundPosted
 from client.node.aggregation.collector import Collector
+from client.node.aggregation.earnings import EarningsBook, Entry
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
@@ -90,22 +92,22 @@ def sign_submissions(book: Book, producers, round_: int = ROUND) -> list[Signed]
     ]
 
 
-def post_submissions(book: Book, aggregator, subs: SubmissionRoot) -> None:
-    book.swarm.goto(book.window("postRound"))
+def post_submissions(book: Book, aggregator, subs: SubmissionRoot, round_: int = ROUND) -> None:
+    book.swarm.goto(book.window("postRound", round_))
     count = len(subs.signed)
-    book.send(aggregator.tx.account, "postSubmissions", ROUND, subs.root, count, "cid", value=BOND)
+    book.send(aggregator.tx.account, "postSubmissions", round_, subs.root, count, "cid", value=BOND)
     book.swarm.mine()
-    book.send(aggregator.tx.account, "drawBeacon", ROUND)
+    book.send(aggregator.tx.account, "drawBeacon", round_)
 
 
-def seats(book: Book, nodes, producer: str) -> dict[str, int]:
+def seats(book: Book, nodes, producer: str, round_: int = ROUND) -> dict[str, int]:
     """Who holds seats on `producer`'s committee: the ledger's rule with the round's beacon."""
-    view = book.view()
+    view = book.view(round_)
     posted, beacon = view[1], view[7]
     ledger = book.swarm.ledger
     family = ledger.node_info(producer).family
     total = ledger.family_stake_at(family, posted)
-    drawn = Beacon(round=ROUND, node=producer, beacon=beacon, block=posted + 1, ready=True)
+    drawn = Beacon(round=round_, node=producer, beacon=beacon, block=posted + 1, ready=True)
     found = {}
     for n in nodes:
         voter = n.tx.account.address
@@ -143,20 +145,22 @@ def credit_of(subs: SubmissionRoot, index: int, votes: list[tuple]) -> Credit:
     return Credit(index, signed.signer, s.digest, s.score, s.signal, votes_hash(votes))
 
 
-def honest_round(book: Book, nodes):
+def honest_round(book: Book, nodes, round_: int = ROUND, earnings=None):
     """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
     checkers: the roots an honest aggregator posts, built by its own collector from the
-    messages as the peers send them (bytes)."""
+    messages as the peers send them (bytes); `earnings` (EarningsBook.earnings for the round)
+    fills each credit's earnings."""
     producers, aggregator = nodes[:4], nodes[4]
     tolerance = book.swarm.params.agree_tolerance_bps
     registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
-    collector = Collector(book.domain, ROUND, tolerance_bps=tolerance, registered=registered)
-    for signed in sign_submissions(book, producers):
+    collector = Collector(book.domain, round_, tolerance_bps=tolerance, registered=registered)
+    for signed in sign_submissions(book, producers, round_):
         collector.accept(signed.to_bytes())
     subs = collector.submission_root()
-    post_submissions(book, aggregator, subs)
+    post_submissions(book, aggregator, subs, round_)
     seated = {
-        s.signer.lower(): {a.lower() for a in seats(book, nodes, s.signer)} for s in subs.signed
+        s.signer.lower(): {a.lower() for a in seats(book, nodes, s.signer, round_)}
+        for s in subs.signed
     }
     for signed in subs.signed:
         held = seated[signed.signer.lower()]
@@ -164,16 +168,18 @@ def honest_round(book: Book, nodes):
         assert len(voters) == Q, "too few seated checkers for this test's draw"
         for voter in voters:
             collector.accept(signed_vote(book, voter, signed).to_bytes())
-    verdicts = collector.verdict_root(subs, seated=lambda p, v: v in seated[p], quorum=Q)
+    verdicts = collector.verdict_root(
+        subs, seated=lambda p, v: v in seated[p], quorum=Q, earnings=earnings
+    )
     assert verdicts is not None and len(verdicts.credits) == len(subs.signed)
     return aggregator, subs, list(verdicts.credits), list(verdicts.votes)
 
 
-def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot) -> None:
-    book.swarm.goto(book.window("verdictRound"))
+def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot, round_: int = ROUND) -> None:
+    book.swarm.goto(book.window("verdictRound", round_))
     count = len(verdicts.credits)
     book.send(
-        aggregator.tx.account, "postVerdicts", ROUND, verdicts.root, count, verdicts.total, "cid"
+        aggregator.tx.account, "postVerdicts", round_, verdicts.root, count, verdicts.total, "cid"
     )
 
 
@@ -198,17 +204,19 @@ def balances(book: Book, who: str) -> tuple[int, int]:
     return book.swarm.w3.eth.get_balance(who), book.swarm.ledger.reward_pool()
 
 
-def assert_paid_for(book: Book, prover, before: tuple[int, int], lie: str, receipt) -> None:
+def assert_paid_for(
+    book: Book, prover, before: tuple[int, int], lie: str, receipt, round_: int = ROUND
+) -> None:
     """The root is void, the prover got half the bond (less its gas) and the pool the rest."""
     after = balances(book, prover.address)
     gas = receipt.gas_used * receipt.effective_gas_price
     assert after[0] - before[0] + gas == BOND // 2
     assert after[1] - before[1] == BOND - BOND // 2
     assert lies(book, receipt) == [lie]
-    view = book.view()
+    view = book.view(round_)
     assert view[8] or view[9], "the root is void"
     with pytest.raises(LedgerRevert, match="BondForfeited"):  # one lie takes the bond, once
-        book.send(prover, "release", ROUND)
+        book.send(prover, "release", round_)
 
 
 def lies(book: Book, result) -> list[str]:
@@ -219,7 +227,11 @@ def lies(book: Book, result) -> list[str]:
 
 
 def audit(
-    book: Book, subs: SubmissionRoot, verdicts: VerdictRoot | None = None, round_: int = ROUND
+    book: Book,
+    subs: SubmissionRoot,
+    verdicts: VerdictRoot | None = None,
+    round_: int = ROUND,
+    earned: EarningsBook | None = None,
 ) -> Finding | None:
     """What an auditor finds in the round's published lists (the submission list, then the
     verdict list when given), reading the book and the ledger as anyone can."""
@@ -236,7 +248,7 @@ def audit(
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     if found is not None or verdicts is None:
         return found
-    return auditor.verdicts(posted, entries, verdict_list(verdicts))
+    return auditor.verdicts(posted, entries, verdict_list(verdicts), earned)
 
 
 def act_on(book: Book, who, finding: Finding):
@@ -705,3 +717,119 @@ def test_a_challenger_that_refuses_payment_cannot_block_its_challenge(world) -> 
     )
     assert swarm.w3.eth.get_balance(refusing) == owed
     assert book.contract.functions.owed(refusing).call() == 0
+
+
+def claim(book: Book, producer, entry: Entry, tail: list[Entry] = ()):
+    """`producer` claims from its credit `entry`, with the tail of credits after its settled."""
+    return book.send(
+        producer.tx.account,
+        "claim",
+        entry.round,
+        entry.index,
+        entry.credit.struct(),
+        entry.amount,
+        list(entry.proof),
+        [t.shown() for t in tail],
+    )
+
+
+def paid_by(book: Book, result) -> int:
+    receipt = book.swarm.w3.eth.get_transaction_receipt(result.tx_hash)
+    return book.contract.events.Claimed().process_receipt(receipt, errors=DISCARD)[0].args["amount"]
+
+
+def two_rounds(book: Book, nodes, lie=None):
+    """Round 0, then round `lag` (the first for which round 0 is settled), each crediting the
+    same four producers; the second's credits carry their earnings in round 0 (`lie` may
+    rewrite them before the root is posted). Returns the aggregator, the book of earnings
+    folded to round 0, the second round's submission root and its verdicts."""
+    lag = book.contract.functions.lag().call()
+    earned = EarningsBook(book.swarm.params.reward_per_round, lag)
+    aggregator, _, credits0, votes0 = honest_round(book, nodes, 0)
+    first = VerdictRoot(credits0, votes=votes0)
+    post_verdicts(book, aggregator, first, 0)
+    for r in range(lag):  # folded as they stand (round 0 stands when round lag's root is due)
+        earned.fold(r, first if r == 0 else None)
+    _, subs, credits1, votes1 = honest_round(
+        book, nodes, lag, earnings=lambda p: earned.earnings(p, lag)
+    )
+    second = VerdictRoot(credits1, votes=votes1)
+    assert all(c.earnings.anchor == 0 for c in second.credits)  # every producer earned in 0
+    if lie is not None:
+        second = VerdictRoot([lie(c, first) for c in credits1], votes=votes1)
+    post_verdicts(book, aggregator, second, lag)
+    return aggregator, earned, subs, second
+
+
+def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world) -> None:
+    """Two rounds lag apart: the second round's credits carry what the first paid (anchored to
+    it), and a producer claims each round's share once, or both at once from the second."""
+    swarm, nodes, book = world
+    lag = book.contract.functions.lag().call()
+    reward = swarm.params.reward_per_round
+    book.send(stranger(book), "fund", value=5 * ETH)
+    _, earned, subs, second = two_rounds(book, nodes)
+    assert audit(book, subs, second, lag, earned) is None  # the earnings hold
+    later = lag
+    first_total = earned.totals[0]
+    assert swarm.ledger.current_round() == book.window("challengeEnd", 0) + 2  # 0 stands now
+    for r in range(lag, later + 1):
+        earned.fold(r, second if r == later else None)
+    p, q = nodes[0], nodes[1]
+    own = earned.entry(p.tx.account.address, 0)
+    share0 = earned.share(0, own.amount)
+    receipt = claim(book, p, own)
+    assert paid_by(book, receipt) == share0 == reward * own.credit.signal // first_total > 0
+    with pytest.raises(LedgerRevert, match="ClaimTooSoon"):  # nothing new, and too soon
+        claim(book, p, earned.entry(p.tx.account.address, 0))
+    with pytest.raises(LedgerRevert, match="NotSettled"):  # round `later` does not stand yet
+        claim(book, p, earned.entry(p.tx.account.address, later))
+    swarm.goto(book.window("challengeEnd", later) + 2)
+    with pytest.raises(LedgerRevert, match="NotTheProducer"):
+        claim(book, q, earned.entry(p.tx.account.address, later))
+    share1 = earned.share(later, earned.entry(p.tx.account.address, later).amount)
+    receipt = claim(book, p, earned.entry(p.tx.account.address, later))
+    assert paid_by(book, receipt) == share1  # what round 0 paid is counted once
+    assert book.contract.functions.paidOf(p.tx.account.address).call() == [
+        share0 + share1,
+        later + 1,
+    ]
+    # a producer that never claimed takes both rounds with one proof
+    address = q.tx.account.address
+    receipt = claim(book, q, earned.entry(address, later))
+    assert paid_by(book, receipt) == earned.due(address, later) > earned.share(later, 1)
+    print(f"claim gas: {receipt.gas_used:,}")
+
+
+def _skip(credit: Credit, first: VerdictRoot) -> Credit:  # as if round 0 had not paid it
+    return replace(credit, earnings=NO_EARNINGS)
+
+
+def _inflate(credit: Credit, first: VerdictRoot) -> Credit:
+    return replace(credit, earnings=replace(credit.earnings, settled=credit.earnings.settled * 2))
+
+
+def _borrow(credit: Credit, first: VerdictRoot) -> Credit:  # another producer's round-0 credit
+    e = credit.earnings
+    return replace(credit, earnings=replace(e, anchor_index=(e.anchor_index + 1) % 4))
+
+
+@pytest.mark.parametrize(
+    ("lie", "what"),
+    [
+        (_skip, "earnings that skip a credit"),
+        (_inflate, "earnings that do not add up"),
+        (_borrow, "an anchor that is not the producer's credit"),
+    ],
+)
+def test_false_earnings_are_found_by_an_auditor_and_proven(world, lie, what) -> None:
+    _, nodes, book = world
+    lag = book.contract.functions.lag().call()
+    _, earned, subs, second = two_rounds(book, nodes, lie)
+    finding = audit(book, subs, second, lag, earned)
+    assert finding is not None and finding.what == what
+    prover = stranger(book)
+    before = balances(book, prover.address)
+    receipt = act_on(book, prover, finding)
+    assert_paid_for(book, prover, before, what, receipt, lag)
+    print(f"{what}: {receipt.gas_used:,} gas")

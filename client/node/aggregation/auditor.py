@@ -22,6 +22,8 @@ from typing import Protocol
 
 from client.chain.messages import BadMessage, Domain, Submission, Vote, recover
 from client.chain.roots import (
+    NO_INDEX,
+    NO_ROUND,
     BadList,
     Credit,
     VerdictRoot,
@@ -31,6 +33,7 @@ from client.chain.roots import (
     votes_hash,
 )
 from client.chain.sumtree import SumTree, leaf
+from client.node.aggregation.earnings import EarningsBook, Entry
 from client.units import MAX_ROLLOUTS, SCORE_SCALE
 
 BPS = 10_000
@@ -166,9 +169,15 @@ class Auditor:
     # --------------------------------------------------------------------------- verdicts
 
     def verdicts(
-        self, posted: RoundPosted, entries: list[bytes], data: bytes | None
+        self,
+        posted: RoundPosted,
+        entries: list[bytes],
+        data: bytes | None,
+        earned: EarningsBook | None = None,
     ) -> Finding | None:
-        """Checks the verdict list against the round's (already checked) submission entries."""
+        """Checks the verdict list against the round's (already checked) submission entries, and
+        each credit's earnings against `earned` (the standing rounds this auditor folded; not
+        checked without it, or before it has folded every round settled for this one)."""
         if data is None:
             return self._challenge(posted.round, True, 0, "the verdict list is withheld")
         try:
@@ -199,6 +208,12 @@ class Auditor:
                         votes,
                     ),
                 )
+            if earned is not None and posted.round - earned.lag <= earned.folded:
+                found = self._earnings(posted.round, credit, earned)
+                if found is not None:
+                    what, function, shown = found
+                    head = (posted.round, i, credit.struct(), amount, opened.proof(i))
+                    return Finding(what, function, (*head, shown))
         for i in range(len(opened.credits) - 1):
             if opened.credits[i].index >= opened.credits[i + 1].index:
                 return Finding(
@@ -269,6 +284,72 @@ class Auditor:
             if not self._seated(posted, producer, voter, family, family_stake):
                 return "a vote from a node without a seat"
         return ""
+
+    def _earnings(
+        self, round_: int, credit: Credit, earned: EarningsBook
+    ) -> tuple[str, str, object] | None:
+        """A lie in a credit's earnings: (what, the proof's function, its shown leaves), as
+        RoundBook's `_earningsLie` and proveSkippedCredit judge; None when they hold (or the
+        leaf a proof would need is no longer held)."""
+        e, lag, producer = credit.earnings, earned.lag, credit.producer.lower()
+
+        def bad(what: str, shown: Sequence[Entry] = ()) -> tuple[str, str, object]:
+            return what, "proveBadEarnings", [s.shown() for s in shown]
+
+        if e.anchor == NO_ROUND:
+            if e.settled or e.recent:
+                return bad("earnings with no anchor")
+        elif len(e.recent) != lag - 1:
+            return bad("earnings of the wrong shape")
+        elif round_ < lag or e.anchor > round_ - lag or not earned.standing(e.anchor):
+            return bad("an anchor that is not a settled round")
+        elif e.anchor_index >= earned.counts[e.anchor]:
+            return bad("an anchor past its round's credits")
+        else:
+            for k, index in enumerate(e.recent):
+                if index == NO_INDEX:
+                    continue
+                if e.anchor < k + 1:
+                    return bad("a recent credit before the first round")
+                q = e.anchor - 1 - k
+                if not earned.standing(q):
+                    return bad("a recent credit in a round that does not stand")
+                if index >= earned.counts[q]:
+                    return bad("a recent credit past its round's credits")
+            anchor = earned.at(e.anchor, e.anchor_index)
+            if anchor is None:
+                return None
+            shown = [anchor]
+            if anchor.credit.producer.lower() != producer:
+                return bad("an anchor that is not the producer's credit", shown)
+            total = anchor.credit.earnings.settled + earned.share(anchor.round, anchor.amount)
+            for k, index in enumerate(e.recent):
+                if index == NO_INDEX:
+                    continue
+                recent = earned.at(e.anchor - 1 - k, index)
+                if recent is None:
+                    return None
+                shown.append(recent)
+                if recent.credit.producer.lower() != producer:
+                    return bad("a recent credit that is not the producer's", shown)
+                total += earned.share(recent.round, recent.amount)
+            if total != e.settled:
+                return bad("earnings that do not add up", shown)
+        expected = earned.earnings(producer, round_)
+        if expected == e:
+            return None
+        skipped = None
+        if e.anchor == NO_ROUND or expected.anchor > e.anchor:
+            skipped = earned.entry(producer, expected.anchor)
+        else:
+            k = next(
+                (k for k, i in enumerate(e.recent) if i == NO_INDEX != expected.recent[k]), None
+            )
+            if k is not None:
+                skipped = earned.entry(producer, e.anchor - 1 - k)
+        if skipped is None:
+            return None
+        return "earnings that skip a credit", "proveSkippedCredit", skipped.shown()
 
     def _seated(self, posted: RoundPosted, producer: str, voter: str, family, total: int) -> bool:
         from client.chain.models import Beacon

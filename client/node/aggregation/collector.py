@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
-from client.chain.roots import Credit, SubmissionRoot, VerdictRoot, vote_struct, votes_hash
+from client.chain.roots import (
+    NO_EARNINGS,
+    Credit,
+    Earnings,
+    SubmissionRoot,
+    VerdictRoot,
+    vote_struct,
+    votes_hash,
+)
 from client.units import MAX_ROLLOUTS, SCORE_SCALE
 
 BPS = 10_000
@@ -125,10 +133,12 @@ class Collector:
         seated: Callable[[str, str], bool],
         quorum: int,
         escalated: set[str] = frozenset(),  # type: ignore[assignment]
+        earnings: Callable[[str], Earnings] | None = None,
     ) -> VerdictRoot | None:
         """The credits of the batches whose seated agreeing voters reach `quorum`, none of the
         producers in `escalated` (a dispute or an unavailable vote of theirs is on chain: the v4
-        lane judges them); None when no batch is credited."""
+        lane judges them), each with its producer's `earnings` (EarningsBook.earnings for this
+        round; none given: no producer has earned yet); None when no batch is credited."""
         by_producer: dict[str, list[str]] = {}  # one pass over the votes, not one per batch
         for producer, voter in self.votes:
             by_producer.setdefault(producer, []).append(voter)
@@ -145,8 +155,9 @@ class Collector:
                 continue
             votes = [vote_struct(self.votes[(producer, voter)]) for voter in voters]
             s = sub.message
+            earned = NO_EARNINGS if earnings is None else earnings(sub.signer)
             credits.append(
-                Credit(index, sub.signer, s.digest, s.score, s.signal, votes_hash(votes))
+                Credit(index, sub.signer, s.digest, s.score, s.signal, votes_hash(votes), earned)
             )
             lists.append(votes)
         return VerdictRoot(credits, votes=lists) if credits else None

@@ -1,0 +1,128 @@
+"""What each producer has earned in the root lane, as the round book proves it (IRoundBook.Earnings,
+docs/scaling.md "Payouts"): folded from the verdict lists of the rounds that stand, in order, by
+whoever posts roots (the aggregator fills each credit's earnings from it) and whoever checks them
+(the auditor compares, and proves a difference), and by a producer that claims (its own credits
+and their proofs).
+
+A round q stands once its verdict root was posted, never voided, every data challenge of it was
+answered, and its challenge window closed two rounds ago; it is settled for round r when
+q <= r - lag (lag = C + 2), which is when r's verdict root is posted. A credit's share is
+rewardPerRound * amount / the round's total. A credit of round r carries `settled`, the sum of
+its producer's shares in the standing rounds settled for r, proven from its producer's last such
+credit (the anchor) and the credits in the lag - 1 rounds before the anchor (recent), which the
+anchor's own `settled` does not count yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from client.chain.roots import NO_EARNINGS, NO_INDEX, Credit, Earnings, VerdictRoot
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One credit of a standing round, with what shows it on chain."""
+
+    round: int
+    index: int  # its place in the round's verdict tree
+    credit: Credit
+    amount: int
+    proof: tuple[tuple[bytes, int], ...]
+
+    def shown(self) -> tuple:
+        """IRoundBook.Shown."""
+        return (self.round, self.index, self.credit.struct(), self.amount, list(self.proof))
+
+
+@dataclass
+class EarningsBook:
+    reward_per_round: int
+    lag: int
+    # per producer (lower case), its credits in standing rounds, the latest last; a producer's
+    # earnings need its last credit settled for a round and the lag - 1 rounds before it
+    credits: dict[str, list[Entry]] = field(default_factory=dict)
+    totals: dict[int, int] = field(default_factory=dict)  # standing round -> its total
+    counts: dict[int, int] = field(default_factory=dict)  # standing round -> its credits
+    folded: int = -1  # the last round folded (standing or not): rounds fold in order
+    # the same entries by place (round, index), while some producer's history holds them: what
+    # an auditor shows when a credit names a place that is not its producer's
+    places: dict[tuple[int, int], Entry] = field(default_factory=dict)
+
+    def fold(self, round_: int, verdicts: VerdictRoot | None) -> None:
+        """Folds round `round_` once it is decided: `verdicts` if its root stands, None if it
+        does not (never posted, void, or a challenge of it went unanswered)."""
+        if round_ <= self.folded:
+            raise ValueError(f"round {round_} folded after round {self.folded}: fold in order")
+        self.folded = round_
+        if verdicts is None:
+            return
+        self.totals[round_] = verdicts.total
+        self.counts[round_] = len(verdicts.credits)
+        for index, (credit, amount) in enumerate(
+            zip(verdicts.credits, verdicts.amounts, strict=True)
+        ):
+            entry = Entry(round_, index, credit, amount, tuple(verdicts.proof(index)))
+            history = self.credits.setdefault(credit.producer.lower(), [])
+            history.append(entry)
+            self.places[(round_, index)] = entry
+            for old in history[: -2 * self.lag]:  # never an anchor or a recent credit again
+                self.places.pop((old.round, old.index), None)
+            del history[: -2 * self.lag]
+
+    def standing(self, round_: int) -> bool:
+        return round_ in self.totals
+
+    def share(self, round_: int, amount: int) -> int:
+        total = self.totals.get(round_, 0)
+        return 0 if total == 0 else self.reward_per_round * amount // total
+
+    def at(self, round_: int, index: int) -> Entry | None:
+        """The credit at `index` of round `round_`'s tree, if still held."""
+        return self.places.get((round_, index))
+
+    def entry(self, producer: str, round_: int) -> Entry | None:
+        return next((e for e in self.credits.get(producer.lower(), ()) if e.round == round_), None)
+
+    def earnings(self, producer: str, round_: int) -> Earnings:
+        """The earnings a credit of `producer` in round `round_` must carry."""
+        horizon = round_ - self.lag
+        if horizon > self.folded:
+            raise ValueError(
+                f"round {round_}'s earnings need every round to {horizon} folded; "
+                f"folded to {self.folded}"
+            )
+        settled = [e for e in self.credits.get(producer.lower(), ()) if e.round <= horizon]
+        if not settled:
+            return NO_EARNINGS
+        anchor = settled[-1]
+        total = anchor.credit.earnings.settled + self.share(anchor.round, anchor.amount)
+        recent = []
+        for k in range(self.lag - 1):
+            q = anchor.round - 1 - k
+            found = self.entry(producer, q) if q >= 0 else None
+            recent.append(NO_INDEX if found is None else found.index)
+            if found is not None:
+                total += self.share(q, found.amount)
+        return Earnings(total, anchor.round, anchor.index, tuple(recent))
+
+    def tail(self, producer: str, round_: int) -> list[Entry]:
+        """`producer`'s credits in the rounds a claim from round `round_` pays beside its
+        settled earnings: round - lag < q < round, standing."""
+        return [
+            e
+            for e in self.credits.get(producer.lower(), ())
+            if round_ - self.lag < e.round < round_
+        ]
+
+    def due(self, producer: str, round_: int) -> int:
+        """What a claim from `producer`'s credit in round `round_` (with its whole tail) pays in
+        all: its settled earnings, its own share and its tail's."""
+        own = self.entry(producer, round_)
+        if own is None:
+            raise ValueError(f"no standing credit of {producer} in round {round_}")
+        return (
+            own.credit.earnings.settled
+            + self.share(round_, own.amount)
+            + sum(self.share(e.round, e.amount) for e in self.tail(producer, round_))
+        )
