@@ -150,6 +150,7 @@ interface IRoundBook {
     error BadTail(uint64 round);
     error NothingToClaim(address producer);
     error PoolInsufficient(uint256 amount, uint256 pool);
+    error ZeroAmount();
 
     /// @notice The ledger whose nodes, stakes and parameters this book reads.
     function ledger() external view returns (address);

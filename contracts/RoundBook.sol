@@ -281,7 +281,7 @@ contract RoundBook is IRoundBook {
     }
 
     function fund() external payable {
-        if (msg.value == 0) revert WrongBond(0, 1);
+        if (msg.value == 0) revert ZeroAmount();
         rewardPool += msg.value;
         emit Funded(msg.sender, msg.value);
     }

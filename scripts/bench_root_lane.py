@@ -170,32 +170,7 @@ class LightSwarm:
     def send(self, kind: str, to: str, txs: list[tuple[str, str, int]], count: bool = True):
         """Sends (from, data, value) transactions to `to`, mines them in one block, returns the
         receipts (gas counted under `kind`)."""
-        nonces = []
-        for sender, _, _ in txs:
-            nonces.append(self.nonces[sender])
-            self.nonces[sender] += 1
-        self.rpc.call("evm_setAutomine", [False])
-        hashes = self.rpc.batch(
-            [
-                (
-                    "eth_sendTransaction",
-                    [
-                        {
-                            "from": sender,
-                            "to": to,
-                            "data": data,
-                            "value": hex(value),
-                            "gas": hex(5_000_000),
-                            "nonce": hex(nonce),
-                        }
-                    ],
-                )
-                for (sender, data, value), nonce in zip(txs, nonces, strict=True)
-            ]
-        )
-        self.rpc.call("evm_mine", [])
-        self.rpc.call("evm_setAutomine", [True])
-        receipts = self.rpc.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
+        receipts = self.rpc.send_in_one_block(self.nonces, to, txs, 5_000_000)
         bad = [r for r in receipts if r is None or r["status"] != "0x1"]
         if bad:
             raise RuntimeError(f"{kind}: {len(bad)} of {len(txs)} transactions failed")

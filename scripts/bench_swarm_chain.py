@@ -75,6 +75,40 @@ class Rpc:
     def call(self, method: str, params: list[Any]) -> Any:
         return self.batch([(method, params)])[0]
 
+    def send_in_one_block(
+        self, nonces: dict[str, int], to: str, txs: list[tuple[str, str, int]], gas: int
+    ) -> list[dict | None]:
+        """Sends (from, data, value) transactions to `to` from addresses anvil lets send without
+        a key, mines them in one block and returns their receipts (None: not mined). Nonces are
+        explicit and kept in `nonces`: with automine off, anvil numbers a sender's second pending
+        transaction like its first (and refuses it as an underpriced replacement)."""
+        numbered = []
+        for sender, _, _ in txs:
+            numbered.append(nonces[sender])
+            nonces[sender] += 1
+        self.call("evm_setAutomine", [False])
+        hashes = self.batch(
+            [
+                (
+                    "eth_sendTransaction",
+                    [
+                        {
+                            "from": sender,
+                            "to": to,
+                            "data": data,
+                            "value": hex(value),
+                            "gas": hex(gas),
+                            "nonce": hex(nonce),
+                        }
+                    ],
+                )
+                for (sender, data, value), nonce in zip(txs, numbered, strict=True)
+            ]
+        )
+        self.call("evm_mine", [])
+        self.call("evm_setAutomine", [True])
+        return self.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
+
 
 @dataclass
 class GasBook:
@@ -121,9 +155,7 @@ class Play:
         ]
         self.rpc.batch([("anvil_setBalance", [a, hex(10**6 * ETH)]) for a in self.addresses])
         self.stake = 2 * ETH
-        # explicit nonces: with automine off, anvil numbers a sender's second pending
-        # transaction like its first (and refuses it as an underpriced replacement)
-        self.nonces: dict[str, int] = dict.fromkeys(self.addresses, 0)
+        self.nonces: dict[str, int] = dict.fromkeys(self.addresses, 0)  # Rpc.send_in_one_block
         self.gas = GasBook()
         self.submitted: dict[int, dict[str, int]] = {}  # round -> producer -> its block
         self.committees: dict[int, dict[str, list[str]]] = {}  # round -> producer -> checkers
@@ -133,32 +165,7 @@ class Play:
         returns their receipts."""
         if not txs:
             return []
-        nonces = []
-        for sender, _, _ in txs:
-            nonces.append(self.nonces[sender])
-            self.nonces[sender] += 1
-        self.rpc.call("evm_setAutomine", [False])
-        hashes = self.rpc.batch(
-            [
-                (
-                    "eth_sendTransaction",
-                    [
-                        {
-                            "from": sender,
-                            "to": self.ledger.address,
-                            "data": data,
-                            "value": hex(value),
-                            "gas": hex(2_000_000),
-                            "nonce": hex(nonce),
-                        }
-                    ],
-                )
-                for (sender, data, value), nonce in zip(txs, nonces, strict=True)
-            ]
-        )
-        self.rpc.call("evm_mine", [])
-        self.rpc.call("evm_setAutomine", [True])
-        receipts = self.rpc.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
+        receipts = self.rpc.send_in_one_block(self.nonces, self.ledger.address, txs, 2_000_000)
         if any(r is None for r in receipts):
             raise RuntimeError(f"{kind}: a transaction was not mined in its block")
         if count:
