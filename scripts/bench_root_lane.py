@@ -71,7 +71,7 @@ from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
 from client.units import SCORE_SCALE
 from scripts import arguments
-from scripts.bench_swarm_chain import GasBook, Rpc
+from scripts.bench_swarm_chain import BENCH_LEDGER, GasBook, Rpc
 from scripts.table import Table
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact
 
@@ -128,15 +128,9 @@ class LightSwarm:
             raise SystemExit(f"{families} families: the ledger takes at most 255 (--family-size)")
         self.swarm = Swarm(
             anvil,
-            round_length_s=60,
-            unbonding_period_s=3_600,
-            challenge_rounds=3,
-            submit_rounds=2,
-            appeal_rounds=2,
+            **BENCH_LEDGER,
             quorum=quorum,
             checkers=checkers,
-            appeal_checkers=40,
-            reward_per_round=ETH,
             families=[family_id(f) for f in range(families)],
         )
         self.rpc = Rpc(anvil.url)

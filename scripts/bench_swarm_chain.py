@@ -45,6 +45,16 @@ from scripts.table import Table
 from tests.harness.ledger_swarm import ETH, FAMILY, Swarm, digest
 
 BATCH = 400  # JSON-RPC requests per HTTP request
+# the ledger the swarm benches deploy (with their K and Q): 60-s rounds, the windows of a devnet
+BENCH_LEDGER = {
+    "round_length_s": 60,
+    "unbonding_period_s": 3_600,
+    "challenge_rounds": 3,
+    "submit_rounds": 2,
+    "appeal_rounds": 2,
+    "appeal_checkers": 40,
+    "reward_per_round": ETH,
+}
 SCORE, SIGNAL, ROLLOUTS = 500_000, 250_000, 64
 
 
@@ -129,18 +139,7 @@ class Play:
     """N identities on one SwarmLedger, played through honest rounds."""
 
     def __init__(self, anvil: Anvil, nodes: int, checkers: int, quorum: int):
-        self.swarm = Swarm(
-            anvil,
-            round_length_s=60,
-            unbonding_period_s=3_600,
-            challenge_rounds=3,
-            submit_rounds=2,
-            appeal_rounds=2,
-            quorum=quorum,
-            checkers=checkers,
-            appeal_checkers=40,
-            reward_per_round=ETH,
-        )
+        self.swarm = Swarm(anvil, **BENCH_LEDGER, quorum=quorum, checkers=checkers)
         self.rpc = Rpc(anvil.url)
         self.ledger = self.swarm.ledger
         self.params = self.ledger.params()

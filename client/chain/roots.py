@@ -279,7 +279,8 @@ def open_verdict_list(data: bytes, root: bytes, credits: int, total: int) -> Ver
         raise BadList(f"the list's amounts make no tree: {exc}") from None
     if opened.root != root or opened.total != total:
         raise BadList(
-            f"the list's root is 0x{opened.root.hex()} of total {opened.total}, not the posted "
-            f"0x{root.hex()} of {total}: not the root's data (challenge a leaf: challengeData)"
+            f"the list's root is 0x{opened.root.hex()} with a total of {opened.total}; the book "
+            f"holds 0x{root.hex()} with a total of {total}: not the root's data (challenge a "
+            "leaf: challengeData)"
         )
     return opened

@@ -412,7 +412,7 @@ def test_an_inflated_total_is_proven_where_the_sums_stop_adding_up(world) -> Non
     # an auditor holding the leaves finds they are not the root's (the sums above them are not
     # published): it would challenge a leaf; the top node's children prove the lie at once
     finding = audit(book, subs, VerdictRoot(credits, votes=votes))
-    assert finding is not None and finding.challenge and "not the posted" in finding.what
+    assert finding is not None and finding.challenge and "not the root's data" in finding.what
     before = balances(book, prover.address)
     receipt = book.send(
         prover,

@@ -1,15 +1,31 @@
 """The aggregator's collector (client/node/aggregation/collector.py): every message a peer sends
 is validated where it enters (domain, round, range, agreement with the claim, a submission held
 first); a second, different message of one signer is kept as evidence and changes nothing; the
-roots it builds credit exactly the batches whose seated agreeing voters reach quorum."""
+roots it builds credit exactly the batches whose seated agreeing voters reach quorum. The lists
+it publishes (client/chain/roots.py) are opened only as the posted root's data, and an entry no
+proof could show is challenged by the auditor, never read."""
 
 from __future__ import annotations
 
 import pytest
 from eth_account import Account
+from eth_utils import keccak
 
 from client.chain.messages import Domain, Signed, Submission, Vote
-from client.chain.roots import votes_hash
+from client.chain.roots import (
+    BadList,
+    SubmissionRoot,
+    VerdictRoot,
+    decode_submission,
+    open_submission_list,
+    open_verdict_list,
+    submission_encoding,
+    submission_list,
+    verdict_list,
+    votes_hash,
+)
+from client.chain.sumtree import SumTree, leaf
+from client.node.aggregation.auditor import Auditor, RoundPosted
 from client.node.aggregation.collector import Collector, Refused
 from client.units import SCORE_SCALE
 
@@ -140,3 +156,67 @@ def test_the_roots_credit_what_seated_agreeing_voters_carried_to_quorum() -> Non
     assert credit.votes == votes_hash(verdicts.votes[0])
     assert verdicts.total == credit.signal
     assert c.verdict_root(root, seated=lambda p, v: False, quorum=2) is None
+
+
+def a_round() -> tuple[SubmissionRoot, VerdictRoot]:
+    """Three submissions, the first two credited with two votes each, as an aggregator
+    publishes them."""
+    c = collector()
+    for p in KEYS[:3]:
+        c.accept(submission(p))
+    for p in KEYS[:2]:
+        for v in KEYS[3:5]:
+            c.accept(vote(v, p))
+    root = c.submission_root()
+    verdicts = c.verdict_root(root, seated=lambda p, v: True, quorum=2)
+    assert verdicts is not None
+    return root, verdicts
+
+
+def test_a_published_list_is_opened_only_as_its_roots_data() -> None:
+    root, verdicts = a_round()
+    listed = submission_list(root.signed)
+    entries = open_submission_list(listed, root.root, 3)
+    assert [decode_submission(e)[0] for e in entries] == [s.signer for s in root.signed]
+    assert decode_submission(entries[0])[1] == root.signed[0].message
+    opened = open_verdict_list(verdict_list(verdicts), verdicts.root, 2, verdicts.total)
+    assert opened.credits == verdicts.credits and opened.votes == verdicts.votes
+    flipped = bytearray(listed)
+    flipped[100] ^= 1
+    hostile = [
+        (lambda: open_submission_list(listed[:-1], root.root, 3), "1152 bytes, got 1151"),
+        (lambda: open_submission_list(bytes(flipped), root.root, 3), "not the posted"),
+        (lambda: open_submission_list(listed, root.root, 0), "0 submissions"),
+        (lambda: decode_submission(b"\xff" * 384), "does not decode"),
+        (lambda: open_verdict_list(b"\x00" * 7, verdicts.root, 2, verdicts.total), "ABI"),
+        (lambda: open_verdict_list(verdict_list(verdicts), verdicts.root, 3, 1), "holds 2"),
+        (
+            lambda: open_verdict_list(verdict_list(verdicts), verdicts.root, 2, 1),
+            "with a total of 1:",
+        ),
+        (lambda: open_verdict_list(b"\x00" * 10**6, verdicts.root, 2, 1), "at most"),
+    ]
+    for attempt, why in hostile:
+        with pytest.raises(BadList, match=why):
+            attempt()
+
+
+def test_an_entry_in_the_root_that_no_submission_encodes_is_challenged() -> None:
+    """An aggregator can put any 384 bytes in its tree: an entry whose signature's length word
+    says 64 encodes no SignedSubmission the book would take, so no lie in it can be proven; the
+    auditor asks for it on chain instead (and reads nothing from the ledger to decide it)."""
+    root, _ = a_round()
+    entries = [submission_encoding(s) for s in root.signed]
+    odd = bytearray(entries[1])
+    odd[9 * 32 - 1] = 64  # the signature's length word (the tuple, then its 5 words)
+    entries[1] = bytes(odd)
+    tree = SumTree([leaf(keccak(e), 0) for e in entries])
+    posted = RoundPosted(ROUND, 1, 3, tree.root.hash, bytes(32), 0, 0, 1)
+    auditor = Auditor(DOMAIN, ledger=None, quorum=2, checkers=10, tolerance_bps=50, min_stake=1)
+    _, finding = auditor.submissions(posted, b"".join(entries))
+    assert finding is not None and finding.challenge
+    assert finding.args == (ROUND, False, 1) and "canonical" in finding.what
+    # a list withheld, or not the root's: a challenge of its first leaf
+    for data in (None, b"".join(entries[:2])):
+        _, finding = auditor.submissions(posted, data)
+        assert finding is not None and finding.function == "challengeData"
