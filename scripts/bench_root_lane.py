@@ -277,7 +277,7 @@ class LightSwarm:
         by_address = {n.address: n for n in self.nodes}
         # the list, opened once for the untimed nodes and split by family (each timed node opens
         # it and scans it itself below, as a node does)
-        entries = open_submission_list(listed, root, count)
+        entries, _ = open_submission_list(listed, root, count)
         by_family: dict[int, list[tuple[int, Light]]] = {}
         for i, entry in enumerate(entries):
             producer = by_address[to_checksum_address(entry[44:64])]
@@ -287,7 +287,7 @@ class LightSwarm:
             timed = checker.address in sample
             t0 = time.process_time()
             if timed:
-                own = open_submission_list(listed, root, count)
+                own, _ = open_submission_list(listed, root, count)
                 ours = [
                     (i, by_address[a])
                     for i, a in enumerate(to_checksum_address(e[44:64]) for e in own)

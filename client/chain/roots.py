@@ -67,22 +67,24 @@ def submission_list(signed: Sequence[Signed]) -> bytes:
     return b"".join(submission_encoding(s) for s in signed)
 
 
-def open_submission_list(data: bytes, root: bytes, count: int) -> list[bytes]:
+def open_submission_list(data: bytes, root: bytes, count: int) -> tuple[list[bytes], SumTree]:
     """Checks a fetched submission list against the root and count the round book holds, and
-    returns its entries (each still ABI-encoded: `decode_submission` reads one). Nothing is
-    decoded or recovered to check it: a node reads only its own family's entries."""
+    returns its entries (each still ABI-encoded: `decode_submission` reads one) and their tree
+    (whose proofs show an entry on chain). Nothing is decoded or recovered to check it: a node
+    reads only its own family's entries."""
     if count <= 0 or len(data) != count * SUBMISSION_BYTES:
         raise BadList(
             f"a list of {count} submissions is {count * SUBMISSION_BYTES} bytes, got {len(data)}"
         )
     entries = [data[i : i + SUBMISSION_BYTES] for i in range(0, len(data), SUBMISSION_BYTES)]
-    found = SumTree([leaf(keccak(e), 0) for e in entries]).root
+    tree = SumTree([leaf(keccak(e), 0) for e in entries])
+    found = tree.root
     if found.hash != root or found.sum != 0:
         raise BadList(
             f"the list's root is 0x{found.hash.hex()}, not the posted 0x{root.hex()}: "
             "not the root's data (challenge a leaf of it on chain: challengeData)"
         )
-    return entries
+    return entries, tree
 
 
 def decode_submission(entry: bytes) -> tuple[str, Submission, str]:

@@ -777,7 +777,7 @@ def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world)
         earned.fold(r, second if r == later else None)
     p, q = nodes[0], nodes[1]
     own = earned.entry(p.tx.account.address, 0)
-    share0 = earned.share(0, own.amount)
+    share0 = earned.share(own)
     receipt = claim(book, p, own)
     assert paid_by(book, receipt) == share0 == reward * own.credit.signal // first_total > 0
     with pytest.raises(LedgerRevert, match="ClaimTooSoon"):  # nothing new, and too soon
@@ -787,7 +787,7 @@ def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world)
     swarm.goto(book.window("challengeEnd", later) + 2)
     with pytest.raises(LedgerRevert, match="NotTheProducer"):
         claim(book, q, earned.entry(p.tx.account.address, later))
-    share1 = earned.share(later, earned.entry(p.tx.account.address, later).amount)
+    share1 = earned.share(earned.entry(p.tx.account.address, later))
     receipt = claim(book, p, earned.entry(p.tx.account.address, later))
     assert paid_by(book, receipt) == share1  # what round 0 paid is counted once
     assert book.contract.functions.paidOf(p.tx.account.address).call() == [
@@ -797,7 +797,7 @@ def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world)
     # a producer that never claimed takes both rounds with one proof
     address = q.tx.account.address
     receipt = claim(book, q, earned.entry(address, later))
-    assert paid_by(book, receipt) == earned.due(address, later) > earned.share(later, 1)
+    assert paid_by(book, receipt) == earned.due(address, later) > share1
     print(f"claim gas: {receipt.gas_used:,}")
 
 

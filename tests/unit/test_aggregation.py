@@ -176,7 +176,8 @@ def a_round() -> tuple[SubmissionRoot, VerdictRoot]:
 def test_a_published_list_is_opened_only_as_its_roots_data() -> None:
     root, verdicts = a_round()
     listed = submission_list(root.signed)
-    entries = open_submission_list(listed, root.root, 3)
+    entries, tree = open_submission_list(listed, root.root, 3)
+    assert tree.root.hash == root.root
     assert [decode_submission(e)[0] for e in entries] == [s.signer for s in root.signed]
     assert decode_submission(entries[0])[1] == root.signed[0].message
     opened = open_verdict_list(verdict_list(verdicts), verdicts.root, 2, verdicts.total)

@@ -20,7 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from eth_utils import keccak
+
 from client.chain.messages import BadMessage, Domain, Submission, Vote, recover
+from client.chain.models import Beacon
 from client.chain.roots import (
     NO_INDEX,
     NO_ROUND,
@@ -116,10 +119,9 @@ class Auditor:
         if data is None:
             return [], self._challenge(posted.round, False, 0, "the submission list is withheld")
         try:
-            entries = open_submission_list(data, posted.submissions, posted.count)
+            entries, tree = open_submission_list(data, posted.submissions, posted.count)
         except BadList as exc:
             return [], self._challenge(posted.round, False, 0, str(exc))
-        tree = SumTree([leaf(_hash(e), 0) for e in entries])
         decoded = []
         for index, entry in enumerate(entries):
             try:
@@ -184,7 +186,7 @@ class Auditor:
             opened = open_verdict_list(data, posted.verdicts, posted.credits, posted.total)
         except BadList as exc:
             return self._challenge(posted.round, True, 0, str(exc))
-        subs = SumTree([leaf(_hash(e), 0) for e in entries])
+        subs = SumTree([leaf(keccak(e), 0) for e in entries])
         for i, (credit, amount, votes) in enumerate(
             zip(opened.credits, opened.amounts, opened.votes, strict=True)
         ):
@@ -296,6 +298,12 @@ class Auditor:
         def bad(what: str, shown: Sequence[Entry] = ()) -> tuple[str, str, object]:
             return what, "proveBadEarnings", [s.shown() for s in shown]
 
+        if (
+            e.anchor != NO_ROUND
+            and e.anchor <= round_ - lag
+            and not all(earned.known(q) for q in range(max(0, e.anchor - lag + 1), e.anchor + 1))
+        ):
+            return None  # rounds older than this auditor keeps: it cannot judge them
         if e.anchor == NO_ROUND:
             if e.settled or e.recent:
                 return bad("earnings with no anchor")
@@ -303,7 +311,7 @@ class Auditor:
             return bad("earnings of the wrong shape")
         elif round_ < lag or e.anchor > round_ - lag or not earned.standing(e.anchor):
             return bad("an anchor that is not a settled round")
-        elif e.anchor_index >= earned.counts[e.anchor]:
+        elif e.anchor_index >= earned.counts.get(e.anchor, NO_INDEX):
             return bad("an anchor past its round's credits")
         else:
             for k, index in enumerate(e.recent):
@@ -314,7 +322,7 @@ class Auditor:
                 q = e.anchor - 1 - k
                 if not earned.standing(q):
                     return bad("a recent credit in a round that does not stand")
-                if index >= earned.counts[q]:
+                if index >= earned.counts.get(q, NO_INDEX):
                     return bad("a recent credit past its round's credits")
             anchor = earned.at(e.anchor, e.anchor_index)
             if anchor is None:
@@ -322,7 +330,7 @@ class Auditor:
             shown = [anchor]
             if anchor.credit.producer.lower() != producer:
                 return bad("an anchor that is not the producer's credit", shown)
-            total = anchor.credit.earnings.settled + earned.share(anchor.round, anchor.amount)
+            total = anchor.credit.earnings.settled + earned.share(anchor)
             for k, index in enumerate(e.recent):
                 if index == NO_INDEX:
                     continue
@@ -332,7 +340,7 @@ class Auditor:
                 shown.append(recent)
                 if recent.credit.producer.lower() != producer:
                     return bad("a recent credit that is not the producer's", shown)
-                total += earned.share(recent.round, recent.amount)
+                total += earned.share(recent)
             if total != e.settled:
                 return bad("earnings that do not add up", shown)
         expected = earned.earnings(producer, round_)
@@ -352,8 +360,6 @@ class Auditor:
         return "earnings that skip a credit", "proveSkippedCredit", skipped.shown()
 
     def _seated(self, posted: RoundPosted, producer: str, voter: str, family, total: int) -> bool:
-        from client.chain.models import Beacon
-
         if voter.lower() == producer.lower() or self._info(voter).family != family:
             return False
         stake = self._stake_at(voter, posted.posted_block)
@@ -371,12 +377,6 @@ class Auditor:
     @staticmethod
     def _challenge(round_: int, verdict_tree: bool, index: int, why: str) -> Finding:
         return Finding(why, "challengeData", (round_, verdict_tree, index), challenge=True)
-
-
-def _hash(entry: bytes) -> bytes:
-    from eth_utils import keccak
-
-    return keccak(entry)
 
 
 def _proof(tree: SumTree, index: int) -> list[tuple[bytes, int]]:

@@ -28,6 +28,7 @@ class Entry:
     index: int  # its place in the round's verdict tree
     credit: Credit
     amount: int
+    total: int  # its round's total: its share is rewardPerRound * amount / total
     proof: tuple[tuple[bytes, int], ...]
 
     def shown(self) -> tuple:
@@ -42,9 +43,12 @@ class EarningsBook:
     # per producer (lower case), its credits in standing rounds, the latest last; a producer's
     # earnings need its last credit settled for a round and the lag - 1 rounds before it
     credits: dict[str, list[Entry]] = field(default_factory=dict)
-    totals: dict[int, int] = field(default_factory=dict)  # standing round -> its total
-    counts: dict[int, int] = field(default_factory=dict)  # standing round -> its credits
+    # the standing rounds of the last `keep_rounds` (an older one is still known through the
+    # entries a producer's history holds): its total and its credits
+    totals: dict[int, int] = field(default_factory=dict)
+    counts: dict[int, int] = field(default_factory=dict)
     folded: int = -1  # the last round folded (standing or not): rounds fold in order
+    keep_rounds: int = 10_080  # a week of 60-s rounds
     # the same entries by place (round, index), while some producer's history holds them: what
     # an auditor shows when a credit names a place that is not its producer's
     places: dict[tuple[int, int], Entry] = field(default_factory=dict)
@@ -55,6 +59,8 @@ class EarningsBook:
         if round_ <= self.folded:
             raise ValueError(f"round {round_} folded after round {self.folded}: fold in order")
         self.folded = round_
+        for old in [q for q in self.totals if q < round_ - self.keep_rounds]:
+            del self.totals[old], self.counts[old]
         if verdicts is None:
             return
         self.totals[round_] = verdicts.total
@@ -62,7 +68,9 @@ class EarningsBook:
         for index, (credit, amount) in enumerate(
             zip(verdicts.credits, verdicts.amounts, strict=True)
         ):
-            entry = Entry(round_, index, credit, amount, tuple(verdicts.proof(index)))
+            entry = Entry(
+                round_, index, credit, amount, verdicts.total, tuple(verdicts.proof(index))
+            )
             history = self.credits.setdefault(credit.producer.lower(), [])
             history.append(entry)
             self.places[(round_, index)] = entry
@@ -71,11 +79,16 @@ class EarningsBook:
             del history[: -2 * self.lag]
 
     def standing(self, round_: int) -> bool:
+        """Whether round `round_` stands (see `known`)."""
         return round_ in self.totals
 
-    def share(self, round_: int, amount: int) -> int:
-        total = self.totals.get(round_, 0)
-        return 0 if total == 0 else self.reward_per_round * amount // total
+    def known(self, round_: int) -> bool:
+        """Whether this book can tell if round `round_` stands: folded, and not pruned."""
+        return self.folded - self.keep_rounds <= round_ <= self.folded
+
+    def share(self, entry: Entry) -> int:
+        """A credit's share of its round's reward, as RoundBook._share computes it."""
+        return 0 if entry.total == 0 else self.reward_per_round * entry.amount // entry.total
 
     def at(self, round_: int, index: int) -> Entry | None:
         """The credit at `index` of round `round_`'s tree, if still held."""
@@ -96,14 +109,14 @@ class EarningsBook:
         if not settled:
             return NO_EARNINGS
         anchor = settled[-1]
-        total = anchor.credit.earnings.settled + self.share(anchor.round, anchor.amount)
+        total = anchor.credit.earnings.settled + self.share(anchor)
         recent = []
         for k in range(self.lag - 1):
             q = anchor.round - 1 - k
             found = self.entry(producer, q) if q >= 0 else None
             recent.append(NO_INDEX if found is None else found.index)
             if found is not None:
-                total += self.share(q, found.amount)
+                total += self.share(found)
         return Earnings(total, anchor.round, anchor.index, tuple(recent))
 
     def tail(self, producer: str, round_: int) -> list[Entry]:
@@ -123,6 +136,6 @@ class EarningsBook:
             raise ValueError(f"no standing credit of {producer} in round {round_}")
         return (
             own.credit.earnings.settled
-            + self.share(round_, own.amount)
-            + sum(self.share(e.round, e.amount) for e in self.tail(producer, round_))
+            + self.share(own)
+            + sum(self.share(e) for e in self.tail(producer, round_))
         )
