@@ -78,6 +78,7 @@ from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact
 ROLLOUTS = 64
 SCORE, SIGNAL = 32 * SCORE_SCALE, 16 * SCORE_SCALE
 STAKE = 2 * ETH
+BLOCK_TXS = 2_000  # transactions mined in one block
 BOND, CHALLENGE_BOND = ETH, ETH // 10
 # what a lying aggregator does (--lies), and the lie the book's LieProven names for it
 LIES = {
@@ -173,7 +174,7 @@ class LightSwarm:
         return receipts
 
     def register(self) -> None:
-        for first in range(0, len(self.nodes), 2_000):
+        for first in range(0, len(self.nodes), BLOCK_TXS):
             txs = [
                 (
                     n.address,
@@ -183,7 +184,7 @@ class LightSwarm:
                     ),
                     STAKE,
                 )
-                for n in self.nodes[first : first + 2_000]
+                for n in self.nodes[first : first + BLOCK_TXS]
             ]
             self.send("register", self.ledger.address, txs, count=False)
 
@@ -208,7 +209,8 @@ class LightSwarm:
             ]
             txs.append((n.address, self.book.encode_abi("claim", args=args), 0))
         pool = self.book.functions.rewardPool().call()
-        self.send("claim", self.book.address, txs)
+        for first in range(0, len(txs), BLOCK_TXS):  # anvil stalled on 10,000 in one block
+            self.send("claim", self.book.address, txs[first : first + BLOCK_TXS])
         self.claimants = len(txs)
         self.claimed = pool - self.book.functions.rewardPool().call()  # wei the claims paid
 
