@@ -833,3 +833,35 @@ def test_false_earnings_are_found_by_an_auditor_and_proven(world, lie, what) -> 
     receipt = act_on(book, prover, finding)
     assert_paid_for(book, prover, before, what, receipt, lag)
     print(f"{what}: {receipt.gas_used:,} gas")
+
+
+def test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet(world) -> None:
+    """Rounds 0 and 1 both credit a producer; round 1's earnings cannot count round 0 (it is not
+    settled for it), so a claim from round 1 shows round 0's credit as its tail: paid once,
+    and a tail naming a round twice, its own round or another producer's credit is refused."""
+    swarm, nodes, book = world
+    lag = book.contract.functions.lag().call()
+    book.send(stranger(book), "fund", value=5 * ETH)
+    earned = EarningsBook(swarm.params.reward_per_round, lag)
+    aggregator, _, credits0, votes0 = honest_round(book, nodes, 0)
+    _, _, credits1, votes1 = honest_round(book, nodes, 1, earnings=lambda p: earned.earnings(p, 1))
+    rounds = [VerdictRoot(credits0, votes=votes0), VerdictRoot(credits1, votes=votes1)]
+    assert all(c.earnings == NO_EARNINGS for c in rounds[1].credits)
+    for r, verdicts in enumerate(rounds):
+        post_verdicts(book, aggregator, verdicts, r)
+    swarm.goto(book.window("challengeEnd", 1) + 2)
+    for r, verdicts in enumerate(rounds):
+        earned.fold(r, verdicts)
+    p = nodes[2]
+    address = p.tx.account.address
+    own, before = earned.entry(address, 1), earned.entry(address, 0)
+    assert earned.tail(address, 1) == [before]
+    other = next(e for e in earned.places.values() if e.round == 0 and e is not before)
+    for tail in ([before, before], [own], [other]):
+        with pytest.raises(LedgerRevert, match="BadTail"):
+            claim(book, p, own, tail)
+    receipt = claim(book, p, own, [before])
+    assert (
+        paid_by(book, receipt) == earned.share(own) + earned.share(before) == earned.due(address, 1)
+    )
+    print(f"claim with a tail of one: {receipt.gas_used:,} gas")
