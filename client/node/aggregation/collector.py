@@ -66,6 +66,11 @@ class Collector:
             signed = Signed.from_bytes(data, self.domain)
         except BadMessage as exc:
             raise Refused(str(exc)) from None
+        return self.take(signed)
+
+    def take(self, signed: Signed) -> Signed:
+        """Takes one message already parsed and verified under this collector's domain
+        (`Signed.from_bytes`); returns the one held, or raises Refused."""
         if signed.message.round != self.round:
             raise Refused(f"a message of round {signed.message.round}; this is round {self.round}")
         if isinstance(signed.message, Submission):
