@@ -29,17 +29,28 @@ its settled earnings and that credit's share, one proof; the credits of the roun
 it are counted by its next claim); a node claims once per --claim-every rounds, so its claim's
 gas counts once per that many rounds.
 
+--transport http sends every message over the network as nodes would: the aggregator serves its
+HTTP endpoint (client.node.aggregation.endpoint) and lists its address in its on-chain metadata,
+where each node reads it; each node POSTs its submission, then its votes of the round (one
+request each); the aggregator publishes both lists on its own js-ipfs daemon
+(client.node.aggregation.lists) and posts their CIDs; the nodes read the submission list, and the
+auditor both lists, through a second daemon dialled to the first (bitswap), checked against the
+posted roots. The aggregator's CPU is then its endpoint threads' CPU; a node's includes its
+requests. --transport direct (the default) hands the same bytes over in memory.
+
 Not in these figures (not built yet, docs/scaling.md): escalation of a disputed batch into the
-v4 lane, the aggregator's draw and pay, and the list on IPFS (its bytes are counted, not
-published).
+v4 lane, and the aggregator's draw and pay.
 
 Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--family-size 100]
                                          [--checkers 10] [--quorum 3] [--sample 20]
                                          [--claim-every 100] [--lies all]
+                                         [--transport direct|http]
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import resource
 import tempfile
@@ -65,10 +76,21 @@ from client.chain.roots import (
     verdict_list,
     votes_hash,
 )
-from client.devnet import Anvil
+from client.devnet import Anvil, IpfsDaemon, start_daemons
 from client.node.aggregation.auditor import Auditor, RoundPosted
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.endpoint import (
+    MAX_BATCH,
+    AggregatorClient,
+    AggregatorServer,
+    Desk,
+    aggregator_origin,
+)
+from client.node.aggregation.lists import ListIndex, ListUnavailable, fetch_list, publish_list
+from client.store import IpfsStore
+from client.store.peers import ipfs_addresses
+from client.store.weights import CHUNK
 from client.units import SCORE_SCALE
 from scripts import arguments
 from scripts.bench_swarm_chain import BENCH_LEDGER, GasBook, Rpc
@@ -80,6 +102,7 @@ SCORE, SIGNAL = 32 * SCORE_SCALE, 16 * SCORE_SCALE
 STAKE = 2 * ETH
 BLOCK_TXS = 2_000  # transactions mined in one block
 BOND, CHALLENGE_BOND = ETH, ETH // 10
+TRANSPORTS = ("direct", "http")
 # what a lying aggregator does (--lies), and the lie the book's LieProven names for it
 LIES = {
     "a forged submission": "a submission of no registered node",
@@ -114,16 +137,82 @@ class RoundCost:
     aggregator_cpu: float = 0.0
     node_cpu: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # sampled
     list_bytes: int = 0
+    requests: int = 0  # HTTP requests the nodes sent the aggregator (--transport http)
+    sent_bytes: int = 0  # their bodies' bytes
+    fetch_s: float = 0.0  # wall seconds to fetch the submission list through IPFS
+    list_cid: str = ""  # the CID postSubmissions named ("" in memory)
     submissions: int = 0
     votes: int = 0
     credits: int = 0
     refused: int = 0
 
 
+class Http:
+    """The network of --transport http: the aggregator's endpoint, and two js-ipfs daemons, the
+    aggregator's and the one the nodes and the auditor fetch through, dialled to it."""
+
+    def __init__(self, domain: Domain, data_dir: Path):
+        self.desk = Desk(domain)
+        self.server = AggregatorServer("127.0.0.1:0", self.desk)
+        self.daemons = [
+            IpfsDaemon(data_dir / name, host=f"127.0.0.{i + 2}", swarm=True)
+            for i, name in enumerate(("aggregator", "reader"))
+        ]
+        try:
+            start_daemons(self.daemons)
+            self.aggregator, self.reader = (
+                IpfsStore(d.api, index_dir=data_dir / f"index-{i}", timeout_s=4, max_bytes=CHUNK)
+                for i, d in enumerate(self.daemons)
+            )
+            found = ipfs_addresses(self.aggregator.peer(), allow_private=True)
+            dialled, failures = self.reader.connect(list(found.dialable))
+            if dialled is None:
+                raise RuntimeError(f"the reader's daemon cannot dial the aggregator's: {failures}")
+        except BaseException:
+            self.close()
+            raise
+        self.origin = ""  # what the nodes read from the aggregator's metadata
+
+    def send(self, domain: Domain, messages: list[Signed], cost: RoundCost) -> None:
+        """One node's messages, one POST per MAX_BATCH, on a connection of its own."""
+        client = AggregatorClient(self.origin, domain)
+        try:
+            for first in range(0, len(messages), MAX_BATCH):
+                refused = [r for r in client.send(messages[first : first + MAX_BATCH]) if r]
+                if refused:
+                    raise RuntimeError(f"the aggregator refused an honest message: {refused[0]}")
+        finally:
+            client.close()
+        cost.requests += client.requests
+        cost.sent_bytes += client.sent_bytes
+
+    def fetch(self, kind: str, round_: int, cid: str, entries: int) -> bytes | None:
+        """A list as a node gets it through its own daemon (None: it cannot be had)."""
+        try:
+            return fetch_list(self.reader, cid, kind, round_, entries, keep_round=round_ + 10)
+        except ListUnavailable:
+            return None
+
+    def close(self) -> None:
+        self.server.close()
+        for daemon in self.daemons:
+            daemon.stop()
+
+
 class LightSwarm:
     """N light nodes, a SwarmLedger and a RoundBook on one anvil."""
 
-    def __init__(self, anvil: Anvil, nodes: int, family_size: int, checkers: int, quorum: int):
+    def __init__(
+        self,
+        anvil: Anvil,
+        nodes: int,
+        family_size: int,
+        checkers: int,
+        quorum: int,
+        transport: str = "direct",
+    ):
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport is one of {TRANSPORTS}, not {transport!r}")
         families = max(1, -(-nodes // family_size))
         if families > 255:
             raise SystemExit(f"{families} families: the ledger takes at most 255 (--family-size)")
@@ -161,6 +250,54 @@ class LightSwarm:
         )
         self.domain = Domain(chain_id=self.swarm.w3.eth.chain_id, contract=address)
         self.aggregator = self.nodes[0]
+        self.http = (
+            Http(self.domain, Path(tempfile.mkdtemp(prefix="bench-root-lane-net-")))
+            if transport == "http"
+            else None
+        )
+
+    def close(self) -> None:
+        if self.http is not None:
+            self.http.close()
+
+    def open(self, collector: Collector) -> None:
+        """The aggregator starts collecting a round (on its endpoint, with --transport http)."""
+        if self.http is not None:
+            self.http.desk.open(collector)
+
+    def deliver(self, messages: list[Signed], collector: Collector, cost: RoundCost) -> None:
+        """One node's messages reach the aggregator."""
+        if self.http is not None:
+            self.http.send(self.domain, messages, cost)
+            return
+        t0 = time.thread_time()
+        for signed in messages:
+            collector.accept(signed.to_bytes())
+        cost.aggregator_cpu += time.thread_time() - t0
+
+    def aggregator_cpu(self) -> float:
+        """The endpoint's CPU so far (--transport http; 0 otherwise)."""
+        return 0.0 if self.http is None else self.http.desk.cpu_s
+
+    def publish(self, kind: str, round_: int, data: bytes | None, withheld: bool = False) -> str:
+        """The CID the aggregator posts for a list: published on its daemon with --transport
+        http; "" in memory. `withheld`: only the index is published, its chunks never."""
+        if self.http is None or data is None:
+            return ""
+        if withheld:
+            chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
+            index = ListIndex(
+                kind=kind,  # type: ignore[arg-type]
+                round=round_,
+                bytes=len(data),
+                chunks=["0x" + hashlib.sha256(c).hexdigest() for c in chunks],
+            )
+            return self.http.aggregator.put(index.encode(), round_ + 10)
+        return publish_list(self.http.aggregator, kind, round_, data, keep_round=round_ + 10)
+
+    def fetch(self, kind: str, round_: int, cid: str, data: bytes | None, entries: int):
+        """A list as a node reads it: through IPFS with --transport http, else the bytes."""
+        return data if self.http is None else self.http.fetch(kind, round_, cid, entries)
 
     def send(self, kind: str, to: str, txs: list[tuple[str, str, int]], count: bool = True):
         """Sends (from, data, value) transactions to `to`, mines them in one block, returns the
@@ -174,19 +311,31 @@ class LightSwarm:
         return receipts
 
     def register(self) -> None:
+        """Stakes every node; the aggregator's metadata lists its endpoint (--transport http),
+        which the nodes then read from the chain."""
+
+        def metadata(n: Light) -> str:
+            data = {"model": "light"}
+            if n is self.aggregator and self.http is not None:
+                data["aggregator"] = self.http.server.url
+            return json.dumps(data, separators=(",", ":"))
+
         for first in range(0, len(self.nodes), BLOCK_TXS):
             txs = [
                 (
                     n.address,
                     self.ledger.contract.encode_abi(
                         "register",
-                        args=['{"model":"light"}', bytes.fromhex(family_id(n.family)[2:])],
+                        args=[metadata(n), bytes.fromhex(family_id(n.family)[2:])],
                     ),
                     STAKE,
                 )
                 for n in self.nodes[first : first + BLOCK_TXS]
             ]
             self.send("register", self.ledger.address, txs, count=False)
+        if self.http is not None:
+            listed = json.loads(self.ledger.node_info(self.aggregator.address).metadata)
+            self.http.origin = aggregator_origin(listed.get("aggregator"))
 
     def claim(self, earned: EarningsBook, played: list[int]) -> None:
         """Every node that earned claims, once, from its last credit, as a node claims once an
@@ -226,8 +375,9 @@ class LightSwarm:
 
     def submissions(self, round_: int, collector: Collector, cost: RoundCost, sample: set[str]):
         """Every node signs its submission and sends it to the aggregator."""
+        served = self.aggregator_cpu()
         for n in self.nodes:
-            t0 = time.process_time()
+            t0 = time.thread_time()
             message = Submission(
                 round=round_,
                 digest="0x" + keccak(f"{round_}/{n.address}".encode()).hex(),
@@ -235,19 +385,27 @@ class LightSwarm:
                 score=SCORE,
                 signal=SIGNAL,
             )
-            data = Signed.sign(message, self.domain, n.key).to_bytes()
-            t1 = time.process_time()
-            collector.accept(data)
-            cost.aggregator_cpu += time.process_time() - t1
+            signed = Signed.sign(message, self.domain, n.key)
+            t1 = time.thread_time()
+            self.deliver([signed], collector, cost)
             if n.address in sample:
-                cost.node_cpu[n.address] += t1 - t0
+                # in memory the delivery is the aggregator's work; over HTTP the request is the
+                # node's (the endpoint's threads count the aggregator's)
+                cost.node_cpu[n.address] += (
+                    (t1 - t0) if self.http is None else time.thread_time() - t0
+                )
+        cost.aggregator_cpu += self.aggregator_cpu() - served
         cost.submissions = len(collector.submissions)
 
     def post_submissions(
         self, round_: int, collector: Collector, cost: RoundCost, lie: str | None = None
     ):
-        t0 = time.process_time()
-        root = collector.submission_root()
+        t0 = time.thread_time()
+        if self.http is not None:
+            with self.http.desk.hold(round_):  # no message changes it while the root is built
+                root = collector.submission_root()
+        else:
+            root = collector.submission_root()
         if lie == "a forged submission":  # one its collector would refuse: no registered node's
             stranger = keccak(b"sapo light stranger")
             message = Submission(
@@ -255,26 +413,34 @@ class LightSwarm:
             )
             root = SubmissionRoot([*root.signed, Signed.sign(message, self.domain, stranger)])
         listed = submission_list(root.signed)
-        cost.aggregator_cpu += time.process_time() - t0
+        cost.aggregator_cpu += time.thread_time() - t0
         cost.list_bytes = len(listed)
+        cid = cost.list_cid = self.publish("submissions", round_, listed)
         self.book_call(
             "postSubmissions",
             "postSubmissions",
             round_,
             root.root,
             len(root.signed),
-            "",
+            cid,
             value=BOND,
         )
         self.swarm.mine()
         self.book_call("drawBeacon", "drawBeacon", round_)
-        return root, listed
+        return root, listed, cid
 
-    def vote(self, round_: int, collector: Collector, listed: bytes, cost: RoundCost, sample):
+    def vote(self, round_: int, collector: Collector, cid: str, listed: bytes, cost, sample):
         """Every node opens the list, draws its seats on its family's batches and signs an
-        agreeing vote on each; the aggregator takes each one (and checks the seat)."""
+        agreeing vote on each; the aggregator takes each one (and checks the seat). With
+        --transport http the list is the one fetched through IPFS by its posted CID."""
         view = self.book.functions.roundOf(round_).call()
         posted, count, root, beacon = view[1], view[2], view[3], view[7]
+        t0 = time.monotonic()
+        fetched = self.fetch("submissions", round_, cid, listed, count)
+        cost.fetch_s = time.monotonic() - t0 if self.http is not None else 0.0
+        if fetched is None:
+            raise RuntimeError(f"round {round_}: the submission list {cid} cannot be fetched")
+        listed = fetched
         family_total = {f: STAKE * len(m) for f, m in self.members.items()}
         by_address = {n.address: n for n in self.nodes}
         # the list, opened once for the untimed nodes and split by family (each timed node opens
@@ -284,10 +450,11 @@ class LightSwarm:
         for i, entry in enumerate(entries):
             producer = by_address[to_checksum_address(entry[44:64])]
             by_family.setdefault(producer.family, []).append((i, producer))
-        votes: list[bytes] = []
+        votes: list[tuple[Light, list[Signed]]] = []
         for checker in self.nodes:
             timed = checker.address in sample
-            t0 = time.process_time()
+            t0 = time.thread_time()
+            mine: list[Signed] = []
             if timed:
                 own, _ = open_submission_list(listed, root, count)
                 ours = [
@@ -317,13 +484,18 @@ class LightSwarm:
                     signal=s.signal,
                     findings=0,
                 )
-                votes.append(Signed.sign(message, self.domain, checker.key).to_bytes())
+                mine.append(Signed.sign(message, self.domain, checker.key))
             if timed:
-                cost.node_cpu[checker.address] += time.process_time() - t0
-        t0 = time.process_time()
-        for data in votes:
-            collector.accept(data)
-        cost.aggregator_cpu += time.process_time() - t0
+                cost.node_cpu[checker.address] += time.thread_time() - t0
+            if mine:
+                votes.append((checker, mine))
+        served = self.aggregator_cpu()
+        for checker, mine in votes:  # each node sends its votes of the round at once
+            t0 = time.thread_time()
+            self.deliver(mine, collector, cost)
+            if checker.address in sample and self.http is not None:
+                cost.node_cpu[checker.address] += time.thread_time() - t0
+        cost.aggregator_cpu += self.aggregator_cpu() - served
         cost.votes = len(collector.votes)
 
     def post_verdicts(
@@ -334,9 +506,11 @@ class LightSwarm:
         cost: RoundCost,
         lie: str | None = None,
         earned: EarningsBook | None = None,
-    ) -> tuple[VerdictRoot, bytes | None]:
+    ) -> tuple[VerdictRoot, bytes | None, str]:
         """Posts the verdict root (each credit with its producer's earnings in `earned`);
-        returns it and the list it publishes (None: withheld)."""
+        returns it, the list it publishes (None: withheld) and the list's CID."""
+        if self.http is not None:
+            self.http.desk.close(round_)  # no vote enters after the close
         view = self.book.functions.roundOf(round_).call()
         posted, beacon = view[1], view[7]
         family_of = {n.address.lower(): n.family for n in self.nodes}
@@ -349,17 +523,20 @@ class LightSwarm:
             draw = Beacon(round=round_, node=producer, beacon=beacon, block=posted + 1, ready=True)
             return draw.seats(voter, STAKE, totals[family], self.checkers) > 0
 
-        t0 = time.process_time()
+        t0 = time.thread_time()
         earnings = None if earned is None else (lambda p: earned.earnings(p, round_))
         verdicts = collector.verdict_root(
             root, seated=seated, quorum=self.quorum, earnings=earnings
         )
-        cost.aggregator_cpu += time.process_time() - t0
+        cost.aggregator_cpu += time.thread_time() - t0
         if verdicts is None:
             raise RuntimeError(f"round {round_}: no batch reached the quorum")
         cost.credits = len(verdicts.credits)
         if lie in VERDICT_LIES:
             verdicts = self.lie_in(verdicts, root, round_, lie)
+        withheld = lie == "a withheld verdict list"
+        listed = verdict_list(verdicts)
+        cid = self.publish("verdicts", round_, listed, withheld=withheld)
         self.book_call(
             "postVerdicts",
             "postVerdicts",
@@ -367,9 +544,9 @@ class LightSwarm:
             verdicts.root,
             len(verdicts.credits),
             verdicts.total,
-            "",
+            cid,
         )
-        return verdicts, None if lie == "a withheld verdict list" else verdict_list(verdicts)
+        return verdicts, None if withheld else listed, cid
 
     def lie_in(self, verdicts: VerdictRoot, root, round_: int, lie: str) -> VerdictRoot:
         """The verdict root a lying aggregator posts: its first credit falsified."""
@@ -405,58 +582,74 @@ class LightSwarm:
         return VerdictRoot(credits, amounts, votes=votes, presorted=True)
 
 
-def play(n: int, rounds: int, family_size: int, checkers: int, quorum: int, sample_size: int):
+def play(
+    n: int,
+    rounds: int,
+    family_size: int,
+    checkers: int,
+    quorum: int,
+    sample_size: int,
+    transport: str = "direct",
+):
     with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-"))) as anvil:
-        light = LightSwarm(anvil, n, family_size, checkers, quorum)
-        started = time.monotonic()
-        light.register()
-        sample = {x.address for x in random.Random(0).sample(light.nodes, min(sample_size, n))}
-        first = light.ledger.current_round() + 1
-        played = list(range(first, first + rounds))
-        post = light.window("postRound", first) - first
-        verdict = light.window("verdictRound", first) - first
-        release = light.window("challengeEnd", first) + 1 - first
-        stands = release + 1  # a round stands two rounds after its challenge window
-        lag = light.book.functions.lag().call()
-        earned = EarningsBook(light.swarm.params.reward_per_round, lag, folded=first - 1)
-        light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds)
-        verdicts: dict[int, VerdictRoot] = {}
-        # the aggregator knows the registered nodes from the ledger's Registered events (its
-        # own book of them, as a node keeps its peers' families)
-        registered = {n.address for n in light.nodes}.__contains__
-        collectors = {
-            r: Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
-            for r in played
-        }
-        costs = {r: RoundCost() for r in played}
-        roots: dict[int, Any] = {}
-        for t in range(first, first + rounds + stands):
-            light.swarm.goto(t, 0.1)
-            if t - stands >= first:  # the round that stands now: its credits earn
-                earned.fold(t - stands, verdicts.get(t - stands))
-            if t in collectors:
-                light.submissions(t, collectors[t], costs[t], sample)
-            if t - post in collectors:
-                r = t - post
-                roots[r], listed = light.post_submissions(r, collectors[r], costs[r])
-                light.vote(r, collectors[r], listed, costs[r], sample)
-            if t - verdict in collectors:
-                r = t - verdict
-                verdicts[r], _ = light.post_verdicts(
-                    r, collectors[r], roots[r], costs[r], earned=earned
-                )
-            if t - release in collectors:
-                light.book_call("release", "release", t - release)
-        light.claim(earned, played)
-        # the draw a node of one family as large as the swarm would make
-        view = light.book.functions.roundOf(first).call()
-        t0 = time.process_time()
-        for producer in light.nodes[1:]:
-            Beacon(
-                round=first, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
-            ).seats(light.nodes[0].address, STAKE, STAKE * n, checkers)
-        whole_draw = time.process_time() - t0
-        wall = time.monotonic() - started
+        light = LightSwarm(anvil, n, family_size, checkers, quorum, transport)
+        try:
+            return _play(light, n, rounds, checkers, sample_size)
+        finally:
+            light.close()
+
+
+def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: int):
+    started = time.monotonic()
+    light.register()
+    sample = {x.address for x in random.Random(0).sample(light.nodes, min(sample_size, n))}
+    first = light.ledger.current_round() + 1
+    played = list(range(first, first + rounds))
+    post = light.window("postRound", first) - first
+    verdict = light.window("verdictRound", first) - first
+    release = light.window("challengeEnd", first) + 1 - first
+    stands = release + 1  # a round stands two rounds after its challenge window
+    lag = light.book.functions.lag().call()
+    earned = EarningsBook(light.swarm.params.reward_per_round, lag, folded=first - 1)
+    light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds)
+    verdicts: dict[int, VerdictRoot] = {}
+    # the aggregator knows the registered nodes from the ledger's Registered events (its
+    # own book of them, as a node keeps its peers' families)
+    registered = {n.address for n in light.nodes}.__contains__
+    collectors = {
+        r: Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+        for r in played
+    }
+    costs = {r: RoundCost() for r in played}
+    roots: dict[int, Any] = {}
+    for t in range(first, first + rounds + stands):
+        light.swarm.goto(t, 0.1)
+        if t - stands >= first:  # the round that stands now: its credits earn
+            earned.fold(t - stands, verdicts.get(t - stands))
+        if t in collectors:
+            light.open(collectors[t])
+            light.submissions(t, collectors[t], costs[t], sample)
+        if t - post in collectors:
+            r = t - post
+            roots[r], listed, cid = light.post_submissions(r, collectors[r], costs[r])
+            light.vote(r, collectors[r], cid, listed, costs[r], sample)
+        if t - verdict in collectors:
+            r = t - verdict
+            verdicts[r], _, _ = light.post_verdicts(
+                r, collectors[r], roots[r], costs[r], earned=earned
+            )
+        if t - release in collectors:
+            light.book_call("release", "release", t - release)
+    light.claim(earned, played)
+    # the draw a node of one family as large as the swarm would make
+    view = light.book.functions.roundOf(first).call()
+    t0 = time.thread_time()
+    for producer in light.nodes[1:]:
+        Beacon(
+            round=first, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
+        ).seats(light.nodes[0].address, STAKE, STAKE * n, checkers)
+    whole_draw = time.thread_time() - t0
+    wall = time.monotonic() - started
     return light, costs, whole_draw, wall
 
 
@@ -471,73 +664,84 @@ class Caught:
     wall: float
 
 
-def play_lie(n: int, lie: str, family_size: int, checkers: int, quorum: int) -> Caught:
+def play_lie(
+    n: int, lie: str, family_size: int, checkers: int, quorum: int, transport: str = "direct"
+) -> Caught:
     """One round at N nodes with a lying aggregator; a light node audits the published lists
-    (client.node.aggregation.auditor) and sends the call its finding names."""
+    (client.node.aggregation.auditor; through IPFS by their posted CIDs with --transport http)
+    and sends the call its finding names."""
     with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-lie-"))) as anvil:
-        light = LightSwarm(anvil, n, family_size, checkers, quorum)
-        started = time.monotonic()
-        light.register()
-        auditor_node = light.nodes[1]
-        params = light.swarm.params
-        auditor = Auditor(
-            light.domain,
-            light.ledger,
-            quorum=quorum,
-            checkers=checkers,
-            tolerance_bps=params.agree_tolerance_bps,
-            min_stake=params.min_stake,
-        )
-        r = light.ledger.current_round() + 1
-        registered = {x.address for x in light.nodes}.__contains__
-        collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
-        cost = RoundCost()
-        w3 = light.swarm.w3
-        balance0 = w3.eth.get_balance(auditor_node.address)
-        pool0 = light.ledger.reward_pool()
-        gas_used = gas_paid = 0
+        light = LightSwarm(anvil, n, family_size, checkers, quorum, transport)
+        try:
+            return _play_lie(light, lie, quorum, checkers)
+        finally:
+            light.close()
 
-        def act(function: str, *args: Any, value: int = 0) -> None:
-            nonlocal gas_used, gas_paid
-            data = light.book.encode_abi(function, args=list(args))
-            receipt = light.send(
-                "audit", light.book.address, [(auditor_node.address, data, value)]
-            )[0]
-            gas_used += int(receipt["gasUsed"], 16)
-            gas_paid += int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
 
-        light.swarm.goto(r, 0.1)
-        light.submissions(r, collector, cost, set())
-        light.swarm.goto(light.window("postRound", r), 0.1)
-        root, listed = light.post_submissions(r, collector, cost, lie)
+def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught:
+    started = time.monotonic()
+    light.register()
+    auditor_node = light.nodes[1]
+    params = light.swarm.params
+    auditor = Auditor(
+        light.domain,
+        light.ledger,
+        quorum=quorum,
+        checkers=checkers,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+    r = light.ledger.current_round() + 1
+    registered = {x.address for x in light.nodes}.__contains__
+    collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+    cost = RoundCost()
+    w3 = light.swarm.w3
+    balance0 = w3.eth.get_balance(auditor_node.address)
+    pool0 = light.ledger.reward_pool()
+    gas_used = gas_paid = 0
+
+    def act(function: str, *args: Any, value: int = 0) -> None:
+        nonlocal gas_used, gas_paid
+        data = light.book.encode_abi(function, args=list(args))
+        receipt = light.send("audit", light.book.address, [(auditor_node.address, data, value)])[0]
+        gas_used += int(receipt["gasUsed"], 16)
+        gas_paid += int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
+
+    light.swarm.goto(r, 0.1)
+    light.open(collector)
+    light.submissions(r, collector, cost, set())
+    light.swarm.goto(light.window("postRound", r), 0.1)
+    root, listed, cid = light.post_submissions(r, collector, cost, lie)
+    posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
+    listed = light.fetch("submissions", r, cid, listed, posted.count)
+    entries, finding = auditor.submissions(posted, listed)
+    if finding is None:
+        light.vote(r, collector, cid, listed, cost, set())
+        light.swarm.goto(light.window("verdictRound", r), 0.1)
+        _, published, cid = light.post_verdicts(r, collector, root, cost, lie)
         posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
-        entries, finding = auditor.submissions(posted, listed)
-        if finding is None:
-            light.vote(r, collector, listed, cost, set())
-            light.swarm.goto(light.window("verdictRound", r), 0.1)
-            _, published = light.post_verdicts(r, collector, root, cost, lie)
-            posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
-            finding = auditor.verdicts(posted, entries, published)
-        if finding is None:
-            raise RuntimeError(f"{lie}: the auditor found nothing")
-        act(finding.function, *finding.args, value=CHALLENGE_BOND if finding.challenge else 0)
-        if finding.challenge:  # the aggregator does not answer: after the answer window, claim
-            light.swarm.goto(light.ledger.current_round() + 2, 0.1)
-            act("claimUnanswered", *finding.args)
-        proven = [
-            e.args["what"]
-            for e in light.book.events.LieProven().get_logs(from_block=0, argument_filters=None)
-        ]
-        gained = w3.eth.get_balance(auditor_node.address) - balance0
-        return Caught(
-            lie,
-            finding.what,
-            proven,
-            gas_used,
-            gained,
-            light.ledger.reward_pool() - pool0,
-            time.monotonic() - started,
-        )
+        published = light.fetch("verdicts", r, cid, published, posted.credits)
+        finding = auditor.verdicts(posted, entries, published)
+    if finding is None:
+        raise RuntimeError(f"{lie}: the auditor found nothing")
+    act(finding.function, *finding.args, value=CHALLENGE_BOND if finding.challenge else 0)
+    if finding.challenge:  # the aggregator does not answer: after the answer window, claim
+        light.swarm.goto(light.ledger.current_round() + 2, 0.1)
+        act("claimUnanswered", *finding.args)
+    proven = [
+        e.args["what"]
+        for e in light.book.events.LieProven().get_logs(from_block=0, argument_filters=None)
+    ]
+    gained = w3.eth.get_balance(auditor_node.address) - balance0
+    return Caught(
+        lie,
+        finding.what,
+        proven,
+        gas_used,
+        gained,
+        light.ledger.reward_pool() - pool0,
+        time.monotonic() - started,
+    )
 
 
 def main() -> None:
@@ -557,6 +761,12 @@ def main() -> None:
         help="play one round per lie at the first N, a light node auditing ('all', or names: "
         + "; ".join(LIES)
         + ", comma-separated)",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="direct",
+        help="how messages and lists travel: in memory, or over HTTP and IPFS as nodes send them",
     )
     args = parser.parse_args()
     lies = list(LIES) if args.lies == "all" else [x for x in args.lies.split(",") if x]
@@ -579,6 +789,8 @@ def main() -> None:
         "wall s",
         formats={"Mgas/s at 60-s rounds": ".4f", "wall s": ".0f"},
     )
+    wire = {"requests / node": ".2f", "bytes sent / node": ".0f", "list fetch s": ".2f"}
+    wire = wire if args.transport == "http" else {}
     work_table = Table(
         "N",
         "submissions",
@@ -588,15 +800,23 @@ def main() -> None:
         "node CPU s (family draw)",
         "node draw s if one family",
         "list bytes",
+        *wire,
         formats={
             "aggregator CPU s": ".2f",
             "node CPU s (family draw)": ".3f",
             "node draw s if one family": ".3f",
+            **wire,
         },
     )
     for n in [int(s) for s in args.nodes.split(",")]:
         light, costs, whole_draw, wall = play(
-            n, args.rounds, args.family_size, args.checkers, args.quorum, args.sample
+            n,
+            args.rounds,
+            args.family_size,
+            args.checkers,
+            args.quorum,
+            args.sample,
+            args.transport,
         )
         gas = light.gas
         per_round = {k: v // args.rounds for k, v in gas.gas.items()}
@@ -627,13 +847,24 @@ def main() -> None:
             sum(node_cpu) / max(1, len(node_cpu)),
             whole_draw,
             rounds[0].list_bytes,
+            *(
+                (
+                    sum(r.requests for r in rounds) / len(rounds) / n,
+                    sum(r.sent_bytes for r in rounds) / len(rounds) / n,
+                    sum(r.fetch_s for r in rounds) / len(rounds),
+                )
+                if args.transport == "http"
+                else ()
+            ),
         )
     gas_table.print(
         f"Root lane: chain cost per node per round (K = {args.checkers}, Q = {args.quorum}, "
         f"{args.rounds} rounds; gas from receipts: each node that earned claimed once, at the "
         f"end, and its claim is counted once per {every} rounds)"
     )
-    work_table.print("Root lane: work per round (means over the rounds)")
+    work_table.print(
+        f"Root lane: work per round (means over the rounds; transport {args.transport})"
+    )
     if lies:
         n = int(args.nodes.split(",")[0])
         caught = Table(
@@ -648,7 +879,7 @@ def main() -> None:
             left=["the aggregator's lie", "the auditor found", "proven on chain"],
         )
         for lie in lies:
-            c = play_lie(n, lie, args.family_size, args.checkers, args.quorum)
+            c = play_lie(n, lie, args.family_size, args.checkers, args.quorum, args.transport)
             caught.row(
                 c.lie,
                 c.finding[:60],

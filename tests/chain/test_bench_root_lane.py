@@ -2,7 +2,7 @@
 signing, collector and RoundBook; the chain carries the same four transactions a round whatever
 the swarm's size, and a claim per node that earned; and each lie of an aggregator is found by a
 light node auditing the published lists and proven on chain, half the bond to the auditor and
-half to the ledger's pool."""
+half to the ledger's pool; over HTTP and IPFS (--transport http) as in memory."""
 
 from __future__ import annotations
 
@@ -48,6 +48,32 @@ def test_each_lie_of_the_aggregator_is_found_by_an_auditor_and_proven(lie) -> No
     assert caught.proven == [LIES[lie]]
     assert caught.pool_gain == BOND - BOND // 2
     assert caught.prover_net > 0  # half the bond (and its challenge bond back), net of gas
+
+
+def test_over_http_and_ipfs_the_nodes_play_the_same_rounds() -> None:
+    """Every message crosses the aggregator's HTTP endpoint (its address read from its on-chain
+    metadata) and every list goes through IPFS by the CID the book holds: the rounds credit
+    and pay as in memory."""
+    light, costs, _, _ = play(
+        12, 2, family_size=6, checkers=10, quorum=3, sample_size=3, transport="http"
+    )
+    assert light.gas.reverted == 0 and 6 < light.claimants <= 12
+    assert light.http is not None and light.http.origin == light.http.server.url
+    for cost in costs.values():
+        assert cost.submissions == 12 and cost.votes > 0 and 0 < cost.credits <= 12
+        # one POST a node for its submission, one for its votes (a node without a seat: none)
+        assert 12 < cost.requests <= 24 and cost.sent_bytes > 12 * 300
+        # the nodes read the list fetched through IPFS by the CID the root's post named
+        assert cost.fetch_s > 0 and cost.list_cid.startswith("bafkrei")
+
+
+@pytest.mark.parametrize("lie", ["a forged submission", "a withheld verdict list"])
+def test_an_auditor_reading_the_lists_through_ipfs_proves_the_lie(lie) -> None:
+    """The forged submission is found in the list fetched by its posted CID; the withheld list
+    (its index published, its blocks never) cannot be fetched, and is challenged and claimed."""
+    caught = play_lie(12, lie, family_size=12, checkers=10, quorum=3, transport="http")
+    assert caught.proven == [LIES[lie]]
+    assert caught.pool_gain == BOND - BOND // 2 and caught.prover_net > 0
 
 
 def test_the_script_prints_its_tables() -> None:

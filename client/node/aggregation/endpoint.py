@@ -241,7 +241,10 @@ class AggregatorServer:
             f"http://{'[' + bound_host + ']' if ':' in bound_host else bound_host}:{bound_port}"
         )
         self.thread = threading.Thread(
-            target=self.httpd.serve_forever, name="aggregator-endpoint", daemon=True
+            target=self.httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},  # how soon close() returns
+            name="aggregator-endpoint",
+            daemon=True,
         )
         self.thread.start()
         log.info("aggregator: collecting at %s%s", self.url, MESSAGES_PATH)
