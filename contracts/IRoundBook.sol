@@ -106,8 +106,10 @@ interface IRoundBook {
         bool answered;
     }
 
-    event SubmissionsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint32 count, string cid);
-    event VerdictsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint128 total, string cid);
+    /// @param list the sha256 of the list's `sapo.list/1` index block: its CID is the CIDv1 (raw,
+    /// sha2-256) of that digest, as a batch's is of the digest the ledger holds
+    event SubmissionsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint32 count, bytes32 list);
+    event VerdictsPosted(uint64 indexed round, address indexed aggregator, bytes32 root, uint128 total, bytes32 list);
     event RoundBeaconDrawn(uint64 indexed round, uint256 beacon);
     /// @param what which lie was proven (see the prove* functions)
     event LieProven(uint64 indexed round, address indexed aggregator, address indexed prover, string what, uint256 paid);
@@ -161,16 +163,15 @@ interface IRoundBook {
     function challengeBond() external view returns (uint256);
 
     /// @notice Posts round `round`'s submission root (`count` signed submissions, sorted by
-    /// producer, `cid` where their list lies on IPFS), bonding `bond()` wei. Only a registered
+    /// producer; `list` the digest of their list's index on IPFS), bonding `bond()` wei. Only a registered
     /// node, only in round + W + 1, once per round.
-    function postSubmissions(uint64 round, bytes32 root, uint32 count, string calldata cid) external payable;
+    function postSubmissions(uint64 round, bytes32 root, uint32 count, bytes32 list) external payable;
     /// @notice Stores the round's beacon, the hash of the block after its submission root's;
     /// anyone may call it once that block is mined, within the EVM's 256-block window.
     function drawBeacon(uint64 round) external;
     /// @notice Posts the verdict root (a Merkle-sum tree of `credits` Credit leaves, `total`
-    /// their signal), by the round's aggregator, in round + W + C + 2, with the beacon drawn.
-    function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, string calldata cid)
-        external;
+    /// their signal; `list` the digest of their list's index on IPFS), by the round's aggregator, in round + W + C + 2, with the beacon drawn.
+    function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, bytes32 list) external;
 
     /// @notice Asks the aggregator to post leaf `index` of the submission root (or, with
     /// `verdictTree`, of the verdict root) on chain by the end of the next round, bonding

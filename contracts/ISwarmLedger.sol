@@ -263,6 +263,13 @@ interface ISwarmLedger {
     /// @return info The node's record.
     function nodeInfo(address node) external view returns (NodeView memory info);
 
+    /// @notice The model family a node registered with, never zero for a registered node (0 when
+    /// not registered): what another contract (the round book) reads of a node, for a few
+    /// thousand gas, where nodeInfo would also copy its metadata (up to MAX_METADATA_BYTES).
+    /// @param node The node.
+    /// @return The content id of its family's base, or 0.
+    function familyOf(address node) external view returns (bytes32);
+
     /// @notice The number of registered nodes.
     /// @return The count.
     function nodeCount() external view returns (uint256);

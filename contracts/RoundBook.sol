@@ -98,11 +98,11 @@ contract RoundBook is IRoundBook {
 
     // ---------------------------------------------------------------------------------- posting
 
-    function postSubmissions(uint64 round, bytes32 root, uint32 count, string calldata cid) external payable {
+    function postSubmissions(uint64 round, bytes32 root, uint32 count, bytes32 list) external payable {
         uint64 current = _ledger.currentRound();
         if (current != postRound(round)) revert NotInPostWindow(round, current);
         if (msg.value != bond) revert WrongBond(msg.value, bond);
-        if (!_ledger.nodeInfo(msg.sender).registered) revert NotARegisteredNode(msg.sender);
+        if (_ledger.familyOf(msg.sender) == bytes32(0)) revert NotARegisteredNode(msg.sender);
         if (count == 0 || root == bytes32(0)) revert EmptyRoot();
         Round storage r = _rounds[round];
         if (r.aggregator != address(0)) revert AlreadyPosted(round);
@@ -110,7 +110,7 @@ contract RoundBook is IRoundBook {
         r.postedBlock = uint64(block.number);
         r.count = count;
         r.submissions = root;
-        emit SubmissionsPosted(round, msg.sender, root, count, cid);
+        emit SubmissionsPosted(round, msg.sender, root, count, list);
     }
 
     function drawBeacon(uint64 round) public {
@@ -124,9 +124,7 @@ contract RoundBook is IRoundBook {
         emit RoundBeaconDrawn(round, beacon);
     }
 
-    function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, string calldata cid)
-        external
-    {
+    function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, bytes32 list) external {
         Round storage r = _posted(round);
         if (msg.sender != r.aggregator) revert NotTheAggregator(msg.sender, r.aggregator);
         uint64 current = _ledger.currentRound();
@@ -137,7 +135,7 @@ contract RoundBook is IRoundBook {
         r.verdicts = root;
         r.credits = credits;
         r.total = total;
-        emit VerdictsPosted(round, msg.sender, root, total, cid);
+        emit VerdictsPosted(round, msg.sender, root, total, list);
     }
 
     // ---------------------------------------------------------------------------------- proofs
@@ -613,7 +611,7 @@ contract RoundBook is IRoundBook {
             return "a submission its producer did not sign";
         }
         if (s.round != round) return "a submission of another round";
-        if (!_ledger.nodeInfo(leaf.producer).registered) return "a submission of no registered node";
+        if (_ledger.familyOf(leaf.producer) == bytes32(0)) return "a submission of no registered node";
         uint256 maxScore = uint256(s.rollouts) * _scoreScale;
         if (s.rollouts == 0 || s.rollouts > _maxRollouts || s.score > maxScore || s.signal > maxScore / 2) {
             return "a submission out of range";
@@ -637,7 +635,7 @@ contract RoundBook is IRoundBook {
         if (bytes(_forged(round, sub)).length != 0) return "a credit of a forged submission";
         if (votes.length < _quorum) return "a credit with fewer votes than quorum";
         uint256 maxScore = uint256(s.rollouts) * _scoreScale;
-        bytes32 family = _ledger.nodeInfo(credit.producer).family;
+        bytes32 family = _ledger.familyOf(credit.producer);
         uint256 familyStake = _ledger.familyStakeAt(family, r.postedBlock);
         address last;
         for (uint256 i; i < votes.length; ++i) {
@@ -666,7 +664,7 @@ contract RoundBook is IRoundBook {
         view
         returns (bool)
     {
-        if (voter == producer || _ledger.nodeInfo(voter).family != family) return false;
+        if (voter == producer || _ledger.familyOf(voter) != family) return false;
         uint256 stake = _ledger.stakeAt(voter, r.postedBlock);
         if (stake < _minStake) return false;
         return SeatDraw.seats(r.beacon, round, producer, voter, stake, total, _checkers) != 0;

@@ -88,7 +88,7 @@ from client.node.aggregation.endpoint import (
     aggregator_origin,
 )
 from client.node.aggregation.lists import ListIndex, ListUnavailable, fetch_list, publish_list
-from client.store import IpfsStore
+from client.store import IpfsStore, cid_to_digest
 from client.store.peers import ipfs_addresses
 from client.store.weights import CHUNK
 from client.units import SCORE_SCALE
@@ -117,6 +117,11 @@ VERDICT_LIES = {
     "an inflated amount",
     "a withheld verdict list",
 }
+
+
+def list_digest(cid: str) -> bytes:
+    """What a post names for a list: its index's sha256 (zero for no list: in memory)."""
+    return cid_to_digest(cid) if cid else bytes(32)
 
 
 def family_id(index: int) -> str:
@@ -422,7 +427,7 @@ class LightSwarm:
             round_,
             root.root,
             len(root.signed),
-            cid,
+            list_digest(cid),
             value=BOND,
         )
         self.swarm.mine()
@@ -544,7 +549,7 @@ class LightSwarm:
             verdicts.root,
             len(verdicts.credits),
             verdicts.total,
-            cid,
+            list_digest(cid),
         )
         return verdicts, None if withheld else listed, cid
 

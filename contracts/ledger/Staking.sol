@@ -145,6 +145,12 @@ abstract contract Staking is LedgerState {
     }
 
     /// @inheritdoc ISwarmLedger
+    function familyOf(address node) external view returns (bytes32) {
+        Node storage n = _nodes[node];
+        return n.registered ? _families[n.family] : bytes32(0);
+    }
+
+    /// @inheritdoc ISwarmLedger
     function nodeCount() external view returns (uint256) {
         return _nodeList.length;
     }

@@ -42,6 +42,7 @@ from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
 BOND = ETH
 CHALLENGE_BOND = ETH // 10
+LIST = bytes.fromhex("5a" * 32)  # the digest of a list's index (what the posts name)
 K, Q = 32, 2  # 32 seat trials: 6 candidates, each seated but with (6/7)^32 = 0.7%
 ROUND = 0
 
@@ -95,7 +96,7 @@ def sign_submissions(book: Book, producers, round_: int = ROUND) -> list[Signed]
 def post_submissions(book: Book, aggregator, subs: SubmissionRoot, round_: int = ROUND) -> None:
     book.swarm.goto(book.window("postRound", round_))
     count = len(subs.signed)
-    book.send(aggregator.tx.account, "postSubmissions", round_, subs.root, count, "cid", value=BOND)
+    book.send(aggregator.tx.account, "postSubmissions", round_, subs.root, count, LIST, value=BOND)
     book.swarm.mine()
     book.send(aggregator.tx.account, "drawBeacon", round_)
 
@@ -179,7 +180,7 @@ def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot, round_: int = R
     book.swarm.goto(book.window("verdictRound", round_))
     count = len(verdicts.credits)
     book.send(
-        aggregator.tx.account, "postVerdicts", round_, verdicts.root, count, verdicts.total, "cid"
+        aggregator.tx.account, "postVerdicts", round_, verdicts.root, count, verdicts.total, LIST
     )
 
 
@@ -405,7 +406,7 @@ def test_an_inflated_total_is_proven_where_the_sums_stop_adding_up(world) -> Non
     left, right = honest.tree.levels[-2]
     inflated = Node(honest.tree.root.hash, honest.total * 2)
     book.swarm.goto(book.window("verdictRound"))
-    book.send(aggregator.tx.account, "postVerdicts", ROUND, inflated.hash, 4, inflated.sum, "cid")
+    book.send(aggregator.tx.account, "postVerdicts", ROUND, inflated.hash, 4, inflated.sum, LIST)
     prover = stranger(book)
     with pytest.raises(LedgerRevert, match="NotInRoot"):  # no honest path reaches the lie
         prove_credit(book, prover, honest, subs, 0, votes[0])
@@ -461,7 +462,7 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     subs3 = SubmissionRoot([greedy, *sign_submissions(book, producers[1:], round_=far)])
     swarm.goto(book.window("postRound", far))
     count = len(subs3.signed)
-    book.send(aggregator.tx.account, "postSubmissions", far, subs3.root, count, "cid", value=BOND)
+    book.send(aggregator.tx.account, "postSubmissions", far, subs3.root, count, LIST, value=BOND)
     k = subs3.signed.index(greedy)
     finding = audit(book, subs3, round_=far)
     assert finding is not None and finding.args[:2] == (far, k)
@@ -482,7 +483,7 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
         book2_round,
         subs2.root,
         len(subs2.signed),
-        "cid",
+        LIST,
         value=BOND,
     )
     finding = audit(book, subs2, round_=book2_round)
@@ -499,7 +500,7 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
 def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) -> None:
     swarm, nodes, book = world
     subs = SubmissionRoot(sign_submissions(book, nodes[:2]))
-    args = (ROUND, subs.root, 2, "cid")
+    args = (ROUND, subs.root, 2, LIST)
     with pytest.raises(LedgerRevert, match="NotInPostWindow"):
         book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND)
     swarm.goto(book.window("postRound"))
@@ -512,7 +513,7 @@ def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) ->
         book.send(nodes[5].tx.account, "postSubmissions", *args, value=BOND)
     swarm.goto(book.window("verdictRound"))
     with pytest.raises(LedgerRevert, match="NotTheAggregator"):
-        book.send(nodes[5].tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, 1, "cid")
+        book.send(nodes[5].tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, 1, LIST)
 
 
 def test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond(world) -> None:
@@ -599,7 +600,7 @@ def test_a_tree_no_leaf_can_be_proven_in_is_void_once_challenged(world) -> None:
         ROUND,
         crooked.root.hash,
         3,
-        "cid",
+        LIST,
         value=BOND,
     )
     prover = stranger(book)
@@ -668,12 +669,10 @@ def test_past_the_count_a_tree_is_empty_or_its_root_is_void(world) -> None:
     subs2 = SubmissionRoot(signed)
     swarm.goto(book.window("postRound", round_))
     count = len(subs2.signed)
-    book.send(
-        aggregator.tx.account, "postSubmissions", round_, subs2.root, count, "cid", value=BOND
-    )
+    book.send(aggregator.tx.account, "postSubmissions", round_, subs2.root, count, LIST, value=BOND)
     hidden = VerdictRoot([*credits, credits[0]], presorted=True)  # 5 leaves: 8 positions
     swarm.goto(book.window("verdictRound", round_))
-    book.send(aggregator.tx.account, "postVerdicts", round_, hidden.root, 4, hidden.total, "cid")
+    book.send(aggregator.tx.account, "postVerdicts", round_, hidden.root, 4, hidden.total, LIST)
     book.send(prover, "challengeData", round_, True, 0, value=CHALLENGE_BOND)
     with pytest.raises(LedgerRevert, match="NotInRoot"):  # its proofs are one level too long
         book.send(
