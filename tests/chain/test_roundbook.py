@@ -114,7 +114,7 @@ def seats(book: Book, nodes, producer: str, round_: int = ROUND) -> dict[str, in
         voter = n.tx.account.address
         if voter.lower() == producer.lower():
             continue
-        won = drawn.seats(voter, ledger.stake_at(voter, posted), total, K)
+        won = drawn.seats(voter, ledger.stake_at(voter, posted), total, book.swarm.params.checkers)
         if won:
             found[voter] = won
     return found
@@ -152,6 +152,7 @@ def honest_round(book: Book, nodes, round_: int = ROUND, earnings=None):
     messages as the peers send them (bytes); `earnings` (EarningsBook.earnings for the round)
     fills each credit's earnings."""
     producers, aggregator = nodes[:4], nodes[4]
+    quorum = book.swarm.params.quorum
     tolerance = book.swarm.params.agree_tolerance_bps
     registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
     collector = Collector(book.domain, round_, tolerance_bps=tolerance, registered=registered)
@@ -165,12 +166,12 @@ def honest_round(book: Book, nodes, round_: int = ROUND, earnings=None):
     }
     for signed in subs.signed:
         held = seated[signed.signer.lower()]
-        voters = [n for n in nodes if n.tx.account.address.lower() in held][:Q]
-        assert len(voters) == Q, "too few seated checkers for this test's draw"
+        voters = [n for n in nodes if n.tx.account.address.lower() in held][:quorum]
+        assert len(voters) == quorum, "too few seated checkers for this test's draw"
         for voter in voters:
             collector.accept(signed_vote(book, voter, signed).to_bytes())
     verdicts = collector.verdict_root(
-        subs, seated=lambda p, v: v in seated[p], quorum=Q, earnings=earnings
+        subs, seated=lambda p, v: v in seated[p], quorum=quorum, earnings=earnings
     )
     assert verdicts is not None and len(verdicts.credits) == len(subs.signed)
     return aggregator, subs, list(verdicts.credits), list(verdicts.votes)
@@ -240,8 +241,8 @@ def audit(
     auditor = Auditor(
         book.domain,
         book.swarm.ledger,
-        quorum=Q,
-        checkers=K,
+        quorum=params.quorum,
+        checkers=params.checkers,
         tolerance_bps=params.agree_tolerance_bps,
         min_stake=params.min_stake,
     )
@@ -397,6 +398,36 @@ def test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond(world,
     assert_paid_for(book, prover, before, lie, receipt)
 
 
+def test_a_vote_of_a_staked_node_the_draw_did_not_seat_is_proven(chain) -> None:
+    """One seat trial a committee (K = Q = 1) among six staked members of the family: each holds
+    a seat with odds of about 1/6, so some hold none (all six seated: ~2e-5), and a credit
+    resting on one of their votes is a lie the book's own draw (rule 4, stakes as of the root's
+    block) proves; nothing else about the vote is wrong."""
+    swarm = Swarm(chain, quorum=1, checkers=1)
+    nodes = [swarm.node(2 * ETH) for _ in range(7)]
+    address = deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
+    contract = swarm.w3.eth.contract(address=address, abi=load_artifact("RoundBook")["abi"])
+    book = Book(swarm, contract, Domain(chain_id=swarm.w3.eth.chain_id, contract=address))
+    producer, aggregator = nodes[0], nodes[6]
+    subs = SubmissionRoot(sign_submissions(book, [producer]))
+    post_submissions(book, aggregator, subs)
+    signed = subs.signed[0]
+    seated = seats(book, nodes, signed.signer)
+    unseated = [n for n in nodes[1:] if n.tx.account.address not in seated]
+    assert unseated, "every member drew a seat (odds ~2e-5): this test's draw"
+    voter = unseated[0].tx.account.address
+    assert swarm.ledger.stake_at(voter, book.view()[1]) == 2 * ETH  # staked at the snapshot
+    votes = agreeing_votes(book, unseated[:1], signed)
+    verdicts = VerdictRoot([credit_of(subs, 0, votes)], votes=[votes])
+    post_verdicts(book, aggregator, verdicts)
+    finding = audit(book, subs, verdicts)
+    lie = "a vote from a node without a seat"
+    assert finding is not None and finding.what == lie
+    prover = stranger(book)
+    before = balances(book, prover.address)
+    assert_paid_for(book, prover, before, lie, act_on(book, prover, finding))
+
+
 def test_an_inflated_total_is_proven_where_the_sums_stop_adding_up(world) -> None:
     """The aggregator posts a root whose top sum is twice its leaves': every honest leaf's path
     then fails to reach it, and the top node's own children prove the lie."""
@@ -446,8 +477,24 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     receipt = act_on(book, prover, finding)
     assert_paid_for(book, prover, before, "a submission its producer did not sign", receipt)
 
-    # a submission its producer did sign, claiming more than its rollouts can score
+    # a submission its signer did sign, of a key that never registered with the ledger
+    unknown = Account.create()
     far = book.window("verdictRound")
+    stray = Signed.sign(
+        Submission(round=far, digest="0x" + digest("stray").hex(), rollouts=1, score=0, signal=0),
+        book.domain,
+        unknown.key,
+    )
+    subs4 = SubmissionRoot([stray, *sign_submissions(book, producers[:2], round_=far)])
+    swarm.goto(book.window("postRound", far))
+    count = len(subs4.signed)
+    book.send(aggregator.tx.account, "postSubmissions", far, subs4.root, count, LIST, value=BOND)
+    finding = audit(book, subs4, round_=far)
+    assert finding is not None and finding.args[:2] == (far, subs4.signed.index(stray))
+    assert lies(book, act_on(book, prover, finding)) == ["a submission of no registered node"]
+
+    # a submission its producer did sign, claiming more than its rollouts can score
+    far = book.window("verdictRound") + 1
     greedy = Signed.sign(
         Submission(
             round=far,
@@ -798,6 +845,34 @@ def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world)
     receipt = claim(book, q, earned.entry(address, later))
     assert paid_by(book, receipt) == earned.due(address, later) > share1
     print(f"claim gas: {receipt.gas_used:,}")
+
+
+def test_a_round_pays_nothing_until_it_stands(world) -> None:
+    """A credit is paid only once nothing about its round can change: not in the round after its
+    challenge window (a challenge opened in the window's last round may still go unanswered),
+    not while a data challenge of it is open, and never once the round is void."""
+    swarm, nodes, book = world
+    lag = book.contract.functions.lag().call()
+    book.send(stranger(book), "fund", value=5 * ETH)
+    earned = EarningsBook(swarm.params.reward_per_round, lag)
+    aggregator, _, credits, votes = honest_round(book, nodes, 0)
+    verdicts = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, verdicts, 0)
+    earned.fold(0, verdicts)
+    p = nodes[0]
+    entry = earned.entry(p.tx.account.address, 0)
+    end = book.window("challengeEnd", 0)
+    swarm.goto(end)
+    challenger = stranger(book)
+    book.send(challenger, "challengeData", 0, True, 0, value=CHALLENGE_BOND)
+    for t in (end + 1, end + 2):  # the window closed; the challenge is open, then unanswered
+        swarm.goto(t)
+        with pytest.raises(LedgerRevert, match="NotSettled"):
+            claim(book, p, entry)
+    book.send(challenger, "claimUnanswered", 0, True, 0)
+    assert book.view(0)[9]  # the verdict root is void
+    with pytest.raises(LedgerRevert, match="NotSettled"):
+        claim(book, p, entry)
 
 
 def _skip(credit: Credit, first: VerdictRoot) -> Credit:  # as if round 0 had not paid it

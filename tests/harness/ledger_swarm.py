@@ -8,6 +8,7 @@ so that wall-clock drift during a test cannot cross a round boundary.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from eth_account import Account
@@ -114,14 +115,20 @@ class Swarm:
 
 
 def deploy_artifact(swarm: Swarm, name: str, *args: Any) -> str:
-    """Deploys a compiled test contract (contracts/test) and returns its address."""
+    """Deploys a compiled contract (contracts/artifacts) and returns its address. The round
+    book's artifact may be replaced by the one SAPO_ROUNDBOOK_ARTIFACT names (a seeded fault of
+    scripts/mutate_roundbook.py, with the same ABI)."""
+    import json
+    import os
+
     from eth_abi import encode
 
     from client.chain.artifacts import load_artifact
     from client.chain.errors import ErrorDecoder
     from client.chain.tx import TxSender
 
-    artifact = load_artifact(name)
+    mutant = os.environ.get("SAPO_ROUNDBOOK_ARTIFACT") if name == "RoundBook" else None
+    artifact = json.loads(Path(mutant).read_text()) if mutant else load_artifact(name)
     ctor = next((i for i in artifact["abi"] if i["type"] == "constructor"), {"inputs": []})
     data = artifact["bytecode"] + encode([i["type"] for i in ctor["inputs"]], list(args)).hex()
     sender = TxSender(swarm.w3, swarm.deployer, ErrorDecoder(artifact["abi"]))

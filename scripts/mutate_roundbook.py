@@ -1,0 +1,311 @@
+"""Shows that the round book's tests can fail: seeds one fault at a time into a copy of
+contracts/RoundBook.sol (each a one-line change a tired author could make to a rule that moves
+credit or money), compiles every mutant in one build with the pinned solcjs, and runs
+tests/chain/test_roundbook.py on anvil against each (tests/harness/ledger_swarm.deploy_artifact
+deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
+exits 1 when one survives or the unmutated book fails.
+
+A fault's text must occur exactly once in RoundBook.sol (the table would lie otherwise). --quick
+runs, for each fault, only the tests named as its catchers (what CI runs); the default runs the
+whole file, stopping at the first failure.
+
+Usage: python -m scripts.mutate_roundbook [--only NAME[,NAME...]] [--list] [--quick]
+                                          [--no-baseline]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from scripts import arguments
+from scripts.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "contracts" / "RoundBook.sol"
+TESTS = "tests/chain/test_roundbook.py"
+CLAIMS = "test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes"
+TAIL = "test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet"
+CREDIT_LIES = "test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond"
+EARNINGS = "test_false_earnings_are_found_by_an_auditor_and_proven"
+WITHHELD = "test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond"
+STANDS = "test_a_round_pays_nothing_until_it_stands"
+FORGED = "test_a_forged_or_doubled_submission_is_proven_against_the_submission_root"
+
+# name -> (what the fault does, source text, replacement, the tests meant to catch it)
+FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "claim-by-anyone": (
+        "anyone may claim a producer's credit (and so push back its next claim)",
+        "        if (msg.sender != producer) revert NotTheProducer(msg.sender, producer);\n",
+        "",
+        (CLAIMS,),
+    ),
+    "claim-before-it-stands": (
+        "a credit is paid once its challenge window closes, before the round stands",
+        "if (current < challengeEnd(round) + 2 || !_standing(round)) revert NotSettled",
+        "if (current <= challengeEnd(round)) revert NotSettled",
+        (STANDS,),
+    ),
+    "claim-too-soon": (
+        "a producer claims again before its last claim's rounds are settled (paid twice)",
+        "        if (p.through != 0 && round < p.through - 1 + lag_) revert ClaimTooSoon",
+        "        if (false) revert ClaimTooSoon",
+        (CLAIMS,),
+    ),
+    "claim-not-recorded": (
+        "a claim does not record what it paid (the same credit paid again)",
+        "        p.total = uint128(due);\n",
+        "",
+        (CLAIMS,),
+    ),
+    "tail-may-repeat": (
+        "a claim's tail may name one round twice (its share paid twice)",
+        "            next = uint256(t.round) + 1;\n",
+        "",
+        (TAIL,),
+    ),
+    "share-by-credits": (
+        "a round's reward is shared by the number of credits, not by the credited signal",
+        "return total == 0 ? 0 : (_rewardPerRound * amount) / total;",
+        "return total == 0 ? 0 : _rewardPerRound / _rounds[q].credits;",
+        (CLAIMS, TAIL),
+    ),
+    "quorum-ignored": (
+        "a credit with a single vote holds",
+        'if (votes.length < _quorum) return "a credit with fewer votes than quorum";',
+        'if (votes.length < 1) return "a credit with fewer votes than quorum";',
+        (CREDIT_LIES,),
+    ),
+    "seat-not-drawn": (
+        "any voter of the producer's family holds a seat",
+        "return SeatDraw.seats(r.beacon, round, producer, voter, stake, total, _checkers) != 0;",
+        "return total != 0;",
+        ("test_a_vote_of_a_staked_node_the_draw_did_not_seat_is_proven",),
+    ),
+    "vote-signature-unchecked": (
+        "a vote's signature is not recovered (an invented signer holds)",
+        "if (Messages.signer(hash, v.signature) != v.voter) return",
+        "if (hash == bytes32(0)) return",
+        (CREDIT_LIES,),
+    ),
+    "amount-not-its-signal": (
+        "a credit may carry an amount other than its signal (the round's total inflated)",
+        "string memory lie = amount != credit.signal\n",
+        "string memory lie = false\n",
+        (CREDIT_LIES,),
+    ),
+    "sums-not-checked": (
+        "a node's sum need not be its children's",
+        "lie = uint256(left.sum) + uint256(right.sum) != node.sum;",
+        "lie = false;",
+        ("test_an_inflated_total_is_proven_where_the_sums_stop_adding_up",),
+    ),
+    "forged-registration-unchecked": (
+        "a submission of a node that never registered holds",
+        '        if (_ledger.familyOf(leaf.producer) == bytes32(0)) return "a submission of no '
+        'registered node";\n',
+        "",
+        (FORGED,),
+    ),
+    "credited-twice": (
+        "two credits of one submission are never out of order",
+        'if (first.index < second.index) revert NoLie("the two credits are in order");',
+        'if (first.index <= second.index) revert NoLie("the two credits are in order");',
+        ("test_a_submission_credited_twice_is_proven_by_its_two_neighbours",),
+    ),
+    "earnings-not-added": (
+        "a credit's earnings need not add up",
+        'return sum != e.settled ? "earnings that do not add up" : "";',
+        'return "";',
+        (EARNINGS,),
+    ),
+    "skipped-credit-unchecked": (
+        "earnings may leave out a standing credit of the producer",
+        'if (!left) revert NoLie("the earnings count it");',
+        'if (left || !left) revert NoLie("the earnings count it");',
+        (EARNINGS,),
+    ),
+    "silence-forgiven": (
+        "an unanswered data challenge returns the challenger's bond but costs the aggregator "
+        "nothing",
+        '_void(r, round, !verdictTree, "data withheld", challenger);',
+        "r.released = r.released;",
+        (WITHHELD,),
+    ),
+    "answer-after-deadline": (
+        "a challenged leaf may be answered after its deadline",
+        "if (current > c.answerBy) revert AnswerWindowClosed",
+        "if (false) revert AnswerWindowClosed",
+        (WITHHELD,),
+    ),
+    "release-with-challenges-open": (
+        "the bond comes back while a data challenge is open",
+        "        if (r.openChallenges != 0) revert ChallengesOpen(round, r.openChallenges);\n",
+        "",
+        (WITHHELD,),
+    ),
+    "standing-with-challenges-open": (
+        "a round with an open data challenge stands (its credits paid before it can be voided)",
+        "&& !r.verdictsVoided && r.openChallenges == 0\n",
+        "&& !r.verdictsVoided\n",
+        (STANDS,),
+    ),
+    "prover-paid-the-bond": (
+        "a proven lie pays its prover the whole bond, and the pool too",
+        "        _pay(prover, half);\n    }",
+        "        _pay(prover, bond);\n    }",
+        (CREDIT_LIES,),
+    ),
+}
+
+
+def _mutant_name(fault: str) -> str:
+    return "RoundBook_" + re.sub(r"[^A-Za-z0-9]", "_", fault)
+
+
+def write_project(faults: list[str]) -> Path:
+    """A throwaway project: contracts/ as here, plus each mutant as contracts/mutants/<fault>.sol
+    (its contract renamed, its imports pointed back at contracts/), built by the same
+    scripts/build-contracts in one solcjs run."""
+    source = SOURCE.read_text()
+    for fault in faults:  # every fault's text is checked before anything is written
+        found = source.count(FAULTS[fault][1])
+        if found != 1:
+            raise SystemExit(
+                f"fault {fault}: its text occurs {found} times in {SOURCE.name}, not once"
+            )
+    project = Path(tempfile.mkdtemp(prefix="sapo-roundbook-mutants-"))
+    shutil.copytree(
+        ROOT / "contracts", project / "contracts", ignore=shutil.ignore_patterns("artifacts")
+    )
+    (project / "scripts").mkdir()
+    shutil.copy2(ROOT / "scripts" / "build-contracts", project / "scripts" / "build-contracts")
+    (project / "node_modules").symlink_to(ROOT / "node_modules")
+    mutants = project / "contracts" / "mutants"
+    mutants.mkdir()
+    for fault in faults:
+        _, text, replacement, _ = FAULTS[fault]
+        mutant = source.replace(text, replacement)
+        mutant = mutant.replace("contract RoundBook is", f"contract {_mutant_name(fault)} is")
+        mutant = re.sub(r'from "\./', 'from "../', mutant)
+        (mutants / f"{fault}.sol").write_text(mutant)
+    return project
+
+
+def build(project: Path) -> None:
+    done = subprocess.run(
+        ["node", str(project / "scripts" / "build-contracts")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the mutants do not compile:\n{done.stderr[-3000:]}")
+
+
+def run_tests(artifact: Path | None, only: tuple[str, ...] = ()) -> tuple[int, str, float]:
+    """(pytest's exit code, the first failing test, seconds) for the book at `artifact`."""
+    env = dict(os.environ)
+    if artifact is not None:
+        env["SAPO_ROUNDBOOK_ARTIFACT"] = str(artifact)
+    select = ["-k", " or ".join(only)] if only else []
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-rf",
+            TESTS,
+            *select,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    failed = next(
+        (
+            line.split("::", 1)[1].split(" - ")[0]
+            for line in done.stdout.splitlines()
+            if line.startswith("FAILED ")
+        ),
+        "",
+    )
+    return done.returncode, failed, time.monotonic() - started
+
+
+def main() -> int:
+    parser = arguments(__spec__.name, __doc__)
+    parser.add_argument("--only", default="", help="faults to seed, comma-separated")
+    parser.add_argument("--list", action="store_true", help="name each fault and stop")
+    parser.add_argument("--quick", action="store_true", help="run only each fault's catchers")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    args = parser.parse_args()
+    if args.list:
+        for name, (what, *_rest) in FAULTS.items():
+            print(f"{name}: {what}")
+        return 0
+    faults = [f for f in args.only.split(",") if f] or list(FAULTS)
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown:
+        parser.error(f"unknown fault {unknown[0]!r}; --list names them")
+    project = write_project(faults)
+    try:
+        started = time.monotonic()
+        build(project)
+        print(f"built {len(faults)} mutants in {time.monotonic() - started:.0f} s", flush=True)
+        failed = 0
+        if not args.no_baseline:
+            code, test, seconds = run_tests(None)
+            said = "passes" if code == 0 else f"FAILS {test}"
+            print(f"the unmutated book: {said} ({seconds:.0f} s)")
+            failed += code != 0
+        table = Table(
+            "fault",
+            "what it breaks",
+            "caught by",
+            "s",
+            left=["fault", "what it breaks", "caught by"],
+            formats={"s": ".0f"},
+        )
+        caught = 0
+        for fault in faults:
+            what, _, _, catchers = FAULTS[fault]
+            artifact = project / "contracts" / "artifacts" / f"{_mutant_name(fault)}.json"
+            code, test, seconds = run_tests(artifact, catchers if args.quick else ())
+            if code == 1 and test:
+                caught += 1
+                verdict = test
+            else:
+                verdict = f"SURVIVED (pytest exit {code})"
+            table.row(fault, what, verdict, seconds)
+            print(f"{fault}: {verdict} ({seconds:.0f} s)", flush=True)
+        table.print(
+            f"RoundBook: seeded faults against {TESTS}"
+            + (" (each fault's catchers only)" if args.quick else "")
+        )
+        print(f"\n{caught} of {len(faults)} seeded faults caught")
+        return 0 if caught == len(faults) and not failed else 1
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
