@@ -17,6 +17,7 @@ signatures of a message would otherwise pass for a second message.
 from __future__ import annotations
 
 import json
+from functools import cache, lru_cache
 from typing import Annotated, ClassVar
 
 from eth_abi import encode
@@ -38,15 +39,31 @@ class BadMessage(ValueError):
     its signer's. The text names what was wrong."""
 
 
+@lru_cache(maxsize=1 << 16)
+def _checksummed(value: str) -> str:
+    """An address in its checksum form: a keccak each time, and the same few thousand addresses
+    (the swarm's nodes) come back in every message an aggregator reads, so they are remembered."""
+    return to_checksum_address(value)
+
+
 def _address(value: object) -> str:
     if isinstance(value, bytes) and len(value) == 20:
         value = "0x" + value.hex()
     if not isinstance(value, str) or len(value) != 42 or not value.startswith("0x"):
         raise ValueError("an address is 0x and 40 hex digits")
     try:
-        return to_checksum_address(value)
+        return _checksummed(value)
     except ValueError as exc:
         raise ValueError(f"not an address: {value!r}") from exc
+
+
+def _word(sol_type: str, value: object) -> bytes:
+    """One static field's 32-byte ABI word (every field of these structs is static)."""
+    if sol_type == "bytes32":
+        return bytes.fromhex(value[2:])  # type: ignore[index]
+    if sol_type == "address":
+        return bytes(12) + bytes.fromhex(value[2:])  # type: ignore[index]
+    return int(value).to_bytes(32, "big")  # uintN and bool, range-checked by the model
 
 
 def _bytes32(value: object) -> str:
@@ -77,24 +94,17 @@ class _Typed(BaseModel):
     @classmethod
     def fields_in_order(cls) -> list[tuple[str, str]]:
         """(solidity type, field name) as the type string lists them."""
-        inner = cls.TYPE[cls.TYPE.index("(") + 1 : -1]
-        return [tuple(part.split(" ")) for part in inner.split(",")]  # type: ignore[misc]
+        return _fields(cls.TYPE)
 
     @classmethod
     def type_hash(cls) -> bytes:
-        return keccak(text=cls.TYPE)
-
-    def _abi_values(self) -> list[object]:
-        values = []
-        for sol_type, name in self.fields_in_order():
-            value = getattr(self, name)
-            values.append(bytes.fromhex(value[2:]) if sol_type == "bytes32" else value)
-        return values
+        return _type_hash(cls.TYPE)
 
     def struct_hash(self) -> bytes:
-        """EIP-712's hashStruct: keccak(typeHash ++ abi.encode(fields))."""
-        types = ["bytes32", *(t for t, _ in self.fields_in_order())]
-        return keccak(encode(types, [self.type_hash(), *self._abi_values()]))
+        """EIP-712's hashStruct: keccak(typeHash ++ abi.encode(fields)), every field a static
+        32-byte word (tests check it against eth-account's encode_typed_data and the contract)."""
+        words = [_word(t, getattr(self, n)) for t, n in self.fields_in_order()]
+        return keccak(b"".join([self.type_hash(), *words]))
 
     def typed_data(self, domain: Domain) -> dict:
         """The message as eth-account's `encode_typed_data(full_message=...)` takes it (and a
@@ -126,18 +136,7 @@ class Domain(BaseModel):
     version: str = DOMAIN_VERSION
 
     def separator(self) -> bytes:
-        return keccak(
-            encode(
-                ["bytes32", "bytes32", "bytes32", "uint256", "address"],
-                [
-                    keccak(text=DOMAIN_TYPE),
-                    keccak(text=self.name),
-                    keccak(text=self.version),
-                    self.chain_id,
-                    self.contract,
-                ],
-            )
-        )
+        return _separator(self.name, self.version, self.chain_id, self.contract)
 
     def as_typed_data(self) -> dict:
         return {
@@ -185,6 +184,28 @@ class Vote(_Typed):
 MESSAGE_TYPES: dict[str, type[_Typed]] = {"Submission": Submission, "Vote": Vote}
 
 
+@cache
+def _fields(type_string: str) -> list[tuple[str, str]]:
+    inner = type_string[type_string.index("(") + 1 : -1]
+    return [tuple(part.split(" ")) for part in inner.split(",")]  # type: ignore[misc]
+
+
+@cache
+def _type_hash(type_string: str) -> bytes:
+    return keccak(text=type_string)
+
+
+@lru_cache(maxsize=64)
+def _separator(name: str, version: str, chain_id: int, contract: str) -> bytes:
+    """A domain's separator (one per deployment: computed once, not once a message)."""
+    return keccak(
+        encode(
+            ["bytes32", "bytes32", "bytes32", "uint256", "address"],
+            [keccak(text=DOMAIN_TYPE), keccak(text=name), keccak(text=version), chain_id, contract],
+        )
+    )
+
+
 def signing_hash(domain: Domain, message: _Typed) -> bytes:
     """keccak(0x1901 ++ domainSeparator ++ hashStruct(message)): what is signed."""
     return keccak(b"\x19\x01" + domain.separator() + message.struct_hash())
@@ -220,8 +241,9 @@ class Signed(BaseModel):
 
     def verify(self, domain: Domain) -> Signed:
         """Returns self if the signature is its signer's under `domain`; raises BadMessage."""
-        found = self.recover(domain)
-        if found != self.signer:
+        key = _recover_key(domain, self.message, self.signature)
+        if key != bytes.fromhex(self.signer[2:]):  # bytes: no checksum keccak for a match
+            found = _checksummed("0x" + key.hex())
             raise BadMessage(
                 f"the {self.kind}'s signature is {found}'s, not its signer {self.signer}'s "
                 "(signed for another deployment, or forged)"
@@ -266,6 +288,11 @@ def _first_error(exc: Exception, within: str = "") -> str:
 
 def recover(domain: Domain, message: _Typed, signature: str) -> str:
     """The checksum address that signed `message` under `domain` with `signature`."""
+    return _checksummed("0x" + _recover_key(domain, message, signature).hex())
+
+
+def _recover_key(domain: Domain, message: _Typed, signature: str) -> bytes:
+    """The 20 bytes of the address that signed (raises BadMessage)."""
     if not isinstance(signature, str) or len(signature) != 132 or not signature.startswith("0x"):
         raise BadMessage("a signature is 0x and 130 hex digits (r, s, v)")
     try:
@@ -285,4 +312,4 @@ def recover(domain: Domain, message: _Typed, signature: str) -> str:
         )
     except _EthKeysBadSignature as exc:
         raise BadMessage(f"the signature recovers no key: {exc}") from None
-    return public.to_checksum_address()
+    return public.to_canonical_address()
