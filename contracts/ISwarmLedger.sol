@@ -335,6 +335,13 @@ interface ISwarmLedger {
     /// @return True once voted.
     function hasAttested(address attester, uint64 round, address node) external view returns (bool);
 
+    /// @notice Whether `node` submitted a batch of `round` here (the v4 lane). The round book
+    /// credits no such batch: a round of a producer is paid by one lane only.
+    /// @param round The round.
+    /// @param node The producer.
+    /// @return Whether its submission exists.
+    function hasSubmitted(uint64 round, address node) external view returns (bool);
+
     /// @notice How `voter` voted on `node`'s submission of `round`, on each committee: 0 not at
     /// all, 1 agreed, 2 disputed, 3 unavailable; and whether the vote was judged (settleVotes).
     /// @param voter The voter.

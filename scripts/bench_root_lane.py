@@ -64,6 +64,7 @@ from eth_keys import keys
 from eth_utils import keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
+from client.chain.events import EventReader
 from client.chain.messages import Domain, Signed, Submission, Vote
 from client.chain.models import Beacon
 from client.chain.roots import (
@@ -110,8 +111,10 @@ LIES = {
     "too few votes": "a credit with fewer votes than quorum",
     "an inflated amount": "a credit's amount is not its signal",
     "a withheld verdict list": "data withheld",
+    "a batch credited in both lanes": "a credit the v4 lane holds",
 }
 VERDICT_LIES = {
+    "a batch credited in both lanes",
     "an invented signer",
     "too few votes",
     "an inflated amount",
@@ -260,10 +263,25 @@ class LightSwarm:
             if transport == "http"
             else None
         )
+        self.round_blocks: dict[int, int] = {}  # the block each round's submissions began at
 
     def close(self) -> None:
         if self.http is not None:
             self.http.close()
+
+    def v4_submit(self, round_: int, node: Light) -> None:
+        """`node` also submits its batch of `round_` in the v4 lane (SwarmLedger.submit)."""
+        data = self.ledger.contract.encode_abi(
+            "submit", args=[round_, keccak(f"v4 {round_}/{node.address}".encode()), 1, 0, 0]
+        )
+        self.send("v4 submit", self.ledger.address, [(node.address, data, 0)], count=False)
+
+    def v4_producers(self, round_: int) -> set[str]:
+        """The producers the ledger holds a submission of for `round_` (its Submitted events of
+        the round, one topic-filtered query from the round's first block): the v4 lane pays
+        those, so the book must not."""
+        reader = EventReader(self.ledger, start_block=self.round_blocks.get(round_, 0))
+        return {e.args["node"].lower() for e in reader.read(["Submitted"], round=round_)}
 
     def open(self, collector: Collector) -> None:
         """The aggregator starts collecting a round (on its endpoint, with --transport http)."""
@@ -380,6 +398,7 @@ class LightSwarm:
 
     def submissions(self, round_: int, collector: Collector, cost: RoundCost, sample: set[str]):
         """Every node signs its submission and sends it to the aggregator."""
+        self.round_blocks.setdefault(round_, self.swarm.w3.eth.block_number)
         served = self.aggregator_cpu()
         for n in self.nodes:
             t0 = time.thread_time()
@@ -528,10 +547,12 @@ class LightSwarm:
             draw = Beacon(round=round_, node=producer, beacon=beacon, block=posted + 1, ready=True)
             return draw.seats(voter, STAKE, totals[family], self.checkers) > 0
 
+        # the batches v4 holds are paid there (a liar credits them anyway)
+        v4 = set() if lie == "a batch credited in both lanes" else self.v4_producers(round_)
         t0 = time.thread_time()
         earnings = None if earned is None else (lambda p: earned.earnings(p, round_))
         verdicts = collector.verdict_root(
-            root, seated=seated, quorum=self.quorum, earnings=earnings
+            root, seated=seated, quorum=self.quorum, escalated=v4, earnings=earnings
         )
         cost.aggregator_cpu += time.thread_time() - t0
         if verdicts is None:
@@ -715,6 +736,8 @@ def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught
     light.swarm.goto(r, 0.1)
     light.open(collector)
     light.submissions(r, collector, cost, set())
+    if lie == "a batch credited in both lanes":  # its producer submits in v4 too
+        light.v4_submit(r, light.nodes[2])
     light.swarm.goto(light.window("postRound", r), 0.1)
     root, listed, cid = light.post_submissions(r, collector, cost, lie)
     posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
@@ -726,7 +749,7 @@ def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught
         _, published, cid = light.post_verdicts(r, collector, root, cost, lie)
         posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
         published = light.fetch("verdicts", r, cid, published, posted.credits)
-        finding = auditor.verdicts(posted, entries, published)
+        finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
     if finding is None:
         raise RuntimeError(f"{lie}: the auditor found nothing")
     act(finding.function, *finding.args, value=CHALLENGE_BOND if finding.challenge else 0)

@@ -76,6 +76,12 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "return total == 0 ? 0 : _rewardPerRound / _rounds[q].credits;",
         (CLAIMS, TAIL),
     ),
+    "paid-by-both-lanes": (
+        "a batch the v4 lane holds may be credited in the book too (one round paid twice)",
+        'if (_ledger.hasSubmitted(round, credit.producer)) return "a credit the v4 lane holds";',
+        "",
+        ("test_a_batch_the_v4_lane_holds_is_never_credited_in_the_book",),
+    ),
     "quorum-ignored": (
         "a credit with a single vote holds",
         'if (votes.length < _quorum) return "a credit with fewer votes than quorum";',

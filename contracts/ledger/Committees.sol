@@ -71,6 +71,11 @@ abstract contract Committees is Staking {
     }
 
     /// @inheritdoc ISwarmLedger
+    function hasSubmitted(uint64 round, address node) external view returns (bool) {
+        return _submissions[round][node].rollouts != 0;
+    }
+
+    /// @inheritdoc ISwarmLedger
     function voteOf(address voter, uint64 round, address node)
         external
         view

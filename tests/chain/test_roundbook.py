@@ -234,6 +234,7 @@ def audit(
     verdicts: VerdictRoot | None = None,
     round_: int = ROUND,
     earned: EarningsBook | None = None,
+    v4: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> Finding | None:
     """What an auditor finds in the round's published lists (the submission list, then the
     verdict list when given), reading the book and the ledger as anyone can."""
@@ -250,7 +251,7 @@ def audit(
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     if found is not None or verdicts is None:
         return found
-    return auditor.verdicts(posted, entries, verdict_list(verdicts), earned)
+    return auditor.verdicts(posted, entries, verdict_list(verdicts), earned, v4)
 
 
 def act_on(book: Book, who, finding: Finding):
@@ -423,6 +424,27 @@ def test_a_vote_of_a_staked_node_the_draw_did_not_seat_is_proven(chain) -> None:
     finding = audit(book, subs, verdicts)
     lie = "a vote from a node without a seat"
     assert finding is not None and finding.what == lie
+    prover = stranger(book)
+    before = balances(book, prover.address)
+    assert_paid_for(book, prover, before, lie, act_on(book, prover, finding))
+
+
+def test_a_batch_the_v4_lane_holds_is_never_credited_in_the_book(world) -> None:
+    """A producer that also submitted its round in the v4 lane is paid there: v4's submit window
+    closed before the submission root was posted, so the aggregator knew, and a credit of it in
+    the book is a lie (one round of one producer is never paid by both lanes)."""
+    _, nodes, book = world
+    twice = nodes[1]
+    twice.submit(ROUND, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    aggregator, subs, credits, votes = honest_round(book, nodes)  # credits all four
+    v4 = {twice.tx.account.address.lower()}
+    verdicts = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, verdicts)
+    assert audit(book, subs, verdicts) is None  # an auditor that does not read v4 sees nothing
+    finding = audit(book, subs, verdicts, v4=v4)
+    lie = "a credit the v4 lane holds"
+    assert finding is not None and finding.what == lie
+    assert finding.args[2][1] == twice.tx.account.address
     prover = stranger(book)
     before = balances(book, prover.address)
     assert_paid_for(book, prover, before, lie, act_on(book, prover, finding))

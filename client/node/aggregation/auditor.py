@@ -16,7 +16,7 @@ read, and every signature is recovered here before a finding names it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -176,10 +176,14 @@ class Auditor:
         entries: list[bytes],
         data: bytes | None,
         earned: EarningsBook | None = None,
+        v4: Collection[str] = (),
     ) -> Finding | None:
         """Checks the verdict list against the round's (already checked) submission entries, and
         each credit's earnings against `earned` (the standing rounds this auditor folded; not
-        checked without it, or before it has folded every round settled for this one)."""
+        checked without it, or before it has folded every round settled for this one). `v4`: the
+        producers the ledger holds a submission of for this round (lowercase; its Submitted
+        events of the round), whom the book must not credit."""
+        in_v4 = {p.lower() for p in v4}
         if data is None:
             return self._challenge(posted.round, True, 0, "the verdict list is withheld")
         try:
@@ -193,7 +197,7 @@ class Auditor:
             if votes_hash(votes) != credit.votes:
                 # the list's votes are not the ones the leaf holds: nothing to prove a lie with
                 return self._challenge(posted.round, True, i, "a credit's votes are not its leaf's")
-            lie = self._credit_lie(posted, credit, amount, votes, entries)
+            lie = self._credit_lie(posted, credit, amount, votes, entries, in_v4)
             if lie:
                 index = min(credit.index, len(entries) - 1)
                 return Finding(
@@ -241,11 +245,14 @@ class Auditor:
         amount: int,
         votes: list[tuple],
         entries: list[bytes],
+        in_v4: set[str],
     ) -> str:
         if amount != credit.signal:
             return "a credit's amount is not its signal"
         if credit.index >= posted.count:
             return "a credit of no submission"
+        if credit.producer.lower() in in_v4:  # a round of a producer is paid by one lane
+            return "a credit the v4 lane holds"
         producer, s, signature = decode_submission(entries[credit.index])
         if (
             credit.producer != producer

@@ -141,9 +141,10 @@ class Collector:
         earnings: Callable[[str], Earnings] | None = None,
     ) -> VerdictRoot | None:
         """The credits of the batches whose seated agreeing voters reach `quorum`, none of the
-        producers in `escalated` (a dispute or an unavailable vote of theirs is on chain: the v4
-        lane judges them), each with its producer's `earnings` (EarningsBook.earnings for this
-        round; none given: no producer has earned yet); None when no batch is credited."""
+        producers in `escalated` (lowercase: a submission of theirs for this round is in the v4
+        lane, its own or an escalation, and the v4 lane judges and pays it; the book proves a
+        credit of one a lie), each with its producer's `earnings` (EarningsBook.earnings for
+        this round; none given: no producer has earned yet); None when no batch is credited."""
         by_producer: dict[str, list[str]] = {}  # one pass over the votes, not one per batch
         for producer, voter in self.votes:
             by_producer.setdefault(producer, []).append(voter)
