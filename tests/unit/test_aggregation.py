@@ -8,10 +8,9 @@ proof could show is challenged by the auditor, never read."""
 from __future__ import annotations
 
 import pytest
-from eth_account import Account
 from eth_utils import keccak
 
-from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.messages import Domain
 from client.chain.roots import (
     BadList,
     SubmissionRoot,
@@ -28,41 +27,17 @@ from client.chain.sumtree import SumTree, leaf
 from client.node.aggregation.auditor import Auditor, RoundPosted
 from client.node.aggregation.collector import Collector, Refused
 from client.units import SCORE_SCALE
-
-DOMAIN = Domain(chain_id=31337, contract="0x5FbDB2315678afecb367f032d93F642f64180aa3")
-OTHER = Domain(chain_id=31337, contract="0x" + "11" * 20)
-ROUND = 7
-KEYS = [Account.from_key(bytes([i + 1]) * 32) for i in range(9)]
+from tests.harness.signed import DOMAIN, KEYS, OTHER, ROUND, signed_submission, signed_vote
 
 
 def submission(
-    key,
-    signal: int = SCORE_SCALE,
-    domain: Domain = DOMAIN,
-    round_: int = ROUND,
-    rollouts: int = 8,
+    key, signal: int = SCORE_SCALE, domain: Domain = DOMAIN, round_: int = ROUND, rollouts: int = 8
 ) -> bytes:
-    message = Submission(
-        round=round_,
-        digest="0x" + key.address[2:].lower().rjust(64, "0"),
-        rollouts=rollouts,
-        score=4 * SCORE_SCALE,
-        signal=signal,
-    )
-    return Signed.sign(message, domain, key.key).to_bytes()
+    return signed_submission(key, signal, domain, round_, rollouts).to_bytes()
 
 
-def vote(key, producer, *, score: int = 4 * SCORE_SCALE, signal: int = SCORE_SCALE, **kw) -> bytes:
-    message = Vote(
-        round=ROUND,
-        producer=producer.address,
-        digest=kw.pop("digest", "0x" + producer.address[2:].lower().rjust(64, "0")),
-        unavailable=kw.pop("unavailable", False),
-        score=score,
-        signal=signal,
-        findings=0,
-    )
-    return Signed.sign(message, DOMAIN, key.key).to_bytes()
+def vote(key, producer, **kw) -> bytes:
+    return signed_vote(key, producer, **kw).to_bytes()
 
 
 def collector() -> Collector:

@@ -14,9 +14,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-from eth_account import Account
 
-from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.messages import Domain
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.endpoint import (
     MAX_BATCH,
@@ -28,35 +27,15 @@ from client.node.aggregation.endpoint import (
     aggregator_origin,
 )
 from client.units import SCORE_SCALE
-
-DOMAIN = Domain(chain_id=31337, contract="0x5FbDB2315678afecb367f032d93F642f64180aa3")
-OTHER = Domain(chain_id=31337, contract="0x" + "11" * 20)
-ROUND = 7
-KEYS = [Account.from_key(bytes([i + 1]) * 32) for i in range(6)]
+from tests.harness.signed import DOMAIN, KEYS, OTHER, ROUND, signed_submission, signed_vote
 
 
 def submission(key, round_: int = ROUND, domain: Domain = DOMAIN, signal: int = SCORE_SCALE):
-    message = Submission(
-        round=round_,
-        digest="0x" + key.address[2:].lower().rjust(64, "0"),
-        rollouts=8,
-        score=4 * SCORE_SCALE,
-        signal=signal,
-    )
-    return Signed.sign(message, domain, key.key)
+    return signed_submission(key, signal, domain, round_)
 
 
 def vote(key, producer, domain: Domain = DOMAIN):
-    message = Vote(
-        round=ROUND,
-        producer=producer.address,
-        digest="0x" + producer.address[2:].lower().rjust(64, "0"),
-        unavailable=False,
-        score=4 * SCORE_SCALE,
-        signal=SCORE_SCALE,
-        findings=0,
-    )
-    return Signed.sign(message, domain, key.key)
+    return signed_vote(key, producer, domain=domain)
 
 
 @pytest.fixture
