@@ -265,20 +265,28 @@ class Reads:
     journal_bytes: int
     drawn: int
     peers: int
+    node_infos: int = 0  # nodeInfo calls: the peers' families, looked up once for a node's life
+
+
+NODE_INFO = b'"data":"0x' + keccak(text="nodeInfo(address)")[:4].hex().encode()
 
 
 class CountingSession(requests.Session):
-    """A requests session that counts the JSON-RPC requests it sends and the bytes answered."""
+    """A requests session that counts the JSON-RPC requests it sends, the bytes answered, and
+    the nodeInfo calls among them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.requests = 0
         self.answered = 0
+        self.node_infos = 0
 
     def post(self, url, *args, **kwargs):  # type: ignore[override]
         response = super().post(url, *args, **kwargs)
         body = kwargs.get("data") or kwargs.get("json") or b""
         self.requests += body.count(b'"method"') if isinstance(body, bytes) else 1
+        if isinstance(body, bytes):
+            self.node_infos += body.replace(b" ", b"").count(NODE_INFO)
         self.answered += len(response.content)
         return response
 
@@ -311,7 +319,7 @@ class Observer:
         from client.node.intake.discovery import discover
 
         cpu0 = time.process_time()
-        self.session.requests = self.session.answered = 0
+        self.session.requests = self.session.answered = self.session.node_infos = 0
         discover(self.reader, self.journal, self.me)
         self.window.refresh(round_)
         peers = [s for s in self.window.submissions() if s.round == round_]
@@ -319,7 +327,15 @@ class Observer:
         drawn = sum(self.seats.drawn(s) for s in peers)
         cpu = time.process_time() - cpu0
         size = sum(f.stat().st_size for f in self.tmp.iterdir())
-        return Reads(self.session.requests, self.session.answered, cpu, size, drawn, len(peers))
+        return Reads(
+            self.session.requests,
+            self.session.answered,
+            cpu,
+            size,
+            drawn,
+            len(peers),
+            self.session.node_infos,
+        )
 
     def close(self) -> None:
         self.journal.close()

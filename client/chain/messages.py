@@ -26,6 +26,8 @@ from eth_keys.exceptions import BadSignature as _EthKeysBadSignature
 from eth_utils import keccak, to_checksum_address
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from client.chain.hashing import keccak256
+
 DOMAIN_NAME = "sapo-swarm"
 DOMAIN_VERSION = "1"
 # secp256k1's group order; a canonical signature has s <= N / 2 (EIP-2)
@@ -104,7 +106,7 @@ class _Typed(BaseModel):
         """EIP-712's hashStruct: keccak(typeHash ++ abi.encode(fields)), every field a static
         32-byte word (tests check it against eth-account's encode_typed_data and the contract)."""
         words = [_word(t, getattr(self, n)) for t, n in self.fields_in_order()]
-        return keccak(b"".join([self.type_hash(), *words]))
+        return keccak256(b"".join([self.type_hash(), *words]))
 
     def typed_data(self, domain: Domain) -> dict:
         """The message as eth-account's `encode_typed_data(full_message=...)` takes it (and a
@@ -208,7 +210,7 @@ def _separator(name: str, version: str, chain_id: int, contract: str) -> bytes:
 
 def signing_hash(domain: Domain, message: _Typed) -> bytes:
     """keccak(0x1901 ++ domainSeparator ++ hashStruct(message)): what is signed."""
-    return keccak(b"\x19\x01" + domain.separator() + message.struct_hash())
+    return keccak256(b"\x19\x01" + domain.separator() + message.struct_hash())
 
 
 class Signed(BaseModel):

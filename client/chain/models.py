@@ -6,6 +6,7 @@ from enum import IntEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from client.chain.hashing import keccak256
 from client.units import SCORE_SCALE, round_at  # noqa: F401 - SCORE_SCALE re-exported
 
 BLOCKHASH_WINDOW = 256  # blocks the EVM remembers a hash for (SwarmLedger.BLOCKHASH_WINDOW)
@@ -160,11 +161,7 @@ class Beacon(ChainModel):
         producer; `Ledger.seats_of` asks the ledger for all of it.)"""
         if not self.ready or stake <= 0 or total_stake <= 0:
             return 0
-        from Crypto.Hash import keccak  # pycryptodome (eth-hash's backend), called directly
-
-        def h(data: bytes) -> bytes:
-            return keccak.new(digest_bits=256, data=data).digest()
-
+        h = keccak256
         # abi.encode(beacon, round, node, checker): four 32-byte words, addresses left-padded
         # (packed by hand: a node draws this for every peer's batch of its family each round)
         base = h(

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eth_abi import decode, encode
-from eth_utils import keccak, to_checksum_address
+from eth_utils import to_checksum_address
 
+from client.chain.hashing import keccak256
 from client.chain.messages import Signed, Submission, Vote
 from client.chain.sumtree import Node, SumTree, leaf
 
@@ -50,7 +51,7 @@ def submission_encoding(signed: Signed) -> bytes:
 
 
 def submission_leaf(signed: Signed) -> Node:
-    return leaf(keccak(submission_encoding(signed)), 0)
+    return leaf(keccak256(submission_encoding(signed)), 0)
 
 
 # A submission list (what an aggregator publishes beside its submission root, and every node
@@ -77,7 +78,7 @@ def open_submission_list(data: bytes, root: bytes, count: int) -> tuple[list[byt
             f"a list of {count} submissions is {count * SUBMISSION_BYTES} bytes, got {len(data)}"
         )
     entries = [data[i : i + SUBMISSION_BYTES] for i in range(0, len(data), SUBMISSION_BYTES)]
-    tree = SumTree([leaf(keccak(e), 0) for e in entries])
+    tree = SumTree([leaf(keccak256(e), 0) for e in entries])
     found = tree.root
     if found.hash != root or found.sum != 0:
         raise BadList(
@@ -117,7 +118,7 @@ def vote_struct(signed: Signed) -> tuple:
 
 
 def votes_hash(votes: Sequence[tuple]) -> bytes:
-    return keccak(encode([VOTES_ABI], [list(votes)]))
+    return keccak256(encode([VOTES_ABI], [list(votes)]))
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class Credit:
 
     def leaf(self, amount: int | None = None) -> Node:
         """Its leaf; `amount` other than its signal is a lie (for tests and adversaries)."""
-        data = keccak(encode([CREDIT_ABI], [self.struct()]))
+        data = keccak256(encode([CREDIT_ABI], [self.struct()]))
         return leaf(data, self.signal if amount is None else amount)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eth_utils import keccak
+from client.chain.hashing import keccak256
 
 MAX_DEPTH = 32
 MAX_SUM = 2**128 - 1
@@ -42,7 +42,7 @@ def leaf(data_hash: bytes, amount: int) -> Node:
     """A leaf over `data_hash` (the hash of what the leaf says) carrying `amount`."""
     if len(data_hash) != 32 or not 0 <= amount <= MAX_SUM:
         raise ValueError("a leaf is a 32-byte hash and a uint128 amount")
-    return Node(keccak(b"\x00" + data_hash + amount.to_bytes(16, "big")), amount)
+    return Node(keccak256(b"\x00" + data_hash + amount.to_bytes(16, "big")), amount)
 
 
 def parent(left: Node, right: Node) -> Node:
@@ -56,7 +56,7 @@ def parent(left: Node, right: Node) -> Node:
         + right.hash
         + right.sum.to_bytes(16, "big")
     )
-    return Node(keccak(packed), total)
+    return Node(keccak256(packed), total)
 
 
 class SumTree:

@@ -25,15 +25,15 @@ def test_a_small_swarm_plays_honest_rounds_and_the_observer_finds_its_seats() ->
     assert txs["attest"] == seats > 0
     assert 50_000 < gas["submit"] / txs["submit"] < 120_000
     # the observer's local draw (Seats.prepare) finds exactly the committees it sits on, in
-    # both rounds; its first round looks up the peers' families, the next one reads no more
-    # than that one did
+    # both rounds; its first round looks up the peers' families, the next one does not (what
+    # else it reads depends on how many committees the beacons gave it a seat on)
     me = play.addresses[0]
     assert len(observed) == 2
     for reads, round_ in zip(observed, sorted(play.committees), strict=True):
         assert reads.peers == nodes - 1
         assert reads.drawn == sum(me in c for c in play.committees[round_].values())
         assert reads.answered_bytes > 0
-    assert observed[1].requests < observed[0].requests
+    assert observed[0].node_infos >= nodes - 1 and observed[1].node_infos == 0
 
 
 def test_above_the_full_draw_the_sample_is_voted_and_scaled() -> None:

@@ -20,8 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from eth_utils import keccak
-
+from client.chain.hashing import keccak256
 from client.chain.messages import BadMessage, Domain, Submission, Vote, recover
 from client.chain.models import Beacon
 from client.chain.roots import (
@@ -190,7 +189,7 @@ class Auditor:
             opened = open_verdict_list(data, posted.verdicts, posted.credits, posted.total)
         except BadList as exc:
             return self._challenge(posted.round, True, 0, str(exc))
-        subs = SumTree([leaf(keccak(e), 0) for e in entries])
+        subs = SumTree([leaf(keccak256(e), 0) for e in entries])
         for i, (credit, amount, votes) in enumerate(
             zip(opened.credits, opened.amounts, opened.votes, strict=True)
         ):
