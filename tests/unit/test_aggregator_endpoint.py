@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -116,6 +117,18 @@ def test_a_hostile_sender_gets_a_clear_error_and_the_endpoint_keeps_serving(serv
             server, "POST", "/v1/messages", junk, {**json_, "Content-Length": str(len(junk))}
         )
         assert status == 400 and said in body["error"], (junk[:20], body)
+    # JSON nested past the decoder's depth limit (Python's default recursion limit, which a
+    # node runs with; pytest's plugins raise it)
+    deep = b"[" * 30_000 + b"]" * 30_000
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000)
+    try:
+        status, body = raw(
+            server, "POST", "/v1/messages", deep, {**json_, "Content-Length": str(len(deep))}
+        )
+    finally:
+        sys.setrecursionlimit(limit)
+    assert status == 400 and "nested too deep" in body["error"]
     # messages that are not messages are refused one by one, with the reason
     junk = json.dumps([{"kind": "Vote"}, "x", {"kind": "Submission", "message": {}}]).encode()
     status, body = raw(

@@ -192,6 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
             messages = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return self._error(HTTPStatus.BAD_REQUEST, f"the body is not JSON: {exc}")
+        except RecursionError:  # "[[[[…" 66 KB deep: the decoder's own depth limit
+            return self._error(HTTPStatus.BAD_REQUEST, "the body's JSON is nested too deep")
         if not isinstance(messages, list) or not messages or len(messages) > MAX_BATCH:
             return self._error(
                 HTTPStatus.BAD_REQUEST,
