@@ -161,10 +161,9 @@ class Beacon(ChainModel):
         producer; `Ledger.seats_of` asks the ledger for all of it.)"""
         if not self.ready or stake <= 0 or total_stake <= 0:
             return 0
-        h = keccak256
         # abi.encode(beacon, round, node, checker): four 32-byte words, addresses left-padded
         # (packed by hand: a node draws this for every peer's batch of its family each round)
-        base = h(
+        base = keccak256(
             self.beacon.to_bytes(32, "big")
             + self.round.to_bytes(32, "big")
             + bytes.fromhex(self.node[2:].rjust(64, "0"))
@@ -172,7 +171,7 @@ class Beacon(ChainModel):
         )
         scaled = stake << 128
         return sum(
-            (int.from_bytes(h(base + j.to_bytes(32, "big"))) >> 128) * total_stake < scaled
+            (int.from_bytes(keccak256(base + j.to_bytes(32, "big"))) >> 128) * total_stake < scaled
             for j in range(checkers)
         )
 
