@@ -49,7 +49,6 @@ Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--fami
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import resource
@@ -308,13 +307,7 @@ class LightSwarm:
         if self.http is None or data is None:
             return ""
         if withheld:
-            chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
-            index = ListIndex(
-                kind=kind,  # type: ignore[arg-type]
-                round=round_,
-                bytes=len(data),
-                chunks=["0x" + hashlib.sha256(c).hexdigest() for c in chunks],
-            )
+            index, _ = ListIndex.of(kind, round_, data)
             return self.http.aggregator.put(index.encode(), round_ + 10)
         return publish_list(self.http.aggregator, kind, round_, data, keep_round=round_ + 10)
 

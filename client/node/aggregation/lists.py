@@ -55,28 +55,25 @@ class ListIndex(BaseModel):
     def encode(self) -> bytes:
         return canonical_json(self.model_dump(by_alias=True))
 
-
-def _cut(data: bytes) -> list[bytes]:
-    return [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
+    @classmethod
+    def of(cls, kind: str, round_: int, data: bytes) -> tuple[ListIndex, list[bytes]]:
+        """The index of list `data`, and the chunks it names."""
+        if kind not in KINDS:
+            raise ValueError(f"a list is one of {KINDS}, not {kind!r}")
+        if not data:
+            raise ValueError("an empty list is not published: a round with nothing posts no root")
+        chunks = [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
+        digests = ["0x" + hashlib.sha256(c).hexdigest() for c in chunks]
+        return cls(kind=kind, round=round_, bytes=len(data), chunks=digests), chunks  # type: ignore[arg-type]
 
 
 def publish_list(store: BlockStore, kind: str, round_: int, data: bytes, keep_round: int) -> str:
     """Pins a list's blocks and its index until the retention rule drops `keep_round` (the
     round's challenge window must be past by then); returns the index's CID, what the root's
     post names. Safe to retry: a block stored again keeps its CID."""
-    if kind not in KINDS:
-        raise ValueError(f"a list is one of {KINDS}, not {kind!r}")
-    if not data:
-        raise ValueError("an empty list is not published: a round with nothing posts no root")
-    chunks = _cut(data)
+    index, chunks = ListIndex.of(kind, round_, data)
     for chunk in chunks:
         store.put(chunk, keep_round, limit=CHUNK)
-    index = ListIndex(
-        kind=kind,  # type: ignore[arg-type]
-        round=round_,
-        bytes=len(data),
-        chunks=["0x" + hashlib.sha256(c).hexdigest() for c in chunks],
-    )
     return store.put(index.encode(), keep_round, limit=MAX_INDEX_BYTES)
 
 
