@@ -87,6 +87,7 @@ class LeaderRow(Report):
     claimed: int  # learning signal claimed
     credited: int  # learning signal credited
     uncredited: int  # submissions that earn nothing now (short of quorum, disputed, unavailable)
+    paid: int = 0  # wei its claims took from the pool, over all rounds: its on-chain running total
 
 
 def _vote(event: LedgerEvent, appeal_block: int = 0) -> AttestationRow:
@@ -152,10 +153,34 @@ class Auditor:
             total_credited=sum(s.credited for s in submissions),
         )
 
+    def blocks_of(self, first: int, last: int) -> tuple[int, int]:
+        """Returns the blocks (from, to, inclusive; to < from when none is mined yet) in which the
+        ledger emitted the events of rounds first..last that credit depends on: the span
+        `LedgerParams.events_span` names, found by bisecting block timestamps (Ledger.block_at,
+        about 2 x log2(head) header reads). A report on some rounds reads those blocks, however
+        old the ledger is, not every block since its deploy."""
+        start, end = self.ledger.params().events_span(first, last)
+        head = self.ledger.head()
+        low = self.ledger.block_at(start, self.reader.start_block, head)
+        return low, self.ledger.block_at(end, low, head) - 1
+
+    def day_of_rounds(self, last: int | None = None) -> tuple[int, int]:
+        """Returns the rounds of the last day up to `last` (the current round by default): what
+        `sapo audit leaderboard` and `sapo devnet status` rank when not told a range."""
+        params = self.ledger.params()
+        if last is None:
+            last = self.ledger.current_round()
+        per_day = -(-86_400 // params.round_length)
+        return max(0, last - per_day + 1), last
+
     def round(self, round_: int) -> RoundReport:
         """Returns every submission of a round with its tallies, and the round's credit."""
         info = self.ledger.round_info(round_)
-        nodes = [e.args["node"] for e in self.reader.read(["Submitted"], round=round_)]
+        low, high = self.blocks_of(round_, round_)
+        nodes = [
+            e.args["node"]
+            for e in self.reader.read(["Submitted"], from_block=low, to_block=high, round=round_)
+        ]
         return RoundReport(
             round=round_,
             final=info.final,
@@ -167,10 +192,11 @@ class Auditor:
         """Returns one submission, every vote on it, who was drawn to check it and, when it
         earns nothing, why."""
         sub = self.ledger.submission(round_, node)
-        rows = [
-            _vote(e, sub.appeal_block)
-            for e in self.reader.read(["Attested", "Unavailable"], round=round_, node=sub.node)
-        ]
+        low, high = self.blocks_of(round_, round_)
+        votes = self.reader.read(
+            ["Attested", "Unavailable"], from_block=low, to_block=high, round=round_, node=sub.node
+        )
+        rows = [_vote(e, sub.appeal_block) for e in votes]
         params = self.ledger.params()
         beacon = self.ledger.beacon(round_, sub.node)
         seats = self._drawn(beacon, sub, params)
@@ -224,15 +250,22 @@ class Auditor:
                 drawn[info.address] = seats
         return drawn
 
-    def leaderboard(self, first: int | None = None, last: int | None = None) -> list[LeaderRow]:
-        """Returns nodes ranked by credited learning signal over rounds first..last, from events
-        alone. A submission earns nothing when submitted (no evidence, no credit); each
-        CreditChanged event toggles it."""
+    def leaderboard(self, first: int, last: int) -> list[LeaderRow]:
+        """Returns the nodes that submitted in rounds first..last, ranked by the learning signal
+        credited to them there, from the events of those rounds' blocks alone (`blocks_of`: the
+        cost follows the range, not the ledger's age), with what each was paid over all rounds
+        (its on-chain running total, one batched read). A submission earns nothing when
+        submitted (no evidence, no credit); each CreditChanged event toggles it."""
+        if last < first:
+            return []
         claims: dict[tuple[int, str], int] = {}
         credited: dict[tuple[int, str], bool] = {}
-        for event in self.reader.read(["Submitted", "CreditChanged"]):
+        low, high = self.blocks_of(first, last)
+        for event in self.reader.read(
+            ["Submitted", "CreditChanged"], from_block=low, to_block=high
+        ):
             key = (event.args["round"], event.args["node"])
-            if (first is not None and key[0] < first) or (last is not None and key[0] > last):
+            if not first <= key[0] <= last:
                 continue
             if event.name == "Submitted":
                 claims[key], credited[key] = event.args["signal"], False
@@ -250,5 +283,7 @@ class Auditor:
                 row["credited"] += claim
             else:
                 row["uncredited"] += 1
+        infos = self.ledger.node_infos(list(rows))
+        paid = {info.address.lower(): info.total_paid for info in infos}
         ranked = sorted(rows.items(), key=lambda item: (-item[1]["credited"], item[0]))
-        return [LeaderRow(node=node, **row) for node, row in ranked]
+        return [LeaderRow(node=node, paid=paid[node.lower()], **row) for node, row in ranked]

@@ -89,6 +89,12 @@ class LedgerParams(ChainModel):
         change on chain any more."""
         return current - self.submit_rounds - 2 * self.challenge_rounds - self.appeal_rounds
 
+    def first_kept(self, current: int, retain_rounds: int) -> int:
+        """The oldest round whose peers' batches a node still keeps in `current` (its journal's
+        rows, its pins: what `[store].retain_rounds` keeps, and at least every round whose votes
+        can still be judged); may be negative early on."""
+        return min(current - retain_rounds, self.first_judged(current))
+
     def attest_open(self, round_: int, current: int) -> bool:
         """Whether the first committee of a submission of `round_` can still vote in `current`."""
         return current <= self.close(round_)
@@ -105,6 +111,14 @@ class LedgerParams(ChainModel):
     def is_final(self, round_: int, current: int) -> bool:
         """Whether the credit of `round_` is final (settle and claim accept it) in `current`."""
         return current > self.final_after(round_)
+
+    def events_span(self, first: int, last: int) -> tuple[float, float]:
+        """The unix times [start, end) within which the ledger emits every event of the rounds
+        first..last that the credit depends on (a batch's Submitted, its votes, its
+        CreditChanged): from the first round's start to the end of the last one's final round.
+        A reader of those rounds reads the blocks of that span, not the chain since the deploy
+        (Ledger.block_at turns the times into blocks)."""
+        return self.round_start(first), self.round_start(self.final_after(last) + 1)
 
     def votes_judged_open(self, round_: int, current: int) -> bool:
         """Whether the votes on a batch of `round_` can be judged (settleVotes) in `current`."""

@@ -195,20 +195,40 @@ def node(
 @app.command("leaderboard")
 @chain_options(keystore=False)
 def leaderboard(
-    first: Annotated[int | None, typer.Option("--from", min=0, help="First round.")] = None,
-    last: Annotated[int | None, typer.Option("--to", min=0, help="Last round.")] = None,
+    first: Annotated[
+        int | None,
+        typer.Option("--from", min=0, help="First round [default: a day of rounds before --to]."),
+    ] = None,
+    last: Annotated[
+        int | None, typer.Option("--to", min=0, help="Last round [default: the current one].")
+    ] = None,
     chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
-    """Nodes ranked by credited learning signal over a range of rounds."""
+    """Nodes ranked by credited learning signal over a range of rounds (the last day's by
+    default), with what each was paid over all rounds. It reads only the blocks of those
+    rounds: --from 0 reads every block since the deploy."""
     auditor = _auditor(chain)
     with chain_errors():
+        if first is None:
+            first, last = auditor.day_of_rounds(last)
+        elif last is None:
+            last = auditor.ledger.current_round()
         rows = auditor.leaderboard(first, last)
     if as_json:
         print_json({"from": first, "to": last, "nodes": [r.model_dump() for r in rows]})
         return
-    table = Table(title="leaderboard")
-    for column in ("#", "node", "submissions", "signal claimed", "credited", "uncredited"):
+    table = Table(title=f"leaderboard, rounds {first}-{last}")
+    columns = (
+        "#",
+        "node",
+        "submissions",
+        "signal claimed",
+        "credited",
+        "uncredited",
+        "paid, all rounds",
+    )
+    for column in columns:
         table.add_column(column, justify="left" if column == "node" else "right")
     for rank, r in enumerate(rows, 1):
         table.add_row(
@@ -218,8 +238,11 @@ def leaderboard(
             score(r.claimed),
             score(r.credited),
             str(r.uncredited),
+            ether(r.paid),
         )
     out.print(table)
+    if not rows:
+        out.print(f"  no submissions in rounds {first}-{last}")
 
 
 @app.command("verify")

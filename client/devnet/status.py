@@ -44,7 +44,8 @@ def starting_view(state: DevnetState) -> dict:
 
 def node_rows(state: DevnetState) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
-    through the read model), its credited total from the chain (0 while the chain does not
+    through the read model), its credited total over the last day of rounds from the chain (the
+    blocks of those rounds only: Auditor.leaderboard; 0 while the chain does not
     answer, or answers for another chain id, or has no SwarmLedger of this client at the
     address: Ledger.check, as a node starts), and a peer outage (`peer_outage`, with its `text`)
     when it has one."""
@@ -63,7 +64,9 @@ def node_rows(state: DevnetState) -> list[dict]:
             chunk_blocks=cfg.chain.log_chunk_blocks,
             start_block=cfg.chain.ledger_deploy_block,
         )
-        credited = {row.node.lower(): row.credited for row in Auditor(ledger, reader).leaderboard()}
+        auditor = Auditor(ledger, reader)
+        board = auditor.leaderboard(*auditor.day_of_rounds())
+        credited = {row.node.lower(): row.credited for row in board}
     rows = []
     for node in state.nodes:
         view = NodeView(node.data_dir)

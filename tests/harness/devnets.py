@@ -115,7 +115,7 @@ def credited_on_chain(ledger) -> set[str]:
     from client.chain.audit import Auditor
     from client.chain.events import EventReader
 
-    rows = Auditor(ledger, EventReader(ledger)).leaderboard()
+    rows = Auditor(ledger, EventReader(ledger)).leaderboard(0, ledger.current_round())
     return {row.node.lower() for row in rows if row.credited > 0}
 
 

@@ -364,3 +364,36 @@ class LedgerViews:
         """Returns the timestamp of block `number`."""
         block = self.tx.rpc(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")
         return int(block["timestamp"])
+
+    def block_at(self, t: float, low: int = 0, high: int | None = None) -> int:
+        """Returns the first block in low..high (high: the head) whose timestamp is at least `t`,
+        or high + 1 when none is yet, so a reader can start at a round's first block instead of
+        the deploy block. Block timestamps never decrease; the search guesses where `t` falls
+        from the timestamps at its ends (a chain's blocks come at a steady pace: a few header
+        reads) and halves the range instead whenever a guess did not halve it (at most about
+        2 x log2(high - low) reads on an irregular chain)."""
+        if high is None:
+            high = self.head()
+        if low > high:
+            return high + 1
+        t_high = self.block_time(high)
+        if t_high < t:
+            return high + 1
+        t_low = self.block_time(low)
+        if t_low >= t:
+            return low
+        guessing = True
+        while high - low > 1:  # time(low) < t <= time(high)
+            if guessing:
+                probe = low + int((t - t_low) * (high - low) / (t_high - t_low))
+                probe = min(max(probe, low + 1), high - 1)
+            else:
+                probe = (low + high) // 2
+            width = high - low
+            t_probe = self.block_time(probe)
+            if t_probe < t:
+                low, t_low = probe, t_probe
+            else:
+                high, t_high = probe, t_probe
+            guessing = 2 * (high - low) <= width  # a guess that did not halve it: bisect next
+        return high
