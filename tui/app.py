@@ -175,7 +175,7 @@ class SapoApp(App):
         self.snap = snap
         self.query_one(StatusBar).show(snap, self.watcher.store_name)
         self.query_one(Overview).show(snap)
-        self.query_one(PeersTable).show(snap.peers)
+        self.query_one(PeersTable).show(snap.peers, snap.peers_since)
         self.query_one(RewardCharts).show(snap)
         self.query_one(ActivityLog).show(snap)
         self.query_one(TrainingPanel).show(snap)

@@ -13,6 +13,7 @@ import io
 import re
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -403,14 +404,17 @@ def test_chain_down_snapshot(snap_compare, utc) -> None:
 
 @pytest.mark.asyncio
 async def test_peers_table_with_1000_nodes_sorts_pages_and_responds() -> None:
-    """The whole swarm is sorted; the table holds a page of it (200 rows), `]` and `[` turn."""
-    app = SapoApp(FixedWatcher(snapshot(peers=1000)), interval_s=0.2)
+    """The whole swarm is sorted; the table holds a page of it (200 rows), `]` and `[` turn;
+    the title says since which round the view counts the peers' records."""
+    shown = replace(snapshot(peers=1000), peers_since=1_234)
+    app = SapoApp(FixedWatcher(shown), interval_s=0.2)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         table = app.query_one(PeersTable)
         await until(pilot, lambda: len(table._all) == 1003, 10, "1,003 nodes")
         assert table.row_count == PeersTable.PAGE
         assert table.border_title.startswith("1,003 nodes · rows 1–200"), table.border_title
+        assert table.border_title.endswith("counted since round 1,234"), table.border_title
         table.sort_by("stake")
         top = table.get_row_at(0)
         assert "3 ETH" in str(top[2]), "sorted by stake, the 3 ETH node comes first"

@@ -78,6 +78,7 @@ class PeersTable(DataTable):
         self.page = 0
         self._all: dict[str, PeerRow] = {}
         self._rows: dict[str, PeerRow] = {}  # the page shown
+        self.since: int | None = None
 
     def on_mount(self) -> None:
         for key, header, _ in COLUMNS:
@@ -88,11 +89,13 @@ class PeersTable(DataTable):
     def pages(self) -> int:
         return max(1, -(-len(self._all) // self.PAGE))
 
-    def show(self, peers: tuple[PeerRow, ...]) -> None:
+    def show(self, peers: tuple[PeerRow, ...], since: int | None = None) -> None:
+        """Shows the swarm's rows; `since`, the round since which their submissions and
+        credit are counted (None: since the ledger's deploy)."""
         new = {p.address: p for p in peers}
-        if new == self._all:
+        if new == self._all and since == self.since:
             return
-        self._all = new
+        self._all, self.since = new, since
         self._paint()
 
     def turn(self, pages: int) -> None:
@@ -130,8 +133,9 @@ class PeersTable(DataTable):
             first = self.page * self.PAGE + 1
             last = min(len(self._all), first + self.PAGE - 1)
             where = f" · rows {first:,}–{last:,} ([ ] pages)"
+        counted = "" if self.since is None else f" · counted since round {self.since:,}"
         self.border_title = (
-            f"{len(self._all):,} nodes{where} · sorted by {self.sort_column} {arrow}"
+            f"{len(self._all):,} nodes{where} · sorted by {self.sort_column} {arrow}{counted}"
         )
 
     def sort_by(self, column: str) -> None:

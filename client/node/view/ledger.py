@@ -8,7 +8,11 @@ swarm of 1,000 nodes costs a handful of requests a refresh, not a thousand.
 
 What it keeps stays bounded as the swarm ages: a node's record holds running totals and only its
 rounds whose credit can still change; our own rounds are kept for the last `keep_rounds` and,
-before that, while credited and unclaimed.
+before that, while credited and unclaimed. What it reads first is bounded too when it is given a
+`lookback_rounds`: it starts at the first block of the round that many rounds before the current
+one (found by bisecting block timestamps), not at the deploy block, and counts every total since
+that round (`since_round`); a round of that window has all its events read, so our own rounds in
+it (their credit, votes and claims) are whole.
 """
 
 from __future__ import annotations
@@ -69,9 +73,10 @@ def model_of(metadata: str) -> str:
 
 @dataclass
 class Tally:
-    """Counts of our own part in the ledger's events since its deploy block: the votes we cast,
-    the settlements, slashes and appeals of our submissions (what client.node.metrics exports
-    as counters; each only grows)."""
+    """Counts of our own part in the ledger's events since the view's first block (the deploy
+    block, or its lookback's): the votes we cast, the settlements, slashes and appeals of our
+    submissions (what client.node.metrics exports as counters; each only grows while the view
+    lives, and starts again with it, as a Prometheus counter does with its process)."""
 
     votes_cast: dict[str, int] = field(
         default_factory=lambda: {"agree": 0, "dispute": 0, "unavailable": 0}
@@ -103,7 +108,7 @@ class _NodeRecord:
     metadata: str = ""
     info: NodeInfo | None = None
     open: dict[int, list] = field(default_factory=dict)  # round -> [signal, credited?], not final
-    submitted: int = 0  # its submissions since the deploy
+    submitted: int = 0  # its submissions since the view's first block
     last_round: int | None = None
     credited: int = 0  # learning signal credited on its rounds that are final
     agreed: int = 0  # our attestations of it that agreed
@@ -131,6 +136,7 @@ class LedgerView:
         start_block: int = 0,
         chunk_blocks: int = 2000,
         keep_rounds: int = 60,
+        lookback_rounds: int | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.ledger = ledger
@@ -139,6 +145,10 @@ class LedgerView:
         self.keep_rounds = keep_rounds
         self.reader = EventReader(ledger, chunk_blocks=chunk_blocks, start_block=start_block)
         self.cursor = EventCursor(next_block=start_block)
+        self.lookback_rounds = lookback_rounds
+        # the round since which every total is counted; None: since the deploy block
+        self.since_round: int | None = None
+        self._started = lookback_rounds is None
         self._queries = [
             Query([e.NAME for e in _SWARM]),
             Query([e.NAME for e in _ABOUT_US], {"node": self.me}),
@@ -155,13 +165,16 @@ class LedgerView:
         self.votes: dict[int, list[int]] = {}  # our round -> [agree, dispute, unavailable] votes
         self._outcomes_final: dict[str, int] = dict.fromkeys(_OUTCOMES[1:], 0)
         self._counted: set[int] = set()  # our final rounds already in _outcomes_final
-        self.tally = Tally()  # what we did and what happened to us, counted since the deploy
+        self.tally = Tally()  # what we did and what happened to us, since the first block
 
     def refresh(self) -> list[Activity]:
         """Reads what changed; returns the new activity about us. Raises ChainError when the
         chain does not answer (nothing is half-applied: events are folded only once all were
         read)."""
         cursor = self.cursor.model_copy()
+        since = self.since_round
+        if not self._started:
+            since = self._start(cursor)
         events = [e.typed() for e in self.reader.poll_any(cursor, self._queries)]
         # claims are dated by their block: read those first, so a failure folds nothing
         self._mined = {
@@ -169,12 +182,13 @@ class LedgerView:
             for e in events
             if isinstance(e, Claimed) and e.node == self.me
         }
-        self.cursor = cursor
+        self.cursor, self.since_round, self._started = cursor, since, True
         activity = [a for e in events if (a := self._fold(e)) is not None]
         self._stale.add(self.me)
         stale = sorted(self._stale)
         for info in self.ledger.node_infos(stale):
-            self._record(info.address).info = info
+            record = self._record(info.address)
+            record.info, record.metadata = info, info.metadata
         self._stale.clear()
         params = self.ledger.params()
         current = params.round_at(self.clock())
@@ -211,6 +225,23 @@ class LedgerView:
         self.tally.outcomes = self._outcomes(lambda r: params.is_final(r, current))
         self._forget(current)
         return activity
+
+    def _start(self, cursor: EventCursor) -> int | None:
+        """Moves a first refresh's cursor to the first block of round current - lookback_rounds
+        (when that round is after the deploy); returns that round, or None to read from the
+        deploy block."""
+        assert self.lookback_rounds is not None
+        params = self.ledger.params()
+        first = params.round_at(self.clock()) - self.lookback_rounds
+        if first <= 0:
+            return None
+        block = self.ledger.block_at(params.round_start(first), cursor.next_block)
+        if block <= cursor.next_block:
+            return None  # the deploy block is in the window (a ledger younger than it)
+        cursor.next_block = block
+        # the registrations are before the window: every node's record is read whole once
+        self._stale.update(node.lower() for node in self.ledger.nodes())
+        return first
 
     def _close(self, params, current: int) -> None:
         """Folds every node's rounds that are final (a margin early) into its totals."""

@@ -153,6 +153,8 @@ class Snapshot:
     account: Account | None = None
     reward_pool: int | None = None
     peers: tuple[PeerRow, ...] = ()
+    # the round since which the peers' submissions and credit are counted (None: the deploy)
+    peers_since: int | None = None
     rounds: tuple[RoundPoint, ...] = ()
     payouts: tuple[Payout, ...] = ()
     activity: tuple[Activity, ...] = ()  # the last lines, oldest first

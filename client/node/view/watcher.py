@@ -63,6 +63,7 @@ class Watcher:
             start_block=cfg.chain.ledger_deploy_block,
             chunk_blocks=cfg.chain.log_chunk_blocks,
             keep_rounds=HISTORY_ROUNDS,
+            lookback_rounds=HISTORY_ROUNDS,
         )
         store_cfg = cfg.store.model_copy(update={"timeout_s": min(cfg.store.timeout_s, TIMEOUT_S)})
         self.store = open_store(store_cfg)
@@ -146,6 +147,7 @@ class Watcher:
             quorum=params.quorum,
             account=self.view.account,
             reward_pool=self.view.reward_pool,
+            peers_since=self.view.since_round,
         )
 
     def _store(self, snap: Snapshot, now: float) -> Snapshot:
