@@ -1,21 +1,50 @@
 """Discovery: the peers' submissions and appeals read from the ledger's events since the
-journal's cursor (a restart goes on from there, not from the deployment block), journaled with
-the new cursor in one transaction. The swarm's votes are not read here: who agreed with a batch
-is read per batch fetched (fetching.Fetcher.sources), when its producer does not give it."""
+journal's cursor (a restart goes on from there, not from the deployment block; a first start
+from the first block of the oldest round the node keeps, not from the deployment block either),
+journaled with the new cursor in one transaction. The swarm's votes are not read here: who
+agreed with a batch is read per batch fetched (fetching.Fetcher.sources), when its producer does
+not give it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from client.chain import Ledger, LedgerParams
 from client.chain.events import EventReader
 from client.chain.ledger_events import Appealed, Submitted
 from client.node.journal import Journal
 
 
-def discover(reader: EventReader, journal: Journal, me: str) -> None:
+def window_start(
+    ledger: Ledger, params: LedgerParams, current: int, retain_rounds: int, start_block: int
+) -> int:
+    """The block a first start's discovery begins at: the first block of the oldest round whose
+    peers' batches a node keeps in `current` (LedgerParams.first_kept), found by bisecting block
+    timestamps, and never before `start_block`; so a node that joins an old swarm reads a window
+    of it, not its whole history."""
+    first = params.first_kept(current, retain_rounds)
+    if first <= 0:
+        return start_block
+    return ledger.block_at(params.round_start(first), start_block)
+
+
+def discover(
+    reader: EventReader,
+    journal: Journal,
+    me: str,
+    first_block: Callable[[], int] | None = None,
+) -> None:
     """Journals what happened on the ledger since the saved cursor, up to the head: the peers'
     submissions (not `me`'s) and their blocks (a local draw's stake snapshot), and which peers'
-    batches were appealed (drawing a new committee)."""
+    batches were appealed (drawing a new committee). A journal without a cursor starts at
+    `first_block()` (asked only then), else at the reader's start block."""
     cursor = journal.peers.event_cursor()
-    start = reader.start_block if cursor is None else cursor
+    if cursor is not None:
+        start = cursor
+    else:
+        start = (
+            reader.start_block if first_block is None else max(reader.start_block, first_block())
+        )
     head = reader.head()
     if head < start:
         return

@@ -27,7 +27,7 @@ from client.chain.events import EventReader
 from client.config.models import SapoSection, StoreSection
 from client.credit import MALFORMED
 from client.node.eventlog import Span, timed
-from client.node.intake.discovery import discover
+from client.node.intake.discovery import discover, window_start
 from client.node.intake.fetching import OURS, Fetcher
 from client.node.intake.recording import Recorder
 from client.node.intake.seats import Seats
@@ -104,11 +104,20 @@ class Intake(Stage):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool, self._inflight = None, {}
 
+    def _first_block(self) -> int:
+        return window_start(
+            self.ledger,
+            self.params,
+            self.current_round(),
+            self.store_cfg.retain_rounds,
+            self.reader.start_block,
+        )
+
     def poll(self, stop: threading.Event | None = None) -> None:
         """One pass: discover, then check what the round's budget allows."""
         try:
             with timed(self.journal, Span.DISCOVER):
-                discover(self.reader, self.journal, self.me)
+                discover(self.reader, self.journal, self.me, self._first_block)
             self.health.chain(True)
         except ChainError as exc:
             self.health.chain(False, str(exc))

@@ -72,7 +72,7 @@ class Upkeep(Stage):
         more and that `[store].retain_rounds` no longer keeps (their per-peer counts stay, in
         peer_totals): at 10,000 peers those rows are ~20 MiB a round. `retain` calls it once a
         chain round."""
-        horizon = min(current - self.store_cfg.retain_rounds, self.params.first_judged(current))
+        horizon = self.params.first_kept(current, self.store_cfg.retain_rounds)
         if horizon <= 0:
             return
         pruned = self.journal.peers.prune(horizon)
