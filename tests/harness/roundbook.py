@@ -1,0 +1,279 @@
+"""The root lane's RoundBook beside its SwarmLedger on anvil, as the tests drive it: a deployed
+book, signed submissions and votes of the world's staked nodes, an honest round built by the
+aggregator's own collector, the posts, the proofs an auditor's findings name, and claims
+(tests/chain/test_roundbook.py, tests/chain/test_roundbook_stateful.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from eth_account import Account
+from web3.logs import DISCARD
+
+from client.chain.artifacts import load_artifact
+from client.chain.errors import ErrorDecoder, LedgerRevert
+from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.models import Beacon
+from client.chain.roots import (
+    Credit,
+    SubmissionRoot,
+    VerdictRoot,
+    submission_list,
+    submission_struct,
+    verdict_list,
+    vote_struct,
+    votes_hash,
+)
+from client.chain.tx import TxSender
+from client.node.aggregation.auditor import Auditor, Finding, RoundPosted
+from client.node.aggregation.collector import Collector
+from client.node.aggregation.earnings import EarningsBook, Entry
+from client.units import SCORE_SCALE
+from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
+
+BOND = ETH
+CHALLENGE_BOND = ETH // 10
+LIST = bytes.fromhex("5a" * 32)  # the digest of a list's index (what the posts name)
+K, Q = 32, 2  # 32 seat trials: 6 candidates, each seated but with (6/7)^32 = 0.7%
+ROUND = 0
+
+
+@dataclass
+class Book:
+    swarm: Swarm
+    contract: object
+    domain: Domain
+
+    def send(self, who, fn: str, *args, value: int = 0):
+        call = getattr(self.contract.functions, fn)(*args)
+        tx = {"to": self.contract.address, "data": call._encode_transaction_data(), "value": value}
+        sender = TxSender(self.swarm.w3, who, ErrorDecoder(self.contract.abi))
+        return sender.send(tx, fn)
+
+    def view(self, round_: int = ROUND):
+        return self.contract.functions.roundOf(round_).call()
+
+    def window(self, name: str, round_: int = ROUND) -> int:
+        return getattr(self.contract.functions, name)(round_).call()
+
+
+def open_book(chain, **params) -> tuple[Swarm, list, Book]:
+    """A ledger with `params` (tests.harness.ledger_swarm.PARAMS by default; K = 32 seat
+    trials and a quorum of 2 here unless given), seven nodes staked 2 ETH each, and a RoundBook
+    on it with BOND and CHALLENGE_BOND."""
+    swarm = Swarm(chain, **{"quorum": Q, "checkers": K, **params})
+    nodes = [swarm.node(2 * ETH) for _ in range(7)]
+    address = deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
+    contract = swarm.w3.eth.contract(address=address, abi=load_artifact("RoundBook")["abi"])
+    book = Book(swarm, contract, Domain(chain_id=swarm.w3.eth.chain_id, contract=address))
+    return swarm, nodes, book
+
+
+def sign_submissions(book: Book, producers, round_: int = ROUND) -> list[Signed]:
+    return [
+        Signed.sign(
+            Submission(
+                round=round_,
+                digest="0x" + digest(f"{round_}-{p.tx.account.address}").hex(),
+                rollouts=8,
+                score=4 * SCORE_SCALE,  # of 8 rollouts: at most 8 x SCORE_SCALE
+                signal=SCORE_SCALE + i,
+            ),
+            book.domain,
+            p.tx.account.key,
+        )
+        for i, p in enumerate(producers)
+    ]
+
+
+def post_submissions(book: Book, aggregator, subs: SubmissionRoot, round_: int = ROUND) -> None:
+    book.swarm.goto(book.window("postRound", round_))
+    count = len(subs.signed)
+    book.send(aggregator.tx.account, "postSubmissions", round_, subs.root, count, LIST, value=BOND)
+    book.swarm.mine()
+    book.send(aggregator.tx.account, "drawBeacon", round_)
+
+
+def seats(book: Book, nodes, producer: str, round_: int = ROUND) -> dict[str, int]:
+    """Who holds seats on `producer`'s committee: the ledger's rule with the round's beacon."""
+    view = book.view(round_)
+    posted, beacon = view[1], view[7]
+    ledger = book.swarm.ledger
+    family = ledger.node_info(producer).family
+    total = ledger.family_stake_at(family, posted)
+    drawn = Beacon(round=round_, node=producer, beacon=beacon, block=posted + 1, ready=True)
+    found = {}
+    for n in nodes:
+        voter = n.tx.account.address
+        if voter.lower() == producer.lower():
+            continue
+        won = drawn.seats(voter, ledger.stake_at(voter, posted), total, book.swarm.params.checkers)
+        if won:
+            found[voter] = won
+    return found
+
+
+def signed_vote(book: Book, voter, signed: Signed, score: int | None = None) -> Signed:
+    """`voter`'s agreeing vote on the submission `signed` (its own `score`, if given)."""
+    s = signed.message
+    message = Vote(
+        round=s.round,
+        producer=signed.signer,
+        digest=s.digest,
+        unavailable=False,
+        score=s.score if score is None else score,
+        signal=s.signal,
+        findings=0,
+    )
+    return Signed.sign(message, book.domain, voter.tx.account.key)
+
+
+def agreeing_votes(book: Book, voters, signed: Signed, score: int | None = None) -> list[tuple]:
+    ordered = sorted(voters, key=lambda v: int(v.tx.account.address, 16))
+    return [vote_struct(signed_vote(book, v, signed, score)) for v in ordered]
+
+
+def credit_of(subs: SubmissionRoot, index: int, votes: list[tuple]) -> Credit:
+    signed = subs.signed[index]
+    s = signed.message
+    return Credit(index, signed.signer, s.digest, s.score, s.signal, votes_hash(votes))
+
+
+def honest_round(book: Book, nodes, round_: int = ROUND, earnings=None):
+    """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
+    checkers: the roots an honest aggregator posts, built by its own collector from the
+    messages as the peers send them (bytes); `earnings` (EarningsBook.earnings for the round)
+    fills each credit's earnings."""
+    producers, aggregator = nodes[:4], nodes[4]
+    quorum = book.swarm.params.quorum
+    tolerance = book.swarm.params.agree_tolerance_bps
+    registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
+    collector = Collector(book.domain, round_, tolerance_bps=tolerance, registered=registered)
+    for signed in sign_submissions(book, producers, round_):
+        collector.accept(signed.to_bytes())
+    subs = collector.submission_root()
+    post_submissions(book, aggregator, subs, round_)
+    seated = {
+        s.signer.lower(): {a.lower() for a in seats(book, nodes, s.signer, round_)}
+        for s in subs.signed
+    }
+    for signed in subs.signed:
+        held = seated[signed.signer.lower()]
+        voters = [n for n in nodes if n.tx.account.address.lower() in held][:quorum]
+        assert len(voters) == quorum, "too few seated checkers for this test's draw"
+        for voter in voters:
+            collector.accept(signed_vote(book, voter, signed).to_bytes())
+    verdicts = collector.verdict_root(
+        subs, seated=lambda p, v: v in seated[p], quorum=quorum, earnings=earnings
+    )
+    assert verdicts is not None and len(verdicts.credits) == len(subs.signed)
+    return aggregator, subs, list(verdicts.credits), list(verdicts.votes)
+
+
+def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot, round_: int = ROUND) -> None:
+    book.swarm.goto(book.window("verdictRound", round_))
+    count = len(verdicts.credits)
+    book.send(
+        aggregator.tx.account, "postVerdicts", round_, verdicts.root, count, verdicts.total, LIST
+    )
+
+
+def prove_credit(book, who, verdicts: VerdictRoot, subs: SubmissionRoot, i: int, votes):
+    credit = verdicts.credits[i]
+    sub_index = min(credit.index, len(subs.signed) - 1)
+    return book.send(
+        who,
+        "proveBadCredit",
+        ROUND,
+        i,
+        credit.struct(),
+        verdicts.amounts[i],
+        verdicts.proof(i),
+        submission_struct(subs.signed[sub_index]),
+        subs.proof(sub_index),
+        votes,
+    )
+
+
+def balances(book: Book, who: str) -> tuple[int, int]:
+    return book.swarm.w3.eth.get_balance(who), book.swarm.ledger.reward_pool()
+
+
+def assert_paid_for(
+    book: Book, prover, before: tuple[int, int], lie: str, receipt, round_: int = ROUND
+) -> None:
+    """The root is void, the prover got half the bond (less its gas) and the pool the rest."""
+    after = balances(book, prover.address)
+    gas = receipt.gas_used * receipt.effective_gas_price
+    assert after[0] - before[0] + gas == BOND // 2
+    assert after[1] - before[1] == BOND - BOND // 2
+    assert lies(book, receipt) == [lie]
+    view = book.view(round_)
+    assert view[8] or view[9], "the root is void"
+    with pytest.raises(LedgerRevert, match="BondForfeited"):  # one lie takes the bond, once
+        book.send(prover, "release", round_)
+
+
+def lies(book: Book, result) -> list[str]:
+    """The lies a transaction proved (its LieProven events)."""
+    receipt = book.swarm.w3.eth.get_transaction_receipt(result.tx_hash)
+    found = book.contract.events.LieProven().process_receipt(receipt, errors=DISCARD)
+    return [e.args["what"] for e in found]
+
+
+def audit(
+    book: Book,
+    subs: SubmissionRoot,
+    verdicts: VerdictRoot | None = None,
+    round_: int = ROUND,
+    earned: EarningsBook | None = None,
+    v4: set[str] = frozenset(),  # type: ignore[assignment]
+) -> Finding | None:
+    """What an auditor finds in the round's published lists (the submission list, then the
+    verdict list when given), reading the book and the ledger as anyone can."""
+    params = book.swarm.params
+    auditor = Auditor(
+        book.domain,
+        book.swarm.ledger,
+        quorum=params.quorum,
+        checkers=params.checkers,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+    posted = RoundPosted.from_view(round_, book.view(round_))
+    entries, found = auditor.submissions(posted, submission_list(subs.signed))
+    if found is not None or verdicts is None:
+        return found
+    return auditor.verdicts(posted, entries, verdict_list(verdicts), earned, v4)
+
+
+def act_on(book: Book, who, finding: Finding):
+    """Sends the call the auditor's finding names (a data challenge with its bond)."""
+    value = CHALLENGE_BOND if finding.challenge else 0
+    return book.send(who, finding.function, *finding.args, value=value)
+
+
+def stranger(book: Book):
+    account = Account.create()
+    book.swarm.w3.provider.make_request("anvil_setBalance", [account.address, hex(10 * ETH)])
+    return account
+
+
+def claim(book: Book, producer, entry: Entry, tail: list[Entry] = ()):
+    """`producer` claims from its credit `entry`, with the tail of credits after its settled."""
+    return book.send(
+        producer.tx.account,
+        "claim",
+        entry.round,
+        entry.index,
+        entry.credit.struct(),
+        entry.amount,
+        list(entry.proof),
+        [t.shown() for t in tail],
+    )
+
+
+def paid_by(book: Book, result) -> int:
+    receipt = book.swarm.w3.eth.get_transaction_receipt(result.tx_hash)
+    return book.contract.events.Claimed().process_receipt(receipt, errors=DISCARD)[0].args["amount"]
