@@ -9,8 +9,11 @@ A fault's text must occur exactly once in RoundBook.sol (the table would lie oth
 runs, for each fault, only the tests named as its catchers (what CI runs); the default runs the
 whole file, stopping at the first failure.
 
+--tests runs another file against each fault instead (the random sequences of
+tests/chain/test_roundbook_stateful.py: what its invariants catch alone).
+
 Usage: python -m scripts.mutate_roundbook [--only NAME[,NAME...]] [--list] [--quick]
-                                          [--no-baseline]
+                                          [--no-baseline] [--tests FILE]
 """
 
 from __future__ import annotations
@@ -215,7 +218,9 @@ def build(project: Path) -> None:
         raise SystemExit(f"the mutants do not compile:\n{done.stderr[-3000:]}")
 
 
-def run_tests(artifact: Path | None, only: tuple[str, ...] = ()) -> tuple[int, str, float]:
+def run_tests(
+    artifact: Path | None, only: tuple[str, ...] = (), tests: str = TESTS
+) -> tuple[int, str, float]:
     """(pytest's exit code, the first failing test, seconds) for the book at `artifact`."""
     env = dict(os.environ)
     if artifact is not None:
@@ -236,7 +241,7 @@ def run_tests(artifact: Path | None, only: tuple[str, ...] = ()) -> tuple[int, s
             "-n",
             "0",
             "-rf",
-            TESTS,
+            tests,
             *select,
         ],
         cwd=ROOT,
@@ -263,7 +268,15 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="name each fault and stop")
     parser.add_argument("--quick", action="store_true", help="run only each fault's catchers")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    parser.add_argument(
+        "--tests",
+        default=TESTS,
+        help="the test file run against each mutant (another suite's teeth, e.g. "
+        "tests/chain/test_roundbook_stateful.py)",
+    )
     args = parser.parse_args()
+    if args.quick and args.tests != TESTS:
+        parser.error(f"--quick names tests of {TESTS}; it does not go with --tests")
     if args.list:
         for name, (what, *_rest) in FAULTS.items():
             print(f"{name}: {what}")
@@ -279,7 +292,7 @@ def main() -> int:
         print(f"built {len(faults)} mutants in {time.monotonic() - started:.0f} s", flush=True)
         failed = 0
         if not args.no_baseline:
-            code, test, seconds = run_tests(None)
+            code, test, seconds = run_tests(None, tests=args.tests)
             said = "passes" if code == 0 else f"FAILS {test}"
             print(f"the unmutated book: {said} ({seconds:.0f} s)")
             failed += code != 0
@@ -295,7 +308,7 @@ def main() -> int:
         for fault in faults:
             what, _, _, catchers = FAULTS[fault]
             artifact = project / "contracts" / "artifacts" / f"{_mutant_name(fault)}.json"
-            code, test, seconds = run_tests(artifact, catchers if args.quick else ())
+            code, test, seconds = run_tests(artifact, catchers if args.quick else (), args.tests)
             if code == 1 and test:
                 caught += 1
                 verdict = test
@@ -304,7 +317,7 @@ def main() -> int:
             table.row(fault, what, verdict, seconds)
             print(f"{fault}: {verdict} ({seconds:.0f} s)", flush=True)
         table.print(
-            f"RoundBook: seeded faults against {TESTS}"
+            f"RoundBook: seeded faults against {args.tests}"
             + (" (each fault's catchers only)" if args.quick else "")
         )
         print(f"\n{caught} of {len(faults)} seeded faults caught")
