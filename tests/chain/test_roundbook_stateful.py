@@ -43,7 +43,7 @@ from hypothesis.stateful import (
 from client.chain.errors import LedgerRevert
 from client.chain.roots import Credit, SubmissionRoot, VerdictRoot, submission_struct
 from client.devnet import Anvil
-from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.earnings import EarningsBook, Entry
 from tests.harness.ledger_swarm import ETH
 from tests.harness.roundbook import (
     BOND,
@@ -289,6 +289,23 @@ class BookMachine(RuleBasedStateMachine):
             self.paid[key] = due
             self.pool -= amount
             self.last_claim[key] = q
+
+    @precondition(lambda self: self.rounds)
+    @rule(producer=st.integers(0, 3), pick=st.integers(0, 1_000))
+    def claim_early(self, producer: int, pick: int) -> None:
+        """The producer claims from a credit of a round that does not stand (its window is
+        open, or it is two rounds from closed, or it is void): refused, whatever its leaf."""
+        node = self.nodes[producer]
+        key = node.tx.account.address.lower()
+        early = [q for q, r in self.rounds.items() if key in r.amounts and not self.stands(q)]
+        if not early:
+            return
+        q = sorted(early)[pick % len(early)]
+        v = self.rounds[q].verdicts
+        index = next(i for i, c in enumerate(v.credits) if c.producer.lower() == key)
+        proof = tuple(v.proof(index))
+        entry = Entry(q, index, v.credits[index], v.amounts[index], v.total, proof)
+        self.expect("NotSettled", lambda: claim(self.book, node, entry), "claim early")
 
     @precondition(lambda self: self.rounds)
     @rule(pick=st.integers(0, 1_000))
