@@ -30,6 +30,7 @@ from typing import ClassVar
 
 import hypothesis.strategies as st
 import pytest
+from eth_account import Account
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -41,10 +42,19 @@ from hypothesis.stateful import (
 )
 
 from client.chain.errors import LedgerRevert
-from client.chain.roots import Credit, SubmissionRoot, VerdictRoot, submission_struct
+from client.chain.messages import Signed, Vote
+from client.chain.roots import (
+    NO_EARNINGS,
+    Credit,
+    SubmissionRoot,
+    VerdictRoot,
+    submission_struct,
+    vote_struct,
+)
 from client.devnet import Anvil
 from client.node.aggregation.earnings import EarningsBook, Entry
-from tests.harness.ledger_swarm import ETH
+from client.units import SCORE_SCALE
+from tests.harness.ledger_swarm import ETH, digest
 from tests.harness.roundbook import (
     BOND,
     CHALLENGE_BOND,
@@ -66,6 +76,17 @@ LIES = (
     "a credit's amount is not its signal",
     "a credit with fewer votes than quorum",
     "a credit of no submission",
+    "a vote its voter did not sign",
+    "a credit the v4 lane holds",
+    "earnings that do not add up",  # when the credit has earnings to inflate
+    "earnings that skip a credit",  # when it has earnings to leave out
+)
+ANSWERS = ("now", "never", "later")
+HOW = (
+    "another's credit",
+    "a tail naming a credit twice",
+    "a tail naming its own round",
+    "an amount its leaf does not hold",
 )
 
 
@@ -79,6 +100,22 @@ class MRound:
     void: bool = False
     released: bool = False
     amounts: dict[str, int] = field(default_factory=dict)  # producer -> its credit's amount
+
+
+def forged(book: Book, vote: tuple, signed: Signed) -> tuple:
+    """`vote` (a SignedVote on `signed`) with a signature by a key that is not its voter's."""
+    s = signed.message
+    message = Vote(
+        round=s.round,
+        producer=signed.signer,
+        digest=s.digest,
+        unavailable=False,
+        score=vote[1],
+        signal=s.signal,
+        findings=vote[2],
+    )
+    other = Signed.sign(message, book.domain, Account.create().key)
+    return (vote[0], vote[1], vote[2], vote_struct(other)[3])
 
 
 class BookMachine(RuleBasedStateMachine):
@@ -98,8 +135,9 @@ class BookMachine(RuleBasedStateMachine):
         self.latest: int | None = None  # the only round a challenge may target
         self.book.send(self.swarm.deployer, "fund", value=FUNDED)
         self.pool = FUNDED
-        self.open_challenges = 0
         self.challenged: set[tuple[int, bool, int]] = set()
+        # the challenge left open, (round, of the verdict tree?, index, answer by, challenger)
+        self.pending: tuple[int, bool, int, int, object] | None = None
         self.ledger_pool = self.swarm.ledger.reward_pool()
         self.paid: dict[str, int] = {}
         self.last_claim: dict[str, int] = {}  # producer -> the round it last claimed from
@@ -128,7 +166,7 @@ class BookMachine(RuleBasedStateMachine):
         return (
             r is not None
             and not r.void
-            and self.open_challenges == 0
+            and (self.pending is None or self.pending[0] != q)
             and self.current() >= self.window("challengeEnd", q) + 2
         )
 
@@ -146,12 +184,13 @@ class BookMachine(RuleBasedStateMachine):
 
     # -------------------------------------------------------------------------------- rules
 
+    @precondition(lambda self: self.pending is None)
     @rule(
-        lie=st.sampled_from((None, None, None, *LIES)),
+        lie=st.none() | st.sampled_from(LIES),  # half the rounds honest
         liar=st.integers(0, 3),
-        asked=st.none() | st.tuples(st.booleans(), st.integers(0, 3), st.booleans()),
+        asked=st.none() | st.tuples(st.booleans(), st.integers(0, 3), st.sampled_from(ANSWERS)),
     )
-    def play(self, lie: str | None, liar: int, asked: tuple[bool, int, bool] | None) -> None:
+    def play(self, lie: str | None, liar: int, asked: tuple[bool, int, str] | None) -> None:
         """The next round the clock allows: posted by the aggregator, voted by seated checkers,
         its verdicts posted; a lie is found by the auditor and proven in the window; `asked`, a
         leaf a stranger then challenges (of the verdict tree?, its index, answered?)."""
@@ -159,6 +198,11 @@ class BookMachine(RuleBasedStateMachine):
         if round_ in self.rounds or round_ < 0:
             round_ = max(self.rounds, default=-1) + 1
         self.fold_to(round_ - self.lag)
+        v4: set[str] = set()
+        if lie == "a credit the v4 lane holds":  # the producer submits the round there too
+            twice = self.nodes[liar]
+            twice.submit(round_, digest(f"v4 {round_}"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+            v4.add(twice.tx.account.address.lower())
         aggregator, subs, credits, votes = honest_round(
             self.book,
             self.nodes,
@@ -167,23 +211,35 @@ class BookMachine(RuleBasedStateMachine):
         )
         amounts = [c.signal for c in credits]
         target = liar
-        if lie is not None:
-            kept = credits[target].earnings
+        kept = credits[target].earnings
+        if lie == "earnings that do not add up" and kept.settled == 0:
+            lie = None  # nothing settled to inflate yet: an honest round
+        if lie == "earnings that skip a credit" and kept == NO_EARNINGS:
+            lie = None
+        if lie == "earnings that skip a credit":
+            credits[target] = replace(credits[target], earnings=NO_EARNINGS)
+        elif lie not in (None, "a credit the v4 lane holds", "earnings that do not add up"):
             if lie == "a credit's amount is not its signal":
                 amounts[target] = credits[target].signal * 100
             elif lie == "a credit with fewer votes than quorum":
                 votes[target] = votes[target][:1]
+            elif lie == "a vote its voter did not sign":
+                first = forged(self.book, votes[target][0], subs.signed[target])
+                votes[target] = [first, *votes[target][1:]]
             credits[target] = replace(credit_of(subs, target, votes[target]), earnings=kept)
             if lie == "a credit of no submission":
                 c = credits[target]
                 credits[target] = Credit(7, c.producer, c.digest, c.score, c.signal, c.votes, kept)
+        if lie == "earnings that do not add up":
+            doubled = replace(kept, settled=kept.settled * 2)
+            credits[target] = replace(credits[target], earnings=doubled)
         verdicts = VerdictRoot(credits, amounts, votes=votes, presorted=True)
         post_verdicts(self.book, aggregator, verdicts, round_)
         r = MRound(aggregator.tx.account.address, subs, verdicts, votes, lie)
         r.amounts = {c.producer.lower(): a for c, a in zip(credits, amounts, strict=True)}
         self.rounds[round_] = r
         self.latest = round_
-        finding = audit(self.book, subs, verdicts, round_, self.earned)
+        finding = audit(self.book, subs, verdicts, round_, self.earned, v4)
         self.seen[f"round: {lie or 'honest'}"] += 1
         if lie is None:
             assert finding is None, f"an honest round {round_} was found lying: {finding}"
@@ -194,10 +250,17 @@ class BookMachine(RuleBasedStateMachine):
         if asked is not None:
             self.challenge(*asked)
 
-    @precondition(lambda self: self.latest is not None)
-    @rule(verdict_tree=st.booleans(), index=st.integers(0, 3), answer=st.booleans())
-    def challenge(self, verdict_tree: bool, index: int, answer: bool) -> None:
-        """A stranger asks for a leaf of the latest round; the aggregator answers it or not."""
+    @precondition(lambda self: self.latest is not None and self.pending is None)
+    @rule(
+        verdict_tree=st.booleans(),
+        index=st.integers(0, 3),
+        answer=st.sampled_from(ANSWERS),
+        then=st.integers(0, 4),
+    )
+    def challenge(self, verdict_tree: bool, index: int, answer: str, then: int = 0) -> None:
+        """A stranger asks for a leaf of the latest round; the aggregator answers it at once,
+        never (the challenger claims the bond), or not yet (`resolve` decides later, `then`
+        rounds on)."""
         round_ = self.latest
         r = self.rounds[round_]
         challenger = stranger(self.book)
@@ -217,33 +280,52 @@ class BookMachine(RuleBasedStateMachine):
         )
         if error is not None:
             return
-        self.open_challenges += 1
         self.challenged.add((round_, verdict_tree, index))
-        aggregator = next(n for n in self.nodes if n.tx.account.address == r.aggregator)
+        self.pending = (round_, verdict_tree, index, self.current() + 1, challenger)
+        if answer == "now":
+            self.resolve(True)
+        elif answer == "never":
+            self.swarm.goto(self.current() + 2)  # past the answer's round
+            self.resolve(False)
+        elif then:
+            self.swarm.goto(self.current() + then)
+
+    @precondition(lambda self: self.pending is not None)
+    @rule(answer=st.booleans())
+    def resolve(self, answer: bool) -> None:
+        """The open challenge: the aggregator shows the leaf (refused once its round is past),
+        or the challenger claims it unanswered (refused until then)."""
+        assert self.pending is not None
+        round_, verdict_tree, index, answer_by, challenger = self.pending
+        r = self.rounds[round_]
+        late = self.current() > answer_by
         if answer:
+            aggregator = next(n for n in self.nodes if n.tx.account.address == r.aggregator)
             if verdict_tree:
                 v = r.verdicts
+                fn = "answerCredit"
                 args = (v.credits[index].struct(), v.amounts[index], v.proof(index), r.votes[index])
-                self.book.send(aggregator.tx.account, "answerCredit", round_, index, *args)
             else:
-                signed = r.subs.signed[index]
-                proof = r.subs.proof(index)
-                self.book.send(
-                    aggregator.tx.account,
-                    "answerSubmission",
-                    round_,
-                    index,
-                    submission_struct(signed),
-                    proof,
-                )
-            self.open_challenges -= 1
-            self.seen["challenge answered"] += 1
+                fn = "answerSubmission"
+                args = (submission_struct(r.subs.signed[index]), r.subs.proof(index))
+            error = "AnswerWindowClosed" if late else None
+            self.expect(
+                error,
+                lambda: self.book.send(aggregator.tx.account, fn, round_, index, *args),
+                "answer",
+            )
+            if error is None:
+                self.pending = None
             return
-        self.swarm.goto(self.current() + 2)  # past the answer's round
-        self.book.send(challenger, "claimUnanswered", round_, verdict_tree, index)
-        self.open_challenges -= 1
-        self.forfeit(r)
-        self.seen["challenge unanswered"] += 1
+        error = None if late else "AnswerWindowOpen"
+        self.expect(
+            error,
+            lambda: self.book.send(challenger, "claimUnanswered", round_, verdict_tree, index),
+            "unanswered",
+        )
+        if error is None:
+            self.pending = None
+            self.forfeit(r)
 
     @rule(rounds=st.integers(1, 6))
     def wait(self, rounds: int) -> None:
@@ -290,6 +372,40 @@ class BookMachine(RuleBasedStateMachine):
             self.pool -= amount
             self.last_claim[key] = q
 
+    @rule(thief=st.integers(0, 6), producer=st.integers(0, 3), how=st.sampled_from(HOW))
+    def claim_falsely(self, thief: int, producer: int, how: str) -> None:
+        """An attacker's claim from a standing credit: another node's (a producer or not), the
+        producer's own with a tail naming a credit twice, or its own round, or with an amount
+        its leaf does not hold; each refused, and nothing moves."""
+        owner = self.nodes[producer]
+        address = owner.tx.account.address
+        key = address.lower()
+        standing = [q for q, r in self.rounds.items() if key in r.amounts and self.stands(q)]
+        if not standing:
+            return
+        q = max(standing)
+        self.fold_to(q)
+        entry = self.earned.entry(address, q)
+        assert entry is not None
+        tail = self.earned.tail(address, q)
+        claimant, error = owner, "BadTail"
+        if how == "another's credit":
+            claimant = self.nodes[thief if thief != producer else (thief + 1) % 7]
+            error = "NotTheProducer"
+        elif how == "a tail naming a credit twice":
+            if not tail:
+                return
+            tail = [*tail, tail[-1]]
+        elif how == "a tail naming its own round":
+            tail = [*tail, entry]
+        elif how == "an amount its leaf does not hold":
+            entry = replace(entry, amount=entry.amount * 2)
+            error = "NotInRoot"
+        last = self.last_claim.get(key)
+        if error == "BadTail" and last is not None and q < last + self.lag:
+            error = "ClaimTooSoon"  # checked before the tail
+        self.expect(error, lambda: claim(self.book, claimant, entry, tail), f"claim: {how}")
+
     @precondition(lambda self: self.rounds)
     @rule(producer=st.integers(0, 3), pick=st.integers(0, 1_000))
     def claim_early(self, producer: int, pick: int) -> None:
@@ -308,9 +424,10 @@ class BookMachine(RuleBasedStateMachine):
         self.expect("NotSettled", lambda: claim(self.book, node, entry), "claim early")
 
     @precondition(lambda self: self.rounds)
-    @rule(pick=st.integers(0, 1_000))
+    @rule(pick=st.integers(0, 3))
     def release(self, pick: int) -> None:
-        round_ = sorted(self.rounds)[pick % len(self.rounds)]
+        """An aggregator asks for its bond back (`pick`: 0 the latest round, then older)."""
+        round_ = sorted(self.rounds, reverse=True)[min(pick, len(self.rounds) - 1)]
         r = self.rounds[round_]
         aggregator = next(n for n in self.nodes if n.tx.account.address == r.aggregator)
         error = None
@@ -320,6 +437,8 @@ class BookMachine(RuleBasedStateMachine):
             error = "NoSuchRoot"
         elif self.current() <= self.window("challengeEnd", round_):
             error = "ChallengeWindowOpen"
+        elif self.pending is not None and self.pending[0] == round_:
+            error = "ChallengesOpen"
         self.expect(
             error, lambda: self.book.send(aggregator.tx.account, "release", round_), "release"
         )
@@ -336,7 +455,7 @@ class BookMachine(RuleBasedStateMachine):
         held = sum(BOND for r in self.rounds.values() if not r.void and not r.released)
         balance = self.swarm.w3.eth.get_balance(self.book.contract.address)
         assert contract.rewardPool().call() == self.pool
-        assert balance == self.pool + held + self.open_challenges * CHALLENGE_BOND
+        assert balance == self.pool + held + (self.pending is not None) * CHALLENGE_BOND
         assert self.swarm.ledger.reward_pool() == self.ledger_pool
         for node in self.nodes[:4]:
             address = node.tx.account.address
@@ -357,7 +476,7 @@ def test_random_rounds_keep_the_books_money_where_the_rules_put_it(chain: Anvil)
     run_state_machine_as_test(
         BookMachine,
         settings=settings(
-            max_examples=int(os.environ.get("SAPO_BOOK_EXAMPLES", "10")),
+            max_examples=int(os.environ.get("SAPO_BOOK_EXAMPLES", "20")),
             derandomize=True,
             phases=[Phase.explicit, Phase.reuse, Phase.generate],
             stateful_step_count=20,
@@ -367,5 +486,5 @@ def test_random_rounds_keep_the_books_money_where_the_rules_put_it(chain: Anvil)
     )
     seen = BookMachine.seen
     print(dict(sorted(seen.items())))
-    for reached in ("claim: ok", "release: ok", "round: honest", "challenge answered"):
+    for reached in ("claim: ok", "release: ok", "round: honest", "answer: ok", "unanswered: ok"):
         assert seen[reached], f"no sequence reached {reached!r}: {dict(seen)}"
