@@ -82,12 +82,9 @@ LIES = (
     "earnings that skip a credit",  # when it has earnings to leave out
 )
 ANSWERS = ("now", "never", "later")
-HOW = (
-    "another's credit",
-    "a tail naming a credit twice",
-    "a tail naming its own round",
-    "an amount its leaf does not hold",
-)
+# a tail naming a credit twice needs two credits of one producer less than `lag` rounds apart,
+# which whole rounds played one after another never are (the directed test plays it)
+HOW = ("another's credit", "a tail naming its own round", "an amount its leaf does not hold")
 
 
 @dataclass
@@ -211,11 +208,12 @@ class BookMachine(RuleBasedStateMachine):
         )
         amounts = [c.signal for c in credits]
         target = liar
+        if lie in ("earnings that do not add up", "earnings that skip a credit"):
+            # a credit with earnings to inflate or leave out; none yet: an honest round
+            held = [i for i, c in enumerate(credits) if c.earnings.settled > 0]
+            target = held[liar % len(held)] if held else liar
+            lie = lie if held else None
         kept = credits[target].earnings
-        if lie == "earnings that do not add up" and kept.settled == 0:
-            lie = None  # nothing settled to inflate yet: an honest round
-        if lie == "earnings that skip a credit" and kept == NO_EARNINGS:
-            lie = None
         if lie == "earnings that skip a credit":
             credits[target] = replace(credits[target], earnings=NO_EARNINGS)
         elif lie not in (None, "a credit the v4 lane holds", "earnings that do not add up"):
@@ -331,11 +329,19 @@ class BookMachine(RuleBasedStateMachine):
     def wait(self, rounds: int) -> None:
         self.swarm.goto(self.current() + rounds)
 
-    @rule(producer=st.integers(0, 3), pick=st.integers(0, 3), settle=st.booleans())
-    def claim_earned(self, producer: int, pick: int, settle: bool) -> None:
+    @rule(
+        producer=st.integers(0, 3),
+        pick=st.integers(0, 3),
+        settle=st.booleans(),
+        how=st.none() | st.sampled_from(HOW),
+        thief=st.integers(0, 6),
+    )
+    def claim_earned(
+        self, producer: int, pick: int, settle: bool, how: str | None, thief: int
+    ) -> None:
         """The producer claims from one of its standing credits (`pick`: 0 the latest, then
         older), with the tail of credits its earnings do not count yet; `settle`: once the
-        latest round stands."""
+        latest round stands; `how`: an attacker's false claim of that credit instead."""
         if settle and self.latest is not None:
             stands_at = self.window("challengeEnd", self.latest) + 2
             if self.current() < stands_at:
@@ -349,6 +355,9 @@ class BookMachine(RuleBasedStateMachine):
             return
         q = sorted(standing, reverse=True)[pick % len(standing)]
         self.fold_to(q)
+        if how is not None:
+            self.claim_falsely(producer, q, how, thief)
+            return
         entry = self.earned.entry(address, q)
         assert entry is not None
         due = sum(
@@ -372,19 +381,12 @@ class BookMachine(RuleBasedStateMachine):
             self.pool -= amount
             self.last_claim[key] = q
 
-    @rule(thief=st.integers(0, 6), producer=st.integers(0, 3), how=st.sampled_from(HOW))
-    def claim_falsely(self, thief: int, producer: int, how: str) -> None:
-        """An attacker's claim from a standing credit: another node's (a producer or not), the
-        producer's own with a tail naming a credit twice, or its own round, or with an amount
-        its leaf does not hold; each refused, and nothing moves."""
+    def claim_falsely(self, producer: int, q: int, how: str, thief: int) -> None:
+        """An attacker's claim from the producer's standing credit of round q: as another node
+        (a producer or not), or the producer's own with a tail naming its own round, or with
+        an amount its leaf does not hold; each refused, and nothing moves."""
         owner = self.nodes[producer]
         address = owner.tx.account.address
-        key = address.lower()
-        standing = [q for q, r in self.rounds.items() if key in r.amounts and self.stands(q)]
-        if not standing:
-            return
-        q = max(standing)
-        self.fold_to(q)
         entry = self.earned.entry(address, q)
         assert entry is not None
         tail = self.earned.tail(address, q)
@@ -392,16 +394,12 @@ class BookMachine(RuleBasedStateMachine):
         if how == "another's credit":
             claimant = self.nodes[thief if thief != producer else (thief + 1) % 7]
             error = "NotTheProducer"
-        elif how == "a tail naming a credit twice":
-            if not tail:
-                return
-            tail = [*tail, tail[-1]]
         elif how == "a tail naming its own round":
             tail = [*tail, entry]
         elif how == "an amount its leaf does not hold":
             entry = replace(entry, amount=entry.amount * 2)
             error = "NotInRoot"
-        last = self.last_claim.get(key)
+        last = self.last_claim.get(address.lower())
         if error == "BadTail" and last is not None and q < last + self.lag:
             error = "ClaimTooSoon"  # checked before the tail
         self.expect(error, lambda: claim(self.book, claimant, entry, tail), f"claim: {how}")
