@@ -287,14 +287,22 @@ class BookMachine(RuleBasedStateMachine):
             self.resolve(False)
         elif then:
             self.swarm.goto(self.current() + then)
+            self.release(0)  # the aggregator asks for its bond while the challenge is open
 
     @precondition(lambda self: self.pending is not None)
-    @rule(answer=st.booleans())
-    def resolve(self, answer: bool) -> None:
+    @rule(answer=st.booleans(), after_window=st.booleans())
+    def resolve(self, answer: bool, after_window: bool = False) -> None:
         """The open challenge: the aggregator shows the leaf (refused once its round is past),
-        or the challenger claims it unanswered (refused until then)."""
+        or the challenger claims it unanswered (refused until then); `after_window`: once the
+        round's challenge window has closed, and after the aggregator asked for its bond (it
+        waits while the challenge is open)."""
         assert self.pending is not None
         round_, verdict_tree, index, answer_by, challenger = self.pending
+        if after_window:
+            closed = self.window("challengeEnd", round_) + 1
+            if self.current() < closed:
+                self.swarm.goto(closed)
+            self.release(0)
         r = self.rounds[round_]
         late = self.current() > answer_by
         if answer:
@@ -325,9 +333,12 @@ class BookMachine(RuleBasedStateMachine):
             self.pending = None
             self.forfeit(r)
 
-    @rule(rounds=st.integers(1, 6))
-    def wait(self, rounds: int) -> None:
+    @rule(rounds=st.integers(1, 6), pick=st.integers(0, 3))
+    def wait(self, rounds: int, pick: int) -> None:
+        """Time passes; then an aggregator asks for its bond back (`release`)."""
         self.swarm.goto(self.current() + rounds)
+        if self.rounds:
+            self.release(pick)
 
     @rule(
         producer=st.integers(0, 3),
@@ -335,13 +346,18 @@ class BookMachine(RuleBasedStateMachine):
         settle=st.booleans(),
         how=st.none() | st.sampled_from(HOW),
         thief=st.integers(0, 6),
+        early=st.booleans(),
     )
     def claim_earned(
-        self, producer: int, pick: int, settle: bool, how: str | None, thief: int
+        self, producer: int, pick: int, settle: bool, how: str | None, thief: int, early: bool
     ) -> None:
         """The producer claims from one of its standing credits (`pick`: 0 the latest, then
         older), with the tail of credits its earnings do not count yet; `settle`: once the
-        latest round stands; `how`: an attacker's false claim of that credit instead."""
+        latest round stands; `how`: an attacker's false claim of that credit instead; `early`:
+        from a round that does not stand instead (`claim_early`)."""
+        if early:
+            self.claim_early(producer, pick)
+            return
         if settle and self.latest is not None:
             stands_at = self.window("challengeEnd", self.latest) + 2
             if self.current() < stands_at:
@@ -380,6 +396,9 @@ class BookMachine(RuleBasedStateMachine):
             self.paid[key] = due
             self.pool -= amount
             self.last_claim[key] = q
+            # a retry of the same claim (a node that did not see its receipt) pays nothing
+            retry = lambda: claim(self.book, node, entry, self.earned.tail(address, q))  # noqa: E731
+            self.expect("ClaimTooSoon", retry, "claim again")
 
     def claim_falsely(self, producer: int, q: int, how: str, thief: int) -> None:
         """An attacker's claim from the producer's standing credit of round q: as another node
@@ -404,8 +423,6 @@ class BookMachine(RuleBasedStateMachine):
             error = "ClaimTooSoon"  # checked before the tail
         self.expect(error, lambda: claim(self.book, claimant, entry, tail), f"claim: {how}")
 
-    @precondition(lambda self: self.rounds)
-    @rule(producer=st.integers(0, 3), pick=st.integers(0, 1_000))
     def claim_early(self, producer: int, pick: int) -> None:
         """The producer claims from a credit of a round that does not stand (its window is
         open, or it is two rounds from closed, or it is void): refused, whatever its leaf."""
@@ -421,8 +438,6 @@ class BookMachine(RuleBasedStateMachine):
         entry = Entry(q, index, v.credits[index], v.amounts[index], v.total, proof)
         self.expect("NotSettled", lambda: claim(self.book, node, entry), "claim early")
 
-    @precondition(lambda self: self.rounds)
-    @rule(pick=st.integers(0, 3))
     def release(self, pick: int) -> None:
         """An aggregator asks for its bond back (`pick`: 0 the latest round, then older)."""
         round_ = sorted(self.rounds, reverse=True)[min(pick, len(self.rounds) - 1)]
