@@ -18,7 +18,7 @@ from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, LedgerRevert
-from client.chain.messages import Signed, Submission, Vote
+from client.chain.messages import Signed, Submission
 from client.chain.roots import (
     NO_EARNINGS,
     Credit,
@@ -46,6 +46,7 @@ from tests.harness.roundbook import (
     balances,
     claim,
     credit_of,
+    forged,
     honest_round,
     lies,
     open_book,
@@ -143,24 +144,9 @@ def test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond(world,
     if lie == "a vote its voter did not sign":  # invents a signer: a seated voter's name, a key
         # that is not its
         voter = next(n for n in nodes if n.tx.account.address in seated)
-        forged = list(agreeing_votes(book, [voter], signed)[0])
-        forged[3] = bytes.fromhex(
-            Signed.sign(
-                Vote(
-                    round=ROUND,
-                    producer=signed.signer,
-                    digest=signed.message.digest,
-                    unavailable=False,
-                    score=signed.message.score,
-                    signal=signed.message.signal,
-                    findings=0,
-                ),
-                book.domain,
-                Account.create().key,
-            ).signature[2:]
-        )
+        invented = forged(book, agreeing_votes(book, [voter], signed)[0], signed)
         rest = [v for v in votes[target] if v[0] != voter.tx.account.address]
-        votes[target] = sorted([tuple(forged), *rest], key=lambda v: int(v[0], 16))
+        votes[target] = sorted([invented, *rest], key=lambda v: int(v[0], 16))
     elif lie == "a vote from a node without a seat":
         # a node of the family that staked after the snapshot (the root's block) holds no seat
         late = book.swarm.node(2 * ETH)

@@ -36,7 +36,6 @@ from typing import ClassVar
 
 import hypothesis.strategies as st
 import pytest
-from eth_account import Account
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -48,14 +47,12 @@ from hypothesis.stateful import (
 )
 
 from client.chain.errors import LedgerRevert
-from client.chain.messages import Signed, Vote
 from client.chain.roots import (
     NO_EARNINGS,
     Credit,
     SubmissionRoot,
     VerdictRoot,
     submission_struct,
-    vote_struct,
 )
 from client.devnet import Anvil
 from client.node.aggregation.earnings import EarningsBook, Entry
@@ -69,6 +66,7 @@ from tests.harness.roundbook import (
     audit,
     claim,
     credit_of,
+    forged,
     honest_round,
     open_book,
     paid_by,
@@ -103,22 +101,6 @@ class MRound:
     void: bool = False
     released: bool = False
     amounts: dict[str, int] = field(default_factory=dict)  # producer -> its credit's amount
-
-
-def forged(book: Book, vote: tuple, signed: Signed) -> tuple:
-    """`vote` (a SignedVote on `signed`) with a signature by a key that is not its voter's."""
-    s = signed.message
-    message = Vote(
-        round=s.round,
-        producer=signed.signer,
-        digest=s.digest,
-        unavailable=False,
-        score=vote[1],
-        signal=s.signal,
-        findings=vote[2],
-    )
-    other = Signed.sign(message, book.domain, Account.create().key)
-    return (vote[0], vote[1], vote[2], vote_struct(other)[3])
 
 
 class BookMachine(RuleBasedStateMachine):

@@ -129,6 +129,22 @@ def signed_vote(book: Book, voter, signed: Signed, score: int | None = None) -> 
     return Signed.sign(message, book.domain, voter.tx.account.key)
 
 
+def forged(book: Book, vote: tuple, signed: Signed) -> tuple:
+    """`vote` (a SignedVote on `signed`) with a signature by a key that is not its voter's."""
+    s = signed.message
+    message = Vote(
+        round=s.round,
+        producer=signed.signer,
+        digest=s.digest,
+        unavailable=False,
+        score=vote[1],
+        signal=s.signal,
+        findings=vote[2],
+    )
+    other = Signed.sign(message, book.domain, Account.create().key)
+    return (vote[0], vote[1], vote[2], vote_struct(other)[3])
+
+
 def agreeing_votes(book: Book, voters, signed: Signed, score: int | None = None) -> list[tuple]:
     ordered = sorted(voters, key=lambda v: int(v.tx.account.address, 16))
     return [vote_struct(signed_vote(book, v, signed, score)) for v in ordered]
