@@ -156,9 +156,9 @@ class Auditor:
     def blocks_of(self, first: int, last: int) -> tuple[int, int]:
         """Returns the blocks (from, to, inclusive; to < from when none is mined yet) in which the
         ledger emitted the events of rounds first..last that credit depends on: the span
-        `LedgerParams.events_span` names, found by bisecting block timestamps (Ledger.block_at,
-        about 2 x log2(head) header reads). A report on some rounds reads those blocks, however
-        old the ledger is, not every block since its deploy."""
+        `LedgerParams.events_span` names, found from block timestamps (Ledger.block_at: a few
+        header reads a bound on a chain of steady blocks). A report on some rounds reads those
+        blocks, however old the ledger is, not every block since its deploy."""
         start, end = self.ledger.params().events_span(first, last)
         head = self.ledger.head()
         low = self.ledger.block_at(start, self.reader.start_block, head)
