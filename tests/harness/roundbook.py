@@ -114,33 +114,28 @@ def seats(book: Book, nodes, producer: str, round_: int = ROUND) -> dict[str, in
     return found
 
 
-def signed_vote(book: Book, voter, signed: Signed, score: int | None = None) -> Signed:
-    """`voter`'s agreeing vote on the submission `signed` (its own `score`, if given)."""
+def agreement(signed: Signed, score: int | None = None, findings: int = 0) -> Vote:
+    """An agreeing vote on the submission `signed` (with its own `score`, if given), unsigned."""
     s = signed.message
-    message = Vote(
+    return Vote(
         round=s.round,
         producer=signed.signer,
         digest=s.digest,
         unavailable=False,
         score=s.score if score is None else score,
         signal=s.signal,
-        findings=0,
+        findings=findings,
     )
-    return Signed.sign(message, book.domain, voter.tx.account.key)
+
+
+def signed_vote(book: Book, voter, signed: Signed, score: int | None = None) -> Signed:
+    """`voter`'s agreeing vote on the submission `signed` (its own `score`, if given)."""
+    return Signed.sign(agreement(signed, score), book.domain, voter.tx.account.key)
 
 
 def forged(book: Book, vote: tuple, signed: Signed) -> tuple:
     """`vote` (a SignedVote on `signed`) with a signature by a key that is not its voter's."""
-    s = signed.message
-    message = Vote(
-        round=s.round,
-        producer=signed.signer,
-        digest=s.digest,
-        unavailable=False,
-        score=vote[1],
-        signal=s.signal,
-        findings=vote[2],
-    )
+    message = agreement(signed, score=vote[1], findings=vote[2])
     other = Signed.sign(message, book.domain, Account.create().key)
     return (vote[0], vote[1], vote[2], vote_struct(other)[3])
 
