@@ -212,6 +212,24 @@ interface IRoundBook {
         SignedSubmission calldata second,
         SumTree.Node[] calldata secondProof
     ) external;
+    /// @notice Proves that the submission root leaves out a submission its aggregator gave a
+    /// receipt for (`receipt`: its signature of `Messages.Receipt` over the submission's signing
+    /// hash): `leaf` is that signed submission, valid and of a producer that did not submit the
+    /// round in the v4 lane, and it would sit at `index`, between the leaves `below` (at index - 1;
+    /// ignored when index is 0) and `above` (at index; ignored when index is the leaf count),
+    /// whose producers sort strictly below and above its producer. An aggregator that receipted a
+    /// submission must post it: the producer learns it was left out only after v4's submit window
+    /// closed.
+    function proveLeftOut(
+        uint64 round,
+        SignedSubmission calldata leaf,
+        bytes calldata receipt,
+        uint32 index,
+        SignedSubmission calldata below,
+        SumTree.Node[] calldata belowProof,
+        SignedSubmission calldata above,
+        SumTree.Node[] calldata aboveProof
+    ) external;
     /// @notice Proves a credit leaf false: its amount in the tree is not its signal, it does not
     /// match the submission at its index, its votes (whose hash the leaf holds) are fewer than
     /// quorum or not sorted by voter, or one of them is not its voter's agreeing vote on that

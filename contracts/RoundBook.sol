@@ -168,6 +168,35 @@ contract RoundBook is IRoundBook {
         _void(r, round, true, "submissions out of order", msg.sender);
     }
 
+    function proveLeftOut(
+        uint64 round,
+        SignedSubmission calldata leaf,
+        bytes calldata receipt,
+        uint32 index,
+        SignedSubmission calldata below,
+        SumTree.Node[] calldata belowProof,
+        SignedSubmission calldata above,
+        SumTree.Node[] calldata aboveProof
+    ) external {
+        Round storage r = _challengeable(round);
+        bytes32 held = Messages.signingHash(_separator, Messages.structHash(leaf.submission));
+        if (Messages.signer(Messages.signingHash(_separator, Messages.receiptHash(held)), receipt) != r.aggregator) {
+            revert NoLie("not the aggregator's receipt");
+        }
+        if (bytes(_forged(round, leaf)).length != 0 || _ledger.hasSubmitted(round, leaf.producer)) {
+            revert NoLie("a submission the root may leave out");
+        }
+        if (index > 0) {
+            _checkSubmission(r, round, index - 1, below, belowProof);
+            if (below.producer >= leaf.producer) revert NoLie("not its place");
+        }
+        if (index < r.count) {
+            _checkSubmission(r, round, index, above, aboveProof);
+            if (above.producer <= leaf.producer) revert NoLie("not its place");
+        }
+        _void(r, round, true, "a receipted submission left out", msg.sender);
+    }
+
     function proveBadCredit(
         uint64 round,
         uint32 leafIndex,
