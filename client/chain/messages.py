@@ -186,6 +186,20 @@ class Vote(_Typed):
 MESSAGE_TYPES: dict[str, type[_Typed]] = {"Submission": Submission, "Vote": Vote}
 
 
+class Receipt(_Typed):
+    """An aggregator's receipt of a message it holds: `message` is that message's signing hash.
+    A receipt of a submission binds the aggregator that posts the round's submission root to
+    post that submission in it: leaving it out is a lie the producer proves
+    (RoundBook.proveLeftOut). Never sent to an aggregator (not in MESSAGE_TYPES)."""
+
+    TYPE: ClassVar[str] = "Receipt(bytes32 message)"
+    message: Bytes32
+
+    @classmethod
+    def of(cls, domain: Domain, signed: Signed) -> Receipt:
+        return cls(message="0x" + signing_hash(domain, signed.message).hex())
+
+
 @cache
 def _fields(type_string: str) -> list[tuple[str, str]]:
     inner = type_string[type_string.index("(") + 1 : -1]
@@ -226,14 +240,11 @@ class Signed(BaseModel):
     def sign(cls, message: _Typed, domain: Domain, key: bytes) -> Signed:
         """Signs with a raw private key (a keystore's decrypted key; never logged or stored)."""
         private = keys.PrivateKey(key)
-        sig = private.sign_msg_hash(signing_hash(domain, message))
-        r, s, v = sig.r, sig.s, sig.v + 27
-        raw = r.to_bytes(32, "big") + s.to_bytes(32, "big") + bytes([v])
         return cls(
             kind=type(message).__name__,
             message=message,
             signer=private.public_key.to_checksum_address(),
-            signature="0x" + raw.hex(),
+            signature=_signature(private, domain, message),
         )
 
     def recover(self, domain: Domain) -> str:
@@ -278,6 +289,36 @@ class Signed(BaseModel):
         except (ValueError, ValidationError, TypeError) as exc:
             raise BadMessage(f"malformed signed message: {_first_error(exc)}") from None
         return signed.verify(domain)
+
+
+def _signature(private: keys.PrivateKey, domain: Domain, message: _Typed) -> str:
+    """0x ++ r ++ s ++ v (v 27 or 28; eth-keys signs with s in the lower half)."""
+    sig = private.sign_msg_hash(signing_hash(domain, message))
+    raw = sig.r.to_bytes(32, "big") + sig.s.to_bytes(32, "big") + bytes([sig.v + 27])
+    return "0x" + raw.hex()
+
+
+class ReceiptSigner:
+    """An aggregator's key, signing receipts of the submissions it holds (`Receipt`); the key is
+    never shown (not in repr)."""
+
+    def __init__(self, domain: Domain, key: bytes):
+        self.domain = domain
+        self._private = keys.PrivateKey(key)
+        self.address = self._private.public_key.to_checksum_address()
+
+    def __repr__(self) -> str:
+        return f"ReceiptSigner({self.address})"
+
+    def sign(self, signed: Signed) -> str:
+        """The receipt of `signed`: a signature of Receipt(its signing hash)."""
+        return _signature(self._private, self.domain, Receipt.of(self.domain, signed))
+
+
+def receipt_signer(domain: Domain, signed: Signed, receipt: str) -> str:
+    """Who signed `receipt` of `signed` (raises BadMessage on a malformed or non-canonical
+    receipt)."""
+    return recover(domain, Receipt.of(domain, signed), receipt)
 
 
 def _first_error(exc: Exception, within: str = "") -> str:

@@ -16,13 +16,14 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from client.chain.messages import Domain
+from client.chain.messages import Domain, ReceiptSigner, receipt_signer
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.endpoint import (
     MAX_BATCH,
     MAX_BODY_BYTES,
     AggregatorClient,
     AggregatorServer,
+    Answer,
     Desk,
     EndpointError,
     aggregator_origin,
@@ -39,9 +40,12 @@ def vote(key, producer, domain: Domain = DOMAIN):
     return signed_vote(key, producer, domain=domain)
 
 
+AGGREGATOR = KEYS[8]  # whose key signs the receipts
+
+
 @pytest.fixture
 def served():
-    desk = Desk(DOMAIN)
+    desk = Desk(DOMAIN, ReceiptSigner(DOMAIN, AGGREGATOR.key))
     desk.open(Collector(DOMAIN, ROUND, tolerance_bps=500, registered=lambda a: True))
     with AggregatorServer("127.0.0.1:0", desk) as server:
         yield desk, server
@@ -67,11 +71,14 @@ def raw(server: AggregatorServer, method: str, path: str, body: bytes = b"", hea
 
 def test_a_node_sends_its_messages_and_is_told_which_were_held_and_why_not(served) -> None:
     desk, server = served
-    client = AggregatorClient(server.url, DOMAIN)
+    client = AggregatorClient(server.url, DOMAIN, aggregator=AGGREGATOR.address)
     assert client.status() == [ROUND]
     producer, voters = KEYS[0], KEYS[1:4]
-    assert client.send([submission(producer)]) == [None]
-    assert client.send([vote(v, producer) for v in voters]) == [None, None, None]
+    [held] = client.send([submission(producer)])
+    # a held submission comes with the aggregator's receipt: what binds it to post it
+    assert held.refused is None
+    assert receipt_signer(DOMAIN, submission(producer), held.receipt) == AGGREGATOR.address
+    assert client.send([vote(v, producer) for v in voters]) == [Answer()] * 3
 
     refused = client.send(
         [
@@ -81,17 +88,18 @@ def test_a_node_sends_its_messages_and_is_told_which_were_held_and_why_not(serve
             vote(KEYS[4], producer),  # a good one among the bad: held
         ]
     )
-    assert refused[3] is None
-    assert "another deployment" in refused[0]
-    assert "second, different submission" in refused[1]
-    assert f"round {ROUND + 1} is not collected here (collecting: {ROUND})" == refused[2]
+    assert refused[3] == Answer()
+    assert "another deployment" in refused[0].refused
+    assert "second, different submission" in refused[1].refused
+    assert refused[1].receipt is None  # no receipt for what is not held
+    assert f"round {ROUND + 1} is not collected here (collecting: {ROUND})" == refused[2].refused
     with desk.hold(ROUND) as collector:
         assert len(collector.submissions) == 1 and len(collector.votes) == 4
         assert len(collector.equivocations) == 1  # kept as evidence, the first stands
         root = collector.submission_root()
     assert root.signed[0].signer == producer.address
     assert client.send([submission(KEYS[5])]) == [
-        "the round's submissions are closed (its root is posted)"
+        Answer(refused="the round's submissions are closed (its root is posted)")
     ]
     assert desk.close(ROUND) is collector and client.status() == []
     assert client.requests == 6 and desk.cpu_s > 0
@@ -141,7 +149,8 @@ def test_a_hostile_sender_gets_a_clear_error_and_the_endpoint_keeps_serving(serv
     status, body = raw(server, "PUT", "/v1/messages")
     assert status == 501 and "'PUT'" in body["error"] and "POST /v1/messages" in body["error"]
     # and it still serves
-    assert AggregatorClient(server.url, DOMAIN).send([submission(KEYS[0])]) == [None]
+    [answer] = AggregatorClient(server.url, DOMAIN).send([submission(KEYS[0])])
+    assert answer.refused is None and answer.receipt is not None
     with desk.hold(ROUND) as collector:
         assert list(collector.submissions) == [KEYS[0].address.lower()]
 
@@ -241,3 +250,22 @@ def test_a_node_refuses_an_aggregator_of_another_deployment(liar) -> None:
     liar.shutdown()
     with pytest.raises(EndpointError, match=r"not reachable.*v4 lane"):
         AggregatorClient(f"http://127.0.0.1:{liar.server_address[1]}", DOMAIN, timeout_s=2).status()
+
+
+def test_a_node_keeps_only_a_receipt_its_aggregator_signed(liar) -> None:
+    """A receipt binds only the aggregator that posts the root: one signed by another key, or
+    malformed, is worth nothing and is dropped (the node then has no receipt: docs/scaling.md)."""
+    origin = f"http://127.0.0.1:{liar.server_address[1]}"
+    sent = submission(KEYS[0])
+    client = AggregatorClient(origin, DOMAIN, aggregator=AGGREGATOR.address)
+    for receipt in (
+        ReceiptSigner(DOMAIN, KEYS[7].key).sign(sent),  # another key's
+        ReceiptSigner(OTHER, AGGREGATOR.key).sign(sent),  # another deployment's
+        "0x" + "00" * 65,  # malformed
+    ):
+        body = {"results": [{"accepted": True, "receipt": receipt}]}
+        liar.answer = (200, {}, json.dumps(body).encode())
+        assert client.send([sent]) == [Answer()]
+    good = ReceiptSigner(DOMAIN, AGGREGATOR.key).sign(sent)
+    liar.answer = (200, {}, json.dumps({"results": [{"accepted": True, "receipt": good}]}).encode())
+    assert client.send([sent]) == [Answer(receipt=good)]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from client.chain.hashing import keccak256
-from client.chain.messages import BadMessage, Domain, Submission, Vote, recover
+from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote, recover
 from client.chain.models import Beacon
 from client.chain.roots import (
     NO_INDEX,
@@ -32,6 +32,7 @@ from client.chain.roots import (
     decode_submission,
     open_submission_list,
     open_verdict_list,
+    submission_struct,
     votes_hash,
 )
 from client.chain.sumtree import SumTree, leaf
@@ -39,6 +40,9 @@ from client.node.aggregation.earnings import EarningsBook, Entry
 from client.units import MAX_ROLLOUTS, SCORE_SCALE
 
 BPS = 10_000
+# a neighbour that does not exist (the left-out submission sorts first or last): ignored by the
+# book, which reads only the leaves between 0 and the count
+EMPTY_SUBMISSION = ("0x" + "00" * 20, (0, bytes(32), 0, 0, 0), b"")
 
 
 class LedgerReads(Protocol):
@@ -150,6 +154,43 @@ class Auditor:
                     ),
                 )
         return entries, None
+
+    def left_out(
+        self, posted: RoundPosted, entries: list[bytes], signed: Signed, receipt: str
+    ) -> Finding | None:
+        """What a producer holding its aggregator's `receipt` of `signed` (its submission of the
+        round) does once the submission list is checked (`submissions`, no finding): if the list
+        leaves it out, the call that proves it (RoundBook.proveLeftOut: the two leaves its
+        producer sorts between). None when it is in the list, or when the list is out of order
+        there (`submissions` finds that lie first). The receipt is taken as is: the book checks
+        it was the posting aggregator's."""
+        me = int(signed.signer, 16)
+        producers = [int(decode_submission(e)[0], 16) for e in entries]
+        if me in producers:
+            return None
+        place = next((i for i, p in enumerate(producers) if p > me), len(producers))
+        if place > 0 and producers[place - 1] >= me:
+            return None  # out of order: proveUnsorted, not this
+        tree = SumTree([leaf(keccak256(e), 0) for e in entries])
+
+        def neighbour(i: int) -> tuple[tuple, list]:
+            if 0 <= i < len(entries):
+                return _submission(decode_submission(entries[i])), _proof(tree, i)
+            return EMPTY_SUBMISSION, []
+
+        below, above = neighbour(place - 1), neighbour(place)
+        return Finding(
+            "a receipted submission left out",
+            "proveLeftOut",
+            (
+                posted.round,
+                submission_struct(signed),
+                bytes.fromhex(receipt[2:]),
+                place,
+                *below,
+                *above,
+            ),
+        )
 
     def _forged(self, round_: int, producer: str, s: Submission, signature: str) -> str:
         try:

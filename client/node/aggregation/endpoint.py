@@ -6,14 +6,20 @@ sends with (`AggregatorClient`).
     POST /v1/messages   a JSON array of at most MAX_BATCH signed messages (client.chain.messages,
                         each as `Signed.to_bytes` writes it); answers 200 with one result per
                         message, in order: {"results": [{"accepted": true},
-                        {"accepted": false, "reason": "…"}, …]}
+                        {"accepted": false, "reason": "…"}, …]}; a held submission's result
+                        carries the aggregator's receipt of it, {"accepted": true,
+                        "receipt": "0x…"} (a `Receipt` signature: client.chain.messages)
     GET  /v1/status     {"chainId": …, "book": "0x…", "rounds": [the rounds collected now]}
 
 Both sides are hostile to each other's input. The server reads no body without a
 Content-Length, none over MAX_BODY_BYTES, and gives each request MAX_REQUEST_S; a message is
 verified (`Signed.from_bytes`: size, fields, canonical signature, signer, this deployment's
 domain) before anything is held, then judged by the round's Collector; a refusal names why, and
-no sender can stop the server or make it hold a message its collector would not take. The
+no sender can stop the server or make it hold a message its collector would not take. A held
+submission is answered with a receipt signed by the aggregator's key: should the submission root
+it posts leave that submission out, the producer proves it on chain (RoundBook.proveLeftOut) and
+takes half its bond; a receipt is given only while the round's submissions are open, under the
+lock the root is built under, so every receipted submission is in the root. The
 client takes an aggregator's address from on-chain metadata (a stranger's input): only an
 http(s) origin, and only this module's two fixed paths are ever requested on it, so a hostile
 address cannot point a node's POST at another API of the host (an IPFS daemon's
@@ -26,6 +32,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -34,7 +41,15 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from client import __version__
-from client.chain.messages import MAX_MESSAGE_BYTES, BadMessage, Domain, Signed
+from client.chain.messages import (
+    MAX_MESSAGE_BYTES,
+    BadMessage,
+    Domain,
+    ReceiptSigner,
+    Signed,
+    Submission,
+    receipt_signer,
+)
 from client.config.models.values import is_loopback, parse_listen_addr
 from client.node.aggregation.collector import Collector, Refused
 
@@ -56,12 +71,26 @@ class EndpointError(Exception):
 # --------------------------------------------------------------------------------------- server
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What an aggregator answered one message: held (`refused` None), with its `receipt` when
+    it is a submission, or the reason it was refused."""
+
+    refused: str | None = None
+    receipt: str | None = None
+
+
 class Desk:
     """The rounds an aggregator collects now, shared by the server's threads: messages are
-    verified outside the lock (signature recovery is the costly part), judged under it."""
+    verified outside the lock (signature recovery is the costly part), judged under it.
+    `receipts`: the aggregator's key, which signs a receipt of each held submission (none: no
+    receipts, as a desk that will not post)."""
 
-    def __init__(self, domain: Domain):
+    def __init__(self, domain: Domain, receipts: ReceiptSigner | None = None):
+        if receipts is not None and receipts.domain != domain:
+            raise ValueError("a receipt signer of another deployment")
         self.domain = domain
+        self.receipts = receipts
         self._rounds: dict[int, Collector] = {}
         self._lock = threading.Lock()
         self.cpu_s = 0.0  # thread CPU spent serving requests (what the aggregator pays)
@@ -86,23 +115,26 @@ class Desk:
         to build a root while no message changes it: `with desk.hold(r) as collector: …`."""
         return _Held(self, round_)
 
-    def accept(self, data: bytes) -> str | None:
-        """Judges one message; None when it is held, else the reason it is refused."""
+    def accept(self, data: bytes) -> Answer:
+        """Judges one message: held (with a receipt, for a submission) or refused."""
         try:
             signed = Signed.from_bytes(data, self.domain)
         except BadMessage as exc:
-            return str(exc)
+            return Answer(refused=str(exc))
         round_ = signed.message.round
         with self._lock:
             collector = self._rounds.get(round_)
             if collector is None:
                 open_ = ", ".join(map(str, sorted(self._rounds))) or "none"
-                return f"round {round_} is not collected here (collecting: {open_})"
+                return Answer(refused=f"round {round_} is not collected here (collecting: {open_})")
             try:
-                collector.take(signed)
+                held = collector.take(signed)
             except Refused as exc:
-                return str(exc)
-        return None
+                return Answer(refused=str(exc))
+        if isinstance(held.message, Submission) and self.receipts is not None:
+            # signed outside the lock: it is held, and stays in the root once the root is built
+            return Answer(receipt=self.receipts.sign(held))
+        return Answer()
 
 
 class _Held:
@@ -199,12 +231,15 @@ class _Handler(BaseHTTPRequestHandler):
                 HTTPStatus.BAD_REQUEST,
                 f"the body is a JSON array of 1 to {MAX_BATCH} signed messages",
             )
-        results = []
+        results: list[dict] = []
         for message in messages:
-            reason = self.server.desk.accept(json.dumps(message, separators=(",", ":")).encode())
-            results.append(
-                {"accepted": True} if reason is None else {"accepted": False, "reason": reason}
-            )
+            answer = self.server.desk.accept(json.dumps(message, separators=(",", ":")).encode())
+            if answer.refused is not None:
+                results.append({"accepted": False, "reason": answer.refused})
+            elif answer.receipt is not None:
+                results.append({"accepted": True, "receipt": answer.receipt})
+            else:
+                results.append({"accepted": True})
         self._answer(HTTPStatus.OK, {"results": results})
 
 
@@ -299,6 +334,7 @@ class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     accepted: bool
     reason: str | None = Field(None, max_length=1024)
+    receipt: str | None = Field(None, max_length=132)
 
 
 class _Results(BaseModel):
@@ -314,11 +350,16 @@ class _Status(BaseModel):
 
 
 class AggregatorClient:
-    """What a node sends its signed messages with, to one aggregator's origin."""
+    """What a node sends its signed messages with, to one aggregator's origin. `aggregator`: the
+    address whose metadata listed the origin; a submission's receipt counts only if that address
+    signed it (it is the one that must post the root to be bound by it)."""
 
-    def __init__(self, origin: str, domain: Domain, *, timeout_s: float = 10.0):
+    def __init__(
+        self, origin: str, domain: Domain, *, aggregator: str | None = None, timeout_s: float = 10.0
+    ):
         self.origin = aggregator_origin(origin)
         self.domain = domain
+        self.aggregator = aggregator
         self.timeout_s = timeout_s
         self._session = requests.Session()
         self._session.trust_env = False  # no proxy from the environment sees the messages
@@ -380,10 +421,12 @@ class AggregatorClient:
             )
         return status.rounds
 
-    def send(self, messages: list[Signed]) -> list[str | None]:
-        """Sends up to MAX_BATCH messages; returns for each None (held) or the reason it was
-        refused. Raises EndpointError when the aggregator cannot be reached or answers out of
-        its shape."""
+    def send(self, messages: list[Signed]) -> list[Answer]:
+        """Sends up to MAX_BATCH messages; returns for each what the aggregator answered: held,
+        with a receipt for a submission when it gave one that its address signed (a receipt
+        that is not is dropped and logged: it binds nobody), or the reason it was refused.
+        Raises EndpointError when the aggregator cannot be reached or answers out of its
+        shape."""
         if not 0 < len(messages) <= MAX_BATCH:
             raise ValueError(f"1 to {MAX_BATCH} messages a POST, not {len(messages)}")
         body = b"[" + b",".join(m.to_bytes() for m in messages) + b"]"
@@ -405,7 +448,27 @@ class AggregatorClient:
                 f"aggregator {self.origin} answered {len(results)} results for "
                 f"{len(messages)} messages"
             )
-        return [None if r.accepted else (r.reason or "refused, no reason given") for r in results]
+        return [self._answer(m, r) for m, r in zip(messages, results, strict=True)]
+
+    def _answer(self, message: Signed, result: _Result) -> Answer:
+        if not result.accepted:
+            return Answer(refused=result.reason or "refused, no reason given")
+        if result.receipt is None or not isinstance(message.message, Submission):
+            return Answer()
+        try:
+            signer = receipt_signer(self.domain, message, result.receipt)
+        except BadMessage as exc:
+            log.warning("aggregator %s: a malformed receipt (%s), dropped", self.origin, exc)
+            return Answer()
+        if self.aggregator is not None and signer.lower() != self.aggregator.lower():
+            log.warning(
+                "aggregator %s: a receipt signed by %s, not by %s: dropped",
+                self.origin,
+                signer,
+                self.aggregator,
+            )
+            return Answer()
+        return Answer(receipt=result.receipt)
 
 
 __all__ = [
@@ -413,6 +476,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "AggregatorClient",
     "AggregatorServer",
+    "Answer",
     "Desk",
     "EndpointError",
     "aggregator_origin",
