@@ -64,7 +64,7 @@ from eth_utils import keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
 from client.chain.events import EventReader
-from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
 from client.chain.roots import (
     Credit,
@@ -84,6 +84,7 @@ from client.node.aggregation.endpoint import (
     MAX_BATCH,
     AggregatorClient,
     AggregatorServer,
+    Answer,
     Desk,
     aggregator_origin,
 )
@@ -111,6 +112,7 @@ LIES = {
     "an inflated amount": "a credit's amount is not its signal",
     "a withheld verdict list": "data withheld",
     "a batch credited in both lanes": "a credit the v4 lane holds",
+    "a censored submission": "a receipted submission left out",
 }
 VERDICT_LIES = {
     "a batch credited in both lanes",
@@ -158,8 +160,8 @@ class Http:
     """The network of --transport http: the aggregator's endpoint, and two js-ipfs daemons, the
     aggregator's and the one the nodes and the auditor fetch through, dialled to it."""
 
-    def __init__(self, domain: Domain, data_dir: Path):
-        self.desk = Desk(domain)
+    def __init__(self, domain: Domain, data_dir: Path, receipts: ReceiptSigner):
+        self.desk = Desk(domain, receipts)
         self.server = AggregatorServer("127.0.0.1:0", self.desk)
         self.daemons = [
             IpfsDaemon(data_dir / name, host=f"127.0.0.{i + 2}", swarm=True)
@@ -180,18 +182,21 @@ class Http:
             raise
         self.origin = ""  # what the nodes read from the aggregator's metadata
 
-    def send(self, domain: Domain, messages: list[Signed], cost: RoundCost) -> None:
-        """One node's messages, one POST per MAX_BATCH, on a connection of its own."""
-        client = AggregatorClient(self.origin, domain)
+    def send(
+        self, domain: Domain, messages: list[Signed], cost: RoundCost, aggregator: str
+    ) -> list[Answer]:
+        """One node's messages, one POST per MAX_BATCH, on a connection of its own; what the
+        aggregator (whose metadata listed the endpoint) answered each."""
+        client = AggregatorClient(self.origin, domain, aggregator=aggregator)
+        answers: list[Answer] = []
         try:
             for first in range(0, len(messages), MAX_BATCH):
-                refused = [r for r in client.send(messages[first : first + MAX_BATCH]) if r]
-                if refused:
-                    raise RuntimeError(f"the aggregator refused an honest message: {refused[0]}")
+                answers += client.send(messages[first : first + MAX_BATCH])
         finally:
             client.close()
         cost.requests += client.requests
         cost.sent_bytes += client.sent_bytes
+        return answers
 
     def fetch(self, kind: str, round_: int, cid: str, entries: int) -> bytes | None:
         """A list as a node gets it through its own daemon (None: it cannot be had)."""
@@ -257,11 +262,14 @@ class LightSwarm:
         )
         self.domain = Domain(chain_id=self.swarm.w3.eth.chain_id, contract=address)
         self.aggregator = self.nodes[0]
+        self.receipts = ReceiptSigner(self.domain, self.aggregator.key)
         self.http = (
-            Http(self.domain, Path(tempfile.mkdtemp(prefix="bench-root-lane-net-")))
+            Http(self.domain, Path(tempfile.mkdtemp(prefix="bench-root-lane-net-")), self.receipts)
             if transport == "http"
             else None
         )
+        # each node's signed submission of a round and the aggregator's receipt of it
+        self.sent: dict[tuple[int, str], tuple[Signed, str]] = {}
         self.round_blocks: dict[int, int] = {}  # the block each round's submissions began at
 
     def close(self) -> None:
@@ -288,14 +296,25 @@ class LightSwarm:
             self.http.desk.open(collector)
 
     def deliver(self, messages: list[Signed], collector: Collector, cost: RoundCost) -> None:
-        """One node's messages reach the aggregator."""
+        """One node's messages reach the aggregator, which holds each (an honest node's message
+        is never refused) and gives a receipt of a submission, which the node keeps."""
         if self.http is not None:
-            self.http.send(self.domain, messages, cost)
-            return
-        t0 = time.thread_time()
-        for signed in messages:
-            collector.accept(signed.to_bytes())
-        cost.aggregator_cpu += time.thread_time() - t0
+            answers = self.http.send(self.domain, messages, cost, self.aggregator.address)
+        else:
+            t0 = time.thread_time()
+            answers = []
+            for signed in messages:
+                held = collector.accept(signed.to_bytes())
+                receipt = self.receipts.sign(held) if isinstance(held.message, Submission) else None
+                answers.append(Answer(receipt=receipt))
+            cost.aggregator_cpu += time.thread_time() - t0
+        for signed, answer in zip(messages, answers, strict=True):
+            if answer.refused is not None:
+                raise RuntimeError(f"the aggregator refused an honest message: {answer.refused}")
+            if isinstance(signed.message, Submission):
+                if answer.receipt is None:
+                    raise RuntimeError("the aggregator gave no receipt of a held submission")
+                self.sent[(signed.message.round, signed.signer)] = (signed, answer.receipt)
 
     def aggregator_cpu(self) -> float:
         """The endpoint's CPU so far (--transport http; 0 otherwise)."""
@@ -423,6 +442,9 @@ class LightSwarm:
                 root = collector.submission_root()
         else:
             root = collector.submission_root()
+        if lie == "a censored submission":  # one it gave a receipt for: the auditor's own
+            censored = self.nodes[1].address
+            root = SubmissionRoot([x for x in root.signed if x.signer != censored])
         if lie == "a forged submission":  # one its collector would refuse: no registered node's
             stranger = keccak(b"sapo light stranger")
             message = Submission(
@@ -736,6 +758,9 @@ def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught
     posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
     listed = light.fetch("submissions", r, cid, listed, posted.count)
     entries, finding = auditor.submissions(posted, listed)
+    if finding is None:  # the auditor's own submission: in the root, as its receipt binds
+        signed, receipt = light.sent[(r, auditor_node.address)]
+        finding = auditor.left_out(posted, entries, signed, receipt)
     if finding is None:
         light.vote(r, collector, cid, listed, cost, set())
         light.swarm.goto(light.window("verdictRound", r), 0.1)

@@ -40,6 +40,7 @@ EARNINGS = "test_false_earnings_are_found_by_an_auditor_and_proven"
 WITHHELD = "test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond"
 STANDS = "test_a_round_pays_nothing_until_it_stands"
 FORGED = "test_a_forged_or_doubled_submission_is_proven_against_the_submission_root"
+LEFT_OUT = "test_a_receipted_submission_left_out_is_proven_by_its_producer"
 
 # name -> (what the fault does, source text, replacement, the tests meant to catch it)
 FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -165,6 +166,38 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "&& !r.verdictsVoided\n",
         (STANDS,),
     ),
+    "receipt-unchecked": (
+        "any receipt binds the aggregator (a producer signs its own and takes the bond)",
+        "Messages.receiptHash(held)), receipt) != r.aggregator) {",
+        "Messages.receiptHash(held)), receipt) == address(1)) {",
+        (LEFT_OUT,),
+    ),
+    "left-out-below-unchecked": (
+        "a left-out proof's neighbour below need not sort below it",
+        'if (below.producer >= leaf.producer) revert NoLie("not its place");',
+        'if (below.producer == address(1)) revert NoLie("not its place");',
+        (LEFT_OUT,),
+    ),
+    "left-out-above-unchecked": (
+        "a left-out proof's neighbour above need not sort above it (a kept submission proven "
+        "left out)",
+        'if (above.producer <= leaf.producer) revert NoLie("not its place");',
+        'if (above.producer == address(1)) revert NoLie("not its place");',
+        (LEFT_OUT,),
+    ),
+    "left-out-of-another-round": (
+        "a receipt of any valid submission proves it left out of any round (a stale receipt "
+        "takes a bond)",
+        "if (bytes(_forged(round, leaf)).length != 0 || _ledger.hasSubmitted(round, leaf",
+        "if (_ledger.hasSubmitted(round, leaf",
+        (LEFT_OUT,),
+    ),
+    "left-out-of-v4": (
+        "a producer the v4 lane holds may prove itself left out (paid by v4, and half a bond)",
+        "|| _ledger.hasSubmitted(round, leaf.producer)) {",
+        ") {",
+        (LEFT_OUT,),
+    ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",
         "        _pay(prover, half);\n    }",
@@ -194,7 +227,8 @@ def write_project(faults: list[str]) -> Path:
         ROOT / "contracts", project / "contracts", ignore=shutil.ignore_patterns("artifacts")
     )
     (project / "scripts").mkdir()
-    shutil.copy2(ROOT / "scripts" / "build-contracts", project / "scripts" / "build-contracts")
+    (project / "scripts" / "build-contracts").write_text(_build_for_size())
+    (project / "scripts" / "build-contracts").chmod(0o755)
     (project / "node_modules").symlink_to(ROOT / "node_modules")
     mutants = project / "contracts" / "mutants"
     mutants.mkdir()
@@ -205,6 +239,18 @@ def write_project(faults: list[str]) -> Path:
         mutant = re.sub(r'from "\./', 'from "../', mutant)
         (mutants / f"{fault}.sol").write_text(mutant)
     return project
+
+
+def _build_for_size() -> str:
+    """scripts/build-contracts with every contract compiled at the optimizer runs it gives the
+    book (RUNS): the mutants are the book's copies, under EIP-170 as it is, and one solcjs run
+    builds them all."""
+    script = (ROOT / "scripts" / "build-contracts").read_text()
+    found = re.search(r"const RUNS = \{ RoundBook: (\d+) \};", script)
+    if found is None or script.count("runs: 1000") != 1:
+        raise SystemExit("scripts/build-contracts: its RUNS or optimizer settings moved")
+    script = script.replace("runs: 1000", f"runs: {found.group(1)}")
+    return script.replace(found.group(0), "const RUNS = {};")
 
 
 def build(project: Path) -> None:

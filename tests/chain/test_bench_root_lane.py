@@ -67,10 +67,13 @@ def test_over_http_and_ipfs_the_nodes_play_the_same_rounds() -> None:
         assert cost.fetch_s > 0 and cost.list_cid.startswith("bafkrei")
 
 
-@pytest.mark.parametrize("lie", ["a forged submission", "a withheld verdict list"])
+@pytest.mark.parametrize(
+    "lie", ["a forged submission", "a withheld verdict list", "a censored submission"]
+)
 def test_an_auditor_reading_the_lists_through_ipfs_proves_the_lie(lie) -> None:
     """The forged submission is found in the list fetched by its posted CID; the withheld list
-    (its index published, its blocks never) cannot be fetched, and is challenged and claimed."""
+    (its index published, its blocks never) cannot be fetched, and is challenged and claimed;
+    the censored producer proves with the receipt the endpoint answered its POST with."""
     caught = play_lie(12, lie, family_size=12, checkers=10, quorum=3, transport="http")
     assert caught.proven == [LIES[lie]]
     assert caught.pool_gain == BOND - BOND // 2 and caught.prover_net > 0

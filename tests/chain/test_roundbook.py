@@ -18,7 +18,7 @@ from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, LedgerRevert
-from client.chain.messages import Signed, Submission
+from client.chain.messages import ReceiptSigner, Signed, Submission
 from client.chain.roots import (
     NO_EARNINGS,
     Credit,
@@ -29,7 +29,9 @@ from client.chain.roots import (
 )
 from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
+from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.endpoint import Desk
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, deploy_artifact, digest
 from tests.harness.roundbook import (
@@ -48,6 +50,7 @@ from tests.harness.roundbook import (
     credit_of,
     forged,
     honest_round,
+    left_out,
     lies,
     open_book,
     paid_by,
@@ -344,6 +347,101 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     after = balances(book, prover.address)
     gas = receipt.gas_used * receipt.effective_gas_price
     assert after[0] - before[0] + gas == BOND // 2
+
+
+def receipted(book: Book, aggregator, producers, round_: int) -> tuple[Desk, dict[str, str]]:
+    """The producers' submissions of `round_` held by the aggregator's desk (the endpoint's, in
+    memory), and the receipt each got."""
+    registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
+    desk = Desk(book.domain, ReceiptSigner(book.domain, aggregator.tx.account.key))
+    tolerance = book.swarm.params.agree_tolerance_bps
+    desk.open(Collector(book.domain, round_, tolerance_bps=tolerance, registered=registered))
+    receipts = {}
+    for signed in sign_submissions(book, producers, round_):
+        answer = desk.accept(signed.to_bytes())
+        assert answer.refused is None and answer.receipt is not None
+        receipts[signed.signer] = answer.receipt
+    return desk, receipts
+
+
+def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> None:
+    """A censoring aggregator: it gave a producer a receipt and posts a root without the
+    submission. The producer learns it only once v4's submit window has closed, so the receipt
+    and the two leaves it sorts between prove it, wherever it sorts (first, between, last): the
+    root is void and the producer takes half the bond. A receipt of anyone but the aggregator,
+    a place the producer does not sort into, and a producer the v4 lane holds prove nothing."""
+    swarm, nodes, book = world
+    producers, aggregator = nodes[:4], nodes[4]
+    ordered = sorted(producers, key=lambda n: int(n.tx.account.address, 16))
+    round_ = ROUND
+    for place in (0, 2, 3):
+        censored = ordered[place]
+        desk, receipts = receipted(book, aggregator, producers, round_)
+        with desk.hold(round_) as collector:
+            held = collector.submission_root()
+        kept = [s for s in held.signed if s.signer != censored.tx.account.address]
+        subs = SubmissionRoot(kept)
+        post_submissions(book, aggregator, subs, round_)
+        assert audit(book, subs, round_=round_) is None  # the list itself holds: sorted, signed
+        mine = next(s for s in held.signed if s.signer == censored.tx.account.address)
+        receipt = receipts[mine.signer]
+        finding = left_out(book, subs, mine, receipt, round_)
+        assert finding is not None and finding.args[3] == place
+        who = censored.tx.account
+        if place == 2:
+            # a receipt the aggregator did not sign (another node's key) binds nobody
+            other = ReceiptSigner(book.domain, nodes[5].tx.account.key).sign(mine)
+            forged_args = (*finding.args[:2], bytes.fromhex(other[2:]), *finding.args[3:])
+            with pytest.raises(LedgerRevert, match="not the aggregator's receipt"):
+                book.send(who, "proveLeftOut", *forged_args)
+            # a place it does not sort into: its neighbours there do not bracket it
+            wrong = (
+                *finding.args[:3],
+                place - 1,
+                submission_struct(subs.signed[place - 2]),
+                subs.proof(place - 2),
+                submission_struct(subs.signed[place - 1]),
+                subs.proof(place - 1),
+            )
+            with pytest.raises(LedgerRevert, match="not its place"):
+                book.send(who, "proveLeftOut", *wrong)
+            # nor where its neighbour below sorts after it
+            past = (
+                *finding.args[:3],
+                place + 1,
+                submission_struct(subs.signed[place]),
+                subs.proof(place),
+                *finding.args[6:],
+            )
+            with pytest.raises(LedgerRevert, match="not its place"):
+                book.send(who, "proveLeftOut", *past)
+            # a receipt of its submission of another round proves nothing about this one
+            _, later = receipted(book, aggregator, [censored], round_ + 1)
+            stale = next(iter(sign_submissions(book, [censored], round_ + 1)))
+            moved = (round_, submission_struct(stale), bytes.fromhex(later[stale.signer][2:]))
+            with pytest.raises(LedgerRevert, match="a submission the root may leave out"):
+                book.send(who, "proveLeftOut", *moved, *finding.args[3:])
+            # a submission that is in the root: the left-out proof of a kept producer fails
+            kept_one = subs.signed[1]
+            assert left_out(book, subs, kept_one, receipts[kept_one.signer], round_) is None
+        before = balances(book, who.address)
+        result = act_on(book, who, finding)
+        assert_paid_for(book, who, before, "a receipted submission left out", result, round_)
+        round_ = book.window("verdictRound", round_) + 1
+
+    # a producer that submitted the round in the v4 lane may be left out of the book's root
+    twice = ordered[1]
+    swarm.goto(round_)
+    twice.submit(round_, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    desk, receipts = receipted(book, aggregator, producers, round_)
+    mine = next(
+        s for s in sign_submissions(book, producers, round_) if s.signer == twice.tx.account.address
+    )
+    subs = SubmissionRoot([s for s in sign_submissions(book, producers, round_) if s != mine])
+    post_submissions(book, aggregator, subs, round_)
+    finding = left_out(book, subs, mine, receipts[mine.signer], round_)
+    with pytest.raises(LedgerRevert, match="a submission the root may leave out"):
+        act_on(book, twice.tx.account, finding)
 
 
 def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) -> None:

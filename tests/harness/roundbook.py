@@ -259,6 +259,26 @@ def audit(
     return auditor.verdicts(posted, entries, verdict_list(verdicts), earned, v4)
 
 
+def left_out(
+    book: Book, subs: SubmissionRoot, signed: Signed, receipt: str, round_: int = ROUND
+) -> Finding | None:
+    """What the producer of `signed`, holding the aggregator's `receipt` of it, finds in the
+    round's published submission list: the proof that it was left out, or None."""
+    params = book.swarm.params
+    auditor = Auditor(
+        book.domain,
+        book.swarm.ledger,
+        quorum=params.quorum,
+        checkers=params.checkers,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+    posted = RoundPosted.from_view(round_, book.view(round_))
+    entries, found = auditor.submissions(posted, submission_list(subs.signed))
+    assert found is None, found
+    return auditor.left_out(posted, entries, signed, receipt)
+
+
 def act_on(book: Book, who, finding: Finding):
     """Sends the call the auditor's finding names (a data challenge with its bond)."""
     value = CHALLENGE_BOND if finding.challenge else 0
