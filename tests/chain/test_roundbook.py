@@ -29,9 +29,7 @@ from client.chain.roots import (
 )
 from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
-from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
-from client.node.aggregation.endpoint import Desk
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, deploy_artifact, digest
 from tests.harness.roundbook import (
@@ -349,42 +347,24 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     assert after[0] - before[0] + gas == BOND // 2
 
 
-def receipted(book: Book, aggregator, producers, round_: int) -> tuple[Desk, dict[str, str]]:
-    """The producers' submissions of `round_` held by the aggregator's desk (the endpoint's, in
-    memory), and the receipt each got."""
-    registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
-    desk = Desk(book.domain, ReceiptSigner(book.domain, aggregator.tx.account.key))
-    tolerance = book.swarm.params.agree_tolerance_bps
-    desk.open(Collector(book.domain, round_, tolerance_bps=tolerance, registered=registered))
-    receipts = {}
-    for signed in sign_submissions(book, producers, round_):
-        answer = desk.accept(signed.to_bytes())
-        assert answer.refused is None and answer.receipt is not None
-        receipts[signed.signer] = answer.receipt
-    return desk, receipts
-
-
 def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> None:
     """A censoring aggregator: it gave a producer a receipt and posts a root without the
     submission. The producer learns it only once v4's submit window has closed, so the receipt
     and the two leaves it sorts between prove it, wherever it sorts (first, between, last): the
     root is void and the producer takes half the bond. A receipt of anyone but the aggregator,
-    a place the producer does not sort into, and a producer the v4 lane holds prove nothing."""
+    a place the producer does not sort into, a receipt of another round's submission, and a
+    producer the v4 lane holds prove nothing."""
     swarm, nodes, book = world
-    producers, aggregator = nodes[:4], nodes[4]
-    ordered = sorted(producers, key=lambda n: int(n.tx.account.address, 16))
+    ordered = sorted(nodes[:4], key=lambda n: int(n.tx.account.address, 16))
     round_ = ROUND
     for place in (0, 2, 3):
         censored = ordered[place]
-        desk, receipts = receipted(book, aggregator, producers, round_)
-        with desk.hold(round_) as collector:
-            held = collector.submission_root()
-        kept = [s for s in held.signed if s.signer != censored.tx.account.address]
-        subs = SubmissionRoot(kept)
-        post_submissions(book, aggregator, subs, round_)
+        got: dict[str, tuple[Signed, str]] = {}
+        aggregator, subs, _, _ = honest_round(
+            book, nodes, round_, receipts=got, leave_out=censored.tx.account.address
+        )
         assert audit(book, subs, round_=round_) is None  # the list itself holds: sorted, signed
-        mine = next(s for s in held.signed if s.signer == censored.tx.account.address)
-        receipt = receipts[mine.signer]
+        mine, receipt = got[censored.tx.account.address]
         finding = left_out(book, subs, mine, receipt, round_)
         assert finding is not None and finding.args[3] == place
         who = censored.tx.account
@@ -415,15 +395,15 @@ def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> Non
             )
             with pytest.raises(LedgerRevert, match="not its place"):
                 book.send(who, "proveLeftOut", *past)
-            # a receipt of its submission of another round proves nothing about this one
-            _, later = receipted(book, aggregator, [censored], round_ + 1)
-            stale = next(iter(sign_submissions(book, [censored], round_ + 1)))
-            moved = (round_, submission_struct(stale), bytes.fromhex(later[stale.signer][2:]))
+            # the aggregator's receipt of its submission of another round proves nothing here
+            [stale] = sign_submissions(book, [censored], round_ + 1)
+            later = ReceiptSigner(book.domain, aggregator.tx.account.key).sign(stale)
+            moved = (round_, submission_struct(stale), bytes.fromhex(later[2:]))
             with pytest.raises(LedgerRevert, match="a submission the root may leave out"):
                 book.send(who, "proveLeftOut", *moved, *finding.args[3:])
-            # a submission that is in the root: the left-out proof of a kept producer fails
-            kept_one = subs.signed[1]
-            assert left_out(book, subs, kept_one, receipts[kept_one.signer], round_) is None
+            # a submission that is in the root: no left-out proof of a kept producer
+            kept, kept_receipt = got[subs.signed[1].signer]
+            assert left_out(book, subs, kept, kept_receipt, round_) is None
         before = balances(book, who.address)
         result = act_on(book, who, finding)
         assert_paid_for(book, who, before, "a receipted submission left out", result, round_)
@@ -433,13 +413,11 @@ def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> Non
     twice = ordered[1]
     swarm.goto(round_)
     twice.submit(round_, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
-    desk, receipts = receipted(book, aggregator, producers, round_)
-    mine = next(
-        s for s in sign_submissions(book, producers, round_) if s.signer == twice.tx.account.address
+    got = {}
+    _, subs, _, _ = honest_round(
+        book, nodes, round_, receipts=got, leave_out=twice.tx.account.address
     )
-    subs = SubmissionRoot([s for s in sign_submissions(book, producers, round_) if s != mine])
-    post_submissions(book, aggregator, subs, round_)
-    finding = left_out(book, subs, mine, receipts[mine.signer], round_)
+    finding = left_out(book, subs, *got[twice.tx.account.address], round_)
     with pytest.raises(LedgerRevert, match="a submission the root may leave out"):
         act_on(book, twice.tx.account, finding)
 

@@ -4,8 +4,8 @@ the real RoundBook and SwarmLedger, against a small model of where the money mus
 Each round is the aggregator's own: its collector builds the roots from the signed messages of
 four producers and their seated checkers, with each credit's earnings from the rounds before
 (EarningsBook), and it posts them with its bond. Half the rounds carry one lie (LIES); an
-auditor reading the published lists always finds it and proves it in the round's challenge
-window (the honest-auditor assumption the book rests on), which voids the round: half the bond
+auditor reading the published lists always finds it (or, for a submission left out, its
+producer holding the aggregator's receipt) and proves it in the round's challenge window (the honest-auditor assumption the book rests on), which voids the round: half the bond
 to the prover, half to the ledger's pool. A stranger may challenge a leaf of the latest round,
 which the aggregator answers at once, never (the challenger claims the bond), or later (in time
 or too late, while the bond waits). Producers claim what their standing credits earned,
@@ -68,6 +68,7 @@ from tests.harness.roundbook import (
     credit_of,
     forged,
     honest_round,
+    left_out,
     open_book,
     paid_by,
     post_verdicts,
@@ -84,6 +85,7 @@ LIES = (
     "a credit the v4 lane holds",
     "earnings that do not add up",  # when the credit has earnings to inflate
     "earnings that skip a credit",  # when it has earnings to leave out
+    "a receipted submission left out",  # proven by its producer, with its receipt
 )
 ANSWERS = ("now", "never", "later")
 # a tail naming a credit twice needs two credits of one producer less than `lag` rounds apart,
@@ -188,11 +190,15 @@ class BookMachine(RuleBasedStateMachine):
             twice = self.nodes[liar]
             twice.submit(round_, digest(f"v4 {round_}"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
             v4.add(twice.tx.account.address.lower())
+        censored = self.nodes[liar].tx.account
+        receipts: dict = {}
         aggregator, subs, credits, votes = honest_round(
             self.book,
             self.nodes,
             round_,
             earnings=lambda p: self.earned.earnings(p, round_),
+            receipts=receipts,
+            leave_out=censored.address if lie == "a receipted submission left out" else None,
         )
         amounts = [c.signal for c in credits]
         target = liar
@@ -201,10 +207,15 @@ class BookMachine(RuleBasedStateMachine):
             held = [i for i, c in enumerate(credits) if c.earnings.settled > 0]
             target = held[liar % len(held)] if held else liar
             lie = lie if held else None
-        kept = credits[target].earnings
+        kept = credits[target % len(credits)].earnings
         if lie == "earnings that skip a credit":
             credits[target] = replace(credits[target], earnings=NO_EARNINGS)
-        elif lie not in (None, "a credit the v4 lane holds", "earnings that do not add up"):
+        elif lie not in (
+            None,
+            "a credit the v4 lane holds",
+            "earnings that do not add up",
+            "a receipted submission left out",
+        ):
             if lie == "a credit's amount is not its signal":
                 amounts[target] = credits[target].signal * 100
             elif lie == "a credit with fewer votes than quorum":
@@ -226,12 +237,16 @@ class BookMachine(RuleBasedStateMachine):
         self.rounds[round_] = r
         self.latest = round_
         finding = audit(self.book, subs, verdicts, round_, self.earned, v4)
+        prover = stranger(self.book)
+        if finding is None and lie == "a receipted submission left out":  # the lists hold
+            finding = left_out(self.book, subs, *receipts[censored.address], round_)
+            prover = censored
         self.seen[f"round: {lie or 'honest'}"] += 1
         if lie is None:
             assert finding is None, f"an honest round {round_} was found lying: {finding}"
         else:
             assert finding is not None and finding.what == lie, (lie, finding)
-            act_on(self.book, stranger(self.book), finding)
+            act_on(self.book, prover, finding)
             self.forfeit(r)
         if asked is not None:
             self.challenge(*asked)

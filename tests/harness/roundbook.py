@@ -13,7 +13,7 @@ from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, LedgerRevert
-from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
 from client.chain.roots import (
     Credit,
@@ -29,6 +29,7 @@ from client.chain.tx import TxSender
 from client.node.aggregation.auditor import Auditor, Finding, RoundPosted
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook, Entry
+from client.node.aggregation.endpoint import Desk
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
@@ -151,19 +152,36 @@ def credit_of(subs: SubmissionRoot, index: int, votes: list[tuple]) -> Credit:
     return Credit(index, signed.signer, s.digest, s.score, s.signal, votes_hash(votes))
 
 
-def honest_round(book: Book, nodes, round_: int = ROUND, earnings=None):
+def honest_round(
+    book: Book,
+    nodes,
+    round_: int = ROUND,
+    earnings=None,
+    receipts: dict[str, tuple[Signed, str]] | None = None,
+    leave_out: str | None = None,
+):
     """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
-    checkers: the roots an honest aggregator posts, built by its own collector from the
-    messages as the peers send them (bytes); `earnings` (EarningsBook.earnings for the round)
-    fills each credit's earnings."""
+    checkers: the roots an honest aggregator posts, built by its own collector (behind its
+    endpoint's desk, which signs a receipt of each submission) from the messages as the peers
+    send them (bytes); `earnings` (EarningsBook.earnings for the round) fills each credit's
+    earnings; `receipts` gets each producer's signed submission and receipt. `leave_out`: the
+    producer (an address) a censoring aggregator leaves out of the root it posts."""
     producers, aggregator = nodes[:4], nodes[4]
     quorum = book.swarm.params.quorum
     tolerance = book.swarm.params.agree_tolerance_bps
     registered = lambda a: book.swarm.ledger.node_info(a).registered  # noqa: E731
     collector = Collector(book.domain, round_, tolerance_bps=tolerance, registered=registered)
+    desk = Desk(book.domain, ReceiptSigner(book.domain, aggregator.tx.account.key))
+    desk.open(collector)
     for signed in sign_submissions(book, producers, round_):
-        collector.accept(signed.to_bytes())
-    subs = collector.submission_root()
+        answer = desk.accept(signed.to_bytes())
+        assert answer.refused is None and answer.receipt is not None, answer
+        if receipts is not None:
+            receipts[signed.signer] = (signed, answer.receipt)
+    with desk.hold(round_):
+        subs = collector.submission_root()
+    if leave_out is not None:
+        subs = SubmissionRoot([x for x in subs.signed if x.signer != leave_out])
     post_submissions(book, aggregator, subs, round_)
     seated = {
         s.signer.lower(): {a.lower() for a in seats(book, nodes, s.signer, round_)}
