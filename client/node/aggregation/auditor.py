@@ -112,6 +112,18 @@ class Auditor:
             self._stakes[key] = self.ledger.family_stake_at(family, block)
         return self._stakes[key]
 
+    def registered(self, node: str) -> bool:
+        """Whether `node` is a registered node of the ledger (for life: read once)."""
+        return bool(self._info(node).registered)
+
+    def seated(self, posted: RoundPosted, producer: str, voter: str) -> bool:
+        """Whether `voter` holds a seat on `producer`'s committee of the round: the ledger's
+        rule 4 with the round's beacon and stakes as of the submission root's block, as the book's
+        `_seated` judges it."""
+        family = self._info(producer).family
+        total = self._family_stake_at(family, posted.posted_block)
+        return self._seated(posted, producer, voter, family, total)
+
     # ------------------------------------------------------------------------ submissions
 
     def submissions(

@@ -125,6 +125,17 @@ class Collector:
         self.votes[(producer, voter)] = signed
         return signed
 
+    def drop(self, signed: Signed) -> None:
+        """Lets go of `signed`, held last (its record could not be written: the sender is told to
+        send it again)."""
+        if isinstance(signed.message, Submission):
+            if self.submissions.get(signed.signer.lower()) is signed:
+                del self.submissions[signed.signer.lower()]
+        else:
+            key = (signed.message.producer.lower(), signed.signer.lower())
+            if self.votes.get(key) is signed:
+                del self.votes[key]
+
     def submission_root(self) -> SubmissionRoot:
         """The round's submission root (and no submission enters after it)."""
         if not self.submissions:

@@ -32,6 +32,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -84,13 +85,22 @@ class Desk:
     """The rounds an aggregator collects now, shared by the server's threads: messages are
     verified outside the lock (signature recovery is the costly part), judged under it.
     `receipts`: the aggregator's key, which signs a receipt of each held submission (none: no
-    receipts, as a desk that will not post)."""
+    receipts, as a desk that will not post). `record`: called, under the lock, with each message
+    as it comes to be held, before any answer (the aggregator's journal: what it receipted
+    survives a restart); when it raises, the message is let go and the sender told to send it
+    again."""
 
-    def __init__(self, domain: Domain, receipts: ReceiptSigner | None = None):
+    def __init__(
+        self,
+        domain: Domain,
+        receipts: ReceiptSigner | None = None,
+        record: Callable[[Signed], None] | None = None,
+    ):
         if receipts is not None and receipts.domain != domain:
             raise ValueError("a receipt signer of another deployment")
         self.domain = domain
         self.receipts = receipts
+        self.record = record
         self._rounds: dict[int, Collector] = {}
         self._lock = threading.Lock()
         self.cpu_s = 0.0  # thread CPU spent serving requests (what the aggregator pays)
@@ -131,6 +141,13 @@ class Desk:
                 held = collector.take(signed)
             except Refused as exc:
                 return Answer(refused=str(exc))
+            if held is signed and self.record is not None:  # new: on disk before it is answered
+                try:
+                    self.record(signed)
+                except Exception as exc:
+                    collector.drop(signed)
+                    log.error("aggregator: a message could not be recorded: %s", exc)
+                    return Answer(refused="the aggregator could not record it; send it again")
         if isinstance(held.message, Submission) and self.receipts is not None:
             # signed outside the lock: it is held, and stays in the root once the root is built
             return Answer(receipt=self.receipts.sign(held))

@@ -1,0 +1,200 @@
+"""`RoundBook`: the root lane's contract (contracts/RoundBook.sol, docs/scaling.md) as typed Python
+calls, beside the `Ledger` it reads: its windows, its rounds as `roundOf` gives them, and the
+transactions of its roles (the aggregator's posts, answers and release; a prover's call; a
+producer's claim). Reads work without a key; writes go through TxSender like the ledger's, so
+transient RPC failures are retried and every revert arrives as the book's named error.
+
+It has what `client.chain.events.EventReader` reads logs through (`contract`, `address`, `w3`,
+`tx`, `head`), so the book's events are read in bounded ranges the ledger's way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+from web3.contract import Contract
+
+from client.chain.artifacts import load_artifact
+from client.chain.errors import ErrorDecoder, WrongChain
+from client.chain.ledger.connection import _address, matches_runtime
+from client.chain.models import LedgerParams, TxResult
+from client.chain.tx import TxSender
+
+CONTRACT = "RoundBook"
+
+
+@dataclass(frozen=True)
+class BookRound:
+    """One round as `roundOf` returns it (IRoundBook.RoundView)."""
+
+    round: int
+    aggregator: str  # the zero address until the submission root is posted
+    posted_block: int
+    count: int
+    submissions: bytes
+    verdicts: bytes  # 32 zero bytes until posted
+    credits: int
+    total: int
+    beacon: int
+    submissions_voided: bool
+    verdicts_voided: bool
+    released: bool
+    open_challenges: int
+
+    @property
+    def posted(self) -> bool:
+        return int(self.aggregator, 16) != 0
+
+    @property
+    def verdicts_posted(self) -> bool:
+        return self.verdicts != bytes(32)
+
+    @property
+    def void(self) -> bool:
+        return self.submissions_voided or self.verdicts_voided
+
+    @classmethod
+    def from_view(cls, round_: int, view: Sequence[Any]) -> BookRound:
+        return cls(round_, *(bytes(v) if isinstance(v, bytes) else v for v in view))
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The book's windows for a round r, from the ledger's W (submitRounds) and C
+    (challengeRounds), as RoundBook computes them: the submission root in r + W + 1, votes until
+    r + W + 1 + C, the verdict root in the round after, lies provable until r + W + 2C + 2."""
+
+    submit_rounds: int
+    challenge_rounds: int
+
+    @classmethod
+    def of(cls, params: LedgerParams) -> Windows:
+        return cls(params.submit_rounds, params.challenge_rounds)
+
+    def post_round(self, round_: int) -> int:
+        return round_ + self.submit_rounds + 1
+
+    def vote_close(self, round_: int) -> int:
+        return self.post_round(round_) + self.challenge_rounds
+
+    def verdict_round(self, round_: int) -> int:
+        return self.vote_close(round_) + 1
+
+    def challenge_end(self, round_: int) -> int:
+        return self.verdict_round(round_) + self.challenge_rounds
+
+    @property
+    def lag(self) -> int:
+        """Rounds from a credit's round to the rounds settled for it (RoundBook.lag)."""
+        return self.challenge_rounds + 2
+
+
+class RoundBook:
+    """One deployed RoundBook on one chain, read-only unless an account is given."""
+
+    def __init__(
+        self,
+        w3: Web3,
+        address: str,
+        *,
+        account: LocalAccount | None = None,
+        max_fee_gwei: float = 50.0,
+        priority_fee_gwei: float = 1.0,
+        receipt_timeout_s: float = 120.0,
+        attempts: int = 4,
+    ):
+        artifact = load_artifact(CONTRACT)
+        self.w3 = w3
+        self.address = _address(address)
+        self.contract: Contract = w3.eth.contract(address=self.address, abi=artifact["abi"])
+        self.decoder = ErrorDecoder(artifact["abi"])
+        self.tx = TxSender(
+            w3,
+            account,
+            self.decoder,
+            max_fee_gwei=max_fee_gwei,
+            priority_fee_gwei=priority_fee_gwei,
+            receipt_timeout_s=receipt_timeout_s,
+            attempts=attempts,
+        )
+        self._bonds: tuple[int, int] | None = None
+
+    def _view(self, name: str, *args: Any) -> Any:
+        fn = self.contract.functions[name](*args)
+        return self.tx.rpc(fn.call, f"{name}()")
+
+    def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
+        data = self.contract.encode_abi(name, args=list(args))
+        return self.tx.send({"to": self.address, "data": data, "value": value}, name)
+
+    def check(self, ledger: str) -> None:
+        """Raises WrongChain unless this client's RoundBook is deployed at the address, reading
+        the ledger at `ledger`."""
+        code = bytes(self.tx.rpc(lambda: self.w3.eth.get_code(self.address), "eth_getCode"))
+        if not code:
+            raise WrongChain(f"no contract at {self.address}: no round book is deployed there")
+        if not matches_runtime(code, load_artifact(CONTRACT)):
+            raise WrongChain(
+                f"the contract at {self.address} is not this client's RoundBook "
+                "(a different build or another contract)"
+            )
+        reads = self._view("ledger")
+        if reads.lower() != ledger.lower():
+            raise WrongChain(f"the round book at {self.address} reads ledger {reads}, not {ledger}")
+
+    # --------------------------------------------------------------------------------- views
+
+    def head(self) -> int:
+        return self.tx.rpc(lambda: self.w3.eth.block_number, "eth_blockNumber")
+
+    def bonds(self) -> tuple[int, int]:
+        """(bond, challengeBond) in wei: fixed for the book's life, read once."""
+        if self._bonds is None:
+            self._bonds = (self._view("bond"), self._view("challengeBond"))
+        return self._bonds
+
+    def round_of(self, round_: int) -> BookRound:
+        return BookRound.from_view(round_, self._view("roundOf", round_))
+
+    def reward_pool(self) -> int:
+        return self._view("rewardPool")
+
+    def paid_of(self, producer: str) -> tuple[int, int]:
+        """(total paid, the round of its last claim plus one; 0: none)."""
+        total, through = self._view("paidOf", _address(producer))
+        return total, through
+
+    def owed(self, payee: str) -> int:
+        return self._view("owed", _address(payee))
+
+    def challenge(self, round_: int, verdict_tree: bool, index: int) -> tuple[str, int, bool]:
+        """(challenger, answer by, answered) of a data challenge (challenger 0: none)."""
+        c = self._view("challengeOf", round_, verdict_tree, index)
+        return c[0], c[1], c[2]
+
+    # -------------------------------------------------------------------------- transactions
+
+    def post_submissions(self, round_: int, root: bytes, count: int, listed: bytes) -> TxResult:
+        return self._send("postSubmissions", round_, root, count, listed, value=self.bonds()[0])
+
+    def draw_beacon(self, round_: int) -> TxResult:
+        return self._send("drawBeacon", round_)
+
+    def post_verdicts(
+        self, round_: int, root: bytes, credits: int, total: int, listed: bytes
+    ) -> TxResult:
+        return self._send("postVerdicts", round_, root, credits, total, listed)
+
+    def release(self, round_: int) -> TxResult:
+        return self._send("release", round_)
+
+    def call(self, function: str, args: Sequence[Any], *, value: int = 0) -> TxResult:
+        """Any of the book's functions by name (a finding's proof, an answer, a claim)."""
+        return self._send(function, *args, value=value)
+
+
+__all__ = ["CONTRACT", "BookRound", "RoundBook", "Windows"]

@@ -1,0 +1,486 @@
+"""The aggregator's role, run by a node round after round (docs/scaling.md, "A round"): it
+collects the signed messages of the rounds open on its endpoint's desk, and on the book's clock
+posts each round's submission root (with its bond) and, once the votes are in, its verdict root
+with every credit's earnings; it answers the data challenges of its rounds, folds the rounds
+that stand into what each producer has earned, and takes its bonds back.
+
+Everything it posts is what an auditor will check (client.node.aggregation.auditor), so it
+judges by the same code: a vote counts only from a seated voter (`Auditor.seated`), a producer
+the v4 lane holds for the round is not credited (the ledger's `Submitted` events of the round),
+and a credit's earnings come from every round that stands, in order (`EarningsBook`), the
+others' rounds read from their published lists. Where it cannot know (a list it cannot fetch,
+an earlier round not decided yet) it does not post, and says why: a root it cannot stand behind
+would cost its bond.
+
+Nothing it holds is lost to a restart: each message is written to its store (`Held`) before it
+is answered, and each list before its root is posted; `start` rebuilds the collectors and
+roots from there and from the book.
+
+`tick` is one pass (a node calls it every POLL_S); each step is idempotent against the chain,
+so a pass interrupted anywhere is finished by the next.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from client.chain import ChainError
+from client.chain.book import BookRound, RoundBook, Windows
+from client.chain.events import EventCursor, EventReader
+from client.chain.ledger import Ledger
+from client.chain.messages import Domain, ReceiptSigner
+from client.chain.roots import (
+    BadList,
+    SubmissionRoot,
+    VerdictRoot,
+    open_verdict_list,
+    submission_list,
+    submission_struct,
+    verdict_list,
+)
+from client.node.aggregation.auditor import Auditor, RoundPosted
+from client.node.aggregation.collector import Collector
+from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.endpoint import Desk
+from client.node.aggregation.held import Held
+from client.node.aggregation.lists import ListUnavailable, fetch_list, publish_list
+from client.store import BlockStore, cid_to_digest, digest_to_cid
+
+log = logging.getLogger("sapo.aggregator")
+
+POLL_S = 2.0
+KIND = {False: "submissions", True: "verdicts"}
+
+
+@dataclass
+class Tick:
+    """What one pass did (for the log and for tests), and what it could not do, with why."""
+
+    opened: list[int] = field(default_factory=list)
+    posted_submissions: list[int] = field(default_factory=list)
+    drawn: list[int] = field(default_factory=list)
+    posted_verdicts: list[int] = field(default_factory=list)
+    answered: list[tuple[int, bool, int]] = field(default_factory=list)
+    released: list[int] = field(default_factory=list)
+    folded: list[int] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)  # round -> why it was not posted
+
+
+class Aggregator:
+    """One node's aggregator: its desk (served by an AggregatorServer), its store, its posts.
+
+    `ledger` and `book` carry the node's account (its key signs the posts and, through
+    `receipts`, the receipts); `store`: the node's IPFS store, where the lists are published and
+    the other aggregators' lists fetched (None: lists are not published, as the simulator's in
+    memory). `start_block`: the block the book was deployed at (its events are read from there).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        book: RoundBook,
+        held: Held,
+        receipts: ReceiptSigner,
+        *,
+        store: BlockStore | None,
+        start_block: int = 0,
+        chunk_blocks: int = 2_000,
+    ):
+        self.ledger, self.book, self.held, self.store = ledger, book, held, store
+        self.domain: Domain = receipts.domain
+        self.me = book.tx.address
+        if receipts.address.lower() != self.me.lower():
+            raise ValueError("the receipts must be signed by the key that posts the roots")
+        self.params = ledger.params()
+        self.windows = Windows.of(self.params)
+        self.desk = Desk(self.domain, receipts, record=held.record)
+        self.auditor = Auditor(
+            self.domain,
+            ledger,
+            quorum=self.params.quorum,
+            checkers=self.params.checkers,
+            tolerance_bps=self.params.agree_tolerance_bps,
+            min_stake=self.params.min_stake,
+        )
+        self.book_events = EventReader(book, chunk_blocks=chunk_blocks, start_block=start_block)  # type: ignore[arg-type]
+        self.ledger_events = EventReader(ledger, chunk_blocks=chunk_blocks, start_block=start_block)
+        self.start_block = start_block
+        self.first_round = 0
+        self.collectors: dict[int, Collector] = {}
+        self.submission_roots: dict[int, SubmissionRoot] = {}  # the rounds we posted
+        self.verdict_roots: dict[int, VerdictRoot] = {}
+        self.earned = EarningsBook(self.params.reward_per_round, self.windows.lag)
+        self._cursor = EventCursor(next_block=start_block)  # DataChallenged
+        self._challenges: dict[tuple[int, bool, int], int] = {}  # open -> answer by
+        self._lists: dict[tuple[int, bool], bytes] = {}  # the other aggregators' list digests
+
+    # ------------------------------------------------------------------------------- start
+
+    def start(self) -> None:
+        """Rebuilds what a restart lost: the collectors of the rounds still open, and the roots
+        of the rounds this node posted, from its store, checked against the book."""
+        current = self.ledger.current_round()
+        self.first_round = self.book_first_round(current)
+        saved = self.held.load_earned(self.params.reward_per_round, self.windows.lag)
+        self.earned = saved or EarningsBook(
+            self.params.reward_per_round, self.windows.lag, folded=self.first_round - 1
+        )
+        for round_ in sorted(self.held.rounds()):
+            if current > self.windows.challenge_end(round_) + self.windows.lag + 2:
+                continue  # long decided: nothing of it is asked for any more
+            collector = self._collector(round_)
+            for signed in self.held.messages(round_):
+                try:
+                    collector.take(signed)
+                except Exception as exc:  # a message its own collector took once
+                    log.warning("round %s: a held message is not taken again: %s", round_, exc)
+            self._restore_roots(round_)
+        self._collect(current, Tick())
+        if self.collectors:
+            log.info(
+                "aggregator: restored rounds %s from %s", sorted(self.collectors), self.held.path
+            )
+
+    def book_first_round(self, current: int) -> int:
+        """The first round this aggregator folds earnings from: the book's first posted round
+        (its first SubmissionsPosted event), or the current round on a book nobody posted to."""
+        for event in self.book_events.read(["SubmissionsPosted"]):
+            return int(event.args["round"])
+        return current
+
+    def _collector(self, round_: int) -> Collector:
+        collector = self.collectors.get(round_)
+        if collector is None:
+            collector = Collector(
+                self.domain,
+                round_,
+                tolerance_bps=self.params.agree_tolerance_bps,
+                registered=lambda a: self.auditor.registered(a),
+            )
+            self.collectors[round_] = collector
+        return collector
+
+    def _restore_roots(self, round_: int) -> None:
+        posted = self.book.round_of(round_)
+        if not posted.posted or posted.aggregator.lower() != self.me.lower():
+            return
+        collector = self.collectors[round_]
+        collector.closed = True
+        root = SubmissionRoot(list(collector.submissions.values()))
+        if root.root != posted.submissions:
+            log.error(
+                "round %s: the submission root rebuilt from the store is not the one posted; "
+                "data challenges of it cannot be answered",
+                round_,
+            )
+            return
+        self.submission_roots[round_] = root
+        data = self.held.list_of(round_, "verdicts")
+        if posted.verdicts_posted and data is not None:
+            try:
+                self.verdict_roots[round_] = open_verdict_list(
+                    data, posted.verdicts, posted.credits, posted.total
+                )
+            except BadList as exc:
+                log.error(
+                    "round %s: the stored verdict list is not the posted root's: %s", round_, exc
+                )
+
+    # -------------------------------------------------------------------------------- pass
+
+    def tick(self) -> Tick:
+        """One pass over the rounds the clock has reached."""
+        done = Tick()
+        current = self.ledger.current_round()
+        w = self.windows
+        self._collect(current, done)
+        self._post_submissions(current - w.submit_rounds - 1, current, done)
+        for round_ in list(self.submission_roots):
+            self._draw(round_, current, done)
+        self._fold(current, done)
+        self._post_verdicts(current - w.submit_rounds - w.challenge_rounds - 2, current, done)
+        self._answer(current, done)
+        self._release(current, done)
+        self._forget(current)
+        return done
+
+    def _collect(self, current: int, done: Tick) -> None:
+        """Opens on the desk the rounds whose submissions may still come, and each posted
+        round's votes until its close."""
+        w = self.windows
+        for round_ in range(max(self.first_round, current - w.submit_rounds), current + 1):
+            if round_ not in self.collectors:
+                self.desk.open(self._collector(round_))
+                done.opened.append(round_)
+            elif round_ not in self.desk.rounds() and not self.collectors[round_].closed:
+                self.desk.open(self.collectors[round_])
+        for round_ in self.submission_roots:  # posted: its votes until the close (a restart)
+            votes_open = w.post_round(round_) <= current <= w.vote_close(round_)
+            if votes_open and round_ not in self.desk.rounds():
+                self.desk.open(self.collectors[round_])
+
+    def _post_submissions(self, round_: int, current: int, done: Tick) -> None:
+        collector = self.collectors.get(round_)
+        if collector is None or round_ in self.submission_roots or round_ < self.first_round:
+            return
+        if current != self.windows.post_round(round_):
+            return
+        posted = self.book.round_of(round_)
+        if posted.posted:  # another aggregator was first: what we held binds nobody
+            log.warning("round %s: %s posted its root first", round_, posted.aggregator)
+            self.desk.close(round_)
+            del self.collectors[round_]
+            return
+        with self.desk.hold(round_):
+            if not collector.submissions:
+                done.skipped[round_] = "no submission was sent"
+                return
+            root = collector.submission_root()  # closed: nothing enters after it
+        listed = submission_list(root.signed)
+        self.held.keep_list(round_, "submissions", listed)
+        digest = self._publish("submissions", round_, listed)
+        self.book.post_submissions(round_, root.root, len(root.signed), digest)
+        self.submission_roots[round_] = root
+        done.posted_submissions.append(round_)
+        log.info("round %s: posted %d submissions", round_, len(root.signed))
+
+    def _draw(self, round_: int, current: int, done: Tick) -> None:
+        if current > self.windows.vote_close(round_):
+            return
+        posted = self.book.round_of(round_)
+        if posted.beacon or posted.void:
+            return
+        if self.book.head() <= posted.posted_block:
+            return  # the beacon's block (the next) is not mined yet: the draw lands after it
+        self.book.draw_beacon(round_)
+        done.drawn.append(round_)
+
+    def _post_verdicts(self, round_: int, current: int, done: Tick) -> None:
+        root = self.submission_roots.get(round_)
+        if root is None or round_ in self.verdict_roots:
+            return
+        if current != self.windows.verdict_round(round_):
+            return
+        self.desk.close(round_)  # no vote enters after the close
+        posted = self.book.round_of(round_)
+        if posted.void or posted.verdicts_posted:
+            return
+        if self.earned.folded < round_ - self.windows.lag:
+            done.skipped[round_] = (
+                f"round {self.earned.folded + 1} is not folded yet: earnings cannot be written"
+            )
+            return
+        view = RoundPosted(
+            round_,
+            posted.posted_block,
+            posted.count,
+            posted.submissions,
+            posted.verdicts,
+            posted.credits,
+            posted.total,
+            posted.beacon,
+        )
+        v4 = self._v4_producers(round_)
+        collector = self.collectors[round_]
+        verdicts = collector.verdict_root(
+            root,
+            seated=lambda p, v: self.auditor.seated(view, p, v),
+            quorum=self.params.quorum,
+            escalated=v4,
+            earnings=lambda p: self.earned.earnings(p, round_),
+        )
+        if verdicts is None:
+            done.skipped[round_] = "no batch reached the quorum"
+            return
+        listed = verdict_list(verdicts)
+        self.held.keep_list(round_, "verdicts", listed)
+        digest = self._publish("verdicts", round_, listed)
+        self.book.post_verdicts(
+            round_, verdicts.root, len(verdicts.credits), verdicts.total, digest
+        )
+        self.verdict_roots[round_] = verdicts
+        done.posted_verdicts.append(round_)
+        log.info("round %s: posted %d credits", round_, len(verdicts.credits))
+
+    def _v4_producers(self, round_: int) -> set[str]:
+        """The producers the ledger holds a submission of for `round_` (lowercase), from its
+        `Submitted` events since the round's first block."""
+        start = self.params.genesis + round_ * self.params.round_length
+        first = self.ledger.block_at(start, low=self.start_block)
+        events = self.ledger_events.read(["Submitted"], from_block=first, round=round_)
+        return {e.args["node"].lower() for e in events}
+
+    def _publish(self, kind: str, round_: int, data: bytes) -> bytes:
+        if self.store is None:
+            return bytes(32)
+        keep = self.windows.challenge_end(round_) + 2
+        return cid_to_digest(publish_list(self.store, kind, round_, data, keep_round=keep))
+
+    # ------------------------------------------------------------------------------ earnings
+
+    def _fold(self, current: int, done: Tick) -> None:
+        """Folds, in order, every round that is decided (two rounds past its challenge window:
+        standing, or void, or never posted), each as it stands."""
+        while True:
+            q = self.earned.folded + 1
+            if current < self.windows.challenge_end(q) + 2:
+                return
+            posted = self.book.round_of(q)
+            if posted.posted and posted.open_challenges:
+                return  # a challenge decides it first
+            verdicts = None
+            if posted.posted and posted.verdicts_posted and not posted.void:
+                verdicts = self._verdicts_of(q, posted)
+                if verdicts is None:
+                    return
+            before = set(self.earned.places)
+            self.earned.fold(q, verdicts)
+            after = self.earned.places
+            added = [after[k] for k in after.keys() - before]
+            try:
+                self.held.save_fold(self.earned, added, sorted(before - after.keys()))
+            except Exception:
+                # memory must not run ahead of the store: the next save would miss this fold
+                self.earned = self.held.load_earned(
+                    self.params.reward_per_round, self.windows.lag
+                ) or EarningsBook(
+                    self.params.reward_per_round, self.windows.lag, folded=self.first_round - 1
+                )
+                raise
+            done.folded.append(q)
+
+    def _verdicts_of(self, round_: int, posted: BookRound) -> VerdictRoot | None:
+        """A standing round's credits: ours from the store, another aggregator's from its
+        published list (None, logged, when it cannot be had: folding waits)."""
+        if round_ in self.verdict_roots:
+            return self.verdict_roots[round_]
+        if self.store is None:
+            log.error("round %s: another aggregator's verdicts, and no store to fetch them", round_)
+            return None
+        digest = self._list_digest(round_, True)
+        if digest is None:
+            return None
+        try:
+            data = fetch_list(
+                self.store,
+                digest_to_cid(digest),
+                "verdicts",
+                round_,
+                posted.credits,
+                keep_round=None,
+            )
+            return open_verdict_list(data, posted.verdicts, posted.credits, posted.total)
+        except (ListUnavailable, BadList) as exc:
+            log.error(
+                "round %s: %s's verdict list cannot be read (%s): no verdict root is posted "
+                "until it is, since earnings would be wrong",
+                round_,
+                posted.aggregator,
+                exc,
+            )
+            return None
+
+    def _list_digest(self, round_: int, verdicts: bool) -> bytes | None:
+        key = (round_, verdicts)
+        if key not in self._lists:
+            name = "VerdictsPosted" if verdicts else "SubmissionsPosted"
+            for event in self.book_events.read([name], round=round_):
+                self._lists[key] = bytes.fromhex(event.args["list"][2:])
+        return self._lists.get(key)
+
+    # --------------------------------------------------------------------- answers, bonds
+
+    def _answer(self, current: int, done: Tick) -> None:
+        """Answers, in time, each data challenge of a root this node posted."""
+        for event in self.book_events.poll(self._cursor, ["DataChallenged", "DataAnswered"]):
+            key = (
+                int(event.args["round"]),
+                bool(event.args["verdictTree"]),
+                int(event.args["index"]),
+            )
+            if event.name == "DataChallenged":
+                self._challenges[key] = int(event.args["answerBy"])
+            else:
+                self._challenges.pop(key, None)
+        for key, answer_by in list(self._challenges.items()):
+            round_, verdict_tree, index = key
+            if current > answer_by:
+                del self._challenges[key]
+                continue
+            answer = self._answer_args(round_, verdict_tree, index)
+            if answer is None:
+                continue
+            function, args = answer
+            try:
+                self.book.call(function, args)
+            except ChainError as exc:
+                log.error(
+                    "round %s: answering %s leaf %s failed: %s",
+                    round_,
+                    KIND[verdict_tree],
+                    index,
+                    exc,
+                )
+                continue
+            del self._challenges[key]
+            done.answered.append(key)
+
+    def _answer_args(self, round_: int, verdict_tree: bool, index: int) -> tuple[str, tuple] | None:
+        if verdict_tree:
+            verdicts = self.verdict_roots.get(round_)
+            if verdicts is None:
+                return None
+            if index >= len(verdicts.credits):
+                proof = [n.as_abi() for n in verdicts.tree.proof(index)]
+                return "answerEmpty", (round_, True, index, proof)
+            credit = verdicts.credits[index]
+            return "answerCredit", (
+                round_,
+                index,
+                credit.struct(),
+                verdicts.amounts[index],
+                verdicts.proof(index),
+                verdicts.votes[index],
+            )
+        root = self.submission_roots.get(round_)
+        if root is None:
+            return None
+        if index >= len(root.signed):
+            return "answerEmpty", (
+                round_,
+                False,
+                index,
+                [n.as_abi() for n in root.tree.proof(index)],
+            )
+        return "answerSubmission", (
+            round_,
+            index,
+            submission_struct(root.signed[index]),
+            root.proof(index),
+        )
+
+    def _release(self, current: int, done: Tick) -> None:
+        for round_ in sorted(self.submission_roots):
+            if current <= self.windows.challenge_end(round_):
+                continue
+            posted = self.book.round_of(round_)
+            if posted.released or posted.void or posted.open_challenges:
+                continue
+            self.book.release(round_)
+            done.released.append(round_)
+
+    def _forget(self, current: int) -> None:
+        """Lets go of the rounds no window can judge and no fold still needs."""
+        keep = min(
+            self.earned.folded - self.windows.lag, current - self.windows.challenge_end(0) - 2
+        )
+        for round_ in [r for r in self.collectors if r < keep]:
+            self.desk.close(round_)
+            del self.collectors[round_]
+            self.submission_roots.pop(round_, None)
+            self.verdict_roots.pop(round_, None)
+        self.held.forget_before(keep)
+
+
+__all__ = ["POLL_S", "Aggregator", "Tick"]

@@ -1,0 +1,162 @@
+"""The aggregator's role as a node runs it (client/node/aggregation/service.py), on a real anvil
+with the committed SwarmLedger and RoundBook, its endpoint served on loopback and spoken to over
+real sockets, its lists published on a real js-ipfs daemon: round after round it collects the
+producers' and checkers' signed messages, posts the submission root on the book's clock, draws
+the beacon, posts the verdict root with each credit's earnings, answers a data challenge, takes
+its bond back, and the producers claim what they earned. Killed between the submission root and
+the verdict root, it comes back from its store with every receipted message, and the roots it
+posts hold against every auditor's check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client.chain.book import RoundBook
+from client.chain.messages import ReceiptSigner
+from client.chain.roots import SubmissionRoot, VerdictRoot
+from client.node.aggregation.endpoint import AggregatorClient, AggregatorServer
+from client.node.aggregation.held import Held
+from client.node.aggregation.service import Aggregator
+from client.store import IpfsStore
+from tests.harness.ledger_swarm import ETH
+from tests.harness.roundbook import (
+    CHALLENGE_BOND,
+    audit,
+    claim,
+    open_book,
+    paid_by,
+    seats,
+    sign_submissions,
+    signed_vote,
+    stranger,
+)
+
+pytestmark = pytest.mark.slow
+
+
+class Running:
+    """One aggregator process's worth: the service, its endpoint, its store."""
+
+    def __init__(self, world, path: Path, store: IpfsStore):
+        swarm, nodes, book = world
+        account = nodes[4].tx.account
+        self.client_book = RoundBook(swarm.w3, book.contract.address, account=account)
+        self.held = Held(path, book.domain)
+        self.service = Aggregator(
+            swarm.ledger,
+            self.client_book,
+            self.held,
+            ReceiptSigner(book.domain, account.key),
+            store=store,
+        )
+        self.service.start()
+        self.server = AggregatorServer("127.0.0.1:0", self.service.desk)
+        self.address = account.address
+
+    def client(self, domain) -> AggregatorClient:
+        return AggregatorClient(self.server.url, domain, aggregator=self.address)
+
+    def stop(self) -> None:
+        self.server.close()
+        self.held.close()
+
+
+@pytest.fixture
+def world(chain):
+    swarm, nodes, book = open_book(chain)
+    book.send(swarm.deployer, "fund", value=10 * ETH)
+    return swarm, nodes, book
+
+
+def test_an_aggregator_runs_its_rounds_and_a_restart_loses_nothing(world, daemon, tmp_path):
+    swarm, nodes, book = world
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    r = swarm.ledger.current_round() + 1
+    swarm.goto(r)
+    assert r in agg.service.tick().opened
+
+    # the producers send their submissions over HTTP and keep the receipts
+    producers = nodes[:4]
+    sent = sign_submissions(book, producers, r)
+    client = agg.client(book.domain)
+    answers = client.send(sent)
+    assert all(a.refused is None and a.receipt is not None for a in answers)
+
+    windows = agg.service.windows
+    swarm.goto(windows.post_round(r))
+    assert agg.service.tick().posted_submissions == [r]
+    swarm.mine()
+    assert agg.service.tick().drawn == [r]
+    subs = SubmissionRoot(sent)
+    assert book.view(r)[3] == subs.root  # every receipted submission is in it
+
+    # the seated checkers vote over HTTP; then the aggregator dies, votes and all on disk
+    for signed in sent:
+        seated = seats(book, nodes, signed.signer, r)
+        voters = [n for n in nodes if n.tx.account.address in seated]
+        votes = [signed_vote(book, v, signed) for v in voters]
+        assert [a.refused for a in agg.client(book.domain).send(votes)] == [None] * len(votes)
+    agg.stop()
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    assert r in agg.service.collectors and r in agg.service.submission_roots
+    assert len(agg.service.collectors[r].votes) > 0
+
+    # a submission now is refused (its root is posted), a vote still held (the close is later)
+    late = sign_submissions(book, nodes[5:6], r)
+    assert "closed" in (agg.client(book.domain).send(late)[0].refused or "")
+
+    swarm.goto(windows.verdict_round(r))
+    done = agg.service.tick()
+    assert done.posted_verdicts == [r], done.skipped
+    verdicts: VerdictRoot = agg.service.verdict_roots[r]
+    assert {c.producer for c in verdicts.credits} == {s.signer for s in sent}
+    assert audit(book, subs, verdicts, round_=r) is None  # every auditor check holds
+
+    # a stranger asks for a credit on chain: the aggregator answers in its next pass
+    asker = stranger(book)
+    book.send(asker, "challengeData", r, True, 1, value=CHALLENGE_BOND)
+    assert agg.service.tick().answered == [(r, True, 1)]
+    assert book.view(r)[11] == 0  # no challenge open
+
+    swarm.goto(windows.challenge_end(r) + 1)
+    assert agg.service.tick().released == [r]
+    swarm.goto(windows.challenge_end(r) + 2)
+    assert r in agg.service.tick().folded  # it stands: its credits earn
+
+    # what it folded survives a restart: it goes on from there, not from the book's first round
+    folded = agg.service.earned
+    agg.stop()
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    assert agg.service.earned.folded == folded.folded and agg.service.earned.places == folded.places
+    assert agg.service.earned.totals == folded.totals
+
+    # each producer claims what the aggregator's book says it earned, with one proof
+    for producer in producers:
+        entry = agg.service.earned.entry(producer.tx.account.address, r)
+        assert entry is not None
+        assert paid_by(book, claim(book, producer, entry)) == agg.service.earned.share(entry)
+    agg.stop()
+
+
+def test_a_message_the_store_cannot_write_is_refused_not_receipted(world, daemon, tmp_path):
+    """A receipt is a promise to post: given only once the message is on disk. A store that
+    cannot write (its file made read-only under it) refuses, and the sender may send again."""
+    swarm, nodes, book = world
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    r = swarm.ledger.current_round() + 1
+    swarm.goto(r)
+    agg.service.tick()
+    agg.held._db.execute("PRAGMA query_only = ON")  # writes now fail, as on a full disk
+    [signed] = sign_submissions(book, nodes[:1], r)
+    [answer] = agg.client(book.domain).send([signed])
+    assert answer.receipt is None and "send it again" in (answer.refused or "")
+    assert not agg.service.collectors[r].submissions
+    agg.held._db.execute("PRAGMA query_only = OFF")
+    [answer] = agg.client(book.domain).send([signed])
+    assert answer.refused is None and answer.receipt is not None
+    assert [s.signer for s in agg.held.messages(r)] == [signed.signer]
+    agg.stop()
