@@ -14,15 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eth_account.signers.local import LocalAccount
 from web3 import Web3
-from web3.contract import Contract
 
 from client.chain.artifacts import load_artifact
-from client.chain.errors import ErrorDecoder, WrongChain
-from client.chain.ledger.connection import _address, matches_runtime
+from client.chain.errors import WrongChain
+from client.chain.ledger.connection import Deployed, _address, matches_runtime
 from client.chain.models import LedgerParams, TxResult
-from client.chain.tx import TxSender
 
 CONTRACT = "RoundBook"
 
@@ -93,39 +90,14 @@ class Windows:
         return self.challenge_rounds + 2
 
 
-class RoundBook:
+class RoundBook(Deployed):
     """One deployed RoundBook on one chain, read-only unless an account is given."""
 
-    def __init__(
-        self,
-        w3: Web3,
-        address: str,
-        *,
-        account: LocalAccount | None = None,
-        max_fee_gwei: float = 50.0,
-        priority_fee_gwei: float = 1.0,
-        receipt_timeout_s: float = 120.0,
-        attempts: int = 4,
-    ):
-        artifact = load_artifact(CONTRACT)
-        self.w3 = w3
-        self.address = _address(address)
-        self.contract: Contract = w3.eth.contract(address=self.address, abi=artifact["abi"])
-        self.decoder = ErrorDecoder(artifact["abi"])
-        self.tx = TxSender(
-            w3,
-            account,
-            self.decoder,
-            max_fee_gwei=max_fee_gwei,
-            priority_fee_gwei=priority_fee_gwei,
-            receipt_timeout_s=receipt_timeout_s,
-            attempts=attempts,
-        )
-        self._bonds: tuple[int, int] | None = None
+    NAME = CONTRACT
 
-    def _view(self, name: str, *args: Any) -> Any:
-        fn = self.contract.functions[name](*args)
-        return self.tx.rpc(fn.call, f"{name}()")
+    def __init__(self, w3: Web3, address: str, **sending: Any):
+        super().__init__(w3, address, **sending)
+        self._bonds: tuple[int, int] | None = None
 
     def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
         data = self.contract.encode_abi(name, args=list(args))
@@ -148,9 +120,6 @@ class RoundBook:
 
     # --------------------------------------------------------------------------------- views
 
-    def head(self) -> int:
-        return self.tx.rpc(lambda: self.w3.eth.block_number, "eth_blockNumber")
-
     def bonds(self) -> tuple[int, int]:
         """(bond, challengeBond) in wei: fixed for the book's life, read once."""
         if self._bonds is None:
@@ -170,11 +139,6 @@ class RoundBook:
 
     def owed(self, payee: str) -> int:
         return self._view("owed", _address(payee))
-
-    def challenge(self, round_: int, verdict_tree: bool, index: int) -> tuple[str, int, bool]:
-        """(challenger, answer by, answered) of a data challenge (challenger 0: none)."""
-        c = self._view("challengeOf", round_, verdict_tree, index)
-        return c[0], c[1], c[2]
 
     # -------------------------------------------------------------------------- transactions
 

@@ -5,8 +5,9 @@ Each round is the aggregator's own: its collector builds the roots from the sign
 four producers and their seated checkers, with each credit's earnings from the rounds before
 (EarningsBook), and it posts them with its bond. Half the rounds carry one lie (LIES); an
 auditor reading the published lists always finds it (or, for a submission left out, its
-producer holding the aggregator's receipt) and proves it in the round's challenge window (the honest-auditor assumption the book rests on), which voids the round: half the bond
-to the prover, half to the ledger's pool. A stranger may challenge a leaf of the latest round,
+producer holding the aggregator's receipt) and proves it in the round's challenge window (the
+honest-auditor assumption the book rests on), which voids the round: half the bond to the
+prover, half to the ledger's pool. A stranger may challenge a leaf of the latest round,
 which the aggregator answers at once, never (the challenger claims the bond), or later (in time
 or too late, while the bond waits). Producers claim what their standing credits earned,
 cumulatively, retry, claim from rounds that do not stand; attackers claim falsely (HOW);

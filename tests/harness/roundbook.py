@@ -251,6 +251,19 @@ def lies(book: Book, result) -> list[str]:
     return [e.args["what"] for e in found]
 
 
+def auditor_of(book: Book) -> Auditor:
+    """An auditor of the book's rounds, reading its ledger as anyone can."""
+    params = book.swarm.params
+    return Auditor(
+        book.domain,
+        book.swarm.ledger,
+        quorum=params.quorum,
+        checkers=params.checkers,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+
+
 def audit(
     book: Book,
     subs: SubmissionRoot,
@@ -261,15 +274,7 @@ def audit(
 ) -> Finding | None:
     """What an auditor finds in the round's published lists (the submission list, then the
     verdict list when given), reading the book and the ledger as anyone can."""
-    params = book.swarm.params
-    auditor = Auditor(
-        book.domain,
-        book.swarm.ledger,
-        quorum=params.quorum,
-        checkers=params.checkers,
-        tolerance_bps=params.agree_tolerance_bps,
-        min_stake=params.min_stake,
-    )
+    auditor = auditor_of(book)
     posted = RoundPosted.from_view(round_, book.view(round_))
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     if found is not None or verdicts is None:
@@ -282,15 +287,7 @@ def left_out(
 ) -> Finding | None:
     """What the producer of `signed`, holding the aggregator's `receipt` of it, finds in the
     round's published submission list: the proof that it was left out, or None."""
-    params = book.swarm.params
-    auditor = Auditor(
-        book.domain,
-        book.swarm.ledger,
-        quorum=params.quorum,
-        checkers=params.checkers,
-        tolerance_bps=params.agree_tolerance_bps,
-        min_stake=params.min_stake,
-    )
+    auditor = auditor_of(book)
     posted = RoundPosted.from_view(round_, book.view(round_))
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     assert found is None, found

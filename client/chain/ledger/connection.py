@@ -3,11 +3,17 @@ contract, and the argument forms (32-byte values, checksummed addresses) its cal
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from eth_account.signers.local import LocalAccount
 from eth_utils import is_address, to_checksum_address
 from web3 import Web3
+from web3.contract import Contract
 from web3.types import RPCEndpoint
+
+from client.chain.artifacts import load_artifact
+from client.chain.errors import ErrorDecoder
+from client.chain.tx import TxSender
 
 CONTRACT = "SwarmLedger"
 
@@ -38,6 +44,48 @@ def matches_runtime(code: bytes, artifact: dict[str, Any]) -> bool:
         start, length = ref["start"], ref["length"]
         actual[start : start + length] = expected[start : start + length] = bytes(length)
     return actual == expected
+
+
+class Deployed:
+    """One deployed contract of this client's artifacts (`NAME`): its web3 contract, the decoder
+    of its named errors, and the TxSender of the account that writes to it (none: read-only).
+    Every read and write goes through TxSender.rpc (retries, decoded reverts)."""
+
+    NAME: ClassVar[str]
+
+    def __init__(
+        self,
+        w3: Web3,
+        address: str,
+        *,
+        account: LocalAccount | None = None,
+        max_fee_gwei: float = 50.0,
+        priority_fee_gwei: float = 1.0,
+        receipt_timeout_s: float = 120.0,
+        attempts: int = 4,
+    ):
+        artifact = load_artifact(self.NAME)
+        self.w3 = w3
+        self.address = _address(address)
+        self.contract: Contract = w3.eth.contract(address=self.address, abi=artifact["abi"])
+        self.decoder = ErrorDecoder(artifact["abi"])
+        self.tx = TxSender(
+            w3,
+            account,
+            self.decoder,
+            max_fee_gwei=max_fee_gwei,
+            priority_fee_gwei=priority_fee_gwei,
+            receipt_timeout_s=receipt_timeout_s,
+            attempts=attempts,
+        )
+
+    def _view(self, name: str, *args: Any) -> Any:
+        fn = self.contract.functions[name](*args)
+        return self.tx.rpc(fn.call, f"{name}()")
+
+    def head(self) -> int:
+        """The chain's latest block number."""
+        return self.tx.rpc(lambda: self.w3.eth.block_number, "eth_blockNumber")
 
 
 def bytes32(value: bytes | str) -> bytes:

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from eth_account.signers.local import LocalAccount
 from web3 import Web3
-from web3.contract import Contract
 from web3.exceptions import BlockNotFound
 
 from client.chain.artifacts import load_artifact
-from client.chain.errors import ErrorDecoder, WrongChain
-from client.chain.ledger.connection import CONTRACT, _address, bytes32, matches_runtime
+from client.chain.errors import WrongChain
+from client.chain.ledger.connection import CONTRACT, Deployed, _address, bytes32, matches_runtime
 from client.chain.models import (
     Appeal,
     Beacon,
@@ -22,38 +20,16 @@ from client.chain.models import (
     RoundInfo,
     SubmissionInfo,
 )
-from client.chain.tx import TxSender
 
 
-class LedgerViews:
+class LedgerViews(Deployed):
     """One deployed SwarmLedger's reads: its views, blocks and balances (`Ledger` adds the
     transactions)."""
 
-    def __init__(
-        self,
-        w3: Web3,
-        address: str,
-        *,
-        account: LocalAccount | None = None,
-        max_fee_gwei: float = 50.0,
-        priority_fee_gwei: float = 1.0,
-        receipt_timeout_s: float = 120.0,
-        attempts: int = 4,
-    ):
-        artifact = load_artifact(CONTRACT)
-        self.w3 = w3
-        self.address = _address(address)
-        self.contract: Contract = w3.eth.contract(address=self.address, abi=artifact["abi"])
-        self.decoder = ErrorDecoder(artifact["abi"])
-        self.tx = TxSender(
-            w3,
-            account,
-            self.decoder,
-            max_fee_gwei=max_fee_gwei,
-            priority_fee_gwei=priority_fee_gwei,
-            receipt_timeout_s=receipt_timeout_s,
-            attempts=attempts,
-        )
+    NAME = CONTRACT
+
+    def __init__(self, w3: Web3, address: str, **sending: Any):
+        super().__init__(w3, address, **sending)
         self._params: LedgerParams | None = None
 
     @property
@@ -62,10 +38,6 @@ class LedgerViews:
         return self.tx.address
 
     # ----------------------------------------------------------------------------- plumbing
-    def _view(self, name: str, *args: Any) -> Any:
-        fn = self.contract.functions[name](*args)
-        return self.tx.rpc(fn.call, f"{name}()")
-
     def check(self, expected_chain_id: int | None = None) -> LedgerParams:
         """Returns the deployment parameters after checking chain id and code at the address.
 
@@ -113,10 +85,6 @@ class LedgerViews:
 
     def current_round(self) -> int:
         return self._view("currentRound")
-
-    def head(self) -> int:
-        """The chain's latest block number."""
-        return self.tx.rpc(lambda: self.w3.eth.block_number, "eth_blockNumber")
 
     def block_hash(self, number: int) -> str | None:
         """The hash (0x hex) of the chain's block `number`, or None when the chain has no such
