@@ -1,6 +1,6 @@
 """The chain adapter: SwarmLedger bindings, transactions, events, deployment."""
 
-from client.chain.deploy import deploy_ledger
+from client.chain.deploy import deploy_book, deploy_ledger
 from client.chain.errors import ChainError, LedgerRevert, NoSigner, RpcUnavailable, WrongChain
 from client.chain.ledger import Ledger, connect
 from client.chain.models import (
@@ -26,5 +26,6 @@ __all__ = [
     "TxResult",
     "WrongChain",
     "connect",
+    "deploy_book",
     "deploy_ledger",
 ]

@@ -1,4 +1,5 @@
-"""Deploying a SwarmLedger: the parameters are fixed for its life, so they are checked first."""
+"""Deploying a SwarmLedger, and a RoundBook beside it: the parameters are fixed for their life,
+so they are checked first."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
 from client.chain.artifacts import load_artifact
+from client.chain.book import CONTRACT as BOOK
+from client.chain.book import RoundBook
 from client.chain.errors import ErrorDecoder
 from client.chain.ledger import CONTRACT, Ledger, bytes32
 from client.chain.models import TxResult
@@ -74,3 +77,48 @@ def deploy_ledger(
         receipt_timeout_s=receipt_timeout_s,
     )
     return ledger, result
+
+
+def deploy_book(
+    ledger: Ledger,
+    account: LocalAccount,
+    bond: int,
+    challenge_bond: int,
+    *,
+    max_fee_gwei: float = 50.0,
+    priority_fee_gwei: float = 1.0,
+    receipt_timeout_s: float = 120.0,
+) -> tuple[RoundBook, TxResult]:
+    """Deploys a RoundBook beside `ledger` (the root lane, docs/scaling.md): `bond` wei an
+    aggregator bonds per round it posts, `challenge_bond` a data challenge; both fixed for the
+    book's life. Returns it bound to `account`."""
+    if bond <= 0 or challenge_bond <= 0:
+        raise ValueError("the bond and the challenge bond are positive amounts of wei")
+    if challenge_bond > bond:
+        raise ValueError(
+            "a challenge bond above the aggregator's bond makes a challenge cost more than "
+            "the lie it proves pays"
+        )
+    artifact = load_artifact(BOOK)
+    args = encode(["address", "uint256", "uint256"], [ledger.address, bond, challenge_bond])
+    sender = TxSender(
+        ledger.w3,
+        account,
+        ErrorDecoder(artifact["abi"]),
+        max_fee_gwei=max_fee_gwei,
+        priority_fee_gwei=priority_fee_gwei,
+        receipt_timeout_s=receipt_timeout_s,
+    )
+    result = sender.send(
+        {"data": artifact["bytecode"] + args.hex(), "value": 0}, "deploy RoundBook"
+    )
+    assert result.contract_address, "a contract creation receipt carries the new address"
+    book = RoundBook(
+        ledger.w3,
+        result.contract_address,
+        account=account,
+        max_fee_gwei=max_fee_gwei,
+        priority_fee_gwei=priority_fee_gwei,
+        receipt_timeout_s=receipt_timeout_s,
+    )
+    return book, result

@@ -14,6 +14,7 @@ from client.cli.chain_ctx import (
     ChainOpts,
     KeystoreOption,
     RpcOption,
+    amount,
     chain_errors,
     chain_options,
     open_account,
@@ -118,6 +119,59 @@ def deploy(
     out.print("Add to the node config:")
     out.print(f'  [chain]\n  ledger_address = "{ledger.address}"')
     out.print(f"  ledger_deploy_block = {tx.block_number}")
+
+
+@app.command("deploy-book")
+@chain_options(keystore=True)
+def deploy_book_cmd(
+    bond: Annotated[
+        str, typer.Option("--bond", help="What an aggregator bonds per round it posts ('1 ether').")
+    ] = "1 ether",
+    challenge_bond: Annotated[
+        str,
+        typer.Option("--challenge-bond", help="What a data challenge bonds ('0.1 ether')."),
+    ] = "0.1 ether",
+    as_json: JsonOption = False,
+    chain: ChainOpts = FROM_CONFIG,
+) -> None:
+    """Deploy the root lane's RoundBook beside the configured ledger (docs/scaling.md)."""
+    from client.chain import deploy_book
+
+    bond_wei, challenge_wei = amount(bond, "--bond"), amount(challenge_bond, "--challenge-bond")
+    with chain_errors():
+        cfg, ledger, _ = chain.open(signer=True)
+        account = ledger.tx.account
+        assert account is not None  # a signing ledger
+        try:
+            book, tx = deploy_book(
+                ledger,
+                account,
+                bond_wei,
+                challenge_wei,
+                max_fee_gwei=cfg.chain.max_fee_gwei,
+                priority_fee_gwei=cfg.chain.priority_fee_gwei,
+                receipt_timeout_s=cfg.chain.receipt_timeout_s,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+    if as_json:
+        print_json(
+            {
+                "address": book.address,
+                "ledger": ledger.address,
+                "tx_hash": tx.tx_hash,
+                "block_number": tx.block_number,
+                "gas_used": tx.gas_used,
+                "bond": bond_wei,
+                "challenge_bond": challenge_wei,
+            }
+        )
+        return
+    out.print(f"RoundBook deployed at {book.address} beside ledger {ledger.address}")
+    out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")
+    out.print("Add to the config:")
+    out.print(f'  [chain]\n  round_book_address = "{book.address}"')
+    out.print(f"  round_book_deploy_block = {tx.block_number}")
 
 
 @app.command("info")

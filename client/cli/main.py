@@ -50,6 +50,11 @@ COMMANDS: dict[str, Entry] = {
     ),
     "policy": Entry("client.cli.policy_cmd", "app", "Build the seed policy, evaluate policies."),
     "node": Entry("client.cli.node_cmd", "app", "Register and run a SAPO node."),
+    "aggregate": Entry(
+        "client.cli.aggregate_cmd",
+        "app",
+        "Run the root lane's aggregator: collect signed messages, post each round's roots.",
+    ),
     "wallet": Entry("client.cli.wallet_cmd", "app", "Encrypted keystores: new, import, address."),
     "doctor": Entry(
         "client.cli.doctor_cmd",

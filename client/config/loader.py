@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from client.config.models import (
+    AggregatorSection,
     ChainSection,
     DevnetSection,
     LedgerSection,
@@ -83,6 +84,7 @@ class NodeConfig(BaseSettings):
     train: TrainSection = TrainSection()
     tasks: TasksSection = TasksSection()
     devnet: DevnetSection = DevnetSection()
+    aggregator: AggregatorSection = AggregatorSection()
 
     # the (section, key) pairs the file, the environment or an override set, as loaded (pydantic
     # merges each section with its defaults, so its fields_set cannot tell them apart)

@@ -10,6 +10,7 @@ absolute paths. `sapo config` and the docs read every key's bounds and descripti
   `[tasks]`), `devnet`: the sections, one file per part of the node they configure
 """
 
+from client.config.models.aggregator import AggregatorSection
 from client.config.models.chain import ChainSection, LedgerSection, least_unbonding_s
 from client.config.models.devnet import NODE_OVERRIDABLE, DevnetSection
 from client.config.models.node import NodeSection
@@ -33,6 +34,7 @@ from client.units import format_score  # re-exported for the CLI
 __all__ = [
     "NODE_OVERRIDABLE",
     "Address",
+    "AggregatorSection",
     "Bps",
     "ChainSection",
     "DevnetSection",

@@ -31,6 +31,12 @@ class ChainSection(Section):
     priority_fee_gwei: float = Field(1.0, ge=0)
     log_chunk_blocks: int = Field(2_000, gt=0, le=100_000, description="eth_getLogs range")
     ledger_deploy_block: int = Field(0, ge=0, description="event scans start here")
+    round_book_address: Address | None = Field(
+        None,
+        description="the root lane's RoundBook beside the ledger (docs/scaling.md); what `sapo "
+        "aggregate run` posts to",
+    )
+    round_book_deploy_block: int = Field(0, ge=0, description="the book's event scans start here")
 
     @model_validator(mode="after")
     def _fees(self) -> ChainSection:

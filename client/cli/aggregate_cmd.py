@@ -1,0 +1,149 @@
+"""`sapo aggregate`: the root lane's aggregator (docs/scaling.md), run by an operator.
+
+`run` serves the endpoint producers and checkers send their signed messages to ([aggregator]:
+loopback unless made public), lists its origin in this node's on-chain metadata (its
+`aggregator` key), and on the round book's clock posts each round's submission root and verdict
+root, answers data challenges, folds earnings and takes its bonds back
+(client.node.aggregation.service); everything it holds is written to
+`<data_dir>/aggregator.db` before it is answered, so a restart loses nothing. Run it with a key
+of its own (a registered node of its own, not a training node's key: two processes sending from
+one account race for its nonces). Ctrl-C or SIGTERM finishes the current pass and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+
+import typer
+
+from client.chain import ChainError
+from client.chain.keystore import KeystoreError
+from client.cli.chain_ctx import chain_errors
+from client.cli.config_cmd import load_or_exit
+from client.cli.console import ConfigOption, Exit, fail
+from client.node.assemble import NodeConfigError, signing_ledger
+from client.store import StoreError, open_store
+
+app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
+log = logging.getLogger("sapo.aggregator")
+
+
+def listed_metadata(current: str, origin: str) -> str | None:
+    """The metadata to write so that it lists `origin` as this node's aggregator (the rest kept),
+    or None when it already does."""
+    try:
+        data = json.loads(current) if current else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    if data.get("aggregator") == origin:
+        return None
+    return json.dumps({**data, "aggregator": origin}, separators=(",", ":"))
+
+
+@app.command("run")
+def run(config: ConfigOption = None) -> None:
+    """Serve the aggregator's endpoint and post each round's roots until Ctrl-C / SIGTERM."""
+    cfg = load_or_exit(config)
+    logging.basicConfig(
+        level=cfg.node.log_level.upper(),
+        format="%(asctime)s %(levelname)-7s %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    stop = threading.Event()
+
+    def request_stop(signum, frame) -> None:
+        if not stop.is_set():
+            log.info("stopping after the current pass…")
+            stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, request_stop)
+    # lazily: web3 and the aggregation code load only for this command
+    from client.chain.book import RoundBook
+    from client.chain.messages import Domain, ReceiptSigner
+    from client.node.aggregation.endpoint import AggregatorServer, EndpointError
+    from client.node.aggregation.held import Held, HeldError
+    from client.node.aggregation.service import POLL_S, Aggregator
+
+    if cfg.chain.round_book_address is None:
+        fail(
+            "set [chain].round_book_address to the RoundBook beside the ledger (deploy one: "
+            "sapo chain deploy-book)"
+        )
+    try:
+        ledger = signing_ledger(cfg)
+    except (NodeConfigError, KeystoreError) as exc:
+        fail(str(exc))
+    with chain_errors():
+        ledger.check(cfg.chain.chain_id)
+        account = ledger.tx.account
+        assert account is not None  # signing_ledger
+        book = RoundBook(
+            ledger.w3,
+            cfg.chain.round_book_address,
+            account=account,
+            max_fee_gwei=cfg.chain.max_fee_gwei,
+            priority_fee_gwei=cfg.chain.priority_fee_gwei,
+            receipt_timeout_s=cfg.chain.receipt_timeout_s,
+        )
+        book.check(ledger.address)
+        info = ledger.node_info(account.address)
+        if not info.registered:
+            fail(
+                f"{account.address} is not a registered node: only a registered node posts "
+                "roots (register it: sapo node register --config …)",
+                Exit.CHECK_FAILED,
+            )
+    try:
+        store = open_store(cfg.store)
+    except StoreError as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    domain = Domain(chain_id=ledger.chain_id, contract=book.address)
+    try:
+        held = Held(cfg.node.data_dir / "aggregator.db", domain)
+    except HeldError as exc:
+        fail(str(exc))
+    try:
+        service = Aggregator(
+            ledger,
+            book,
+            held,
+            ReceiptSigner(domain, bytes(account.key)),
+            store=store,
+            start_block=cfg.chain.round_book_deploy_block,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+        )
+        with chain_errors():
+            service.start()
+        try:
+            server = AggregatorServer(
+                cfg.aggregator.listen, service.desk, public=cfg.aggregator.public
+            )
+        except EndpointError as exc:
+            fail(str(exc))
+        try:
+            origin = cfg.aggregator.listed()
+            with chain_errors():
+                wanted = listed_metadata(info.metadata, origin)
+                if wanted is not None:
+                    ledger.set_metadata(wanted)
+                    log.info("metadata: lists %s as this node's aggregator", origin)
+            log.info("aggregator %s: collecting at %s", account.address, server.url)
+            while not stop.is_set():
+                try:
+                    service.tick()
+                except (ChainError, StoreError, HeldError) as exc:
+                    log.warning("aggregator: this pass stopped (%s); the next goes on", exc)
+                stop.wait(POLL_S)
+        finally:
+            server.close()
+    finally:
+        held.close()
+
+
+__all__ = ["app", "listed_metadata"]
