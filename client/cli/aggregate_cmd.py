@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import threading
 
 import typer
 
@@ -23,7 +21,7 @@ from client.chain import ChainError
 from client.chain.keystore import KeystoreError
 from client.cli.chain_ctx import chain_errors
 from client.cli.config_cmd import load_or_exit
-from client.cli.console import ConfigOption, Exit, fail
+from client.cli.console import ConfigOption, Exit, fail, serve_until_signalled
 from client.node.assemble import NodeConfigError, signing_ledger
 from client.store import StoreError, open_store
 
@@ -49,20 +47,9 @@ def listed_metadata(current: str, origin: str) -> str | None:
 def run(config: ConfigOption = None) -> None:
     """Serve the aggregator's endpoint and post each round's roots until Ctrl-C / SIGTERM."""
     cfg = load_or_exit(config)
-    logging.basicConfig(
-        level=cfg.node.log_level.upper(),
-        format="%(asctime)s %(levelname)-7s %(message)s",
-        datefmt="%H:%M:%S",
+    stop = serve_until_signalled(
+        cfg.node.log_level, "sapo.aggregator", "stopping after the current pass…"
     )
-    stop = threading.Event()
-
-    def request_stop(signum, frame) -> None:
-        if not stop.is_set():
-            log.info("stopping after the current pass…")
-            stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, request_stop)
     # lazily: web3 and the aggregation code load only for this command
     from client.chain.book import RoundBook
     from client.chain.messages import Domain, ReceiptSigner

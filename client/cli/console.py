@@ -55,3 +55,28 @@ ConfigOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def serve_until_signalled(log_level: str, logger: str, stopping: str):
+    """For a command that runs until stopped (`sapo node run`, `sapo aggregate run`): logs at
+    `log_level` on stderr, one line an event, and returns the event SIGINT, SIGTERM or SIGHUP
+    sets (the first logs `stopping` on `logger`)."""
+    import logging
+    import signal
+    import threading
+
+    logging.basicConfig(
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)-7s %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    stop = threading.Event()
+
+    def request_stop(signum, frame) -> None:
+        if not stop.is_set():
+            logging.getLogger(logger).info(stopping)
+            stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, request_stop)
+    return stop

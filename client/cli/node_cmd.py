@@ -8,8 +8,6 @@ the outbox and exits 0.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from typing import Annotated
 
 import typer
@@ -18,7 +16,15 @@ from client.chain import ChainError
 from client.chain.keystore import KeystoreError
 from client.cli.chain_ctx import amount, chain_errors
 from client.cli.config_cmd import load_or_exit
-from client.cli.console import ConfigOption, Exit, JsonOption, fail, out, print_json
+from client.cli.console import (
+    ConfigOption,
+    Exit,
+    JsonOption,
+    fail,
+    out,
+    print_json,
+    serve_until_signalled,
+)
 from client.config.models import format_ether as ether
 from client.node.assemble import (
     NodeConfigError,
@@ -92,21 +98,9 @@ def run(
 ) -> None:
     """Run the node headless: the SAPO round loop until Ctrl-C / SIGTERM."""
     cfg = load_or_exit(config)
-    logging.basicConfig(
-        level=cfg.node.log_level.upper(),
-        format="%(asctime)s %(levelname)-7s %(message)s",
-        datefmt="%H:%M:%S",
+    stop = serve_until_signalled(
+        cfg.node.log_level, "sapo.node", "stopping after the current step…"
     )
-    stop = threading.Event()
-
-    def request_stop(signum, frame) -> None:
-        if stop.is_set():
-            return
-        logging.getLogger("sapo.node").info("stopping after the current step…")
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, request_stop)
     # lazily: the training stack (torch, transformers) loads only for the command that uses it
     from client.node.metrics import MetricsError, serve_metrics
     from client.policy import PolicyError
