@@ -170,7 +170,10 @@ interface IRoundBook {
     /// anyone may call it once that block is mined, within the EVM's 256-block window.
     function drawBeacon(uint64 round) external;
     /// @notice Posts the verdict root (a Merkle-sum tree of `credits` Credit leaves, `total`
-    /// their signal; `list` the digest of their list's index on IPFS), by the round's aggregator, in round + W + C + 2, with the beacon drawn.
+    /// their signal; `list` the digest of their list's index on IPFS), by the round's aggregator,
+    /// in round + W + C + 2, with the beacon drawn. A round in which no batch reached its quorum
+    /// posts 0 credits, a total of 0 and keccak256("sapo.no-credits") as its root (no leaf hashes
+    /// to it, and no leaf of it can be challenged): an aggregator must post a verdict root.
     function postVerdicts(uint64 round, bytes32 root, uint32 credits, uint128 total, bytes32 list) external;
 
     /// @notice Asks the aggregator to post leaf `index` of the submission root (or, with
@@ -319,7 +322,10 @@ interface IRoundBook {
     ) external returns (uint256 paid);
 
     /// @notice Pays the aggregator its bond back once the round's challenge window has passed,
-    /// no lie was proven and every data challenge was answered.
+    /// no lie was proven and every data challenge was answered. Called for a round whose
+    /// aggregator posted no verdict root (it took the round from its producers), it voids the
+    /// round instead: half the bond to the caller, half to the ledger's pool ("no verdict
+    /// root").
     function release(uint64 round) external;
 
     function roundOf(uint64 round) external view returns (RoundView memory);

@@ -17,6 +17,8 @@ contract RoundBook is IRoundBook {
     uint256 private constant BLOCKHASH_WINDOW = 256;
     uint64 private constant NO_ROUND = type(uint64).max;
     uint32 private constant NO_INDEX = type(uint32).max;
+    /// @dev The verdict root of a round in which no batch reached its quorum (no leaf hashes to it)
+    bytes32 private constant NO_CREDITS = keccak256("sapo.no-credits");
 
     struct Paid {
         uint128 total;
@@ -130,7 +132,7 @@ contract RoundBook is IRoundBook {
         uint64 current = _ledger.currentRound();
         if (current != verdictRound(round)) revert NotInPostWindow(round, current);
         if (r.verdicts != bytes32(0)) revert AlreadyPosted(round);
-        if (root == bytes32(0) || credits == 0) revert EmptyRoot();
+        if (root == bytes32(0) || (credits == 0 && (root != NO_CREDITS || total != 0))) revert EmptyRoot();
         drawBeacon(round);
         r.verdicts = root;
         r.credits = credits;
@@ -430,7 +432,11 @@ contract RoundBook is IRoundBook {
         Round storage r = _challengeable(round);
         if (msg.value != challengeBond) revert WrongChallengeBond(msg.value, challengeBond);
         // any position of the tree: a leaf past the count must be shown empty (answerEmpty)
-        if (verdictTree ? (r.verdicts == bytes32(0) || index >> _depth(r.credits) != 0) : index >> _depth(r.count) != 0) {
+        if (
+            verdictTree
+                ? (r.verdicts == bytes32(0) || r.credits == 0 || index >> _depth(r.credits) != 0)
+                : index >> _depth(r.count) != 0
+        ) {
             revert NotInRoot(round);
         }
         DataChallenge storage c = _challenges[_key(round, verdictTree, index)];
@@ -543,6 +549,8 @@ contract RoundBook is IRoundBook {
         uint64 current = _ledger.currentRound();
         if (current <= challengeEnd(round)) revert ChallengeWindowOpen(round, current);
         if (r.openChallenges != 0) revert ChallengesOpen(round, r.openChallenges);
+        // an aggregator that never posted its verdict root took the round from its producers
+        if (r.verdicts == bytes32(0)) return _void(r, round, false, "no verdict root", msg.sender);
         r.released = true;
         emit BondReleased(round, r.aggregator, bond);
         _pay(r.aggregator, bond);

@@ -41,6 +41,7 @@ WITHHELD = "test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bon
 STANDS = "test_a_round_pays_nothing_until_it_stands"
 FORGED = "test_a_forged_or_doubled_submission_is_proven_against_the_submission_root"
 LEFT_OUT = "test_a_receipted_submission_left_out_is_proven_by_its_producer"
+NO_VERDICTS = "test_an_aggregator_must_post_a_verdict_root_even_of_no_credit"
 
 # name -> (what the fault does, source text, replacement, the tests meant to catch it)
 FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -197,6 +198,20 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "|| _ledger.hasSubmitted(round, leaf.producer)) {",
         ") {",
         (LEFT_OUT,),
+    ),
+    "verdicts-may-be-skipped": (
+        "an aggregator that never posts its verdict root takes its bond back (its round's "
+        "producers lose the round)",
+        '        if (r.verdicts == bytes32(0)) return _void(r, round, false, "no verdict root", '
+        "msg.sender);\n",
+        "",
+        (NO_VERDICTS,),
+    ),
+    "no-credit-root-unchecked": (
+        "a verdict root of no credit may be any hash (one that credits, posted as none)",
+        "(credits == 0 && (root != NO_CREDITS || total != 0))",
+        "(credits == 0 && total != 0)",
+        (NO_VERDICTS,),
     ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",

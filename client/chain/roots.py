@@ -26,6 +26,9 @@ EARNINGS_ABI = "(uint128,uint64,uint32,uint32[])"
 CREDIT_ABI = f"(uint32,address,bytes32,uint64,uint64,bytes32,{EARNINGS_ABI})"
 NO_ROUND = 2**64 - 1  # Earnings.anchor: the producer has no settled credit yet
 NO_INDEX = 2**32 - 1  # Earnings.recent: no credit of the producer in that round
+# the verdict root of a round in which no batch reached its quorum (RoundBook.NO_CREDITS): posted
+# with 0 credits and a total of 0; no leaf hashes to it
+NO_CREDITS_ROOT = keccak256(b"sapo.no-credits")
 
 
 def _b32(value: str) -> bytes:

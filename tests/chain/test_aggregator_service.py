@@ -3,9 +3,10 @@ with the committed SwarmLedger and RoundBook, its endpoint served on loopback an
 real sockets, its lists published on a real js-ipfs daemon: round after round it collects the
 producers' and checkers' signed messages, posts the submission root on the book's clock, draws
 the beacon, posts the verdict root with each credit's earnings, answers a data challenge, takes
-its bond back, and the producers claim what they earned. Killed between the submission root and
-the verdict root, it comes back from its store with every receipted message, and the roots it
-posts hold against every auditor's check."""
+its bond back, and the producers claim what they earned; a round no batch reached its quorum in is
+still posted (the no-credit root). Killed between the submission root and the verdict root, it
+comes back from its store with every receipted message, and the roots it posts hold against
+every auditor's check."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from client.chain.book import RoundBook
 from client.chain.messages import ReceiptSigner
-from client.chain.roots import SubmissionRoot, VerdictRoot
+from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot
 from client.node.aggregation.endpoint import AggregatorClient, AggregatorServer
 from client.node.aggregation.held import Held
 from client.node.aggregation.service import Aggregator
@@ -159,4 +160,33 @@ def test_a_message_the_store_cannot_write_is_refused_not_receipted(world, daemon
     [answer] = agg.client(book.domain).send([signed])
     assert answer.refused is None and answer.receipt is not None
     assert [s.signer for s in agg.held.messages(r)] == [signed.signer]
+    agg.stop()
+
+
+def test_a_round_no_batch_reached_is_posted_as_no_credit_and_its_bond_comes_back(
+    world, daemon, tmp_path
+):
+    """No checker votes: the aggregator still posts a verdict root (the no-credit root), since
+    a round without one is void at release; the round folds with no credit and the bond comes
+    back."""
+    swarm, nodes, book = world
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    r = swarm.ledger.current_round() + 1
+    swarm.goto(r)
+    agg.service.tick()
+    assert all(
+        a.receipt for a in agg.client(book.domain).send(sign_submissions(book, nodes[:3], r))
+    )
+    windows = agg.service.windows
+    swarm.goto(windows.post_round(r))
+    assert agg.service.tick().posted_submissions == [r]
+    swarm.goto(windows.verdict_round(r))
+    assert agg.service.tick().posted_verdicts == [r]
+    view = book.view(r)
+    assert view[4] == NO_CREDITS_ROOT and view[5] == 0 and view[6] == 0
+    swarm.goto(windows.challenge_end(r) + 2)
+    done = agg.service.tick()
+    assert done.released == [r] and r in done.folded
+    assert not agg.service.earned.standing(r)  # nothing of it earns
     agg.stop()

@@ -20,6 +20,7 @@ from client.chain.artifacts import load_artifact
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import ReceiptSigner, Signed, Submission
 from client.chain.roots import (
+    NO_CREDITS_ROOT,
     NO_EARNINGS,
     Credit,
     SubmissionRoot,
@@ -508,6 +509,42 @@ def test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond(world)
     assert book.view()[9], "the verdict root is void"
     with pytest.raises(LedgerRevert, match="BondForfeited"):
         book.send(aggregator.tx.account, "release", ROUND)
+
+
+def test_an_aggregator_must_post_a_verdict_root_even_of_no_credit(world) -> None:
+    """An aggregator that posts a submission root and then no verdict root takes the round from
+    its producers: asking for its bond back then voids the round instead, half the bond to
+    whoever asked. A round in which no batch reached its quorum is posted as the no-credit root
+    (0 credits, a total of 0): it stands, nothing in it can be challenged, and its bond comes
+    back."""
+    swarm, nodes, book = world
+    aggregator = nodes[4]
+    subs = SubmissionRoot(sign_submissions(book, nodes[:3]))
+    post_submissions(book, aggregator, subs)
+    swarm.goto(book.window("challengeEnd") + 1)  # its verdict round passed without a post
+    caller = stranger(book)
+    before = balances(book, caller.address)
+    result = book.send(caller, "release", ROUND)
+    assert_paid_for(book, caller, before, "no verdict root", result)
+
+    later = swarm.ledger.current_round()
+    subs = SubmissionRoot(sign_submissions(book, nodes[:3], later))
+    post_submissions(book, aggregator, subs, later)
+    swarm.goto(book.window("verdictRound", later))
+    agg = aggregator.tx.account
+    for root, total in ((bytes(32), 0), (digest("not the no-credit root"), 0)):
+        with pytest.raises(LedgerRevert, match="EmptyRoot"):
+            book.send(agg, "postVerdicts", later, root, 0, total, LIST)
+    with pytest.raises(LedgerRevert, match="EmptyRoot"):  # no credit carries no signal
+        book.send(agg, "postVerdicts", later, NO_CREDITS_ROOT, 0, 5, LIST)
+    book.send(agg, "postVerdicts", later, NO_CREDITS_ROOT, 0, 0, bytes(32))
+    with pytest.raises(LedgerRevert, match="NotInRoot"):  # no leaf of it to ask for
+        book.send(caller, "challengeData", later, True, 0, value=CHALLENGE_BOND)
+    swarm.goto(book.window("challengeEnd", later) + 1)
+    before = swarm.w3.eth.get_balance(agg.address)
+    result = book.send(agg, "release", later)
+    gas = result.gas_used * result.effective_gas_price
+    assert swarm.w3.eth.get_balance(agg.address) - before + gas == BOND
 
 
 def test_a_tree_no_leaf_can_be_proven_in_is_void_once_challenged(world) -> None:

@@ -236,6 +236,8 @@ class Auditor:
         producers the ledger holds a submission of for this round (lowercase; its Submitted
         events of the round), whom the book must not credit."""
         in_v4 = {p.lower() for p in v4}
+        if posted.credits == 0:
+            return None  # the book took it only as the no-credit root: nothing in it to prove
         if data is None:
             return self._challenge(posted.round, True, 0, "the verdict list is withheld")
         try:

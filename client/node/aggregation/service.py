@@ -31,6 +31,7 @@ from client.chain.events import EventCursor, EventReader
 from client.chain.ledger import Ledger
 from client.chain.messages import Domain, ReceiptSigner
 from client.chain.roots import (
+    NO_CREDITS_ROOT,
     BadList,
     SubmissionRoot,
     VerdictRoot,
@@ -110,6 +111,7 @@ class Aggregator:
         self.collectors: dict[int, Collector] = {}
         self.submission_roots: dict[int, SubmissionRoot] = {}  # the rounds we posted
         self.verdict_roots: dict[int, VerdictRoot] = {}
+        self.no_credits: set[int] = set()  # the rounds we posted the no-credit root of
         self.earned = EarningsBook(self.params.reward_per_round, self.windows.lag)
         self._cursor = EventCursor(next_block=start_block)  # DataChallenged
         self._challenges: dict[tuple[int, bool, int], int] = {}  # open -> answer by
@@ -176,8 +178,10 @@ class Aggregator:
             )
             return
         self.submission_roots[round_] = root
+        if posted.verdicts_posted and posted.credits == 0:
+            self.no_credits.add(round_)
         data = self.held.list_of(round_, "verdicts")
-        if posted.verdicts_posted and data is not None:
+        if posted.verdicts_posted and posted.credits and data is not None:
             try:
                 self.verdict_roots[round_] = open_verdict_list(
                     data, posted.verdicts, posted.credits, posted.total
@@ -258,7 +262,7 @@ class Aggregator:
 
     def _post_verdicts(self, round_: int, current: int, done: Tick) -> None:
         root = self.submission_roots.get(round_)
-        if root is None or round_ in self.verdict_roots:
+        if root is None or round_ in self.verdict_roots or round_ in self.no_credits:
             return
         if current != self.windows.verdict_round(round_):
             return
@@ -290,8 +294,11 @@ class Aggregator:
             escalated=v4,
             earnings=lambda p: self.earned.earnings(p, round_),
         )
-        if verdicts is None:
-            done.skipped[round_] = "no batch reached the quorum"
+        if verdicts is None:  # posted all the same: a round without a verdict root is void
+            self.book.post_verdicts(round_, NO_CREDITS_ROOT, 0, 0, bytes(32))
+            self.no_credits.add(round_)
+            done.posted_verdicts.append(round_)
+            log.info("round %s: no batch reached the quorum; posted the no-credit root", round_)
             return
         listed = verdict_list(verdicts)
         self.held.keep_list(round_, "verdicts", listed)
@@ -330,7 +337,7 @@ class Aggregator:
             if posted.posted and posted.open_challenges:
                 return  # a challenge decides it first
             verdicts = None
-            if posted.posted and posted.verdicts_posted and not posted.void:
+            if posted.posted and posted.verdicts_posted and not posted.void and posted.credits:
                 verdicts = self._verdicts_of(q, posted)
                 if verdicts is None:
                     return
@@ -480,6 +487,7 @@ class Aggregator:
             del self.collectors[round_]
             self.submission_roots.pop(round_, None)
             self.verdict_roots.pop(round_, None)
+            self.no_credits.discard(round_)
         self.held.forget_before(keep)
 
 
