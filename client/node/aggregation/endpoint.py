@@ -85,16 +85,16 @@ class Desk:
     """The rounds an aggregator collects now, shared by the server's threads: messages are
     verified outside the lock (signature recovery is the costly part), judged under it.
     `receipts`: the aggregator's key, which signs a receipt of each held submission (none: no
-    receipts, as a desk that will not post). `record`: called, under the lock, with each message
-    as it comes to be held, before any answer (the aggregator's journal: what it receipted
-    survives a restart); when it raises, the message is let go and the sender told to send it
-    again."""
+    receipts, as a desk that will not post). `record`: called, under the lock, with the messages
+    of one request that come to be held, before any answer (the aggregator's journal: what it
+    receipted survives a restart); when it raises, they are let go and their senders told to
+    send them again."""
 
     def __init__(
         self,
         domain: Domain,
         receipts: ReceiptSigner | None = None,
-        record: Callable[[Signed], None] | None = None,
+        record: Callable[[list[Signed]], None] | None = None,
     ):
         if receipts is not None and receipts.domain != domain:
             raise ValueError("a receipt signer of another deployment")
@@ -127,31 +127,59 @@ class Desk:
 
     def accept(self, data: bytes) -> Answer:
         """Judges one message: held (with a receipt, for a submission) or refused."""
-        try:
-            signed = Signed.from_bytes(data, self.domain)
-        except BadMessage as exc:
-            return Answer(refused=str(exc))
-        round_ = signed.message.round
-        with self._lock:
-            collector = self._rounds.get(round_)
-            if collector is None:
-                open_ = ", ".join(map(str, sorted(self._rounds))) or "none"
-                return Answer(refused=f"round {round_} is not collected here (collecting: {open_})")
+        return self.accept_many([data])[0]
+
+    def accept_many(self, datas: list[bytes]) -> list[Answer]:
+        """Judges the messages of one request, in order: each verified outside the lock, taken
+        under it, and the new ones recorded in one write before any is answered (one commit a
+        request, not one a message); receipts are signed outside the lock."""
+        answers: list[Answer | None] = [None] * len(datas)
+        parsed: list[tuple[int, Signed]] = []
+        for i, data in enumerate(datas):
             try:
-                held = collector.take(signed)
-            except Refused as exc:
-                return Answer(refused=str(exc))
-            if held is signed and self.record is not None:  # new: on disk before it is answered
+                parsed.append((i, Signed.from_bytes(data, self.domain)))
+            except BadMessage as exc:
+                answers[i] = Answer(refused=str(exc))
+        held: list[tuple[int, Signed]] = []
+        with self._lock:
+            new: list[tuple[Collector, Signed]] = []
+            for i, signed in parsed:
+                round_ = signed.message.round
+                collector = self._rounds.get(round_)
+                if collector is None:
+                    open_ = ", ".join(map(str, sorted(self._rounds))) or "none"
+                    answers[i] = Answer(
+                        refused=f"round {round_} is not collected here (collecting: {open_})"
+                    )
+                    continue
                 try:
-                    self.record(signed)
+                    kept = collector.take(signed)
+                except Refused as exc:
+                    answers[i] = Answer(refused=str(exc))
+                    continue
+                if kept is signed:
+                    new.append((collector, signed))
+                held.append((i, kept))
+            if new and self.record is not None:  # on disk before any of them is answered
+                try:
+                    self.record([signed for _, signed in new])
                 except Exception as exc:
-                    collector.drop(signed)
-                    log.error("aggregator: a message could not be recorded: %s", exc)
-                    return Answer(refused="the aggregator could not record it; send it again")
-        if isinstance(held.message, Submission) and self.receipts is not None:
+                    log.error("aggregator: %d messages could not be recorded: %s", len(new), exc)
+                    lost = {id(signed) for _, signed in new}
+                    for collector, signed in new:
+                        collector.drop(signed)
+                    again = Answer(refused="the aggregator could not record it; send it again")
+                    for i, kept in held:
+                        if id(kept) in lost:
+                            answers[i] = again
+                    held = [(i, kept) for i, kept in held if id(kept) not in lost]
+        for i, kept in held:
             # signed outside the lock: it is held, and stays in the root once the root is built
-            return Answer(receipt=self.receipts.sign(held))
-        return Answer()
+            if isinstance(kept.message, Submission) and self.receipts is not None:
+                answers[i] = Answer(receipt=self.receipts.sign(kept))
+            else:
+                answers[i] = Answer()
+        return [a if a is not None else Answer(refused="not judged") for a in answers]
 
 
 class _Held:
@@ -249,8 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
                 f"the body is a JSON array of 1 to {MAX_BATCH} signed messages",
             )
         results: list[dict] = []
-        for message in messages:
-            answer = self.server.desk.accept(json.dumps(message, separators=(",", ":")).encode())
+        datas = [json.dumps(m, separators=(",", ":")).encode() for m in messages]
+        for answer in self.server.desk.accept_many(datas):
             if answer.refused is not None:
                 results.append({"accepted": False, "reason": answer.refused})
             elif answer.receipt is not None:

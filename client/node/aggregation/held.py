@@ -78,13 +78,21 @@ class Held:
         with self._lock:
             self._db.close()
 
-    def record(self, signed: Signed) -> None:
-        """Writes one message as it comes to be held (raises on a failed write)."""
+    def record(self, messages: list[Signed]) -> None:
+        """Writes the messages of one request as they come to be held, in one transaction
+        (raises on a failed write, and then none is written)."""
         with self._lock:
-            self._db.execute(
-                "INSERT INTO messages (round, data) VALUES (?, ?)",
-                (signed.message.round, signed.to_bytes()),
-            )
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT INTO messages (round, data) VALUES (?, ?)",
+                    [(m.message.round, m.to_bytes()) for m in messages],
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     def messages(self, round_: int) -> list[Signed]:
         """The messages held for `round_`, in the order they were taken. Each is verified again
@@ -153,7 +161,8 @@ class Held:
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('folded', ?)", (str(round_),))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
 
     def load_earned(self, reward_per_round: int, lag: int) -> EarningsBook | None:
