@@ -41,10 +41,17 @@ requests. --transport direct (the default) hands the same bytes over in memory.
 Not in these figures (not built yet, docs/scaling.md): escalation of a disputed batch into the
 v4 lane, and the aggregator's draw and pay.
 
+--aggregator service (with --transport http) has the honest rounds aggregated by the service a
+node runs (client.node.aggregation.service, what `sapo aggregate run` runs): its endpoint, its
+store on disk (every message written before it is answered), its lists on IPFS, its own reads of
+the ledger (registrations, stakes as of the root's block, the v4 lane's submissions) and its own
+transactions (their gas read back from their receipts), driven pass by pass on the chain's
+clock; its CPU a round is its passes' and its endpoint threads'.
+
 Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--family-size 100]
                                          [--checkers 10] [--quorum 3] [--sample 20]
                                          [--claim-every 100] [--lies all]
-                                         [--transport direct|http]
+                                         [--transport direct|http] [--aggregator inline|service]
 """
 
 from __future__ import annotations
@@ -59,10 +66,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eth_account import Account
 from eth_keys import keys
-from eth_utils import keccak, to_checksum_address
+from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
+from client.chain.book import RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -88,8 +97,10 @@ from client.node.aggregation.endpoint import (
     Desk,
     aggregator_origin,
 )
+from client.node.aggregation.held import Held
 from client.node.aggregation.lists import ListIndex, ListUnavailable, fetch_list, publish_list
-from client.store import IpfsStore, cid_to_digest
+from client.node.aggregation.service import Aggregator
+from client.store import IpfsStore, cid_to_digest, digest_to_cid
 from client.store.peers import ipfs_addresses
 from client.store.weights import CHUNK
 from client.units import SCORE_SCALE
@@ -205,6 +216,12 @@ class Http:
         except ListUnavailable:
             return None
 
+    def serve(self, desk: Desk) -> None:
+        """Serves `desk` instead (the aggregator service's) on a fresh port."""
+        self.server.close()
+        self.desk = desk
+        self.server = AggregatorServer("127.0.0.1:0", desk)
+
     def close(self) -> None:
         self.server.close()
         for daemon in self.daemons:
@@ -222,9 +239,12 @@ class LightSwarm:
         checkers: int,
         quorum: int,
         transport: str = "direct",
+        aggregator: str = "inline",
     ):
         if transport not in TRANSPORTS:
             raise ValueError(f"transport is one of {TRANSPORTS}, not {transport!r}")
+        if aggregator == "service" and transport != "http":
+            raise ValueError("the aggregator service is reached over HTTP: --transport http")
         families = max(1, -(-nodes // family_size))
         if families > 255:
             raise SystemExit(f"{families} families: the ledger takes at most 255 (--family-size)")
@@ -270,11 +290,50 @@ class LightSwarm:
         )
         # each node's signed submission of a round and the aggregator's receipt of it
         self.sent: dict[tuple[int, str], tuple[Signed, str]] = {}
+        self.service: Aggregator | None = None
+        if aggregator == "service":
+            assert self.http is not None
+            folder = Path(tempfile.mkdtemp(prefix="bench-root-lane-aggregator-"))
+            self.service = Aggregator(
+                self.ledger,
+                RoundBook(self.swarm.w3, address, account=Account.from_key(self.aggregator.key)),
+                Held(folder / "aggregator.db", self.domain),
+                self.receipts,
+                store=IpfsStore(
+                    self.http.daemons[0].api, index_dir=folder / "index", max_bytes=CHUNK
+                ),
+            )
+            self.http.serve(self.service.desk)
         self.round_blocks: dict[int, int] = {}  # the block each round's submissions began at
 
     def close(self) -> None:
+        if self.service is not None:
+            self.service.held.close()
         if self.http is not None:
             self.http.close()
+
+    def count_gas_of(self, sender: str, first: int, last: int) -> None:
+        """Counts, by function, the gas of `sender`'s transactions to the book in blocks
+        first..last (what the aggregator service sent through its own TxSender), from their
+        receipts."""
+        selectors = {
+            function_abi_to_4byte_selector(f): f["name"]
+            for f in self.book.abi
+            if f.get("type") == "function"
+        }
+        w3, book = self.swarm.w3, self.book.address.lower()
+        for number in range(first, last + 1):
+            for tx in w3.eth.get_block(number, full_transactions=True)["transactions"]:
+                if tx["from"].lower() != sender.lower() or (tx["to"] or "").lower() != book:
+                    continue
+                receipt = w3.eth.get_transaction_receipt(tx["hash"])
+                kind = selectors.get(bytes(tx["input"][:4]), "other")
+                used = {"gasUsed": hex(receipt["gasUsed"]), "status": hex(receipt["status"])}
+                self.gas.add(kind, [used])
+
+    def sync_nonce(self, address: str) -> None:
+        """Reads `address`'s nonce from the chain (after another sender used its key)."""
+        self.nonces[address] = self.swarm.w3.eth.get_transaction_count(address)
 
     def v4_submit(self, round_: int, node: Light) -> None:
         """`node` also submits its batch of `round_` in the v4 lane (SwarmLedger.submit)."""
@@ -631,13 +690,81 @@ def play(
     quorum: int,
     sample_size: int,
     transport: str = "direct",
+    aggregator: str = "inline",
 ):
     with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-"))) as anvil:
-        light = LightSwarm(anvil, n, family_size, checkers, quorum, transport)
+        light = LightSwarm(anvil, n, family_size, checkers, quorum, transport, aggregator)
         try:
+            if light.service is not None:
+                return _play_service(light, n, rounds, checkers, sample_size)
             return _play(light, n, rounds, checkers, sample_size)
         finally:
             light.close()
+
+
+def _play_service(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: int):
+    """The rounds of `_play`, aggregated by the aggregator service a node runs
+    (client.node.aggregation.service: its endpoint, its store on disk, its IPFS publishing, its
+    own reads of the ledger and its own transactions), driven pass by pass on the chain's clock.
+    Its CPU per round: its passes' thread time and its endpoint threads'."""
+    started = time.monotonic()
+    light.register()
+    service = light.service
+    assert service is not None and light.http is not None
+    sample = {x.address for x in random.Random(0).sample(light.nodes, min(sample_size, n))}
+    first = light.ledger.current_round() + 1
+    played = list(range(first, first + rounds))
+    w = Windows.of(light.ledger.params())
+    light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds)
+    start_block = light.swarm.w3.eth.block_number
+    service.start()
+    costs = {r: RoundCost() for r in played}
+
+    def tick() -> tuple[Any, float]:
+        t0 = time.thread_time()
+        done = service.tick()
+        return done, time.thread_time() - t0
+
+    stands = w.challenge_end(0) + 2
+    for t in range(first, first + rounds + stands):
+        light.swarm.goto(t, 0.1)
+        done, cpu = tick()  # opens round t; posts the roots whose time it is
+        for r in {*done.posted_submissions, *done.posted_verdicts} & costs.keys():
+            costs[r].aggregator_cpu += cpu
+        if t in costs:
+            light.submissions(t, service.collectors[t], costs[t], sample)
+        r = t - w.post_round(0)
+        if r in costs:
+            if r not in done.posted_submissions:
+                raise RuntimeError(f"round {r}: the service did not post its submissions: {done}")
+            light.swarm.mine()  # the beacon's block
+            drawn, cpu = tick()
+            costs[r].aggregator_cpu += cpu
+            if r not in drawn.drawn:
+                raise RuntimeError(f"round {r}: the service did not draw the beacon: {drawn}")
+            events = light.book.events.SubmissionsPosted().get_logs(
+                from_block=start_block, argument_filters={"round": r}
+            )
+            cid = digest_to_cid(bytes(events[-1].args["list"]))
+            costs[r].list_cid = cid
+            costs[r].list_bytes = 384 * events[-1].args["count"]
+            light.vote(r, service.collectors[r], cid, None, costs[r], sample)
+        r = t - w.verdict_round(0)
+        if r in costs:
+            if r not in done.posted_verdicts:
+                raise RuntimeError(f"round {r}: the service did not post its verdicts: {done}")
+            costs[r].credits = len(service.verdict_roots[r].credits)
+    light.count_gas_of(light.aggregator.address, start_block, light.swarm.w3.eth.block_number)
+    light.sync_nonce(light.aggregator.address)
+    light.claim(service.earned, played)
+    view = light.book.functions.roundOf(first).call()
+    t0 = time.thread_time()
+    for producer in light.nodes[1:]:
+        Beacon(
+            round=first, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
+        ).seats(light.nodes[0].address, STAKE, STAKE * n, checkers)
+    whole_draw = time.thread_time() - t0
+    return light, costs, whole_draw, time.monotonic() - started
 
 
 def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: int):
@@ -814,7 +941,17 @@ def main() -> None:
         default="direct",
         help="how messages and lists travel: in memory, or over HTTP and IPFS as nodes send them",
     )
+    parser.add_argument(
+        "--aggregator",
+        choices=("inline", "service"),
+        default="inline",
+        help="who aggregates the honest rounds: this script's own steps, or the aggregator "
+        "service a node runs (`sapo aggregate run`'s: its store on disk, its own ledger reads "
+        "and transactions; needs --transport http)",
+    )
     args = parser.parse_args()
+    if args.aggregator == "service" and args.transport != "http":
+        parser.error("--aggregator service is reached over HTTP: add --transport http")
     lies = list(LIES) if args.lies == "all" else [x for x in args.lies.split(",") if x]
     unknown = [x for x in lies if x not in LIES]
     if unknown:
@@ -863,6 +1000,7 @@ def main() -> None:
             args.quorum,
             args.sample,
             args.transport,
+            args.aggregator,
         )
         gas = light.gas
         per_round = {k: v // args.rounds for k, v in gas.gas.items()}
@@ -909,7 +1047,8 @@ def main() -> None:
         f"end, and its claim is counted once per {every} rounds)"
     )
     work_table.print(
-        f"Root lane: work per round (means over the rounds; transport {args.transport})"
+        f"Root lane: work per round (means over the rounds; transport {args.transport}, "
+        f"aggregator {args.aggregator})"
     )
     if lies:
         n = int(args.nodes.split(",")[0])

@@ -67,6 +67,28 @@ def test_over_http_and_ipfs_the_nodes_play_the_same_rounds() -> None:
         assert cost.fetch_s > 0 and cost.list_cid.startswith("bafkrei")
 
 
+def test_the_aggregator_service_a_node_runs_plays_the_same_rounds() -> None:
+    """--aggregator service: the honest rounds aggregated by the service `sapo aggregate run`
+    runs (its endpoint, its store, its own reads and transactions, pass by pass): the same four
+    posts a round, from its own receipts, and the claims its folded earnings name are paid."""
+    light, costs, _, _ = play(
+        12,
+        2,
+        family_size=6,
+        checkers=10,
+        quorum=3,
+        sample_size=3,
+        transport="http",
+        aggregator="service",
+    )
+    assert light.gas.reverted == 0 and 6 < light.claimants <= 12
+    assert all(light.gas.txs[k] == 2 for k in POSTS)
+    assert 0 < light.claimed <= light.swarm.params.reward_per_round * 2
+    for cost in costs.values():
+        assert cost.submissions == 12 and cost.votes > 0 and 0 < cost.credits <= 12
+        assert cost.aggregator_cpu > 0 and cost.list_cid.startswith("bafkrei")
+
+
 @pytest.mark.parametrize(
     "lie", ["a forged submission", "a withheld verdict list", "a censored submission"]
 )

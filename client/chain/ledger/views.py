@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from eth_abi import decode as abi_decode
+from eth_abi import encode as abi_encode
+from eth_utils import function_abi_to_4byte_selector
 from web3 import Web3
 from web3.exceptions import BlockNotFound
 
@@ -22,6 +25,14 @@ from client.chain.models import (
 )
 
 
+def _canonical(arg: dict[str, Any]) -> str:
+    """An ABI argument's canonical type, a struct as its tuple of component types."""
+    kind = arg["type"]
+    if kind.startswith("tuple"):
+        return "(" + ",".join(_canonical(c) for c in arg["components"]) + ")" + kind[5:]
+    return kind
+
+
 class LedgerViews(Deployed):
     """One deployed SwarmLedger's reads: its views, blocks and balances (`Ledger` adds the
     transactions)."""
@@ -31,6 +42,7 @@ class LedgerViews(Deployed):
     def __init__(self, w3: Web3, address: str, **sending: Any):
         super().__init__(w3, address, **sending)
         self._params: LedgerParams | None = None
+        self._layouts: dict[str, tuple[bytes, list[str], list[str]]] = {}
 
     @property
     def account_address(self) -> str:
@@ -188,7 +200,11 @@ class LedgerViews(Deployed):
         )
 
     def _batched(self, name: str, calls: list[tuple], batch: int) -> list[Any]:
-        """Returns the answers of view `name` for each argument tuple, `batch` per request."""
+        """Returns the answers of view `name` for each argument tuple, `batch` per request. The
+        calls are encoded and their answers decoded with the view's ABI types directly (as web3
+        decodes them): web3's contract calls look the function up and validate the ABI again
+        for each call (~3 ms of CPU a call, 3 s for an aggregator's 1,000 voters)."""
+        selector, inputs, outputs = self._layout(name)
         found: list[Any] = []
         for start in range(0, len(calls), batch):
             chunk = calls[start : start + batch]
@@ -196,11 +212,29 @@ class LedgerViews(Deployed):
             def call(chunk=chunk):
                 with self.w3.batch_requests() as requests:
                     for args in chunk:
-                        requests.add(self.contract.functions[name](*args))
+                        data = selector + abi_encode(inputs, list(args))
+                        requests.add(self.w3.eth.call({"to": self.address, "data": data}))
                     return requests.execute()
 
-            found += self.tx.rpc(call, f"{name}() batch")
+            for raw in self.tx.rpc(call, f"{name}() batch"):
+                values = abi_decode(outputs, bytes(raw))
+                found.append(values[0] if len(outputs) == 1 else list(values))
         return found
+
+    def _layout(self, name: str) -> tuple[bytes, list[str], list[str]]:
+        """View `name`'s selector and its input and output types, read once from the ABI."""
+        cached = self._layouts.get(name)
+        if cached is None:
+            fn = next(
+                f for f in self.contract.abi if f.get("type") == "function" and f["name"] == name
+            )
+            cached = (
+                function_abi_to_4byte_selector(fn),
+                [_canonical(i) for i in fn["inputs"]],
+                [_canonical(o) for o in fn["outputs"]],
+            )
+            self._layouts[name] = cached
+        return cached
 
     @staticmethod
     def _submission(round_: int, node: str, v: Any) -> SubmissionInfo:

@@ -49,7 +49,9 @@ class LedgerReads(Protocol):
     """What the auditor reads from the ledger (client.chain.Ledger has it)."""
 
     def node_info(self, node: str): ...
+    def node_infos(self, nodes: list[str]) -> list: ...
     def stake_at(self, node: str, block: int) -> int: ...
+    def stakes_at(self, nodes: list[str], block: int) -> list[int]: ...
     def family_stake_at(self, family: str, block: int) -> int: ...
 
 
@@ -111,6 +113,25 @@ class Auditor:
         if key not in self._stakes:
             self._stakes[key] = self.ledger.family_stake_at(family, block)
         return self._stakes[key]
+
+    def know(self, nodes: Collection[str]) -> None:
+        """Reads, in JSON-RPC batches, the registrations of `nodes` not read yet (an aggregator
+        learns the swarm's at start: each submission is checked against them as it enters)."""
+        fresh = sorted({n.lower() for n in nodes} - self._infos.keys())
+        if fresh:
+            for node, info in zip(fresh, self.ledger.node_infos(fresh), strict=True):
+                self._infos[node] = info
+
+    def prefetch(self, nodes: Collection[str], block: int) -> None:
+        """Reads, in JSON-RPC batches, what checking a round's votes asks of each of `nodes` and
+        is not read yet: its registration and family, and its stake as of `block` (the
+        submission root's). One batched read instead of one call per voter."""
+        wanted = sorted({n.lower() for n in nodes})
+        self.know(wanted)
+        fresh = [n for n in wanted if (n, block) not in self._stakes]
+        if fresh:
+            for node, stake in zip(fresh, self.ledger.stakes_at(fresh, block), strict=True):
+                self._stakes[(node, block)] = stake
 
     def registered(self, node: str) -> bool:
         """Whether `node` is a registered node of the ledger (for life: read once)."""
@@ -245,6 +266,8 @@ class Auditor:
         except BadList as exc:
             return self._challenge(posted.round, True, 0, str(exc))
         subs = SumTree([leaf(keccak256(e), 0) for e in entries])
+        voters = {v[0] for votes in opened.votes for v in votes}
+        self.prefetch(voters | {c.producer for c in opened.credits}, posted.posted_block)
         for i, (credit, amount, votes) in enumerate(
             zip(opened.credits, opened.amounts, opened.votes, strict=True)
         ):

@@ -123,6 +123,9 @@ class Aggregator:
         """Rebuilds what a restart lost: the collectors of the rounds still open, and the roots
         of the rounds this node posted, from its store, checked against the book."""
         current = self.ledger.current_round()
+        # the swarm's registrations, in batches: each submission is checked against them as it
+        # enters (a node registered later is read when its first message comes)
+        self.auditor.know(self.ledger.nodes())
         self.first_round = self.book_first_round(current)
         saved = self.held.load_earned(self.params.reward_per_round, self.windows.lag)
         self.earned = saved or EarningsBook(
@@ -287,6 +290,10 @@ class Aggregator:
         )
         v4 = self._v4_producers(round_)
         collector = self.collectors[round_]
+        # every voter's and producer's registration and stake as of the root, in batches
+        self.auditor.prefetch(
+            {p for p, _ in collector.votes} | {v for _, v in collector.votes}, posted.posted_block
+        )
         verdicts = collector.verdict_root(
             root,
             seated=lambda p, v: self.auditor.seated(view, p, v),
