@@ -70,6 +70,7 @@ from tests.harness.roundbook import (
     forged,
     honest_round,
     left_out,
+    lies,
     open_book,
     paid_by,
     post_verdicts,
@@ -87,6 +88,7 @@ LIES = (
     "earnings that do not add up",  # when the credit has earnings to inflate
     "earnings that skip a credit",  # when it has earnings to leave out
     "a receipted submission left out",  # proven by its producer, with its receipt
+    "no verdict root",  # never posted: its bond asked back after the window voids the round
 )
 ANSWERS = ("now", "never", "later")
 # a tail naming a credit twice needs two credits of one producer less than `lag` rounds apart,
@@ -216,6 +218,7 @@ class BookMachine(RuleBasedStateMachine):
             "a credit the v4 lane holds",
             "earnings that do not add up",
             "a receipted submission left out",
+            "no verdict root",
         ):
             if lie == "a credit's amount is not its signal":
                 amounts[target] = credits[target].signal * 100
@@ -232,6 +235,16 @@ class BookMachine(RuleBasedStateMachine):
             doubled = replace(kept, settled=kept.settled * 2)
             credits[target] = replace(credits[target], earnings=doubled)
         verdicts = VerdictRoot(credits, amounts, votes=votes, presorted=True)
+        if lie == "no verdict root":  # the round taken from its producers: void at release
+            r = MRound(aggregator.tx.account.address, subs, verdicts, votes, lie)
+            self.rounds[round_] = r
+            self.latest = round_
+            self.swarm.goto(self.window("challengeEnd", round_) + 1)
+            result = self.book.send(stranger(self.book), "release", round_)
+            assert lies(self.book, result) == [lie]
+            self.forfeit(r)
+            self.seen[f"round: {lie}"] += 1
+            return
         post_verdicts(self.book, aggregator, verdicts, round_)
         r = MRound(aggregator.tx.account.address, subs, verdicts, votes, lie)
         r.amounts = {c.producer.lower(): a for c, a in zip(credits, amounts, strict=True)}
