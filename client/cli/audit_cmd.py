@@ -385,3 +385,162 @@ def verify(
         )
     if mismatch:
         raise typer.Exit(int(Exit.CHECK_FAILED))
+
+
+@app.command("book")
+@chain_options(keystore=True)
+def book(
+    round_: RoundArg,
+    prove: Annotated[
+        bool,
+        typer.Option("--prove", help="Send the call that proves the lie found (a keystore's)."),
+    ] = False,
+    challenge: Annotated[
+        bool,
+        typer.Option(
+            "--challenge",
+            help="With --prove: also ask on chain for a list that cannot be fetched (bonds the "
+            "book's challenge bond; a list may be slow to come: try again first).",
+        ),
+    ] = False,
+    chain: ChainOpts = FROM_CONFIG,
+    as_json: JsonOption = False,
+) -> None:
+    """Audit a round of the root lane's round book: fetch its two lists by their posted digests,
+    check every rule the book proves, and name the first lie (exit 1), or send its proof."""
+    # lazily: the root lane's code and the store load only for this command
+    from client.chain.book import RoundBook
+    from client.chain.events import EventReader
+    from client.chain.messages import Domain
+    from client.node.aggregation.auditor import Auditor, RoundPosted, v4_producers
+    from client.node.aggregation.lists import ListUnavailable, fetch_list
+    from client.store import IpfsStore, StoreError, open_store
+    from client.store.peers import peer_addresses
+
+    cfg, ledger, reader = chain.open(signer=prove)
+    if cfg.chain.round_book_address is None:
+        fail("set [chain].round_book_address to the round book to audit")
+    with chain_errors():
+        account = ledger.tx.account if prove else None
+        rb = RoundBook(
+            ledger.w3,
+            cfg.chain.round_book_address,
+            account=account,
+            max_fee_gwei=cfg.chain.max_fee_gwei,
+            priority_fee_gwei=cfg.chain.priority_fee_gwei,
+            receipt_timeout_s=cfg.chain.receipt_timeout_s,
+        )
+        rb.check(ledger.address)
+        posted = rb.round_of(round_)
+        if not posted.posted:
+            fail(f"round {round_}: no submission root is posted in {rb.address}", Exit.CHECK_FAILED)
+        params = ledger.params()
+        book_events = EventReader(
+            rb,  # type: ignore[arg-type]
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+            start_block=cfg.chain.round_book_deploy_block,
+        )
+        digests = {
+            e.name: bytes.fromhex(e.args["list"][2:])
+            for e in book_events.read(["SubmissionsPosted", "VerdictsPosted"], round=round_)
+        }
+        metadata = ledger.node_info(posted.aggregator).metadata
+        chain_id = ledger.w3.eth.chain_id
+    try:
+        store = open_store(cfg.store)
+        if isinstance(store, IpfsStore):  # dial the aggregator's daemon, as a producer's
+            found = peer_addresses(metadata, allow_private=cfg.store.allow_private_peers)
+            if found.dialable:
+                store.connect(list(found.dialable))
+    except StoreError as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    fetched: dict[str, str] = {}
+
+    def listed(kind: str, event: str, entries: int) -> bytes | None:
+        digest = digests.get(event)
+        if digest is None or digest == bytes(32):
+            fetched[kind] = "none posted"
+            return None
+        try:
+            data = fetch_list(store, digest_to_cid(digest), kind, round_, entries, keep_round=None)
+        except ListUnavailable as exc:
+            fetched[kind] = f"not fetched: {exc}"
+            return None
+        fetched[kind] = f"{len(data):,} bytes"
+        return data
+
+    view = RoundPosted(
+        round_,
+        posted.posted_block,
+        posted.count,
+        posted.submissions,
+        posted.verdicts,
+        posted.credits,
+        posted.total,
+        posted.beacon,
+    )
+    auditor = Auditor(
+        Domain(chain_id=chain_id, contract=rb.address),
+        ledger,
+        quorum=params.quorum,
+        checkers=params.checkers,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+    with chain_errors():
+        entries, finding = auditor.submissions(
+            view, listed("submissions", "SubmissionsPosted", posted.count)
+        )
+        if finding is None and posted.verdicts_posted and posted.credits:
+            data = listed("verdicts", "VerdictsPosted", posted.credits)
+            finding = auditor.verdicts(view, entries, data, v4=v4_producers(ledger, reader, round_))
+    state = "void" if posted.void else ("released" if posted.released else "open")
+    sent = None
+    if finding is not None and prove and (challenge or not finding.challenge):
+        with chain_errors():
+            bond = rb.bonds()[1] if finding.challenge else 0
+            sent = rb.call(finding.function, finding.args, value=bond)
+    if as_json:
+        print_json(
+            {
+                "round": round_,
+                "book": rb.address,
+                "aggregator": posted.aggregator,
+                "submissions": posted.count,
+                "credits": posted.credits,
+                "total": posted.total,
+                "state": state,
+                "lists": fetched,
+                "finding": None
+                if finding is None
+                else {
+                    "what": finding.what,
+                    "function": finding.function,
+                    "challenge": finding.challenge,
+                },
+                "tx_hash": None if sent is None else sent.tx_hash,
+            }
+        )
+    else:
+        out.print(
+            f"round {round_} of round book {rb.address}: aggregator {posted.aggregator}, "
+            f"{posted.count} submissions, {posted.credits} credits, total {score(posted.total)}, "
+            f"{state}"
+        )
+        for kind, how in fetched.items():
+            out.print(f"  {kind} list: {escape(how)}")
+        if finding is None:
+            out.print(
+                "  every rule the book proves holds (earnings not checked: that needs every "
+                "round since the book's first)"
+            )
+        elif finding.challenge:
+            out.print(f"  [yellow]data to ask for[/]: {escape(finding.what)} ({finding.function})")
+        else:
+            out.print(f"  [red]LIE[/]: {escape(finding.what)} ({finding.function} proves it)")
+        if sent is not None:
+            out.print(f"  sent {finding.function} in {sent.tx_hash}")
+        elif finding is not None and prove and finding.challenge:
+            out.print("  not asked for: pass --challenge to bond a data challenge")
+    if finding is not None and sent is None:
+        raise typer.Exit(Exit.CHECK_FAILED)

@@ -88,10 +88,14 @@ def sign_submissions(book: Book, producers, round_: int = ROUND) -> list[Signed]
     ]
 
 
-def post_submissions(book: Book, aggregator, subs: SubmissionRoot, round_: int = ROUND) -> None:
+def post_submissions(
+    book: Book, aggregator, subs: SubmissionRoot, round_: int = ROUND, listed: bytes = LIST
+) -> None:
     book.swarm.goto(book.window("postRound", round_))
     count = len(subs.signed)
-    book.send(aggregator.tx.account, "postSubmissions", round_, subs.root, count, LIST, value=BOND)
+    book.send(
+        aggregator.tx.account, "postSubmissions", round_, subs.root, count, listed, value=BOND
+    )
     book.swarm.mine()
     book.send(aggregator.tx.account, "drawBeacon", round_)
 
@@ -159,13 +163,15 @@ def honest_round(
     earnings=None,
     receipts: dict[str, tuple[Signed, str]] | None = None,
     leave_out: str | None = None,
+    publish=None,
 ):
     """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
     checkers: the roots an honest aggregator posts, built by its own collector (behind its
     endpoint's desk, which signs a receipt of each submission) from the messages as the peers
     send them (bytes); `earnings` (EarningsBook.earnings for the round) fills each credit's
     earnings; `receipts` gets each producer's signed submission and receipt. `leave_out`: the
-    producer (an address) a censoring aggregator leaves out of the root it posts."""
+    producer (an address) a censoring aggregator leaves out of the root it posts. `publish`:
+    (kind, round, list bytes) -> the digest the post names (the list published on IPFS)."""
     producers, aggregator = nodes[:4], nodes[4]
     quorum = book.swarm.params.quorum
     tolerance = book.swarm.params.agree_tolerance_bps
@@ -182,7 +188,10 @@ def honest_round(
         subs = collector.submission_root()
     if leave_out is not None:
         subs = SubmissionRoot([x for x in subs.signed if x.signer != leave_out])
-    post_submissions(book, aggregator, subs, round_)
+    listed = (
+        LIST if publish is None else publish("submissions", round_, submission_list(subs.signed))
+    )
+    post_submissions(book, aggregator, subs, round_, listed)
     seated = {
         s.signer.lower(): {a.lower() for a in seats(book, nodes, s.signer, round_)}
         for s in subs.signed
@@ -200,11 +209,13 @@ def honest_round(
     return aggregator, subs, list(verdicts.credits), list(verdicts.votes)
 
 
-def post_verdicts(book: Book, aggregator, verdicts: VerdictRoot, round_: int = ROUND) -> None:
+def post_verdicts(
+    book: Book, aggregator, verdicts: VerdictRoot, round_: int = ROUND, listed: bytes = LIST
+) -> None:
     book.swarm.goto(book.window("verdictRound", round_))
     count = len(verdicts.credits)
     book.send(
-        aggregator.tx.account, "postVerdicts", round_, verdicts.root, count, verdicts.total, LIST
+        aggregator.tx.account, "postVerdicts", round_, verdicts.root, count, verdicts.total, listed
     )
 
 

@@ -463,6 +463,16 @@ class Auditor:
         return Finding(why, "challengeData", (round_, verdict_tree, index), challenge=True)
 
 
+def v4_producers(ledger, reader, round_: int) -> set[str]:
+    """The producers the ledger holds a submission of for `round_` (lowercase): its `Submitted`
+    events of the round, read from the round's first block (`reader`: an EventReader of the
+    ledger). The book must not credit them: the v4 lane pays them."""
+    params = ledger.params()
+    first = ledger.block_at(params.genesis + round_ * params.round_length, low=reader.start_block)
+    events = reader.read(["Submitted"], from_block=first, round=round_)
+    return {e.args["node"].lower() for e in events}
+
+
 def _proof(tree: SumTree, index: int) -> list[tuple[bytes, int]]:
     return [n.as_abi() for n in tree.proof(index)]
 
@@ -476,4 +486,4 @@ def _submission(decoded: tuple[str, Submission, str]) -> tuple:
     )
 
 
-__all__ = ["Auditor", "Finding", "RoundPosted", "VerdictRoot"]
+__all__ = ["Auditor", "Finding", "RoundPosted", "VerdictRoot", "v4_producers"]

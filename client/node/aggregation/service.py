@@ -40,7 +40,7 @@ from client.chain.roots import (
     submission_struct,
     verdict_list,
 )
-from client.node.aggregation.auditor import Auditor, RoundPosted
+from client.node.aggregation.auditor import Auditor, RoundPosted, v4_producers
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.endpoint import Desk
@@ -288,7 +288,7 @@ class Aggregator:
             posted.total,
             posted.beacon,
         )
-        v4 = self._v4_producers(round_)
+        v4 = v4_producers(self.ledger, self.ledger_events, round_)
         collector = self.collectors[round_]
         # every voter's and producer's registration and stake as of the root, in batches
         self.auditor.prefetch(
@@ -316,14 +316,6 @@ class Aggregator:
         self.verdict_roots[round_] = verdicts
         done.posted_verdicts.append(round_)
         log.info("round %s: posted %d credits", round_, len(verdicts.credits))
-
-    def _v4_producers(self, round_: int) -> set[str]:
-        """The producers the ledger holds a submission of for `round_` (lowercase), from its
-        `Submitted` events since the round's first block."""
-        start = self.params.genesis + round_ * self.params.round_length
-        first = self.ledger.block_at(start, low=self.start_block)
-        events = self.ledger_events.read(["Submitted"], from_block=first, round=round_)
-        return {e.args["node"].lower() for e in events}
 
     def _publish(self, kind: str, round_: int, data: bytes) -> bytes:
         if self.store is None:

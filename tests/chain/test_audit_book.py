@@ -1,0 +1,111 @@
+"""`sapo audit book ROUND`: anyone audits a round of the root lane as an operator runs it, a real
+process against a real anvil and a real js-ipfs daemon holding the round's published lists. An
+honest round holds (exit 0); a lie in it is named (exit 1) and, with --prove, proven on chain
+from the auditor's own keystore (the round void, half the bond to the auditor); a list that
+cannot be fetched is asked for on chain only with --challenge, since a challenge bonds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from client.chain.keystore import write_keystore
+from client.chain.roots import VerdictRoot, verdict_list
+from client.node.aggregation.lists import ListIndex, publish_list
+from client.store import IpfsStore, cid_to_digest
+from tests.harness.processes import sapo_run
+from tests.harness.roundbook import (
+    balances,
+    honest_round,
+    open_book,
+    post_verdicts,
+    stranger,
+)
+
+pytestmark = pytest.mark.slow
+PASSWORD = "auditor test password"
+
+
+@pytest.fixture
+def world(chain, daemon, tmp_path):
+    swarm, nodes, book = open_book(chain)
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    prover = stranger(book)
+    keystore = tmp_path / "auditor.json"
+    write_keystore(keystore, prover.key, PASSWORD)
+    (tmp_path / "password").write_text(PASSWORD)
+    config = tmp_path / "auditor.toml"
+    config.write_text(
+        "\n".join(
+            [
+                "[chain]",
+                f'rpc_url = "{swarm.url}"',
+                f'ledger_address = "{swarm.ledger.address}"',
+                f'round_book_address = "{book.contract.address}"',
+                f'keystore = "{keystore}"',
+                f'password_file = "{tmp_path / "password"}"',
+                "[store]",
+                'backend = "ipfs"',
+                f'ipfs_api = "{daemon.api}"',
+            ]
+        )
+        + "\n"
+    )
+
+    def publish(kind: str, round_: int, data: bytes) -> bytes:
+        return cid_to_digest(publish_list(store, kind, round_, data, keep_round=round_ + 100))
+
+    return swarm, nodes, book, store, prover, config, publish
+
+
+def audit_book(config: Path, round_: int, *flags: str):
+    done = sapo_run("audit", "book", str(round_), "--config", str(config), "--json", *flags)
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr
+
+
+def test_anyone_audits_a_round_and_proves_the_lie_it_finds(world) -> None:
+    swarm, nodes, book, _, prover, config, publish = world
+    r = swarm.ledger.current_round()
+    aggregator, _, credits, votes = honest_round(book, nodes, r, publish=publish)
+    honest = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, honest, r, publish("verdicts", r, verdict_list(honest)))
+    code, found = audit_book(config, r)
+    assert code == 0, found
+    assert found["finding"] is None and found["submissions"] == 4 and found["credits"] == 4
+    assert found["lists"]["verdicts"].endswith("bytes")
+
+    # the next round's aggregator inflates a credit's amount
+    r2 = swarm.ledger.current_round() + 1
+    aggregator, _, credits, votes = honest_round(book, nodes, r2, publish=publish)
+    amounts = [c.signal for c in credits]
+    amounts[1] *= 100
+    lying = VerdictRoot(credits, amounts, votes=votes, presorted=True)
+    post_verdicts(book, aggregator, lying, r2, publish("verdicts", r2, verdict_list(lying)))
+    code, found = audit_book(config, r2)
+    assert code == 1 and found["finding"]["what"] == "a credit's amount is not its signal"
+    assert found["tx_hash"] is None and not book.view(r2)[9]  # named, not proven
+    before = balances(book, prover.address)
+    code, found = audit_book(config, r2, "--prove")
+    assert code == 0 and found["tx_hash"], found
+    assert book.view(r2)[9]  # the verdict root is void
+    assert balances(book, prover.address)[1] > before[1]  # half the bond into the pool
+
+
+def test_a_list_nobody_can_fetch_is_asked_for_only_with_challenge(world) -> None:
+    swarm, nodes, book, store, _, config, publish = world
+    r = swarm.ledger.current_round()
+    aggregator, _, credits, votes = honest_round(book, nodes, r, publish=publish)
+    verdicts = VerdictRoot(credits, votes=votes)
+    # its index published, its chunks never: the list cannot be had
+    index, _ = ListIndex.of("verdicts", r, verdict_list(verdicts))
+    withheld = cid_to_digest(store.put(index.encode(), r + 100))
+    post_verdicts(book, aggregator, verdicts, r, withheld)
+    code, found = audit_book(config, r, "--prove")
+    assert code == 1 and found["finding"]["challenge"] and found["tx_hash"] is None
+    assert found["lists"]["verdicts"].startswith("not fetched")
+    assert book.view(r)[11] == 0  # nothing asked for without --challenge
+    code, found = audit_book(config, r, "--prove", "--challenge")
+    assert code == 0 and found["tx_hash"], found
+    assert book.view(r)[11] == 1  # the aggregator must now post the leaf on chain
