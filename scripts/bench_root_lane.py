@@ -757,14 +757,19 @@ def _play_service(light: LightSwarm, n: int, rounds: int, checkers: int, sample_
     light.count_gas_of(light.aggregator.address, start_block, light.swarm.w3.eth.block_number)
     light.sync_nonce(light.aggregator.address)
     light.claim(service.earned, played)
-    view = light.book.functions.roundOf(first).call()
+    return light, costs, whole_draw(light, first, n, checkers), time.monotonic() - started
+
+
+def whole_draw(light: LightSwarm, round_: int, n: int, checkers: int) -> float:
+    """CPU seconds of the draw a node of one family as large as the swarm would make: its seat
+    on every other node's batch of `round_`."""
+    view = light.book.functions.roundOf(round_).call()
     t0 = time.thread_time()
     for producer in light.nodes[1:]:
         Beacon(
-            round=first, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
+            round=round_, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
         ).seats(light.nodes[0].address, STAKE, STAKE * n, checkers)
-    whole_draw = time.thread_time() - t0
-    return light, costs, whole_draw, time.monotonic() - started
+    return time.thread_time() - t0
 
 
 def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: int):
@@ -809,16 +814,7 @@ def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: in
         if t - release in collectors:
             light.book_call("release", "release", t - release)
     light.claim(earned, played)
-    # the draw a node of one family as large as the swarm would make
-    view = light.book.functions.roundOf(first).call()
-    t0 = time.thread_time()
-    for producer in light.nodes[1:]:
-        Beacon(
-            round=first, node=producer.address, beacon=view[7], block=view[1] + 1, ready=True
-        ).seats(light.nodes[0].address, STAKE, STAKE * n, checkers)
-    whole_draw = time.thread_time() - t0
-    wall = time.monotonic() - started
-    return light, costs, whole_draw, wall
+    return light, costs, whole_draw(light, first, n, checkers), time.monotonic() - started
 
 
 @dataclass

@@ -19,7 +19,7 @@ import typer
 
 from client.chain import ChainError
 from client.chain.keystore import KeystoreError
-from client.cli.chain_ctx import chain_errors
+from client.cli.chain_ctx import book_address, chain_errors, open_book
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, fail, serve_until_signalled
 from client.node.assemble import NodeConfigError, signing_ledger
@@ -51,17 +51,12 @@ def run(config: ConfigOption = None) -> None:
         cfg.node.log_level, "sapo.aggregator", "stopping after the current pass…"
     )
     # lazily: web3 and the aggregation code load only for this command
-    from client.chain.book import RoundBook
     from client.chain.messages import Domain, ReceiptSigner
     from client.node.aggregation.endpoint import AggregatorServer, EndpointError
     from client.node.aggregation.held import Held, HeldError
     from client.node.aggregation.service import POLL_S, Aggregator
 
-    if cfg.chain.round_book_address is None:
-        fail(
-            "set [chain].round_book_address to the RoundBook beside the ledger (deploy one: "
-            "sapo chain deploy-book)"
-        )
+    book_address(cfg, "this aggregator posts to")  # before the keystore is unlocked
     try:
         ledger = signing_ledger(cfg)
     except (NodeConfigError, KeystoreError) as exc:
@@ -70,15 +65,7 @@ def run(config: ConfigOption = None) -> None:
         ledger.check(cfg.chain.chain_id)
         account = ledger.tx.account
         assert account is not None  # signing_ledger
-        book = RoundBook(
-            ledger.w3,
-            cfg.chain.round_book_address,
-            account=account,
-            max_fee_gwei=cfg.chain.max_fee_gwei,
-            priority_fee_gwei=cfg.chain.priority_fee_gwei,
-            receipt_timeout_s=cfg.chain.receipt_timeout_s,
-        )
-        book.check(ledger.address)
+        book = open_book(cfg, ledger, why="this aggregator posts to")
         info = ledger.node_info(account.address)
         if not info.registered:
             fail(

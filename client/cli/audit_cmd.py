@@ -15,6 +15,7 @@ from client.cli.chain_ctx import (
     ChainOpts,
     chain_errors,
     chain_options,
+    open_book,
 )
 from client.cli.console import Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
@@ -409,7 +410,6 @@ def book(
     """Audit a round of the root lane's round book: fetch its two lists by their posted digests,
     check every rule the book proves, and name the first lie (exit 1), or send its proof."""
     # lazily: the root lane's code and the store load only for this command
-    from client.chain.book import RoundBook
     from client.chain.events import EventReader
     from client.chain.messages import Domain
     from client.node.aggregation.auditor import Auditor, RoundPosted, v4_producers
@@ -418,19 +418,8 @@ def book(
     from client.store.peers import peer_addresses
 
     cfg, ledger, reader = chain.open(signer=prove)
-    if cfg.chain.round_book_address is None:
-        fail("set [chain].round_book_address to the round book to audit")
     with chain_errors():
-        account = ledger.tx.account if prove else None
-        rb = RoundBook(
-            ledger.w3,
-            cfg.chain.round_book_address,
-            account=account,
-            max_fee_gwei=cfg.chain.max_fee_gwei,
-            priority_fee_gwei=cfg.chain.priority_fee_gwei,
-            receipt_timeout_s=cfg.chain.receipt_timeout_s,
-        )
-        rb.check(ledger.address)
+        rb = open_book(cfg, ledger, why="to audit")
         posted = rb.round_of(round_)
         if not posted.posted:
             fail(f"round {round_}: no submission root is posted in {rb.address}", Exit.CHECK_FAILED)
@@ -469,16 +458,7 @@ def book(
         fetched[kind] = f"{len(data):,} bytes"
         return data
 
-    view = RoundPosted(
-        round_,
-        posted.posted_block,
-        posted.count,
-        posted.submissions,
-        posted.verdicts,
-        posted.credits,
-        posted.total,
-        posted.beacon,
-    )
+    view = RoundPosted.of(posted)
     auditor = Auditor(
         Domain(chain_id=chain_id, contract=rb.address),
         ledger,

@@ -155,3 +155,31 @@ def open_account(cfg: NodeConfig, keystore: Path | None):
     if path is None:
         fail("no keystore: pass --keystore or set [chain].keystore (create one: sapo wallet new)")
     return load_account(path, password_file=cfg.chain.password_file)
+
+
+def book_address(cfg: NodeConfig, why: str) -> str:
+    """`[chain].round_book_address`; exits 2 naming the key (`why`: what the command needs the
+    book for) when the config names none."""
+    if cfg.chain.round_book_address is None:
+        fail(
+            f"set [chain].round_book_address to the RoundBook {why} "
+            "(deploy one: sapo chain deploy-book)"
+        )
+    return cfg.chain.round_book_address
+
+
+def open_book(cfg: NodeConfig, ledger: Ledger, *, why: str):
+    """The round book `[chain].round_book_address` names (`book_address`), checked to read
+    `ledger`, signing as the ledger's account when it has one. Call it in `chain_errors()`."""
+    from client.chain.book import RoundBook
+
+    book = RoundBook(
+        ledger.w3,
+        book_address(cfg, why),
+        account=ledger.tx.account,
+        max_fee_gwei=cfg.chain.max_fee_gwei,
+        priority_fee_gwei=cfg.chain.priority_fee_gwei,
+        receipt_timeout_s=cfg.chain.receipt_timeout_s,
+    )
+    book.check(ledger.address)
+    return book

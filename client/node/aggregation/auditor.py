@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from client.chain.book import BookRound
 from client.chain.hashing import keccak256
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote, recover
 from client.chain.models import Beacon
@@ -71,6 +72,20 @@ class RoundPosted:
     @classmethod
     def from_view(cls, round_: int, view: Sequence) -> RoundPosted:
         return cls(round_, view[1], view[2], view[3], view[4], view[5], view[6], view[7])
+
+    @classmethod
+    def of(cls, posted: BookRound) -> RoundPosted:
+        """The fields an audit reads of a round as the book's client reads it."""
+        return cls(
+            posted.round,
+            posted.posted_block,
+            posted.count,
+            posted.submissions,
+            posted.verdicts,
+            posted.credits,
+            posted.total,
+            posted.beacon,
+        )
 
 
 @dataclass(frozen=True)

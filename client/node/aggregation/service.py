@@ -278,16 +278,7 @@ class Aggregator:
                 f"round {self.earned.folded + 1} is not folded yet: earnings cannot be written"
             )
             return
-        view = RoundPosted(
-            round_,
-            posted.posted_block,
-            posted.count,
-            posted.submissions,
-            posted.verdicts,
-            posted.credits,
-            posted.total,
-            posted.beacon,
-        )
+        view = RoundPosted.of(posted)
         v4 = v4_producers(self.ledger, self.ledger_events, round_)
         collector = self.collectors[round_]
         # every voter's and producer's registration and stake as of the root, in batches
