@@ -57,26 +57,22 @@ def deploy_ledger(
             [bytes32(f) for f in params.families],
         ],
     )
-    data = artifact["bytecode"] + args.hex()
-    sender = TxSender(
-        w3,
-        account,
-        ErrorDecoder(artifact["abi"]),
-        max_fee_gwei=max_fee_gwei,
-        priority_fee_gwei=priority_fee_gwei,
-        receipt_timeout_s=receipt_timeout_s,
-    )
-    result = sender.send({"data": data, "value": 0}, "deploy SwarmLedger")
+    fees = {
+        "max_fee_gwei": max_fee_gwei,
+        "priority_fee_gwei": priority_fee_gwei,
+        "receipt_timeout_s": receipt_timeout_s,
+    }
+    return _deploy(w3, account, CONTRACT, args, Ledger, fees)  # type: ignore[return-value]
+
+
+def _deploy(w3: Web3, account: LocalAccount, name: str, args: bytes, bound, fees: dict):
+    """Deploys artifact `name` with its ABI-encoded constructor `args`; returns the `bound`
+    client of the new address (signing as `account`, with `fees`) and the creation's result."""
+    artifact = load_artifact(name)
+    sender = TxSender(w3, account, ErrorDecoder(artifact["abi"]), **fees)
+    result = sender.send({"data": artifact["bytecode"] + args.hex(), "value": 0}, f"deploy {name}")
     assert result.contract_address, "a contract creation receipt carries the new address"
-    ledger = Ledger(
-        w3,
-        result.contract_address,
-        account=account,
-        max_fee_gwei=max_fee_gwei,
-        priority_fee_gwei=priority_fee_gwei,
-        receipt_timeout_s=receipt_timeout_s,
-    )
-    return ledger, result
+    return bound(w3, result.contract_address, account=account, **fees), result
 
 
 def deploy_book(
@@ -99,26 +95,10 @@ def deploy_book(
             "a challenge bond above the aggregator's bond makes a challenge cost more than "
             "the lie it proves pays"
         )
-    artifact = load_artifact(BOOK)
     args = encode(["address", "uint256", "uint256"], [ledger.address, bond, challenge_bond])
-    sender = TxSender(
-        ledger.w3,
-        account,
-        ErrorDecoder(artifact["abi"]),
-        max_fee_gwei=max_fee_gwei,
-        priority_fee_gwei=priority_fee_gwei,
-        receipt_timeout_s=receipt_timeout_s,
-    )
-    result = sender.send(
-        {"data": artifact["bytecode"] + args.hex(), "value": 0}, "deploy RoundBook"
-    )
-    assert result.contract_address, "a contract creation receipt carries the new address"
-    book = RoundBook(
-        ledger.w3,
-        result.contract_address,
-        account=account,
-        max_fee_gwei=max_fee_gwei,
-        priority_fee_gwei=priority_fee_gwei,
-        receipt_timeout_s=receipt_timeout_s,
-    )
-    return book, result
+    fees = {
+        "max_fee_gwei": max_fee_gwei,
+        "priority_fee_gwei": priority_fee_gwei,
+        "receipt_timeout_s": receipt_timeout_s,
+    }
+    return _deploy(ledger.w3, account, BOOK, args, RoundBook, fees)  # type: ignore[return-value]

@@ -64,6 +64,18 @@ class Running:
         self.held.close()
 
 
+def collecting(world, daemon, tmp_path) -> tuple[Running, int]:
+    """An aggregator started afresh, collecting the round it moved the chain to."""
+    swarm, _, _ = world
+    agg = Running(
+        world, tmp_path / "aggregator.db", IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    )
+    r = swarm.ledger.current_round() + 1
+    swarm.goto(r)
+    assert r in agg.service.tick().opened
+    return agg, r
+
+
 @pytest.fixture
 def world(chain):
     swarm, nodes, book = open_book(chain)
@@ -145,12 +157,8 @@ def test_an_aggregator_runs_its_rounds_and_a_restart_loses_nothing(world, daemon
 def test_a_message_the_store_cannot_write_is_refused_not_receipted(world, daemon, tmp_path):
     """A receipt is a promise to post: given only once the message is on disk. A store that
     cannot write (its file made read-only under it) refuses, and the sender may send again."""
-    swarm, nodes, book = world
-    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
-    agg = Running(world, tmp_path / "aggregator.db", store)
-    r = swarm.ledger.current_round() + 1
-    swarm.goto(r)
-    agg.service.tick()
+    _, nodes, book = world
+    agg, r = collecting(world, daemon, tmp_path)
     agg.held._db.execute("PRAGMA query_only = ON")  # writes now fail, as on a full disk
     [signed] = sign_submissions(book, nodes[:1], r)
     [answer] = agg.client(book.domain).send([signed])
@@ -170,11 +178,7 @@ def test_a_round_no_batch_reached_is_posted_as_no_credit_and_its_bond_comes_back
     a round without one is void at release; the round folds with no credit and the bond comes
     back."""
     swarm, nodes, book = world
-    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
-    agg = Running(world, tmp_path / "aggregator.db", store)
-    r = swarm.ledger.current_round() + 1
-    swarm.goto(r)
-    agg.service.tick()
+    agg, r = collecting(world, daemon, tmp_path)
     assert all(
         a.receipt for a in agg.client(book.domain).send(sign_submissions(book, nodes[:3], r))
     )
