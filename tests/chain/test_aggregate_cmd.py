@@ -71,6 +71,9 @@ def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_pa
     done = sapo_run("aggregate", "run", "--config", str(config))
     assert done.returncode == 2 and "round_book_address" in done.stderr
 
+    # a challenge bond over the aggregator's would make a challenge cost more than a lie pays
+    bad = sapo_run("chain", "deploy-book", "--config", str(config), "--challenge-bond", "2 ether")
+    assert bad.returncode == 2 and "challenge bond above" in bad.stderr
     deployed = sapo_run("chain", "deploy-book", "--config", str(config), "--json")
     assert deployed.returncode == 0, deployed.stderr
     address = json.loads(deployed.stdout)["address"]

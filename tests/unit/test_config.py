@@ -122,6 +122,11 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ('[node]\nmetrics_addr = "127.0.0.1:70000"\n', "port 70000 is not in 1-65535"),
         ('[node]\nmetrics_addr = "0.0.0.0:9464"\n', "set [node].metrics_public = true"),
         ('[node]\nmetrics_addr = "[::]:9464"\n', "is not a loopback address"),
+        ('[aggregator]\nlisten = "0.0.0.0:7700"\n', "set [aggregator].public = true"),
+        ('[aggregator]\nlisten = "7700"\n', "'7700' is not HOST:PORT"),
+        ('[aggregator]\nurl = "http://10.0.0.1:7700/api/v0"\n', "is not an http(s) origin"),
+        ('[aggregator]\nurl = "ftp://10.0.0.1:7700"\n', "is not an http(s) origin"),
+        ('[chain]\nround_book_address = "0x12"\n', "[chain].round_book_address"),
         ('[ledger]\nfamilies = ["qwen2.5-0.5b"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"0" * 64}"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"ab" * 32}", "0x{"AB" * 32}"]\n', "is listed twice"),
@@ -139,6 +144,12 @@ def test_metrics_listen_on_loopback_unless_the_operator_says_otherwise(tmp_path:
     public = '[node]\nmetrics_addr = "0.0.0.0:9464"\nmetrics_public = true\n'
     assert load_config(write(tmp_path, public)).node.metrics_addr == "0.0.0.0:9464"
     assert load_config(write(tmp_path, "")).node.metrics_addr is None  # off by default
+
+
+def test_the_aggregator_lists_its_listen_origin_unless_given_one(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "")).aggregator.listed() == "http://127.0.0.1:7700"
+    public = '[aggregator]\nlisten = "0.0.0.0:7700"\npublic = true\nurl = "https://agg.example/"\n'
+    assert load_config(write(tmp_path, public)).aggregator.listed() == "https://agg.example"
 
 
 def test_malformed_toml_says_where(tmp_path: Path) -> None:

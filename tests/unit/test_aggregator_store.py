@@ -1,0 +1,69 @@
+"""The aggregator's store (client/node/aggregation/held.py) on a real SQLite file: messages come
+back in the order they were taken, a request's messages are written all or none, folded
+earnings come back as they were saved, and a file another deployment wrote (or a damaged one)
+is refused with what to do, never taken as messages."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from client.chain.roots import Credit, Earnings, VerdictRoot
+from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.held import Held, HeldError
+from client.units import SCORE_SCALE
+from tests.harness.signed import DOMAIN, KEYS, OTHER, ROUND, signed_submission, signed_vote
+
+
+def test_messages_come_back_in_order_and_a_failed_write_keeps_none(tmp_path: Path) -> None:
+    held = Held(tmp_path / "aggregator.db", DOMAIN)
+    first = [signed_submission(KEYS[0]), signed_vote(KEYS[1], KEYS[0])]
+    held.record(first)
+    held.record([signed_submission(KEYS[2])])
+    assert [m.signer for m in held.messages(ROUND)] == [
+        KEYS[0].address,
+        KEYS[1].address,
+        KEYS[2].address,
+    ]
+    held._db.execute("PRAGMA query_only = ON")  # as a full disk: the write fails
+    with pytest.raises(sqlite3.Error):
+        held.record([signed_submission(KEYS[3]), signed_submission(KEYS[4])])
+    held._db.execute("PRAGMA query_only = OFF")
+    assert len(held.messages(ROUND)) == 3 and held.rounds() == [ROUND]
+    held.forget_before(ROUND + 1)
+    assert held.messages(ROUND) == [] and held.rounds() == []
+    held.close()
+
+
+def test_folded_earnings_come_back_as_saved(tmp_path: Path) -> None:
+    held = Held(tmp_path / "aggregator.db", DOMAIN)
+    assert held.load_earned(10**18, 5) is None  # nothing folded yet
+    book = EarningsBook(10**18, 5, folded=ROUND - 1)
+    credits = [
+        Credit(i, k.address, "0x" + f"{i + 1:064x}", 4 * SCORE_SCALE, SCORE_SCALE + i, bytes(32))
+        for i, k in enumerate(KEYS[:3])
+    ]
+    book.fold(ROUND, VerdictRoot(credits))
+    held.save_fold(book, list(book.places.values()), [])
+    book.fold(ROUND + 1, None)
+    held.save_fold(book, [], [])
+    again = held.load_earned(10**18, 5)
+    assert again is not None and again.folded == ROUND + 1
+    assert again.places == book.places and again.totals == book.totals
+    assert again.earnings(KEYS[1].address, ROUND + 5) == book.earnings(KEYS[1].address, ROUND + 5)
+    assert again.earnings(KEYS[1].address, ROUND + 5) != Earnings()
+    held.close()
+
+
+def test_a_store_of_another_deployment_or_damaged_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "aggregator.db"
+    held = Held(path, DOMAIN)
+    held.record([signed_submission(KEYS[0])])
+    held.close()
+    with pytest.raises(HeldError, match="another deployment or damaged"):
+        Held(path, OTHER).messages(ROUND)  # signed under another book's domain
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(HeldError, match="cannot be opened"):
+        Held(path, DOMAIN)
