@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 
 import typer
 
@@ -108,10 +109,14 @@ def run(config: ConfigOption = None) -> None:
                     ledger.set_metadata(wanted)
                     log.info("metadata: lists %s as this node's aggregator", origin)
             log.info("aggregator %s: collecting at %s", account.address, server.url)
+            said: dict[int, str] = {}  # why a round was not posted, logged once
             while not stop.is_set():
                 try:
-                    service.tick()
-                except (ChainError, StoreError, HeldError) as exc:
+                    for round_, why in service.tick().skipped.items():
+                        if said.get(round_) != why:
+                            said[round_] = why
+                            log.warning("round %s: not posted: %s", round_, why)
+                except (ChainError, StoreError, HeldError, sqlite3.Error) as exc:
                     log.warning("aggregator: this pass stopped (%s); the next goes on", exc)
                 stop.wait(POLL_S)
         finally:
