@@ -18,8 +18,9 @@ domain) before anything is held, then judged by the round's Collector; a refusal
 no sender can stop the server or make it hold a message its collector would not take. A held
 submission is answered with a receipt signed by the aggregator's key: should the submission root
 it posts leave that submission out, the producer proves it on chain (RoundBook.proveLeftOut) and
-takes half its bond; a receipt is given only while the round's submissions are open, under the
-lock the root is built under, so every receipted submission is in the root. The
+takes half its bond; a receipt is given only for a submission taken while the round's
+submissions were open, under the lock the root is built under, so every receipted submission is
+in the root. The
 client takes an aggregator's address from on-chain metadata (a stranger's input): only an
 http(s) origin, and only this module's two fixed paths are ever requested on it, so a hostile
 address cannot point a node's POST at another API of the host (an IPFS daemon's
