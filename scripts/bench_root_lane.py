@@ -71,7 +71,7 @@ from eth_keys import keys
 from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import RoundBook, Windows
+from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -86,7 +86,7 @@ from client.chain.roots import (
     votes_hash,
 )
 from client.devnet import Anvil, IpfsDaemon, start_daemons
-from client.node.aggregation.auditor import Auditor, RoundPosted
+from client.node.aggregation.auditor import Auditor
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.endpoint import (
@@ -878,7 +878,7 @@ def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught
         light.v4_submit(r, light.nodes[2])
     light.swarm.goto(light.window("postRound", r), 0.1)
     root, listed, cid = light.post_submissions(r, collector, cost, lie)
-    posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
+    posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
     listed = light.fetch("submissions", r, cid, listed, posted.count)
     entries, finding = auditor.submissions(posted, listed)
     if finding is None:  # the auditor's own submission: in the root, as its receipt binds
@@ -888,7 +888,7 @@ def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught
         light.vote(r, collector, cid, listed, cost, set())
         light.swarm.goto(light.window("verdictRound", r), 0.1)
         _, published, cid = light.post_verdicts(r, collector, root, cost, lie)
-        posted = RoundPosted.from_view(r, light.book.functions.roundOf(r).call())
+        posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
         published = light.fetch("verdicts", r, cid, published, posted.credits)
         finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
     if finding is None:

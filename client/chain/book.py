@@ -16,9 +16,8 @@ from typing import Any
 
 from web3 import Web3
 
-from client.chain.artifacts import load_artifact
 from client.chain.errors import WrongChain
-from client.chain.ledger.connection import Deployed, _address, matches_runtime
+from client.chain.ledger.connection import Deployed
 from client.chain.models import LedgerParams, TxResult
 
 CONTRACT = "RoundBook"
@@ -99,21 +98,10 @@ class RoundBook(Deployed):
         super().__init__(w3, address, **sending)
         self._bonds: tuple[int, int] | None = None
 
-    def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
-        data = self.contract.encode_abi(name, args=list(args))
-        return self.tx.send({"to": self.address, "data": data, "value": value}, name)
-
     def check(self, ledger: str) -> None:
         """Raises WrongChain unless this client's RoundBook is deployed at the address, reading
         the ledger at `ledger`."""
-        code = bytes(self.tx.rpc(lambda: self.w3.eth.get_code(self.address), "eth_getCode"))
-        if not code:
-            raise WrongChain(f"no contract at {self.address}: no round book is deployed there")
-        if not matches_runtime(code, load_artifact(CONTRACT)):
-            raise WrongChain(
-                f"the contract at {self.address} is not this client's RoundBook "
-                "(a different build or another contract)"
-            )
+        self._check_code("(no round book is deployed there)")
         reads = self._view("ledger")
         if reads.lower() != ledger.lower():
             raise WrongChain(f"the round book at {self.address} reads ledger {reads}, not {ledger}")
@@ -128,17 +116,6 @@ class RoundBook(Deployed):
 
     def round_of(self, round_: int) -> BookRound:
         return BookRound.from_view(round_, self._view("roundOf", round_))
-
-    def reward_pool(self) -> int:
-        return self._view("rewardPool")
-
-    def paid_of(self, producer: str) -> tuple[int, int]:
-        """(total paid, the round of its last claim plus one; 0: none)."""
-        total, through = self._view("paidOf", _address(producer))
-        return total, through
-
-    def owed(self, payee: str) -> int:
-        return self._view("owed", _address(payee))
 
     # -------------------------------------------------------------------------- transactions
 

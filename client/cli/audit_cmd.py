@@ -412,7 +412,7 @@ def book(
     # lazily: the root lane's code and the store load only for this command
     from client.chain.events import EventReader
     from client.chain.messages import Domain
-    from client.node.aggregation.auditor import Auditor, RoundPosted, v4_producers
+    from client.node.aggregation.auditor import Auditor, v4_producers
     from client.node.aggregation.lists import ListUnavailable, fetch_list
     from client.store import IpfsStore, StoreError, open_store
     from client.store.peers import peer_addresses
@@ -458,7 +458,6 @@ def book(
         fetched[kind] = f"{len(data):,} bytes"
         return data
 
-    view = RoundPosted.of(posted)
     auditor = Auditor(
         Domain(chain_id=chain_id, contract=rb.address),
         ledger,
@@ -469,11 +468,13 @@ def book(
     )
     with chain_errors():
         entries, finding = auditor.submissions(
-            view, listed("submissions", "SubmissionsPosted", posted.count)
+            posted, listed("submissions", "SubmissionsPosted", posted.count)
         )
         if finding is None and posted.verdicts_posted and posted.credits:
             data = listed("verdicts", "VerdictsPosted", posted.credits)
-            finding = auditor.verdicts(view, entries, data, v4=v4_producers(ledger, reader, round_))
+            finding = auditor.verdicts(
+                posted, entries, data, v4=v4_producers(ledger, reader, round_)
+            )
     state = "void" if posted.void else ("released" if posted.released else "open")
     sent = None
     if finding is not None and prove and (challenge or not finding.challenge):

@@ -12,6 +12,7 @@ from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
+from client.chain.book import BookRound
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -26,7 +27,7 @@ from client.chain.roots import (
     votes_hash,
 )
 from client.chain.tx import TxSender
-from client.node.aggregation.auditor import Auditor, Finding, RoundPosted
+from client.node.aggregation.auditor import Auditor, Finding
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook, Entry
 from client.node.aggregation.endpoint import Desk
@@ -286,7 +287,7 @@ def audit(
     """What an auditor finds in the round's published lists (the submission list, then the
     verdict list when given), reading the book and the ledger as anyone can."""
     auditor = auditor_of(book)
-    posted = RoundPosted.from_view(round_, book.view(round_))
+    posted = BookRound.from_view(round_, book.view(round_))
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     if found is not None or verdicts is None:
         return found
@@ -299,7 +300,7 @@ def left_out(
     """What the producer of `signed`, holding the aggregator's `receipt` of it, finds in the
     round's published submission list: the proof that it was left out, or None."""
     auditor = auditor_of(book)
-    posted = RoundPosted.from_view(round_, book.view(round_))
+    posted = BookRound.from_view(round_, book.view(round_))
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     assert found is None, found
     return auditor.left_out(posted, entries, signed, receipt)

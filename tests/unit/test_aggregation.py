@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from eth_utils import keccak
 
+from client.chain.book import BookRound
 from client.chain.messages import Domain
 from client.chain.roots import (
     BadList,
@@ -24,7 +25,7 @@ from client.chain.roots import (
     votes_hash,
 )
 from client.chain.sumtree import SumTree, leaf
-from client.node.aggregation.auditor import Auditor, RoundPosted
+from client.node.aggregation.auditor import Auditor
 from client.node.aggregation.collector import Collector, Refused
 from client.units import SCORE_SCALE
 from tests.harness.signed import DOMAIN, KEYS, OTHER, ROUND, signed_submission, signed_vote
@@ -187,7 +188,9 @@ def test_an_entry_in_the_root_that_no_submission_encodes_is_challenged() -> None
     odd[9 * 32 - 1] = 64  # the signature's length word (the tuple, then its 5 words)
     entries[1] = bytes(odd)
     tree = SumTree([leaf(keccak(e), 0) for e in entries])
-    posted = RoundPosted(ROUND, 1, 3, tree.root.hash, bytes(32), 0, 0, 1)
+    posted = BookRound.from_view(
+        ROUND, ("0x" + "11" * 20, 1, 3, tree.root.hash, bytes(32), 0, 0, 1, False, False, False, 0)
+    )
     auditor = Auditor(DOMAIN, ledger=None, quorum=2, checkers=10, tolerance_bps=50, min_stake=1)
     _, finding = auditor.submissions(posted, b"".join(entries))
     assert finding is not None and finding.challenge

@@ -12,7 +12,8 @@ from web3.contract import Contract
 from web3.types import RPCEndpoint
 
 from client.chain.artifacts import load_artifact
-from client.chain.errors import ErrorDecoder
+from client.chain.errors import ErrorDecoder, WrongChain
+from client.chain.models import TxResult
 from client.chain.tx import TxSender
 
 CONTRACT = "SwarmLedger"
@@ -82,6 +83,22 @@ class Deployed:
     def _view(self, name: str, *args: Any) -> Any:
         fn = self.contract.functions[name](*args)
         return self.tx.rpc(fn.call, f"{name}()")
+
+    def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
+        data = self.contract.encode_abi(name, args=list(args))
+        return self.tx.send({"to": self.address, "data": data, "value": value}, name)
+
+    def _check_code(self, where: str) -> None:
+        """Raises WrongChain unless this client's `NAME` is deployed at the address (its runtime
+        code, immutables aside); `where` ends the message of an address with no code."""
+        code = bytes(self.tx.rpc(lambda: self.w3.eth.get_code(self.address), "eth_getCode"))
+        if not code:
+            raise WrongChain(f"no contract at {self.address} {where}")
+        if not matches_runtime(code, load_artifact(self.NAME)):
+            raise WrongChain(
+                f"the contract at {self.address} is not this client's {self.NAME} "
+                "(a different build or another contract)"
+            )
 
     def head(self) -> int:
         """The chain's latest block number."""

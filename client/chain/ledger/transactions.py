@@ -3,8 +3,6 @@ encrypted keystore); each is signed, sent and awaited by TxSender."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from client.chain.ledger.connection import _address, bytes32
 from client.chain.ledger.views import LedgerViews
 from client.chain.models import (
@@ -14,10 +12,6 @@ from client.chain.models import (
 
 class Ledger(LedgerViews):
     """One deployed SwarmLedger on one chain, read-only unless an account is given."""
-
-    def _send(self, name: str, *args: Any, value: int = 0) -> TxResult:
-        data = self.contract.encode_abi(name, args=list(args))
-        return self.tx.send({"to": self.address, "data": data, "value": value}, name)
 
     def register(self, metadata: str, stake: int, family: str) -> TxResult:
         """Registers this account in model family `family` (a base's content id, one of

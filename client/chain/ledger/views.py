@@ -12,9 +12,8 @@ from eth_utils import function_abi_to_4byte_selector
 from web3 import Web3
 from web3.exceptions import BlockNotFound
 
-from client.chain.artifacts import load_artifact
 from client.chain.errors import WrongChain
-from client.chain.ledger.connection import CONTRACT, Deployed, _address, bytes32, matches_runtime
+from client.chain.ledger.connection import CONTRACT, Deployed, _address, bytes32
 from client.chain.models import (
     Appeal,
     Beacon,
@@ -60,15 +59,8 @@ class LedgerViews(Deployed):
             raise WrongChain(
                 f"the RPC serves chain {chain_id} but the config names chain {expected_chain_id}"
             )
-        code = bytes(self.tx.rpc(lambda: self.w3.eth.get_code(self.address), "eth_getCode"))
-        if not code:
-            raise WrongChain(f"no contract at {self.address} on chain {chain_id}")
+        self._check_code(f"on chain {chain_id}")
         self.chain_id = chain_id  # as checked: the task seeds of this ledger's batches use it
-        if not matches_runtime(code, load_artifact(CONTRACT)):
-            raise WrongChain(
-                f"the contract at {self.address} is not this client's SwarmLedger "
-                "(a different build or another contract)"
-            )
         return self.params()
 
     # --------------------------------------------------------------------------------- views

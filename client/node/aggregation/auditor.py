@@ -57,38 +57,6 @@ class LedgerReads(Protocol):
 
 
 @dataclass(frozen=True)
-class RoundPosted:
-    """A round as the book's `roundOf` returns it (the fields an audit reads)."""
-
-    round: int
-    posted_block: int
-    count: int
-    submissions: bytes
-    verdicts: bytes
-    credits: int
-    total: int
-    beacon: int
-
-    @classmethod
-    def from_view(cls, round_: int, view: Sequence) -> RoundPosted:
-        return cls(round_, view[1], view[2], view[3], view[4], view[5], view[6], view[7])
-
-    @classmethod
-    def of(cls, posted: BookRound) -> RoundPosted:
-        """The fields an audit reads of a round as the book's client reads it."""
-        return cls(
-            posted.round,
-            posted.posted_block,
-            posted.count,
-            posted.submissions,
-            posted.verdicts,
-            posted.credits,
-            posted.total,
-            posted.beacon,
-        )
-
-
-@dataclass(frozen=True)
 class Finding:
     """A lie (or data nobody can check) and the RoundBook call that settles it."""
 
@@ -152,7 +120,7 @@ class Auditor:
         """Whether `node` is a registered node of the ledger (for life: read once)."""
         return bool(self._info(node).registered)
 
-    def seated(self, posted: RoundPosted, producer: str, voter: str) -> bool:
+    def seated(self, posted: BookRound, producer: str, voter: str) -> bool:
         """Whether `voter` holds a seat on `producer`'s committee of the round: the ledger's
         rule 4 with the round's beacon and stakes as of the submission root's block, as the book's
         `_seated` judges it."""
@@ -163,7 +131,7 @@ class Auditor:
     # ------------------------------------------------------------------------ submissions
 
     def submissions(
-        self, posted: RoundPosted, data: bytes | None
+        self, posted: BookRound, data: bytes | None
     ) -> tuple[list[bytes], Finding | None]:
         """Checks the submission list; returns its entries (empty when it cannot be read) and
         the first finding, if any."""
@@ -204,7 +172,7 @@ class Auditor:
         return entries, None
 
     def left_out(
-        self, posted: RoundPosted, entries: list[bytes], signed: Signed, receipt: str
+        self, posted: BookRound, entries: list[bytes], signed: Signed, receipt: str
     ) -> Finding | None:
         """What a producer holding its aggregator's `receipt` of `signed` (its submission of the
         round) does once the submission list is checked (`submissions`, no finding): if the list
@@ -260,7 +228,7 @@ class Auditor:
 
     def verdicts(
         self,
-        posted: RoundPosted,
+        posted: BookRound,
         entries: list[bytes],
         data: bytes | None,
         earned: EarningsBook | None = None,
@@ -332,7 +300,7 @@ class Auditor:
 
     def _credit_lie(
         self,
-        posted: RoundPosted,
+        posted: BookRound,
         credit: Credit,
         amount: int,
         votes: list[tuple],
@@ -458,7 +426,7 @@ class Auditor:
             return None
         return "earnings that skip a credit", "proveSkippedCredit", skipped.shown()
 
-    def _seated(self, posted: RoundPosted, producer: str, voter: str, family, total: int) -> bool:
+    def _seated(self, posted: BookRound, producer: str, voter: str, family, total: int) -> bool:
         if voter.lower() == producer.lower() or self._info(voter).family != family:
             return False
         stake = self._stake_at(voter, posted.posted_block)
@@ -501,4 +469,4 @@ def _submission(decoded: tuple[str, Submission, str]) -> tuple:
     )
 
 
-__all__ = ["Auditor", "Finding", "RoundPosted", "VerdictRoot", "v4_producers"]
+__all__ = ["Auditor", "Finding", "VerdictRoot", "v4_producers"]

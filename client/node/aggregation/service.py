@@ -40,7 +40,7 @@ from client.chain.roots import (
     submission_struct,
     verdict_list,
 )
-from client.node.aggregation.auditor import Auditor, RoundPosted, v4_producers
+from client.node.aggregation.auditor import Auditor, v4_producers
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.endpoint import Desk
@@ -161,7 +161,7 @@ class Aggregator:
                 self.domain,
                 round_,
                 tolerance_bps=self.params.agree_tolerance_bps,
-                registered=lambda a: self.auditor.registered(a),
+                registered=self.auditor.registered,
             )
             self.collectors[round_] = collector
         return collector
@@ -278,7 +278,6 @@ class Aggregator:
                 f"round {self.earned.folded + 1} is not folded yet: earnings cannot be written"
             )
             return
-        view = RoundPosted.of(posted)
         v4 = v4_producers(self.ledger, self.ledger_events, round_)
         collector = self.collectors[round_]
         # every voter's and producer's registration and stake as of the root, in batches
@@ -287,7 +286,7 @@ class Aggregator:
         )
         verdicts = collector.verdict_root(
             root,
-            seated=lambda p, v: self.auditor.seated(view, p, v),
+            seated=lambda p, v: self.auditor.seated(posted, p, v),
             quorum=self.params.quorum,
             escalated=v4,
             earnings=lambda p: self.earned.earnings(p, round_),
