@@ -153,6 +153,15 @@ interface IRoundBook {
     error NothingToClaim(address producer);
     error PoolInsufficient(uint256 amount, uint256 pool);
     error ZeroAmount();
+    error NotTheLedgersBook(address named);
+    error EscalationClosed(uint64 round, uint64 current);
+    error ForgedSubmission(uint64 round, address producer);
+    /// @dev The ledger's, which escalate passes on (declared here so that the book's ABI decodes
+    /// them): the caller holds no seat on the batch's committee, the ledger holds the producer's
+    /// batch of the round already, or the caller is its producer.
+    error NotDrawn(uint64 round, address node, address checker);
+    error AlreadySubmitted(uint64 round, address node);
+    error SelfAttestation(address node);
 
     /// @notice The ledger whose nodes, stakes and parameters this book reads.
     function ledger() external view returns (address);
@@ -201,6 +210,17 @@ interface IRoundBook {
     /// @notice Once a challenge's answer window has passed unanswered: the challenged root is
     /// void, the challenger gets its bond back and half the aggregator's, the pool the rest.
     function claimUnanswered(uint64 round, bool verdictTree, uint32 index) external;
+
+    /// @notice Takes the batch at `index` of the round's submission root to the ledger's v4 lane
+    /// (ISwarmLedger.escalate), where it is judged, appealed and slashed by the ledger's rules:
+    /// what a checker drawn on its committee (by the book's draw) does when it disputes the batch
+    /// or cannot fetch it, then votes so on the ledger. Open from the submission root's beacon
+    /// until the round before voteClose (the ledger's own vote close for the round); `leaf` must be
+    /// a valid submission (a forged one is a lie of the root: proveForgedSubmission). The book
+    /// then credits no batch of its producer in the round ("a credit the v4 lane holds"). Without
+    /// it a forger in the root lane would risk nothing: its batch would only go uncredited.
+    function escalate(uint64 round, uint32 index, SignedSubmission calldata leaf, SumTree.Node[] calldata proof)
+        external;
 
     /// @notice Proves that the submission at `index` of the root is not its producer's: its
     /// signature recovers to someone else (or nobody), or the producer is no registered node.
@@ -333,9 +353,11 @@ interface IRoundBook {
     function owed(address payee) external view returns (uint256);
     /// @notice Takes what the caller is owed.
     function withdrawOwed() external;
-    /// @notice The round's windows, as named functions (see the title's note).
-    function postRound(uint64 round) external view returns (uint64);
-    function voteClose(uint64 round) external view returns (uint64);
-    function verdictRound(uint64 round) external view returns (uint64);
-    function challengeEnd(uint64 round) external view returns (uint64);
+    /// @notice The round's windows (see the title's note): the round its submission root is
+    /// posted in, the last round its votes are taken (escalation closes the round before), the
+    /// round its verdict root is posted in, and the last round a lie in either root is proven.
+    function windows(uint64 round)
+        external
+        view
+        returns (uint64 post, uint64 votesClose, uint64 verdicts, uint64 challengesEnd);
 }

@@ -83,6 +83,10 @@ interface ISwarmLedger {
         uint16 findings
     );
     event Unavailable(uint64 indexed round, address indexed node, address indexed attester);
+    /// @notice A batch of the round book's root lane that a drawn checker took to this lane
+    /// (escalate): from here it is a submission of `round` like any other, also emitted as
+    /// Submitted.
+    event Escalated(uint64 indexed round, address indexed node, address indexed checker);
     /// @dev Also emitted for an appeal's beacon (its beaconBlock is the appeal's block + 1).
     event BeaconDrawn(uint64 indexed round, address indexed node, uint256 beacon, uint64 beaconBlock);
     event Appealed(uint64 indexed round, address indexed node, uint64 beaconBlock, address appellant);
@@ -138,6 +142,7 @@ interface ISwarmLedger {
     error NothingToClaim();
     error PoolInsufficient(uint256 needed, uint256 available);
     error TransferFailed(address to, uint256 amount);
+    error NotTheBook(address caller, address book);
 
     // ------------------------------------------------------------------ constants and parameters
 
@@ -190,6 +195,9 @@ interface ISwarmLedger {
     function appealCheckers() external view returns (uint16);
     /// @notice The block timestamp of the deployment: round 0 starts then.
     function genesis() external view returns (uint64);
+    /// @notice The round book (the root lane, docs/scaling.md) that alone may escalate a batch
+    /// into this ledger, fixed at deployment; the zero address: none.
+    function book() external view returns (address);
 
     // ---------------------------------------------------------------------------------- clock
 
@@ -303,6 +311,27 @@ interface ISwarmLedger {
     /// rollouts * SCORE_SCALE / 2 (a group of L completions carries at most L / 2 score units:
     /// half of them right): what the round's reward is split by.
     function submit(uint64 round, bytes32 digest, uint32 rollouts, uint64 score, uint64 signal) external;
+
+    /// @notice Opens a submission of `round` for `node` from a batch it signed in the round book's
+    /// root lane, which `checker`, drawn on its committee there, disputes or could not fetch
+    /// (the book checked the signature, the batch's place in the round's submission root and the
+    /// window; this checks the seat). The book alone may call it. The record keeps the root
+    /// lane's committee: its stake snapshot is the block of the round's submission root and its
+    /// beacon the round's; from here it is voted on, appealed, settled and slashed by this ledger's
+    /// rules, in `round`'s windows, and the book credits no batch this ledger holds. It is backed
+    /// by all its producer's stake, unbonding included (withdraw waits for its settlement), since
+    /// the producer signed it before any unstake request this ledger could date.
+    function escalate(
+        uint64 round,
+        address node,
+        address checker,
+        bytes32 digest,
+        uint32 rollouts,
+        uint64 score,
+        uint64 signal,
+        uint64 snapshotBlock,
+        uint88 beacon
+    ) external;
 
     /// @notice Reports what the caller, a drawn checker of `node`'s batch, computed when it
     /// fetched and re-verified it. It agrees when the signal is exactly the claimed one (an

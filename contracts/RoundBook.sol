@@ -74,6 +74,10 @@ contract RoundBook is IRoundBook {
         _maxRollouts = _ledger.MAX_ROLLOUTS();
         _rewardPerRound = _ledger.rewardPerRound();
         _separator = Messages.domainSeparator(address(this));
+        // the ledger escalates only its own book's batches: without that the root lane could not
+        // slash a forger (docs/scaling.md), so no book runs beside a ledger that does not name it
+        address named = _ledger.book();
+        if (named != address(this)) revert NotTheLedgersBook(named);
     }
 
     function ledger() external view returns (address) {
@@ -82,19 +86,27 @@ contract RoundBook is IRoundBook {
 
     // ---------------------------------------------------------------------------------- windows
 
-    function postRound(uint64 round) public view returns (uint64) {
+    function windows(uint64 round)
+        external
+        view
+        returns (uint64 post, uint64 votesClose, uint64 verdicts, uint64 challengesEnd)
+    {
+        return (postRound(round), voteClose(round), verdictRound(round), challengeEnd(round));
+    }
+
+    function postRound(uint64 round) private view returns (uint64) {
         return round + _submitRounds + 1;
     }
 
-    function voteClose(uint64 round) public view returns (uint64) {
+    function voteClose(uint64 round) private view returns (uint64) {
         return postRound(round) + _challengeRounds;
     }
 
-    function verdictRound(uint64 round) public view returns (uint64) {
+    function verdictRound(uint64 round) private view returns (uint64) {
         return voteClose(round) + 1;
     }
 
-    function challengeEnd(uint64 round) public view returns (uint64) {
+    function challengeEnd(uint64 round) private view returns (uint64) {
         return verdictRound(round) + _challengeRounds;
     }
 
@@ -138,6 +150,24 @@ contract RoundBook is IRoundBook {
         r.credits = credits;
         r.total = total;
         emit VerdictsPosted(round, msg.sender, root, total, list);
+    }
+
+    // ------------------------------------------------------------------------------ escalation
+
+    function escalate(uint64 round, uint32 index, SignedSubmission calldata leaf, SumTree.Node[] calldata proof)
+        external
+    {
+        Round storage r = _posted(round);
+        uint64 current = _ledger.currentRound();
+        if (current >= voteClose(round)) revert EscalationClosed(round, current);
+        _checkSubmission(r, round, index, leaf, proof);
+        if (bytes(_forged(round, leaf)).length != 0) revert ForgedSubmission(round, leaf.producer);
+        drawBeacon(round);
+        // the ledger checks the caller's seat, by its own draw with this round's beacon and snapshot
+        Messages.Submission calldata s = leaf.submission;
+        _ledger.escalate(
+            round, leaf.producer, msg.sender, s.digest, s.rollouts, s.score, s.signal, r.postedBlock, r.beacon
+        );
     }
 
     // ---------------------------------------------------------------------------------- proofs

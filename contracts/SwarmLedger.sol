@@ -41,6 +41,8 @@ contract SwarmLedger is Rewards {
     /// draw does not survive it.
     /// @param families_ The model families (content ids of base weights) whose nodes may register
     /// and whose batches are checked: 1 .. MAX_FAMILIES distinct, non-zero ids.
+    /// @param book_ The round book that may escalate its root lane's batches into this ledger (its
+    /// address is known before it exists: the deployer's next contract's); zero for none.
     constructor(
         uint64 roundLength_,
         uint256 minStake_,
@@ -55,7 +57,8 @@ contract SwarmLedger is Rewards {
         uint16 checkers_,
         uint64 appealRounds_,
         uint16 appealCheckers_,
-        bytes32[] memory families_
+        bytes32[] memory families_,
+        address book_
     )
         LedgerParams(
             roundLength_,
@@ -70,7 +73,8 @@ contract SwarmLedger is Rewards {
             quorum_,
             checkers_,
             appealRounds_,
-            appealCheckers_
+            appealCheckers_,
+            book_
         )
         Staking(families_)
     {}

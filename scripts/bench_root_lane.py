@@ -38,8 +38,14 @@ auditor both lists, through a second daemon dialled to the first (bitswap), chec
 posted roots. The aggregator's CPU is then its endpoint threads' CPU; a node's includes its
 requests. --transport direct (the default) hands the same bytes over in memory.
 
-Not in these figures (not built yet, docs/scaling.md): escalation of a disputed batch into the
-v4 lane, and the aggregator's draw and pay.
+--forgers F plays one more round at the first N in which F producers forge: no seated checker
+signs their batches; one of each batch's seated checkers escalates it to the v4 lane
+(RoundBook.escalate), every seated checker disputes it there (SwarmLedger.attest), the honest
+aggregator's verdict root leaves it out, a light node audits the round's lists, and once the
+round is final it settles each forged batch, slashing its producer. The table gives the gas of
+each step per forged batch, what was slashed and what each side was credited.
+
+Not in these figures (not built yet, docs/scaling.md): the aggregator's draw and pay.
 
 --aggregator service (with --transport http) has the honest rounds aggregated by the service a
 node runs (client.node.aggregation.service, what `sapo aggregate run` runs): its endpoint, its
@@ -50,7 +56,7 @@ clock; its CPU a round is its passes' and its endpoint threads'.
 
 Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--family-size 100]
                                          [--checkers 10] [--quorum 3] [--sample 20]
-                                         [--claim-every 100] [--lies all]
+                                         [--claim-every 100] [--lies all] [--forgers F]
                                          [--transport direct|http] [--aggregator inline|service]
 """
 
@@ -71,7 +77,7 @@ from eth_keys import keys
 from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import BookRound, RoundBook, Windows
+from client.chain.book import WINDOWS, BookRound, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -82,6 +88,7 @@ from client.chain.roots import (
     decode_submission,
     open_submission_list,
     submission_list,
+    submission_struct,
     verdict_list,
     votes_hash,
 )
@@ -290,6 +297,8 @@ class LightSwarm:
         )
         # each node's signed submission of a round and the aggregator's receipt of it
         self.sent: dict[tuple[int, str], tuple[Signed, str]] = {}
+        # (round, producer) -> the seated checkers that dispute its batch (vote(disputing=))
+        self.disputers: dict[tuple[int, str], list[Light]] = defaultdict(list)
         self.service: Aggregator | None = None
         if aggregator == "service":
             assert self.http is not None
@@ -463,7 +472,7 @@ class LightSwarm:
         return self.send(kind, self.book.address, [(self.aggregator.address, data, value)])[0]
 
     def window(self, name: str, round_: int) -> int:
-        return getattr(self.book.functions, name)(round_).call()
+        return self.book.functions.windows(round_).call()[WINDOWS.index(name)]
 
     # ---------------------------------------------------------------------------- a round
 
@@ -527,10 +536,21 @@ class LightSwarm:
         self.book_call("drawBeacon", "drawBeacon", round_)
         return root, listed, cid
 
-    def vote(self, round_: int, collector: Collector, cid: str, listed: bytes, cost, sample):
+    def vote(
+        self,
+        round_: int,
+        collector: Collector,
+        cid: str,
+        listed: bytes,
+        cost,
+        sample,
+        disputing: frozenset[str] = frozenset(),
+    ):
         """Every node opens the list, draws its seats on its family's batches and signs an
         agreeing vote on each; the aggregator takes each one (and checks the seat). With
-        --transport http the list is the one fetched through IPFS by its posted CID."""
+        --transport http the list is the one fetched through IPFS by its posted CID. The
+        batches of the producers in `disputing` (forged) get no agreeing vote: their seated
+        checkers are kept in `disputers` instead."""
         view = self.book.functions.roundOf(round_).call()
         posted, count, root, beacon = view[1], view[2], view[3], view[7]
         t0 = time.monotonic()
@@ -573,6 +593,9 @@ class LightSwarm:
                 ):
                     continue
                 address, s, _ = decode_submission(own[i])
+                if address in disputing:
+                    self.disputers[(round_, address)].append(checker)
+                    continue
                 message = Vote(
                     round=round_,
                     producer=address,
@@ -828,6 +851,121 @@ class Caught:
     wall: float
 
 
+@dataclass
+class Forged:
+    """One round in which some producers forge (--forgers): what escalating and judging their
+    batches in the v4 lane cost, and what each side got."""
+
+    forgers: int
+    escalate_gas: int  # the escalations' gas, all of them
+    disputes: int  # the seated checkers' disputes sent to the ledger
+    dispute_gas: int
+    settle_gas: int  # settling the forged batches (slashing their producers)
+    slashed: int  # wei slashed from the forgers, all of them
+    forger_credit: int  # signal credited to the forgers, in the book or the ledger
+    honest: int  # honest producers
+    honest_credited: int  # of them, the ones the verdict root credits
+    finding: str  # what an auditor found in the round's lists ("" when nothing)
+    wall: float
+
+
+def play_forgers(n: int, forgers: int, family_size: int, checkers: int, quorum: int) -> Forged:
+    """One round at N nodes in which `forgers` producers send batches their committees dispute:
+    one seated checker of each escalates it to the ledger (RoundBook.escalate), every seated
+    checker disputes it there, the honest aggregator's verdict root leaves it out, and once the
+    round is final a light node settles it, which slashes its producer."""
+    with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-forgers-"))) as anvil:
+        light = LightSwarm(anvil, n, family_size, checkers, quorum, "direct")
+        try:
+            return _play_forgers(light, forgers, quorum, checkers)
+        finally:
+            light.close()
+
+
+def _play_forgers(light: LightSwarm, forgers: int, quorum: int, checkers: int) -> Forged:
+    started = time.monotonic()
+    light.register()
+    settler = light.nodes[1]
+    forging = light.nodes[2 : 2 + forgers]
+    if len(forging) != forgers:
+        raise SystemExit(f"--forgers {forgers}: the swarm has {len(light.nodes)} nodes")
+    params = light.swarm.params
+    r = light.ledger.current_round() + 1
+    registered = {x.address for x in light.nodes}.__contains__
+    collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+    cost = RoundCost()
+    light.swarm.goto(r, 0.1)
+    light.open(collector)
+    light.submissions(r, collector, cost, set())
+    light.swarm.goto(light.window("postRound", r), 0.1)
+    root, listed, cid = light.post_submissions(r, collector, cost)
+    light.vote(r, collector, cid, listed, cost, set(), disputing={f.address for f in forging})
+    index = {s.signer: i for i, s in enumerate(root.signed)}
+    escalations, disputes = [], []
+    for f in forging:
+        seated = light.disputers[(r, f.address)]
+        if not seated:
+            raise RuntimeError(f"round {r}: nobody holds a seat on {f.address}'s batch")
+        i = index[f.address]
+        args = [r, i, submission_struct(root.signed[i]), root.proof(i)]
+        escalations.append((seated[0].address, light.book.encode_abi("escalate", args=args), 0))
+        attest = light.ledger.contract.encode_abi("attest", args=[r, f.address, 0, SIGNAL, 2])
+        disputes += [(c.address, attest, 0) for c in seated]
+    stakes = {f.address: light.ledger.node_info(f.address).active_stake for f in forging}
+    escalated = light.send("escalate", light.book.address, escalations, count=False)
+    voted = light.send("v4 dispute", light.ledger.address, disputes, count=False)
+    light.swarm.goto(light.window("verdictRound", r), 0.1)
+    verdicts, published, _ = light.post_verdicts(r, collector, root, cost)
+    auditor = Auditor(
+        light.domain,
+        light.ledger,
+        quorum=quorum,
+        checkers=checkers,
+        tolerance_bps=params.agree_tolerance_bps,
+        min_stake=params.min_stake,
+    )
+    posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
+    entries, finding = auditor.submissions(posted, listed)
+    if finding is None:
+        finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
+    final = r + params.submit_rounds + params.challenge_rounds + params.appeal_rounds + 1
+    light.swarm.goto(final, 0.1)
+    settle = light.ledger.contract.encode_abi
+    settled = light.send(
+        "settle",
+        light.ledger.address,
+        [(settler.address, settle("settle", args=[r, f.address]), 0) for f in forging],
+        count=False,
+    )
+    credited = {c.producer.lower() for c in verdicts.credits}
+    forger_credit = sum(
+        light.ledger.submission(r, f.address).credited
+        + (SIGNAL if f.address.lower() in credited else 0)
+        for f in forging
+    )
+    honest = [n for n in light.nodes if n not in forging]
+    slashed = sum(
+        stakes[f.address] - light.ledger.node_info(f.address).active_stake for f in forging
+    )
+
+    def gas(receipts: list[dict]) -> int:
+        return sum(int(x["gasUsed"], 16) for x in receipts)
+
+    return Forged(
+        forgers,
+        gas(escalated),
+        len(disputes),
+        gas(voted),
+        gas(settled),
+        slashed,
+        forger_credit,
+        len(honest),
+        sum(1 for n in honest if n.address.lower() in credited),
+        "" if finding is None else finding.what,
+        time.monotonic() - started,
+    )
+
+
 def play_lie(
     n: int, lie: str, family_size: int, checkers: int, quorum: int, transport: str = "direct"
 ) -> Caught:
@@ -930,6 +1068,13 @@ def main() -> None:
         help="play one round per lie at the first N, a light node auditing ('all', or names: "
         + "; ".join(LIES)
         + ", comma-separated)",
+    )
+    parser.add_argument(
+        "--forgers",
+        type=int,
+        default=0,
+        help="play one round at the first N in which this many producers forge: their seated "
+        "checkers escalate and dispute them in the v4 lane, and settling slashes them",
     )
     parser.add_argument(
         "--transport",
@@ -1073,6 +1218,44 @@ def main() -> None:
         caught.print(
             f"Root lane: a lying aggregator at N = {n}, one round each, a light node auditing "
             f"(bond {BOND / ETH:g} ETH, challenge bond {CHALLENGE_BOND / ETH:g} ETH)"
+        )
+    if args.forgers:
+        n = int(args.nodes.split(",")[0])
+        f = play_forgers(n, args.forgers, args.family_size, args.checkers, args.quorum)
+        forged = Table(
+            "N",
+            "forgers",
+            "escalate gas / batch",
+            "v4 disputes / batch",
+            "dispute gas (mean)",
+            "settle gas / batch",
+            "gas / forged batch",
+            "slashed / forger (ETH)",
+            "forgers credited",
+            "honest credited",
+            "auditor's finding",
+            "wall s",
+            formats={"slashed / forger (ETH)": ".3f", "wall s": ".0f"},
+            left=["honest credited", "auditor's finding"],
+        )
+        whole = f.escalate_gas + f.dispute_gas + f.settle_gas
+        forged.row(
+            n,
+            f.forgers,
+            f.escalate_gas // f.forgers,
+            f.disputes / f.forgers,
+            f.dispute_gas // max(1, f.disputes),
+            f.settle_gas // f.forgers,
+            whole // f.forgers,
+            f.slashed / f.forgers / ETH,
+            f.forger_credit,
+            f"{f.honest_credited} of {f.honest}",
+            f.finding or "none: the root stands",
+            f.wall,
+        )
+        forged.print(
+            f"Root lane: forging producers at N = {n}, one round (each forged batch escalated by "
+            f"a seated checker, disputed by all of them in the v4 lane, settled once final)"
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory of this process: {peak:.0f} MiB")

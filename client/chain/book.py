@@ -58,6 +58,10 @@ class BookRound:
         return cls(round_, *(bytes(v) if isinstance(v, bytes) else v for v in view))
 
 
+# RoundBook.windows(round)'s values, in order, by the names the book's sources give them
+WINDOWS = ("postRound", "voteClose", "verdictRound", "challengeEnd")
+
+
 @dataclass(frozen=True)
 class Windows:
     """The book's windows for a round r, from the ledger's W (submitRounds) and C
@@ -82,6 +86,12 @@ class Windows:
 
     def challenge_end(self, round_: int) -> int:
         return self.verdict_round(round_) + self.challenge_rounds
+
+    def escalation_open(self, round_: int, current: int) -> bool:
+        """Whether a drawn checker may still take a batch of `round_` to the v4 lane in round
+        `current`: from the submission root's round until the ledger's own vote close for the
+        round (the round before the book's vote close), so that its v4 committee can still vote."""
+        return self.post_round(round_) <= current < self.vote_close(round_)
 
     @property
     def lag(self) -> int:
@@ -122,6 +132,14 @@ class RoundBook(Deployed):
     def post_submissions(self, round_: int, root: bytes, count: int, listed: bytes) -> TxResult:
         return self._send("postSubmissions", round_, root, count, listed, value=self.bonds()[0])
 
+    def escalate(
+        self, round_: int, index: int, leaf: tuple, proof: Sequence[tuple[bytes, int]]
+    ) -> TxResult:
+        """Takes the batch at `index` of round `round_`'s submission root (`leaf`: its
+        SignedSubmission as roots.submission_struct gives it; `proof`: its path) to the ledger's
+        v4 lane, as a checker drawn on its committee that disputes it or cannot fetch it."""
+        return self._send("escalate", round_, index, leaf, list(proof))
+
     def draw_beacon(self, round_: int) -> TxResult:
         return self._send("drawBeacon", round_)
 
@@ -138,4 +156,4 @@ class RoundBook(Deployed):
         return self._send(function, *args, value=value)
 
 
-__all__ = ["CONTRACT", "BookRound", "RoundBook", "Windows"]
+__all__ = ["CONTRACT", "WINDOWS", "BookRound", "RoundBook", "Windows"]

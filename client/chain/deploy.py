@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from eth_abi import encode
 from eth_account.signers.local import LocalAccount
+from eth_utils import keccak, to_checksum_address
 from web3 import Web3
 
 from client.chain.artifacts import load_artifact
@@ -26,8 +27,11 @@ def deploy_ledger(
     max_fee_gwei: float = 50.0,
     priority_fee_gwei: float = 1.0,
     receipt_timeout_s: float = 120.0,
+    book: str | None = None,
 ) -> tuple[Ledger, TxResult]:
     """Deploys a SwarmLedger with `params`; returns a Ledger bound to it (signing as `account`).
+    `book`: the address of the round book that may escalate into it (a contract not deployed
+    yet: `created_address`), fixed for the ledger's life; None for none.
 
     Raises ValueError when `params` names no model family: a ledger checks only the families
     fixed at its deployment."""
@@ -55,6 +59,7 @@ def deploy_ledger(
             params.appeal_rounds,
             params.appeal_checkers,
             [bytes32(f) for f in params.families],
+            book or "0x" + "00" * 20,
         ],
     )
     fees = {
@@ -65,6 +70,21 @@ def deploy_ledger(
     return _deploy(w3, account, CONTRACT, args, Ledger, fees)  # type: ignore[return-value]
 
 
+def created_address(sender: str, nonce: int) -> str:
+    """The address of the contract `sender` creates with transaction `nonce` (CREATE: the last
+    20 bytes of keccak256(rlp([sender, nonce])))."""
+    n = nonce.to_bytes((nonce.bit_length() + 7) // 8, "big")
+    encoded = n if len(n) == 1 and n[0] < 0x80 else bytes([0x80 + len(n)]) + n
+    payload = b"\x94" + bytes.fromhex(sender.removeprefix("0x")) + encoded
+    return to_checksum_address(keccak(bytes([0xC0 + len(payload)]) + payload)[12:])
+
+
+def next_created(w3: Web3, account: LocalAccount, ahead: int = 0) -> str:
+    """The address of the contract `account`'s transaction `ahead` after its next one creates."""
+    nonce = w3.eth.get_transaction_count(account.address, "pending")
+    return created_address(account.address, nonce + ahead)
+
+
 def _deploy(w3: Web3, account: LocalAccount, name: str, args: bytes, bound, fees: dict):
     """Deploys artifact `name` with its ABI-encoded constructor `args`; returns the `bound`
     client of the new address (signing as `account`, with `fees`) and the creation's result."""
@@ -73,6 +93,17 @@ def _deploy(w3: Web3, account: LocalAccount, name: str, args: bytes, bound, fees
     result = sender.send({"data": artifact["bytecode"] + args.hex(), "value": 0}, f"deploy {name}")
     assert result.contract_address, "a contract creation receipt carries the new address"
     return bound(w3, result.contract_address, account=account, **fees), result
+
+
+def check_bonds(bond: int, challenge_bond: int) -> None:
+    """Raises ValueError unless a round book may be deployed with these bonds (wei)."""
+    if bond <= 0 or challenge_bond <= 0:
+        raise ValueError("the bond and the challenge bond are positive amounts of wei")
+    if challenge_bond > bond:
+        raise ValueError(
+            "a challenge bond above the aggregator's bond makes a challenge cost more than "
+            "the lie it proves pays"
+        )
 
 
 def deploy_book(
@@ -88,12 +119,19 @@ def deploy_book(
     """Deploys a RoundBook beside `ledger` (the root lane, docs/scaling.md): `bond` wei an
     aggregator bonds per round it posts, `challenge_bond` a data challenge; both fixed for the
     book's life. Returns it bound to `account`."""
-    if bond <= 0 or challenge_bond <= 0:
-        raise ValueError("the bond and the challenge bond are positive amounts of wei")
-    if challenge_bond > bond:
+    check_bonds(bond, challenge_bond)
+    named = ledger.book()
+    if named is None:
         raise ValueError(
-            "a challenge bond above the aggregator's bond makes a challenge cost more than "
-            "the lie it proves pays"
+            f"ledger {ledger.address} names no round book (it was deployed without one), and a "
+            "book its ledger does not name cannot escalate a batch, so its root lane could not "
+            "slash a forger: deploy a ledger with its book (sapo chain deploy --with-book)"
+        )
+    if named.lower() != next_created(ledger.w3, account).lower():
+        raise ValueError(
+            f"ledger {ledger.address} names the round book {named}, which is not the address "
+            f"this account's next transaction ({account.address}) creates: deploy the book from "
+            "the account that deployed the ledger, as its next transaction after it"
         )
     args = encode(["address", "uint256", "uint256"], [ledger.address, bond, challenge_bond])
     fees = {
@@ -102,3 +140,23 @@ def deploy_book(
         "receipt_timeout_s": receipt_timeout_s,
     }
     return _deploy(ledger.w3, account, BOOK, args, RoundBook, fees)  # type: ignore[return-value]
+
+
+def deploy_with_book(
+    w3: Web3,
+    account: LocalAccount,
+    params: LedgerSection,
+    catalog_digest: bytes | str,
+    bond: int,
+    challenge_bond: int,
+    **fees: float,
+) -> tuple[Ledger, TxResult, RoundBook, TxResult]:
+    """Deploys a SwarmLedger that names its round book, then the book, as `account`'s next two
+    transactions (the ledger names the address the second creates). Returns both, bound to
+    `account`, with their creations' results."""
+    check_bonds(bond, challenge_bond)
+    ledger, ledger_tx = deploy_ledger(
+        w3, account, params, catalog_digest, book=next_created(w3, account, ahead=1), **fees
+    )
+    book, book_tx = deploy_book(ledger, account, bond, challenge_bond, **fees)
+    return ledger, ledger_tx, book, book_tx

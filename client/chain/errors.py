@@ -105,6 +105,8 @@ _HINTS = {
     "PoolInsufficient": "the reward pool cannot cover the claim yet; claim fewer rounds or wait",
     "TransferFailed": "the receiving address refused the ether",
     "InvalidParameter": "fix the deployment parameter",
+    "NotTheBook": "only the round book this ledger named at deployment escalates a batch into it "
+    "(RoundBook.escalate, by a checker drawn on the batch's committee)",
 }
 
 

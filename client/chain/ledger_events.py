@@ -121,6 +121,16 @@ class Unavailable(ChainEvent):
     attester: Address
 
 
+class Escalated(ChainEvent):
+    """A batch of the round book's root lane that `checker`, drawn on its committee there, took
+    to this ledger (emitted with the record's Submitted event)."""
+
+    NAME = "Escalated"
+    round: int
+    node: Address
+    checker: Address
+
+
 class Appealed(ChainEvent):
     """`beacon_block`: the block whose hash draws the appeal's committee (its block + 1)."""
 
@@ -196,6 +206,7 @@ EVENTS: dict[str, type[ChainEvent]] = {
         BeaconDrawn,
         Attested,
         Unavailable,
+        Escalated,
         Appealed,
         CreditChanged,
         Settled,

@@ -46,6 +46,39 @@ abstract contract Committees is Staking {
     }
 
     /// @inheritdoc ISwarmLedger
+    function escalate(
+        uint64 round,
+        address node,
+        address checker,
+        bytes32 digest,
+        uint32 rollouts,
+        uint64 score,
+        uint64 signal,
+        uint64 snapshotBlock,
+        uint88 beacon
+    ) external {
+        if (msg.sender != book || book == address(0)) revert NotTheBook(msg.sender, book);
+        Submission storage s = _submissions[round][node];
+        if (s.rollouts != 0) revert AlreadySubmitted(round, node);
+        if (checker == node) revert SelfAttestation(node);
+        // the checker holds a seat on the committee the record keeps (the root lane's)
+        if (_seats(beacon, round, node, checker, snapshotBlock, checkers) == 0) revert NotDrawn(round, node, checker);
+        Node storage n = _nodes[node];
+        // the book checked the signed batch against submit's ranges and the beacon (never 0)
+        s.digest = digest;
+        s.rollouts = uint24(rollouts);
+        s.score = uint40(score);
+        s.signal = uint40(signal);
+        s.snapshotBlock = uint40(snapshotBlock);
+        s.beacon = beacon;
+        // s.unstakes stays 0: made before any unstake request, so withdraw waits for it
+        if (n.unstakes != 0) n.backing += 1;
+        n.unsettled += 1;
+        emit Submitted(round, node, digest, rollouts, score, signal);
+        emit Escalated(round, node, checker);
+    }
+
+    /// @inheritdoc ISwarmLedger
     function attest(uint64 round, address node, uint64 score, uint64 signal, uint16 findings) external {
         (Submission storage s, uint256 seats, uint256 shift) = _checkerVote(round, node);
         uint256 maxScore = uint256(s.rollouts) * SCORE_SCALE;

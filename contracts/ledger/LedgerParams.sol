@@ -33,6 +33,7 @@ abstract contract LedgerParams is ISwarmLedger {
     uint64 public immutable appealRounds;
     uint16 public immutable appealCheckers;
     uint64 public immutable genesis;
+    address public immutable book;
 
     /// @dev Checks and fixes the parameters (SwarmLedger's constructor documents each); genesis
     /// is the deployment's block time.
@@ -49,7 +50,8 @@ abstract contract LedgerParams is ISwarmLedger {
         uint16 quorum_,
         uint16 checkers_,
         uint64 appealRounds_,
-        uint16 appealCheckers_
+        uint16 appealCheckers_,
+        address book_
     ) {
         if (roundLength_ == 0) revert InvalidParameter("roundLength");
         if (minStake_ < GWEI || minStake_ > type(uint96).max) revert InvalidParameter("minStake");
@@ -89,6 +91,7 @@ abstract contract LedgerParams is ISwarmLedger {
         appealRounds = appealRounds_;
         appealCheckers = appealCheckers_;
         genesis = uint64(block.timestamp);
+        book = book_;
     }
 
     /// @inheritdoc ISwarmLedger

@@ -1,5 +1,6 @@
 """`sapo chain deploy-book` and `sapo aggregate run` as an operator runs them: real processes
-against a real anvil and a real js-ipfs daemon. The book is deployed beside the ledger; the
+against a real anvil and a real js-ipfs daemon. The book is deployed as the ledger names it (by
+the account whose next creation the ledger named; any other account is refused); the
 aggregator lists its endpoint in its node's on-chain metadata, producers and checkers send their
 signed messages there over HTTP, and it posts a round's submission root and verdict root on the
 book's clock (the roots every auditor check holds against) and takes its bond back; killed
@@ -14,15 +15,17 @@ import socket
 from pathlib import Path
 
 import pytest
+from eth_account import Account
 
 from client.chain.artifacts import load_artifact
 from client.chain.keystore import write_keystore
 from client.chain.messages import Domain
 from client.chain.roots import SubmissionRoot, open_verdict_list
+from client.devnet import rpc_call
 from client.node.aggregation.endpoint import AggregatorClient
 from client.node.aggregation.lists import fetch_list
 from client.store import IpfsStore, digest_to_cid
-from tests.harness.ledger_swarm import ETH, Swarm
+from tests.harness.ledger_swarm import ETH, FAMILY, Swarm
 from tests.harness.processes import sapo_process, sapo_run, wait_until
 from tests.harness.roundbook import Book, K, Q, audit, seats, sign_submissions, signed_vote
 
@@ -58,9 +61,10 @@ def write_config(path: Path, swarm: Swarm, keystore: Path, api: str, port: int, 
 
 
 def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_path) -> None:
-    swarm = Swarm(chain, quorum=Q, checkers=K)
+    aggregator = Account.create()  # its first transaction creates the book the ledger names
+    swarm = Swarm(chain, quorum=Q, checkers=K, book_from=aggregator.address)
+    rpc_call(swarm.url, "anvil_setBalance", [aggregator.address, hex(100 * ETH)])
     nodes = [swarm.node(2 * ETH) for _ in range(7)]
-    aggregator = nodes[4].tx.account
     keystore = tmp_path / "aggregator.json"
     write_keystore(keystore, aggregator.key, PASSWORD)
     config = tmp_path / "aggregator.toml"
@@ -74,9 +78,17 @@ def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_pa
     # a challenge bond over the aggregator's would make a challenge cost more than a lie pays
     bad = sapo_run("chain", "deploy-book", "--config", str(config), "--challenge-bond", "2 ether")
     assert bad.returncode == 2 and "challenge bond above" in bad.stderr
+    # a node's keystore: its next creation is not the book the ledger names
+    other = tmp_path / "other.toml"
+    write_keystore(tmp_path / "other.json", nodes[0].tx.account.key, PASSWORD)
+    write_config(other, swarm, tmp_path / "other.json", daemon.api, port)
+    refused = sapo_run("chain", "deploy-book", "--config", str(other))
+    assert refused.returncode == 2 and "names the round book" in refused.stderr, refused.stderr
     deployed = sapo_run("chain", "deploy-book", "--config", str(config), "--json")
     assert deployed.returncode == 0, deployed.stderr
     address = json.loads(deployed.stdout)["address"]
+    assert address == swarm.ledger.book()
+    swarm.bind(aggregator).register('{"model":"test"}', 2 * ETH, FAMILY)  # a node of its own
     write_config(config, swarm, keystore, daemon.api, port, book=address)
     contract = swarm.w3.eth.contract(address=address, abi=load_artifact("RoundBook")["abi"])
     book = Book(swarm, contract, Domain(chain_id=swarm.w3.eth.chain_id, contract=address))

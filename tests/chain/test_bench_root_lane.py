@@ -2,7 +2,8 @@
 signing, collector and RoundBook; the chain carries the same four transactions a round whatever
 the swarm's size, and a claim per node that earned; and each lie of an aggregator is found by a
 light node auditing the published lists and proven on chain, half the bond to the auditor and
-half to the ledger's pool; over HTTP and IPFS (--transport http) as in memory."""
+half to the ledger's pool; a forging producer is escalated to the v4 lane and slashed there;
+over HTTP and IPFS (--transport http) as in memory."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from scripts.bench_root_lane import BOND, LIES, play, play_lie
+from scripts.bench_root_lane import BOND, LIES, STAKE, play, play_forgers, play_lie
 
 POSTS = ("postSubmissions", "drawBeacon", "postVerdicts", "release")
 
@@ -48,6 +49,17 @@ def test_each_lie_of_the_aggregator_is_found_by_an_auditor_and_proven(lie) -> No
     assert caught.proven == [LIES[lie]]
     assert caught.pool_gain == BOND - BOND // 2
     assert caught.prover_net > 0  # half the bond (and its challenge bond back), net of gas
+
+
+def test_forging_producers_are_escalated_slashed_and_paid_nothing() -> None:
+    """--forgers: the seated checkers of a forged batch sign nothing; one escalates it, all of
+    them dispute it in the v4 lane, the verdict root (which stands: an auditor finds no lie)
+    leaves it out, and settling it once final slashes its producer its stake's slash share."""
+    forged = play_forgers(12, 2, family_size=12, checkers=10, quorum=3)
+    assert forged.forger_credit == 0 and forged.finding == ""
+    assert forged.slashed == 2 * STAKE // 10  # 10% (slashBps 1,000) of each forger's 2 ETH
+    assert forged.disputes >= 2 and forged.escalate_gas > 0 and forged.settle_gas > 0
+    assert forged.honest == 10 and forged.honest_credited > 5
 
 
 def test_over_http_and_ipfs_the_nodes_play_the_same_rounds() -> None:

@@ -15,6 +15,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from client.chain import Ledger, connect, deploy_ledger
+from client.chain.deploy import created_address
 from client.config.models import LedgerSection
 from client.devnet import Anvil, rpc_call
 
@@ -48,12 +49,22 @@ def digest(label: str | int) -> bytes:
 
 
 class Swarm:
-    def __init__(self, anvil: Anvil, **overrides: Any):
+    """A ledger on anvil, deployed with `overrides` of PARAMS. It names as its round book the
+    contract `book_from`'s next transaction creates, by default the deployer's next one after
+    the ledger (tests.harness.roundbook.open_book deploys it so)."""
+
+    def __init__(self, anvil: Anvil, *, book_from: str | None = None, **overrides: Any):
         self.url = anvil.url
         self.w3 = connect(self.url)
         self.params = LedgerSection(**(PARAMS | overrides))
         self.deployer = self.account()
-        self.ledger, self.deploy_tx = deploy_ledger(self.w3, self.deployer, self.params, CATALOG)
+        if book_from is None:
+            book = created_address(self.deployer.address, 1)
+        else:
+            book = created_address(book_from, self.w3.eth.get_transaction_count(book_from))
+        self.ledger, self.deploy_tx = deploy_ledger(
+            self.w3, self.deployer, self.params, CATALOG, book=book
+        )
         self.genesis = self.ledger.params().genesis
         self.goto(0)
 

@@ -12,7 +12,7 @@ from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import BookRound
+from client.chain.book import WINDOWS, BookRound
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -57,7 +57,7 @@ class Book:
         return self.contract.functions.roundOf(round_).call()
 
     def window(self, name: str, round_: int = ROUND) -> int:
-        return getattr(self.contract.functions, name)(round_).call()
+        return self.contract.functions.windows(round_).call()[WINDOWS.index(name)]
 
 
 def open_book(chain, **params) -> tuple[Swarm, list, Book]:

@@ -87,6 +87,12 @@ class LedgerViews(Deployed):
             )
         return self._params
 
+    def book(self) -> str | None:
+        """The round book that alone may escalate batches into this ledger, fixed at its
+        deployment; None when it names none (its root lane cannot run)."""
+        named = self._view("book")
+        return None if int(named, 16) == 0 else named
+
     def current_round(self) -> int:
         return self._view("currentRound")
 

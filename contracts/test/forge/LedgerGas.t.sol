@@ -85,7 +85,7 @@ contract LedgerGasTest is CheatsBase {
         // the devnet's shape: late by one round, challenged for two, 10% slashes, 1% tolerance, a
         // quorum of 2 on committees of 8 seat trials (configs/devnet.toml)
         ledger = ISwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8, 2, 32, families()))
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 2, 8, 2, 32, families(), address(0)))
         );
         address[5] memory nodes = [A, B, C, D, E];
         uint256[5] memory stakes = [uint256(2 ether), 3 ether, 4 ether, 5 ether, 20 ether];

@@ -53,7 +53,8 @@ abstract contract LedgerInvariantsBase is CheatsBase {
                     p.checkers,
                     p.appealRounds,
                     p.appealCheckers,
-                    families()
+                    families(),
+                    address(0) // no round book
                 )
             )
         );

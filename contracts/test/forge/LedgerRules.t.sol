@@ -38,7 +38,7 @@ contract LedgerRulesTest is CheatsBase {
         vm.warp(1_700_000_000);
         vm.roll(100);
         ledger = ISwarmLedger(
-            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3, 2, 12, families()))
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), quorum, 3, 2, 12, families(), address(0)))
         );
         address[5] memory nodes = [P, A, B, C, D];
         for (uint256 i; i < nodes.length; ++i) {
@@ -749,7 +749,7 @@ contract LedgerRulesTest is CheatsBase {
         }
         bytes32[][4] memory bad = [none, zero, twice, many];
         for (uint256 i; i < bad.length; ++i) {
-            bytes memory args = abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, bad[i]);
+            bytes memory args = abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, bad[i], address(0));
             try this.deployFor(args) {
                 revert("a bad family list was accepted");
             } catch (bytes memory reason) {
@@ -763,7 +763,97 @@ contract LedgerRulesTest is CheatsBase {
         for (uint256 i; i < many.length; ++i) {
             many[i] = keccak256(abi.encode(i));
         }
-        this.deployFor(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, many));
+        this.deployFor(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, many, address(0)));
+    }
+
+    // ------------------------------------------------------------------------------ escalation
+
+    address internal constant BOOK = address(0xB00C);
+
+    /// @dev A ledger that names BOOK as its round book, P, A, B, C and D registered with 2 ether
+    /// each, the clock in round 2 (the book's post round for round 0: first votes until round 3),
+    /// block 120; returns a beacon that seats A, B and C on P's committee of round 0 and not D,
+    /// with stakes as of block 110 (the round's submission root, in the book).
+    function _launchWithBook() internal returns (uint88 beacon) {
+        vm.warp(1_700_000_000);
+        vm.roll(100);
+        ledger = ISwarmLedger(
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, families(), BOOK))
+        );
+        address[5] memory nodes = [P, A, B, C, D];
+        for (uint256 i; i < nodes.length; ++i) {
+            vm.deal(nodes[i], 10 ether);
+            vm.prank(nodes[i]);
+            ledger.register{value: 2 ether}("{}", FAMILY);
+        }
+        vm.warp(ledger.genesis() + 2 * L + 1);
+        vm.roll(120);
+        for (uint256 i = 1;; ++i) {
+            require(i < 2_000, "no beacon of 2,000 seats A, B and C and not D");
+            beacon = uint88(uint256(keccak256(abi.encode("book beacon", i))));
+            if (_drawnFirst(beacon, A) > 0 && _drawnFirst(beacon, B) > 0 && _drawnFirst(beacon, C) > 0) {
+                if (_drawnFirst(beacon, D) == 0) break;
+            }
+        }
+    }
+
+    function _escalation(address checker, uint88 beacon) internal pure returns (bytes memory) {
+        return abi.encodeCall(ISwarmLedger.escalate, (0, P, checker, keccak256("p"), 8, 40_000, 20_000, 110, beacon));
+    }
+
+    function test_onlyTheBookTheLedgerNamesEscalates() public {
+        uint88 beacon = _launchWithBook();
+        require(ledger.book() == BOOK, "named at deployment");
+        require(_refusal(A, _escalation(A, beacon)) == ISwarmLedger.NotTheBook.selector, "a node is not the book");
+        // a ledger that names no book: not even the zero address escalates
+        ledger = ISwarmLedger(
+            deployLedger(abi.encode(L, 1 ether, 9 * L, 2, 1, 1 ether, 1000, 100, keccak256("catalog"), 1, 3, 2, 12, families(), address(0)))
+        );
+        require(_refusal(address(0), _escalation(A, beacon)) == ISwarmLedger.NotTheBook.selector, "no book");
+    }
+
+    function test_anEscalatedBatchKeepsTheRootLanesCommitteeAndIsJudgedHere() public {
+        uint88 beacon = _launchWithBook();
+        require(_refusal(BOOK, _escalation(D, beacon)) == ISwarmLedger.NotDrawn.selector, "D holds no seat");
+        require(_refusal(BOOK, _escalation(P, beacon)) == ISwarmLedger.SelfAttestation.selector, "nor its producer");
+        vm.prank(BOOK);
+        (bool ok,) = address(ledger).call(_escalation(A, beacon));
+        require(ok, "a seated checker's escalation is taken");
+        require(_refusal(BOOK, _escalation(B, beacon)) == ISwarmLedger.AlreadySubmitted.selector, "once");
+        ISwarmLedger.SubmissionView memory s = ledger.submissionOf(0, P);
+        require(s.digest == keccak256("p") && s.signal == 20_000 && s.snapshotBlock == 110, "the signed batch, as of the root");
+        (uint256 drawn, uint64 beaconBlock, bool ready,) = ledger.beaconOf(0, P);
+        require(drawn == beacon && beaconBlock == 111 && ready, "the root lane's beacon");
+        address[4] memory checkers = [A, B, C, D];
+        for (uint256 i; i < checkers.length; ++i) {
+            require(_seats(checkers[i]) == _drawnFirst(beacon, checkers[i]), "the committee the book drew");
+        }
+        _dispute(A);
+        _dispute(B);
+        _agree(C);
+        require(_refusal(D, abi.encodeCall(ISwarmLedger.attest, (0, P, 0, 0, 6))) == ISwarmLedger.NotDrawn.selector, "D votes nowhere");
+        vm.warp(ledger.genesis() + 6 * L + 1); // final (round 0's appeals end in round 5)
+        uint256 before = ledger.nodeInfo(P).activeStake;
+        _settle();
+        require(ledger.nodeInfo(P).activeStake == before - before / 10, "disputed: its producer slashed 10%");
+    }
+
+    function test_anEscalatedBatchHoldsItsUnstakedProducersWithdrawal() public {
+        uint88 beacon = _launchWithBook();
+        vm.prank(P); // signed in the root lane, then the whole stake asked back before it escalates
+        ledger.requestUnstake(2 ether);
+        vm.prank(BOOK);
+        (bool ok,) = address(ledger).call(_escalation(A, beacon));
+        require(ok, "escalated");
+        _dispute(A);
+        _dispute(B);
+        vm.warp(ledger.nodeInfo(P).unbondingEnd + 1);
+        require(_refusal(P, abi.encodeCall(ISwarmLedger.withdraw, ())) == ISwarmLedger.UnsettledSubmissions.selector, "held");
+        _settle();
+        uint256 balance = P.balance;
+        vm.prank(P);
+        ledger.withdraw();
+        require(P.balance - balance == 1.8 ether, "what is left after the slash");
     }
 
     /// @dev External so that a deployment's revert can be caught.
