@@ -9,6 +9,8 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from client.chain import connect, deploy_ledger
+from client.chain.deploy import check_bonds, deploy_with_book
+from client.chain.models import TxResult
 from client.cli.chain_ctx import (
     FROM_CONFIG,
     ChainOpts,
@@ -25,6 +27,12 @@ from client.config.models import LedgerSection
 from client.config.models import format_ether as ether
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
+BondOption = Annotated[
+    str, typer.Option("--bond", help="What an aggregator bonds per round it posts ('1 ether').")
+]
+ChallengeBondOption = Annotated[
+    str, typer.Option("--challenge-bond", help="What a data challenge bonds ('0.1 ether').")
+]
 
 
 @app.command("deploy")
@@ -59,9 +67,20 @@ def deploy(
             "MODEL`); repeat for each; replaces \\[ledger].families."
         ),
     ] = None,
+    with_book: Annotated[
+        bool,
+        typer.Option(
+            "--with-book",
+            help="Deploy the root lane's RoundBook too, as the next transaction; the ledger names "
+            "it for good (docs/scaling.md).",
+        ),
+    ] = False,
+    bond: BondOption = "1 ether",
+    challenge_bond: ChallengeBondOption = "0.1 ether",
     as_json: JsonOption = False,
 ) -> None:
-    """Deploy a SwarmLedger; parameters default to the config's \\[ledger] section."""
+    """Deploy a SwarmLedger (and its RoundBook with --with-book); parameters default to the
+    config's \\[ledger] section."""
     cfg = load_or_exit(config)
     overrides = {
         "round_length_s": round_length,
@@ -88,53 +107,79 @@ def deploy(
     digest = catalog_digest.removeprefix("0x")
     if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
         fail(f"--catalog-digest: expected 0x and 64 hex digits, got {catalog_digest!r}")
+    bond_wei, challenge_wei = amount(bond, "--bond"), amount(challenge_bond, "--challenge-bond")
+    if with_book:
+        try:
+            check_bonds(bond_wei, challenge_wei)
+        except ValueError as exc:
+            fail(str(exc))
     rpc_url = rpc or cfg.chain.rpc_url or fail("no RPC URL: pass --rpc or set [chain].rpc_url")
+    fees = {
+        "max_fee_gwei": cfg.chain.max_fee_gwei,
+        "priority_fee_gwei": cfg.chain.priority_fee_gwei,
+        "receipt_timeout_s": cfg.chain.receipt_timeout_s,
+    }
+    book = book_tx = None
     with chain_errors():
         account = open_account(cfg, keystore)
         w3 = connect(rpc_url, cfg.chain.request_timeout_s)
-        ledger, tx = deploy_ledger(
-            w3,
-            account,
-            params,
-            bytes.fromhex(digest),
-            max_fee_gwei=cfg.chain.max_fee_gwei,
-            priority_fee_gwei=cfg.chain.priority_fee_gwei,
-            receipt_timeout_s=cfg.chain.receipt_timeout_s,
-        )
+        if with_book:
+            ledger, tx, book, book_tx = deploy_with_book(
+                w3, account, params, bytes.fromhex(digest), bond_wei, challenge_wei, **fees
+            )
+        else:
+            ledger, tx = deploy_ledger(w3, account, params, bytes.fromhex(digest), **fees)
         chain_id = w3.eth.chain_id
     if as_json:
-        print_json(
-            {
-                "address": ledger.address,
-                "chain_id": chain_id,
-                "tx_hash": tx.tx_hash,
-                "block_number": tx.block_number,
-                "gas_used": tx.gas_used,
-                "params": ledger.params().model_dump(),
-            }
-        )
+        found = {
+            "address": ledger.address,
+            "chain_id": chain_id,
+            "tx_hash": tx.tx_hash,
+            "block_number": tx.block_number,
+            "gas_used": tx.gas_used,
+            "params": ledger.params().model_dump(),
+        }
+        if book is not None and book_tx is not None:
+            found["book"] = _book_json(
+                book.address, ledger.address, book_tx, bond_wei, challenge_wei
+            )
+        print_json(found)
         return
     out.print(f"SwarmLedger deployed at {ledger.address} (chain {chain_id})")
     out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")
+    if book is not None and book_tx is not None:
+        out.print(f"RoundBook deployed at {book.address}, named by the ledger")
+        out.print(f"  tx {book_tx.tx_hash}  block {book_tx.block_number}  gas {book_tx.gas_used:,}")
     out.print("Add to the node config:")
     out.print(f'  [chain]\n  ledger_address = "{ledger.address}"')
     out.print(f"  ledger_deploy_block = {tx.block_number}")
+    if book is not None and book_tx is not None:
+        out.print(f'  round_book_address = "{book.address}"')
+        out.print(f"  round_book_deploy_block = {book_tx.block_number}")
+
+
+def _book_json(address: str, ledger: str, tx: TxResult, bond: int, challenge_bond: int) -> dict:
+    return {
+        "address": address,
+        "ledger": ledger,
+        "tx_hash": tx.tx_hash,
+        "block_number": tx.block_number,
+        "gas_used": tx.gas_used,
+        "bond": bond,
+        "challenge_bond": challenge_bond,
+    }
 
 
 @app.command("deploy-book")
 @chain_options(keystore=True)
 def deploy_book_cmd(
-    bond: Annotated[
-        str, typer.Option("--bond", help="What an aggregator bonds per round it posts ('1 ether').")
-    ] = "1 ether",
-    challenge_bond: Annotated[
-        str,
-        typer.Option("--challenge-bond", help="What a data challenge bonds ('0.1 ether')."),
-    ] = "0.1 ether",
+    bond: BondOption = "1 ether",
+    challenge_bond: ChallengeBondOption = "0.1 ether",
     as_json: JsonOption = False,
     chain: ChainOpts = FROM_CONFIG,
 ) -> None:
-    """Deploy the root lane's RoundBook beside the configured ledger (docs/scaling.md)."""
+    """Deploy the root lane's RoundBook the configured ledger names: from the account that
+    deployed the ledger, as its next transaction (`chain deploy --with-book` does both)."""
     from client.chain import deploy_book
 
     bond_wei, challenge_wei = amount(bond, "--bond"), amount(challenge_bond, "--challenge-bond")
@@ -155,17 +200,7 @@ def deploy_book_cmd(
         except ValueError as exc:
             fail(str(exc))
     if as_json:
-        print_json(
-            {
-                "address": book.address,
-                "ledger": ledger.address,
-                "tx_hash": tx.tx_hash,
-                "block_number": tx.block_number,
-                "gas_used": tx.gas_used,
-                "bond": bond_wei,
-                "challenge_bond": challenge_wei,
-            }
-        )
+        print_json(_book_json(book.address, ledger.address, tx, bond_wei, challenge_wei))
         return
     out.print(f"RoundBook deployed at {book.address} beside ledger {ledger.address}")
     out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")

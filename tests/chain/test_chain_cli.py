@@ -12,6 +12,8 @@ import pytest
 from eth_account import Account
 from typer.testing import CliRunner
 
+from client.chain import Ledger
+from client.chain.book import RoundBook
 from client.cli.main import app
 from client.devnet import Anvil, free_loopback_port, rpc_call
 from client.store.cid import digest_to_cid
@@ -90,6 +92,21 @@ def test_deploy_prints_the_address_and_the_config_lines(
         cli, "chain", "deploy", *config, "--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY
     )
     assert code == 0 and "ledger_deploy_block = " in output
+    # with its round book: the ledger names the address the next transaction creates, for good
+    digest = ["--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY]
+    code, output = run(
+        cli, "chain", "deploy", *config, *digest, "--with-book", "--bond", "2 ether", "--json"
+    )
+    assert code == 0, output
+    both = json.loads(output)
+    ledger = Ledger(swarm.w3, both["address"])
+    assert ledger.book() == both["book"]["address"] and both["book"]["bond"] == 2 * 10**18
+    book = RoundBook(swarm.w3, both["book"]["address"])
+    book.check(both["address"])  # the book reads its ledger
+    assert book.bonds() == (2 * 10**18, 10**17)
+    assert Ledger(swarm.w3, deployed["address"]).book() is None  # deployed without one
+    code, output = run(cli, "chain", "deploy", *config, *digest, "--with-book")
+    assert code == 0 and "round_book_address = " in output, output
 
 
 @pytest.mark.parametrize(
@@ -107,15 +124,24 @@ def test_deploy_prints_the_address_and_the_config_lines(
             "unbonding_period_s (10) must be at least",
         ),
         (["--catalog-digest", "0x" + "ab" * 32, "--min-stake", "lots"], "min_stake"),
+        (
+            [
+                *("--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY, "--with-book"),
+                *("--challenge-bond", "2 ether"),
+            ],
+            "challenge bond above",
+        ),
     ],
 )
 def test_deploy_refuses_bad_parameters(
     cli: CliRunner, chain: Anvil, tmp_path: Path, args: list[str], message: str
 ) -> None:
-    op = Operator(Swarm(chain), tmp_path, "deployer")
+    swarm = Swarm(chain)
+    op = Operator(swarm, tmp_path, "deployer")
     code, output = run(cli, "chain", "deploy", "--config", str(op.config), *args)
     assert code == 2
     assert message in output
+    assert swarm.w3.eth.get_transaction_count(op.account.address) == 0  # nothing was sent
 
 
 def test_stake_commands(cli: CliRunner, chain: Anvil, tmp_path: Path) -> None:
