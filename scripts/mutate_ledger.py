@@ -212,6 +212,40 @@ FAULTS: dict[str, tuple[str, str, str]] = {
         "// every unsettled submission was made with this stake active\n",
         "",
     ),
+    "escalate-by-anyone": (
+        "anyone may escalate a batch (open a submission in a producer's name, with any committee)",
+        "if (msg.sender != book || book == address(0)) revert NotTheBook",
+        "if (book == address(0)) revert NotTheBook",
+    ),
+    "escalate-on-a-bookless-ledger": (
+        "a ledger that names no round book takes an escalation from the zero address",
+        "if (msg.sender != book || book == address(0)) revert NotTheBook",
+        "if (msg.sender != book) revert NotTheBook",
+    ),
+    "escalate-without-seat": (
+        "any node escalates a batch of the root lane, drawn on its committee or not",
+        "        if (_seats(beacon, round, node, checker, snapshotBlock, checkers) == 0) revert "
+        "NotDrawn(round, node, checker);\n",
+        "",
+    ),
+    "escalate-over-a-submission": (
+        "an escalation overwrites the producer's submission of the round",
+        "        if (s.rollouts != 0) revert AlreadySubmitted(round, node);\n"
+        "        if (checker == node)",
+        "        if (checker == node)",
+    ),
+    "escalated-batch-not-backing": (
+        "an escalated batch of a producer that has asked its stake back does not hold the "
+        "withdrawal (it signs in the root lane, unstakes, and leaves before it is slashed)",
+        "        if (n.unstakes != 0) n.backing += 1;\n",
+        "",
+    ),
+    "escalation-drawn-now": (
+        "an escalated batch's committee is drawn from stakes as of the escalation, not the "
+        "root's block (stake moved once the beacon is known changes the committee)",
+        "        s.snapshotBlock = uint40(snapshotBlock);\n",
+        "        s.snapshotBlock = uint40(block.number);\n",
+    ),
     "claim-skips-settlement": (
         "claim pays a round without settling it (its submission stays unsettled)",
         "            if (s.flags & SETTLED == 0) _settle(s, round, msg.sender);\n",

@@ -1,13 +1,13 @@
 """Shows that the round book's tests can fail: seeds one fault at a time into a copy of
 contracts/RoundBook.sol (each a one-line change a tired author could make to a rule that moves
 credit or money), compiles every mutant in one build with the pinned solcjs, and runs
-tests/chain/test_roundbook.py on anvil against each (tests/harness/ledger_swarm.deploy_artifact
-deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
-exits 1 when one survives or the unmutated book fails.
+tests/chain/test_roundbook.py and tests/chain/test_escalation.py on anvil against each
+(tests/harness/ledger_swarm.deploy_artifact deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names).
+Prints which test caught each fault, and exits 1 when one survives or the unmutated book fails.
 
 A fault's text must occur exactly once in RoundBook.sol (the table would lie otherwise). --quick
-runs, for each fault, only the tests named as its catchers (what CI runs); the default runs the
-whole file, stopping at the first failure.
+runs, for each fault, only the tests named as its catchers (what CI runs); the default runs both
+files, stopping at the first failure.
 
 --tests runs another file against each fault instead (the random sequences of
 tests/chain/test_roundbook_stateful.py: what its invariants catch alone).
@@ -32,7 +32,7 @@ from scripts.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "contracts" / "RoundBook.sol"
-TESTS = "tests/chain/test_roundbook.py"
+TESTS = "tests/chain/test_roundbook.py,tests/chain/test_escalation.py"
 CLAIMS = "test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes"
 TAIL = "test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet"
 CREDIT_LIES = "test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond"
@@ -42,6 +42,9 @@ STANDS = "test_a_round_pays_nothing_until_it_stands"
 FORGED = "test_a_forged_or_doubled_submission_is_proven_against_the_submission_root"
 LEFT_OUT = "test_a_receipted_submission_left_out_is_proven_by_its_producer"
 NO_VERDICTS = "test_an_aggregator_must_post_a_verdict_root_even_of_no_credit"
+ESCALATED = "test_a_disputed_batch_escalates_with_its_committee_and_its_forger_is_slashed"
+ESCALATION_CLOSES = "test_escalation_closes_with_the_ledgers_vote_window"
+FRAMED = "test_a_forged_submission_is_not_escalated"
 
 # name -> (what the fault does, source text, replacement, the tests meant to catch it)
 FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -213,6 +216,28 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "(credits == 0 && total != 0)",
         (NO_VERDICTS,),
     ),
+    "escalate-any-leaf": (
+        "a batch escalates without being in the submission root (any signed batch of the round "
+        "goes to v4, not the one its committee was drawn for)",
+        "        _checkSubmission(r, round, index, leaf, proof);\n"
+        "        if (bytes(_forged(round, leaf)).length != 0) revert ForgedSubmission",
+        "        if (bytes(_forged(round, leaf)).length != 0) revert ForgedSubmission",
+        (ESCALATED,),
+    ),
+    "escalate-forged": (
+        "a leaf its producer did not sign escalates (an honest producer framed in v4)",
+        "        if (bytes(_forged(round, leaf)).length != 0) revert ForgedSubmission(round, "
+        "leaf.producer);\n",
+        "",
+        (FRAMED,),
+    ),
+    "escalate-late": (
+        "a batch escalates in the book's last vote round, when the ledger's committee can no "
+        "longer vote on it",
+        "if (current >= voteClose(round)) revert EscalationClosed",
+        "if (current > voteClose(round)) revert EscalationClosed",
+        (ESCALATION_CLOSES,),
+    ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",
         "        _pay(prover, half);\n    }",
@@ -287,6 +312,7 @@ def run_tests(
     if artifact is not None:
         env["SAPO_ROUNDBOOK_ARTIFACT"] = str(artifact)
     select = ["-k", " or ".join(only)] if only else []
+    files = tests.split(",")
     started = time.monotonic()
     done = subprocess.run(
         [
@@ -302,7 +328,7 @@ def run_tests(
             "-n",
             "0",
             "-rf",
-            tests,
+            *files,
             *select,
         ],
         cwd=ROOT,
@@ -332,8 +358,8 @@ def main() -> int:
     parser.add_argument(
         "--tests",
         default=TESTS,
-        help="the test file run against each mutant (another suite's teeth, e.g. "
-        "tests/chain/test_roundbook_stateful.py)",
+        help="the test files (comma-separated) run against each mutant (another suite's teeth, "
+        "e.g. tests/chain/test_roundbook_stateful.py)",
     )
     args = parser.parse_args()
     if args.quick and args.tests != TESTS:

@@ -1,7 +1,7 @@
-"""The round book's tests can fail: six of `python -m scripts.mutate_roundbook`'s seeded faults,
-one per kind of rule that moves money (who is paid, how often, by whose seat, for what silence,
-from which round, on whose receipt), are each caught by the test that names it. The script runs
-all 28."""
+"""The round book's tests can fail: seven of `python -m scripts.mutate_roundbook`'s seeded
+faults, one per kind of rule that moves money (who is paid, how often, by whose seat, for what
+silence, from which round, on whose receipt, in whose name a batch escalates), are each caught by
+the test that names it. The script runs all 31."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ CI_FAULTS = (
     "silence-forgiven",
     "standing-with-challenges-open",
     "receipt-unchecked",
+    "escalate-forged",
 )
 
 
@@ -48,7 +49,7 @@ def test_each_seeded_fault_on_the_book_is_caught() -> None:
         text=True,
         check=True,
     ).stdout
-    assert len(listed.splitlines()) == 28 and all(f"{f}:" in listed for f in CI_FAULTS)
+    assert len(listed.splitlines()) == 31 and all(f"{f}:" in listed for f in CI_FAULTS)
 
 
 def test_a_fault_whose_text_is_not_in_the_book_is_an_error(monkeypatch) -> None:
