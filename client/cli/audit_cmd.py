@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from eth_utils import is_address
 from rich.markup import escape
 from rich.table import Table
 
@@ -404,11 +405,22 @@ def book(
             "book's challenge bond; a list may be slow to come: try again first).",
         ),
     ] = False,
+    escalate: Annotated[
+        str | None,
+        typer.Option(
+            "--escalate",
+            metavar="PRODUCER",
+            help="Take PRODUCER's batch of the round to the ledger (a checker drawn on its "
+            "committee that disputes it, or cannot fetch it; then vote on the ledger). Needs the "
+            "keystore.",
+        ),
+    ] = None,
     chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Audit a round of the root lane's round book: fetch its two lists by their posted digests,
-    check every rule the book proves, and name the first lie (exit 1), or send its proof."""
+    check every rule the book proves, and name the first lie (exit 1), or send its proof; or, with
+    --escalate, take a batch its committee disputes to the ledger."""
     # lazily: the root lane's code and the store load only for this command
     from client.chain.events import EventReader
     from client.chain.messages import Domain
@@ -417,7 +429,9 @@ def book(
     from client.store import IpfsStore, StoreError, open_store
     from client.store.peers import peer_addresses
 
-    cfg, ledger, reader = chain.open(signer=prove)
+    if escalate is not None and not is_address(escalate):
+        fail(f"--escalate: {escalate!r} is not an address (0x and 40 hex digits)")
+    cfg, ledger, reader = chain.open(signer=prove or escalate is not None)
     with chain_errors():
         rb = open_book(cfg, ledger, why="to audit")
         posted = rb.round_of(round_)
@@ -470,6 +484,10 @@ def book(
         entries, finding = auditor.submissions(
             posted, listed("submissions", "SubmissionsPosted", posted.count)
         )
+    if escalate is not None:
+        _escalate(rb, auditor, posted, entries, finding, escalate, fetched, as_json)
+        return
+    with chain_errors():
         if finding is None and posted.verdicts_posted and posted.credits:
             data = listed("verdicts", "VerdictsPosted", posted.credits)
             finding = auditor.verdicts(
@@ -525,3 +543,34 @@ def book(
             out.print("  not asked for: pass --challenge to bond a data challenge")
     if finding is not None and sent is None:
         raise typer.Exit(Exit.CHECK_FAILED)
+
+
+def _escalate(rb, auditor, posted, entries, finding, producer: str, fetched, as_json) -> None:
+    """Sends RoundBook.escalate for `producer`'s batch of the round, from the checked list."""
+    if finding is not None:  # a lie in the list: prove it (the batches fall with the root)
+        fail(
+            f"round {posted.round}: the submission list is not the root's ({finding.what}): "
+            "prove it (--prove) instead of escalating from it",
+            Exit.CHECK_FAILED,
+        )
+    if entries is None or not fetched.get("submissions", "").endswith("bytes"):
+        fail(
+            f"round {posted.round}: the submission list could not be fetched "
+            f"({fetched.get('submissions')}); try again, or challenge it (--prove --challenge)",
+            Exit.CHECK_FAILED,
+        )
+    args = auditor.escalation(posted, entries, producer)
+    if args is None:
+        fail(f"round {posted.round}: the submission list holds no batch of {producer}")
+    with chain_errors():
+        sent = rb.escalate(*args)
+    if as_json:
+        print_json(
+            {"round": posted.round, "producer": producer, "index": args[1], "tx_hash": sent.tx_hash}
+        )
+        return
+    out.print(
+        f"escalated {producer}'s batch of round {posted.round} (place {args[1]} of the list) "
+        f"to the ledger in {sent.tx_hash}: vote on it there (`attest`, `reportUnavailable`), "
+        "its committee is the one the book drew"
+    )

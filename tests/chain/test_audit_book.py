@@ -21,6 +21,7 @@ from tests.harness.roundbook import (
     honest_round,
     open_book,
     post_verdicts,
+    seats,
     stranger,
 )
 
@@ -109,3 +110,31 @@ def test_a_list_nobody_can_fetch_is_asked_for_only_with_challenge(world) -> None
     code, found = audit_book(config, r, "--prove", "--challenge")
     assert code == 0 and found["tx_hash"], found
     assert book.view(r)[11] == 1  # the aggregator must now post the leaf on chain
+
+
+def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, tmp_path) -> None:
+    """--escalate: a checker drawn on a batch's committee takes it to the ledger from the
+    round's submission list (fetched by its posted digest, its place and path found there); a
+    node without a seat is refused by the ledger's draw, a producer the list does not hold and
+    a malformed address are named."""
+    swarm, nodes, book, _, _, config, publish = world
+    r = swarm.ledger.current_round()
+    _, subs, _, _ = honest_round(book, nodes, r, publish=publish)  # the submission root posted
+    producer = subs.signed[1].signer
+    checker = next(n for n in nodes if n.tx.account.address in seats(book, nodes, producer, r))
+    own = tmp_path / "checker.toml"
+    write_keystore(tmp_path / "checker.json", checker.tx.account.key, PASSWORD)
+    own.write_text(
+        config.read_text().replace(str(tmp_path / "auditor.json"), str(tmp_path / "checker.json"))
+    )
+    code, said = audit_book(config, r, "--escalate", producer)  # the stranger's keystore
+    assert code != 0 and "NotDrawn" in said, said
+    code, said = audit_book(own, r, "--escalate", "0x" + "ab" * 20)
+    assert code == 2 and "holds no batch of" in said, said
+    code, said = audit_book(own, r, "--escalate", "checker-7")
+    assert code == 2 and "is not an address" in said, said
+    code, found = audit_book(own, r, "--escalate", producer)
+    assert code == 0 and found["tx_hash"] and found["index"] == 1, found
+    record = swarm.ledger.submission(r, producer)
+    assert record.exists and record.digest == subs.signed[1].message.digest
+    assert record.snapshot_block == book.view(r)[1]  # the book's committee, on the ledger

@@ -208,6 +208,18 @@ class Auditor:
             ),
         )
 
+    def escalation(self, posted: BookRound, entries: list[bytes], producer: str) -> tuple | None:
+        """The arguments of RoundBook.escalate for `producer`'s batch in the round's checked
+        submission list (`submissions`, no finding): its place, its leaf and its path to the
+        root; None when the list holds no batch of it."""
+        wanted = int(producer, 16)
+        for i, entry in enumerate(entries):
+            decoded = decode_submission(entry)
+            if int(decoded[0], 16) == wanted:
+                tree = SumTree([leaf(keccak256(e), 0) for e in entries])
+                return (posted.round, i, _submission(decoded), _proof(tree, i))
+        return None
+
     def _forged(self, round_: int, producer: str, s: Submission, signature: str) -> str:
         try:
             signer = recover(self.domain, s, signature)
