@@ -12,8 +12,8 @@ import {SumTree} from "./lib/SumTree.sol";
 /// the ledger's reward pool). Whoever cannot get a leaf of a root (the aggregator withholds its
 /// data, or the tree is malformed so that no proof of it exists) challenges the aggregator to
 /// post it on chain: unanswered by the end of the next round, the root is void as if a lie were
-/// proven. Not built yet (docs/scaling.md): the aggregator's draw, escalation into the ledger's
-/// v4 lane, equivocation. Payouts: each credit carries its producer's earnings in the rounds
+/// proven. A batch its committee disputes is escalated into the ledger's v4 lane (escalate).
+/// Not built yet (docs/scaling.md): the aggregator's draw, equivocation. Payouts: each credit carries its producer's earnings in the rounds
 /// settled before it (Earnings), proven from one earlier leaf, so that a producer claims all it
 /// earned with one proof, as often as it likes.
 ///

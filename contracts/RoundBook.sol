@@ -6,6 +6,7 @@ import {ISwarmLedger} from "./ISwarmLedger.sol";
 import {Messages} from "./lib/Messages.sol";
 import {SeatDraw} from "./lib/SeatDraw.sol";
 import {SumTree} from "./lib/SumTree.sol";
+import {RoundJudge} from "./RoundJudge.sol";
 
 /// @title RoundBook
 /// @notice The root lane's book of rounds (IRoundBook documents every function; docs/scaling.md
@@ -13,7 +14,6 @@ import {SumTree} from "./lib/SumTree.sol";
 /// parameters; it holds the aggregators' bonds and pays a proven lie's half to its prover and
 /// half into the ledger's reward pool.
 contract RoundBook is IRoundBook {
-    uint256 private constant BPS = 10_000;
     uint256 private constant BLOCKHASH_WINDOW = 256;
     uint64 private constant NO_ROUND = type(uint64).max;
     uint32 private constant NO_INDEX = type(uint32).max;
@@ -45,10 +45,8 @@ contract RoundBook is IRoundBook {
     uint256 public immutable challengeBond;
     uint64 private immutable _submitRounds;
     uint64 private immutable _challengeRounds;
-    uint256 private immutable _minStake;
-    uint256 private immutable _quorum;
-    uint256 private immutable _checkers;
-    uint256 private immutable _toleranceBps;
+    /// @notice The contract that judges a credit's votes for this book (created by it).
+    RoundJudge public immutable judge;
     uint256 private immutable _scoreScale; // the ledger's units: a submission's range is its
     uint256 private immutable _maxRollouts;
     uint256 private immutable _rewardPerRound;
@@ -66,14 +64,11 @@ contract RoundBook is IRoundBook {
         challengeBond = challengeBond_;
         _submitRounds = _ledger.submitRounds();
         _challengeRounds = _ledger.challengeRounds();
-        _minStake = _ledger.minStake();
-        _quorum = _ledger.quorum();
-        _checkers = _ledger.checkers();
-        _toleranceBps = _ledger.agreeToleranceBps();
         _scoreScale = _ledger.SCORE_SCALE();
         _maxRollouts = _ledger.MAX_ROLLOUTS();
         _rewardPerRound = _ledger.rewardPerRound();
         _separator = Messages.domainSeparator(address(this));
+        judge = new RoundJudge(ledger_, _separator);
         // the ledger escalates only its own book's batches: without that the root lane could not
         // slash a forger (docs/scaling.md), so no book runs beside a ledger that does not name it
         address named = _ledger.book();
@@ -703,45 +698,10 @@ contract RoundBook is IRoundBook {
                 || credit.signal != s.signal
         ) return "a credit that is not its submission's";
         if (bytes(_forged(round, sub)).length != 0) return "a credit of a forged submission";
-        if (votes.length < _quorum) return "a credit with fewer votes than quorum";
-        uint256 maxScore = uint256(s.rollouts) * _scoreScale;
-        bytes32 family = _ledger.familyOf(credit.producer);
-        uint256 familyStake = _ledger.familyStakeAt(family, r.postedBlock);
-        address last;
-        for (uint256 i; i < votes.length; ++i) {
-            SignedVote calldata v = votes[i];
-            if (v.voter <= last) return "a credit's votes not sorted by voter";
-            last = v.voter;
-            bytes32 hash = Messages.signingHash(
-                _separator,
-                Messages.structHash(
-                    Messages.Vote(round, credit.producer, credit.digest, false, v.score, credit.signal, v.findings)
-                )
-            );
-            if (Messages.signer(hash, v.signature) != v.voter) return "a vote its voter did not sign";
-            if (_gap(v.score, credit.score) * BPS > maxScore * _toleranceBps) return "a vote that does not agree";
-            if (!_seated(r, round, credit.producer, v.voter, family, familyStake)) {
-                return "a vote from a node without a seat";
-            }
-        }
-        return "";
-    }
-
-    /// @dev Whether `voter` holds a seat on `producer`'s committee of `round`: the ledger's rule
-    /// 4 with the round's beacon and stakes as of the submission root's block.
-    function _seated(Round storage r, uint64 round, address producer, address voter, bytes32 family, uint256 total)
-        private
-        view
-        returns (bool)
-    {
-        if (voter == producer || _ledger.familyOf(voter) != family) return false;
-        uint256 stake = _ledger.stakeAt(voter, r.postedBlock);
-        if (stake < _minStake) return false;
-        return SeatDraw.seats(r.beacon, round, producer, voter, stake, total, _checkers) != 0;
-    }
-
-    function _gap(uint64 a, uint64 b) private pure returns (uint256) {
-        return a > b ? a - b : b - a;
+        // the votes: the judge's (a contract of the book's own, for the book's size)
+        return judge.votesLie(
+            round, r.postedBlock, r.beacon, credit.producer, credit.digest, credit.score, credit.signal, s.rollouts, votes
+        );
     }
 
     /// @dev Voids the submission root (and so the round) or the verdict root, and pays the bond:

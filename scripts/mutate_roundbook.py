@@ -1,13 +1,14 @@
 """Shows that the round book's tests can fail: seeds one fault at a time into a copy of
-contracts/RoundBook.sol (each a one-line change a tired author could make to a rule that moves
-credit or money), compiles every mutant in one build with the pinned solcjs, and runs
-tests/chain/test_roundbook.py and tests/chain/test_escalation.py on anvil against each
-(tests/harness/ledger_swarm.deploy_artifact deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names).
-Prints which test caught each fault, and exits 1 when one survives or the unmutated book fails.
+contracts/RoundBook.sol or of the judge it creates, contracts/RoundJudge.sol (each a one-line
+change a tired author could make to a rule that moves credit or money), compiles every mutant in
+one build with the pinned solcjs, and runs tests/chain/test_roundbook.py and
+tests/chain/test_escalation.py on anvil against each (tests/harness/ledger_swarm.deploy_artifact
+deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
+exits 1 when one survives or the unmutated book fails.
 
-A fault's text must occur exactly once in RoundBook.sol (the table would lie otherwise). --quick
-runs, for each fault, only the tests named as its catchers (what CI runs); the default runs both
-files, stopping at the first failure.
+A fault's text must occur exactly once in RoundBook.sol and RoundJudge.sol together (the table
+would lie otherwise). --quick runs, for each fault, only the tests named as its catchers (what
+CI runs); the default runs both files, stopping at the first failure.
 
 --tests runs another file against each fault instead (the random sequences of
 tests/chain/test_roundbook_stateful.py: what its invariants catch alone).
@@ -32,6 +33,7 @@ from scripts.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "contracts" / "RoundBook.sol"
+JUDGE = ROOT / "contracts" / "RoundJudge.sol"  # the book's judge of a credit's votes, its own
 TESTS = "tests/chain/test_roundbook.py,tests/chain/test_escalation.py"
 CLAIMS = "test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes"
 TAIL = "test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet"
@@ -98,7 +100,7 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     ),
     "seat-not-drawn": (
         "any voter of the producer's family holds a seat",
-        "return SeatDraw.seats(r.beacon, round, producer, voter, stake, total, _checkers) != 0;",
+        "return SeatDraw.seats(beacon, round, producer, voter, stake, total, _checkers) != 0;",
         "return total != 0;",
         ("test_a_vote_of_a_staked_node_the_draw_did_not_seat_is_proven",),
     ),
@@ -254,13 +256,17 @@ def _mutant_name(fault: str) -> str:
 def write_project(faults: list[str]) -> Path:
     """A throwaway project: contracts/ as here, plus each mutant as contracts/mutants/<fault>.sol
     (its contract renamed, its imports pointed back at contracts/), built by the same
-    scripts/build-contracts in one solcjs run."""
-    source = SOURCE.read_text()
+    scripts/build-contracts in one solcjs run. A fault in the judge (RoundJudge.sol, which the
+    book creates) is written as contracts/mutants/<fault>_judge.sol, its contract renamed too,
+    and the mutant book, otherwise the book as it is, creates that judge."""
+    source, judge = SOURCE.read_text(), JUDGE.read_text()
     for fault in faults:  # every fault's text is checked before anything is written
-        found = source.count(FAULTS[fault][1])
+        text = FAULTS[fault][1]
+        found = source.count(text) + judge.count(text)
         if found != 1:
             raise SystemExit(
-                f"fault {fault}: its text occurs {found} times in {SOURCE.name}, not once"
+                f"fault {fault}: its text occurs {found} times in {SOURCE.name} and "
+                f"{JUDGE.name}, not once"
             )
     project = Path(tempfile.mkdtemp(prefix="sapo-roundbook-mutants-"))
     shutil.copytree(
@@ -274,9 +280,19 @@ def write_project(faults: list[str]) -> Path:
     mutants.mkdir()
     for fault in faults:
         _, text, replacement, _ = FAULTS[fault]
+        name = _mutant_name(fault)
         mutant = source.replace(text, replacement)
-        mutant = mutant.replace("contract RoundBook is", f"contract {_mutant_name(fault)} is")
+        mutant = mutant.replace("contract RoundBook is", f"contract {name} is")
         mutant = re.sub(r'from "\./', 'from "../', mutant)
+        if text in judge:
+            stem = f"{fault}_judge"
+            bad = judge.replace(text, replacement)
+            bad = bad.replace("contract RoundJudge {", f"contract {name}_judge {{")
+            (mutants / f"{stem}.sol").write_text(re.sub(r'from "\./', 'from "../', bad))
+            mutant = mutant.replace(
+                'import {RoundJudge} from "../RoundJudge.sol";',
+                f'import {{{name}_judge as RoundJudge}} from "./{stem}.sol";',
+            )
         (mutants / f"{fault}.sol").write_text(mutant)
     return project
 
