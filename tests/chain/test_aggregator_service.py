@@ -4,7 +4,8 @@ real sockets, its lists published on a real js-ipfs daemon: round after round it
 producers' and checkers' signed messages, posts the submission root on the book's clock, draws
 the beacon, posts the verdict root with each credit's earnings, answers a data challenge, takes
 its bond back, and the producers claim what they earned; a round no batch reached its quorum in is
-still posted (the no-credit root). Killed between the submission root and the verdict root, it
+still posted (the no-credit root); a batch escalated to the ledger is left out of the verdict
+root, whatever votes it held. Killed between the submission root and the verdict root, it
 comes back from its store with every receipted message, and the roots it posts hold against
 every auditor's check."""
 
@@ -16,7 +17,7 @@ import pytest
 
 from client.chain.book import RoundBook
 from client.chain.messages import ReceiptSigner
-from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot
+from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot, submission_struct
 from client.node.aggregation.endpoint import AggregatorClient, AggregatorServer
 from client.node.aggregation.held import Held
 from client.node.aggregation.service import Aggregator
@@ -193,4 +194,42 @@ def test_a_round_no_batch_reached_is_posted_as_no_credit_and_its_bond_comes_back
     done = agg.service.tick()
     assert done.released == [r] and r in done.folded
     assert not agg.service.earned.standing(r)  # nothing of it earns
+    agg.stop()
+
+
+def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
+    world, daemon, tmp_path
+):
+    """The aggregator holds Q agreeing votes on a batch, then one of its seated checkers
+    escalates it (it disputes it after all): the batch is the ledger's now, and the verdict root
+    the service posts leaves it out, which every auditor check, the ledger's lane read too,
+    holds against."""
+    swarm, nodes, book = world
+    agg, r = collecting(world, daemon, tmp_path)
+    sent = sign_submissions(book, nodes[:4], r)
+    assert all(a.receipt for a in agg.client(book.domain).send(sent))
+    windows = agg.service.windows
+    swarm.goto(windows.post_round(r))
+    assert agg.service.tick().posted_submissions == [r]
+    swarm.mine()
+    assert agg.service.tick().drawn == [r]
+    subs = SubmissionRoot(sent)
+    for signed in sent:
+        seated = seats(book, nodes, signed.signer, r)
+        votes = [signed_vote(book, n, signed) for n in nodes if n.tx.account.address in seated]
+        assert [a.refused for a in agg.client(book.domain).send(votes)] == [None] * len(votes)
+    i = 2
+    disputed = subs.signed[i]
+    checker = next(
+        n for n in nodes if n.tx.account.address in seats(book, nodes, disputed.signer, r)
+    )
+    leaf = submission_struct(disputed)
+    book.send(checker.tx.account, "escalate", r, i, leaf, subs.proof(i))
+    swarm.goto(windows.verdict_round(r))
+    done = agg.service.tick()
+    assert done.posted_verdicts == [r], done.skipped
+    verdicts: VerdictRoot = agg.service.verdict_roots[r]
+    credited = {c.producer for c in verdicts.credits}
+    assert credited == {s.signer for s in sent} - {disputed.signer}
+    assert audit(book, subs, verdicts, round_=r, v4={disputed.signer.lower()}) is None
     agg.stop()
