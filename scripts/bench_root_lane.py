@@ -68,6 +68,8 @@ import resource
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -471,6 +473,18 @@ class LightSwarm:
         data = self.book.encode_abi(fn, args=list(args))
         return self.send(kind, self.book.address, [(self.aggregator.address, data, value)])[0]
 
+    def auditor(self) -> Auditor:
+        """An auditor of the book's rounds, reading the ledger as anyone can."""
+        params = self.swarm.params
+        return Auditor(
+            self.domain,
+            self.ledger,
+            quorum=self.quorum,
+            checkers=self.checkers,
+            tolerance_bps=params.agree_tolerance_bps,
+            min_stake=params.min_stake,
+        )
+
     def window(self, name: str, round_: int) -> int:
         return self.book.functions.windows(round_).call()[WINDOWS.index(name)]
 
@@ -715,12 +729,20 @@ def play(
     transport: str = "direct",
     aggregator: str = "inline",
 ):
-    with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-"))) as anvil:
-        light = LightSwarm(anvil, n, family_size, checkers, quorum, transport, aggregator)
+    with light_swarm("", n, family_size, checkers, quorum, transport, aggregator) as light:
+        if light.service is not None:
+            return _play_service(light, n, rounds, checkers, sample_size)
+        return _play(light, n, rounds, checkers, sample_size)
+
+
+@contextmanager
+def light_swarm(kind: str, n: int, *args: Any) -> Iterator[LightSwarm]:
+    """A LightSwarm of `n` nodes (LightSwarm's other arguments: `args`) on an anvil of its own
+    (in a temporary folder named after `kind`), closed and stopped on the way out."""
+    with Anvil(Path(tempfile.mkdtemp(prefix=f"bench-root-lane-{kind}"))) as anvil:
+        light = LightSwarm(anvil, n, *args)
         try:
-            if light.service is not None:
-                return _play_service(light, n, rounds, checkers, sample_size)
-            return _play(light, n, rounds, checkers, sample_size)
+            yield light
         finally:
             light.close()
 
@@ -874,15 +896,11 @@ def play_forgers(n: int, forgers: int, family_size: int, checkers: int, quorum: 
     one seated checker of each escalates it to the ledger (RoundBook.escalate), every seated
     checker disputes it there, the honest aggregator's verdict root leaves it out, and once the
     round is final a light node settles it, which slashes its producer."""
-    with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-forgers-"))) as anvil:
-        light = LightSwarm(anvil, n, family_size, checkers, quorum, "direct")
-        try:
-            return _play_forgers(light, forgers, quorum, checkers)
-        finally:
-            light.close()
+    with light_swarm("forgers-", n, family_size, checkers, quorum, "direct") as light:
+        return _play_forgers(light, forgers)
 
 
-def _play_forgers(light: LightSwarm, forgers: int, quorum: int, checkers: int) -> Forged:
+def _play_forgers(light: LightSwarm, forgers: int) -> Forged:
     started = time.monotonic()
     light.register()
     settler = light.nodes[1]
@@ -916,14 +934,7 @@ def _play_forgers(light: LightSwarm, forgers: int, quorum: int, checkers: int) -
     voted = light.send("v4 dispute", light.ledger.address, disputes, count=False)
     light.swarm.goto(light.window("verdictRound", r), 0.1)
     verdicts, published, _ = light.post_verdicts(r, collector, root, cost)
-    auditor = Auditor(
-        light.domain,
-        light.ledger,
-        quorum=quorum,
-        checkers=checkers,
-        tolerance_bps=params.agree_tolerance_bps,
-        min_stake=params.min_stake,
-    )
+    auditor = light.auditor()
     posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
     entries, finding = auditor.submissions(posted, listed)
     if finding is None:
@@ -972,27 +983,15 @@ def play_lie(
     """One round at N nodes with a lying aggregator; a light node audits the published lists
     (client.node.aggregation.auditor; through IPFS by their posted CIDs with --transport http)
     and sends the call its finding names."""
-    with Anvil(Path(tempfile.mkdtemp(prefix="bench-root-lane-lie-"))) as anvil:
-        light = LightSwarm(anvil, n, family_size, checkers, quorum, transport)
-        try:
-            return _play_lie(light, lie, quorum, checkers)
-        finally:
-            light.close()
+    with light_swarm("lie-", n, family_size, checkers, quorum, transport) as light:
+        return _play_lie(light, lie)
 
 
-def _play_lie(light: LightSwarm, lie: str, quorum: int, checkers: int) -> Caught:
+def _play_lie(light: LightSwarm, lie: str) -> Caught:
     started = time.monotonic()
     light.register()
     auditor_node = light.nodes[1]
-    params = light.swarm.params
-    auditor = Auditor(
-        light.domain,
-        light.ledger,
-        quorum=quorum,
-        checkers=checkers,
-        tolerance_bps=params.agree_tolerance_bps,
-        min_stake=params.min_stake,
-    )
+    auditor = light.auditor()
     r = light.ledger.current_round() + 1
     registered = {x.address for x in light.nodes}.__contains__
     collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)

@@ -77,6 +77,15 @@ def collecting(world, daemon, tmp_path) -> tuple[Running, int]:
     return agg, r
 
 
+def vote_on(agg: Running, book, nodes, sent, r: int) -> None:
+    """Every seated checker of each submission in `sent` sends its agreeing vote over HTTP;
+    the aggregator holds each."""
+    for signed in sent:
+        seated = seats(book, nodes, signed.signer, r)
+        votes = [signed_vote(book, n, signed) for n in nodes if n.tx.account.address in seated]
+        assert [a.refused for a in agg.client(book.domain).send(votes)] == [None] * len(votes)
+
+
 @pytest.fixture
 def world(chain):
     swarm, nodes, book = open_book(chain)
@@ -108,11 +117,7 @@ def test_an_aggregator_runs_its_rounds_and_a_restart_loses_nothing(world, daemon
     assert book.view(r)[3] == subs.root  # every receipted submission is in it
 
     # the seated checkers vote over HTTP; then the aggregator dies, votes and all on disk
-    for signed in sent:
-        seated = seats(book, nodes, signed.signer, r)
-        voters = [n for n in nodes if n.tx.account.address in seated]
-        votes = [signed_vote(book, v, signed) for v in voters]
-        assert [a.refused for a in agg.client(book.domain).send(votes)] == [None] * len(votes)
+    vote_on(agg, book, nodes, sent, r)
     agg.stop()
     agg = Running(world, tmp_path / "aggregator.db", store)
     assert r in agg.service.collectors and r in agg.service.submission_roots
@@ -214,10 +219,7 @@ def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
     swarm.mine()
     assert agg.service.tick().drawn == [r]
     subs = SubmissionRoot(sent)
-    for signed in sent:
-        seated = seats(book, nodes, signed.signer, r)
-        votes = [signed_vote(book, n, signed) for n in nodes if n.tx.account.address in seated]
-        assert [a.refused for a in agg.client(book.domain).send(votes)] == [None] * len(votes)
+    vote_on(agg, book, nodes, sent, r)
     i = 2
     disputed = subs.signed[i]
     checker = next(
