@@ -77,6 +77,15 @@ def collecting(world, daemon, tmp_path) -> tuple[Running, int]:
     return agg, r
 
 
+def post_and_draw(agg: Running, swarm, r: int) -> None:
+    """The clock reaches round r's post round: the aggregator posts its submission root, and
+    draws the beacon once the next block is mined."""
+    swarm.goto(agg.service.windows.post_round(r))
+    assert agg.service.tick().posted_submissions == [r]
+    swarm.mine()
+    assert agg.service.tick().drawn == [r]
+
+
 def vote_on(agg: Running, book, nodes, sent, r: int) -> None:
     """Every seated checker of each submission in `sent` sends its agreeing vote over HTTP;
     the aggregator holds each."""
@@ -109,10 +118,7 @@ def test_an_aggregator_runs_its_rounds_and_a_restart_loses_nothing(world, daemon
     assert all(a.refused is None and a.receipt is not None for a in answers)
 
     windows = agg.service.windows
-    swarm.goto(windows.post_round(r))
-    assert agg.service.tick().posted_submissions == [r]
-    swarm.mine()
-    assert agg.service.tick().drawn == [r]
+    post_and_draw(agg, swarm, r)
     subs = SubmissionRoot(sent)
     assert book.view(r)[3] == subs.root  # every receipted submission is in it
 
@@ -214,10 +220,7 @@ def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
     sent = sign_submissions(book, nodes[:4], r)
     assert all(a.receipt for a in agg.client(book.domain).send(sent))
     windows = agg.service.windows
-    swarm.goto(windows.post_round(r))
-    assert agg.service.tick().posted_submissions == [r]
-    swarm.mine()
-    assert agg.service.tick().drawn == [r]
+    post_and_draw(agg, swarm, r)
     subs = SubmissionRoot(sent)
     vote_on(agg, book, nodes, sent, r)
     i = 2
