@@ -485,7 +485,7 @@ def book(
             posted, listed("submissions", "SubmissionsPosted", posted.count)
         )
     if escalate is not None:
-        _escalate(rb, auditor, posted, entries, finding, escalate, fetched, as_json)
+        _escalate(rb, ledger, auditor, posted, entries, finding, escalate, fetched, as_json)
         return
     with chain_errors():
         if finding is None and posted.verdicts_posted and posted.credits:
@@ -545,18 +545,32 @@ def book(
         raise typer.Exit(Exit.CHECK_FAILED)
 
 
-def _escalate(rb, auditor, posted, entries, finding, producer: str, fetched, as_json) -> None:
+def _escalate(
+    rb, ledger, auditor, posted, entries, finding, producer: str, fetched, as_json
+) -> None:
     """Sends RoundBook.escalate for `producer`'s batch of the round, from the checked list."""
+    from client.chain.book import Windows
+
+    if not fetched.get("submissions", "").endswith("bytes"):
+        fail(
+            f"round {posted.round}: the submission list could not be fetched "
+            f"({fetched.get('submissions')}); try again, or challenge it (--prove --challenge)",
+            Exit.CHECK_FAILED,
+        )
     if finding is not None:  # a lie in the list: prove it (the batches fall with the root)
         fail(
             f"round {posted.round}: the submission list is not the root's ({finding.what}): "
             "prove it (--prove) instead of escalating from it",
             Exit.CHECK_FAILED,
         )
-    if entries is None or not fetched.get("submissions", "").endswith("bytes"):
+    windows = Windows.of(ledger.params())
+    with chain_errors():
+        current = ledger.current_round()
+    if not windows.escalation_open(posted.round, current):
         fail(
-            f"round {posted.round}: the submission list could not be fetched "
-            f"({fetched.get('submissions')}); try again, or challenge it (--prove --challenge)",
+            f"round {posted.round}: a batch escalates in rounds {windows.post_round(posted.round)}"
+            f"..{windows.vote_close(posted.round) - 1} (while the ledger's committee can still "
+            f"vote), not in round {current}",
             Exit.CHECK_FAILED,
         )
     args = auditor.escalation(posted, entries, producer)

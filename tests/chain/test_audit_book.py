@@ -116,7 +116,7 @@ def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, 
     """--escalate: a checker drawn on a batch's committee takes it to the ledger from the
     round's submission list (fetched by its posted digest, its place and path found there); a
     node without a seat is refused by the ledger's draw, a producer the list does not hold and
-    a malformed address are named."""
+    a malformed address are named, and so is a round past its escalation window."""
     swarm, nodes, book, _, _, config, publish = world
     r = swarm.ledger.current_round()
     _, subs, _, _ = honest_round(book, nodes, r, publish=publish)  # the submission root posted
@@ -138,3 +138,14 @@ def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, 
     record = swarm.ledger.submission(r, producer)
     assert record.exists and record.digest == subs.signed[1].message.digest
     assert record.snapshot_block == book.view(r)[1]  # the book's committee, on the ledger
+    # once the ledger's committee can no longer vote, no batch escalates: said before sending
+    other = subs.signed[2].signer
+    late = next(n for n in nodes if n.tx.account.address in seats(book, nodes, other, r))
+    write_keystore(tmp_path / "late.json", late.tx.account.key, PASSWORD)
+    (tmp_path / "late.toml").write_text(
+        config.read_text().replace(str(tmp_path / "auditor.json"), str(tmp_path / "late.json"))
+    )
+    swarm.goto(book.window("voteClose", r))
+    code, said = audit_book(tmp_path / "late.toml", r, "--escalate", other)
+    assert code == 1 and "escalates in rounds" in said, said
+    assert not swarm.ledger.submission(r, other).exists
