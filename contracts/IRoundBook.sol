@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
+import {ISwarmLedger} from "./ISwarmLedger.sol";
 import {Messages} from "./lib/Messages.sol";
 import {SumTree} from "./lib/SumTree.sol";
 
@@ -162,6 +163,10 @@ interface IRoundBook {
     error NotDrawn(uint64 round, address node, address checker);
     error AlreadySubmitted(uint64 round, address node);
     error SelfAttestation(address node);
+    error NotADispute(uint64 round, address node, address checker);
+    error ScoreOutOfRange(uint64 score, uint256 max);
+    error SignalOutOfRange(uint64 signal, uint256 max);
+    error StakeTooLow(uint256 stake, uint256 minStake);
 
     /// @notice The ledger whose nodes, stakes and parameters this book reads.
     function ledger() external view returns (address);
@@ -214,13 +219,19 @@ interface IRoundBook {
     /// @notice Takes the batch at `index` of the round's submission root to the ledger's v4 lane
     /// (ISwarmLedger.escalate), where it is judged, appealed and slashed by the ledger's rules:
     /// what a checker drawn on its committee (by the book's draw) does when it disputes the batch
-    /// or cannot fetch it, then votes so on the ledger. Open from the submission root's beacon
-    /// until the round before voteClose (the ledger's own vote close for the round); `leaf` must be
+    /// or cannot fetch it, with that vote (`vote`: unavailable, or a dispute with what it
+    /// recomputed), which the ledger records and judges as any. Open from the submission root's
+    /// beacon until the round before voteClose (the ledger's own vote close for the round); `leaf` must be
     /// a valid submission (a forged one is a lie of the root: proveForgedSubmission). The book
     /// then credits no batch of its producer in the round ("a credit the v4 lane holds"). Without
     /// it a forger in the root lane would risk nothing: its batch would only go uncredited.
-    function escalate(uint64 round, uint32 index, SignedSubmission calldata leaf, SumTree.Node[] calldata proof)
-        external;
+    function escalate(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof,
+        ISwarmLedger.EscalationVote calldata vote
+    ) external;
 
     /// @notice Proves that the submission at `index` of the root is not its producer's: its
     /// signature recovers to someone else (or nobody), or the producer is no registered node.

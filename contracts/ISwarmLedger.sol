@@ -24,6 +24,15 @@ interface ISwarmLedger {
         bytes32 family; // the base model it registered with (0 when not registered)
     }
 
+    /// @notice A checker's vote that comes with an escalation (escalate): unavailable, or a
+    /// dispute with what the checker recomputed (as attest takes them).
+    struct EscalationVote {
+        bool unavailable;
+        uint64 score;
+        uint64 signal;
+        uint16 findings;
+    }
+
     /// @notice A submission as audits see it: its claims, the first committee's votes, credit
     /// (the deciding committee's), settlement and payout.
     struct SubmissionView {
@@ -143,6 +152,7 @@ interface ISwarmLedger {
     error PoolInsufficient(uint256 needed, uint256 available);
     error TransferFailed(address to, uint256 amount);
     error NotTheBook(address caller, address book);
+    error NotADispute(uint64 round, address node, address checker);
 
     // ------------------------------------------------------------------ constants and parameters
 
@@ -320,7 +330,10 @@ interface ISwarmLedger {
     /// beacon the round's; from here it is voted on, appealed, settled and slashed by this ledger's
     /// rules, in `round`'s windows, and the book credits no batch this ledger holds. It is backed
     /// by all its producer's stake, unbonding included (withdraw waits for its settlement), since
-    /// the producer signed it before any unstake request this ledger could date.
+    /// the producer signed it before any unstake request this ledger could date. The checker's
+    /// `vote` is recorded with it, as its attest or reportUnavailable would be, and judged the
+    /// same way (a dispute must not agree: an agreeing checker signs off chain): an escalation
+    /// of an honest batch costs its checker the lost vote's slash.
     function escalate(
         uint64 round,
         address node,
@@ -330,7 +343,8 @@ interface ISwarmLedger {
         uint64 score,
         uint64 signal,
         uint64 snapshotBlock,
-        uint88 beacon
+        uint88 beacon,
+        EscalationVote calldata vote
     ) external;
 
     /// @notice Reports what the caller, a drawn checker of `node`'s batch, computed when it

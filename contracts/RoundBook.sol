@@ -149,19 +149,24 @@ contract RoundBook is IRoundBook {
 
     // ------------------------------------------------------------------------------ escalation
 
-    function escalate(uint64 round, uint32 index, SignedSubmission calldata leaf, SumTree.Node[] calldata proof)
-        external
-    {
+    function escalate(
+        uint64 round,
+        uint32 index,
+        SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof,
+        ISwarmLedger.EscalationVote calldata vote
+    ) external {
         Round storage r = _posted(round);
         uint64 current = _ledger.currentRound();
         if (current >= voteClose(round)) revert EscalationClosed(round, current);
         _checkSubmission(r, round, index, leaf, proof);
         if (bytes(_forged(round, leaf)).length != 0) revert ForgedSubmission(round, leaf.producer);
         drawBeacon(round);
-        // the ledger checks the caller's seat, by its own draw with this round's beacon and snapshot
+        // the ledger checks the caller's seat, by its own draw with this round's beacon and
+        // snapshot, and records the caller's vote
         Messages.Submission calldata s = leaf.submission;
         _ledger.escalate(
-            round, leaf.producer, msg.sender, s.digest, s.rollouts, s.score, s.signal, r.postedBlock, r.beacon
+            round, leaf.producer, msg.sender, s.digest, s.rollouts, s.score, s.signal, r.postedBlock, r.beacon, vote
         );
     }
 

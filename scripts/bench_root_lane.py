@@ -39,8 +39,8 @@ posted roots. The aggregator's CPU is then its endpoint threads' CPU; a node's i
 requests. --transport direct (the default) hands the same bytes over in memory.
 
 --forgers F plays one more round at the first N in which F producers forge: no seated checker
-signs their batches; one of each batch's seated checkers escalates it to the v4 lane
-(RoundBook.escalate), every seated checker disputes it there (SwarmLedger.attest), the honest
+signs their batches; one of each batch's seated checkers escalates it to the v4 lane with its
+dispute (RoundBook.escalate), every other seated checker disputes it there (attest), the honest
 aggregator's verdict root leaves it out, a light node audits the round's lists, and once the
 round is final it settles each forged batch, slashing its producer. The table gives the gas of
 each step per forged batch, what was slashed and what each side was credited.
@@ -79,7 +79,7 @@ from eth_keys import keys
 from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import WINDOWS, BookRound, RoundBook, Windows
+from client.chain.book import WINDOWS, BookRound, EscalationVote, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -879,8 +879,8 @@ class Forged:
     batches in the v4 lane cost, and what each side got."""
 
     forgers: int
-    escalate_gas: int  # the escalations' gas, all of them
-    disputes: int  # the seated checkers' disputes sent to the ledger
+    escalate_gas: int  # the escalations' gas, all of them (each with its checker's dispute)
+    disputes: int  # the other seated checkers' disputes sent to the ledger
     dispute_gas: int
     settle_gas: int  # settling the forged batches (slashing their producers)
     slashed: int  # wei slashed from the forgers, all of them
@@ -925,10 +925,11 @@ def _play_forgers(light: LightSwarm, forgers: int) -> Forged:
         if not seated:
             raise RuntimeError(f"round {r}: nobody holds a seat on {f.address}'s batch")
         i = index[f.address]
-        args = [r, i, submission_struct(root.signed[i]), root.proof(i)]
+        vote = EscalationVote(unavailable=False, score=0, signal=SIGNAL, findings=2).struct()
+        args = [r, i, submission_struct(root.signed[i]), root.proof(i), vote]
         escalations.append((seated[0].address, light.book.encode_abi("escalate", args=args), 0))
         attest = light.ledger.contract.encode_abi("attest", args=[r, f.address, 0, SIGNAL, 2])
-        disputes += [(c.address, attest, 0) for c in seated]
+        disputes += [(c.address, attest, 0) for c in seated[1:]]  # the first's came with it
     stakes = {f.address: light.ledger.node_info(f.address).active_stake for f in forging}
     escalated = light.send("escalate", light.book.address, escalations, count=False)
     voted = light.send("v4 dispute", light.ledger.address, disputes, count=False)
@@ -1225,7 +1226,7 @@ def main() -> None:
             "N",
             "forgers",
             "escalate gas / batch",
-            "v4 disputes / batch",
+            "other v4 disputes / batch",
             "dispute gas (mean)",
             "settle gas / batch",
             "gas / forged batch",

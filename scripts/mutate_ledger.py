@@ -224,8 +224,20 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     ),
     "escalate-without-seat": (
         "any node escalates a batch of the root lane, drawn on its committee or not",
-        "        if (_seats(beacon, round, node, checker, snapshotBlock, checkers) == 0) revert "
-        "NotDrawn(round, node, checker);\n",
+        "        if (seats == 0) revert NotDrawn(round, node, checker);\n",
+        "",
+    ),
+    "escalation-without-its-vote": (
+        "an escalation does not record its checker's dispute (escalating an honest batch costs "
+        "nothing: its committee must vote on the ledger for nothing)",
+        "        _tally(s, round, node, checker, seats, 0, DISPUTE);\n",
+        "",
+    ),
+    "escalation-that-agrees": (
+        "a checker escalates with a vote that agrees (its committee brought on chain with no "
+        "dispute to judge)",
+        "            revert NotADispute(round, node, checker); "
+        "// an agreeing checker signs off chain\n",
         "",
     ),
     "escalate-over-a-submission": (

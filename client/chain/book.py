@@ -58,6 +58,20 @@ class BookRound:
         return cls(round_, *(bytes(v) if isinstance(v, bytes) else v for v in view))
 
 
+@dataclass(frozen=True)
+class EscalationVote:
+    """The vote a checker's escalation carries (ISwarmLedger.EscalationVote): unavailable, or a
+    dispute with the score and signal it recomputed and its findings bits (client/credit.py)."""
+
+    unavailable: bool
+    score: int = 0
+    signal: int = 0
+    findings: int = 0
+
+    def struct(self) -> tuple[bool, int, int, int]:
+        return (self.unavailable, self.score, self.signal, self.findings)
+
+
 # RoundBook.windows(round)'s values, in order, by the names the book's sources give them
 WINDOWS = ("postRound", "voteClose", "verdictRound", "challengeEnd")
 
@@ -133,12 +147,18 @@ class RoundBook(Deployed):
         return self._send("postSubmissions", round_, root, count, listed, value=self.bonds()[0])
 
     def escalate(
-        self, round_: int, index: int, leaf: tuple, proof: Sequence[tuple[bytes, int]]
+        self,
+        round_: int,
+        index: int,
+        leaf: tuple,
+        proof: Sequence[tuple[bytes, int]],
+        vote: EscalationVote,
     ) -> TxResult:
         """Takes the batch at `index` of round `round_`'s submission root (`leaf`: its
         SignedSubmission as roots.submission_struct gives it; `proof`: its path) to the ledger's
-        v4 lane, as a checker drawn on its committee that disputes it or cannot fetch it."""
-        return self._send("escalate", round_, index, leaf, list(proof))
+        v4 lane, as a checker drawn on its committee that disputes it or cannot fetch it, with
+        that `vote`."""
+        return self._send("escalate", round_, index, leaf, list(proof), vote.struct())
 
     def draw_beacon(self, round_: int) -> TxResult:
         return self._send("drawBeacon", round_)
@@ -156,4 +176,4 @@ class RoundBook(Deployed):
         return self._send(function, *args, value=value)
 
 
-__all__ = ["CONTRACT", "WINDOWS", "BookRound", "RoundBook", "Windows"]
+__all__ = ["CONTRACT", "WINDOWS", "BookRound", "EscalationVote", "RoundBook", "Windows"]

@@ -410,11 +410,26 @@ def book(
         typer.Option(
             "--escalate",
             metavar="PRODUCER",
-            help="Take PRODUCER's batch of the round to the ledger (a checker drawn on its "
-            "committee that disputes it, or cannot fetch it; then vote on the ledger). Needs the "
-            "keystore.",
+            help="Take PRODUCER's batch of the round to the ledger with this checker's vote (a "
+            "checker drawn on its committee that disputes it: --score and --signal, what it "
+            "recomputed; or cannot fetch it: --unavailable). Needs the keystore.",
         ),
     ] = None,
+    score: Annotated[
+        int | None, typer.Option("--score", min=0, help="With --escalate: the score recomputed.")
+    ] = None,
+    signal: Annotated[
+        int | None,
+        typer.Option("--signal", min=0, help="With --escalate: the learning signal recomputed."),
+    ] = None,
+    findings: Annotated[
+        int,
+        typer.Option("--findings", min=0, max=65535, help="With --escalate: the findings bits."),
+    ] = 0,
+    unavailable: Annotated[
+        bool,
+        typer.Option("--unavailable", help="With --escalate: the batch could not be fetched."),
+    ] = False,
     chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
@@ -431,6 +446,7 @@ def book(
 
     if escalate is not None and not is_address(escalate):
         fail(f"--escalate: {escalate!r} is not an address (0x and 40 hex digits)")
+    vote = _escalation_vote(escalate, score, signal, findings, unavailable)
     cfg, ledger, reader = chain.open(signer=prove or escalate is not None)
     with chain_errors():
         rb = open_book(cfg, ledger, why="to audit")
@@ -485,7 +501,8 @@ def book(
             posted, listed("submissions", "SubmissionsPosted", posted.count)
         )
     if escalate is not None:
-        _escalate(rb, ledger, auditor, posted, entries, finding, escalate, fetched, as_json)
+        assert vote is not None  # checked with --escalate above
+        _escalate(rb, ledger, auditor, posted, entries, finding, escalate, vote, fetched, as_json)
         return
     with chain_errors():
         if finding is None and posted.verdicts_posted and posted.credits:
@@ -545,10 +562,33 @@ def book(
         raise typer.Exit(Exit.CHECK_FAILED)
 
 
+def _escalation_vote(escalate, score, signal, findings: int, unavailable: bool):
+    """The vote --escalate carries (None without --escalate); exits 2 on flags that do not make
+    one: a dispute needs both values recomputed, unavailable none."""
+    from client.chain.book import EscalationVote
+
+    dispute = score is not None or signal is not None or findings != 0
+    if escalate is None:
+        if dispute or unavailable:
+            fail("--score, --signal, --findings and --unavailable go with --escalate")
+        return None
+    if unavailable == dispute:
+        fail(
+            "--escalate needs the checker's vote: --unavailable (it could not fetch the batch), "
+            "or --score and --signal (what it recomputed, disputing the claim)"
+        )
+    if unavailable:
+        return EscalationVote(unavailable=True)
+    if score is None or signal is None:
+        fail("a dispute needs both --score and --signal: the values this checker recomputed")
+    return EscalationVote(unavailable=False, score=score, signal=signal, findings=findings)
+
+
 def _escalate(
-    rb, ledger, auditor, posted, entries, finding, producer: str, fetched, as_json
+    rb, ledger, auditor, posted, entries, finding, producer: str, vote, fetched, as_json
 ) -> None:
-    """Sends RoundBook.escalate for `producer`'s batch of the round, from the checked list."""
+    """Sends RoundBook.escalate for `producer`'s batch of the round, with `vote`, from the
+    checked list."""
     from client.chain.book import Windows
 
     if not fetched.get("submissions", "").endswith("bytes"):
@@ -577,14 +617,21 @@ def _escalate(
     if args is None:
         fail(f"round {posted.round}: the submission list holds no batch of {producer}")
     with chain_errors():
-        sent = rb.escalate(*args)
+        sent = rb.escalate(*args, vote)
+    said = "unavailable" if vote.unavailable else "dispute"
     if as_json:
         print_json(
-            {"round": posted.round, "producer": producer, "index": args[1], "tx_hash": sent.tx_hash}
+            {
+                "round": posted.round,
+                "producer": producer,
+                "index": args[1],
+                "vote": said,
+                "tx_hash": sent.tx_hash,
+            }
         )
         return
     out.print(
         f"escalated {producer}'s batch of round {posted.round} (place {args[1]} of the list) "
-        f"to the ledger in {sent.tx_hash}: vote on it there (`attest`, `reportUnavailable`), "
-        "its committee is the one the book drew"
+        f"to the ledger with this checker's {said} vote in {sent.tx_hash}: its committee, the "
+        "one the book drew, votes on it there"
     )

@@ -55,14 +55,18 @@ abstract contract Committees is Staking {
         uint64 score,
         uint64 signal,
         uint64 snapshotBlock,
-        uint88 beacon
+        uint88 beacon,
+        EscalationVote calldata vote
     ) external {
         if (msg.sender != book || book == address(0)) revert NotTheBook(msg.sender, book);
         Submission storage s = _submissions[round][node];
         if (s.rollouts != 0) revert AlreadySubmitted(round, node);
         if (checker == node) revert SelfAttestation(node);
+        uint256 active = _nodes[checker].active; // its vote, below, is judged: stake backs it
+        if (active < minStake) revert StakeTooLow(active, minStake);
         // the checker holds a seat on the committee the record keeps (the root lane's)
-        if (_seats(beacon, round, node, checker, snapshotBlock, checkers) == 0) revert NotDrawn(round, node, checker);
+        uint256 seats = _seats(beacon, round, node, checker, snapshotBlock, checkers);
+        if (seats == 0) revert NotDrawn(round, node, checker);
         Node storage n = _nodes[node];
         // the book checked the signed batch against submit's ranges and the beacon (never 0)
         s.digest = digest;
@@ -76,6 +80,21 @@ abstract contract Committees is Staking {
         n.unsettled += 1;
         emit Submitted(round, node, digest, rollouts, score, signal);
         emit Escalated(round, node, checker);
+        // the checker's own vote comes with it, judged as any (a free escalation of an honest
+        // batch would make its committee vote here for nothing): unavailable, or a dispute
+        if (vote.unavailable) {
+            _tally(s, round, node, checker, seats, 0, UNAVAILABLE);
+            emit Unavailable(round, node, checker);
+            return;
+        }
+        uint256 maxScore = uint256(rollouts) * SCORE_SCALE;
+        if (vote.score > maxScore) revert ScoreOutOfRange(vote.score, maxScore);
+        if (vote.signal > maxScore / 2) revert SignalOutOfRange(vote.signal, maxScore / 2);
+        if (vote.signal == signal && _gap(vote.score, score) * BPS <= maxScore * agreeToleranceBps) {
+            revert NotADispute(round, node, checker); // an agreeing checker signs off chain
+        }
+        _tally(s, round, node, checker, seats, 0, DISPUTE);
+        emit Attested(round, node, checker, vote.score, vote.signal, false, vote.findings);
     }
 
     /// @inheritdoc ISwarmLedger
@@ -86,14 +105,14 @@ abstract contract Committees is Staking {
         if (signal > maxScore / 2) revert SignalOutOfRange(signal, maxScore / 2);
         // |score - claimed| <= maxScore * tol / BPS, exactly (no rounding): scale both sides.
         bool agrees = signal == s.signal && _gap(score, s.score) * BPS <= maxScore * agreeToleranceBps;
-        _tally(s, round, node, seats, shift, agrees ? AGREE : DISPUTE);
+        _tally(s, round, node, msg.sender, seats, shift, agrees ? AGREE : DISPUTE);
         emit Attested(round, node, msg.sender, score, signal, agrees, findings);
     }
 
     /// @inheritdoc ISwarmLedger
     function reportUnavailable(uint64 round, address node) external {
         (Submission storage s, uint256 seats, uint256 shift) = _checkerVote(round, node);
-        _tally(s, round, node, seats, shift, UNAVAILABLE);
+        _tally(s, round, node, msg.sender, seats, shift, UNAVAILABLE);
         emit Unavailable(round, node, msg.sender);
     }
 
@@ -139,15 +158,21 @@ abstract contract Committees is Staking {
         if (seats == 0) revert NotDrawn(round, node, msg.sender);
     }
 
-    /// @dev Adds the caller's seats to `side` of the voting committee's tally, records its side,
+    /// @dev Adds `voter`'s seats to `side` of the voting committee's tally, records its side,
     /// and moves the submission's credit if its verdict changed.
-    function _tally(Submission storage s, uint64 round, address node, uint256 seats, uint256 shift, uint256 side)
-        private
-    {
+    function _tally(
+        Submission storage s,
+        uint64 round,
+        address node,
+        address voter,
+        uint256 seats,
+        uint256 shift,
+        uint256 side
+    ) private {
         bool wasCredited = _credited(s);
         if (shift == 0) s.votes = s.votes.add(seats, side, round, node);
         else s.appealVotes = s.appealVotes.add(seats, side, round, node);
-        _votes[msg.sender][round][node] |= uint8(side << shift);
+        _votes[voter][round][node] |= uint8(side << shift);
         bool credited = _credited(s);
         if (credited != wasCredited) _moveCredit(round, node, s.signal, credited);
     }

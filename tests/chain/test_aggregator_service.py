@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from client.chain.book import RoundBook
+from client.chain.book import EscalationVote, RoundBook
 from client.chain.messages import ReceiptSigner
 from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot, submission_struct
 from client.node.aggregation.endpoint import AggregatorClient, AggregatorServer
@@ -229,7 +229,8 @@ def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
         n for n in nodes if n.tx.account.address in seats(book, nodes, disputed.signer, r)
     )
     leaf = submission_struct(disputed)
-    book.send(checker.tx.account, "escalate", r, i, leaf, subs.proof(i))
+    disputes = EscalationVote(unavailable=False, score=0, signal=disputed.message.signal)
+    book.send(checker.tx.account, "escalate", r, i, leaf, subs.proof(i), disputes.struct())
     swarm.goto(windows.verdict_round(r))
     done = agg.service.tick()
     assert done.posted_verdicts == [r], done.skipped

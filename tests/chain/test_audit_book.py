@@ -115,8 +115,9 @@ def test_a_list_nobody_can_fetch_is_asked_for_only_with_challenge(world) -> None
 def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, tmp_path) -> None:
     """--escalate: a checker drawn on a batch's committee takes it to the ledger from the
     round's submission list (fetched by its posted digest, its place and path found there); a
-    node without a seat is refused by the ledger's draw, a producer the list does not hold and
-    a malformed address are named, and so is a round past its escalation window."""
+    stranger without stake is refused by the ledger, an escalation without the checker's vote, a
+    producer the list does not hold and a malformed address are named, and so is a round past
+    its escalation window."""
     swarm, nodes, book, _, _, config, publish = world
     r = swarm.ledger.current_round()
     _, subs, _, _ = honest_round(book, nodes, r, publish=publish)  # the submission root posted
@@ -127,14 +128,23 @@ def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, 
     own.write_text(
         config.read_text().replace(str(tmp_path / "auditor.json"), str(tmp_path / "checker.json"))
     )
-    code, said = audit_book(config, r, "--escalate", producer)  # the stranger's keystore
-    assert code != 0 and "NotDrawn" in said, said
-    code, said = audit_book(own, r, "--escalate", "0x" + "ab" * 20)
+    signal = subs.signed[1].message.signal
+    dispute = ("--score", "0", "--signal", str(signal), "--findings", "2")
+    code, said = audit_book(config, r, "--escalate", producer, "--unavailable")  # the stranger's
+    assert code != 0 and "StakeTooLow" in said, said
+    code, said = audit_book(own, r, "--escalate", producer)
+    assert code == 2 and "needs the checker's vote" in said, said
+    code, said = audit_book(own, r, "--escalate", producer, "--score", "0")
+    assert code == 2 and "both --score and --signal" in said, said
+    code, said = audit_book(own, r, "--escalate", "0x" + "ab" * 20, *dispute)
     assert code == 2 and "holds no batch of" in said, said
-    code, said = audit_book(own, r, "--escalate", "checker-7")
+    code, said = audit_book(own, r, "--escalate", "checker-7", "--unavailable")
     assert code == 2 and "is not an address" in said, said
-    code, found = audit_book(own, r, "--escalate", producer)
+    code, found = audit_book(own, r, "--escalate", producer, *dispute)
     assert code == 0 and found["tx_hash"] and found["index"] == 1, found
+    assert found["vote"] == "dispute"
+    voter = checker.tx.account.address
+    assert swarm.ledger.vote_of(voter, r, producer)[0] == 2  # its dispute, recorded with it
     record = swarm.ledger.submission(r, producer)
     assert record.exists and record.digest == subs.signed[1].message.digest
     assert record.snapshot_block == book.view(r)[1]  # the book's committee, on the ledger
@@ -146,6 +156,6 @@ def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, 
         config.read_text().replace(str(tmp_path / "auditor.json"), str(tmp_path / "late.json"))
     )
     swarm.goto(book.window("voteClose", r))
-    code, said = audit_book(tmp_path / "late.toml", r, "--escalate", other)
+    code, said = audit_book(tmp_path / "late.toml", r, "--escalate", other, "--unavailable")
     assert code == 1 and "escalates in rounds" in said, said
     assert not swarm.ledger.submission(r, other).exists

@@ -13,11 +13,13 @@ from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
+from client.chain.book import EscalationVote
 from client.chain.errors import LedgerRevert
 from client.chain.events import EventReader
 from client.chain.messages import Signed
 from client.chain.roots import SubmissionRoot, submission_struct
 from client.node.aggregation.auditor import VerdictRoot, v4_producers
+from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, OTHER_FAMILY
 from tests.harness.roundbook import (
     ROUND,
@@ -39,11 +41,23 @@ def world(chain):
     return open_book(chain)
 
 
-def escalate(book, who, subs: SubmissionRoot, index: int, at: int | None = None):
-    """`who` escalates the submission at `index` of the root (claimed at `at`, if given)."""
+DISPUTE = EscalationVote(unavailable=False, score=0, signal=SCORE_SCALE, findings=2)
+
+
+def escalate(
+    book,
+    who,
+    subs: SubmissionRoot,
+    index: int,
+    at: int | None = None,
+    vote: EscalationVote = DISPUTE,
+):
+    """`who` escalates the submission at `index` of the root (claimed at `at`, if given), with
+    its `vote` (by default a dispute: a score of 0, where the batches claim 4 units)."""
     signed = subs.signed[index]
     place = index if at is None else at
-    return book.send(who, "escalate", ROUND, place, submission_struct(signed), subs.proof(index))
+    leaf, proof = submission_struct(signed), subs.proof(index)
+    return book.send(who, "escalate", ROUND, place, leaf, proof, vote.struct())
 
 
 def test_a_disputed_batch_escalates_with_its_committee_and_its_forger_is_slashed(world) -> None:
@@ -70,11 +84,17 @@ def test_a_disputed_batch_escalates_with_its_committee_and_its_forger_is_slashed
         escalate(book, checker.tx.account, subs, index, at=index + 1)
     with pytest.raises(LedgerRevert, match="NotDrawn"):
         escalate(book, outsider.tx.account, subs, index)
+    # and an escalation whose vote agrees (an agreeing checker signs off chain), or is out of range
+    claimed = subs.signed[index].message
+    agreeing = EscalationVote(False, claimed.score, claimed.signal, 0)
+    with pytest.raises(LedgerRevert, match="NotADispute"):
+        escalate(book, checker.tx.account, subs, index, vote=agreeing)
+    with pytest.raises(LedgerRevert, match="SignalOutOfRange"):
+        escalate(book, checker.tx.account, subs, index, vote=EscalationVote(False, 0, 10**9, 0))
 
     result = escalate(book, checker.tx.account, subs, index)
     ledger = swarm.ledger
     record = ledger.submission(ROUND, forger)
-    claimed = subs.signed[index].message
     assert record.exists and record.digest == claimed.digest and record.signal == claimed.signal
     assert record.snapshot_block == book.view()[1]  # the root lane's snapshot, and its beacon:
     for n in nodes:  # the v4 committee is the one the book drew
@@ -89,8 +109,12 @@ def test_a_disputed_batch_escalates_with_its_committee_and_its_forger_is_slashed
     with pytest.raises(LedgerRevert, match="AlreadySubmitted"):  # once
         escalate(book, seated[1].tx.account, subs, index)
 
-    # judged by v4's rules: its drawn checkers dispute on the ledger, and settling slashes it
-    for n in seated:
+    # the escalating checker's dispute came with it; judged by v4's rules: the other drawn
+    # checkers dispute on the ledger, and settling slashes it
+    assert ledger.vote_of(checker.tx.account.address, ROUND, forger)[0] == 2  # disputed
+    with pytest.raises(LedgerRevert, match="AlreadyAttested"):
+        checker.attest(ROUND, forger, 0, claimed.signal, 1)
+    for n in seated[1:]:
         n.attest(ROUND, forger, 0, claimed.signal, 1)
     params = ledger.params()
     unbonding_end = ledger.node_info(forger).unbonding_end
@@ -138,14 +162,17 @@ def test_a_forged_submission_is_not_escalated(world) -> None:
 
 
 def test_a_root_that_credits_an_escalated_batch_is_a_lie(world) -> None:
-    """Once escalated, the batch is the v4 lane's: the producers an aggregator must leave out of
+    """Once escalated (here by a checker that could not fetch it: its vote is unavailable), the
+    batch is the v4 lane's: the producers an aggregator must leave out of
     its verdict root (read from the ledger's Submitted events of the round, as the service and
     the auditor read them) name it, and a root that credits it anyway is proven false."""
     swarm, nodes, book = world
     aggregator, subs, credits, votes = honest_round(book, nodes)
     producer = subs.signed[2].signer
     checker = next(n for n in nodes if n.tx.account.address in seats(book, nodes, producer))
-    escalate(book, checker.tx.account, subs, 2)
+    escalate(book, checker.tx.account, subs, 2, vote=EscalationVote(unavailable=True))
+    voter = checker.tx.account.address
+    assert swarm.ledger.vote_of(voter, ROUND, producer)[0] == 3  # unavailable, as it said
     held = v4_producers(swarm.ledger, EventReader(swarm.ledger), ROUND)
     assert held == {producer.lower()}
     verdicts = VerdictRoot(credits, votes=votes)  # the agreeing votes it had still credit it

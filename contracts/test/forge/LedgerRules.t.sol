@@ -797,8 +797,21 @@ contract LedgerRulesTest is CheatsBase {
         }
     }
 
+    /// @dev BOOK's call escalating P's batch of round 0 (claimed: 8 rollouts, score 40,000, signal
+    /// 20,000) for `checker`, with `vote`.
+    function _escalation(address checker, uint88 beacon, ISwarmLedger.EscalationVote memory vote)
+        internal
+        pure
+        returns (bytes memory)
+    {
+        return abi.encodeCall(
+            ISwarmLedger.escalate, (0, P, checker, keccak256("p"), 8, 40_000, 20_000, 110, beacon, vote)
+        );
+    }
+
+    /// @dev A dispute (a score of 0, findings 6), as _dispute votes.
     function _escalation(address checker, uint88 beacon) internal pure returns (bytes memory) {
-        return abi.encodeCall(ISwarmLedger.escalate, (0, P, checker, keccak256("p"), 8, 40_000, 20_000, 110, beacon));
+        return _escalation(checker, beacon, ISwarmLedger.EscalationVote(false, 0, 0, 6));
     }
 
     function test_onlyTheBookTheLedgerNamesEscalates() public {
@@ -816,6 +829,11 @@ contract LedgerRulesTest is CheatsBase {
         uint88 beacon = _launchWithBook();
         require(_refusal(BOOK, _escalation(D, beacon)) == ISwarmLedger.NotDrawn.selector, "D holds no seat");
         require(_refusal(BOOK, _escalation(P, beacon)) == ISwarmLedger.SelfAttestation.selector, "nor its producer");
+        ISwarmLedger.EscalationVote memory agreeing = ISwarmLedger.EscalationVote(false, 40_000, 20_000, 0);
+        require(
+            _refusal(BOOK, _escalation(A, beacon, agreeing)) == ISwarmLedger.NotADispute.selector,
+            "an agreeing checker signs off chain: its vote cannot escalate"
+        );
         vm.prank(BOOK);
         (bool ok,) = address(ledger).call(_escalation(A, beacon));
         require(ok, "a seated checker's escalation is taken");
@@ -828,7 +846,9 @@ contract LedgerRulesTest is CheatsBase {
         for (uint256 i; i < checkers.length; ++i) {
             require(_seats(checkers[i]) == _drawnFirst(beacon, checkers[i]), "the committee the book drew");
         }
-        _dispute(A);
+        (uint8 side,,) = ledger.voteOf(A, 0, P);
+        require(side == 2, "the escalating checker's dispute came with it");
+        require(_refusal(A, abi.encodeCall(ISwarmLedger.attest, (0, P, 0, 0, 6))) == ISwarmLedger.AlreadyAttested.selector, "once");
         _dispute(B);
         _agree(C);
         require(_refusal(D, abi.encodeCall(ISwarmLedger.attest, (0, P, 0, 0, 6))) == ISwarmLedger.NotDrawn.selector, "D votes nowhere");
@@ -845,7 +865,6 @@ contract LedgerRulesTest is CheatsBase {
         vm.prank(BOOK);
         (bool ok,) = address(ledger).call(_escalation(A, beacon));
         require(ok, "escalated");
-        _dispute(A);
         _dispute(B);
         vm.warp(ledger.nodeInfo(P).unbondingEnd + 1);
         require(_refusal(P, abi.encodeCall(ISwarmLedger.withdraw, ())) == ISwarmLedger.UnsettledSubmissions.selector, "held");
