@@ -98,7 +98,7 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     ),
     "double-attestation": (
         "a checker's vote is not recorded as seen (it can vote twice, and is never judged)",
-        "        _votes[msg.sender][round][node] |= uint8(side << shift);\n",
+        "        _votes[voter][round][node] |= uint8(side << shift);\n",
         "",
     ),
     "unbonding-clock-not-restarted": (
@@ -137,8 +137,8 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     ),
     "checkers-not-drawn": (
         "any staked node may vote, drawn or not (a producer's friends check its batches)",
-        "if (seats == 0) revert NotDrawn",
-        "if (false) revert NotDrawn",
+        "if (seats == 0) revert NotDrawn(round, node, msg.sender)",
+        "if (false) revert NotDrawn(round, node, msg.sender)",
     ),
     "vote-counts-once": (
         "an agreeing vote counts once whatever its seats (many small stakes outvote one large)",
