@@ -4,8 +4,8 @@ each handler action the ledger accepted, and how often the runs reached the path
 bite (disputes, credit moves, slashes, claims of disputed rounds, withdrawals after submitting).
 
 Exits 1 when a test fails (printing the rule it broke and forge's shrunk call sequence), when an
-action was never accepted in a campaign, or when a suite never reached a hard path: a campaign that
-never takes a path tests nothing about it.
+action was never accepted in any campaign of a suite, or when no suite reached a hard path: a
+campaign that never takes a path tests nothing about it.
 
 Usage: python -m scripts.fuzz_ledger [--runs N] [--depth N] [--match-contract REGEX]
        [--match-test REGEX]
