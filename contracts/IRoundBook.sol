@@ -14,7 +14,9 @@ import {SumTree} from "./lib/SumTree.sol";
 /// data, or the tree is malformed so that no proof of it exists) challenges the aggregator to
 /// post it on chain: unanswered by the end of the next round, the root is void as if a lie were
 /// proven. A batch its committee disputes is escalated into the ledger's v4 lane (escalate).
-/// Not built yet (docs/scaling.md): the aggregator's draw, equivocation. Payouts: each credit carries its producer's earnings in the rounds
+/// A checker that signs two different votes on one batch, or votes on the ledger against a vote it
+/// signed, is slashed there (proveEquivocation). Not built yet (docs/scaling.md): the
+/// aggregator's draw. Payouts: each credit carries its producer's earnings in the rounds
 /// settled before it (Earnings), proven from one earlier leaf, so that a producer claims all it
 /// earned with one proof, as often as it likes.
 ///
@@ -38,6 +40,17 @@ interface IRoundBook {
     struct SignedVote {
         address voter;
         uint64 score;
+        uint16 findings;
+        bytes signature;
+    }
+
+    /// @notice A whole vote a checker signed (`Messages.Vote` of a round and producer, under this
+    /// book's domain): what proveEquivocation is shown.
+    struct CastVote {
+        bytes32 digest;
+        bool unavailable;
+        uint64 score;
+        uint64 signal;
         uint16 findings;
         bytes signature;
     }
@@ -121,6 +134,12 @@ interface IRoundBook {
     /// @notice The challenged leaf, posted: `leaf` is its ABI encoding (a SignedSubmission, or a
     /// Credit with its amount and votes), the calldata anyone then proves a lie from.
     event DataAnswered(uint64 indexed round, bool verdictTree, uint32 index, bytes leaf);
+    /// @notice `voter` signed two different votes on `producer`'s batch of `round` (or one its
+    /// vote on the ledger contradicts): the ledger slashed it `slashed` wei, and paid `prover` its
+    /// settler's cut of it.
+    event EquivocationProven(
+        uint64 indexed round, address indexed producer, address indexed voter, address prover, uint256 slashed
+    );
     event Funded(address indexed from, uint256 amount);
     /// @param total what the producer has been paid in all, with this claim
     event Claimed(address indexed producer, uint64 indexed round, uint256 amount, uint256 total);
@@ -155,6 +174,7 @@ interface IRoundBook {
     error PoolInsufficient(uint256 amount, uint256 pool);
     error ZeroAmount();
     error NotTheLedgersBook(address named);
+    error AlreadyProven(uint64 round, address producer, address voter);
     error EscalationClosed(uint64 round, uint64 current);
     error ForgedSubmission(uint64 round, address producer);
     /// @dev The ledger's, which escalate passes on (declared here so that the book's ABI decodes
@@ -327,6 +347,17 @@ interface IRoundBook {
         SumTree.Node[] calldata proof,
         Shown calldata skipped
     ) external;
+
+    /// @notice Proves that one checker equivocated on `producer`'s batch of `round`: `first` and
+    /// `second` are two different votes its key signed on it; or, `second.signature` empty,
+    /// `first` is a vote whose side (unavailable; agreeing with the ledger's record of the batch
+    /// as attest judges; or disputing it) is not the side of its own first vote on the ledger's
+    /// record of the batch (an escalated batch, or one of the v4 lane). Its signer must be a
+    /// registered node. The ledger slashes it slashBps of its stake and pays the caller
+    /// SETTLER_CUT_BPS of that; once per checker and batch; until the round's challenge window
+    /// ends (stake that gave a seat outlasts it: the ledger's unbonding period is longer).
+    function proveEquivocation(uint64 round, address producer, CastVote calldata first, CastVote calldata second)
+        external;
 
     /// @notice The rounds between a round and the rounds settled for it: C + 2.
     function lag() external view returns (uint64);

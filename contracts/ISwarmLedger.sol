@@ -347,6 +347,20 @@ interface ISwarmLedger {
         EscalationVote calldata vote
     ) external;
 
+    /// @notice Slashes `voter` slashBps of its stake (active first, then unbonding) into the
+    /// reward pool for signing two different votes on `node`'s batch of `round`, or a vote its
+    /// own vote here contradicts, and pays `prover` SETTLER_CUT_BPS of it. The round book alone
+    /// may call it, once it judged the two messages and that this equivocation was not
+    /// slashed before.
+    /// @param round The batch's round.
+    /// @param node The batch's producer.
+    /// @param voter The node that signed both.
+    /// @param prover Who proved it (paid its cut).
+    /// @return slashed The wei slashed.
+    function slashEquivocation(uint64 round, address node, address voter, address prover)
+        external
+        returns (uint256 slashed);
+
     /// @notice Reports what the caller, a drawn checker of `node`'s batch, computed when it
     /// fetched and re-verified it. It agrees when the signal is exactly the claimed one (an
     /// integer every checker recomputes identically, so a claim above it, padded or inflated,

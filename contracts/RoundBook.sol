@@ -57,6 +57,7 @@ contract RoundBook is IRoundBook {
     mapping(uint64 round => Round) private _rounds;
     mapping(bytes32 key => DataChallenge) private _challenges; // key: (round, tree, index)
     mapping(address payee => uint256 wei_) public owed;
+    mapping(bytes32 key => bool) private _equivocations; // key: (round, producer, voter)
 
     constructor(address ledger_, uint256 bond_, uint256 challengeBond_) {
         _ledger = ISwarmLedger(ledger_);
@@ -171,6 +172,21 @@ contract RoundBook is IRoundBook {
     }
 
     // ---------------------------------------------------------------------------------- proofs
+
+    function proveEquivocation(uint64 round, address producer, CastVote calldata first, CastVote calldata second)
+        external
+    {
+        _posted(round);
+        uint64 current = _ledger.currentRound();
+        if (current > challengeEnd(round)) revert ChallengeWindowClosed(round, current);
+        address voter = judge.equivocator(round, producer, first, second);
+        if (voter == address(0)) revert NoLie("no two sides of one checker");
+        bytes32 key = keccak256(abi.encode(round, producer, voter));
+        if (_equivocations[key]) revert AlreadyProven(round, producer, voter);
+        _equivocations[key] = true;
+        uint256 slashed = _ledger.slashEquivocation(round, producer, voter, msg.sender);
+        emit EquivocationProven(round, producer, voter, msg.sender, slashed);
+    }
 
     function proveForgedSubmission(
         uint64 round,

@@ -74,6 +74,43 @@ contract RoundJudge {
         return "";
     }
 
+    /// @notice The registered node that equivocated on `producer`'s batch of `round` by `first`
+    /// and `second` (RoundBook.proveEquivocation says how), or the zero address when they show
+    /// none.
+    function equivocator(
+        uint64 round,
+        address producer,
+        IRoundBook.CastVote calldata first,
+        IRoundBook.CastVote calldata second
+    ) external view returns (address) {
+        bytes32 hash = _voteHash(round, producer, first);
+        address voter = Messages.signer(hash, first.signature);
+        if (voter == address(0) || _ledger.familyOf(voter) == bytes32(0)) return address(0);
+        if (second.signature.length != 0) {
+            bytes32 other = _voteHash(round, producer, second);
+            return other != hash && Messages.signer(other, second.signature) == voter ? voter : address(0);
+        }
+        (uint8 onChain,,) = _ledger.voteOf(voter, round, producer);
+        ISwarmLedger.SubmissionView memory s = _ledger.submissionOf(round, producer);
+        // a vote on another batch than the ledger's record says nothing against the record's vote
+        if (onChain == 0 || first.digest != s.digest) return address(0);
+        uint256 side = first.unavailable
+            ? 3
+            : first.signal == s.signal && _gap(first.score, s.score) * BPS <= uint256(s.rollouts) * _scoreScale * _toleranceBps
+                ? 1
+                : 2;
+        return side != onChain ? voter : address(0);
+    }
+
+    function _voteHash(uint64 round, address producer, IRoundBook.CastVote calldata v) private view returns (bytes32) {
+        return Messages.signingHash(
+            _separator,
+            Messages.structHash(
+                Messages.Vote(round, producer, v.digest, v.unavailable, v.score, v.signal, v.findings)
+            )
+        );
+    }
+
     /// @dev Whether `voter` holds a seat on `producer`'s committee of `round`: the ledger's rule
     /// 4 with the round's beacon and stakes as of the submission root's block.
     function _seated(

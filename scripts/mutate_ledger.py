@@ -350,8 +350,18 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     ),
     "settler-paid-for-own-slash": (
         "a producer that settles its own disputed batch is paid the settler's cut of its own slash",
-        "if (msg.sender != node) _paySettler(round, node, slashed);",
-        "_paySettler(round, node, slashed);",
+        "if (msg.sender != node) _paySettler(msg.sender, round, node, slashed);",
+        "_paySettler(msg.sender, round, node, slashed);",
+    ),
+    "equivocation-slashed-by-anyone": (
+        "anyone may slash a node for an equivocation (no book judged it)",
+        "        if (msg.sender != book) revert NotTheBook(msg.sender, book);\n",
+        "",
+    ),
+    "equivocation-cut-to-the-book": (
+        "an equivocation's settler cut goes to the book that called, not to its prover",
+        "_paySettler(prover, round, node, slashed);",
+        "_paySettler(msg.sender, round, node, slashed);",
     ),
     "settler-paid-for-own-vote": (
         "a voter that has its own losing vote judged is paid the settler's cut of its own slash",

@@ -34,7 +34,9 @@ from scripts.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "contracts" / "RoundBook.sol"
 JUDGE = ROOT / "contracts" / "RoundJudge.sol"  # the book's judge of a credit's votes, its own
-TESTS = "tests/chain/test_roundbook.py,tests/chain/test_escalation.py"
+TESTS = (
+    "tests/chain/test_roundbook.py,tests/chain/test_escalation.py,tests/chain/test_equivocation.py"
+)
 CLAIMS = "test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes"
 TAIL = "test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet"
 CREDIT_LIES = "test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_bond"
@@ -47,6 +49,8 @@ NO_VERDICTS = "test_an_aggregator_must_post_a_verdict_root_even_of_no_credit"
 ESCALATED = "test_a_disputed_batch_escalates_with_its_committee_and_its_forger_is_slashed"
 ESCALATION_CLOSES = "test_escalation_closes_with_the_ledgers_vote_window"
 FRAMED = "test_a_forged_submission_is_not_escalated"
+TWO_VOTES = "test_two_different_votes_on_one_batch_slash_their_signer_once"
+CONTRADICTED = "test_a_vote_signed_off_chain_and_the_other_side_on_the_ledger_is_an_equivocation"
 
 # name -> (what the fault does, source text, replacement, the tests meant to catch it)
 FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -239,6 +243,33 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "if (current >= voteClose(round)) revert EscalationClosed",
         "if (current > voteClose(round)) revert EscalationClosed",
         (ESCALATION_CLOSES,),
+    ),
+    "equivocation-slashed-twice": (
+        "one equivocation slashes its voter again for each pair of its votes shown",
+        "        if (_equivocations[key]) revert AlreadyProven(round, producer, voter);\n",
+        "",
+        (TWO_VOTES,),
+    ),
+    "equivocation-of-one-vote": (
+        "one vote shown twice is taken for two (any checker that signed a vote is slashed)",
+        "return other != hash && Messages.signer(other, second.signature) == voter",
+        "return Messages.signer(other, second.signature) == voter",
+        (TWO_VOTES,),
+    ),
+    "equivocation-of-a-kept-word": (
+        "a signed vote and the same side on the ledger are taken for an equivocation (an honest "
+        "checker that voted on chain what it signed is slashed)",
+        "return side != onChain ? voter : address(0);",
+        "return voter;",
+        (CONTRADICTED,),
+    ),
+    "equivocation-after-the-window": (
+        "an equivocation is proven after the round's challenge window, when the stake that gave "
+        "the seat may be gone",
+        "        if (current > challengeEnd(round)) revert ChallengeWindowClosed(round, current);\n"
+        "        address voter",
+        "        address voter",
+        (TWO_VOTES,),
     ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",

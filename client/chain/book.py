@@ -18,7 +18,9 @@ from web3 import Web3
 
 from client.chain.errors import WrongChain
 from client.chain.ledger.connection import Deployed
+from client.chain.messages import Signed, Vote
 from client.chain.models import LedgerParams, TxResult
+from client.chain.roots import cast_vote_struct
 
 CONTRACT = "RoundBook"
 
@@ -159,6 +161,22 @@ class RoundBook(Deployed):
         v4 lane, as a checker drawn on its committee that disputes it or cannot fetch it, with
         that `vote`."""
         return self._send("escalate", round_, index, leaf, list(proof), vote.struct())
+
+    def prove_equivocation(self, first: Signed, second: Signed | None = None) -> TxResult:
+        """Proves that `first`'s signer equivocated on its batch: `second` is another vote it
+        signed on the same round and producer, or, None, its own vote on the ledger's record of
+        the batch takes the other side. The ledger slashes it and pays the caller its settler's
+        cut (ISwarmLedger.slashEquivocation)."""
+        v = first.message
+        if not isinstance(v, Vote):
+            raise ValueError("an equivocation is proven from a signed Vote")
+        return self._send(
+            "proveEquivocation",
+            v.round,
+            v.producer,
+            cast_vote_struct(first),
+            cast_vote_struct(second),
+        )
 
     def draw_beacon(self, round_: int) -> TxResult:
         return self._send("drawBeacon", round_)

@@ -120,6 +120,17 @@ def vote_struct(signed: Signed) -> tuple:
     return (signed.signer, v.score, v.findings, _sig(signed))
 
 
+def cast_vote_struct(signed: Signed | None) -> tuple:
+    """IRoundBook.CastVote of a signed `Vote` (what RoundBook.proveEquivocation is shown); None
+    gives the empty one (no signature: compare the other with the voter's vote on the ledger)."""
+    if signed is None:
+        return (bytes(32), False, 0, 0, 0, b"")
+    v = signed.message
+    if not isinstance(v, Vote):
+        raise ValueError("not a signed Vote")
+    return (_b32(v.digest), v.unavailable, v.score, v.signal, v.findings, _sig(signed))
+
+
 def votes_hash(votes: Sequence[tuple]) -> bytes:
     return keccak256(encode([VOTES_ABI], [list(votes)]))
 

@@ -23,7 +23,7 @@ abstract contract Rewards is Committees {
         if (!_isFinal(round, current)) revert RoundNotFinal(round, current);
         if (s.flags & SETTLED != 0) revert AlreadySettled(round, node);
         uint256 slashed = _settle(s, round, node);
-        if (msg.sender != node) _paySettler(round, node, slashed);
+        if (msg.sender != node) _paySettler(msg.sender, round, node, slashed);
     }
 
     /// @inheritdoc ISwarmLedger
@@ -56,7 +56,17 @@ abstract contract Rewards is Committees {
             if (voter != msg.sender) cutFrom += slashed;
             emit VoteSettled(round, node, voter, lost, slashed);
         }
-        _paySettler(round, node, cutFrom);
+        _paySettler(msg.sender, round, node, cutFrom);
+    }
+
+    /// @inheritdoc ISwarmLedger
+    function slashEquivocation(uint64 round, address node, address voter, address prover)
+        external
+        returns (uint256 slashed)
+    {
+        if (msg.sender != book) revert NotTheBook(msg.sender, book);
+        slashed = _slash(voter, round, slashBps);
+        _paySettler(prover, round, node, slashed);
     }
 
     /// @inheritdoc ISwarmLedger
@@ -143,14 +153,14 @@ abstract contract Rewards is Committees {
         emit Settled(round, node, disputed, slashed);
     }
 
-    /// @dev Pays the caller SETTLER_CUT_BPS of `slashed` from the pool, last (after every write).
-    function _paySettler(uint64 round, address node, uint256 slashed) private {
+    /// @dev Pays `settler` SETTLER_CUT_BPS of `slashed` from the pool, last (after every write).
+    function _paySettler(address settler, uint64 round, address node, uint256 slashed) private {
         uint256 cut = (slashed * SETTLER_CUT_BPS) / BPS;
         if (cut == 0) return;
         rewardPool -= cut;
         totalSettlerPaid += cut;
-        emit SettlerPaid(msg.sender, round, node, cut);
-        _send(msg.sender, cut);
+        emit SettlerPaid(settler, round, node, cut);
+        _send(settler, cut);
     }
 
     /// @dev Moves `bps` of a node's stake, active first, then unbonding, to the reward pool.

@@ -214,7 +214,9 @@ def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
     """The aggregator holds Q agreeing votes on a batch, then one of its seated checkers
     escalates it (it disputes it after all): the batch is the ledger's now, and the verdict root
     the service posts leaves it out, which every auditor check, the ledger's lane read too,
-    holds against."""
+    holds against. The checker signed an agreement and escalated a dispute, and another sent a
+    second, different vote: the service proves both equivocations, and the ledger slashes
+    each."""
     swarm, nodes, book = world
     agg, r = collecting(world, daemon, tmp_path)
     sent = sign_submissions(book, nodes[:4], r)
@@ -231,9 +233,26 @@ def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
     leaf = submission_struct(disputed)
     disputes = EscalationVote(unavailable=False, score=0, signal=disputed.message.signal)
     book.send(checker.tx.account, "escalate", r, i, leaf, subs.proof(i), disputes.struct())
+    # another voter, on another batch, signs a second vote with another score: refused, proven
+    other = subs.signed[0]
+    twice = next(
+        n
+        for n in nodes
+        if n.tx.account.address in seats(book, nodes, other.signer, r) and n is not checker
+    )
+    second = signed_vote(book, twice, other, score=other.message.score - 1)
+    [answer] = agg.client(book.domain).send([second])
+    assert answer.refused and "second, different vote" in answer.refused
+    stakes = {n: swarm.ledger.node_info(n.tx.account.address).active_stake for n in nodes}
+    assert agg.service.tick().equivocations == [(r, other.signer, twice.tx.account.address)]
     swarm.goto(windows.verdict_round(r))
     done = agg.service.tick()
     assert done.posted_verdicts == [r], done.skipped
+    assert done.equivocations == [(r, disputed.signer, checker.tx.account.address)]
+    slash = swarm.params.slash_bps
+    for n in (twice, checker):
+        after = swarm.ledger.node_info(n.tx.account.address).active_stake
+        assert after == stakes[n] - stakes[n] * slash // 10_000
     verdicts: VerdictRoot = agg.service.verdict_roots[r]
     credited = {c.producer for c in verdicts.credits}
     assert credited == {s.signer for s in sent} - {disputed.signer}

@@ -91,13 +91,14 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
     }
 
 
-# The faults CI runs (14 of 63): one per rule that moves credit or money (the verdict, the quorum,
+# The faults CI runs (15 of 65): one per rule that moves credit or money (the verdict, the quorum,
 # evidence, the draw and its snapshot of the total, the family, the beacon, settlement before
 # withdrawal, pay by share, judged votes, appeals, the settler's cut, who may escalate a batch of
-# the root lane and what its withdrawal waits for; a tie, unavailable votes and
+# the root lane and what its withdrawal waits for, who may slash an equivocation; a tie,
+# unavailable votes and
 # a snapshot of one's stake have directed LedgerRulesTest cases run on every build). All the
 # mutants compile in one build, but each still costs ~5 s of solcjs and its campaigns ~6 s, and
-# CI must stay within 30 minutes; `python -m scripts.mutate_ledger` runs all 63 (issue 23's and 40's
+# CI must stay within 30 minutes; `python -m scripts.mutate_ledger` runs all 65 (issue 23's and 40's
 # closing notes have the full table).
 CREDIT_RULE_FAULTS = (
     "disputed-batch-credited",
@@ -113,6 +114,7 @@ CREDIT_RULE_FAULTS = (
     "appeal-drawn-with-checkers",
     "settler-cut-not-from-pool",
     "escalate-by-anyone",
+    "equivocation-slashed-by-anyone",
     "escalated-batch-not-backing",
 )
 

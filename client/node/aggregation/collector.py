@@ -37,8 +37,9 @@ class Refused(ValueError):
 
 @dataclass
 class Equivocation:
-    """Two different messages one signer signed on the same thing: the proof of a double vote
-    (or a double submission) that the chain will judge."""
+    """Two different messages one signer signed on the same thing: of two votes, the proof the
+    book slashes their voter for (RoundBook.proveEquivocation, which the aggregator sends); of
+    two submissions, kept (the first stands; nothing slashes a producer for it yet)."""
 
     first: Signed
     second: Signed
@@ -103,6 +104,14 @@ class Collector:
         v = signed.message
         assert isinstance(v, Vote)
         producer, voter = v.producer.lower(), signed.signer.lower()
+        held = self.votes.get((producer, voter))
+        if held is not None:
+            # whatever the second one says (another score, a dispute, unavailable), two votes
+            # of one voter on one batch are what the book slashes (proveEquivocation)
+            if held.message != signed.message:
+                self.equivocations.append(Equivocation(held, signed))
+                raise Refused("a second, different vote on this batch: the first stands")
+            return held
         if v.unavailable:
             raise Refused("an unavailable vote goes on chain (reportUnavailable), not here")
         if producer == voter:
@@ -116,12 +125,6 @@ class Collector:
         most = claim.rollouts * SCORE_SCALE
         if v.signal != claim.signal or abs(v.score - claim.score) * BPS > most * self.tolerance_bps:
             raise Refused("a vote that does not agree with the claim goes on chain (attest)")
-        held = self.votes.get((producer, voter))
-        if held is not None:
-            if held.message != signed.message:
-                self.equivocations.append(Equivocation(held, signed))
-                raise Refused("a second, different vote on this batch: the first stands")
-            return held
         self.votes[(producer, voter)] = signed
         return signed
 

@@ -29,7 +29,7 @@ from client.chain import ChainError
 from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventCursor, EventReader
 from client.chain.ledger import Ledger
-from client.chain.messages import Domain, ReceiptSigner
+from client.chain.messages import Domain, ReceiptSigner, Vote
 from client.chain.roots import (
     NO_CREDITS_ROOT,
     BadList,
@@ -65,6 +65,8 @@ class Tick:
     answered: list[tuple[int, bool, int]] = field(default_factory=list)
     released: list[int] = field(default_factory=list)
     folded: list[int] = field(default_factory=list)
+    # (round, producer, voter) of each double vote proven
+    equivocations: list[tuple[int, str, str]] = field(default_factory=list)
     skipped: dict[int, str] = field(default_factory=dict)  # round -> why it was not posted
 
 
@@ -208,6 +210,7 @@ class Aggregator:
         self._fold(current, done)
         self._post_verdicts(current - w.submit_rounds - w.challenge_rounds - 2, current, done)
         self._answer(current, done)
+        self._prove_equivocations(current, done)
         self._release(current, done)
         self._forget(current)
         return done
@@ -280,6 +283,7 @@ class Aggregator:
             return
         v4 = v4_producers(self.ledger, self.ledger_events, round_)
         collector = self.collectors[round_]
+        self._prove_contradictions(round_, collector, v4, done)
         # every voter's and producer's registration and stake as of the root, in batches
         self.auditor.prefetch(
             {p for p, _ in collector.votes} | {v for _, v in collector.votes}, posted.posted_block
@@ -455,6 +459,64 @@ class Aggregator:
             submission_struct(root.signed[index]),
             root.proof(index),
         )
+
+    def _prove_equivocations(self, current: int, done: Tick) -> None:
+        """Proves each voter that sent two different votes on one batch of a posted round, while
+        the book still judges it: the ledger slashes the voter and pays this node its settler's
+        cut. Proven in the pass after the second vote came (the refused message is not held, so
+        a restart in between loses that evidence)."""
+        for round_, collector in self.collectors.items():
+            if round_ not in self.submission_roots or current > self.windows.challenge_end(round_):
+                continue
+            while collector.equivocations:
+                both = collector.equivocations[0]
+                if not isinstance(both.first.message, Vote):
+                    collector.equivocations.pop(0)  # a double submission: nothing slashes it yet
+                    continue
+                try:
+                    self.book.prove_equivocation(both.first, both.second)
+                except ChainError as exc:
+                    if getattr(exc, "name", "") not in ("AlreadyProven", "NoLie"):
+                        log.error("round %s: proving an equivocation failed: %s", round_, exc)
+                        break  # tried again next pass
+                    log.info("round %s: equivocation not proven (%s)", round_, exc)
+                else:
+                    message = both.first.message
+                    done.equivocations.append((round_, message.producer, both.first.signer))
+                    log.info(
+                        "round %s: proved that %s voted twice on %s's batch",
+                        round_,
+                        both.first.signer,
+                        message.producer,
+                    )
+                collector.equivocations.pop(0)
+
+    def _prove_contradictions(
+        self, round_: int, collector: Collector, v4: set[str], done: Tick
+    ) -> None:
+        """Proves each voter that signed this node an agreement with a batch the ledger now holds
+        (escalated, or submitted there too) and voted there the other side: the round's first
+        votes on the ledger are all in by its verdict round."""
+        for producer in sorted(v4):
+            held = {v: s for (p, v), s in collector.votes.items() if p == producer}
+            if not held:
+                continue
+            on_chain = self.ledger.votes_of(list(held), round_, producer)
+            for (voter, signed), (first, _, _) in zip(held.items(), on_chain, strict=True):
+                if first in (0, 1):  # no vote there, or the agreement it signed
+                    continue
+                try:
+                    self.book.prove_equivocation(signed)
+                except ChainError as exc:
+                    log.info("round %s: %s's contradiction not proven: %s", round_, voter, exc)
+                    continue
+                done.equivocations.append((round_, signed.message.producer, signed.signer))
+                log.info(
+                    "round %s: proved that %s signed an agreement and voted %s on chain",
+                    round_,
+                    signed.signer,
+                    "a dispute" if first == 2 else "unavailable",
+                )
 
     def _release(self, current: int, done: Tick) -> None:
         for round_ in sorted(self.submission_roots):

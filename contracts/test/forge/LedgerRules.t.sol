@@ -825,6 +825,26 @@ contract LedgerRulesTest is CheatsBase {
         require(_refusal(address(0), _escalation(A, beacon)) == ISwarmLedger.NotTheBook.selector, "no book");
     }
 
+    /// @dev The book slashes an equivocating checker (its judge found two sides of one voter):
+    /// slashBps of its stake, unbonding too, into the pool; the prover paid the settler's cut.
+    function test_onlyTheBookSlashesAnEquivocationAndItsProverIsPaidTheCut() public {
+        _launchWithBook();
+        bytes memory call = abi.encodeCall(ISwarmLedger.slashEquivocation, (0, P, A, S));
+        require(_refusal(A, call) == ISwarmLedger.NotTheBook.selector, "a node is not the book");
+        require(_refusal(S, call) == ISwarmLedger.NotTheBook.selector, "nor is its prover");
+        vm.prank(A);
+        ledger.requestUnstake(1 ether); // it asks half its stake back: unbonding is slashed too
+        uint256 pool = ledger.rewardPool();
+        uint256 paid = S.balance;
+        vm.prank(BOOK);
+        uint256 slashed = ledger.slashEquivocation(0, P, A, S);
+        require(slashed == 0.2 ether, "slashBps (10%) of its stake, active and unbonding");
+        ISwarmLedger.NodeView memory a = ledger.nodeInfo(A);
+        require(a.activeStake + a.unbonding == 1.8 ether, "taken from its stake");
+        require(S.balance - paid == 0.02 ether, "the prover paid SETTLER_CUT_BPS of it");
+        require(ledger.rewardPool() - pool == 0.18 ether, "the rest into the pool");
+    }
+
     function test_anEscalatedBatchKeepsTheRootLanesCommitteeAndIsJudgedHere() public {
         uint88 beacon = _launchWithBook();
         require(_refusal(BOOK, _escalation(D, beacon)) == ISwarmLedger.NotDrawn.selector, "D holds no seat");
