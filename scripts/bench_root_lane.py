@@ -45,6 +45,12 @@ aggregator's verdict root leaves it out, a light node audits the round's lists, 
 round is final it settles each forged batch, slashing its producer. The table gives the gas of
 each step per forged batch, what was slashed and what each side was credited.
 
+--equivocators E plays one more round at the first N in which E checkers each sign a second,
+different vote on a batch they voted on: the aggregator's collector refuses it and keeps both, and
+the aggregator proves each pair (RoundBook.proveEquivocation), which slashes the checker on the
+ledger and pays the aggregator the settler's cut; the first votes stand, so the verdict root
+credits what it would have.
+
 Not in these figures (not built yet, docs/scaling.md): the aggregator's draw and pay.
 
 --aggregator service (with --transport http) has the honest rounds aggregated by the service a
@@ -57,6 +63,7 @@ clock; its CPU a round is its passes' and its endpoint threads'.
 Usage: python -m scripts.bench_root_lane [--nodes 100,1000] [--rounds 3] [--family-size 100]
                                          [--checkers 10] [--quorum 3] [--sample 20]
                                          [--claim-every 100] [--lies all] [--forgers F]
+                                         [--equivocators E]
                                          [--transport direct|http] [--aggregator inline|service]
 """
 
@@ -87,6 +94,7 @@ from client.chain.roots import (
     Credit,
     SubmissionRoot,
     VerdictRoot,
+    cast_vote_struct,
     decode_submission,
     open_submission_list,
     submission_list,
@@ -96,7 +104,7 @@ from client.chain.roots import (
 )
 from client.devnet import Anvil, IpfsDaemon, start_daemons
 from client.node.aggregation.auditor import Auditor
-from client.node.aggregation.collector import Collector
+from client.node.aggregation.collector import Collector, Refused
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.endpoint import (
     MAX_BATCH,
@@ -978,6 +986,100 @@ def _play_forgers(light: LightSwarm, forgers: int) -> Forged:
     )
 
 
+@dataclass
+class Equivocated:
+    """One round in which some checkers sign two different votes on a batch (--equivocators)."""
+
+    equivocators: int
+    proof_gas: int  # the aggregator's proofs, all of them
+    slashed: int  # wei slashed from the equivocators, all of them
+    prover_paid: int  # wei the ledger paid the aggregator (its settler's cut of each)
+    honest: int  # producers
+    credited: int  # of them, the ones the verdict root credits
+    finding: str  # what an auditor found in the round's lists ("" when nothing)
+    wall: float
+
+
+def play_equivocators(
+    n: int, equivocators: int, family_size: int, checkers: int, quorum: int
+) -> Equivocated:
+    """One round at N nodes in which `equivocators` checkers each sign a second vote (another
+    score) on a batch they voted on: the aggregator keeps both and proves each pair."""
+    with light_swarm("equivocators-", n, family_size, checkers, quorum, "direct") as light:
+        return _play_equivocators(light, equivocators)
+
+
+def _play_equivocators(light: LightSwarm, count: int) -> Equivocated:
+    started = time.monotonic()
+    light.register()
+    r = light.ledger.current_round() + 1
+    registered = {x.address for x in light.nodes}.__contains__
+    collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+    cost = RoundCost()
+    light.swarm.goto(r, 0.1)
+    light.open(collector)
+    light.submissions(r, collector, cost, set())
+    light.swarm.goto(light.window("postRound", r), 0.1)
+    root, listed, cid = light.post_submissions(r, collector, cost)
+    light.vote(r, collector, cid, listed, cost, set())
+    firsts: dict[str, Signed] = {}  # voter -> one vote it sent
+    for (_, voter), signed in collector.votes.items():
+        firsts.setdefault(voter, signed)
+        if len(firsts) == count:
+            break
+    if len(firsts) < count:
+        raise SystemExit(f"--equivocators {count}: only {len(firsts)} checkers voted")
+    keys_of = {x.address.lower(): x.key for x in light.nodes}
+    for voter, first in firsts.items():
+        m = first.message
+        other = m.model_copy(update={"score": m.score - 1 if m.score else 1})
+        try:
+            collector.accept(Signed.sign(other, light.domain, keys_of[voter]).to_bytes())
+        except Refused:
+            pass
+        else:
+            raise RuntimeError("the collector took a second vote of one checker on one batch")
+    stakes = {v: light.ledger.node_info(v).active_stake for v in firsts}
+    ledger = light.ledger.contract.functions
+    paid_before = ledger.totalSettlerPaid().call()
+    proofs = [
+        (
+            light.aggregator.address,
+            light.book.encode_abi(
+                "proveEquivocation",
+                args=[
+                    r,
+                    e.first.message.producer,
+                    cast_vote_struct(e.first),
+                    cast_vote_struct(e.second),
+                ],
+            ),
+            0,
+        )
+        for e in collector.equivocations
+    ]
+    proved = light.send("proveEquivocation", light.book.address, proofs, count=False)
+    slashed = sum(stakes[v] - light.ledger.node_info(v).active_stake for v in firsts)
+    light.swarm.goto(light.window("verdictRound", r), 0.1)
+    verdicts, published, _ = light.post_verdicts(r, collector, root, cost)
+    auditor = light.auditor()
+    posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
+    entries, finding = auditor.submissions(posted, listed)
+    if finding is None:
+        finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
+    credited = {c.producer.lower() for c in verdicts.credits}
+    return Equivocated(
+        count,
+        sum(int(x["gasUsed"], 16) for x in proved),
+        slashed,
+        ledger.totalSettlerPaid().call() - paid_before,
+        len(root.signed),
+        sum(1 for x in root.signed if x.signer.lower() in credited),
+        "" if finding is None else finding.what,
+        time.monotonic() - started,
+    )
+
+
 def play_lie(
     n: int, lie: str, family_size: int, checkers: int, quorum: int, transport: str = "direct"
 ) -> Caught:
@@ -1075,6 +1177,13 @@ def main() -> None:
         default=0,
         help="play one round at the first N in which this many producers forge: their seated "
         "checkers escalate and dispute them in the v4 lane, and settling slashes them",
+    )
+    parser.add_argument(
+        "--equivocators",
+        type=int,
+        default=0,
+        help="play one round at the first N in which this many checkers sign a second, different "
+        "vote on a batch: the aggregator proves each, and the ledger slashes them",
     )
     parser.add_argument(
         "--transport",
@@ -1256,6 +1365,39 @@ def main() -> None:
         forged.print(
             f"Root lane: forging producers at N = {n}, one round (each forged batch escalated by "
             f"a seated checker, disputed by all of them in the v4 lane, settled once final)"
+        )
+    if args.equivocators:
+        n = int(args.nodes.split(",")[0])
+        e = play_equivocators(n, args.equivocators, args.family_size, args.checkers, args.quorum)
+        twice = Table(
+            "N",
+            "equivocators",
+            "proof gas / equivocator",
+            "slashed / equivocator (ETH)",
+            "prover paid / equivocator (ETH)",
+            "batches credited",
+            "auditor's finding",
+            "wall s",
+            formats={
+                "slashed / equivocator (ETH)": ".3f",
+                "prover paid / equivocator (ETH)": ".4f",
+                "wall s": ".0f",
+            },
+            left=["batches credited", "auditor's finding"],
+        )
+        twice.row(
+            n,
+            e.equivocators,
+            e.proof_gas // e.equivocators,
+            e.slashed / e.equivocators / ETH,
+            e.prover_paid / e.equivocators / ETH,
+            f"{e.credited} of {e.honest}",
+            e.finding or "none: the root stands",
+            e.wall,
+        )
+        twice.print(
+            f"Root lane: checkers that sign two votes on one batch at N = {n}, one round (each "
+            "pair proven by the aggregator, the checker slashed on the ledger)"
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory of this process: {peak:.0f} MiB")

@@ -12,7 +12,15 @@ import sys
 
 import pytest
 
-from scripts.bench_root_lane import BOND, LIES, STAKE, play, play_forgers, play_lie
+from scripts.bench_root_lane import (
+    BOND,
+    LIES,
+    STAKE,
+    play,
+    play_equivocators,
+    play_forgers,
+    play_lie,
+)
 
 POSTS = ("postSubmissions", "drawBeacon", "postVerdicts", "release")
 
@@ -60,6 +68,16 @@ def test_forging_producers_are_escalated_slashed_and_paid_nothing() -> None:
     assert forged.slashed == 2 * STAKE // 10  # 10% (slashBps 1,000) of each forger's 2 ETH
     assert forged.disputes >= 2 and forged.escalate_gas > 0 and forged.settle_gas > 0
     assert forged.honest == 10 and forged.honest_credited > 5
+
+
+def test_checkers_that_sign_twice_are_slashed_and_the_round_is_credited_as_before() -> None:
+    """--equivocators: each checker's second vote is refused and kept; the aggregator proves
+    each pair, the ledger slashes each checker its stake's slash share and pays the aggregator
+    the settler's cut; the first votes stand, and the root does too."""
+    twice = play_equivocators(12, 2, family_size=12, checkers=10, quorum=3)
+    assert twice.slashed == 2 * STAKE // 10  # 10% (slashBps 1,000) of each one's 2 ETH
+    assert twice.prover_paid == twice.slashed // 10  # SETTLER_CUT_BPS
+    assert twice.proof_gas > 0 and twice.finding == "" and twice.credited > 5
 
 
 def test_over_http_and_ipfs_the_nodes_play_the_same_rounds() -> None:
