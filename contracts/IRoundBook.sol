@@ -15,7 +15,7 @@ import {SumTree} from "./lib/SumTree.sol";
 /// post it on chain: unanswered by the end of the next round, the root is void as if a lie were
 /// proven. A batch its committee disputes is escalated into the ledger's v4 lane (escalate).
 /// A checker that signs two different votes on one batch, or votes on the ledger against a vote it
-/// signed, is slashed there (proveEquivocation). Not built yet (docs/scaling.md): the
+/// signed, is slashed there (RoundJudge.proveEquivocation). Not built yet (docs/scaling.md): the
 /// aggregator's draw. Payouts: each credit carries its producer's earnings in the rounds
 /// settled before it (Earnings), proven from one earlier leaf, so that a producer claims all it
 /// earned with one proof, as often as it likes.
@@ -175,6 +175,7 @@ interface IRoundBook {
     error ZeroAmount();
     error NotTheLedgersBook(address named);
     error AlreadyProven(uint64 round, address producer, address voter);
+    error NotTheJudge(address caller);
     error EscalationClosed(uint64 round, uint64 current);
     error ForgedSubmission(uint64 round, address producer);
     /// @dev The ledger's, which escalate passes on (declared here so that the book's ABI decodes
@@ -348,16 +349,16 @@ interface IRoundBook {
         Shown calldata skipped
     ) external;
 
-    /// @notice Proves that one checker equivocated on `producer`'s batch of `round`: `first` and
-    /// `second` are two different votes its key signed on it; or, `second.signature` empty,
-    /// `first` is a vote whose side (unavailable; agreeing with the ledger's record of the batch
-    /// as attest judges; or disputing it) is not the side of its own first vote on the ledger's
-    /// record of the batch (an escalated batch, or one of the v4 lane). Its signer must be a
-    /// registered node. The ledger slashes it slashBps of its stake and pays the caller
-    /// SETTLER_CUT_BPS of that; once per checker and batch; until the round's challenge window
-    /// ends (stake that gave a seat outlasts it: the ledger's unbonding period is longer).
-    function proveEquivocation(uint64 round, address producer, CastVote calldata first, CastVote calldata second)
-        external;
+    /// @notice Has the ledger slash `voter`, whom this book's judge found equivocating on
+    /// `producer`'s batch of `round` (RoundJudge.proveEquivocation, the only caller), and pay
+    /// `prover`: once per checker and batch, until the round's challenge window ends (stake that
+    /// gave a seat outlasts it: the ledger's unbonding period is longer).
+    function slashEquivocation(uint64 round, address producer, address voter, address prover) external;
+
+    /// @notice Voids `round`'s verdict root for `lie`, which this book's judge proved
+    /// (RoundJudge.proveUncredited, the only caller), and pays `prover` half the bond, as any
+    /// proven lie.
+    function voidVerdicts(uint64 round, string calldata lie, address prover) external;
 
     /// @notice The rounds between a round and the rounds settled for it: C + 2.
     function lag() external view returns (uint64);

@@ -45,10 +45,9 @@ contract RoundBook is IRoundBook {
     uint256 public immutable challengeBond;
     uint64 private immutable _submitRounds;
     uint64 private immutable _challengeRounds;
-    /// @notice The contract that judges a credit's votes for this book (created by it).
+    /// @notice The contract that judges a credit's votes, a submission's signature and ranges,
+    /// an equivocation and an uncredited quorum for this book (created by it).
     RoundJudge public immutable judge;
-    uint256 private immutable _scoreScale; // the ledger's units: a submission's range is its
-    uint256 private immutable _maxRollouts;
     uint256 private immutable _rewardPerRound;
     bytes32 private immutable _separator;
     uint256 public rewardPool;
@@ -65,8 +64,6 @@ contract RoundBook is IRoundBook {
         challengeBond = challengeBond_;
         _submitRounds = _ledger.submitRounds();
         _challengeRounds = _ledger.challengeRounds();
-        _scoreScale = _ledger.SCORE_SCALE();
-        _maxRollouts = _ledger.MAX_ROLLOUTS();
         _rewardPerRound = _ledger.rewardPerRound();
         _separator = Messages.domainSeparator(address(this));
         judge = new RoundJudge(ledger_, _separator);
@@ -173,19 +170,21 @@ contract RoundBook is IRoundBook {
 
     // ---------------------------------------------------------------------------------- proofs
 
-    function proveEquivocation(uint64 round, address producer, CastVote calldata first, CastVote calldata second)
-        external
-    {
+    function voidVerdicts(uint64 round, string calldata lie, address prover) external {
+        if (msg.sender != address(judge)) revert NotTheJudge(msg.sender);
+        _void(_withVerdicts(round), round, false, lie, prover);
+    }
+
+    function slashEquivocation(uint64 round, address producer, address voter, address prover) external {
+        if (msg.sender != address(judge)) revert NotTheJudge(msg.sender);
         _posted(round);
         uint64 current = _ledger.currentRound();
         if (current > challengeEnd(round)) revert ChallengeWindowClosed(round, current);
-        address voter = judge.equivocator(round, producer, first, second);
-        if (voter == address(0)) revert NoLie("no two sides of one checker");
         bytes32 key = keccak256(abi.encode(round, producer, voter));
         if (_equivocations[key]) revert AlreadyProven(round, producer, voter);
         _equivocations[key] = true;
-        uint256 slashed = _ledger.slashEquivocation(round, producer, voter, msg.sender);
-        emit EquivocationProven(round, producer, voter, msg.sender, slashed);
+        uint256 slashed = _ledger.slashEquivocation(round, producer, voter, prover);
+        emit EquivocationProven(round, producer, voter, prover, slashed);
     }
 
     function proveForgedSubmission(
@@ -480,8 +479,8 @@ contract RoundBook is IRoundBook {
         // any position of the tree: a leaf past the count must be shown empty (answerEmpty)
         if (
             verdictTree
-                ? (r.verdicts == bytes32(0) || r.credits == 0 || index >> _depth(r.credits) != 0)
-                : index >> _depth(r.count) != 0
+                ? (r.verdicts == bytes32(0) || r.credits == 0 || index >> SumTree.depth(r.credits) != 0)
+                : index >> SumTree.depth(r.count) != 0
         ) {
             revert NotInRoot(round);
         }
@@ -665,7 +664,7 @@ contract RoundBook is IRoundBook {
         SumTree.Node[] calldata proof,
         uint256 height
     ) private view {
-        if (proof.length + height != _depth(r.credits)) revert NotInRoot(round);
+        if (proof.length + height != SumTree.depth(r.credits)) revert NotInRoot(round);
         _checkIn(SumTree.rootOf(node, index, proof), r.verdicts, r.total, round);
     }
 
@@ -676,30 +675,14 @@ contract RoundBook is IRoundBook {
         uint256 index,
         SumTree.Node[] calldata proof
     ) private view {
-        if (proof.length != _depth(r.count)) revert NotInRoot(round);
+        if (proof.length != SumTree.depth(r.count)) revert NotInRoot(round);
         _checkIn(SumTree.rootOf(node, index, proof), r.submissions, 0, round);
     }
 
-    /// @dev The depth of the complete tree of `n` leaves (ceil(log2 n); 0 for one leaf).
-    function _depth(uint256 n) private pure returns (uint256 d) {
-        while ((uint256(1) << d) < n) ++d;
-    }
-
     /// @dev Why a submission leaf is not a submission the ledger's submit would take from its
-    /// producer ("" when it is).
+    /// producer ("" when it is): the judge's word (RoundJudge.forged).
     function _forged(uint64 round, SignedSubmission calldata leaf) private view returns (string memory) {
-        Messages.Submission calldata s = leaf.submission;
-        bytes32 hash = Messages.signingHash(_separator, Messages.structHash(s));
-        if (Messages.signer(hash, leaf.signature) != leaf.producer || leaf.producer == address(0)) {
-            return "a submission its producer did not sign";
-        }
-        if (s.round != round) return "a submission of another round";
-        if (_ledger.familyOf(leaf.producer) == bytes32(0)) return "a submission of no registered node";
-        uint256 maxScore = uint256(s.rollouts) * _scoreScale;
-        if (s.rollouts == 0 || s.rollouts > _maxRollouts || s.score > maxScore || s.signal > maxScore / 2) {
-            return "a submission out of range";
-        }
-        return "";
+        return judge.forged(round, leaf);
     }
 
     /// @dev Why a credit leaf is false against its submission and votes ("" when it holds).

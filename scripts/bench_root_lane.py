@@ -47,7 +47,7 @@ each step per forged batch, what was slashed and what each side was credited.
 
 --equivocators E plays one more round at the first N in which E checkers each sign a second,
 different vote on a batch they voted on: the aggregator's collector refuses it and keeps both, and
-the aggregator proves each pair (RoundBook.proveEquivocation), which slashes the checker on the
+the aggregator proves each pair (RoundJudge.proveEquivocation), which slashes the checker on the
 ledger and pays the aggregator the settler's cut; the first votes stand, so the verdict root
 credits what it would have.
 
@@ -1042,10 +1042,13 @@ def _play_equivocators(light: LightSwarm, count: int) -> Equivocated:
     stakes = {v: light.ledger.node_info(v).active_stake for v in firsts}
     ledger = light.ledger.contract.functions
     paid_before = ledger.totalSettlerPaid().call()
+    judge = light.swarm.w3.eth.contract(
+        address=light.book.functions.judge().call(), abi=load_artifact("RoundJudge")["abi"]
+    )
     proofs = [
         (
             light.aggregator.address,
-            light.book.encode_abi(
+            judge.encode_abi(
                 "proveEquivocation",
                 args=[
                     r,
@@ -1058,7 +1061,7 @@ def _play_equivocators(light: LightSwarm, count: int) -> Equivocated:
         )
         for e in collector.equivocations
     ]
-    proved = light.send("proveEquivocation", light.book.address, proofs, count=False)
+    proved = light.send("proveEquivocation", judge.address, proofs, count=False)
     slashed = sum(stakes[v] - light.ledger.node_info(v).active_stake for v in firsts)
     light.swarm.goto(light.window("verdictRound", r), 0.1)
     verdicts, published, _ = light.post_verdicts(r, collector, root, cost)

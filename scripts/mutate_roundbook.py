@@ -50,6 +50,7 @@ ESCALATED = "test_a_disputed_batch_escalates_with_its_committee_and_its_forger_i
 ESCALATION_CLOSES = "test_escalation_closes_with_the_ledgers_vote_window"
 FRAMED = "test_a_forged_submission_is_not_escalated"
 TWO_VOTES = "test_two_different_votes_on_one_batch_slash_their_signer_once"
+UNCREDITED = "test_a_receipted_quorum_left_uncredited_is_proven"
 CONTRADICTED = "test_a_vote_signed_off_chain_and_the_other_side_on_the_ledger_is_an_equivocation"
 
 # name -> (what the fault does, source text, replacement, the tests meant to catch it)
@@ -244,6 +245,41 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "if (current > voteClose(round)) revert EscalationClosed",
         (ESCALATION_CLOSES,),
     ),
+    "uncredited-receipts-unchecked": (
+        "a quorum of votes proves an uncredited batch without the aggregator's receipts (an "
+        "honest aggregator loses its bond for votes it never received)",
+        "&& !receipted(round, leaf.producer, s.digest, s.signal, votes, receipts, r.aggregator)",
+        "&& false",
+        (UNCREDITED,),
+    ),
+    "uncredited-bracket-unchecked": (
+        "two credit leaves below a batch are taken to show it uncredited (a credited batch "
+        "proven left out)",
+        "&& index < around[1].credit.index",
+        "",
+        (UNCREDITED,),
+    ),
+    "uncredited-of-v4": (
+        "a batch the v4 lane holds is proven left uncredited (one round paid by both lanes, or "
+        "an escalated batch's root voided)",
+        "        if (_ledger.hasSubmitted(round, leaf.producer)) revert "
+        'IRoundBook.NoLie("a batch of the v4 lane");\n',
+        "",
+        (UNCREDITED,),
+    ),
+    "verdicts-voided-by-anyone": (
+        "anyone may have the book void a verdict root on a lie no judge found",
+        "        if (msg.sender != address(judge)) revert NotTheJudge(msg.sender);\n        _void",
+        "        _void",
+        (UNCREDITED,),
+    ),
+    "equivocation-slashed-by-anyone": (
+        "anyone may have the book slash a checker for an equivocation no judge found",
+        "        if (msg.sender != address(judge)) revert NotTheJudge(msg.sender);\n"
+        "        _posted",
+        "        _posted",
+        (TWO_VOTES,),
+    ),
     "equivocation-slashed-twice": (
         "one equivocation slashes its voter again for each pair of its votes shown",
         "        if (_equivocations[key]) revert AlreadyProven(round, producer, voter);\n",
@@ -267,8 +303,8 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "an equivocation is proven after the round's challenge window, when the stake that gave "
         "the seat may be gone",
         "        if (current > challengeEnd(round)) revert ChallengeWindowClosed(round, current);\n"
-        "        address voter",
-        "        address voter",
+        "        bytes32 key",
+        "        bytes32 key",
         (TWO_VOTES,),
     ),
     "prover-paid-the-bond": (

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from web3 import Web3
+from web3.contract import Contract
 
+from client.chain.artifacts import load_artifact
 from client.chain.errors import WrongChain
 from client.chain.ledger.connection import Deployed
 from client.chain.messages import Signed, Vote
@@ -74,6 +76,9 @@ class EscalationVote:
         return (self.unavailable, self.score, self.signal, self.findings)
 
 
+# the proofs sent to the book's judge (RoundJudge), which has the book slash or void on its word
+JUDGED = ("proveEquivocation", "proveUncredited")
+
 # RoundBook.windows(round)'s values, in order, by the names the book's sources give them
 WINDOWS = ("postRound", "voteClose", "verdictRound", "challengeEnd")
 
@@ -123,6 +128,7 @@ class RoundBook(Deployed):
     def __init__(self, w3: Web3, address: str, **sending: Any):
         super().__init__(w3, address, **sending)
         self._bonds: tuple[int, int] | None = None
+        self._judge: Contract | None = None
 
     def check(self, ledger: str) -> None:
         """Raises WrongChain unless this client's RoundBook is deployed at the address, reading
@@ -139,6 +145,14 @@ class RoundBook(Deployed):
         if self._bonds is None:
             self._bonds = (self._view("bond"), self._view("challengeBond"))
         return self._bonds
+
+    def judge(self) -> Contract:
+        """The book's RoundJudge (created by the book: fixed for its life), read once."""
+        if self._judge is None:
+            address = self._view("judge")
+            abi = load_artifact("RoundJudge")["abi"]
+            self._judge = self.w3.eth.contract(address=address, abi=abi)
+        return self._judge
 
     def round_of(self, round_: int) -> BookRound:
         return BookRound.from_view(round_, self._view("roundOf", round_))
@@ -163,20 +177,15 @@ class RoundBook(Deployed):
         return self._send("escalate", round_, index, leaf, list(proof), vote.struct())
 
     def prove_equivocation(self, first: Signed, second: Signed | None = None) -> TxResult:
-        """Proves that `first`'s signer equivocated on its batch: `second` is another vote it
-        signed on the same round and producer, or, None, its own vote on the ledger's record of
-        the batch takes the other side. The ledger slashes it and pays the caller its settler's
-        cut (ISwarmLedger.slashEquivocation)."""
+        """Proves that `first`'s signer equivocated on its batch (RoundJudge.proveEquivocation):
+        `second` is another vote it signed on the same round and producer, or, None, its own
+        vote on the ledger's record of the batch takes the other side. The ledger slashes it and
+        pays the caller its settler's cut (ISwarmLedger.slashEquivocation)."""
         v = first.message
         if not isinstance(v, Vote):
             raise ValueError("an equivocation is proven from a signed Vote")
-        return self._send(
-            "proveEquivocation",
-            v.round,
-            v.producer,
-            cast_vote_struct(first),
-            cast_vote_struct(second),
-        )
+        args = [v.round, v.producer, cast_vote_struct(first), cast_vote_struct(second)]
+        return self.call("proveEquivocation", args)
 
     def draw_beacon(self, round_: int) -> TxResult:
         return self._send("drawBeacon", round_)
@@ -190,8 +199,14 @@ class RoundBook(Deployed):
         return self._send("release", round_)
 
     def call(self, function: str, args: Sequence[Any], *, value: int = 0) -> TxResult:
-        """Any of the book's functions by name (a finding's proof, an answer, a claim)."""
-        return self._send(function, *args, value=value)
+        """Any of the book's functions by name (a finding's proof, an answer, a claim), or of its
+        judge's (JUDGED: the proofs the judge takes and has the book act on); what either
+        refuses with is one of the book's errors."""
+        if function not in JUDGED:
+            return self._send(function, *args, value=value)
+        judge = self.judge()
+        data = judge.encode_abi(function, args=list(args))
+        return self.tx.send({"to": judge.address, "data": data, "value": value}, function)
 
 
-__all__ = ["CONTRACT", "WINDOWS", "BookRound", "EscalationVote", "RoundBook", "Windows"]
+__all__ = ["CONTRACT", "JUDGED", "WINDOWS", "BookRound", "EscalationVote", "RoundBook", "Windows"]

@@ -107,7 +107,7 @@ _HINTS = {
     "InvalidParameter": "fix the deployment parameter",
     "NotTheBook": "only the round book this ledger named at deployment escalates a batch into it "
     "(RoundBook.escalate, by a checker drawn on the batch's committee) or slashes an "
-    "equivocation (RoundBook.proveEquivocation)",
+    "equivocation (RoundJudge.proveEquivocation)",
     "NotADispute": "an escalation carries its checker's dispute or unavailable vote: a checker "
     "that agrees with the batch signs its vote to the aggregator instead",
 }

@@ -121,7 +121,7 @@ def vote_struct(signed: Signed) -> tuple:
 
 
 def cast_vote_struct(signed: Signed | None) -> tuple:
-    """IRoundBook.CastVote of a signed `Vote` (what RoundBook.proveEquivocation is shown); None
+    """IRoundBook.CastVote of a signed `Vote` (what RoundJudge.proveEquivocation is shown); None
     gives the empty one (no signature: compare the other with the voter's vote on the ledger)."""
     if signed is None:
         return (bytes(32), False, 0, 0, 0, b"")
@@ -239,6 +239,19 @@ class VerdictRoot:
 
     def proof(self, index: int, height: int = 0) -> list[tuple[bytes, int]]:
         return [n.as_abi() for n in self.tree.proof(index, height)]
+
+    def around(self, round_: int, index: int) -> list[tuple]:
+        """IRoundBook.Shown of the credit leaves the submission at `index` sorts between (the
+        last below it and the first above it, those that exist): what shows it uncredited
+        (RoundJudge.proveUncredited). Raises ValueError when it is credited."""
+        if any(c.index == index for c in self.credits):
+            raise ValueError(f"the submission at {index} is credited")
+        below = [p for p, c in enumerate(self.credits) if c.index < index][-1:]
+        above = [p for p, c in enumerate(self.credits) if c.index > index][:1]
+        return [
+            (round_, p, self.credits[p].struct(), self.amounts[p], self.proof(p))
+            for p in below + above
+        ]
 
 
 # A verdict list (published beside a verdict root) is one ABI-encoded array of its credit leaves,

@@ -40,13 +40,35 @@ library SumTree {
         return keccak256(abi.encodePacked(bytes1(0x01), left.hash, left.sum, right.hash, right.sum));
     }
 
+    /// @dev The depth of the complete tree of `n` leaves (ceil(log2 n); 0 for one leaf).
+    function depth(uint256 n) internal pure returns (uint256 d) {
+        while ((uint256(1) << d) < n) ++d;
+    }
+
+    /// @dev Whether `node`, at (`height`, `index`) of the tree of `leaves` leaves, reaches the
+    /// root (`root`, `total`) through `siblings`, which must be as long as that tree is deep
+    /// above it: no leaf hides below a proof cut short.
+    function reaches(
+        Node memory node,
+        uint256 index,
+        Node[] memory siblings,
+        uint256 height,
+        uint256 leaves,
+        bytes32 root,
+        uint128 total
+    ) internal pure returns (bool) {
+        if (siblings.length + height != depth(leaves)) return false;
+        Node memory top = rootOf(node, index, siblings);
+        return top.hash == root && top.sum == total;
+    }
+
     /// @dev The root reached from `node`, at position `index` among the nodes of its height,
     /// through `siblings` (the nearest first).
     function rootOf(Node memory node, uint256 index, Node[] memory siblings) internal pure returns (Node memory) {
-        uint256 depth = siblings.length;
-        if (depth > MAX_DEPTH) revert ProofTooLong(depth);
-        if (index >> depth != 0) revert IndexOutsideTree(index, depth);
-        for (uint256 i = 0; i < depth; i++) {
+        uint256 levels = siblings.length;
+        if (levels > MAX_DEPTH) revert ProofTooLong(levels);
+        if (index >> levels != 0) revert IndexOutsideTree(index, levels);
+        for (uint256 i = 0; i < levels; i++) {
             node = (index >> i) & 1 == 0 ? parent(node, siblings[i]) : parent(siblings[i], node);
         }
         return node;

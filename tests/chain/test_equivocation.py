@@ -1,5 +1,5 @@
 """Equivocation, on a real anvil: a checker that signs two different votes on one batch, or signs a
-vote and then takes the other side on the ledger, is slashed for it (RoundBook.proveEquivocation,
+vote and then takes the other side on the ledger, is slashed for it (RoundJudge.proveEquivocation,
 judged by RoundJudge.equivocator; SwarmLedger.slashEquivocation), whoever proves it is paid the
 ledger's settler cut, and it is slashed once. The attack each test runs: a checker that tells
 the aggregator one thing and the chain another, then asks its stake back to escape."""
@@ -37,15 +37,10 @@ def world(chain):
 
 
 def prove(book, who, first: Signed, second: Signed | None = None, round_: int = ROUND):
+    """`who` proves it to the book's judge (the book slashes only on its word)."""
     producer = first.message.producer
-    return book.send(
-        who,
-        "proveEquivocation",
-        round_,
-        producer,
-        cast_vote_struct(first),
-        cast_vote_struct(second),
-    )
+    first_, second_ = cast_vote_struct(first), cast_vote_struct(second)
+    return book.send(who, "proveEquivocation", round_, producer, first_, second_)
 
 
 def proven(book, result) -> list[tuple[str, str, int]]:
@@ -98,7 +93,10 @@ def test_two_different_votes_on_one_batch_slash_their_signer_once(world) -> None
     third = Signed.sign(agreement(batch, findings=3), book.domain, checker.tx.account.key)
     with pytest.raises(LedgerRevert, match="AlreadyProven"):
         prove(book, stranger(book), one, third)
-    # only the book slashes (an equivocation judged by nobody would be a free slash of anyone)
+    # only the judge has the book slash, and only the book the ledger (an equivocation judged
+    # by nobody would be a free slash of anyone)
+    with pytest.raises(LedgerRevert, match="NotTheJudge"):
+        book.send(prover, "slashEquivocation", ROUND, producer, someone.tx.account.address, voter)
     contract = swarm.w3.eth.contract(
         address=ledger.address, abi=load_artifact("SwarmLedger")["abi"]
     )

@@ -59,6 +59,7 @@ from tests.harness.roundbook import (
     seats,
     sign_submissions,
     stranger,
+    uncredited,
 )
 
 
@@ -421,6 +422,80 @@ def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> Non
     finding = left_out(book, subs, *got[twice.tx.account.address], round_)
     with pytest.raises(LedgerRevert, match="a submission the root may leave out"):
         act_on(book, twice.tx.account, finding)
+
+
+def test_a_receipted_quorum_left_uncredited_is_proven(world) -> None:
+    """A vote-dropping aggregator: it gave receipts of a quorum of a batch's agreeing votes and
+    posts a verdict root that leaves the batch uncredited (its lists hold: only the receipts show
+    it). Whoever holds the receipted votes proves it, wherever the batch sorts (first, between,
+    last, or in a round posted as crediting nothing): the verdict root is void and the prover
+    takes half the bond. A vote without the aggregator's receipt, fewer votes than quorum, a
+    place the batch does not sort into, a credited batch and one the v4 lane holds prove
+    nothing."""
+    swarm, nodes, book = world
+    prover = stranger(book)
+    round_ = ROUND
+    for place in (0, 2, 3, None):  # None: the aggregator posts the no-credit root
+        got: dict[str, list[tuple[Signed, str]]] = {}
+        aggregator, subs, credits, votes = honest_round(book, nodes, round_, vote_receipts=got)
+        dropped = subs.signed[0 if place is None else place].signer
+        if place is None:
+            verdicts = None
+            swarm.goto(book.window("verdictRound", round_))
+            book.send(aggregator.tx.account, "postVerdicts", round_, NO_CREDITS_ROOT, 0, 0, LIST)
+        else:
+            kept = [(c, v) for c, v in zip(credits, votes, strict=True) if c.producer != dropped]
+            verdicts = VerdictRoot([c for c, _ in kept], votes=[v for _, v in kept])
+            post_verdicts(book, aggregator, verdicts, round_)
+            assert audit(book, subs, verdicts, round_=round_) is None  # its lists hold
+            # a batch it credits: no proof of it
+            credited = subs.signed[1].signer  # (place is never 1)
+            assert uncredited(book, subs, verdicts, got[credited], round_) is None
+        finding = uncredited(book, subs, verdicts, got[dropped], round_)
+        assert finding is not None and finding.args[1] == (place or 0)
+        if place == 2:
+            ordered = sorted(got[dropped], key=lambda vr: int(vr[0].signer, 16))
+            args = list(finding.args)
+            # a receipt another key signed binds nobody
+            other = ReceiptSigner(book.domain, nodes[6].tx.account.key).sign(ordered[0][0])
+            bad = [bytes.fromhex(other[2:]), *args[5][1:]]
+            with pytest.raises(LedgerRevert, match="no receipt"):
+                book.send(prover, "proveUncredited", *args[:5], bad, args[6])
+            # fewer votes than quorum
+            with pytest.raises(LedgerRevert, match="fewer votes than quorum"):
+                book.send(prover, "proveUncredited", *args[:4], args[4][1:], args[5][1:], args[6])
+            # leaves it does not sort between (the first two credits sort below it)
+            assert verdicts is not None
+            low = [
+                (round_, p, verdicts.credits[p].struct(), verdicts.amounts[p], verdicts.proof(p))
+                for p in (0, 1)
+            ]
+            with pytest.raises(LedgerRevert, match="the batch may be credited"):
+                book.send(prover, "proveUncredited", *args[:6], low)
+            with pytest.raises(LedgerRevert, match="the batch may be credited"):
+                book.send(prover, "proveUncredited", *args[:6], [])
+            # and only the judge has the book void a verdict root on its word
+            with pytest.raises(LedgerRevert, match="NotTheJudge"):
+                book.send(prover, "voidVerdicts", round_, "a lie nobody proved", prover.address)
+        before = balances(book, prover.address)
+        result = act_on(book, prover, finding)
+        assert_paid_for(book, prover, before, "a receipted quorum left uncredited", result, round_)
+        round_ = book.window("verdictRound", round_) + 1
+
+    # a batch of a producer that submitted the round in the v4 lane too is the v4 lane's to pay
+    twice = nodes[0]
+    swarm.goto(round_)
+    twice.submit(round_, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    got = {}
+    aggregator, subs, credits, votes = honest_round(book, nodes, round_, vote_receipts=got)
+    mine = twice.tx.account.address
+    kept = [(c, v) for c, v in zip(credits, votes, strict=True) if c.producer != mine]
+    verdicts = VerdictRoot([c for c, _ in kept], votes=[v for _, v in kept])
+    post_verdicts(book, aggregator, verdicts, round_)
+    finding = uncredited(book, subs, verdicts, got[mine], round_)
+    assert finding is not None  # (this auditor was not told of the v4 lane)
+    with pytest.raises(LedgerRevert, match="a batch of the v4 lane"):
+        act_on(book, prover, finding)
 
 
 def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) -> None:

@@ -1,7 +1,8 @@
-"""The round book's tests can fail: eight of `python -m scripts.mutate_roundbook`'s seeded
+"""The round book's tests can fail: nine of `python -m scripts.mutate_roundbook`'s seeded
 faults, one per kind of rule that moves money (who is paid, how often, by whose seat, for what
 silence, from which round, on whose receipt, in whose name a batch escalates, which checker is
-slashed for equivocating), are each caught by the test that names it. The script runs all 35."""
+slashed for equivocating, on whose receipts a dropped quorum is proven), are each caught by the
+test that names it. The script runs all 40."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ CI_FAULTS = (
     "receipt-unchecked",
     "escalate-forged",
     "equivocation-of-a-kept-word",
+    "uncredited-receipts-unchecked",
 )
 
 

@@ -12,7 +12,7 @@ from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import WINDOWS, BookRound
+from client.chain.book import JUDGED, WINDOWS, BookRound
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -48,10 +48,17 @@ class Book:
     domain: Domain
 
     def send(self, who, fn: str, *args, value: int = 0):
-        call = getattr(self.contract.functions, fn)(*args)
-        tx = {"to": self.contract.address, "data": call._encode_transaction_data(), "value": value}
+        """`who` calls the book's `fn` (or its judge's, for the proofs it takes: JUDGED)."""
+        contract = self.judge if fn in JUDGED else self.contract
+        call = getattr(contract.functions, fn)(*args)
+        tx = {"to": contract.address, "data": call._encode_transaction_data(), "value": value}
         sender = TxSender(self.swarm.w3, who, ErrorDecoder(self.contract.abi))
         return sender.send(tx, fn)
+
+    @property
+    def judge(self):
+        address = self.contract.functions.judge().call()
+        return self.swarm.w3.eth.contract(address=address, abi=load_artifact("RoundJudge")["abi"])
 
     def view(self, round_: int = ROUND):
         return self.contract.functions.roundOf(round_).call()
@@ -165,6 +172,7 @@ def honest_round(
     receipts: dict[str, tuple[Signed, str]] | None = None,
     leave_out: str | None = None,
     publish=None,
+    vote_receipts: dict[str, list[tuple[Signed, str]]] | None = None,
 ):
     """Four producers, an aggregator, and each batch credited with the votes of Q of its seated
     checkers: the roots an honest aggregator posts, built by its own collector (behind its
@@ -172,7 +180,8 @@ def honest_round(
     send them (bytes); `earnings` (EarningsBook.earnings for the round) fills each credit's
     earnings; `receipts` gets each producer's signed submission and receipt. `leave_out`: the
     producer (an address) a censoring aggregator leaves out of the root it posts. `publish`:
-    (kind, round, list bytes) -> the digest the post names (the list published on IPFS)."""
+    (kind, round, list bytes) -> the digest the post names (the list published on IPFS).
+    `vote_receipts` gets, per producer, each agreeing vote with the desk's receipt of it."""
     producers, aggregator = nodes[:4], nodes[4]
     quorum = book.swarm.params.quorum
     tolerance = book.swarm.params.agree_tolerance_bps
@@ -202,7 +211,11 @@ def honest_round(
         voters = [n for n in nodes if n.tx.account.address.lower() in held][:quorum]
         assert len(voters) == quorum, "too few seated checkers for this test's draw"
         for voter in voters:
-            collector.accept(signed_vote(book, voter, signed).to_bytes())
+            vote = signed_vote(book, voter, signed)
+            answer = desk.accept(vote.to_bytes())
+            assert answer.refused is None and answer.receipt is not None, answer
+            if vote_receipts is not None:
+                vote_receipts.setdefault(signed.signer, []).append((vote, answer.receipt))
     verdicts = collector.verdict_root(
         subs, seated=lambda p, v: v in seated[p], quorum=quorum, earnings=earnings
     )
@@ -304,6 +317,23 @@ def left_out(
     entries, found = auditor.submissions(posted, submission_list(subs.signed))
     assert found is None, found
     return auditor.left_out(posted, entries, signed, receipt)
+
+
+def uncredited(
+    book: Book,
+    subs: SubmissionRoot,
+    verdicts: VerdictRoot | None,
+    receipted: list[tuple[Signed, str]],
+    round_: int = ROUND,
+) -> Finding | None:
+    """What whoever holds a batch's receipted agreeing votes finds in the round's published
+    lists (`verdicts` None: the no-credit root): the proof that a quorum of them was left
+    uncredited, or None."""
+    auditor = auditor_of(book)
+    posted = BookRound.from_view(round_, book.view(round_))
+    entries, found = auditor.submissions(posted, submission_list(subs.signed))
+    assert found is None, found
+    return auditor.uncredited(posted, entries, verdicts, receipted)
 
 
 def act_on(book: Book, who, finding: Finding):

@@ -22,7 +22,15 @@ from typing import Protocol
 
 from client.chain.book import BookRound
 from client.chain.hashing import keccak256
-from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote, recover
+from client.chain.messages import (
+    BadMessage,
+    Domain,
+    Signed,
+    Submission,
+    Vote,
+    receipt_signer,
+    recover,
+)
 from client.chain.models import Beacon
 from client.chain.roots import (
     NO_INDEX,
@@ -34,6 +42,7 @@ from client.chain.roots import (
     open_submission_list,
     open_verdict_list,
     submission_struct,
+    vote_struct,
     votes_hash,
 )
 from client.chain.sumtree import SumTree, leaf
@@ -205,6 +214,73 @@ class Auditor:
                 place,
                 *below,
                 *above,
+            ),
+        )
+
+    def uncredited(
+        self,
+        posted: BookRound,
+        entries: list[bytes],
+        verdicts: VerdictRoot | None,
+        receipted: Sequence[tuple[Signed, str]],
+        v4: Collection[str] = (),
+    ) -> Finding | None:
+        """What whoever holds a batch's agreeing votes with the aggregator's receipt of each
+        (`receipted`: its checkers', sent on to it) does once both lists are checked and hold:
+        if the verdict root (`verdicts`, opened from the verdict list; None: the no-credit root)
+        leaves the batch
+        uncredited although a quorum of those votes are its seated checkers' and agree, the call
+        that proves it (RoundJudge.proveUncredited). None when the batch is credited, its
+        producer is in `v4` (the ledger holds its batch of the round), or the votes that count
+        are fewer than quorum."""
+        if not receipted:
+            return None
+        producer = receipted[0][0].message.producer.lower()
+        if producer in {p.lower() for p in v4}:
+            return None
+        decoded = [decode_submission(e) for e in entries]
+        found = [(i, d) for i, d in enumerate(decoded) if d[0].lower() == producer]
+        if len(found) != 1:
+            return None
+        index, (_, claim, _) = found[0]
+        if verdicts is not None and any(c.index == index for c in verdicts.credits):
+            return None
+        most = claim.rollouts * SCORE_SCALE
+        counted: dict[str, tuple[Signed, str]] = {}
+        for vote, receipt in receipted:
+            v = vote.message
+            if not isinstance(v, Vote) or v.unavailable or v.round != posted.round:
+                continue
+            if v.producer.lower() != producer or v.digest != claim.digest:
+                continue
+            if (
+                v.signal != claim.signal
+                or abs(v.score - claim.score) * BPS > most * self.tolerance_bps
+            ):
+                continue
+            try:
+                if receipt_signer(self.domain, vote, receipt).lower() != posted.aggregator.lower():
+                    continue
+                vote.verify(self.domain)
+            except BadMessage:
+                continue
+            if self.seated(posted, producer, vote.signer):
+                counted.setdefault(vote.signer.lower(), (vote, receipt))
+        if len(counted) < self.quorum:
+            return None
+        ordered = sorted(counted.values(), key=lambda vr: int(vr[0].signer, 16))
+        tree = SumTree([leaf(keccak256(e), 0) for e in entries])
+        return Finding(
+            "a receipted quorum left uncredited",
+            "proveUncredited",
+            (
+                posted.round,
+                index,
+                _submission(decoded[index]),
+                _proof(tree, index),
+                [vote_struct(v) for v, _ in ordered],
+                [bytes.fromhex(r.removeprefix("0x")) for _, r in ordered],
+                [] if verdicts is None else verdicts.around(posted.round, index),
             ),
         )
 

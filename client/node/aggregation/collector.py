@@ -38,7 +38,7 @@ class Refused(ValueError):
 @dataclass
 class Equivocation:
     """Two different messages one signer signed on the same thing: of two votes, the proof the
-    book slashes their voter for (RoundBook.proveEquivocation, which the aggregator sends); of
+    book slashes their voter for (RoundJudge.proveEquivocation, which the aggregator sends); of
     two submissions, kept (the first stands; nothing slashes a producer for it yet)."""
 
     first: Signed

@@ -6,7 +6,7 @@ sends with (`AggregatorClient`).
     POST /v1/messages   a JSON array of at most MAX_BATCH signed messages (client.chain.messages,
                         each as `Signed.to_bytes` writes it); answers 200 with one result per
                         message, in order: {"results": [{"accepted": true},
-                        {"accepted": false, "reason": "…"}, …]}; a held submission's result
+                        {"accepted": false, "reason": "…"}, …]}; a held message's result
                         carries the aggregator's receipt of it, {"accepted": true,
                         "receipt": "0x…"} (a `Receipt` signature: client.chain.messages)
     GET  /v1/status     {"chainId": …, "book": "0x…", "rounds": [the rounds collected now]}
@@ -20,7 +20,10 @@ submission is answered with a receipt signed by the aggregator's key: should the
 it posts leave that submission out, the producer proves it on chain (RoundBook.proveLeftOut) and
 takes half its bond; a receipt is given only for a submission taken while the round's
 submissions were open, under the lock the root is built under, so every receipted submission is
-in the root. The
+in the root. A held vote is receipted the same way: should the verdict root leave uncredited a
+batch a quorum of receipted votes agreed on, anyone holding them proves it
+(RoundJudge.proveUncredited); a vote is taken only until the round's votes close, under the lock
+the verdict root is built under. The
 client takes an aggregator's address from on-chain metadata (a stranger's input): only an
 http(s) origin, and only this module's two fixed paths are ever requested on it, so a hostile
 address cannot point a node's POST at another API of the host (an IPFS daemon's
@@ -49,7 +52,6 @@ from client.chain.messages import (
     Domain,
     ReceiptSigner,
     Signed,
-    Submission,
     receipt_signer,
 )
 from client.config.models.values import is_loopback, parse_listen_addr
@@ -85,7 +87,7 @@ class Answer:
 class Desk:
     """The rounds an aggregator collects now, shared by the server's threads: messages are
     verified outside the lock (signature recovery is the costly part), judged under it.
-    `receipts`: the aggregator's key, which signs a receipt of each held submission (none: no
+    `receipts`: the aggregator's key, which signs a receipt of each held message (none: no
     receipts, as a desk that will not post). `record`: called, under the lock, with the messages
     of one request that come to be held, before any answer (the aggregator's journal: what it
     receipted survives a restart); when it raises, they are let go and their senders told to
@@ -127,7 +129,7 @@ class Desk:
         return _Held(self, round_)
 
     def accept(self, data: bytes) -> Answer:
-        """Judges one message: held (with a receipt, for a submission) or refused."""
+        """Judges one message: held (with its receipt) or refused."""
         return self.accept_many([data])[0]
 
     def accept_many(self, datas: list[bytes]) -> list[Answer]:
@@ -176,7 +178,7 @@ class Desk:
                     held = [(i, kept) for i, kept in held if id(kept) not in lost]
         for i, kept in held:
             # signed outside the lock: it is held, and stays in the root once the root is built
-            if isinstance(kept.message, Submission) and self.receipts is not None:
+            if self.receipts is not None:
                 answers[i] = Answer(receipt=self.receipts.sign(kept))
             else:
                 answers[i] = Answer()
@@ -397,7 +399,7 @@ class _Status(BaseModel):
 
 class AggregatorClient:
     """What a node sends its signed messages with, to one aggregator's origin. `aggregator`: the
-    address whose metadata listed the origin; a submission's receipt counts only if that address
+    address whose metadata listed the origin; a receipt counts only if that address
     signed it (it is the one that must post the root to be bound by it)."""
 
     def __init__(
@@ -469,7 +471,7 @@ class AggregatorClient:
 
     def send(self, messages: list[Signed]) -> list[Answer]:
         """Sends up to MAX_BATCH messages; returns for each what the aggregator answered: held,
-        with a receipt for a submission when it gave one that its address signed (a receipt
+        with its receipt when it gave one that its address signed (a receipt
         that is not is dropped and logged: it binds nobody), or the reason it was refused.
         Raises EndpointError when the aggregator cannot be reached or answers out of its
         shape."""
@@ -499,7 +501,7 @@ class AggregatorClient:
     def _answer(self, message: Signed, result: _Result) -> Answer:
         if not result.accepted:
             return Answer(refused=result.reason or "refused, no reason given")
-        if result.receipt is None or not isinstance(message.message, Submission):
+        if result.receipt is None:
             return Answer()
         try:
             signer = receipt_signer(self.domain, message, result.receipt)
