@@ -86,7 +86,7 @@ from eth_keys import keys
 from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_address
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import WINDOWS, BookRound, EscalationVote, RoundBook, Windows
+from client.chain.book import JUDGED, WINDOWS, BookRound, EscalationVote, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -97,6 +97,7 @@ from client.chain.roots import (
     cast_vote_struct,
     decode_submission,
     open_submission_list,
+    open_verdict_list,
     submission_list,
     submission_struct,
     verdict_list,
@@ -141,6 +142,7 @@ LIES = {
     "a withheld verdict list": "data withheld",
     "a batch credited in both lanes": "a credit the v4 lane holds",
     "a censored submission": "a receipted submission left out",
+    "a dropped quorum": "a receipted quorum left uncredited",
 }
 VERDICT_LIES = {
     "a batch credited in both lanes",
@@ -148,6 +150,7 @@ VERDICT_LIES = {
     "too few votes",
     "an inflated amount",
     "a withheld verdict list",
+    "a dropped quorum",
 }
 
 
@@ -307,6 +310,9 @@ class LightSwarm:
         )
         # each node's signed submission of a round and the aggregator's receipt of it
         self.sent: dict[tuple[int, str], tuple[Signed, str]] = {}
+        # each producer's batch's agreeing votes with the aggregator's receipts, as its checkers
+        # hand them on to it (round, producer lower case)
+        self.receipted: dict[tuple[int, str], list[tuple[Signed, str]]] = defaultdict(list)
         # (round, producer) -> the seated checkers that dispute its batch (vote(disputing=))
         self.disputers: dict[tuple[int, str], list[Light]] = defaultdict(list)
         self.service: Aggregator | None = None
@@ -383,8 +389,7 @@ class LightSwarm:
             answers = []
             for signed in messages:
                 held = collector.accept(signed.to_bytes())
-                receipt = self.receipts.sign(held) if isinstance(held.message, Submission) else None
-                answers.append(Answer(receipt=receipt))
+                answers.append(Answer(receipt=self.receipts.sign(held)))
             cost.aggregator_cpu += time.thread_time() - t0
         for signed, answer in zip(messages, answers, strict=True):
             if answer.refused is not None:
@@ -393,6 +398,9 @@ class LightSwarm:
                 if answer.receipt is None:
                     raise RuntimeError("the aggregator gave no receipt of a held submission")
                 self.sent[(signed.message.round, signed.signer)] = (signed, answer.receipt)
+            elif answer.receipt is not None:
+                key = (signed.message.round, signed.message.producer.lower())
+                self.receipted[key].append((signed, answer.receipt))
 
     def aggregator_cpu(self) -> float:
         """The endpoint's CPU so far (--transport http; 0 otherwise)."""
@@ -694,9 +702,25 @@ class LightSwarm:
         return verdicts, None if withheld else listed, cid
 
     def lie_in(self, verdicts: VerdictRoot, root, round_: int, lie: str) -> VerdictRoot:
-        """The verdict root a lying aggregator posts: its first credit falsified."""
+        """The verdict root a lying aggregator posts: its first credit falsified, or (a dropped
+        quorum) the credit of node 1's batch left out."""
         credits, amounts = list(verdicts.credits), list(verdicts.amounts)
         votes = [list(v) for v in verdicts.votes]
+        if lie == "a dropped quorum":
+            dropped = self.nodes[1].address.lower()
+            rows = [
+                row
+                for row in zip(credits, amounts, votes, strict=True)
+                if row[0].producer.lower() != dropped
+            ]
+            if len(rows) == len(credits):
+                raise RuntimeError(f"round {round_}: node 1's batch reached no quorum to drop")
+            return VerdictRoot(
+                [c for c, _, _ in rows],
+                [a for _, a, _ in rows],
+                votes=[v for _, _, v in rows],
+                presorted=True,
+            )
         first = credits[0]
         if lie == "an invented signer":  # a seated voter's name on a vote another key signed
             voter, score, findings, _ = votes[0][0]
@@ -1107,10 +1131,15 @@ def _play_lie(light: LightSwarm, lie: str) -> Caught:
     pool0 = light.ledger.reward_pool()
     gas_used = gas_paid = 0
 
+    judge = w3.eth.contract(
+        address=light.book.functions.judge().call(), abi=load_artifact("RoundJudge")["abi"]
+    )
+
     def act(function: str, *args: Any, value: int = 0) -> None:
         nonlocal gas_used, gas_paid
-        data = light.book.encode_abi(function, args=list(args))
-        receipt = light.send("audit", light.book.address, [(auditor_node.address, data, value)])[0]
+        to = judge if function in JUDGED else light.book
+        data = to.encode_abi(function, args=list(args))
+        receipt = light.send("audit", to.address, [(auditor_node.address, data, value)])[0]
         gas_used += int(receipt["gasUsed"], 16)
         gas_paid += int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
 
@@ -1134,6 +1163,11 @@ def _play_lie(light: LightSwarm, lie: str) -> Caught:
         posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
         published = light.fetch("verdicts", r, cid, published, posted.credits)
         finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
+        if finding is None and published is not None:
+            # the auditor's own batch: its checkers handed it their votes and receipts
+            opened = open_verdict_list(published, posted.verdicts, posted.credits, posted.total)
+            receipted = light.receipted[(r, auditor_node.address.lower())]
+            finding = auditor.uncredited(posted, entries, opened, receipted, light.v4_producers(r))
     if finding is None:
         raise RuntimeError(f"{lie}: the auditor found nothing")
     act(finding.function, *finding.args, value=CHALLENGE_BOND if finding.challenge else 0)
