@@ -70,6 +70,7 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "appeal",
         "settleVotes",
         "appealVote",
+        "slashEquivocation",
         "warp",
     }
     for path in HARD_PATHS:  # by one suite at least (problems() says which none reached)

@@ -27,6 +27,10 @@ struct FuzzSelector {
 }
 
 abstract contract CheatsBase {
+    /// @dev The round book the suites' ledgers name (an address the tests act as: only it may
+    /// escalate a batch or slash an equivocation)
+    address internal constant BOOK = address(0xB00C);
+
     Vm internal constant vm = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));
 
     /// @dev The artifact a suite deploys as its ledger; scripts/mutate_ledger.py names a seeded fault's

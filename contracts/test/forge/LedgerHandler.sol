@@ -225,6 +225,7 @@ contract LedgerHandler is CheatsBase {
         S = ledger_.submitRounds();
         REWARD = ledger_.rewardPerRound();
         SLASH_BPS = ledger_.slashBps();
+        require(ledger_.book() == BOOK, "the ledger names the suites' round book");
         TOL_BPS = ledger_.agreeToleranceBps();
         GENESIS = ledger_.genesis();
         Q = ledger_.quorum();
@@ -1331,6 +1332,33 @@ contract LedgerHandler is CheatsBase {
         if (fromActive != 0) _recordStake(who);
         pool += cut;
         slashed += cut;
+    }
+
+    /// @notice The round book has an actor slashed for an equivocation its judge found
+    /// (slashEquivocation: slashBps of its stake, active then unbonding, into the pool; the
+    /// prover, this handler, paid the settler's cut); one call in eight comes from someone else,
+    /// whom the ledger must refuse. Three calls in four do nothing: equivocation is rare, and a
+    /// slash at every eighteenth call left too little stake for the rare paths of appeals.
+    function slashEquivocation(uint256 actorSeed, uint256 roundSeed) external {
+        if (!_oneIn(actorSeed, 4, "equivocates")) _refused();
+        address voter = _actor(actorSeed);
+        bool byBook = !_oneIn(roundSeed, 8, "not-the-book");
+        uint64 round = uint64(bound(roundSeed >> 8, 0, _current()));
+        address node = _actor(roundSeed >> 72);
+        Stake storage st = stakeOf[voter];
+        uint256 slash = ((st.active + st.unbonding) * SLASH_BPS) / BPS;
+        uint256 balanceBefore = address(this).balance;
+        vm.prank(byBook ? BOOK : voter);
+        (bool ok, bytes memory data) = address(ledger).call(
+            abi.encodeCall(ISwarmLedger.slashEquivocation, (round, node, voter, address(this)))
+        );
+        if (_judge("slashEquivocation", byBook, ok, data)) _refused();
+        if (!ok) return;
+        if (abi.decode(data, (uint256)) != slash) {
+            _violate("slashEquivocation: slashed other than slashBps of the voter's stake");
+        }
+        _slashStake(voter, SLASH_BPS);
+        _paySettler(address(this), slash, balanceBefore, "slashEquivocation");
     }
 
     function settle(uint256 subSeed) external {

@@ -54,7 +54,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
                     p.appealRounds,
                     p.appealCheckers,
                     families(),
-                    address(0) // no round book
+                    BOOK // a round book's address: only it slashes an equivocation (the handler acts as it)
                 )
             )
         );
@@ -77,7 +77,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](17);
+        bytes4[] memory actions = new bytes4[](18);
         actions[0] = LedgerHandler.register.selector;
         actions[1] = LedgerHandler.addStake.selector;
         actions[2] = LedgerHandler.requestUnstake.selector;
@@ -95,6 +95,7 @@ abstract contract LedgerInvariantsBase is CheatsBase {
         actions[14] = LedgerHandler.appeal.selector;
         actions[15] = LedgerHandler.settleVotes.selector;
         actions[16] = LedgerHandler.appealVote.selector;
+        actions[17] = LedgerHandler.slashEquivocation.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }

@@ -768,7 +768,6 @@ contract LedgerRulesTest is CheatsBase {
 
     // ------------------------------------------------------------------------------ escalation
 
-    address internal constant BOOK = address(0xB00C);
 
     /// @dev A ledger that names BOOK as its round book, P, A, B, C and D registered with 2 ether
     /// each, the clock in round 2 (the book's post round for round 0: first votes until round 3),
