@@ -923,6 +923,36 @@ class Forged:
     wall: float
 
 
+def voted_round(light: LightSwarm, disputing: frozenset[str] | set[str] = frozenset()):
+    """The next round, played to its votes: every node submits, the aggregator posts the
+    submission root, and the seated checkers vote (those of `disputing`'s batches keep their
+    disputes for the ledger). Returns (round, collector, cost, root, list, CID)."""
+    r = light.ledger.current_round() + 1
+    registered = {x.address for x in light.nodes}.__contains__
+    collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
+    cost = RoundCost()
+    light.swarm.goto(r, 0.1)
+    light.open(collector)
+    light.submissions(r, collector, cost, set())
+    light.swarm.goto(light.window("postRound", r), 0.1)
+    root, listed, cid = light.post_submissions(r, collector, cost)
+    light.vote(r, collector, cid, listed, cost, set(), disputing=frozenset(disputing))
+    return r, collector, cost, root, listed, cid
+
+
+def audited_verdicts(light: LightSwarm, r: int, collector: Collector, root, listed, cost):
+    """The honest aggregator posts round r's verdict root in its window, and a light node audits
+    both lists: (the verdict root, the auditor's finding or None)."""
+    light.swarm.goto(light.window("verdictRound", r), 0.1)
+    verdicts, published, _ = light.post_verdicts(r, collector, root, cost)
+    auditor = light.auditor()
+    posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
+    entries, finding = auditor.submissions(posted, listed)
+    if finding is None:
+        finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
+    return verdicts, finding
+
+
 def play_forgers(n: int, forgers: int, family_size: int, checkers: int, quorum: int) -> Forged:
     """One round at N nodes in which `forgers` producers send batches their committees dispute:
     one seated checker of each escalates it to the ledger (RoundBook.escalate), every seated
@@ -940,16 +970,7 @@ def _play_forgers(light: LightSwarm, forgers: int) -> Forged:
     if len(forging) != forgers:
         raise SystemExit(f"--forgers {forgers}: the swarm has {len(light.nodes)} nodes")
     params = light.swarm.params
-    r = light.ledger.current_round() + 1
-    registered = {x.address for x in light.nodes}.__contains__
-    collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
-    cost = RoundCost()
-    light.swarm.goto(r, 0.1)
-    light.open(collector)
-    light.submissions(r, collector, cost, set())
-    light.swarm.goto(light.window("postRound", r), 0.1)
-    root, listed, cid = light.post_submissions(r, collector, cost)
-    light.vote(r, collector, cid, listed, cost, set(), disputing={f.address for f in forging})
+    r, collector, cost, root, listed, _cid = voted_round(light, {f.address for f in forging})
     index = {s.signer: i for i, s in enumerate(root.signed)}
     escalations, disputes = [], []
     for f in forging:
@@ -965,13 +986,7 @@ def _play_forgers(light: LightSwarm, forgers: int) -> Forged:
     stakes = {f.address: light.ledger.node_info(f.address).active_stake for f in forging}
     escalated = light.send("escalate", light.book.address, escalations, count=False)
     voted = light.send("v4 dispute", light.ledger.address, disputes, count=False)
-    light.swarm.goto(light.window("verdictRound", r), 0.1)
-    verdicts, published, _ = light.post_verdicts(r, collector, root, cost)
-    auditor = light.auditor()
-    posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
-    entries, finding = auditor.submissions(posted, listed)
-    if finding is None:
-        finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
+    verdicts, finding = audited_verdicts(light, r, collector, root, listed, cost)
     final = r + params.submit_rounds + params.challenge_rounds + params.appeal_rounds + 1
     light.swarm.goto(final, 0.1)
     settle = light.ledger.contract.encode_abi
@@ -1036,16 +1051,7 @@ def play_equivocators(
 def _play_equivocators(light: LightSwarm, count: int) -> Equivocated:
     started = time.monotonic()
     light.register()
-    r = light.ledger.current_round() + 1
-    registered = {x.address for x in light.nodes}.__contains__
-    collector = Collector(light.domain, r, tolerance_bps=light.tolerance, registered=registered)
-    cost = RoundCost()
-    light.swarm.goto(r, 0.1)
-    light.open(collector)
-    light.submissions(r, collector, cost, set())
-    light.swarm.goto(light.window("postRound", r), 0.1)
-    root, listed, cid = light.post_submissions(r, collector, cost)
-    light.vote(r, collector, cid, listed, cost, set())
+    r, collector, cost, root, listed, _cid = voted_round(light)
     firsts: dict[str, Signed] = {}  # voter -> one vote it sent
     for (_, voter), signed in collector.votes.items():
         firsts.setdefault(voter, signed)
@@ -1087,13 +1093,7 @@ def _play_equivocators(light: LightSwarm, count: int) -> Equivocated:
     ]
     proved = light.send("proveEquivocation", judge.address, proofs, count=False)
     slashed = sum(stakes[v] - light.ledger.node_info(v).active_stake for v in firsts)
-    light.swarm.goto(light.window("verdictRound", r), 0.1)
-    verdicts, published, _ = light.post_verdicts(r, collector, root, cost)
-    auditor = light.auditor()
-    posted = BookRound.from_view(r, light.book.functions.roundOf(r).call())
-    entries, finding = auditor.submissions(posted, listed)
-    if finding is None:
-        finding = auditor.verdicts(posted, entries, published, v4=light.v4_producers(r))
+    verdicts, finding = audited_verdicts(light, r, collector, root, listed, cost)
     credited = {c.producer.lower() for c in verdicts.credits}
     return Equivocated(
         count,
@@ -1187,6 +1187,40 @@ def _play_lie(light: LightSwarm, lie: str) -> Caught:
         gained,
         light.ledger.reward_pool() - pool0,
         time.monotonic() - started,
+    )
+
+
+def print_equivocators(n: int, e: Equivocated) -> None:
+    """The --equivocators table."""
+    twice = Table(
+        "N",
+        "equivocators",
+        "proof gas / equivocator",
+        "slashed / equivocator (ETH)",
+        "prover paid / equivocator (ETH)",
+        "batches credited",
+        "auditor's finding",
+        "wall s",
+        formats={
+            "slashed / equivocator (ETH)": ".3f",
+            "prover paid / equivocator (ETH)": ".4f",
+            "wall s": ".0f",
+        },
+        left=["batches credited", "auditor's finding"],
+    )
+    twice.row(
+        n,
+        e.equivocators,
+        e.proof_gas // e.equivocators,
+        e.slashed / e.equivocators / ETH,
+        e.prover_paid / e.equivocators / ETH,
+        f"{e.credited} of {e.honest}",
+        e.finding or "none: the root stands",
+        e.wall,
+    )
+    twice.print(
+        f"Root lane: checkers that sign two votes on one batch at N = {n}, one round (each "
+        "pair proven by the aggregator, the checker slashed on the ledger)"
     )
 
 
@@ -1365,9 +1399,11 @@ def main() -> None:
             f"Root lane: a lying aggregator at N = {n}, one round each, a light node auditing "
             f"(bond {BOND / ETH:g} ETH, challenge bond {CHALLENGE_BOND / ETH:g} ETH)"
         )
+    first = int(args.nodes.split(",")[0])  # the adversaries' rounds are played at the first N
+    draw = (args.family_size, args.checkers, args.quorum)
     if args.forgers:
-        n = int(args.nodes.split(",")[0])
-        f = play_forgers(n, args.forgers, args.family_size, args.checkers, args.quorum)
+        n = first
+        f = play_forgers(n, args.forgers, *draw)
         forged = Table(
             "N",
             "forgers",
@@ -1404,38 +1440,7 @@ def main() -> None:
             f"a seated checker, disputed by all of them in the v4 lane, settled once final)"
         )
     if args.equivocators:
-        n = int(args.nodes.split(",")[0])
-        e = play_equivocators(n, args.equivocators, args.family_size, args.checkers, args.quorum)
-        twice = Table(
-            "N",
-            "equivocators",
-            "proof gas / equivocator",
-            "slashed / equivocator (ETH)",
-            "prover paid / equivocator (ETH)",
-            "batches credited",
-            "auditor's finding",
-            "wall s",
-            formats={
-                "slashed / equivocator (ETH)": ".3f",
-                "prover paid / equivocator (ETH)": ".4f",
-                "wall s": ".0f",
-            },
-            left=["batches credited", "auditor's finding"],
-        )
-        twice.row(
-            n,
-            e.equivocators,
-            e.proof_gas // e.equivocators,
-            e.slashed / e.equivocators / ETH,
-            e.prover_paid / e.equivocators / ETH,
-            f"{e.credited} of {e.honest}",
-            e.finding or "none: the root stands",
-            e.wall,
-        )
-        twice.print(
-            f"Root lane: checkers that sign two votes on one batch at N = {n}, one round (each "
-            "pair proven by the aggregator, the checker slashed on the ledger)"
-        )
+        print_equivocators(first, play_equivocators(first, args.equivocators, *draw))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak memory of this process: {peak:.0f} MiB")
 

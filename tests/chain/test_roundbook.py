@@ -56,9 +56,11 @@ from tests.harness.roundbook import (
     post_submissions,
     post_verdicts,
     prove_credit,
+    proven_and_paid,
     seats,
     sign_submissions,
     stranger,
+    submit_in_v4,
     uncredited,
 )
 
@@ -356,7 +358,7 @@ def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> Non
     root is void and the producer takes half the bond. A receipt of anyone but the aggregator,
     a place the producer does not sort into, a receipt of another round's submission, and a
     producer the v4 lane holds prove nothing."""
-    swarm, nodes, book = world
+    _swarm, nodes, book = world
     ordered = sorted(nodes[:4], key=lambda n: int(n.tx.account.address, 16))
     round_ = ROUND
     for place in (0, 2, 3):
@@ -406,15 +408,11 @@ def test_a_receipted_submission_left_out_is_proven_by_its_producer(world) -> Non
             # a submission that is in the root: no left-out proof of a kept producer
             kept, kept_receipt = got[subs.signed[1].signer]
             assert left_out(book, subs, kept, kept_receipt, round_) is None
-        before = balances(book, who.address)
-        result = act_on(book, who, finding)
-        assert_paid_for(book, who, before, "a receipted submission left out", result, round_)
-        round_ = book.window("verdictRound", round_) + 1
+        round_ = proven_and_paid(book, who, finding, "a receipted submission left out", round_)
 
     # a producer that submitted the round in the v4 lane may be left out of the book's root
     twice = ordered[1]
-    swarm.goto(round_)
-    twice.submit(round_, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    submit_in_v4(book, twice, round_)
     got = {}
     _, subs, _, _ = honest_round(
         book, nodes, round_, receipts=got, leave_out=twice.tx.account.address
@@ -477,15 +475,12 @@ def test_a_receipted_quorum_left_uncredited_is_proven(world) -> None:
             # and only the judge has the book void a verdict root on its word
             with pytest.raises(LedgerRevert, match="NotTheJudge"):
                 book.send(prover, "voidVerdicts", round_, "a lie nobody proved", prover.address)
-        before = balances(book, prover.address)
-        result = act_on(book, prover, finding)
-        assert_paid_for(book, prover, before, "a receipted quorum left uncredited", result, round_)
-        round_ = book.window("verdictRound", round_) + 1
+        lie = "a receipted quorum left uncredited"
+        round_ = proven_and_paid(book, prover, finding, lie, round_)
 
     # a batch of a producer that submitted the round in the v4 lane too is the v4 lane's to pay
     twice = nodes[0]
-    swarm.goto(round_)
-    twice.submit(round_, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    submit_in_v4(book, twice, round_)
     got = {}
     aggregator, subs, credits, votes = honest_round(book, nodes, round_, vote_receipts=got)
     mine = twice.tx.account.address

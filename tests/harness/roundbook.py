@@ -336,6 +336,21 @@ def uncredited(
     return auditor.uncredited(posted, entries, verdicts, receipted)
 
 
+def proven_and_paid(book: Book, who, finding: Finding, lie: str, round_: int) -> int:
+    """`who` sends the proof `finding` names; the root is void and `who` was paid half the bond.
+    Returns the next round a test may play (past this one's verdict round)."""
+    before = balances(book, who.address)
+    result = act_on(book, who, finding)
+    assert_paid_for(book, who, before, lie, result, round_)
+    return book.window("verdictRound", round_) + 1
+
+
+def submit_in_v4(book: Book, producer, round_: int) -> None:
+    """`producer` submits a batch of `round_` in the v4 lane too (the ledger then holds it)."""
+    book.swarm.goto(round_)
+    producer.submit(round_, digest("the same round in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+
+
 def act_on(book: Book, who, finding: Finding):
     """Sends the call the auditor's finding names (a data challenge with its bond)."""
     value = CHALLENGE_BOND if finding.challenge else 0
