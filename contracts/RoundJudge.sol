@@ -8,12 +8,15 @@ import {SeatDraw} from "./lib/SeatDraw.sol";
 import {SumTree} from "./lib/SumTree.sol";
 
 /// @title RoundJudge
-/// @notice The round book's judge of a credit's votes (docs/scaling.md): whether the agreeing
-/// votes a credit leaf holds are a committee's quorum by the ledger's rules. A contract of its
-/// own, created by its round book (RoundBook.judge), so that the book's code stays under EIP-170
-/// as it learns more rules; it holds nothing: the book asks it, as a view, once it has checked the
-/// leaf's place and its submission, and voids the root itself. It also takes the proofs of a
-/// checker's equivocation (proveEquivocation), and has the book slash it.
+/// @notice The round book's judge (docs/scaling.md): whether the agreeing votes a credit leaf
+/// holds are a committee's quorum by the ledger's rules (votesLie), and whether a submission leaf
+/// is its producer's and in range (forged), which the book asks as views once it has checked the
+/// leaf's place, voiding the root itself; and where two proofs go that the book had no room
+/// for: a checker's equivocation (proveEquivocation: the book has the ledger slash it) and a batch
+/// left uncredited although the aggregator receipted a quorum of its votes (proveUncredited:
+/// the book voids the verdict root). A contract of its own, created by its round book
+/// (RoundBook.judge), so that the book's code stays under EIP-170 as it learns more rules; it
+/// holds nothing, and only it may call the book's two hooks.
 contract RoundJudge {
     uint256 private constant BPS = 10_000;
 
@@ -67,10 +70,7 @@ contract RoundJudge {
             IRoundBook.SignedVote calldata v = votes[i];
             if (v.voter <= last) return "a credit's votes not sorted by voter";
             last = v.voter;
-            bytes32 hash = Messages.signingHash(
-                _separator,
-                Messages.structHash(Messages.Vote(round, producer, digest, false, v.score, signal, v.findings))
-            );
+            bytes32 hash = _agreementHash(round, producer, digest, signal, v);
             if (Messages.signer(hash, v.signature) != v.voter) return "a vote its voter did not sign";
             if (_gap(v.score, score) * BPS > maxScore * _toleranceBps) return "a vote that does not agree";
             if (!_seated(round, snapshot, beacon, producer, v.voter, family, familyStake)) {
@@ -184,10 +184,7 @@ contract RoundJudge {
         if (receipts.length != votes.length) return false;
         for (uint256 i; i < votes.length; ++i) {
             IRoundBook.SignedVote calldata v = votes[i];
-            bytes32 hash = Messages.signingHash(
-                _separator,
-                Messages.structHash(Messages.Vote(round, producer, digest, false, v.score, signal, v.findings))
-            );
+            bytes32 hash = _agreementHash(round, producer, digest, signal, v);
             bytes32 receipt = Messages.signingHash(_separator, Messages.receiptHash(hash));
             if (Messages.signer(receipt, receipts[i]) != aggregator) return false;
         }
@@ -239,6 +236,20 @@ contract RoundJudge {
                 ? 1
                 : 2;
         return side != onChain ? voter : address(0);
+    }
+
+    /// @dev The signing hash of `v`, an agreeing vote on `producer`'s batch (`digest`, `signal`).
+    function _agreementHash(
+        uint64 round,
+        address producer,
+        bytes32 digest,
+        uint64 signal,
+        IRoundBook.SignedVote calldata v
+    ) private view returns (bytes32) {
+        return Messages.signingHash(
+            _separator,
+            Messages.structHash(Messages.Vote(round, producer, digest, false, v.score, signal, v.findings))
+        );
     }
 
     function _voteHash(uint64 round, address producer, IRoundBook.CastVote calldata v) private view returns (bytes32) {
