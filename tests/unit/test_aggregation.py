@@ -97,6 +97,11 @@ def test_a_vote_counts_only_on_a_held_claim_it_agrees_with() -> None:
     taken = c.accept(vote(voter, producer, score=4 * SCORE_SCALE - 400))  # within 50 bps
     with pytest.raises(Refused, match="the first stands"):
         c.accept(vote(voter, producer, score=4 * SCORE_SCALE))
+    # a flood of further variants (a dispute among them) is refused, and kept no more: one pair
+    # proves the equivocation, and the collector's memory does not grow with the flood
+    for score in (0, 1, 2, 4 * SCORE_SCALE - 1):
+        with pytest.raises(Refused, match="the first stands"):
+            c.accept(vote(voter, producer, score=score))
     assert c.votes == {(producer.address.lower(), voter.address.lower()): taken}
     assert len(c.equivocations) == 1
 

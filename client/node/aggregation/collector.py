@@ -60,6 +60,7 @@ class Collector:
     votes: dict[tuple[str, str], Signed] = field(default_factory=dict)  # (producer, voter)
     equivocations: list[Equivocation] = field(default_factory=list)
     closed: bool = False  # the submission root is built: no submission enters after it
+    _equivocated: set[tuple[str, ...]] = field(default_factory=set)  # the things kept evidence of
 
     def accept(self, data: bytes) -> Signed:
         """Takes one message a peer sent (its JSON bytes); returns it, or raises Refused."""
@@ -85,7 +86,7 @@ class Collector:
         held = self.submissions.get(producer)
         if held is not None:
             if held.message != signed.message:
-                self.equivocations.append(Equivocation(held, signed))
+                self._evidence(("submission", producer), held, signed)
                 raise Refused("a second, different submission of this round: the first stands")
             return held
         s = signed.message
@@ -109,7 +110,7 @@ class Collector:
             # whatever the second one says (another score, a dispute, unavailable), two votes
             # of one voter on one batch are what the book slashes (proveEquivocation)
             if held.message != signed.message:
-                self.equivocations.append(Equivocation(held, signed))
+                self._evidence(("vote", producer, voter), held, signed)
                 raise Refused("a second, different vote on this batch: the first stands")
             return held
         if v.unavailable:
@@ -127,6 +128,14 @@ class Collector:
             raise Refused("a vote that does not agree with the claim goes on chain (attest)")
         self.votes[(producer, voter)] = signed
         return signed
+
+    def _evidence(self, key: tuple[str, ...], held: Signed, signed: Signed) -> None:
+        """Keeps the first pair of one signer's messages on one thing: one proves it (the book
+        slashes a voter once per batch), and a signer that sends a thousand more variants makes
+        the collector hold no more."""
+        if key not in self._equivocated:
+            self._equivocated.add(key)
+            self.equivocations.append(Equivocation(held, signed))
 
     def drop(self, signed: Signed) -> None:
         """Lets go of `signed`, held last (its record could not be written: the sender is told to
