@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable
@@ -92,6 +93,15 @@ def revert_data(exc: BaseException) -> str | None:
 RECEIPT_POLL_S = 0.5  # the longest pause between two asks for a pending transaction's receipt
 
 
+class _Nonces:
+    """One account's nonce sequence: the next nonce to use (None: read it from the chain), and
+    the lock it is handed out under."""
+
+    def __init__(self) -> None:
+        self.next: int | None = None
+        self.lock = threading.Lock()
+
+
 class TxSender:
     """Signs and sends transactions for one account; thread-safe (one nonce sequence)."""
 
@@ -116,9 +126,16 @@ class TxSender:
         self._attempts = attempts
         self._replacements = replacements
         self.replaced = 0  # transactions replaced for a higher fee so far (for operators)
-        self._nonce: int | None = None
-        self._lock = threading.Lock()
+        self._seq = _Nonces()  # shared by the senders `for_contract` makes
         self._chain_id: int | None = None
+
+    def for_contract(self, decoder: ErrorDecoder) -> TxSender:
+        """A sender for another contract, with its errors (`decoder`), signing as this one's
+        account on the same nonce sequence: two contracts a node writes to from two threads never
+        hand out one nonce twice."""
+        other = copy.copy(self)
+        other._decoder = decoder
+        return other
 
     @property
     def address(self) -> str:
@@ -147,7 +164,7 @@ class TxSender:
         # latest block's number, and the ledger's stake history costs a new slot per block (an
         # addStake one block after register was estimated 44k gas short and ran out).
         gas = self.rpc(lambda: self.w3.eth.estimate_gas(tx, "pending"), action)
-        with self._lock:
+        with self._seq.lock:
             if self._chain_id is None:
                 self._chain_id = self.rpc(lambda: self.w3.eth.chain_id, "eth_chainId")
             base_fee = self.rpc(
@@ -171,27 +188,27 @@ class TxSender:
 
     def _sign_and_send(self, tx: dict[str, Any], action: str) -> tuple[str, int]:
         for attempt in range(2):
-            if self._nonce is None:
-                self._nonce = self.rpc(
+            if self._seq.next is None:
+                self._seq.next = self.rpc(
                     lambda: self.w3.eth.get_transaction_count(self.address, "pending"),
                     "eth_getTransactionCount",
                 )
-            signed = self.account.sign_transaction({**tx, "nonce": self._nonce})
+            signed = self.account.sign_transaction({**tx, "nonce": self._seq.next})
             try:
                 tx_hash = self.rpc(
                     lambda signed=signed: self.w3.eth.send_raw_transaction(signed.raw_transaction),
                     action,
                 )
             except Web3RPCError as exc:
-                self._nonce = None  # resync from the chain before anything else is sent
+                self._seq.next = None  # resync from the chain before anything else is sent
                 if attempt == 0 and any(t in str(exc).lower() for t in _NONCE_TROUBLE):
                     continue
                 raise ChainError(f"{action}: the node refused the transaction: {exc}") from None
             except RpcUnavailable:
-                self._nonce = None
+                self._seq.next = None
                 raise
-            self._nonce += 1
-            return "0x" + bytes(tx_hash).hex(), self._nonce - 1
+            self._seq.next += 1
+            return "0x" + bytes(tx_hash).hex(), self._seq.next - 1
         raise AssertionError("unreachable")
 
     def _receipt_of_any(self, hashes: list[str]) -> Any | None:
@@ -224,7 +241,7 @@ class TxSender:
             if receipt is not None:
                 break
             if replacement == self._replacements:
-                self._nonce = None  # resync: the pool may have dropped it
+                self._seq.next = None  # resync: the pool may have dropped it
                 raise TransactionTimeout(
                     f"{action}: transaction {hashes[-1]} not mined within "
                     f"{self._receipt_timeout_s:.0f} s after {self._replacements} fee bumps; it "

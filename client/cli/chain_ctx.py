@@ -180,6 +180,8 @@ def open_book(cfg: NodeConfig, ledger: Ledger, *, why: str):
         max_fee_gwei=cfg.chain.max_fee_gwei,
         priority_fee_gwei=cfg.chain.priority_fee_gwei,
         receipt_timeout_s=cfg.chain.receipt_timeout_s,
+        # one nonce sequence for the account's transactions to both contracts
+        nonces_of=ledger.tx if ledger.tx.account is not None else None,
     )
     book.check(ledger.address)
     return book

@@ -31,6 +31,7 @@ from client.config.models import (
     LedgerSection,
     NodeSection,
     PolicySection,
+    RootLaneSection,
     SapoSection,
     StoreSection,
     TasksSection,
@@ -85,6 +86,7 @@ class NodeConfig(BaseSettings):
     tasks: TasksSection = TasksSection()
     devnet: DevnetSection = DevnetSection()
     aggregator: AggregatorSection = AggregatorSection()
+    root_lane: RootLaneSection = RootLaneSection()
 
     # the (section, key) pairs the file, the environment or an override set, as loaded (pydantic
     # merges each section with its defaults, so its fields_set cannot tell them apart)
@@ -94,6 +96,16 @@ class NodeConfig(BaseSettings):
         """Returns whether the loaded file, the environment or an override set [section].key
         (a default does not count; a config rebuilt from a dump knows none)."""
         return (section, key) in self._given
+
+    @model_validator(mode="after")
+    def _root_lane_has_its_book(self) -> NodeConfig:
+        if self.root_lane.aggregator is not None and self.chain.round_book_address is None:
+            raise ValueError(
+                "[root_lane].aggregator is set but [chain].round_book_address is not: set the "
+                "round book the aggregator posts to (what `sapo chain deploy --with-book` "
+                "printed), or unset [root_lane].aggregator to submit on the ledger"
+            )
+        return self
 
     @model_validator(mode="after")
     def _node_overrides_are_valid_configs(self) -> NodeConfig:

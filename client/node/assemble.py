@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from client.chain import Ledger, connect
+from client.chain.errors import WrongChain
 from client.chain.events import EventReader
 from client.chain.families import short_family
 from client.chain.keystore import load_account
@@ -197,6 +198,29 @@ def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
     return ledger
 
 
+def root_lane(cfg: NodeConfig, services, ledger: Ledger, store):
+    """The root lane our submissions go to first (`[root_lane]`), on the round book
+    `[chain].round_book_address` names, checked to read this ledger; None when unset."""
+    if cfg.root_lane.aggregator is None:
+        return None
+    from client.chain.book import RoundBook
+    from client.node.publishing.rootlane import RootLane
+
+    assert cfg.chain.round_book_address is not None  # the config's own check
+    book = RoundBook(ledger.w3, cfg.chain.round_book_address, nonces_of=ledger.tx)
+    try:
+        book.check(ledger.address)
+    except WrongChain as exc:
+        raise NodeConfigError(f"[chain].round_book_address: {exc}") from None
+    return RootLane(
+        services,
+        book,
+        cfg.root_lane.aggregator,
+        store,
+        allow_private_peers=cfg.store.allow_private_peers,
+    )
+
+
 def data_dir_deployment(cfg: NodeConfig, ledger: Ledger) -> Deployment:
     """Returns the deployment `ledger` (checked) is, once `[node].data_dir` is known to hold no
     other deployment's data (client.node.deployment); raises NodeConfigError naming both."""
@@ -321,6 +345,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         sapo=cfg.sapo,
         metadata=lambda peer: node_metadata(cfg, peer=peer, base=shared),
         reader=EventReader(ledger, chunk_blocks=cfg.chain.log_chunk_blocks),
+        root=root_lane(cfg, services, ledger, store),
     )
     reader = EventReader(
         ledger, chunk_blocks=cfg.chain.log_chunk_blocks, start_block=cfg.chain.ledger_deploy_block

@@ -83,6 +83,8 @@ class Event(StrEnum):
     ROUND_APPEALED = "round.appealed"  # we appealed our batch's verdict (or chose not to)
     VOTES_SETTLED = "votes.settled"  # we had the votes that lost against a verdict judged
     SUBMIT_DROPPED = "submit.dropped"
+    ROOT_LANE_UNSENT = "rootlane.unsent"  # the root lane did not take or will not credit our batch
+    ROOT_LANE_PROVEN = "rootlane.proven"  # we proved a lie of the root lane's aggregator on chain
     PEER_VERIFIED = "peer.verified"
     PEER_BAD = "peer.bad"
     PEER_UNAVAILABLE = "peer.unavailable"

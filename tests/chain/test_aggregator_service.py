@@ -11,20 +11,15 @@ every auditor's check."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from client.chain.book import EscalationVote, RoundBook
-from client.chain.messages import ReceiptSigner
+from client.chain.book import EscalationVote
 from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot, submission_struct
-from client.node.aggregation.endpoint import AggregatorClient, AggregatorServer
-from client.node.aggregation.held import Held
-from client.node.aggregation.service import Aggregator
 from client.store import IpfsStore
 from tests.harness.ledger_swarm import ETH
 from tests.harness.roundbook import (
     CHALLENGE_BOND,
+    Running,
     audit,
     claim,
     open_book,
@@ -36,33 +31,6 @@ from tests.harness.roundbook import (
 )
 
 pytestmark = pytest.mark.slow
-
-
-class Running:
-    """One aggregator process's worth: the service, its endpoint, its store."""
-
-    def __init__(self, world, path: Path, store: IpfsStore):
-        swarm, nodes, book = world
-        account = nodes[4].tx.account
-        self.client_book = RoundBook(swarm.w3, book.contract.address, account=account)
-        self.held = Held(path, book.domain)
-        self.service = Aggregator(
-            swarm.ledger,
-            self.client_book,
-            self.held,
-            ReceiptSigner(book.domain, account.key),
-            store=store,
-        )
-        self.service.start()
-        self.server = AggregatorServer("127.0.0.1:0", self.service.desk)
-        self.address = account.address
-
-    def client(self, domain) -> AggregatorClient:
-        return AggregatorClient(self.server.url, domain, aggregator=self.address)
-
-    def stop(self) -> None:
-        self.server.close()
-        self.held.close()
 
 
 def collecting(world, daemon, tmp_path) -> tuple[Running, int]:

@@ -7,113 +7,23 @@ settlement that makes its slash land; what the chain refuses is dropped with the
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 
-from client.chain import Ledger
-from client.chain.events import EventReader
 from client.chain.models import VoteSide
-from client.config.models import SapoSection, StoreSection
-from client.node.clock import SystemClock
-from client.node.eventlog import EventLog
-from client.node.health import Health
-from client.node.intake import Intake
-from client.node.journal import Journal, LocalRoundRecord
 from client.node.journal.outbox import Attest, OutboxStatus, Settle, Submit
 from client.node.journal.states import RoundPhase, Verdict
-from client.node.proving import Snapshots
-from client.node.publishing import Publisher
-from client.node.rollouts import task_seed
-from client.node.services import Services
-from client.policy import load_policy
-from client.store import LocalStore, Sampling
-from client.tasks import load_catalog
-from tests.harness.batches import local_round
 from tests.harness.ledger_swarm import ETH, Swarm
-from tests.harness.policies import copied_seed_test
+from tests.harness.policies import loaded_seed_test
+from tests.harness.sides import Side
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
-    directory = copied_seed_test(seed_test, tmp_path_factory.mktemp("seed") / "seed-test")
-    return load_policy(directory, device="cpu", dtype="float32")
-
-
-class Side:
-    """One node's publisher and intake over its own journal, on a shared local block store."""
-
-    def __init__(self, swarm: Swarm, ledger: Ledger, root: Path, policy, blocks: Path):
-        root.mkdir(parents=True)
-        self.ledger, self.policy = ledger, policy
-        self.address = ledger.account_address
-        events = EventLog(root / "events.jsonl")
-        self.journal = Journal(root / "journal.sqlite")
-        self.services = Services(
-            ledger=ledger,
-            params=ledger.params(),
-            chain_id=swarm.w3.eth.chain_id,
-            journal=self.journal,
-            events=events,
-            health=Health(events),
-            clock=SwarmClock(swarm),
-        )
-        self.store_cfg = StoreSection(backend="local", store_dir=blocks)
-        self.store = LocalStore(blocks, max_bytes=self.store_cfg.max_batch_bytes)
-        self.catalog = load_catalog("tiny")
-        sapo = SapoSection()
-        self.publisher = Publisher(
-            self.services,
-            self.store,
-            self.catalog,
-            policy.descriptor(),
-            Sampling.of(1.0, 1.0, 12),
-            Snapshots(root / "weights"),
-            store_cfg=self.store_cfg,
-            sapo=sapo,
-            metadata=lambda peer: "{}",
-            reader=EventReader(ledger),
-        )
-        self.intake = Intake(
-            self.services,
-            self.store,
-            self.catalog,
-            self.publisher.wake,
-            reader=EventReader(ledger),
-            sapo=sapo,
-            store_cfg=self.store_cfg,
-            spool=root / "spool",
-        )
-
-    def generate(self, round_: int) -> None:
-        """Journals one real local round of `round_`, as the compute stage does."""
-        seed = task_seed(self.services.chain_id, self.ledger.address, round_, self.address)
-        lr = local_round(
-            self.policy, seed=seed, round_=round_, node=self.address, k=0, items=4, completions=4
-        )
-        part = lr.part.model_dump_json().encode()
-        record = LocalRoundRecord(round_, 0, part, 16, 0, 0.0, 1.0)
-        self.journal.add_local_round(record)
-
-    def outbox(self) -> dict[str, OutboxStatus]:
-        return {e.key: e.status for e in self.journal.outbox_entries()}
-
-
-class SwarmClock(SystemClock):
-    """The node's clock on the test chain's time (the swarm moves it, block by block)."""
-
-    def __init__(self, swarm: Swarm):
-        super().__init__()
-        self.swarm = swarm
-
-    def now(self) -> float:
-        return float(self.swarm.now())
-
-    def wait_until(self, moment: float, stop: threading.Event, *, at_most: float = 1.0) -> bool:
-        return stop.wait(min(at_most, 0.05))
+    return loaded_seed_test(seed_test, tmp_path_factory.mktemp("seed") / "seed-test")
 
 
 @pytest.fixture

@@ -22,3 +22,10 @@ def copied_seed_test(built: Path, directory: Path) -> Path:
     """A copy of the session's seed-test policy at `directory` (a module's own, to load)."""
     shutil.copytree(built, directory)
     return directory
+
+
+def loaded_seed_test(seed_test: Path, directory: Path):
+    """The seed-test policy, copied to `directory` and loaded on the CPU (a module's fixture)."""
+    from client.policy import load_policy  # lazily: torch
+
+    return load_policy(copied_seed_test(seed_test, directory), device="cpu", dtype="float32")

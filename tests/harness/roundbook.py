@@ -1,18 +1,20 @@
 """The root lane's RoundBook beside its SwarmLedger on anvil, as the tests drive it: a deployed
 book, signed submissions and votes of the world's staked nodes, an honest round built by the
-aggregator's own collector, the posts, the proofs an auditor's findings name, and claims
-(tests/chain/test_roundbook.py, tests/chain/test_roundbook_stateful.py)."""
+aggregator's own collector, the posts, the proofs an auditor's findings name, claims, and an
+aggregator's service with its endpoint on loopback (`Running`; tests/chain/test_roundbook.py,
+test_roundbook_stateful.py, test_aggregator_service.py, test_root_lane_node.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import JUDGED, WINDOWS, BookRound
+from client.chain.book import JUDGED, WINDOWS, BookRound, RoundBook
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -30,7 +32,10 @@ from client.chain.tx import TxSender
 from client.node.aggregation.auditor import Auditor, Finding
 from client.node.aggregation.collector import Collector
 from client.node.aggregation.earnings import EarningsBook, Entry
-from client.node.aggregation.endpoint import Desk
+from client.node.aggregation.endpoint import AggregatorClient, AggregatorServer, Desk
+from client.node.aggregation.held import Held
+from client.node.aggregation.service import Aggregator
+from client.store import BlockStore
 from client.units import SCORE_SCALE
 from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 
@@ -380,3 +385,31 @@ def claim(book: Book, producer, entry: Entry, tail: list[Entry] = ()):
 def paid_by(book: Book, result) -> int:
     receipt = book.swarm.w3.eth.get_transaction_receipt(result.tx_hash)
     return book.contract.events.Claimed().process_receipt(receipt, errors=DISCARD)[0].args["amount"]
+
+
+class Running:
+    """One aggregator process's worth: the service, its endpoint, its store."""
+
+    def __init__(self, world, path: Path, store: BlockStore):
+        """`world`: open_book's; its fifth node aggregates."""
+        swarm, nodes, book = world
+        account = nodes[4].tx.account
+        self.client_book = RoundBook(swarm.w3, book.contract.address, account=account)
+        self.held = Held(path, book.domain)
+        self.service = Aggregator(
+            swarm.ledger,
+            self.client_book,
+            self.held,
+            ReceiptSigner(book.domain, account.key),
+            store=store,
+        )
+        self.service.start()
+        self.server = AggregatorServer("127.0.0.1:0", self.service.desk)
+        self.address = account.address
+
+    def client(self, domain) -> AggregatorClient:
+        return AggregatorClient(self.server.url, domain, aggregator=self.address)
+
+    def stop(self) -> None:
+        self.server.close()
+        self.held.close()

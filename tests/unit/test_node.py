@@ -680,6 +680,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         Appeal,
         Attest,
         Draw,
+        Listed,
         Open,
         Pin,
         Settle,
@@ -696,6 +697,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
             {"digest": "0x01", "rollouts": 8, "score": 5, "signal": 2},
         ),
         Open(round=3): ("open:3", {}),
+        Listed(round=3): ("listed:3", {}),
         Attest(round=3, node=node, score=5, signal=2, findings=0): (
             f"attest:3:{node}",
             {"node": node, "score": 5, "signal": 2, "findings": 0},

@@ -64,12 +64,18 @@ class Deployed:
         priority_fee_gwei: float = 1.0,
         receipt_timeout_s: float = 120.0,
         attempts: int = 4,
+        nonces_of: TxSender | None = None,
     ):
+        """`nonces_of`: another contract's sender whose account (and fees and nonce sequence)
+        this one signs with, as a node writing to the ledger and the round book does."""
         artifact = load_artifact(self.NAME)
         self.w3 = w3
         self.address = _address(address)
         self.contract: Contract = w3.eth.contract(address=self.address, abi=artifact["abi"])
         self.decoder = ErrorDecoder(artifact["abi"])
+        if nonces_of is not None:
+            self.tx = nonces_of.for_contract(self.decoder)
+            return
         self.tx = TxSender(
             w3,
             account,

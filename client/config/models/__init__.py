@@ -15,6 +15,7 @@ from client.config.models.chain import ChainSection, LedgerSection, least_unbond
 from client.config.models.devnet import NODE_OVERRIDABLE, DevnetSection
 from client.config.models.node import NodeSection
 from client.config.models.policy import PolicySection
+from client.config.models.root_lane import RootLaneSection
 from client.config.models.section import Section
 from client.config.models.store import StoreSection
 from client.config.models.training import SapoSection, TasksSection, TrainSection
@@ -42,6 +43,7 @@ __all__ = [
     "Multiaddr",
     "NodeSection",
     "PolicySection",
+    "RootLaneSection",
     "RpcUrl",
     "SapoSection",
     "Section",

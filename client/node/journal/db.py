@@ -142,6 +142,14 @@ CREATE TABLE IF NOT EXISTS peer_families (  -- each peer's model family (nodeInf
     node TEXT PRIMARY KEY,
     family TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS receipts (  -- what a root lane's aggregator receipted of ours
+    key TEXT PRIMARY KEY,  -- submission:ROUND
+    round INTEGER NOT NULL,
+    aggregator TEXT NOT NULL,  -- whose key signed the receipt (the root's poster it binds)
+    message BLOB NOT NULL,  -- the signed message as sent (client.chain.messages.Signed)
+    receipt TEXT NOT NULL,  -- the aggregator's EIP-712 signature of the message's signing hash
+    updated REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS peer_totals (  -- per peer, what the rows pruned counted (PeerBook.prune)
     node TEXT PRIMARY KEY,
     verified INTEGER NOT NULL DEFAULT 0,

@@ -36,7 +36,7 @@ from client.node.journal.outbox import (
     insert_message,
 )
 from client.node.journal.peers import PeerBook
-from client.node.journal.records import LocalRoundRecord, RoundRecord
+from client.node.journal.records import Kept, LocalRoundRecord, RoundRecord
 from client.node.journal.states import FORWARD, OutboxKind, RoundPhase
 
 
@@ -261,6 +261,29 @@ class Journal:
                 "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE key = ?",
                 (OutboxStatus.DROPPED, reason[:500], time.time(), key),
             )
+
+    # ------------------------------------------------------------------------- receipts
+
+    def keep_receipt(self, kept: Kept) -> None:
+        """Keeps what an aggregator receipted of ours (the proof should its root leave it
+        out); a second receipt under one key replaces nothing."""
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO receipts (key, round, aggregator, message, receipt, "
+                "updated) VALUES (?, ?, ?, ?, ?, ?)",
+                (kept.key, kept.round, kept.aggregator, kept.message, kept.receipt, time.time()),
+            )
+
+    def receipt(self, key: str) -> Kept | None:
+        rows = self.db.all(
+            "SELECT key, round, aggregator, message, receipt FROM receipts WHERE key = ?", key
+        )
+        return Kept(*rows[0]) if rows else None
+
+    def prune_receipts(self, before_round: int) -> int:
+        """Forgets the receipts of rounds before `before_round` (no proof takes them any more)."""
+        with self.db.tx() as db:
+            return db.execute("DELETE FROM receipts WHERE round < ?", (before_round,)).rowcount
 
     # ------------------------------------------------------------------- metrics and spans
 

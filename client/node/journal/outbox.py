@@ -82,6 +82,17 @@ class Open(Message):
         return f"open:{self.round}"
 
 
+class Listed(Message):
+    """Check that the round's submission root in the book lists our batch, which its aggregator
+    receipted; prove the lie on chain if it does not (the root lane)."""
+
+    KIND = OutboxKind.LISTED
+
+    @property
+    def key(self) -> str:
+        return f"listed:{self.round}"
+
+
 def vote_key(round_: int, node: str, appeal: bool) -> str:
     """The key of our vote on `node`'s batch: one on its first committee and one on its
     appeal's, whether the vote is an attestation or an unavailable report."""
@@ -167,6 +178,7 @@ MESSAGES: tuple[type[Message], ...] = (
     Pin,
     Submit,
     Open,
+    Listed,
     Attest,
     Unavailable,
     Draw,

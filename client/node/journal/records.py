@@ -45,3 +45,19 @@ class LocalRoundRecord:
     score: int
     started: float
     finished: float
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A message of ours a root lane's aggregator receipted: the signed message as sent
+    (client.chain.messages.Signed's bytes) and the aggregator's receipt of it."""
+
+    key: str
+    round: int
+    aggregator: str
+    message: bytes
+    receipt: str
+
+    @staticmethod
+    def submission_key(round_: int) -> str:
+        return f"submission:{round_}"

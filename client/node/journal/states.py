@@ -43,6 +43,8 @@ class OutboxKind(StrEnum):
     # the votes that lost against its verdict judged
     SETTLE = "settle"
     APPEAL = "appeal"  # appeal our batch's verdict when it was not credited and our re-check agrees
+    # check that the root lane's submission root lists our receipted batch; prove it otherwise
+    LISTED = "listed"
 
 
 class Verdict(StrEnum):

@@ -12,10 +12,12 @@ import logging
 from client.chain.events import EventReader
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import OutboxEntry
-from client.node.journal.outbox import Appeal, Draw, Open, Settle, Submit
+from client.node.journal.outbox import Appeal, Draw, Listed, Open, OutboxStatus, Settle, Submit
+from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
 from client.node.proving import Snapshots, opened
 from client.node.publishing.handler import Handler
+from client.node.publishing.rootlane import RootLane
 from client.node.services import Services
 from client.store import BlockStore
 from client.store.batch import BatchLimits, decode_batch
@@ -32,9 +34,12 @@ class OwnBatch(Handler):
         store: BlockStore,
         snapshots: Snapshots,
         limits: BatchLimits,
+        root: RootLane | None = None,
     ):
+        """`root`: the root lane our submissions go to first (None: the ledger only)."""
         super().__init__(services, reader)
         self.store, self.snapshots, self.limits = store, snapshots, limits
+        self.root = root
 
     def pin(self, entry: OutboxEntry) -> None:
         """Pins the sealed batch (a StoreError leaves it pending: the store is down)."""
@@ -65,32 +70,65 @@ class OwnBatch(Handler):
             else:
                 self.give_up(entry, f"another batch ({on_chain.digest}) is on chain")
             return
-        if not self.params.submit_open(round_, self.current_round()):
+        current = self.current_round()
+        if not self.params.submit_open(round_, current):
             self.give_up(entry, "the round's submission window closed before it could go")
             return
+        if self.root is not None:
+            kept = self.root.kept(round_) or self.root.send(message)
+            if isinstance(kept, Kept):
+                self._submitted(entry, None, kept)
+                return
+            if current < round_ + self.params.submit_rounds:  # the ledger's last round is left
+                self.journal.attempted(entry.key, kept)
+                self.events.emit(
+                    Event.ROOT_LANE_UNSENT,
+                    f"round {round_}: not receipted by the root lane ({kept}); sent again, and "
+                    f"on the ledger in round {round_ + self.params.submit_rounds} if still not",
+                    logging.WARNING,
+                    round=round_,
+                    reason=kept,
+                )
+                return
+            self.events.emit(
+                Event.ROOT_LANE_UNSENT,
+                f"round {round_}: not receipted by the root lane ({kept}); submitted on the "
+                "ledger instead, in the window's last round",
+                logging.WARNING,
+                round=round_,
+                reason=kept,
+            )
         result = self.ledger.submit(
             round_, message.digest, message.rollouts, message.score, message.signal
         )
         self._submitted(entry, result.tx_hash)
 
-    def _submitted(self, entry: OutboxEntry, tx_hash: str | None) -> None:
-        """A submission on chain: its openings, settlement and a possible appeal are queued
-        before it is marked done (a crash between the two queues them once more, as no-ops)."""
+    def _submitted(self, entry: OutboxEntry, tx_hash: str | None, kept: Kept | None = None) -> None:
+        """A submission on chain (or receipted by the root lane's aggregator: `kept`): its
+        openings, settlement and a possible appeal are queued before it is marked done (a crash
+        between the two queues them once more, as no-ops); a receipted one also gets the check
+        of the root that must list it. A batch of the root lane that a checker escalates is a
+        ledger submission from then on, settled and appealed as any."""
         round_ = entry.round
-        for message in (Open(round=round_), Settle(round=round_), Appeal(round=round_)):
+        queued = [Open(round=round_), Settle(round=round_), Appeal(round=round_)]
+        for message in queued + ([Listed(round=round_)] if kept else []):
             self.journal.enqueue(message)
         self.journal.done(entry.key, tx_hash)
         self.journal.advance(round_, RoundPhase.CONFIRMED, tx_hash=tx_hash)
         record = self.journal.round(round_)
+        if kept is not None:
+            how = f" by the root lane's aggregator {kept.aggregator} (receipt kept)"
+        else:
+            how = f" in {tx_hash}" if tx_hash else " (found on chain)"
         self.events.emit(
             Event.ROUND_SUBMITTED,
-            f"round {round_}: submission confirmed"
-            + (f" in {tx_hash}" if tx_hash else " (found on chain)"),
+            f"round {round_}: submission confirmed{how}",
             round=round_,
             digest=record.digest if record else None,
             cid=record.cid if record else None,
             local_rounds=record.local_rounds if record else None,
             tx_hash=tx_hash,
+            lane="root" if kept is not None else "ledger",
         )
 
     def open(self, entry: OutboxEntry) -> None:
@@ -98,22 +136,37 @@ class OwnBatch(Handler):
         the round's other snapshots go. (Waits silently for the beacon: one block.) The beacon
         is queued for storing (`Draw`) in case no vote stores it."""
         round_ = entry.round
-        if not self.params.attest_open(round_, self.current_round()):
-            self.journal.dropped(entry.key, "the challenge window closed before the beacon")
-            self.snapshots.drop(round_)
-            return
-        beacon = self.ledger.beacon(round_, self.address)
-        self.health.chain(True)
-        if not beacon.ready:
-            return
-        if not beacon.drawn:  # stored by its first vote, else by us before it can lapse
-            self.journal.enqueue(Draw(round=round_, node=self.address, block=beacon.block))
+        if self.root is not None and self.root.kept(round_) is not None:
+            listed = self.journal.outbox(Listed(round=round_).key)
+            if listed is not None and listed.status == OutboxStatus.PENDING:
+                return  # opened once the posted root is known to hold the batch
+            drawn = self.root.beacon(round_)  # the book's: an escalation keeps it
+            self.health.chain(True)
+            if isinstance(drawn, str):
+                self.journal.dropped(entry.key, drawn)
+                self.snapshots.drop(round_)
+                return
+            if drawn is None:
+                return
+            value = drawn
+        else:
+            if not self.params.attest_open(round_, self.current_round()):
+                self.journal.dropped(entry.key, "the challenge window closed before the beacon")
+                self.snapshots.drop(round_)
+                return
+            beacon = self.ledger.beacon(round_, self.address)
+            self.health.chain(True)
+            if not beacon.ready:
+                return
+            if not beacon.drawn:  # stored by its first vote, else by us before it can lapse
+                self.journal.enqueue(Draw(round=round_, node=self.address, block=beacon.block))
+            value = beacon.beacon
         record = self.journal.round(round_)
         if record is None or record.batch is None:
             self.journal.dropped(entry.key, "no batch recorded for the round")
             return
         batch = decode_batch(record.batch, self.limits)
-        ks = opened(beacon.beacon, batch)
+        ks = opened(value, batch)
         # local rounds with no GRPO step between them share a checkpoint: pinned once, named by
         # its first opened local round
         checkpoints = {batch.local_rounds[k].weights: k for k in reversed(ks)}
@@ -143,4 +196,61 @@ class OwnBatch(Handler):
             round=round_,
             opened=ks,
             weights=[batch.local_rounds[k].weights for k in ks],
+        )
+
+    def listed(self, entry: OutboxEntry) -> None:
+        """Once the round's submission root is posted: checks that its list holds our receipted
+        submission, and proves on chain what it finds otherwise (the aggregator's bond, half of
+        it to us). Waits while the list cannot be read, until the round's lies can no longer be
+        proven."""
+        round_ = entry.round
+        kept = self.root.kept(round_) if self.root is not None else None
+        if self.root is None or kept is None:
+            self.journal.dropped(entry.key, "no receipt of the root lane is kept for the round")
+            return
+        posted = self.root.posted(round_)
+        self.health.chain(True)
+        if posted is None:
+            return
+        if isinstance(posted, str):
+            self._unbound(entry, posted)
+            return
+        finding = self.root.check_listed(posted, kept)
+        if finding is None:
+            self.journal.done(entry.key)
+            return
+        if isinstance(finding, str):  # the list cannot be read (yet)
+            if self.current_round() > self.root.windows.challenge_end(round_):
+                self._unbound(entry, f"its list was never readable: {finding}")
+            else:
+                self.journal.attempted(entry.key, finding)
+            return
+        if finding.challenge:
+            self._unbound(
+                entry,
+                f"its list is not its root's data ({finding.what}): challenge it with `sapo "
+                f"audit book {round_} --prove --challenge`",
+            )
+            return
+        result = self.root.prove(finding)
+        self.journal.done(entry.key, result.tx_hash)
+        self.events.emit(
+            Event.ROOT_LANE_PROVEN,
+            f"round {round_}: the submission root of {posted.aggregator} lied ({finding.what}); "
+            f"proven in {result.tx_hash}, its bond forfeit",
+            logging.WARNING,
+            round=round_,
+            lie=finding.what,
+            aggregator=posted.aggregator,
+            tx_hash=result.tx_hash,
+        )
+
+    def _unbound(self, entry: OutboxEntry, reason: str) -> None:
+        self.journal.dropped(entry.key, reason)
+        self.events.emit(
+            Event.ROOT_LANE_UNSENT,
+            f"round {entry.round}: the root lane will not credit our batch: {reason}",
+            logging.WARNING,
+            round=entry.round,
+            reason=reason,
         )

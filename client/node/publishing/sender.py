@@ -1,13 +1,16 @@
 """The publisher: the stage that sends what the outbox holds, beside the compute stage.
 
 Its own thread sends the pending messages, oldest first, each to the one handler of its type:
-our batch's pin, then its submission (a digest nobody can fetch earns nothing), then its
-openings, one at a time; every other message (votes, beacon draws, settlements, appeals) at once
-with the others due now (one nonce sequence, receipts awaited together: about one block for all).
+our batch's pin, then its submission (a digest nobody can fetch earns nothing; on the ledger,
+or signed to the root lane's aggregator when `[root_lane]` names one:
+client.node.publishing.rootlane), then its openings, one at a time; every other message (votes,
+beacon draws, settlements, appeals) at once with the others due now (one nonce sequence, receipts
+awaited together: about one block for all).
 What cannot go yet waits (an outage); what can never go (a window closed, the chain refused it)
 is dropped with its reason. Settlements wait for the round to be final, appeals for the first
-committee's window to close, beacon draws for DRAW_AFTER_BLOCKS after their block: waiting costs
-nothing a second.
+committee's window to close, beacon draws for DRAW_AFTER_BLOCKS after their block, the check
+that the root lane's submission root lists our batch for that root's round: waiting costs nothing
+a second.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from client.node.journal.outbox import (
     Appeal,
     Attest,
     Draw,
+    Listed,
     Message,
     Open,
     OutboxStatus,
@@ -41,6 +45,7 @@ from client.node.proving import Snapshots
 from client.node.publishing.appeals import Appeals
 from client.node.publishing.handler import Handler
 from client.node.publishing.ours import OwnBatch
+from client.node.publishing.rootlane import RootLane
 from client.node.publishing.sealing import Sealer
 from client.node.publishing.settlement import Settlement
 from client.node.publishing.upkeep import Upkeep
@@ -77,9 +82,11 @@ class Publisher(Stage):
         sapo: SapoSection,
         metadata: Callable[[dict], str],
         reader: EventReader | None = None,
+        root: RootLane | None = None,
     ):
         """`metadata(peer)`: the metadata the node registers with, given what its IPFS daemon
-        says of itself (client.node.metadata)."""
+        says of itself (client.node.metadata); `root`: the root lane our submissions go to
+        first (`[root_lane]`; None: the ledger only)."""
         super().__init__(services)
         self.store = store
         self.wake = threading.Event()
@@ -89,13 +96,15 @@ class Publisher(Stage):
             services, catalog, model, sampling, sapo=sapo, limits=limits, wake=self.wake
         )
         self.upkeep = Upkeep(services, store, snapshots, store_cfg, metadata)
-        ours = OwnBatch(services, reader, store, snapshots, limits)
+        self.root = root
+        ours = OwnBatch(services, reader, store, snapshots, limits, root)
         votes = Votes(services, reader)
         appeals = Appeals(services, reader, catalog, limits)
         self.handlers: dict[type[Message], Callable[[OutboxEntry], None]] = {
             Pin: ours.pin,
             Submit: ours.submit,
             Open: ours.open,
+            Listed: ours.listed,
             Attest: votes.vote,
             Unavailable: votes.vote,
             Draw: votes.draw,
@@ -202,6 +211,8 @@ class Publisher(Stage):
                 case Settle() if not self.params.is_final(entry.round, current):
                     continue
                 case Appeal() | VoteAppeal() if current <= self.params.close(entry.round):
+                    continue
+                case Listed() if self.root and current < self.root.windows.post_round(entry.round):
                     continue
                 case Draw(block=block):
                     if head is None:

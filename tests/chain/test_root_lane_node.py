@@ -1,0 +1,175 @@
+"""A training node's producer side of the root lane (client/node/publishing/rootlane.py), on a real
+anvil with the committed SwarmLedger and RoundBook: the node's publisher signs its real batch's
+submission and sends it to the aggregator its `[root_lane]` names, at the endpoint that
+aggregator's on-chain metadata lists (a real `Aggregator` service and its HTTP endpoint on
+loopback); it keeps the receipt, sends no transaction, opens its checkpoints by the book's beacon
+and checks that the posted root lists it. With the aggregator's endpoint stopped, the batch goes
+on the ledger in its window's last round. An aggregator that receipts the batch and posts a root
+without it (its collector's memory edited: an honest service cannot be made to censor) is proven
+by the node itself, and pays it half its bond."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from client.chain.book import RoundBook
+from client.node.eventlog import read_events
+from client.node.journal.outbox import OutboxStatus
+from client.node.journal.records import Kept
+from client.node.journal.states import RoundPhase
+from client.node.publishing.rootlane import RootLane
+from client.store import LocalStore
+from tests.harness.policies import loaded_seed_test
+from tests.harness.roundbook import BOND, Running, open_book, sign_submissions
+from tests.harness.sides import Side
+
+pytestmark = pytest.mark.slow
+
+DONE, PENDING, DROPPED = OutboxStatus.DONE, OutboxStatus.PENDING, OutboxStatus.DROPPED
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
+    return loaded_seed_test(seed_test, tmp_path_factory.mktemp("seed") / "seed-test")
+
+
+class World:
+    """open_book's ledger and book; its fifth node aggregates (its metadata lists its endpoint),
+    its first produces through a publisher in the root lane; all share one local block store."""
+
+    def __init__(self, chain, policy, tmp_path: Path):
+        self.swarm, self.nodes, self.book = open_book(chain)
+        blocks = tmp_path / "blocks"
+        world = (self.swarm, self.nodes, self.book)
+        self.agg = Running(world, tmp_path / "aggregator.db", LocalStore(blocks))
+        self.nodes[4].set_metadata(json.dumps({"model": "test", "aggregator": self.agg.server.url}))
+        ledger = self.nodes[0]
+
+        def lane(services, store) -> RootLane:
+            book = RoundBook(self.swarm.w3, self.book.contract.address, nonces_of=ledger.tx)
+            return RootLane(services, book, self.agg.address, store)
+
+        self.producer = Side(self.swarm, ledger, tmp_path / "producer", policy, blocks, lane=lane)
+        self.me = ledger.account_address
+        self.windows = self.agg.service.windows
+
+    def sealed(self) -> int:
+        """A round the aggregator collects, and the producer's batch of it sealed."""
+        r = self.swarm.ledger.current_round() + 1
+        self.swarm.goto(r)
+        assert r in self.agg.service.tick().opened
+        self.producer.generate(r)
+        assert self.producer.publisher.seal(r)
+        return r
+
+    def post_and_draw(self, r: int) -> None:
+        self.swarm.goto(self.windows.post_round(r))
+        assert self.agg.service.tick().posted_submissions == [r]
+        self.swarm.mine()
+        assert self.agg.service.tick().drawn == [r]
+
+    def nonce(self) -> int:
+        return self.swarm.w3.eth.get_transaction_count(self.me)
+
+    def events(self, kind: str) -> list[dict]:
+        return [e for e in read_events(self.producer.services.events.path) if e["kind"] == kind]
+
+
+@pytest.fixture
+def world(chain, policy, tmp_path: Path):
+    world = World(chain, policy, tmp_path)
+    yield world
+    world.agg.stop()
+
+
+def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is_listed(
+    world,
+) -> None:
+    r = world.sealed()
+    before = world.nonce()
+    world.producer.publisher.flush()
+    outbox = world.producer.outbox()
+    assert (outbox[f"pin:{r}"], outbox[f"submit:{r}"]) == (DONE, DONE)
+    assert (outbox[f"open:{r}"], outbox[f"listed:{r}"]) == (PENDING, PENDING)
+    assert world.nonce() == before  # nothing on the ledger
+    assert not world.swarm.ledger.submission(r, world.me).exists
+    kept = world.producer.journal.receipt(Kept.submission_key(r))
+    assert kept is not None and kept.aggregator == world.agg.address
+    assert world.producer.journal.round(r).phase == RoundPhase.CONFIRMED
+    [submitted] = world.events("round.submitted")
+    assert submitted["lane"] == "root" and "receipt kept" in submitted["message"]
+
+    world.producer.publisher.flush()  # before the root: the list check and the beacon wait
+    assert world.producer.outbox()[f"listed:{r}"] == PENDING
+    world.post_and_draw(r)
+    world.producer.publisher.flush()  # the root lists it; then it opens
+    assert world.producer.journal.outbox(f"listed:{r}").error is None
+    assert world.producer.outbox()[f"listed:{r}"] == DONE
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"open:{r}"] == DONE
+    [opened] = world.events("round.opened")
+    assert opened["round"] == r and opened["opened"] == [0]
+    posted = world.agg.client_book.round_of(r)
+    assert posted.count == 1 and not posted.void
+    assert world.nonce() == before  # the aggregator drew the beacon: still no transaction
+    # settlement and appeal wait for the round to be final: a batch nobody escalated has no
+    # ledger record, and they end as no-ops then
+    world.swarm.goto(world.producer.services.params.final_after(r) + 1)
+    world.producer.publisher.flush()
+    outbox = world.producer.outbox()
+    assert (outbox[f"settle:{r}"], outbox[f"appeal:{r}"]) == (DONE, DONE)
+    assert world.nonce() == before
+
+
+def test_without_a_receipt_the_batch_goes_on_the_ledger_in_its_windows_last_round(world) -> None:
+    world.agg.server.close()  # the aggregator's endpoint is really gone
+    r = world.sealed()
+    before = world.nonce()
+    world.producer.publisher.flush()
+    entry = world.producer.journal.outbox(f"submit:{r}")
+    assert entry.status == PENDING and "not reachable" in entry.error
+    assert world.nonce() == before
+    [unsent] = world.events("rootlane.unsent")
+    assert (
+        f"on the ledger in round {r + world.producer.services.params.submit_rounds}"
+        in unsent["message"]
+    )
+
+    world.swarm.goto(r + world.producer.services.params.submit_rounds)  # the window's last round
+    world.producer.publisher.flush()
+    outbox = world.producer.outbox()
+    assert outbox[f"submit:{r}"] == DONE and f"listed:{r}" not in outbox
+    on_chain = world.swarm.ledger.submission(r, world.me)
+    assert on_chain.digest.lower() == world.producer.journal.round(r).digest.lower()
+    assert world.producer.journal.receipt(Kept.submission_key(r)) is None
+    assert world.events("round.submitted")[0]["lane"] == "ledger"
+
+
+def test_a_receipted_batch_left_out_of_the_root_is_proven_by_its_producer(world) -> None:
+    r = world.sealed()
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"submit:{r}"] == DONE
+    # another producer's submission is held too, so the aggregator has a root to post
+    [other] = sign_submissions(world.book, [world.nodes[1]], r)
+    assert world.agg.client(world.book.domain).send([other])[0].receipt
+    # the censoring aggregator: it forgets our submission after receipting it
+    del world.agg.service.collectors[r].submissions[world.me.lower()]
+    world.post_and_draw(r)
+    balance = world.swarm.w3.eth.get_balance(world.me)
+
+    world.producer.publisher.flush()
+    entry = world.producer.journal.outbox(f"listed:{r}")
+    assert entry.status == DONE and entry.tx_hash
+    receipt = world.swarm.w3.eth.get_transaction_receipt(entry.tx_hash)
+    gas = receipt["gasUsed"] * receipt["effectiveGasPrice"]
+    assert world.swarm.w3.eth.get_balance(world.me) - balance == BOND // 2 - gas
+    assert world.agg.client_book.round_of(r).submissions_voided
+    [proven] = world.events("rootlane.proven")
+    assert "left out" in proven["lie"] and proven["aggregator"] == world.agg.address
+
+    world.producer.publisher.flush()  # nothing to open on a voided root
+    entry = world.producer.journal.outbox(f"open:{r}")
+    assert entry.status == DROPPED and "voided" in entry.error
