@@ -101,6 +101,14 @@ def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is
     assert world.producer.journal.round(r).phase == RoundPhase.CONFIRMED
     [submitted] = world.events("round.submitted")
     assert submitted["lane"] == "root" and "receipt kept" in submitted["message"]
+    # a crash after the receipt was kept and before the journal said so: the kept receipt
+    # stands, the aggregator is not asked again
+    with world.producer.journal.db.tx() as db:
+        db.execute("UPDATE outbox SET status = 'pending' WHERE key = ?", (f"submit:{r}",))
+    endpoint = world.producer.publisher.root._endpoint()
+    asked = endpoint.requests
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"submit:{r}"] == DONE and endpoint.requests == asked
 
     world.producer.publisher.flush()  # before the root: the list check and the beacon wait
     assert world.producer.outbox()[f"listed:{r}"] == PENDING
@@ -122,6 +130,12 @@ def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is
     outbox = world.producer.outbox()
     assert (outbox[f"settle:{r}"], outbox[f"appeal:{r}"]) == (DONE, DONE)
     assert world.nonce() == before
+    # the receipt is kept until the round's lies can no longer be proven
+    upkeep = world.producer.publisher.upkeep
+    upkeep.prune_journal(world.windows.challenge_end(r))
+    assert world.producer.journal.receipt(Kept.submission_key(r)) is not None
+    upkeep.prune_journal(world.windows.challenge_end(r) + 1)
+    assert world.producer.journal.receipt(Kept.submission_key(r)) is None
 
 
 def test_without_a_receipt_the_batch_goes_on_the_ledger_in_its_windows_last_round(world) -> None:

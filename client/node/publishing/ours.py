@@ -138,8 +138,8 @@ class OwnBatch(Handler):
         round_ = entry.round
         if self.root is not None and self.root.kept(round_) is not None:
             listed = self.journal.outbox(Listed(round=round_).key)
-            if listed is not None and listed.status == OutboxStatus.PENDING:
-                return  # opened once the posted root is known to hold the batch
+            if listed is not None and listed.status == OutboxStatus.PENDING and not listed.attempts:
+                return  # opened once the posted root was checked (or its list could not be read)
             drawn = self.root.beacon(round_)  # the book's: an escalation keeps it
             self.health.chain(True)
             if isinstance(drawn, str):
@@ -214,6 +214,9 @@ class OwnBatch(Handler):
             return
         if isinstance(posted, str):
             self._unbound(entry, posted)
+            return
+        if posted.submissions_voided:  # proven already, by someone else
+            self._unbound(entry, f"round {round_}'s submission root was voided")
             return
         finding = self.root.check_listed(posted, kept)
         if finding is None:

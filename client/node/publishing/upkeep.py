@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 
 from client.chain import ChainError
+from client.chain.book import Windows
 from client.config.models import StoreSection
 from client.node.eventlog import Event
 from client.node.proving import Snapshots
@@ -70,8 +71,13 @@ class Upkeep(Stage):
     def prune_journal(self, current: int) -> None:
         """Forgets the journal's rows of peers' batches of rounds that no window can judge any
         more and that `[store].retain_rounds` no longer keeps (their per-peer counts stay, in
-        peer_totals): at 10,000 peers those rows are ~20 MiB a round. `retain` calls it once a
-        chain round."""
+        peer_totals): at 10,000 peers those rows are ~20 MiB a round; and the root lane's
+        receipts of rounds past their challenge end. `retain` calls it once a chain round."""
+        # a root lane's receipt proves a lie until its round's challenge end (RoundBook)
+        windows = Windows.of(self.params)
+        proven_until = current - windows.challenge_end(0)  # rounds whose end has passed
+        if proven_until > 0 and self.journal.prune_receipts(proven_until):
+            log.info("journal: forgot the root lane's receipts of rounds before %d", proven_until)
         horizon = self.params.first_kept(current, self.store_cfg.retain_rounds)
         if horizon <= 0:
             return
