@@ -3,6 +3,7 @@ reward of 1.0 on one rollout is SCORE_SCALE units: SwarmLedger.SCORE_SCALE, the 
 the verifiers agree on it) and the ledger's clock (SwarmLedger.currentRound)."""
 
 SCORE_SCALE = 10_000
+BPS = 10_000  # basis points in a whole (the ledger's bps parameters)
 MAX_ROLLOUTS = 65_536  # SwarmLedger.MAX_ROLLOUTS: the most rollouts a submission may claim
 
 

@@ -198,27 +198,19 @@ def signing_ledger(cfg: NodeConfig, password: str | None = None) -> Ledger:
     return ledger
 
 
-def root_lane(cfg: NodeConfig, services, ledger: Ledger, store):
-    """The root lane our submissions go to first (`[root_lane]`), on the round book
-    `[chain].round_book_address` names, checked to read this ledger; None when unset."""
-    if cfg.root_lane.aggregator is None:
+def round_book(cfg: NodeConfig, ledger: Ledger):
+    """The root lane's round book `[chain].round_book_address` names, checked to read this
+    ledger, signing on the ledger's nonce sequence; None when unset."""
+    if cfg.chain.round_book_address is None:
         return None
     from client.chain.book import RoundBook
-    from client.node.publishing.rootlane import RootLane
 
-    assert cfg.chain.round_book_address is not None  # the config's own check
     book = RoundBook(ledger.w3, cfg.chain.round_book_address, nonces_of=ledger.tx)
     try:
         book.check(ledger.address)
     except WrongChain as exc:
         raise NodeConfigError(f"[chain].round_book_address: {exc}") from None
-    return RootLane(
-        services,
-        book,
-        cfg.root_lane.aggregator,
-        store,
-        allow_private_peers=cfg.store.allow_private_peers,
-    )
+    return book
 
 
 def data_dir_deployment(cfg: NodeConfig, ledger: Ledger) -> Deployment:
@@ -334,6 +326,18 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     )
     sampling = Sampling.of(cfg.policy.temperature, cfg.policy.top_p, cfg.policy.max_new_tokens)
     snapshots = Snapshots(data_dir.weights)
+    book = round_book(cfg, ledger)
+    root = None
+    if book is not None:  # our votes on its batches, and our submissions if [root_lane] says
+        from client.node.publishing.rootlane import RootLane
+
+        root = RootLane(
+            services,
+            book,
+            cfg.root_lane.aggregator,
+            store,
+            allow_private_peers=cfg.store.allow_private_peers,
+        )
     publisher = Publisher(
         services,
         store,
@@ -345,7 +349,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         sapo=cfg.sapo,
         metadata=lambda peer: node_metadata(cfg, peer=peer, base=shared),
         reader=EventReader(ledger, chunk_blocks=cfg.chain.log_chunk_blocks),
-        root=root_lane(cfg, services, ledger, store),
+        root=root,
     )
     reader = EventReader(
         ledger, chunk_blocks=cfg.chain.log_chunk_blocks, start_block=cfg.chain.ledger_deploy_block
@@ -362,6 +366,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         sapo=cfg.sapo,
         store_cfg=cfg.store,
         spool=data_dir.spool,
+        book=book,
     )
     bind_data_dir(data_dir, deployment)
     return Node(

@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from client.chain.book import RoundBook
 from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
-from client.node.publishing.rootlane import RootLane
 from client.store import LocalStore
 from tests.harness.policies import loaded_seed_test
-from tests.harness.roundbook import BOND, Running, open_book, sign_submissions
+from tests.harness.roundbook import BOND, Running, open_book, seats, sign_submissions
 from tests.harness.sides import Side
 
 pytestmark = pytest.mark.slow
@@ -47,12 +45,21 @@ class World:
         self.agg = Running(world, tmp_path / "aggregator.db", LocalStore(blocks))
         self.nodes[4].set_metadata(json.dumps({"model": "test", "aggregator": self.agg.server.url}))
         ledger = self.nodes[0]
-
-        def lane(services, store) -> RootLane:
-            book = RoundBook(self.swarm.w3, self.book.contract.address, nonces_of=ledger.tx)
-            return RootLane(services, book, self.agg.address, store)
-
-        self.producer = Side(self.swarm, ledger, tmp_path / "producer", policy, blocks, lane=lane)
+        address = self.book.contract.address
+        self.producer = Side(
+            self.swarm,
+            ledger,
+            tmp_path / "producer",
+            policy,
+            blocks,
+            book=address,
+            aggregator=self.agg.address,
+        )
+        # three checkers, each seated on the producer's committee but in 0.7% of draws
+        self.checkers = [
+            Side(self.swarm, node, tmp_path / f"checker{i}", policy, blocks, book=address)
+            for i, node in enumerate(self.nodes[1:4])
+        ]
         self.me = ledger.account_address
         self.windows = self.agg.service.windows
 
@@ -71,8 +78,30 @@ class World:
         self.swarm.mine()
         assert self.agg.service.tick().drawn == [r]
 
-    def nonce(self) -> int:
-        return self.swarm.w3.eth.get_transaction_count(self.me)
+    def nonce(self, who: str | None = None) -> int:
+        return self.swarm.w3.eth.get_transaction_count(who or self.me)
+
+    def listed_and_opened(self, r: int) -> None:
+        """The aggregator posts the round's root and draws its beacon; the producer checks the
+        list and opens its checkpoints."""
+        self.post_and_draw(r)
+        self.producer.publisher.flush()
+        self.producer.publisher.flush()
+        assert self.producer.outbox()[f"open:{r}"] == DONE
+
+    def seated(self, r: int) -> list[Side]:
+        """The checkers the book's draw seats on the producer's committee of round r."""
+        drawn = seats(self.book, self.nodes, self.me, r)
+        return [c for c in self.checkers if c.address in drawn]
+
+    def forge(self, r: int) -> None:
+        """The producer claims more learning signal than its batch has (before it is sent)."""
+        with self.producer.journal.db.tx() as db:
+            db.execute(
+                "UPDATE outbox SET payload = json_set(payload, '$.signal', "
+                "json_extract(payload, '$.signal') + 10000) WHERE key = ?",
+                (f"submit:{r}",),
+            )
 
     def events(self, kind: str) -> list[dict]:
         return [e for e in read_events(self.producer.services.events.path) if e["kind"] == kind]
@@ -105,7 +134,7 @@ def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is
     # stands, the aggregator is not asked again
     with world.producer.journal.db.tx() as db:
         db.execute("UPDATE outbox SET status = 'pending' WHERE key = ?", (f"submit:{r}",))
-    endpoint = world.producer.publisher.root._endpoint()
+    endpoint = world.producer.root.endpoint(world.agg.address)
     asked = endpoint.requests
     world.producer.publisher.flush()
     assert world.producer.outbox()[f"submit:{r}"] == DONE and endpoint.requests == asked
@@ -187,3 +216,63 @@ def test_a_receipted_batch_left_out_of_the_root_is_proven_by_its_producer(world)
     world.producer.publisher.flush()  # nothing to open on a voided root
     entry = world.producer.journal.outbox(f"open:{r}")
     assert entry.status == DROPPED and "voided" in entry.error
+
+
+def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(world) -> None:
+    r = world.sealed()
+    world.producer.publisher.flush()
+    world.listed_and_opened(r)
+    seated = world.seated(r)
+    assert len(seated) >= world.swarm.ledger.params().quorum
+    nonces = [world.nonce(c.address) for c in world.checkers]
+    for checker in world.checkers:
+        checker.intake.poll()  # reads the root's list, draws, fetches, verifies, votes
+        checker.publisher.flush()
+    for checker in world.checkers:
+        key = f"root-vote:{r}:{world.me.lower()}"
+        if checker in seated:
+            assert checker.outbox()[key] == DONE
+            kept = checker.journal.receipt(key)
+            assert kept is not None and kept.aggregator == world.agg.address
+            [event] = [
+                e for e in read_events(checker.services.events.path) if e["kind"] == "peer.attested"
+            ]
+            assert event["lane"] == "root"
+        else:
+            assert key not in checker.outbox()  # no seat, no vote
+    # nothing went on chain: not one transaction of a checker
+    assert [world.nonce(c.address) for c in world.checkers] == nonces
+    assert len(world.agg.service.collectors[r].votes) == len(seated)
+
+    world.swarm.goto(world.windows.verdict_round(r))
+    done = world.agg.service.tick()
+    assert done.posted_verdicts == [r], done.skipped
+    [credit] = world.agg.service.verdict_roots[r].credits
+    assert credit.producer.lower() == world.me.lower()
+
+
+def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> None:
+    r = world.sealed()
+    world.forge(r)
+    world.producer.publisher.flush()
+    world.listed_and_opened(r)
+    seated = world.seated(r)
+    first, *others = seated
+    first.intake.poll()
+    first.publisher.flush()
+    # the first seated checker took the batch to the ledger with its dispute
+    entry = first.journal.outbox(f"attest:{r}:{world.me.lower()}")
+    assert entry.status == DONE and entry.tx_hash
+    on_chain = world.swarm.ledger.submission(r, world.me)
+    assert on_chain.exists and on_chain.disputes == 1
+    assert f"root-vote:{r}:{world.me.lower()}" not in first.outbox()
+    # the others find it on the ledger: they vote there, as on any ledger batch
+    for checker in others:
+        checker.intake.poll()
+        checker.publisher.flush()
+        assert checker.outbox()[f"attest:{r}:{world.me.lower()}"] == DONE
+    assert world.swarm.ledger.submission(r, world.me).disputes == len(seated)
+    # and the verdict root credits none of it: the round's only batch, so the no-credit root
+    world.swarm.goto(world.windows.verdict_round(r))
+    assert world.agg.service.tick().posted_verdicts == [r]
+    assert r in world.agg.service.no_credits

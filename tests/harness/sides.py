@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from client.chain import Ledger
+from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config.models import SapoSection, StoreSection
 from client.node.clock import SystemClock
@@ -17,6 +18,7 @@ from client.node.journal import Journal, LocalRoundRecord
 from client.node.journal.outbox import OutboxStatus
 from client.node.proving import Snapshots
 from client.node.publishing import Publisher
+from client.node.publishing.rootlane import RootLane
 from client.node.rollouts import task_seed
 from client.node.services import Services
 from client.store import LocalStore, Sampling
@@ -29,9 +31,18 @@ class Side:
     """One node's publisher and intake over its own journal, on a shared local block store."""
 
     def __init__(
-        self, swarm: Swarm, ledger: Ledger, root: Path, policy, blocks: Path, *, lane=None
+        self,
+        swarm: Swarm,
+        ledger: Ledger,
+        root: Path,
+        policy,
+        blocks: Path,
+        *,
+        book: str | None = None,
+        aggregator: str | None = None,
     ):
-        """`lane(services, store)`: the root lane its publisher sends to (None: the ledger)."""
+        """`book`: the root lane's round book (its batches checked and voted on too);
+        `aggregator`: where the publisher sends our submissions in it (None: the ledger)."""
         root.mkdir(parents=True)
         self.ledger, self.policy = ledger, policy
         self.address = ledger.account_address
@@ -50,6 +61,12 @@ class Side:
         self.store = LocalStore(blocks, max_bytes=self.store_cfg.max_batch_bytes)
         self.catalog = load_catalog("tiny")
         sapo = SapoSection()
+        self.book = RoundBook(swarm.w3, book, nonces_of=ledger.tx) if book is not None else None
+        self.root = (
+            RootLane(self.services, self.book, aggregator, self.store)
+            if self.book is not None
+            else None
+        )
         self.snapshots = Snapshots(root / "weights")
         self.publisher = Publisher(
             self.services,
@@ -62,7 +79,7 @@ class Side:
             sapo=sapo,
             metadata=lambda peer: "{}",
             reader=EventReader(ledger),
-            root=lane(self.services, self.store) if lane else None,
+            root=self.root,
         )
         self.intake = Intake(
             self.services,
@@ -73,6 +90,7 @@ class Side:
             sapo=sapo,
             store_cfg=self.store_cfg,
             spool=root / "spool",
+            book=self.book,
         )
 
     def generate(self, round_: int) -> None:

@@ -680,16 +680,18 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         Appeal,
         Attest,
         Draw,
+        Escalate,
         Listed,
         Open,
         Pin,
+        RootVote,
         Settle,
         Unavailable,
         VoteAppeal,
         decode,
     )
 
-    node = "0x" + "ab" * 20
+    node, other = "0x" + "ab" * 20, "0x" + "cd" * 20
     written = {
         Pin(round=3): ("pin:3", {}),
         Submit(round=3, digest="0x01", rollouts=8, score=5, signal=2): (
@@ -698,6 +700,33 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         ),
         Open(round=3): ("open:3", {}),
         Listed(round=3): ("listed:3", {}),
+        RootVote(round=3, node=node, digest="0x01", score=5, signal=2): (
+            f"root-vote:3:{node}",
+            {"node": node, "digest": "0x01", "score": 5, "signal": 2},
+        ),
+        Escalate(  # our first-committee vote, as an attestation is: another batch here
+            round=3,
+            node=other,
+            unavailable=False,
+            score=5,
+            signal=1,
+            findings=4,
+            index=2,
+            leaf="{}",
+            proof=(("0x00", 0),),
+        ): (
+            f"attest:3:{other}",
+            {
+                "node": other,
+                "unavailable": False,
+                "score": 5,
+                "signal": 1,
+                "findings": 4,
+                "index": 2,
+                "leaf": "{}",
+                "proof": (("0x00", 0),),
+            },
+        ),
         Attest(round=3, node=node, score=5, signal=2, findings=0): (
             f"attest:3:{node}",
             {"node": node, "score": 5, "signal": 2, "findings": 0},

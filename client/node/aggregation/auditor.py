@@ -47,9 +47,8 @@ from client.chain.roots import (
 )
 from client.chain.sumtree import SumTree, leaf
 from client.node.aggregation.earnings import EarningsBook, Entry
-from client.units import MAX_ROLLOUTS, SCORE_SCALE
+from client.units import BPS, MAX_ROLLOUTS, SCORE_SCALE
 
-BPS = 10_000
 # a neighbour that does not exist (the left-out submission sorts first or last): ignored by the
 # book, which reads only the leaves between 0 and the count
 EMPTY_SUBMISSION = ("0x" + "00" * 20, (0, bytes(32), 0, 0, 0), b"")

@@ -26,9 +26,7 @@ from client.chain.roots import (
     vote_struct,
     votes_hash,
 )
-from client.units import MAX_ROLLOUTS, SCORE_SCALE
-
-BPS = 10_000
+from client.units import BPS, MAX_ROLLOUTS, SCORE_SCALE
 
 
 class Refused(ValueError):

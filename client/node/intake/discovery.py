@@ -33,11 +33,12 @@ def discover(
     journal: Journal,
     me: str,
     first_block: Callable[[], int] | None = None,
-) -> None:
+) -> list[tuple[int, str]]:
     """Journals what happened on the ledger since the saved cursor, up to the head: the peers'
     submissions (not `me`'s) and their blocks (a local draw's stake snapshot), and which peers'
     batches were appealed (drawing a new committee). A journal without a cursor starts at
-    `first_block()` (asked only then), else at the reader's start block."""
+    `first_block()` (asked only then), else at the reader's start block. Returns the (round,
+    node) of the submissions found (a root lane's batch escalated to the ledger among them)."""
     cursor = journal.peers.event_cursor()
     if cursor is not None:
         start = cursor
@@ -47,7 +48,7 @@ def discover(
         )
     head = reader.head()
     if head < start:
-        return
+        return []
     subs, appeals, blocks = [], [], {}
     for e in reader.events(Submitted, Appealed, from_block=start, to_block=head):
         match e:
@@ -57,3 +58,4 @@ def discover(
                 subs.append(e.claim())
                 blocks[(e.round, e.node)] = e.block_number
     journal.peers.discovered(subs, head + 1, appeals, blocks)
+    return list(blocks)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from client.chain import Ledger
 from client.chain.events import EventReader
 from client.chain.models import Beacon, beacon_from
+from client.node.intake.rootlane import RootIntake
 from client.node.journal import Journal
 from client.node.journal.outbox import Draw
 from client.node.journal.peers import PeerSubmission
@@ -37,6 +38,7 @@ class Seats:
         self._draws: dict[tuple[int, str, bool], bool] = {}
         self._beacons: dict[tuple[int, str], int] = {}  # (round, node) -> its first beacon
         self._unready: set[tuple[int, str, bool]] = set()  # beacons not known yet, this poll
+        self.root: RootIntake | None = None  # the root lane's batches (the intake's, if any)
 
     def appealed(self, sub: PeerSubmission) -> bool:
         return (sub.round, sub.node) in self.appeals
@@ -125,6 +127,12 @@ class Seats:
         if not appealed and self._local.get((sub.round, sub.node)) == 0:
             self._draws[key] = False  # the local draw gave no seat: nothing to ask
             return False
+        entry = self.root.entry(sub) if self.root is not None and not appealed else None
+        if entry is not None:  # a root lane batch: the book's rule, its beacon (an escalation
+            # keeps both: the ledger's committee is the one the book drew)
+            self._beacons[(sub.round, sub.node)] = entry.round.beacon
+            self._draws[key] = self.root.seated(entry)  # type: ignore[union-attr]
+            return self._draws[key]
         beacon = self.ledger.appeal_of(sub.round, sub.node) if appealed else None
         if beacon is None:
             beacon = self.ledger.beacon(sub.round, sub.node)

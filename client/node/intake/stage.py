@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from client.chain import ChainError
+from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config.models import SapoSection, StoreSection
 from client.credit import MALFORMED
@@ -30,6 +31,7 @@ from client.node.eventlog import Span, timed
 from client.node.intake.discovery import discover, window_start
 from client.node.intake.fetching import OURS, Fetcher
 from client.node.intake.recording import Recorder
+from client.node.intake.rootlane import RootIntake
 from client.node.intake.seats import Seats
 from client.node.intake.verdict import (
     Fetched,
@@ -38,7 +40,7 @@ from client.node.intake.verdict import (
 )
 from client.node.intake.voting import ballot, disputes, key_of
 from client.node.intake.window import Window
-from client.node.journal.outbox import Settle
+from client.node.journal.outbox import Message, RootVote, Settle
 from client.node.journal.peers import PeerSubmission
 from client.node.journal.states import Verdict
 from client.node.proving import Prover
@@ -67,10 +69,13 @@ class Intake(Stage):
         sapo: SapoSection,
         store_cfg: StoreSection,
         spool: Path,
+        book: RoundBook | None = None,
     ):
         """`reader`: the ledger's events from the deployment block, in the config's chunks;
         `spool`: the folder peers' opened checkpoints are fetched into (DataDir.spool);
-        `wake`: set when a vote is queued (the publisher's)."""
+        `wake`: set when a vote is queued (the publisher's); `book`: the root lane's round book
+        (`[chain].round_book_address`), whose posted rounds' batches are checked too
+        (client.node.intake.rootlane; None: the ledger's only)."""
         super().__init__(services)
         self.sapo, self.store_cfg = sapo, store_cfg
         self.spool = Path(spool)
@@ -84,6 +89,18 @@ class Intake(Stage):
         )
         self.seats = Seats(services.ledger, reader, services.journal, self.me, self.params.checkers)
         self.window = Window(services.journal.peers)
+        self.root = (
+            RootIntake(
+                services,
+                book,
+                store,
+                self.window,
+                allow_private_peers=store_cfg.allow_private_peers,
+            )
+            if book is not None
+            else None
+        )
+        self.seats.root = self.root
         self._budget_round = -1
         self._fetched = self._duties = self._attested = 0
         self._pool: ThreadPoolExecutor | None = None  # while run() runs
@@ -117,7 +134,9 @@ class Intake(Stage):
         """One pass: discover, then check what the round's budget allows."""
         try:
             with timed(self.journal, Span.DISCOVER):
-                discover(self.reader, self.journal, self.me, self._first_block)
+                found = discover(self.reader, self.journal, self.me, self._first_block)
+                if self.root is not None:
+                    self.root.on_ledger(found)
             self.health.chain(True)
         except ChainError as exc:
             self.health.chain(False, str(exc))
@@ -125,6 +144,9 @@ class Intake(Stage):
         current = self.current_round()
         first = self.params.first_voted(current)
         self.window.refresh(first)
+        if self.root is not None:
+            with timed(self.journal, Span.DISCOVER):
+                self.root.poll(current)
         self.seats.new_poll(self.journal.peers.appealed(first))
         if current != self._budget_round:
             self._budget_round, self._fetched, self._duties, self._attested = current, 0, 0, 0
@@ -192,9 +214,12 @@ class Intake(Stage):
             )
             if vote is None or not self.seats.drawn(sub):
                 continue
+            message: Message = vote
+            if self._in_root(sub):
+                message = self.root.vote(sub, vote)  # type: ignore[union-attr]
             self._attested += 1
-            queued |= self.journal.enqueue(vote)
-            if disputes(vote, sub):
+            queued |= self.journal.enqueue(message)
+            if disputes(vote, sub) and not isinstance(message, RootVote):
                 self.journal.enqueue(Settle(round=sub.round, node=sub.node))
         return queued
 
@@ -205,8 +230,24 @@ class Intake(Stage):
     def _voted(self, sub: PeerSubmission) -> bool:
         """Whether our vote on `sub` is queued or sent: a batch voted unavailable is not fetched
         again (a vote is final on chain, and a retry's time-outs would hold up the fetches of
-        batches still owed a vote)."""
-        return self.journal.outbox(key_of(sub, self.seats.appealed(sub))) is not None
+        batches still owed a vote). A root lane batch we agreed with off chain is owed our vote
+        on the ledger too once a checker escalates it (saying what we signed)."""
+        if self.journal.outbox(key_of(sub, self.seats.appealed(sub))) is not None:
+            return True
+        if self.root is None or self.root.entry(sub) is None:
+            return False
+        signed = RootVote.key_of(sub.round, sub.node)
+        return self.journal.outbox(signed) is not None and not self.root.escalated(sub)
+
+    def _in_root(self, sub: PeerSubmission) -> bool:
+        """Whether `sub` is a root lane batch voted on off chain (not escalated to the
+        ledger)."""
+        return (
+            self.root is not None
+            and not self.seats.appealed(sub)
+            and self.root.entry(sub) is not None
+            and not self.root.escalated(sub)
+        )
 
     def _unproven(self, sub: PeerSubmission, verdict: str | None) -> bool:
         """Whether we are drawn to check `sub` and verified it (`verdict`, journaled), but have

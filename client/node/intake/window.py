@@ -48,6 +48,16 @@ class Window:
             if old:
                 self._ordered = None
 
+    def add(self, subs: list[PeerSubmission], block: int) -> None:
+        """Adds submissions read elsewhere than the journal's newest rows (a root lane's list,
+        posted at `block`, journaled too, but below the cursor the refresh reads from)."""
+        for sub in subs:
+            key = (sub.round, sub.node)
+            if key not in self._subs and sub.round >= self._first:
+                self._subs[key] = sub
+                self.blocks[key] = block
+                self._ordered = None
+
     def submissions(self) -> list[PeerSubmission]:
         """The window's submissions, oldest round first (then by producer)."""
         if self._ordered is None:

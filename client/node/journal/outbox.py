@@ -127,6 +127,46 @@ class Unavailable(Message):
         return vote_key(self.round, self.node, self.appeal)
 
 
+class RootVote(Message):
+    """Our signed agreement with a peer's batch of the root lane (its claim, as we recomputed
+    it), sent to the aggregator that posted the round's submission root."""
+
+    KIND = OutboxKind.ROOT_VOTE
+    node: str
+    digest: str
+    score: int
+    signal: int
+
+    @property
+    def key(self) -> str:
+        return self.key_of(self.round, self.node)
+
+    @staticmethod
+    def key_of(round_: int, node: str) -> str:
+        return f"root-vote:{round_}:{node}"
+
+
+class Escalate(Message):
+    """A root lane batch we dispute or found nowhere, taken to the ledger with our vote
+    (RoundBook.escalate): the entry's place `index` in the submission root, the signed submission
+    there (`leaf`, as client.chain.messages.Signed's JSON) and its path (`proof`: hash, sum).
+    On the ledger it is our first-committee vote: its key is an attestation's."""
+
+    KIND = OutboxKind.ESCALATE
+    node: str
+    unavailable: bool
+    score: int
+    signal: int
+    findings: int
+    index: int
+    leaf: str
+    proof: tuple[tuple[str, int], ...]
+
+    @property
+    def key(self) -> str:
+        return vote_key(self.round, self.node, False)
+
+
 class Draw(Message):
     """Store a batch's beacon (ours, or one we are drawn to check) if nobody has, before the
     EVM forgets its block's hash. `block`: the beacon's block."""
@@ -179,6 +219,8 @@ MESSAGES: tuple[type[Message], ...] = (
     Submit,
     Open,
     Listed,
+    RootVote,
+    Escalate,
     Attest,
     Unavailable,
     Draw,

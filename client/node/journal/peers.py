@@ -120,6 +120,18 @@ class PeerBook:
             db.executemany("INSERT OR IGNORE INTO peer_appeals VALUES (?, ?, ?)", appeals)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('event_cursor', ?)", (str(next_block),))
 
+    def found_in_root(self, subs: list[PeerSubmission], block: int) -> None:
+        """Records peers' submissions read from a root lane's submission list posted at `block`
+        (the draw's stake snapshot, as for a ledger submission); the ledger's event scan and its
+        cursor are not touched."""
+        with self._db.tx() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO peer_submissions "
+                "(round, node, digest, rollouts, score, signal, block) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(s.round, s.node, s.digest, s.rollouts, s.score, s.signal, block) for s in subs],
+            )
+
     def event_cursor(self) -> int | None:
         """Returns the block the event scan goes on from (None: scan from deployment)."""
         rows = self._db.all("SELECT value FROM meta WHERE key = 'event_cursor'")

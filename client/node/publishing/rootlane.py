@@ -21,20 +21,34 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
-from client.chain.book import BookRound, RoundBook, Windows
+from client.chain.book import BookRound, EscalationVote, RoundBook, Windows
 from client.chain.events import EventReader
-from client.chain.messages import Domain, Signed, Submission
+from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
 from client.chain.models import TxResult
+from client.chain.roots import submission_struct
+from client.credit import describe_findings
 from client.node.aggregation.auditor import Auditor, Finding
 from client.node.aggregation.endpoint import AggregatorClient, EndpointError, aggregator_origin
-from client.node.aggregation.lists import ListUnavailable, fetch_list
-from client.node.journal.outbox import Submit
+from client.node.aggregation.lists import ListUnavailable
+from client.node.aggregation.reading import fetch_posted_submissions
+from client.node.eventlog import Event
+from client.node.journal import OutboxEntry
+from client.node.journal.outbox import (
+    Attest,
+    Escalate,
+    RootVote,
+    Submit,
+    Unavailable,
+    VoteAppeal,
+)
 from client.node.journal.records import Kept
+from client.node.publishing.handler import Handler
+from client.node.publishing.votes import Votes
 from client.node.services import Services, Stage
-from client.store import BlockStore, IpfsStore
-from client.store.cid import digest_to_cid
-from client.store.peers import peer_addresses
+from client.store import BlockStore
+from client.units import SCORE_SCALE
 
 log = logging.getLogger("sapo.node.rootlane")
 
@@ -46,13 +60,15 @@ class Unlisted(Exception):
 
 
 class RootLane(Stage):
-    """What the publisher's handlers of our batch ask of the root lane."""
+    """What the publisher's handlers ask of the root lane: our batch's submission (when
+    `aggregator` names where it goes; None: our batches go on the ledger) and our votes as a
+    drawn checker on its batches (RootVoting)."""
 
     def __init__(
         self,
         services: Services,
         book: RoundBook,
-        aggregator: str,
+        aggregator: str | None,
         store: BlockStore,
         *,
         allow_private_peers: bool = False,
@@ -68,7 +84,7 @@ class RootLane(Stage):
         self.domain = Domain(chain_id=services.chain_id, contract=book.address)
         self.windows = Windows.of(self.params)
         self._key = book.tx.account.key
-        self._client: AggregatorClient | None = None
+        self._clients: dict[str, AggregatorClient] = {}  # by aggregator address (lowercase)
         self.allow_private_peers = allow_private_peers
         self.book_events = EventReader(book)  # type: ignore[arg-type]
         self.auditor = Auditor(
@@ -82,25 +98,52 @@ class RootLane(Stage):
 
     # ------------------------------------------------------------------------------ sending
 
-    def _endpoint(self) -> AggregatorClient:
-        """The aggregator's endpoint, as its on-chain metadata lists it (read again after a
-        failure: it may have moved)."""
-        if self._client is not None:
-            return self._client
-        info = self.ledger.node_info(self.aggregator)
+    def endpoint(self, aggregator: str) -> AggregatorClient:
+        """An aggregator's endpoint, as its on-chain metadata lists it (read again after a
+        failure: it may have moved); raises Unlisted."""
+        client = self._clients.get(aggregator.lower())
+        if client is not None:
+            return client
+        info = self.ledger.node_info(aggregator)
         if not info.registered:
-            raise Unlisted(f"aggregator {self.aggregator} is not registered on the ledger")
+            raise Unlisted(f"aggregator {aggregator} is not registered on the ledger")
         try:
             listed = json.loads(info.metadata).get("aggregator")
             origin = aggregator_origin(listed)
         except (ValueError, AttributeError, EndpointError) as exc:
             raise Unlisted(
-                f"aggregator {self.aggregator}'s metadata lists no endpoint ({exc})"
+                f"aggregator {aggregator}'s metadata lists no endpoint ({exc})"
             ) from None
-        self._client = AggregatorClient(origin, self.domain, aggregator=self.aggregator)
-        return self._client
+        client = AggregatorClient(origin, self.domain, aggregator=aggregator)
+        self._clients[aggregator.lower()] = client
+        return client
 
-    def sign(self, message: Submit) -> Signed:
+    def deliver(self, signed: Signed, aggregator: str, key: str) -> Kept | str:
+        """Sends one signed message to `aggregator`; returns what was kept of its receipt
+        (journaled under `key` before this returns), or why there is none (ChainError
+        propagates: the metadata is read from the chain)."""
+        try:
+            [answer] = self.endpoint(aggregator).send([signed])
+        except (EndpointError, Unlisted) as exc:
+            client = self._clients.pop(aggregator.lower(), None)
+            if client is not None:
+                client.close()
+            return str(exc)
+        if answer.refused is not None:
+            return f"aggregator {aggregator} refused it: {answer.refused}"
+        if answer.receipt is None:
+            return f"aggregator {aggregator} held it but gave no receipt signed by its key"
+        kept = Kept(key, signed.message.round, aggregator, signed.to_bytes(), answer.receipt)
+        self.journal.keep_receipt(kept)
+        return kept
+
+    def sign(self, message: Submission | Vote) -> Signed:
+        return Signed.sign(message, self.domain, self._key)
+
+    def send(self, message: Submit) -> Kept | str:
+        """Sends our signed submission to `aggregator`; returns what was kept of its receipt, or
+        why there is none."""
+        assert self.aggregator is not None
         submission = Submission(
             round=message.round,
             digest=message.digest,
@@ -108,32 +151,8 @@ class RootLane(Stage):
             score=message.score,
             signal=message.signal,
         )
-        return Signed.sign(submission, self.domain, self._key)
-
-    def send(self, message: Submit) -> Kept | str:
-        """Sends our signed submission; returns what was kept of the aggregator's receipt, or
-        why there is none (ChainError propagates: the metadata is read from the chain)."""
-        signed = self.sign(message)
-        try:
-            [answer] = self._endpoint().send([signed])
-        except (EndpointError, Unlisted) as exc:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-            return str(exc)
-        if answer.refused is not None:
-            return f"aggregator {self.aggregator} refused it: {answer.refused}"
-        if answer.receipt is None:
-            return f"aggregator {self.aggregator} held it but gave no receipt signed by its key"
-        kept = Kept(
-            Kept.submission_key(message.round),
-            message.round,
-            self.aggregator,
-            signed.to_bytes(),
-            answer.receipt,
-        )
-        self.journal.keep_receipt(kept)
-        return kept
+        key = Kept.submission_key(message.round)
+        return self.deliver(self.sign(submission), self.aggregator, key)
 
     def kept(self, round_: int) -> Kept | None:
         return self.journal.receipt(Kept.submission_key(round_))
@@ -176,18 +195,13 @@ class RootLane(Stage):
         """Fetches the posted submission list and checks it as any auditor does; returns the
         finding to prove (our receipted submission left out, or any lie the list proves), why
         it cannot be read yet (a string), or None: it lists our submission."""
-        digest = self._list_digest(posted)
-        if digest is None:
-            return f"no SubmissionsPosted event of round {posted.round} at its block"
-        cid = digest_to_cid(digest)
-        self._dial(posted.aggregator)
         try:
-            data = fetch_list(
+            data = fetch_posted_submissions(
                 self.store,
-                cid,
-                "submissions",
-                posted.round,
-                posted.count,
+                self.book_events,
+                posted,
+                self.ledger.node_info(posted.aggregator).metadata,
+                allow_private=self.allow_private_peers,
                 keep_round=self.windows.challenge_end(posted.round),
             )
         except ListUnavailable as exc:
@@ -198,29 +212,6 @@ class RootLane(Stage):
             finding = self.auditor.left_out(posted, entries, signed, kept.receipt)
         return finding
 
-    def _list_digest(self, posted: BookRound) -> bytes | None:
-        """The digest of the submission list's index, as the root's post named it (its event, in
-        the root's own block: one log query)."""
-        block = posted.posted_block
-        for event in self.book_events.read(
-            ["SubmissionsPosted"], from_block=block, to_block=block, round=posted.round
-        ):
-            return bytes.fromhex(event.args["list"][2:])
-        return None
-
-    def _dial(self, aggregator: str) -> None:
-        """Connects an IPFS store to the posting aggregator's daemon (its metadata's addresses),
-        which serves the list first; what cannot be dialled is left to the store's peers."""
-        if not isinstance(self.store, IpfsStore):
-            return
-        found = peer_addresses(
-            self.ledger.node_info(aggregator).metadata, allow_private=self.allow_private_peers
-        )
-        if found.dialable:
-            connected, failures = self.store.connect(list(found.dialable))
-            if connected is None:
-                log.info("could not dial aggregator %s's daemon: %s", aggregator, failures)
-
     def prove(self, finding: Finding) -> TxResult:
         """Sends the proof a finding names (never a data challenge: that costs a bond, and an
         operator asks for it with `sapo audit book ROUND --prove --challenge`)."""
@@ -229,4 +220,110 @@ class RootLane(Stage):
         return self.book.call(finding.function, finding.args)
 
 
-__all__ = ["DRAW_AFTER_BLOCKS", "RootLane", "Unlisted"]
+class RootVoting(Handler):
+    """Sends `RootVote` (our signed agreement, to the aggregator that posted the round's root)
+    and `Escalate` (the batch to the ledger with our vote; once it is there already, our vote
+    there as any ledger vote: `votes`)."""
+
+    def __init__(self, services: Services, reader: EventReader, root: RootLane, votes: Votes):
+        super().__init__(services, reader)
+        self.root, self.votes = root, votes
+
+    def root_vote(self, entry: OutboxEntry) -> None:
+        message = entry.message
+        assert isinstance(message, RootVote)
+        round_, peer = message.round, message.node
+        if self.current_round() > self.root.windows.vote_close(round_):
+            self.give_up(entry, "the root lane's votes closed")
+            return
+        posted = self.root.book.round_of(round_)
+        self.health.chain(True)
+        if not posted.posted or posted.void:
+            self.give_up(entry, f"round {round_}'s submission root is not posted or was voided")
+            return
+        vote = Vote(
+            round=round_,
+            producer=peer,
+            digest=message.digest,
+            unavailable=False,
+            score=message.score,
+            signal=message.signal,
+            findings=0,
+        )
+        kept = self.root.deliver(self.root.sign(vote), posted.aggregator, entry.key)
+        if isinstance(kept, str):
+            if "refused it" in kept:
+                self.give_up(entry, kept)
+            else:  # not reachable: again next pass, until the votes close
+                self.journal.attempted(entry.key, kept)
+            return
+        self.journal.done(entry.key)
+        self.events.emit(
+            Event.PEER_ATTESTED,
+            f"round {round_}: {peer[:10]}… agreed, score {message.score / SCORE_SCALE:.4f}, "
+            f"signal {message.signal / SCORE_SCALE:.2f} (signed, receipted by the root lane's "
+            f"aggregator {posted.aggregator})",
+            round=round_,
+            node=peer,
+            score=message.score,
+            signal=message.signal,
+            findings=0,
+            lane="root",
+        )
+
+    def escalate(self, entry: OutboxEntry) -> None:
+        message = entry.message
+        assert isinstance(message, Escalate)
+        round_, peer = message.round, message.node
+        if self.ledger.submission(round_, peer).exists:  # escalated first by another checker
+            vote = (
+                Unavailable(round=round_, node=peer)
+                if message.unavailable
+                else Attest(
+                    round=round_,
+                    node=peer,
+                    score=message.score,
+                    signal=message.signal,
+                    findings=message.findings,
+                )
+            )
+            self.votes.vote(replace(entry, message=vote))  # the same key: our first vote
+            return
+        if not self.root.windows.escalation_open(round_, self.current_round()):
+            self.give_up(entry, "the root lane's escalation window closed")
+            return
+        try:
+            signed = Signed.from_bytes(message.leaf.encode(), self.root.domain)
+        except BadMessage as exc:
+            self.give_up(entry, f"the list's entry is not a signed submission: {exc}")
+            return
+        proof = [(bytes.fromhex(h[2:]), amount) for h, amount in message.proof]
+        vote = EscalationVote(message.unavailable, message.score, message.signal, message.findings)
+        result = self.root.book.escalate(
+            round_, message.index, submission_struct(signed), proof, vote
+        )
+        if not message.unavailable:  # as an attestation: appealed should its verdict lose it
+            self.journal.enqueue(VoteAppeal(round=round_, node=peer))
+        self.health.chain(True)
+        self.journal.done(entry.key, result.tx_hash)
+        found = describe_findings(message.findings)
+        what = (
+            "found nowhere"
+            if message.unavailable
+            else f"disputed: score {message.score / SCORE_SCALE:.4f}, signal "
+            f"{message.signal / SCORE_SCALE:.2f}" + (f" ({found})" if found else "")
+        )
+        self.events.emit(
+            Event.PEER_REPORTED_UNAVAILABLE if message.unavailable else Event.PEER_ATTESTED,
+            f"round {round_}: {peer[:10]}… {what}; escalated from the root lane to the ledger",
+            round=round_,
+            node=peer,
+            score=message.score,
+            signal=message.signal,
+            findings=message.findings,
+            tx_hash=result.tx_hash,
+            lane="escalated",
+        )
+
+
+__all__ = ["DRAW_AFTER_BLOCKS", "RootLane", "RootVoting", "Unlisted"]

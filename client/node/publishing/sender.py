@@ -31,11 +31,13 @@ from client.node.journal.outbox import (
     Appeal,
     Attest,
     Draw,
+    Escalate,
     Listed,
     Message,
     Open,
     OutboxStatus,
     Pin,
+    RootVote,
     Settle,
     Submit,
     Unavailable,
@@ -45,7 +47,7 @@ from client.node.proving import Snapshots
 from client.node.publishing.appeals import Appeals
 from client.node.publishing.handler import Handler
 from client.node.publishing.ours import OwnBatch
-from client.node.publishing.rootlane import RootLane
+from client.node.publishing.rootlane import RootLane, RootVoting
 from client.node.publishing.sealing import Sealer
 from client.node.publishing.settlement import Settlement
 from client.node.publishing.upkeep import Upkeep
@@ -85,8 +87,9 @@ class Publisher(Stage):
         root: RootLane | None = None,
     ):
         """`metadata(peer)`: the metadata the node registers with, given what its IPFS daemon
-        says of itself (client.node.metadata); `root`: the root lane our submissions go to
-        first (`[root_lane]`; None: the ledger only)."""
+        says of itself (client.node.metadata); `root`: the root lane, where our votes on its
+        batches go, and our submissions when it names an aggregator (`[root_lane]`; None: no
+        round book is configured: the ledger only)."""
         super().__init__(services)
         self.store = store
         self.wake = threading.Event()
@@ -97,7 +100,8 @@ class Publisher(Stage):
         )
         self.upkeep = Upkeep(services, store, snapshots, store_cfg, metadata)
         self.root = root
-        ours = OwnBatch(services, reader, store, snapshots, limits, root)
+        producing = root if root is not None and root.aggregator is not None else None
+        ours = OwnBatch(services, reader, store, snapshots, limits, producing)
         votes = Votes(services, reader)
         appeals = Appeals(services, reader, catalog, limits)
         self.handlers: dict[type[Message], Callable[[OutboxEntry], None]] = {
@@ -112,6 +116,10 @@ class Publisher(Stage):
             Appeal: appeals.appeal,
             VoteAppeal: appeals.vote_appeal,
         }
+        if root is not None:  # our votes on the root lane's batches
+            voting = RootVoting(services, reader, root, votes)
+            self.handlers[RootVote] = voting.root_vote
+            self.handlers[Escalate] = voting.escalate
         self._dropper = Handler(services, reader)
 
     # compute's side
