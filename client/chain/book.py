@@ -154,6 +154,11 @@ class RoundBook(Deployed):
             self._judge = self.w3.eth.contract(address=address, abi=abi)
         return self._judge
 
+    def paid_of(self, producer: str) -> tuple[int, int]:
+        """(wei paid to `producer` in all, the round after its last claim's) (RoundBook.paidOf)."""
+        total, through = self._view("paidOf", producer)
+        return int(total), int(through)
+
     def round_of(self, round_: int) -> BookRound:
         return BookRound.from_view(round_, self._view("roundOf", round_))
 

@@ -171,11 +171,31 @@ def claim(
     rounds: Annotated[
         list[int] | None, typer.Option("--round", help="Claim this round (repeatable).")
     ] = None,
+    book: Annotated[
+        bool,
+        typer.Option(
+            "--book",
+            help="Claim what the root lane's round book ([chain].round_book_address) owes instead: "
+            "one proof of your newest credit in a standing round, with the credits before it "
+            "that it does not carry yet.",
+        ),
+    ] = False,
+    lookback: Annotated[
+        int,
+        typer.Option(
+            "--lookback", min=1, max=100_000, help="With --book: standing rounds searched back."
+        ),
+    ] = 100,
     chain: ChainOpts = FROM_CONFIG,
     as_json: JsonOption = False,
 ) -> None:
     """Claim rewards of final rounds in one transaction (default: every claimable round)."""
-    _, bound, reader = chain.open(signer=True)
+    cfg, bound, reader = chain.open(signer=True)
+    if book:
+        if rounds:
+            fail("--round names the ledger's rounds: the book pays from one credit (--book)")
+        _claim_book(cfg, bound, lookback, as_json)
+        return
     with chain_errors():
         node = bound.account_address
         if not rounds:
@@ -193,6 +213,52 @@ def claim(
         print_json({"node": node, "rounds": rounds, "paid": paid, **tx.model_dump()})
         return
     out.print(f"claimed {ether(paid)} for rounds {', '.join(map(str, rounds))}: tx {tx.tx_hash}")
+
+
+def _claim_book(cfg, bound: Ledger, lookback: int, as_json: bool) -> None:
+    """`claim --book`: the root lane's earnings, from the round book."""
+    from client.cli.chain_ctx import open_book
+    from client.node.aggregation.claims import Claimant, NoClaim
+    from client.store import StoreError, open_store
+
+    try:
+        store = open_store(cfg.store)
+    except StoreError as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    with chain_errors():
+        rb = open_book(cfg, bound, why="whose earnings to claim")
+        node = bound.account_address
+        claimant = Claimant(
+            bound,
+            rb,
+            store,
+            start_block=cfg.chain.round_book_deploy_block,
+            allow_private_peers=cfg.store.allow_private_peers,
+        )
+        try:
+            found = claimant.find(node, lookback)
+        except NoClaim as exc:
+            fail(f"nothing to claim from the round book: {exc}", Exit.CHECK_FAILED)
+        before = rb.paid_of(node)[0]
+        if found.due <= before:
+            fail(
+                f"nothing to claim from the round book: its newest credit of yours (round "
+                f"{found.entry.round}) is paid already ({ether(before)})",
+                Exit.CHECK_FAILED,
+            )
+        tx = rb.call("claim", found.args())
+        paid = rb.paid_of(node)[0] - before
+    rounds = [found.entry.round, *(t.round for t in found.tail)]
+    if as_json:
+        print_json(
+            {"node": node, "book": rb.address, "rounds": rounds, "paid": paid, **tx.model_dump()}
+        )
+        return
+    out.print(
+        f"claimed {ether(paid)} from the round book (credit of round {found.entry.round}"
+        + (f", with rounds {', '.join(map(str, rounds[1:]))}" if rounds[1:] else "")
+        + f"): tx {tx.tx_hash}"
+    )
 
 
 @rewards_app.command("appeal")

@@ -15,18 +15,22 @@ from pathlib import Path
 
 import pytest
 
+from client.chain.keystore import write_keystore
 from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
 from client.store import LocalStore
+from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
+from tests.harness.processes import sapo_run
 from tests.harness.roundbook import BOND, Running, open_book, seats, sign_submissions
 from tests.harness.sides import Side
 
 pytestmark = pytest.mark.slow
 
 DONE, PENDING, DROPPED = OutboxStatus.DONE, OutboxStatus.PENDING, OutboxStatus.DROPPED
+PASSWORD = "producer test password"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +44,7 @@ class World:
 
     def __init__(self, chain, policy, tmp_path: Path):
         self.swarm, self.nodes, self.book = open_book(chain)
+        self.tmp = tmp_path
         blocks = tmp_path / "blocks"
         world = (self.swarm, self.nodes, self.book)
         self.agg = Running(world, tmp_path / "aggregator.db", LocalStore(blocks))
@@ -93,6 +98,30 @@ class World:
         """The checkers the book's draw seats on the producer's committee of round r."""
         drawn = seats(self.book, self.nodes, self.me, r)
         return [c for c in self.checkers if c.address in drawn]
+
+    def claimant_config(self) -> Path:
+        """A config for the producer's own `sapo` commands (its keystore, the shared store)."""
+        keystore = self.tmp / "producer.json"
+        write_keystore(keystore, self.nodes[0].tx.account.key, PASSWORD)
+        (self.tmp / "password").write_text(PASSWORD)
+        config = self.tmp / "producer.toml"
+        config.write_text(
+            "\n".join(
+                [
+                    "[chain]",
+                    f'rpc_url = "{self.swarm.url}"',
+                    f'ledger_address = "{self.swarm.ledger.address}"',
+                    f'round_book_address = "{self.book.contract.address}"',
+                    f'keystore = "{keystore}"',
+                    f'password_file = "{self.tmp / "password"}"',
+                    "[store]",
+                    'backend = "local"',
+                    f'store_dir = "{self.tmp / "blocks"}"',
+                ]
+            )
+            + "\n"
+        )
+        return config
 
     def forge(self, r: int) -> None:
         """The producer claims more learning signal than its batch has (before it is sent)."""
@@ -250,6 +279,24 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     [credit] = world.agg.service.verdict_roots[r].credits
     assert credit.producer.lower() == world.me.lower()
 
+    # once the round stands, its producer claims with `sapo rewards claim --book`: the round's
+    # whole reward (its only credit), from the book's pool
+    world.book.send(world.swarm.deployer, "fund", value=10 * ETH)
+    config = world.claimant_config()
+    code, early = claim_book(config)
+    assert code == 1 and "no round can stand yet" in early, early
+    world.swarm.goto(world.windows.challenge_end(r) + 2)
+    balance = world.swarm.w3.eth.get_balance(world.me)
+    code, claimed = claim_book(config)
+    assert code == 0, claimed
+    reward = world.swarm.ledger.params().reward_per_round
+    assert claimed["rounds"] == [r] and claimed["paid"] == reward
+    receipt = world.swarm.w3.eth.get_transaction_receipt(claimed["tx_hash"])
+    gas = receipt["gasUsed"] * receipt["effectiveGasPrice"]
+    assert world.swarm.w3.eth.get_balance(world.me) - balance == claimed["paid"] - gas
+    code, again = claim_book(config)
+    assert code == 1 and "paid already" in again, again
+
 
 def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> None:
     r = world.sealed()
@@ -276,3 +323,8 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     world.swarm.goto(world.windows.verdict_round(r))
     assert world.agg.service.tick().posted_verdicts == [r]
     assert r in world.agg.service.no_credits
+
+
+def claim_book(config: Path) -> tuple[int, dict | str]:
+    done = sapo_run("rewards", "claim", "--book", "--config", str(config), "--json")
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr

@@ -1,0 +1,163 @@
+"""A producer's claim of what it earned in the root lane (RoundBook.claim): one proof of its
+newest credit in a standing round, which carries its earnings settled before it, and its credits
+in the lag - 1 rounds before that (the claim's tail), each shown with its proof.
+
+A round stands once its verdict root was posted, is not void, has no challenge open and its
+challenge window closed two rounds ago (RoundBook._standing). The credits are read from the
+verdict lists the posts name (fetched from IPFS, the posting aggregator's daemon dialled first,
+checked against the posted root, count and total before anything in them is read), newest round
+first, going back at most `lookback` rounds: the newest credit is all a claim needs, since it
+carries everything earned before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from client.chain import Ledger
+from client.chain.book import BookRound, RoundBook, Windows
+from client.chain.events import EventReader
+from client.chain.roots import BadList, VerdictRoot, open_verdict_list
+from client.node.aggregation.earnings import Entry
+from client.node.aggregation.lists import ListUnavailable, fetch_list
+from client.node.aggregation.reading import dial
+from client.store import BlockStore
+from client.store.cid import digest_to_cid
+
+
+class NoClaim(Exception):
+    """Nothing the book would pay, and why."""
+
+
+@dataclass(frozen=True)
+class BookClaim:
+    entry: Entry  # the newest credit, in a standing round
+    tail: list[Entry]  # the credits of the rounds before it that its earnings do not hold yet
+    due: int  # what the claim brings in all (its settled earnings and the shares)
+
+    def args(self) -> list:
+        e = self.entry
+        return [
+            e.round,
+            e.index,
+            e.credit.struct(),
+            e.amount,
+            list(e.proof),
+            [t.shown() for t in self.tail],
+        ]
+
+
+def standing(posted: BookRound, current: int, windows: Windows) -> bool:
+    """RoundBook._standing, from `roundOf`."""
+    return (
+        posted.verdicts_posted
+        and not posted.void
+        and posted.open_challenges == 0
+        and current >= windows.challenge_end(posted.round) + 2
+    )
+
+
+class Claimant:
+    """Reads a producer's credits from the book's verdict lists."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        book: RoundBook,
+        store: BlockStore,
+        *,
+        start_block: int = 0,
+        allow_private_peers: bool = False,
+    ):
+        self.ledger, self.book, self.store = ledger, book, store
+        self.params = ledger.params()
+        self.windows = Windows.of(self.params)
+        self.events = EventReader(book, start_block=start_block)  # type: ignore[arg-type]
+        self.allow_private_peers = allow_private_peers
+
+    def find(self, producer: str, lookback: int) -> BookClaim:
+        """The claim of `producer`'s newest credit in the last `lookback` rounds that can stand;
+        raises NoClaim saying why there is none."""
+        current = self.ledger.current_round()
+        newest = current - self.windows.challenge_end(0) - 2  # the newest round that can stand
+        if newest < 0:
+            raise NoClaim(f"no round can stand yet (round {current})")
+        first = max(0, newest - lookback + 1)
+        rounds = {q: self.book.round_of(q) for q in range(first, newest + 1)}
+        stands = {q: p for q, p in rounds.items() if standing(p, current, self.windows)}
+        digests = self._digests(sorted(stands))
+        found: dict[int, Entry | None] = {}
+        for q in sorted(stands, reverse=True):
+            found[q] = self._credit(stands[q], digests.get(q), producer)
+            if found[q] is not None:
+                break
+        else:
+            raise NoClaim(
+                f"no credit of {producer} in the standing rounds {first}..{newest} "
+                f"({len(stands)} of them stand); look further back with --lookback"
+            )
+        entry = found[q]
+        assert entry is not None
+        tail = []
+        for t in range(max(0, q - self.windows.lag + 1), q):
+            if t in stands:
+                credit = found.get(t) or self._credit(stands[t], digests.get(t), producer)
+                if credit is not None:
+                    tail.append(credit)
+        reward = self.params.reward_per_round
+        due = entry.credit.earnings.settled + sum(
+            reward * e.amount // e.total for e in [entry, *tail] if e.total
+        )
+        return BookClaim(entry, tail, due)
+
+    def _digests(self, rounds: list[int]) -> dict[int, bytes]:
+        """The verdict lists' digests of `rounds`, from their VerdictsPosted events (one walk of
+        the blocks from the first one's verdict round)."""
+        if not rounds:
+            return {}
+        start = self.ledger.block_at(
+            self.params.round_start(self.windows.verdict_round(rounds[0])), self.events.start_block
+        )
+        wanted = set(rounds)
+        found = {}
+        for event in self.events.read(["VerdictsPosted"], from_block=start):
+            q = int(event.args["round"])
+            if q in wanted:
+                found[q] = bytes.fromhex(event.args["list"][2:])
+        return found
+
+    def _credit(self, posted: BookRound, digest: bytes | None, producer: str) -> Entry | None:
+        """`producer`'s credit in a standing round (None: it credits none of its batches)."""
+        if posted.credits == 0:
+            return None
+        if digest is None:
+            raise NoClaim(f"round {posted.round}'s verdict list is named by no VerdictsPosted")
+        dial(
+            self.store,
+            self.ledger.node_info(posted.aggregator).metadata,
+            allow_private=self.allow_private_peers,
+        )
+        try:
+            data = fetch_list(
+                self.store,
+                digest_to_cid(digest),
+                "verdicts",
+                posted.round,
+                posted.credits,
+                keep_round=None,
+            )
+            verdicts: VerdictRoot = open_verdict_list(
+                data, posted.verdicts, posted.credits, posted.total
+            )
+        except (ListUnavailable, BadList) as exc:
+            raise NoClaim(f"round {posted.round}'s verdict list cannot be read: {exc}") from None
+        for index, (credit, amount) in enumerate(
+            zip(verdicts.credits, verdicts.amounts, strict=True)
+        ):
+            if credit.producer.lower() == producer.lower():
+                proof = tuple(verdicts.proof(index))
+                return Entry(posted.round, index, credit, amount, verdicts.total, proof)
+        return None
+
+
+__all__ = ["BookClaim", "Claimant", "NoClaim", "standing"]
