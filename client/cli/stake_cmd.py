@@ -175,9 +175,9 @@ def claim(
         bool,
         typer.Option(
             "--book",
-            help="Claim what the root lane's round book ([chain].round_book_address) owes instead: "
-            "one proof of your newest credit in a standing round, with the credits before it "
-            "that it does not carry yet.",
+            help="Claim what the root lane's round book (\\[chain].round_book_address) owes "
+            "instead: one proof of your newest credit in a standing round, with the credits "
+            "before it that it does not carry yet.",
         ),
     ] = False,
     lookback: Annotated[
