@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 
 from client.chain.keystore import write_keystore
+from client.chain.messages import Signed, Submission
+from client.chain.roots import SubmissionRoot, submission_list
+from client.node.aggregation.lists import publish_list
 from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
-from client.store import LocalStore
+from client.store import LocalStore, cid_to_digest
 from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
 from tests.harness.processes import sapo_run
@@ -323,6 +326,42 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     world.swarm.goto(world.windows.verdict_round(r))
     assert world.agg.service.tick().posted_verdicts == [r]
     assert r in world.agg.service.no_credits
+
+
+def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(world, caplog) -> None:
+    """A lying aggregator lists the producer's real batch, claim and all, signed by another key:
+    no checker votes on it, on or off chain (the book would refuse its escalation: it is the
+    root's lie, which an auditor proves), though the batch itself verifies."""
+    r = world.sealed()
+    world.producer.publisher.flush()  # pinned (and receipted by the honest service)
+    claim = world.producer.journal.outbox(f"submit:{r}").message
+    forger = world.nodes[6].tx.account
+    submission = Submission(
+        round=r,
+        digest=claim.digest,
+        rollouts=claim.rollouts,
+        score=claim.score,
+        signal=claim.signal,
+    )
+    signed = Signed.sign(submission, world.book.domain, forger.key)
+    forged = signed.model_copy(update={"signer": world.me})
+    root = SubmissionRoot([forged])
+    store = LocalStore(world.tmp / "blocks")
+    listed = publish_list(store, "submissions", r, submission_list(root.signed), r + 100)
+    world.swarm.goto(world.windows.post_round(r))
+    aggregator = world.nodes[4].tx.account  # posts before its honest service would
+    digest = cid_to_digest(listed)
+    world.book.send(aggregator, "postSubmissions", r, root.root, 1, digest, value=BOND)
+    world.swarm.mine()
+    world.book.send(aggregator, "drawBeacon", r)
+    assert world.seated(r)  # the producer's committee has seats among our checkers
+    nonces = [world.nonce(c.address) for c in world.checkers]
+    for checker in world.checkers:
+        checker.intake.poll()
+        checker.publisher.flush()
+        assert not [k for k in checker.outbox() if world.me.lower() in k]
+    assert [world.nonce(c.address) for c in world.checkers] == nonces
+    assert "a submission its producer did not sign" in caplog.text
 
 
 def claim_book(config: Path) -> tuple[int, dict | str]:

@@ -295,6 +295,14 @@ class Auditor:
                 return (posted.round, i, _submission(decoded), _proof(tree, i))
         return None
 
+    def forged_lie(self, round_: int, signed: Signed) -> str:
+        """Why a listed submission of round `round_` is a lie the book proves
+        (proveForgedSubmission), "" when it is not."""
+        message = signed.message
+        if not isinstance(message, Submission):
+            return "not a submission"
+        return self._forged(round_, signed.signer, message, signed.signature)
+
     def _forged(self, round_: int, producer: str, s: Submission, signature: str) -> str:
         try:
             signer = recover(self.domain, s, signature)

@@ -190,8 +190,25 @@ class RootIntake(Stage):
         return key in self._escalated
 
     def seated(self, entry: Entry) -> bool:
-        """The book's seat rule for us on the entry's committee."""
-        return self.auditor.seated(entry.round, entry.signed.signer, self.me)
+        """The book's seat rule for us on the entry's committee; never on an entry its producer
+        did not sign (or out of the book's ranges): that is the root's lie to prove (`sapo audit
+        book ROUND --prove`), not a batch to vote on, and the book refuses its escalation. Its
+        signature is checked here, for the few entries the local draw seats us on, not for the
+        whole list."""
+        signed = entry.signed
+        lie = self.auditor.forged_lie(entry.round.round, signed)
+        if lie:
+            log.warning(
+                "round %s: the root of %s lists a submission of %s that is a lie (%s): not voted "
+                "on; prove it with `sapo audit book %s --prove`",
+                entry.round.round,
+                entry.round.aggregator,
+                signed.signer,
+                lie,
+                entry.round.round,
+            )
+            return False
+        return self.auditor.seated(entry.round, signed.signer, self.me)
 
     # ----------------------------------------------------------------------------- voting
 
