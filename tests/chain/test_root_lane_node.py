@@ -17,7 +17,7 @@ import pytest
 
 from client.chain.keystore import write_keystore
 from client.chain.messages import Signed, Submission
-from client.chain.roots import SubmissionRoot, submission_list
+from client.chain.roots import SubmissionRoot, VerdictRoot, submission_list, verdict_list
 from client.node.aggregation.lists import publish_list
 from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
@@ -76,7 +76,7 @@ class World:
         r = self.swarm.ledger.current_round() + 1
         self.swarm.goto(r)
         assert r in self.agg.service.tick().opened
-        self.producer.generate(r)
+        self.producer.generate_learning(r)  # a batch with no signal is paid nothing
         assert self.producer.publisher.seal(r)
         return r
 
@@ -180,7 +180,9 @@ def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is
     world.producer.publisher.flush()
     assert world.producer.outbox()[f"open:{r}"] == DONE
     [opened] = world.events("round.opened")
-    assert opened["round"] == r and opened["opened"] == [0]
+    local_rounds = world.producer.journal.round(r).local_rounds
+    assert opened["round"] == r and opened["opened"]
+    assert set(opened["opened"]) <= set(range(local_rounds))
     posted = world.agg.client_book.round_of(r)
     assert posted.count == 1 and not posted.void
     assert world.nonce() == before  # the aggregator drew the beacon: still no transaction
@@ -281,6 +283,10 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     assert done.posted_verdicts == [r], done.skipped
     [credit] = world.agg.service.verdict_roots[r].credits
     assert credit.producer.lower() == world.me.lower()
+    world.producer.publisher.flush()  # the producer audits the verdict root: it holds
+    assert world.producer.outbox()[f"audit:{r}"] == DONE
+    assert not world.producer.journal.outbox(f"audit:{r}").tx_hash
+    assert not world.events("rootlane.unsent") and not world.events("rootlane.proven")
 
     # once the round stands, its producer claims with `sapo rewards claim --book`: the round's
     # whole reward (its only credit), from the book's pool
@@ -326,6 +332,10 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     world.swarm.goto(world.windows.verdict_round(r))
     assert world.agg.service.tick().posted_verdicts == [r]
     assert r in world.agg.service.no_credits
+    world.producer.publisher.flush()  # its producer's audit finds its batch uncredited
+    assert world.producer.outbox()[f"audit:{r}"] == DONE
+    [uncredited] = world.events("rootlane.unsent")
+    assert "does not credit our batch" in uncredited["message"]
 
 
 def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(world, caplog) -> None:
@@ -362,6 +372,50 @@ def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(worl
         assert not [k for k in checker.outbox() if world.me.lower() in k]
     assert [world.nonce(c.address) for c in world.checkers] == nonces
     assert "a submission its producer did not sign" in caplog.text
+
+
+def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(world) -> None:
+    """The aggregator posts a verdict root whose credit of the producer's batch has an amount
+    other than its learning signal (more of the round's reward): the producer's audit proves it,
+    the root is void and the producer gets half the bond."""
+    r = world.sealed()
+    world.producer.publisher.flush()
+    world.listed_and_opened(r)
+    for checker in world.checkers:
+        checker.intake.poll()
+        checker.publisher.flush()
+    world.swarm.goto(world.windows.verdict_round(r))
+    service = world.agg.service
+    posted = service.book.round_of(r)
+    honest = service.collectors[r].verdict_root(
+        service.submission_roots[r],
+        seated=lambda p, v: service.auditor.seated(posted, p, v),
+        quorum=world.swarm.ledger.params().quorum,
+        earnings=lambda p: service.earned.earnings(p, r),
+    )
+    inflated = [2 * c.signal for c in honest.credits]
+    lie = VerdictRoot(honest.credits, inflated, votes=honest.votes, presorted=True)
+    store = LocalStore(world.tmp / "blocks")
+    listed = cid_to_digest(publish_list(store, "verdicts", r, verdict_list(lie), r + 100))
+    world.book.send(
+        world.nodes[4].tx.account,
+        "postVerdicts",
+        r,
+        lie.root,
+        len(lie.credits),
+        lie.total,
+        listed,
+    )
+    balance = world.swarm.w3.eth.get_balance(world.me)
+    world.producer.publisher.flush()
+    entry = world.producer.journal.outbox(f"audit:{r}")
+    assert entry.status == DONE and entry.tx_hash, entry
+    receipt = world.swarm.w3.eth.get_transaction_receipt(entry.tx_hash)
+    gas = receipt["gasUsed"] * receipt["effectiveGasPrice"]
+    assert world.swarm.w3.eth.get_balance(world.me) - balance == BOND // 2 - gas
+    assert world.agg.client_book.round_of(r).verdicts_voided
+    [proven] = world.events("rootlane.proven")
+    assert proven["aggregator"] == world.agg.address
 
 
 def claim_book(config: Path) -> tuple[int, dict | str]:

@@ -10,6 +10,7 @@ from client.chain import Ledger
 from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config.models import SapoSection, StoreSection
+from client.credit import batch_signal
 from client.node.clock import SystemClock
 from client.node.eventlog import EventLog
 from client.node.health import Health
@@ -93,16 +94,26 @@ class Side:
             book=self.book,
         )
 
-    def generate(self, round_: int) -> None:
-        """Journals one real local round of `round_`, as the compute stage does."""
+    def generate(self, round_: int, k: int = 0) -> int:
+        """Journals one real local round (`k`) of `round_`, as the compute stage does; returns
+        its learning signal (0 when each question's completions were rewarded alike)."""
         seed = task_seed(self.services.chain_id, self.ledger.address, round_, self.address)
         self.snapshots.take(self.policy.model, 0, round_)  # what its openings pin
         lr = local_round(
-            self.policy, seed=seed, round_=round_, node=self.address, k=0, items=4, completions=4
+            self.policy, seed=seed, round_=round_, node=self.address, k=k, items=4, completions=4
         )
         part = lr.part.model_dump_json().encode()
-        record = LocalRoundRecord(round_, 0, part, 16, 0, 0.0, 1.0)
+        record = LocalRoundRecord(round_, k, part, 16, 0, 0.0, 1.0)
         self.journal.add_local_round(record)
+        return batch_signal(item.rewards for item in lr.part.items)
+
+    def generate_learning(self, round_: int, most: int = 8) -> None:
+        """Journals local rounds of `round_` until one has a learning signal (a batch without
+        one earns nothing: a test of credit and payouts needs one)."""
+        for k in range(most):
+            if self.generate(round_, k):
+                return
+        raise AssertionError(f"no learning signal in {most} local rounds")
 
     def outbox(self) -> dict[str, OutboxStatus]:
         return {e.key: e.status for e in self.journal.outbox_entries()}

@@ -679,6 +679,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         MESSAGES,
         Appeal,
         Attest,
+        Audit,
         Draw,
         Escalate,
         Listed,
@@ -700,6 +701,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         ),
         Open(round=3): ("open:3", {}),
         Listed(round=3): ("listed:3", {}),
+        Audit(round=3): ("audit:3", {}),
         RootVote(round=3, node=node, digest="0x01", score=5, signal=2): (
             f"root-vote:3:{node}",
             {"node": node, "digest": "0x01", "score": 5, "signal": 2},

@@ -328,12 +328,14 @@ class Auditor:
         data: bytes | None,
         earned: EarningsBook | None = None,
         v4: Collection[str] = (),
+        only: Collection[int] | None = None,
     ) -> Finding | None:
         """Checks the verdict list against the round's (already checked) submission entries, and
         each credit's earnings against `earned` (the standing rounds this auditor folded; not
         checked without it, or before it has folded every round settled for this one). `v4`: the
         producers the ledger holds a submission of for this round (lowercase; its Submitted
-        events of the round), whom the book must not credit."""
+        events of the round), whom the book must not credit. `only`: the places of the credits
+        whose votes, amounts and earnings are checked (None: every one); the order of all."""
         in_v4 = {p.lower() for p in v4}
         if posted.credits == 0:
             return None  # the book took it only as the no-credit root: nothing in it to prove
@@ -344,11 +346,16 @@ class Auditor:
         except BadList as exc:
             return self._challenge(posted.round, True, 0, str(exc))
         subs = SumTree([leaf(keccak256(e), 0) for e in entries])
-        voters = {v[0] for votes in opened.votes for v in votes}
-        self.prefetch(voters | {c.producer for c in opened.credits}, posted.posted_block)
+        every = range(len(opened.credits))
+        checked = set(every) if only is None else set(every).intersection(only)
+        voters = {v[0] for i in checked for v in opened.votes[i]}
+        producers = {opened.credits[i].producer for i in checked}
+        self.prefetch(voters | producers, posted.posted_block)
         for i, (credit, amount, votes) in enumerate(
             zip(opened.credits, opened.amounts, opened.votes, strict=True)
         ):
+            if i not in checked:
+                continue
             if votes_hash(votes) != credit.votes:
                 # the list's votes are not the ones the leaf holds: nothing to prove a lie with
                 return self._challenge(posted.round, True, i, "a credit's votes are not its leaf's")

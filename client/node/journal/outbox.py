@@ -127,6 +127,18 @@ class Unavailable(Message):
         return vote_key(self.round, self.node, self.appeal)
 
 
+class Audit(Message):
+    """Check the round's verdict root in the book (our batch is in its submission root): our own
+    credit and a random sample of the others, the order of all; prove the lie it holds on chain
+    (the root lane)."""
+
+    KIND = OutboxKind.AUDIT
+
+    @property
+    def key(self) -> str:
+        return f"audit:{self.round}"
+
+
 class RootVote(Message):
     """Our signed agreement with a peer's batch of the root lane (its claim, as we recomputed
     it), sent to the aggregator that posted the round's submission root."""
@@ -219,6 +231,7 @@ MESSAGES: tuple[type[Message], ...] = (
     Submit,
     Open,
     Listed,
+    Audit,
     RootVote,
     Escalate,
     Attest,

@@ -45,6 +45,7 @@ class OutboxKind(StrEnum):
     APPEAL = "appeal"  # appeal our batch's verdict when it was not credited and our re-check agrees
     # check that the root lane's submission root lists our receipted batch; prove it otherwise
     LISTED = "listed"
+    AUDIT = "audit"  # check the root lane's verdict root of a round our batch is in
     ROOT_VOTE = "root-vote"  # our signed agreement with a root lane batch, to its aggregator
     ESCALATE = "escalate"  # take a root lane batch we dispute (or found nowhere) to the ledger
 

@@ -12,7 +12,16 @@ import logging
 from client.chain.events import EventReader
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import OutboxEntry
-from client.node.journal.outbox import Appeal, Draw, Listed, Open, OutboxStatus, Settle, Submit
+from client.node.journal.outbox import (
+    Appeal,
+    Audit,
+    Draw,
+    Listed,
+    Open,
+    OutboxStatus,
+    Settle,
+    Submit,
+)
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
 from client.node.proving import Snapshots, opened
@@ -111,7 +120,7 @@ class OwnBatch(Handler):
         ledger submission from then on, settled and appealed as any."""
         round_ = entry.round
         queued = [Open(round=round_), Settle(round=round_), Appeal(round=round_)]
-        for message in queued + ([Listed(round=round_)] if kept else []):
+        for message in queued + ([Listed(round=round_), Audit(round=round_)] if kept else []):
             self.journal.enqueue(message)
         self.journal.done(entry.key, tx_hash)
         self.journal.advance(round_, RoundPhase.CONFIRMED, tx_hash=tx_hash)
@@ -235,14 +244,70 @@ class OwnBatch(Handler):
                 f"audit book {round_} --prove --challenge`",
             )
             return
+        self._proven(entry, posted, finding)
+
+    def audit(self, entry: OutboxEntry) -> None:
+        """Once the round's verdict root is posted: checks it (RootLane.audit: our credit, a
+        random sample of the others, the order of all) and proves on chain the lie it finds;
+        says so when it does not credit our batch. Waits while its lists cannot be read, until
+        the round's lies can no longer be proven."""
+        round_ = entry.round
+        if self.root is None or self.root.kept(round_) is None:
+            self.journal.dropped(entry.key, "no receipt of the root lane is kept for the round")
+            return
+        posted = self.root.book.round_of(round_)
+        self.health.chain(True)
+        current, windows = self.current_round(), self.root.windows
+        if posted.void:
+            self.journal.done(entry.key)  # proven already: nothing of it stands
+            return
+        if not posted.verdicts_posted:
+            if current > windows.verdict_round(round_):
+                self._unbound(
+                    entry,
+                    "no verdict root was posted: the round is void once its "
+                    "aggregator's bond is asked back",
+                )
+            return
+        finding, credited = self.root.audit(posted)
+        if isinstance(finding, str):
+            if current > windows.challenge_end(round_):
+                self._unbound(entry, f"its verdict list was never readable: {finding}")
+            else:
+                self.journal.attempted(entry.key, finding)
+            return
+        if finding is not None and not finding.challenge:
+            self._proven(entry, posted, finding)
+            return
+        if finding is not None:  # a data challenge: the operator's call (it costs a bond)
+            self._unbound(
+                entry,
+                f"its verdict list is not its root's data ({finding.what}): challenge it with "
+                f"`sapo audit book {round_} --prove --challenge`",
+            )
+            return
+        self.journal.done(entry.key)
+        if not credited:
+            self.events.emit(
+                Event.ROOT_LANE_UNSENT,
+                f"round {round_}: the verdict root does not credit our batch (fewer than a "
+                "quorum of its checkers agreed off chain, or an escalation took it to the "
+                "ledger)",
+                logging.WARNING,
+                round=round_,
+                reason="not credited",
+            )
+
+    def _proven(self, entry: OutboxEntry, posted, finding) -> None:
+        assert self.root is not None
         result = self.root.prove(finding)
         self.journal.done(entry.key, result.tx_hash)
         self.events.emit(
             Event.ROOT_LANE_PROVEN,
-            f"round {round_}: the submission root of {posted.aggregator} lied ({finding.what}); "
+            f"round {entry.round}: the root of {posted.aggregator} lied ({finding.what}); "
             f"proven in {result.tx_hash}, its bond forfeit",
             logging.WARNING,
-            round=round_,
+            round=entry.round,
             lie=finding.what,
             aggregator=posted.aggregator,
             tx_hash=result.tx_hash,

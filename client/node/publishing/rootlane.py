@@ -21,17 +21,23 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from dataclasses import replace
 
 from client.chain.book import BookRound, EscalationVote, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
 from client.chain.models import TxResult
-from client.chain.roots import submission_struct
+from client.chain.roots import (
+    BadList,
+    open_submission_list,
+    open_verdict_list,
+    submission_struct,
+)
 from client.credit import describe_findings
-from client.node.aggregation.auditor import Auditor, Finding
+from client.node.aggregation.auditor import Auditor, Finding, v4_producers
 from client.node.aggregation.endpoint import AggregatorClient, EndpointError, aggregator_origin
-from client.node.aggregation.lists import ListUnavailable
+from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import fetch_posted_submissions
 from client.node.eventlog import Event
 from client.node.journal import OutboxEntry
@@ -48,11 +54,13 @@ from client.node.publishing.handler import Handler
 from client.node.publishing.votes import Votes
 from client.node.services import Services, Stage
 from client.store import BlockStore
+from client.store.cid import digest_to_cid
 from client.units import SCORE_SCALE
 
 log = logging.getLogger("sapo.node.rootlane")
 
 DRAW_AFTER_BLOCKS = 2  # blocks past the beacon's before we draw it ourselves (the poster's job)
+AUDIT_SAMPLE = 8  # others' credits a producer checks in each verdict root of its rounds
 
 
 class Unlisted(Exception):
@@ -87,6 +95,7 @@ class RootLane(Stage):
         self._clients: dict[str, AggregatorClient] = {}  # by aggregator address (lowercase)
         self.allow_private_peers = allow_private_peers
         self.book_events = EventReader(book)  # type: ignore[arg-type]
+        self.ledger_events = EventReader(services.ledger)
         self.auditor = Auditor(
             self.domain,
             services.ledger,
@@ -211,6 +220,65 @@ class RootLane(Stage):
             signed = Signed.from_bytes(kept.message, self.domain)
             finding = self.auditor.left_out(posted, entries, signed, kept.receipt)
         return finding
+
+    def audit(self, posted: BookRound) -> tuple[Finding | str | None, bool]:
+        """Checks the posted verdict root of a round our batch is in: the order of its credits,
+        and the votes, amount and seats of our own credit and of AUDIT_SAMPLE others drawn at
+        random (unpredictable to the aggregator: every node of a round samples its own, so each
+        credit of a large round is checked by several nodes, at a few signature recoveries each).
+        Returns (the finding to prove, or why the lists cannot be read yet, or None; whether it
+        credits our batch)."""
+        try:
+            data = fetch_posted_submissions(
+                self.store,
+                self.book_events,
+                posted,
+                self.ledger.node_info(posted.aggregator).metadata,
+                allow_private=self.allow_private_peers,
+                keep_round=self.windows.challenge_end(posted.round),
+            )
+            entries, _ = open_submission_list(data, posted.submissions, posted.count)
+        except (ListUnavailable, BadList) as exc:
+            return str(exc), False
+        if posted.credits == 0:  # the no-credit root: nothing in it to prove
+            return None, False
+        digest = self._verdict_digest(posted.round)
+        if digest is None:
+            return f"no VerdictsPosted event of round {posted.round}", False
+        try:
+            listed = fetch_list(
+                self.store,
+                digest_to_cid(digest),
+                "verdicts",
+                posted.round,
+                posted.credits,
+                keep_round=self.windows.challenge_end(posted.round),
+            )
+            opened = open_verdict_list(listed, posted.verdicts, posted.credits, posted.total)
+        except ListUnavailable as exc:
+            return str(exc), False
+        except BadList:
+            opened = None  # not the root's data: the auditor says so (a challenge)
+        me = self.services.address.lower()
+        ours = [
+            i for i, c in enumerate(opened.credits if opened else []) if c.producer.lower() == me
+        ]
+        others = [i for i in range(posted.credits) if i not in ours]
+        sample = ours + secrets.SystemRandom().sample(others, min(AUDIT_SAMPLE, len(others)))
+        v4 = v4_producers(self.ledger, self.ledger_events, posted.round)
+        finding = self.auditor.verdicts(posted, entries, listed, v4=v4, only=sample)
+        return finding, bool(ours)
+
+    def _verdict_digest(self, round_: int) -> bytes | None:
+        """The verdict list's digest, from its VerdictsPosted event (posted in the round's
+        verdict round: read from that round's first block)."""
+        start = self.ledger.block_at(
+            self.params.round_start(self.windows.verdict_round(round_)),
+            self.book_events.start_block,
+        )
+        for event in self.book_events.read(["VerdictsPosted"], from_block=start, round=round_):
+            return bytes.fromhex(event.args["list"][2:])
+        return None
 
     def prove(self, finding: Finding) -> TxResult:
         """Sends the proof a finding names (never a data challenge: that costs a bond, and an

@@ -30,6 +30,7 @@ from client.node.journal import OutboxEntry
 from client.node.journal.outbox import (
     Appeal,
     Attest,
+    Audit,
     Draw,
     Escalate,
     Listed,
@@ -109,6 +110,7 @@ class Publisher(Stage):
             Submit: ours.submit,
             Open: ours.open,
             Listed: ours.listed,
+            Audit: ours.audit,
             Attest: votes.vote,
             Unavailable: votes.vote,
             Draw: votes.draw,
@@ -221,6 +223,10 @@ class Publisher(Stage):
                 case Appeal() | VoteAppeal() if current <= self.params.close(entry.round):
                     continue
                 case Listed() if self.root and current < self.root.windows.post_round(entry.round):
+                    continue
+                case Audit() if self.root and current < self.root.windows.verdict_round(
+                    entry.round
+                ):
                     continue
                 case Draw(block=block):
                     if head is None:
