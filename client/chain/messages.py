@@ -23,10 +23,10 @@ from typing import Annotated, ClassVar
 from eth_abi import encode
 from eth_keys import keys
 from eth_keys.exceptions import BadSignature as _EthKeysBadSignature
-from eth_utils import keccak, to_checksum_address
+from eth_utils import keccak
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from client.chain.hashing import keccak256
+from client.chain.hashing import checksum_address, keccak256
 
 DOMAIN_NAME = "sapo-swarm"
 DOMAIN_VERSION = "1"
@@ -45,7 +45,7 @@ class BadMessage(ValueError):
 def _checksummed(value: str) -> str:
     """An address in its checksum form: a keccak each time, and the same few thousand addresses
     (the swarm's nodes) come back in every message an aggregator reads, so they are remembered."""
-    return to_checksum_address(value)
+    return checksum_address(value)
 
 
 def _address(value: object) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from eth_abi import decode, encode
 from eth_utils import to_checksum_address
 
-from client.chain.hashing import keccak256
+from client.chain.hashing import checksum_address, keccak256
 from client.chain.messages import Signed, Submission, Vote
 from client.chain.sumtree import Node, SumTree, leaf
 
@@ -91,25 +91,54 @@ def open_submission_list(data: bytes, root: bytes, count: int) -> tuple[list[byt
     return entries, tree
 
 
+# abi.encode(SignedSubmission)'s fixed layout (a canonical 65-byte signature): the tuple's
+# offset (32), then the tuple: producer, the five words of its static Submission, the signature's
+# offset in the tuple (7 words), its length (65) and its bytes padded to three words
+_TUPLE_OFFSET = (32).to_bytes(32, "big")
+_SIGNATURE_AT = (7 * 32).to_bytes(32, "big")
+_SIGNATURE_LENGTH = (65).to_bytes(32, "big")
+
+
+def _word(value: int, size: int) -> bytes:
+    return value.to_bytes(size, "big").rjust(32, b"\0")
+
+
 def decode_submission(entry: bytes) -> tuple[str, Submission, str]:
     """(producer, its Submission, its signature) of one list entry, as the leaf says them: not
     verified, and not range-checked (a submission out of range is a lie to prove, so it must be
     read as it is). BadList when the entry is not the canonical encoding of a SignedSubmission
-    with a 65-byte signature (no proof could then show it: challenge it instead)."""
-    try:
-        (producer, (round_, dig, rollouts, score, signal), sig) = decode([SUBMISSION_ABI], entry)[0]
-    except Exception as exc:  # eth_abi raises several kinds on malformed bytes
-        raise BadList(f"a submission entry that does not decode: {exc}") from None
-    if (
-        len(sig) != 65
-        or encode([SUBMISSION_ABI], [(producer, (round_, dig, rollouts, score, signal), sig)])
-        != entry
-    ):
-        raise BadList("a submission entry that is not its canonical encoding")
+    with a 65-byte signature (no proof could then show it: challenge it instead). Read from the
+    entry's fixed words (a node reads a list of 10,000 a round), then encoded again the same way
+    and compared: only the canonical encoding is read (`submission_encoding`'s, eth_abi's)."""
+    if len(entry) != SUBMISSION_BYTES:
+        raise BadList(f"a submission entry that does not decode: {len(entry)} bytes, not 384")
+    producer = entry[44:64]
+    round_ = int.from_bytes(entry[88:96], "big")
+    dig = entry[96:128]
+    rollouts = int.from_bytes(entry[156:160], "big")
+    score = int.from_bytes(entry[184:192], "big")
+    signal = int.from_bytes(entry[216:224], "big")
+    sig = entry[288:353]
+    canonical = b"".join(
+        (
+            _TUPLE_OFFSET,
+            producer.rjust(32, b"\0"),
+            _word(round_, 8),
+            dig,
+            _word(rollouts, 4),
+            _word(score, 8),
+            _word(signal, 8),
+            _SIGNATURE_AT,
+            _SIGNATURE_LENGTH,
+            sig.ljust(96, b"\0"),
+        )
+    )
+    if canonical != entry:
+        raise BadList("a submission entry that does not decode as the canonical encoding")
     message = Submission.model_construct(
         round=round_, digest="0x" + dig.hex(), rollouts=rollouts, score=score, signal=signal
     )
-    return to_checksum_address(producer), message, "0x" + sig.hex()
+    return checksum_address("0x" + producer.hex()), message, "0x" + sig.hex()
 
 
 def vote_struct(signed: Signed) -> tuple:

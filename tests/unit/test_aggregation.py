@@ -8,11 +8,13 @@ proof could show is challenged by the auditor, never read."""
 from __future__ import annotations
 
 import pytest
-from eth_utils import keccak
+from eth_abi import decode, encode
+from eth_utils import keccak, to_checksum_address
 
 from client.chain.book import BookRound
 from client.chain.messages import Domain
 from client.chain.roots import (
+    SUBMISSION_ABI,
     BadList,
     SubmissionRoot,
     VerdictRoot,
@@ -152,6 +154,37 @@ def a_round() -> tuple[SubmissionRoot, VerdictRoot]:
     verdicts = c.verdict_root(root, seated=lambda p, v: True, quorum=2)
     assert verdicts is not None
     return root, verdicts
+
+
+def test_a_list_entry_is_read_as_eth_abi_reads_it_and_only_in_its_canonical_form() -> None:
+    """decode_submission reads an entry from its fixed words: what eth_abi decodes from the
+    canonical encoding, and a refusal for any byte changed where eth_abi would read another
+    entry or none (a padding byte, an offset, a length)."""
+    root, _ = a_round()
+    for signed in root.signed:
+        entry = submission_encoding(signed)
+        (producer, inner, sig) = decode([SUBMISSION_ABI], entry)[0]
+        found, message, signature = decode_submission(entry)
+        assert found == to_checksum_address(producer) == signed.signer
+        assert message == signed.message and signature == "0x" + sig.hex()
+        assert (message.round, message.rollouts, message.score, message.signal) == (
+            inner[0],
+            inner[2],
+            inner[3],
+            inner[4],
+        )
+    entry = submission_encoding(root.signed[0])
+    for at in range(len(entry)):
+        changed = bytearray(entry)
+        changed[at] ^= 0x80
+        try:
+            read = decode_submission(bytes(changed))
+        except BadList:
+            continue
+        # a byte of a value: eth_abi reads the same entry from it, and it re-encodes to it
+        (producer, inner, sig) = decode([SUBMISSION_ABI], bytes(changed))[0]
+        assert read[0] == to_checksum_address(producer) and read[2] == "0x" + sig.hex(), at
+        assert encode([SUBMISSION_ABI], [(producer, inner, sig)]) == bytes(changed), at
 
 
 def test_a_published_list_is_opened_only_as_its_roots_data() -> None:

@@ -143,3 +143,18 @@ def test_garbage_and_oversized_bytes_are_refused() -> None:
     for data in (b"\xff\xfe not json", b"", b"{", b"[]" * 600, b"0" * (MAX_MESSAGE_BYTES + 1)):
         with pytest.raises(BadMessage):
             Signed.from_bytes(data, DOMAIN)
+
+
+def test_the_checksum_form_is_eip55s_as_eth_utils_writes_it() -> None:
+    from eth_utils import to_checksum_address
+
+    from client.chain.hashing import checksum_address
+
+    rng = random.Random(55)
+    for _ in range(500):
+        value = "0x" + bytes(rng.getrandbits(8) for _ in range(20)).hex()
+        assert checksum_address(value) == to_checksum_address(value)
+        assert checksum_address(value.upper().replace("0X", "0x")) == to_checksum_address(value)
+    for bad in ("0x12", "0x" + "g" * 40, "12" * 21, "", "0x" + "ab" * 20 + "00"):
+        with pytest.raises(ValueError, match="not an address"):
+            checksum_address(bad)

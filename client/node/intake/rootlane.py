@@ -148,21 +148,12 @@ class RootIntake(Stage):
             self._rounds[round_] = _Read(posted, None)
             return
         found = []
-        for index, raw in enumerate(entries):
-            try:
-                producer, submission, signature = decode_submission(raw)
-            except BadList:
-                continue  # a lie the auditors prove; nothing to vote on
-            node = producer.lower()
-            if node == self.me or submission.round != round_:
-                continue
-            if self.window.blocks.get((round_, node), posted.posted_block) != posted.posted_block:
+        for index, signed, claim in listed_claims(entries, round_, self.me):
+            key = (round_, claim.node)
+            if self.window.blocks.get(key, posted.posted_block) != posted.posted_block:
                 continue  # submitted on the ledger: the book credits none of it
-            signed = Signed(
-                kind="Submission", message=submission, signer=producer, signature=signature
-            )
-            self._entries[(round_, node)] = Entry(index, signed, posted)
-            found.append(_claim(node, submission))
+            self._entries[key] = Entry(index, signed, posted)
+            found.append(claim)
         self._rounds[round_] = _Read(posted, tree)
         self.journal.peers.found_in_root(found, posted.posted_block)
         self.window.add(found, posted.posted_block)
@@ -248,6 +239,27 @@ class RootIntake(Stage):
         )
 
 
+def listed_claims(
+    entries: list[bytes], round_: int, me: str
+) -> list[tuple[int, Signed, PeerSubmission]]:
+    """The entries of a checked submission list of `round_` as (place, signed submission, the
+    claim a peer's submission is), but `me`'s and those that do not decode (a lie the auditors
+    prove: nothing to vote on). Signatures are not recovered here (`RootIntake.seated` checks
+    the few the draw seats us on)."""
+    found = []
+    for index, raw in enumerate(entries):
+        try:
+            producer, submission, signature = decode_submission(raw)
+        except BadList:
+            continue
+        node = producer.lower()
+        if node == me or submission.round != round_:
+            continue
+        signed = Signed(kind="Submission", message=submission, signer=producer, signature=signature)
+        found.append((index, signed, _claim(node, submission)))
+    return found
+
+
 def _claim(node: str, s: Submission) -> PeerSubmission:
     return PeerSubmission(
         round=s.round,
@@ -259,4 +271,4 @@ def _claim(node: str, s: Submission) -> PeerSubmission:
     )
 
 
-__all__ = ["LIST_RETRY_S", "Entry", "RootIntake"]
+__all__ = ["LIST_RETRY_S", "Entry", "RootIntake", "listed_claims"]
