@@ -488,14 +488,7 @@ def book(
         fetched[kind] = f"{len(data):,} bytes"
         return data
 
-    auditor = Auditor(
-        Domain(chain_id=chain_id, contract=rb.address),
-        ledger,
-        quorum=params.quorum,
-        checkers=params.checkers,
-        tolerance_bps=params.agree_tolerance_bps,
-        min_stake=params.min_stake,
-    )
+    auditor = Auditor.of(Domain(chain_id=chain_id, contract=rb.address), ledger, params)
     with chain_errors():
         entries, finding = auditor.submissions(
             posted, listed("submissions", "SubmissionsPosted", posted.count)

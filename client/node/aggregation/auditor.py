@@ -31,7 +31,7 @@ from client.chain.messages import (
     receipt_signer,
     recover,
 )
-from client.chain.models import Beacon
+from client.chain.models import Beacon, LedgerParams
 from client.chain.roots import (
     NO_INDEX,
     NO_ROUND,
@@ -86,6 +86,18 @@ class Auditor:
     # block never changes, so each is read once per address (and block)
     _infos: dict = field(default_factory=dict, repr=False)
     _stakes: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, domain: Domain, ledger: LedgerReads, params: LedgerParams) -> Auditor:
+        """The auditor of a deployment with the ledger's parameters `params`."""
+        return cls(
+            domain,
+            ledger,
+            quorum=params.quorum,
+            checkers=params.checkers,
+            tolerance_bps=params.agree_tolerance_bps,
+            min_stake=params.min_stake,
+        )
 
     def _info(self, node: str):
         key = node.lower()

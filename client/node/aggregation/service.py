@@ -98,14 +98,7 @@ class Aggregator:
         self.params = ledger.params()
         self.windows = Windows.of(self.params)
         self.desk = Desk(self.domain, receipts, record=held.record)
-        self.auditor = Auditor(
-            self.domain,
-            ledger,
-            quorum=self.params.quorum,
-            checkers=self.params.checkers,
-            tolerance_bps=self.params.agree_tolerance_bps,
-            min_stake=self.params.min_stake,
-        )
+        self.auditor = Auditor.of(self.domain, ledger, self.params)
         self.book_events = EventReader(book, chunk_blocks=chunk_blocks, start_block=start_block)  # type: ignore[arg-type]
         self.ledger_events = EventReader(ledger, chunk_blocks=chunk_blocks, start_block=start_block)
         self.start_block = start_block

@@ -84,14 +84,7 @@ class RootIntake(Stage):
         self.domain = Domain(chain_id=services.chain_id, contract=book.address)
         self.windows = Windows.of(self.params)
         self.book_events = EventReader(book)  # type: ignore[arg-type]
-        self.auditor = Auditor(
-            self.domain,
-            services.ledger,
-            quorum=self.params.quorum,
-            checkers=self.params.checkers,
-            tolerance_bps=self.params.agree_tolerance_bps,
-            min_stake=self.params.min_stake,
-        )
+        self.auditor = Auditor.of(self.domain, services.ledger, self.params)
         self._rounds: dict[int, _Read] = {}  # the rounds whose list was read
         self._entries: dict[tuple[int, str], Entry] = {}
         self._retry_at: dict[int, float] = {}

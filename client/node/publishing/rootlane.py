@@ -96,14 +96,7 @@ class RootLane(Stage):
         self.allow_private_peers = allow_private_peers
         self.book_events = EventReader(book)  # type: ignore[arg-type]
         self.ledger_events = EventReader(services.ledger)
-        self.auditor = Auditor(
-            self.domain,
-            services.ledger,
-            quorum=self.params.quorum,
-            checkers=self.params.checkers,
-            tolerance_bps=self.params.agree_tolerance_bps,
-            min_stake=self.params.min_stake,
-        )
+        self.auditor = Auditor.of(self.domain, services.ledger, self.params)
 
     # ------------------------------------------------------------------------------ sending
 
@@ -205,14 +198,7 @@ class RootLane(Stage):
         finding to prove (our receipted submission left out, or any lie the list proves), why
         it cannot be read yet (a string), or None: it lists our submission."""
         try:
-            data = fetch_posted_submissions(
-                self.store,
-                self.book_events,
-                posted,
-                self.ledger.node_info(posted.aggregator).metadata,
-                allow_private=self.allow_private_peers,
-                keep_round=self.windows.challenge_end(posted.round),
-            )
+            data = self._submission_list(posted)
         except ListUnavailable as exc:
             return str(exc)
         entries, finding = self.auditor.submissions(posted, data)
@@ -220,6 +206,18 @@ class RootLane(Stage):
             signed = Signed.from_bytes(kept.message, self.domain)
             finding = self.auditor.left_out(posted, entries, signed, kept.receipt)
         return finding
+
+    def _submission_list(self, posted: BookRound) -> bytes:
+        """The posted root's submission list, pinned through its challenge window; raises
+        ListUnavailable."""
+        return fetch_posted_submissions(
+            self.store,
+            self.book_events,
+            posted,
+            self.ledger.node_info(posted.aggregator).metadata,
+            allow_private=self.allow_private_peers,
+            keep_round=self.windows.challenge_end(posted.round),
+        )
 
     def audit(self, posted: BookRound) -> tuple[Finding | str | None, bool]:
         """Checks the posted verdict root of a round our batch is in: the order of its credits,
@@ -229,14 +227,7 @@ class RootLane(Stage):
         Returns (the finding to prove, or why the lists cannot be read yet, or None; whether it
         credits our batch)."""
         try:
-            data = fetch_posted_submissions(
-                self.store,
-                self.book_events,
-                posted,
-                self.ledger.node_info(posted.aggregator).metadata,
-                allow_private=self.allow_private_peers,
-                keep_round=self.windows.challenge_end(posted.round),
-            )
+            data = self._submission_list(posted)
             entries, _ = open_submission_list(data, posted.submissions, posted.count)
         except (ListUnavailable, BadList) as exc:
             return str(exc), False
