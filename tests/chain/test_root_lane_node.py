@@ -418,6 +418,34 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     assert proven["aggregator"] == world.agg.address
 
 
+def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_producer(
+    world, caplog
+) -> None:
+    """A lying aggregator posts the root of the producer's receipted submission with a list of
+    other bytes: no checker reads a batch from it, and the producer's check names the challenge
+    to send (a data challenge costs a bond: an operator's call)."""
+    r = world.sealed()
+    world.producer.publisher.flush()
+    root = SubmissionRoot(world.agg.service.collectors[r].submissions.values())
+    other = sign_submissions(world.book, [world.nodes[5]], r)
+    store = LocalStore(world.tmp / "blocks")
+    wrong = publish_list(store, "submissions", r, submission_list(other), r + 100)
+    world.swarm.goto(world.windows.post_round(r))
+    aggregator = world.nodes[4].tx.account
+    digest = cid_to_digest(wrong)
+    world.book.send(aggregator, "postSubmissions", r, root.root, 1, digest, value=BOND)
+    world.swarm.mine()
+    world.book.send(aggregator, "drawBeacon", r)
+    for checker in world.checkers:
+        checker.intake.poll()
+        checker.publisher.flush()
+        assert not [k for k in checker.outbox() if world.me.lower() in k]
+    assert "is not its root's data" in caplog.text
+    world.producer.publisher.flush()
+    entry = world.producer.journal.outbox(f"listed:{r}")
+    assert entry.status == DROPPED and f"sapo audit book {r} --prove --challenge" in entry.error
+
+
 def claim_book(config: Path) -> tuple[int, dict | str]:
     done = sapo_run("rewards", "claim", "--book", "--config", str(config), "--json")
     return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr
