@@ -162,19 +162,19 @@ def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is
     assert world.producer.journal.round(r).phase == RoundPhase.CONFIRMED
     [submitted] = world.events("round.submitted")
     assert submitted["lane"] == "root" and "receipt kept" in submitted["message"]
-    # a crash after the receipt was kept and before the journal said so: the kept receipt
-    # stands, the aggregator is not asked again
-    with world.producer.journal.db.tx() as db:
-        db.execute("UPDATE outbox SET status = 'pending' WHERE key = ?", (f"submit:{r}",))
-    endpoint = world.producer.root.endpoint(world.agg.address)
-    asked = endpoint.requests
-    world.producer.publisher.flush()
-    assert world.producer.outbox()[f"submit:{r}"] == DONE and endpoint.requests == asked
 
     world.producer.publisher.flush()  # before the root: the list check and the beacon wait
     assert world.producer.outbox()[f"listed:{r}"] == PENDING
     world.post_and_draw(r)
-    world.producer.publisher.flush()  # the root lists it; then it opens
+    # a crash after the receipt was kept and before the journal said so, and a restart once
+    # the submission window has closed: the kept receipt stands, the aggregator is not asked
+    # again, and the batch is not dropped as missed
+    with world.producer.journal.db.tx() as db:
+        db.execute("UPDATE outbox SET status = 'pending' WHERE key = ?", (f"submit:{r}",))
+    endpoint = world.producer.root.endpoint(world.agg.address)
+    asked = endpoint.requests
+    world.producer.publisher.flush()  # the receipt stands; the root lists it; then it opens
+    assert world.producer.outbox()[f"submit:{r}"] == DONE and endpoint.requests == asked
     assert world.producer.journal.outbox(f"listed:{r}").error is None
     assert world.producer.outbox()[f"listed:{r}"] == DONE
     world.producer.publisher.flush()

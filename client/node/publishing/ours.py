@@ -80,11 +80,15 @@ class OwnBatch(Handler):
                 self.give_up(entry, f"another batch ({on_chain.digest}) is on chain")
             return
         current = self.current_round()
+        held = self.root.kept(round_) if self.root is not None else None
+        if held is not None:  # receipted before a crash: the receipt stands, whatever the clock
+            self._submitted(entry, None, held)
+            return
         if not self.params.submit_open(round_, current):
             self.give_up(entry, "the round's submission window closed before it could go")
             return
         if self.root is not None:
-            kept = self.root.kept(round_) or self.root.send(message)
+            kept = self.root.send(message)
             if isinstance(kept, Kept):
                 self._submitted(entry, None, kept)
                 return
