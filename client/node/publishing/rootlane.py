@@ -1,5 +1,6 @@
-"""A producer's side of the root lane (docs/scaling.md): our batch's submission signed and sent to
-the aggregator `[root_lane].aggregator` names, instead of a transaction on the ledger.
+"""What the publisher sends in the root lane (docs/scaling.md): as a producer, our batch's
+submission signed and sent to the aggregator `[root_lane].aggregator` names, instead of a
+transaction on the ledger (RootLane); as a drawn checker, our votes (RootVoting).
 
 - **Sending.** The submission is an EIP-712 `Submission` under the round book's domain, signed
   with the node's key, sent to the endpoint the aggregator lists in its on-chain metadata (a
@@ -15,6 +16,12 @@ the aggregator `[root_lane].aggregator` names, instead of a transaction on the l
 - **Checking the root.** Once the submission root is posted, we fetch its list, check it as any
   auditor does, and if it leaves our receipted submission out (or holds any lie the list alone
   proves), we prove it on chain: the aggregator loses its bond, half of it to us.
+- **Auditing the verdict root.** Once it is posted: the order of every credit, and the
+  submission, votes and amount of ours and of AUDIT_SAMPLE others drawn at random; a lie is
+  proven the same way.
+- **Voting.** An agreement is signed and sent to the aggregator that posted the round's root
+  (its receipt journaled); a dispute or an unavailable batch is escalated to the ledger with our
+  vote, or, escalated already, voted on the ledger as any batch.
 """
 
 from __future__ import annotations
