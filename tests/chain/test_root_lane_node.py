@@ -23,6 +23,7 @@ from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
+from client.node.publishing.rootlane import DRAW_AFTER_BLOCKS, DRAW_SPREAD_BLOCKS, draw_delay
 from client.store import LocalStore, cid_to_digest
 from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
@@ -199,6 +200,32 @@ def test_a_receipted_batch_sends_no_transaction_opens_by_the_books_beacon_and_is
     assert world.producer.journal.receipt(Kept.submission_key(r)) is not None
     upkeep.prune_journal(world.windows.challenge_end(r) + 1)
     assert world.producer.journal.receipt(Kept.submission_key(r)) is None
+
+
+def test_a_beacon_its_poster_does_not_draw_is_drawn_by_one_producer_after_its_own_delay(
+    world,
+) -> None:
+    r = world.sealed()
+    world.producer.publisher.flush()  # receipted
+    world.swarm.goto(world.windows.post_round(r))
+    assert world.agg.service.tick().posted_submissions == [r]  # and no pass after: no draw
+    posted = world.agg.client_book.round_of(r).posted_block
+    delay = draw_delay(world.me, r)
+    # each producer waits its own number of blocks (so that they do not all draw in one block)
+    delays = {draw_delay(node.account_address, r) for node in world.nodes}
+    assert len(delays) > 1
+    assert all(DRAW_AFTER_BLOCKS <= d < DRAW_AFTER_BLOCKS + DRAW_SPREAD_BLOCKS for d in delays)
+    before = world.nonce()
+    world.swarm.mine(posted + delay - world.swarm.w3.eth.block_number)  # head = posted + delay
+    world.producer.publisher.flush()
+    world.producer.publisher.flush()
+    assert world.nonce() == before and world.producer.outbox()[f"open:{r}"] == PENDING
+    world.swarm.mine()
+    world.producer.publisher.flush()
+    world.producer.publisher.flush()
+    assert world.nonce() == before + 1  # one transaction: the draw
+    assert world.agg.client_book.round_of(r).beacon
+    assert world.producer.outbox()[f"open:{r}"] == DONE
 
 
 def test_without_a_receipt_the_batch_goes_on_the_ledger_in_its_windows_last_round(world) -> None:

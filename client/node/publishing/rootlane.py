@@ -33,6 +33,7 @@ from dataclasses import replace
 
 from client.chain.book import BookRound, EscalationVote, RoundBook, Windows
 from client.chain.events import EventReader
+from client.chain.hashing import keccak256
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
 from client.chain.models import TxResult
 from client.chain.roots import (
@@ -66,8 +67,22 @@ from client.units import SCORE_SCALE
 
 log = logging.getLogger("sapo.node.rootlane")
 
-DRAW_AFTER_BLOCKS = 2  # blocks past the beacon's before we draw it ourselves (the poster's job)
+# Blocks past the root's before we draw its beacon ourselves (the poster's job, which the book has
+# it do on its next pass): DRAW_AFTER_BLOCKS, plus a spread of up to DRAW_SPREAD_BLOCKS that each
+# producer draws for itself and the round (`draw_delay`), so that when the poster does not draw,
+# one producer does, not every producer of the round in one block (each later draw is a no-op
+# that costs ~26,000 gas). Within BLOCKHASH_WINDOW (256) of the beacon's block, or it lapses.
+DRAW_AFTER_BLOCKS = 6
+DRAW_SPREAD_BLOCKS = 32
 AUDIT_SAMPLE = 8  # others' credits a producer checks in each verdict root of its rounds
+
+
+def draw_delay(producer: str, round_: int) -> int:
+    """The blocks past a round's root after which `producer` draws its beacon if nobody has: a
+    hash of its address and the round (the same at every pass and after a restart, and
+    different from the other producers')."""
+    seed = keccak256(bytes.fromhex(producer[2:]) + round_.to_bytes(8, "big"))
+    return DRAW_AFTER_BLOCKS + int.from_bytes(seed[:4], "big") % DRAW_SPREAD_BLOCKS
 
 
 class Unlisted(Exception):
@@ -184,7 +199,8 @@ class RootLane(Stage):
             return posted.beacon
         if current > self.windows.vote_close(round_):
             return f"round {round_}'s beacon was never drawn"
-        if self.book.head() > posted.posted_block + DRAW_AFTER_BLOCKS:
+        ours = draw_delay(self.book.tx.account.address, round_)
+        if self.book.head() > posted.posted_block + ours:
             self.book.draw_beacon(round_)
             return self.book.round_of(round_).beacon or None
         return None
@@ -392,4 +408,11 @@ class RootVoting(Handler):
         )
 
 
-__all__ = ["DRAW_AFTER_BLOCKS", "RootLane", "RootVoting", "Unlisted"]
+__all__ = [
+    "DRAW_AFTER_BLOCKS",
+    "DRAW_SPREAD_BLOCKS",
+    "RootLane",
+    "RootVoting",
+    "Unlisted",
+    "draw_delay",
+]
