@@ -203,6 +203,10 @@ class RoundBook(Deployed):
     def release(self, round_: int) -> TxResult:
         return self._send("release", round_)
 
+    def fund(self, amount: int) -> TxResult:
+        """Adds `amount` wei to the book's reward pool (what its credits are paid from)."""
+        return self._send("fund", value=amount)
+
     def call(self, function: str, args: Sequence[Any], *, value: int = 0) -> TxResult:
         """Any of the book's functions by name (a finding's proof, an answer, a claim), or of its
         judge's (JUDGED: the proofs the judge takes and has the book act on); what either

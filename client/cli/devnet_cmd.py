@@ -134,6 +134,14 @@ def up(
             "veth links (root; partitions are real).",
         ),
     ] = False,
+    root_lane: Annotated[
+        bool,
+        typer.Option(
+            "--root-lane",
+            help="Deploy a round book beside the ledger and run an aggregator: the honest nodes "
+            "submit and vote off chain through it (\\[devnet].root_lane; docs/aggregator.md).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Start the local swarm: anvil, IPFS, the ledger, N nodes. Ctrl-C (or `down`) stops it."""
@@ -153,7 +161,7 @@ def up(
             Exit.USAGE,
         )
     try:
-        cfg, notes = apply_options(given, nodes, round_length, store, adversary, metrics)
+        cfg, notes = apply_options(given, nodes, round_length, store, adversary, metrics, root_lane)
     except DevnetOptionError as exc:
         fail(str(exc), Exit.USAGE)
     for note in notes:
@@ -255,18 +263,39 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
         out.print(line)
         return
     rows = node_rows(state)
+    agg = state.aggregator
     if as_json:
         print_json(
             {
                 "data_dir": str(data_dir),
                 "status": "running",
                 "ledger": state.ledger,
+                **(
+                    {
+                        "book": agg.book,
+                        "aggregator": {
+                            "address": agg.address,
+                            "url": agg.url,
+                            "pid": agg.pid,
+                            "running": pid_alive(agg.pid),
+                        },
+                    }
+                    if agg is not None
+                    else {}
+                ),
                 "nodes": rows,
             }
         )
         return
     out.print(f"devnet {data_dir}", markup=False)
     out.print(f"ledger {state.ledger}", markup=False)
+    if agg is not None:
+        running = "running" if pid_alive(agg.pid) else "stopped"
+        out.print(
+            f"book {agg.book} (root lane; credited counts its verdicts)\naggregator "
+            f"{agg.address} at {agg.url} ({running})",
+            markup=False,
+        )
     chain, work = status_tables(rows)
     out.print(chain)
     out.print()

@@ -47,12 +47,20 @@ def report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
     out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
     if state.ipfs:
         for i, daemon in enumerate(state.ipfs):
+            whose = " (the aggregator's)" if state.aggregator and i == len(state.nodes) else ""
             out.print(
                 f"  ipfs-{i}  js-ipfs API {daemon.api}  swarm {daemon.swarm}  pid {daemon.pid}"
+                + whose
             )
     else:
         out.print("  store   local blockstore shared by the nodes (no IPFS daemon)")
     out.print(f"  ledger  {state.ledger} (reward pool funded)")
+    if (agg := state.aggregator) is not None:
+        out.print(f"  book    {agg.book} (the root lane's round book; reward pool funded)")
+        out.print(
+            f"  aggregator  {agg.address}  endpoint {agg.url}  pid {agg.pid}  "
+            f"log {agg.config.parent / 'aggregator.log'}"
+        )
     for node in state.nodes:
         honest = node.role == Role.HONEST
         out.print(

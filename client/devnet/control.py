@@ -51,11 +51,13 @@ def apply_options(
     store: str | None,
     adversaries: list[str] | None = None,
     metrics: bool = False,
+    root_lane: bool = False,
 ) -> tuple[NodeConfig, list[str]]:
     """Returns the config with the command's options applied (validated like the file) and the
     notes to show for what was adjusted to fit the devnet (its quorum, its checkers)."""
     changes: dict[str, dict] = {}
     notes: list[str] = []
+    lane = root_lane or cfg.devnet.root_lane  # its aggregator takes an account and holds seats
     if adversaries:
         try:
             roles = expand([*cfg.devnet.adversaries, *adversaries])
@@ -64,10 +66,15 @@ def apply_options(
         honest = nodes or cfg.devnet.nodes
         changes["devnet"] = {
             "adversaries": [*cfg.devnet.adversaries, *adversaries],
-            "accounts": max(cfg.devnet.accounts, honest + len(roles) + 1),
+            "accounts": max(cfg.devnet.accounts, honest + len(roles) + 1 + lane),
         }
     if metrics:
         changes["devnet"] = {**changes.get("devnet", {}), "metrics": True}
+    if root_lane:
+        devnet = changes.get("devnet", {})
+        need = cfg.devnet.nodes + len(cfg.devnet.adversary_roles()) + 2
+        accounts = max(cfg.devnet.accounts, devnet.get("accounts", 0), need)
+        changes["devnet"] = {**devnet, "root_lane": True, "accounts": accounts}
     if store is not None:
         if store not in ("ipfs", "local"):
             raise DevnetOptionError(f"--store: expected ipfs or local, got {store!r}")
@@ -80,9 +87,9 @@ def apply_options(
         }
     if nodes:
         devnet = changes.get("devnet", {})
-        accounts = max(cfg.devnet.accounts, devnet.get("accounts", 0), nodes + 1)
+        accounts = max(cfg.devnet.accounts, devnet.get("accounts", 0), nodes + 1 + lane)
         if "adversaries" in devnet:
-            accounts = max(accounts, nodes + len(expand(devnet["adversaries"])) + 1)
+            accounts = max(accounts, nodes + len(expand(devnet["adversaries"])) + 1 + lane)
         changes["devnet"] = {**devnet, "nodes": nodes, "accounts": accounts}
     honest = cfg.devnet.nodes if nodes is None else nodes
     if honest and cfg.ledger.quorum > max(1, honest - 1):
@@ -96,7 +103,7 @@ def apply_options(
         changes["ledger"] = {**changes.get("ledger", {}), "quorum": quorum}
     roles = expand(changes.get("devnet", {}).get("adversaries", cfg.devnet.adversaries))
     total = (nodes or cfg.devnet.nodes) + len(roles)
-    seats = seats_for_every_node(total)
+    seats = seats_for_every_node(total + lane)  # the aggregator is registered in a family too
     if cfg.ledger.checkers < seats:
         # with too few seat trials an honest batch may seat fewer than Q honest checkers
         # (adversaries never vote for it): the devnet then measures the draw, not the node

@@ -5,6 +5,7 @@ each node registered and staked, and the config files every command accepts:
   DIR/devnet.toml          the swarm's client config (RPC, ledger, store): audits, status, TUI
   DIR/node-<i>/node.toml   node i's config (its keystore, data dir and store index)
   DIR/keystore-password    the devnet keystores' password (mode 0600; dev accounts are public)
+  DIR/aggregator/node.toml with [devnet].root_lane: the aggregator's config (`sapo aggregate run`)
 
 Dev accounts come from anvil's public test mnemonic: devnet use only.
 """
@@ -20,13 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client.chain import Ledger, connect, deploy_ledger
+from client.chain.deploy import DEFAULT_BOND, DEFAULT_CHALLENGE_BOND, deploy_with_book
 from client.chain.families import short_family
 from client.chain.keystore import write_keystore
 from client.config import NodeConfig, with_sections
+from client.config.models.values import parse_listen_addr
 from client.config.roles import HONEST, SYBILS, Role
 from client.config.writer import dump_toml
 from client.devnet.accounts import dev_account
-from client.devnet.process import LOOPBACK, ServerProcess, free_loopback_port
+from client.devnet.process import LOOPBACK, ServerProcess, free_loopback_port, port_is_listening
 from client.node.datadir import DataDir
 from client.node.eventlog import Event, read_events
 from client.node.metadata import node_metadata
@@ -38,6 +41,17 @@ METRICS_PORT = 9464  # a node's /metrics in its own network namespace (--netns -
 
 
 @dataclass(frozen=True)
+class AggregatorProvisioned:
+    """The root lane's aggregator of a devnet ([devnet].root_lane): a registered node of its own
+    (the book takes roots only from one) that trains nothing."""
+
+    address: str
+    config_path: Path  # DIR/aggregator/node.toml
+    url: str  # its endpoint, which its on-chain metadata lists once it runs
+    book: str  # the round book it posts to
+
+
+@dataclass(frozen=True)
 class Provisioned:
     config_path: Path  # DIR/devnet.toml
     node_configs: list[Path]
@@ -46,6 +60,7 @@ class Provisioned:
     addresses: list[str]
     roles: list[Role]  # per node: honest or its adversary strategy
     metrics: list[str | None]  # per node: its /metrics URL ([devnet].metrics), else None
+    aggregator: AggregatorProvisioned | None = None  # with [devnet].root_lane
 
 
 class ProvisionError(ValueError):
@@ -153,6 +168,9 @@ def provision(
     all nodes share, or one per node (node i uses the i-th; the swarm's devnet.toml names the
     first).
     `node_sections(i)` may change sections of node i's config (e.g. its policy seed).
+    With [devnet].root_lane the ledger is deployed with its round book (both pools funded) and
+    an aggregator registered (the account after the nodes', minStake, the first node's family,
+    the daemon after the nodes' in `ipfs_api`); the honest nodes send it their batches.
     With [devnet].metrics each node serves /metrics: on a free loopback port, or on METRICS_PORT
     of `metrics_hosts[i]` (a namespace's own address, reached from this host over its link)."""
     if problem := quorum_problem(cfg, nodes):
@@ -166,7 +184,8 @@ def provision(
         cfg.devnet.adversary_stake,
     )
     nodes = len(roles)
-    apis = [ipfs_api] * max(1, nodes) if isinstance(ipfs_api, str) else ipfs_api
+    lane = cfg.devnet.root_lane
+    apis = [ipfs_api] * (max(1, nodes) + lane) if isinstance(ipfs_api, str) else ipfs_api
     if apis is not None and len(apis) < nodes:
         raise ValueError(f"{nodes} nodes need {nodes} IPFS daemons, not {len(apis)}")
     data_dir = Path(data_dir).absolute()
@@ -221,11 +240,21 @@ def provision(
             f"[ledger].families does not list model family {missing[0]}, which a devnet node "
             "runs: list it, or leave [ledger].families empty (the devnet lists its nodes')"
         )
-    ledger, deployed = deploy_ledger(
-        w3, deployer, params, catalog.digest(), receipt_timeout_s=cfg.chain.receipt_timeout_s
-    )
+    timeout = {"receipt_timeout_s": cfg.chain.receipt_timeout_s}
+    if lane:
+        ledger, deployed, book, book_tx = deploy_with_book(
+            w3, deployer, params, catalog.digest(), DEFAULT_BOND, DEFAULT_CHALLENGE_BOND, **timeout
+        )
+        book.fund(cfg.devnet.reward_pool)
+    else:
+        ledger, deployed = deploy_ledger(w3, deployer, params, catalog.digest(), **timeout)
     ledger.fund(cfg.devnet.reward_pool)
     chain |= {"ledger_address": ledger.address, "ledger_deploy_block": deployed.block_number}
+    if lane:
+        chain |= {
+            "round_book_address": book.address,
+            "round_book_deploy_block": book_tx.block_number,
+        }
     swarm_cfg = with_sections(
         cfg,
         chain=chain,
@@ -238,11 +267,21 @@ def provision(
     config_path.write_text(dump_toml(swarm_cfg, HEADER))
 
     node_configs, addresses = [], []
+    aggregator = None
+    if lane:
+        aggregator = _aggregator(cfg, data_dir, w3, swarm_cfg, apis, nodes, families[0])
     for i, (node_cfg, family) in enumerate(zip(node_cfgs, families, strict=True)):
+        deployment = {key: chain[key] for key in DEPLOYMENT if key in chain}
         node_cfg = with_sections(
             node_cfg,
-            chain={"ledger_address": ledger.address, "ledger_deploy_block": deployed.block_number},
+            chain=deployment,
             ledger={"families": params.families},
+            # adversaries run their own loop, in the ledger's lane (client.devnet.adversary)
+            **(
+                {"root_lane": {"aggregator": aggregator.address}}
+                if aggregator is not None and roles[i] == HONEST
+                else {}
+            ),
         )
         node_dir = data_dir / f"node-{i}"
         account = dev_account(i + 1)
@@ -259,7 +298,65 @@ def provision(
         f"http://{c.node.metrics_addr}/metrics" if c.node.metrics_addr else None for c in node_cfgs
     ]
     return Provisioned(
-        config_path, node_configs, ledger.address, deployed.block_number, addresses, roles, metrics
+        config_path,
+        node_configs,
+        ledger.address,
+        deployed.block_number,
+        addresses,
+        roles,
+        metrics,
+        aggregator,
+    )
+
+
+# a deployment's keys of [chain], which every node's config takes once it is deployed
+DEPLOYMENT = (
+    "ledger_address",
+    "ledger_deploy_block",
+    "round_book_address",
+    "round_book_deploy_block",
+)
+AGGREGATOR_DIR = "aggregator"
+
+
+def _aggregator(
+    cfg: NodeConfig,
+    data_dir: Path,
+    w3,
+    swarm_cfg: NodeConfig,
+    apis: list[str] | None,
+    nodes: int,
+    family: str,
+) -> AggregatorProvisioned:
+    """Writes the aggregator's keystore and config (the swarm's, with its own data dir, store,
+    keystore and a free loopback port for its endpoint) and registers it: dev account
+    `nodes + 1`, minStake, `family` (seats it wins on that family's batches go unfilled: it
+    never votes), metadata naming its IPFS daemon (`sapo aggregate run` adds its endpoint)."""
+    agg_dir = data_dir / AGGREGATOR_DIR
+    account = dev_account(nodes + 1)
+    keystore = DataDir(agg_dir).keystore
+    password_file = data_dir / "keystore-password"
+    if not keystore.exists():
+        write_keystore(keystore, account.key, password_file.read_text())
+    shared = swarm_cfg.store.store_dir  # `--store local`: the blockstore the nodes share
+    store = {"store_dir": agg_dir / "blocks" if cfg.store.backend == "ipfs" else shared}
+    if apis:
+        store["ipfs_api"] = apis[nodes]  # a daemon of its own, after the nodes'
+    agg_cfg = with_sections(
+        swarm_cfg,
+        chain={"keystore": keystore, "password_file": password_file},
+        store=store,
+        node={"data_dir": agg_dir},
+        aggregator={"listen": f"{LOOPBACK}:{free_loopback_port()}"},
+    )
+    ledger = Ledger(w3, str(swarm_cfg.chain.ledger_address), account=account)
+    if not ledger.node_info(account.address).registered:
+        metadata = node_metadata(agg_cfg, open_store(agg_cfg.store))
+        ledger.register(metadata, cfg.ledger.min_stake, family)
+    path = DataDir(agg_dir).config
+    path.write_text(dump_toml(agg_cfg, f"{HEADER}\nThe root lane's aggregator: {account.address}."))
+    return AggregatorProvisioned(
+        account.address, path, agg_cfg.aggregator.listed(), str(swarm_cfg.chain.round_book_address)
     )
 
 
@@ -383,6 +480,23 @@ def node_process(
         while_logging=True,  # a first start builds its policy and may start vLLM: minutes
         # the node's file holds its resolved config (per-node overrides included): SAPO_*__*
         # overrides the supervisor was started with must not apply a second time over it
+        env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
+        | {"PYTHONUNBUFFERED": "1"},
+    )
+
+
+def aggregator_process(aggregator: AggregatorProvisioned) -> ServerProcess:
+    """Returns (not started) `sapo aggregate run` for a devnet's aggregator, its log beside its
+    config, ready once its endpoint answers."""
+    cfg_dir = aggregator.config_path.parent
+    host, port = parse_listen_addr(aggregator.url.removeprefix("http://"))
+    command = [sys.executable, "-m", "client.cli", "aggregate", "run"]
+    return ServerProcess(
+        "aggregator",
+        [*command, "--config", str(aggregator.config_path)],
+        log_path=cfg_dir / "aggregator.log",
+        ready=lambda: port_is_listening(port, host),
+        ready_timeout_s=120,
         env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
         | {"PYTHONUNBUFFERED": "1"},
     )

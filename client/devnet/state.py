@@ -48,6 +48,16 @@ class NodeEntry(_Entry):
     metrics: str | None = None  # http://HOST:PORT/metrics when [devnet].metrics is on
 
 
+class AggregatorEntry(_Entry):
+    """The root lane's aggregator ([devnet].root_lane): `sapo aggregate run` as its own node."""
+
+    address: str
+    pid: int
+    url: str  # its endpoint (listed in its on-chain metadata)
+    book: str  # the round book it posts to
+    config: Path
+
+
 class DevnetState(_Entry):
     """The state file (`devnet.json`): written whole by the supervisor at each stage of a start
     and once everything runs; `sapo devnet up --json` prints it."""
@@ -71,6 +81,7 @@ class DevnetState(_Entry):
     config: Path | None = None
     ledger: str | None = None
     nodes: list[NodeEntry] = []
+    aggregator: AggregatorEntry | None = None  # with [devnet].root_lane
 
     @property
     def running(self) -> bool:

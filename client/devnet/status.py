@@ -11,12 +11,15 @@ from dataclasses import asdict
 
 from client.chain import ChainError, Ledger, connect
 from client.chain.audit import Auditor
+from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config import ConfigError, load_config
 from client.devnet.control import seed_build_progress
 from client.devnet.state import DevnetState
+from client.node.aggregation.claims import Claimant, NoClaim
 from client.node.view.journal import NodeView
 from client.pids import pid_alive
+from client.store import StoreError, open_store
 
 
 def starting_view(state: DevnetState) -> dict:
@@ -42,14 +45,29 @@ def starting_view(state: DevnetState) -> dict:
     return view
 
 
+def book_credited(cfg, ledger: Ledger, rounds: tuple[int, int]) -> dict[str, int]:
+    """What the round book's verdict roots of `rounds` credit each node (lower-case address):
+    the verdict lists fetched through the swarm's store (Claimant.credited)."""
+    claimant = Claimant(
+        ledger,
+        RoundBook(ledger.w3, str(cfg.chain.round_book_address)),
+        open_store(cfg.store),
+        start_block=cfg.chain.round_book_deploy_block,
+        allow_private_peers=cfg.store.allow_private_peers,
+    )
+    return claimant.credited(*rounds)
+
+
 def node_rows(state: DevnetState) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
     through the read model), its credited total over the last day of rounds from the chain (the
-    blocks of those rounds only: Auditor.leaderboard; 0 while the chain does not
+    blocks of those rounds only: Auditor.leaderboard; in the root lane, with what the round
+    book's verdict roots of those rounds credit, `credited_in_book`; 0 while the chain does not
     answer, or answers for another chain id, or has no SwarmLedger of this client at the
     address: Ledger.check, as a node starts), and a peer outage (`peer_outage`, with its `text`)
     when it has one."""
     credited: dict[str, int] = {}
+    in_book: dict[str, int] | None = None  # in the root lane: what the book's verdicts credit
     genesis = round_length = None
     with contextlib.suppress(ChainError, ConfigError, OSError):
         cfg = load_config(state.config)
@@ -65,19 +83,26 @@ def node_rows(state: DevnetState) -> list[dict]:
             start_block=cfg.chain.ledger_deploy_block,
         )
         auditor = Auditor(ledger, reader)
-        board = auditor.leaderboard(*auditor.day_of_rounds())
+        day = auditor.day_of_rounds()
+        board = auditor.leaderboard(*day)
         credited = {row.node.lower(): row.credited for row in board}
+        if cfg.chain.round_book_address is not None:  # a devnet in the root lane
+            in_book = {}
+            with contextlib.suppress(NoClaim, StoreError):
+                in_book = book_credited(cfg, ledger, day)
     rows = []
     for node in state.nodes:
         view = NodeView(node.data_dir)
         summary = view.summary(genesis, round_length, time.time()) if genesis is not None else None
         view.close()
+        key = node.address.lower()
         row = {
             "address": node.address,
             "role": str(node.role),  # honest, or its adversary strategy
             "pid": node.pid,
             "running": pid_alive(node.pid),
-            "credited": credited.get(node.address.lower(), 0),
+            "credited": credited.get(key, 0) + (in_book or {}).get(key, 0),
+            **({"credited_in_book": in_book.get(key, 0)} if in_book is not None else {}),
             **(asdict(summary) if summary else {}),
         }
         if summary is not None and summary.peer_outage is not None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from client.config import NodeConfig
 from client.config.roles import HONEST, partners
 from client.devnet import Anvil, IpfsDaemon, registry, start_daemons
-from client.devnet.netns import NetnsLayout
+from client.devnet.netns import NetnsError, NetnsLayout
 from client.devnet.netns import check as netns_check
 from client.devnet.process import (
     LOOPBACK,
@@ -38,10 +38,17 @@ from client.devnet.process import (
     start_together,
     stop_together,
 )
-from client.devnet.provision import adversary_process, node_process, provision
+from client.devnet.provision import (
+    AGGREGATOR_DIR,
+    adversary_process,
+    aggregator_process,
+    node_process,
+    provision,
+)
 from client.devnet.state import (
     STATE,
     SUPERVISOR_PID,
+    AggregatorEntry,
     DaemonEntry,
     DevnetState,
     DevnetStatus,
@@ -53,7 +60,7 @@ from client.node.assemble import base_policy_path, seed_spec
 # What a devnet's start writes in its data dir, beside the supervisor's own files (its state,
 # pid and log): the nodes' data dirs (journal, snapshots, IPFS repo), the configs, the password
 # of the keystores, the local blockstore, anvil's log.
-RUN_FILES = ("node-*", "devnet.toml", "keystore-password", "blocks", "anvil.log")
+RUN_FILES = ("node-*", "aggregator", "devnet.toml", "keystore-password", "blocks", "anvil.log")
 PREVIOUS = "previous"  # where the last stopped run's files are kept
 
 
@@ -108,6 +115,11 @@ class Supervisor:
         # --netns: each node and its IPFS daemon in a network namespace of its own, anvil on the
         # namespaces' bridge (client.devnet.netns; check() refuses where it cannot be made)
         self.netns: NetnsLayout | None = None
+        if netns and cfg.devnet.root_lane:
+            raise NetnsError(
+                "--netns with the root lane is not built: its aggregator would listen on this "
+                "host's loopback, which the namespaces do not reach; run one without the other"
+            )
         if netns:
             netns_check()
             self.netns = NetnsLayout.plan(str(self.data_dir), max(1, total))
@@ -122,22 +134,27 @@ class Supervisor:
         )
         # One IPFS daemon per node (unless the nodes share a local blockstore instead), each on
         # its own loopback address, so that they are distinct hosts to libp2p: node i's on
-        # 127.0.0.(i+2), listening for its peers, dialled at the addresses of its metadata.
+        # 127.0.0.(i+2), listening for its peers, dialled at the addresses of its metadata; the
+        # root lane's aggregator has the one after the nodes'.
+        homes = [f"node-{i}" for i in range(max(1, total))]
+        if cfg.devnet.root_lane:
+            homes.append(AGGREGATOR_DIR)
         self.daemons = (
             [
                 IpfsDaemon(
-                    self.data_dir / f"node-{i}",
+                    self.data_dir / home,
                     host=self.netns.host(i) if self.netns else node_host(i),
                     swarm=True,
                     wrap=self.netns.wrap(i) if self.netns else None,
                 )
-                for i in range(max(1, total))
+                for i, home in enumerate(homes)
             ]
             if cfg.store.backend == "ipfs"
             else []
         )
         self.parts: list[ManagedServer] = [self.anvil, *self.daemons]
         self.node_procs: list[ServerProcess] = []
+        self.aggregator: ServerProcess | None = None  # [devnet].root_lane
         self.state: DevnetState | None = None
         self._registered: Path | None = None
         self.previous: Path | None = None  # where the last run's files were moved, if any
@@ -198,6 +215,10 @@ class Supervisor:
             if self.netns
             else None,
         )
+        if swarm.aggregator is not None:
+            self._stage("starting the root lane's aggregator")
+            self.aggregator = aggregator_process(swarm.aggregator)
+            self.aggregator.start()
         self._stage(f"starting {self.nodes} node(s){also}")
         pairs = partners(swarm.roles, swarm.addresses)
         self.node_procs = []
@@ -220,6 +241,15 @@ class Supervisor:
             data_dir=self.data_dir,
             config=swarm.config_path,
             ledger=swarm.ledger,
+            aggregator=AggregatorEntry(
+                address=swarm.aggregator.address,
+                pid=self.aggregator.pid,
+                url=swarm.aggregator.url,
+                book=swarm.aggregator.book,
+                config=swarm.aggregator.config_path,
+            )
+            if swarm.aggregator is not None and self.aggregator is not None
+            else None,
             supervisor_pid=os.getpid(),
             detached=self.detached,
             started_at=self._began,
@@ -259,16 +289,20 @@ class Supervisor:
         reported: set[int] = set()
         while self.anvil.running:
             parts = [d._server for d in self.daemons if d._server is not None]
-            for proc in [*parts, *self.node_procs]:
+            for proc in [*parts, *self._processes()]:
                 if not proc.running and id(proc) not in reported:
                     reported.add(id(proc))
                     on_node_exit(proc)
             time.sleep(0.2)
         return self.anvil
 
+    def _processes(self) -> list[ServerProcess]:
+        """The nodes, and the aggregator if one runs."""
+        return [*self.node_procs, *([self.aggregator] if self.aggregator else [])]
+
     def stop(self) -> None:
         """Stops nodes first (they checkpoint and flush their outbox), then IPFS, then anvil."""
-        stop_together(self.node_procs, timeout_s=60)  # at once: each checkpoints and flushes
+        stop_together(self._processes(), timeout_s=60)  # at once: each checkpoints and flushes
         for part in reversed(self.parts):
             part.stop()
         if self.netns is not None:

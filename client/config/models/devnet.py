@@ -31,6 +31,13 @@ class DevnetSection(Section):
     accounts: int = Field(10, ge=1, le=256, description="funded dev accounts")
     balance_eth: int = Field(10_000, gt=0)
     reward_pool: Wei = Field(default_factory=lambda: 100 * 10**18)
+    root_lane: bool = Field(
+        False,
+        description="deploy a round book beside the ledger, run an aggregator (a registered "
+        "node of its own that trains nothing, with its own IPFS daemon) and have the honest "
+        "nodes submit and vote through it (docs/aggregator.md); adversary nodes stay in the "
+        "ledger's lane",
+    )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
         description="per node index (honest nodes first, then adversaries), sections of its "
@@ -103,10 +110,12 @@ class DevnetSection(Section):
 
     @model_validator(mode="after")
     def _enough_accounts(self) -> DevnetSection:
-        # account 0 deploys and funds the pool; every node (adversaries too) needs its own
+        # account 0 deploys and funds the pool; every node (adversaries too) needs its own, and
+        # the root lane's aggregator one more
         adversaries = len(self.adversary_roles())
-        need = self.nodes + adversaries + 1
+        need = self.nodes + adversaries + 1 + self.root_lane
         if self.accounts < need:
-            what = "nodes + adversary nodes + 1" if adversaries else "nodes + 1"
+            what = "nodes + adversary nodes" if adversaries else "nodes"
+            what += " + 2 (the deployer, the aggregator)" if self.root_lane else " + 1"
             raise ValueError(f"accounts ({self.accounts}) must be at least {what} ({need})")
         return self

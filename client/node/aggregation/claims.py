@@ -126,10 +126,42 @@ class Claimant:
                 found[q] = bytes.fromhex(event.args["list"][2:])
         return found
 
+    def credited(self, first: int, last: int) -> dict[str, int]:
+        """The learning signal the book's verdict roots of rounds first..last credit each
+        producer (lower-case address) with: every posted verdict root that is not void, standing
+        yet or not, as the ledger's leaderboard counts a credit its appeals may still change.
+        Reads the VerdictsPosted events from `first`'s verdict round on and each crediting
+        list; raises NoClaim naming a list that cannot be read."""
+        if last < first:
+            return {}
+        digests = self._digests(list(range(first, last + 1)))
+        found: dict[str, int] = {}
+        for q, digest in sorted(digests.items()):
+            posted = self.book.round_of(q)
+            if posted.void or not posted.verdicts_posted or posted.credits == 0:
+                continue
+            verdicts = self._verdicts(posted, digest)
+            for credit in verdicts.credits:
+                key = credit.producer.lower()
+                found[key] = found.get(key, 0) + credit.signal
+        return found
+
     def _credit(self, posted: BookRound, digest: bytes | None, producer: str) -> Entry | None:
         """`producer`'s credit in a standing round (None: it credits none of its batches)."""
         if posted.credits == 0:
             return None
+        verdicts = self._verdicts(posted, digest)
+        for index, (credit, amount) in enumerate(
+            zip(verdicts.credits, verdicts.amounts, strict=True)
+        ):
+            if credit.producer.lower() == producer.lower():
+                proof = tuple(verdicts.proof(index))
+                return Entry(posted.round, index, credit, amount, verdicts.total, proof)
+        return None
+
+    def _verdicts(self, posted: BookRound, digest: bytes | None) -> VerdictRoot:
+        """A posted round's verdict list, fetched (its aggregator's daemon dialled first) and
+        checked against its root; raises NoClaim saying why it cannot be read."""
         if digest is None:
             raise NoClaim(f"round {posted.round}'s verdict list is named by no VerdictsPosted")
         dial(
@@ -151,13 +183,7 @@ class Claimant:
             )
         except (ListUnavailable, BadList) as exc:
             raise NoClaim(f"round {posted.round}'s verdict list cannot be read: {exc}") from None
-        for index, (credit, amount) in enumerate(
-            zip(verdicts.credits, verdicts.amounts, strict=True)
-        ):
-            if credit.producer.lower() == producer.lower():
-                proof = tuple(verdicts.proof(index))
-                return Entry(posted.round, index, credit, amount, verdicts.total, proof)
-        return None
+        return verdicts
 
 
 __all__ = ["BookClaim", "Claimant", "NoClaim", "standing"]

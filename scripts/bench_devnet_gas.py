@@ -1,0 +1,186 @@
+"""The chain's gas per node per round on a devnet of real training nodes, from anvil's own
+blocks: the ledger's lane (`sapo devnet up`) against the root lane (`sapo devnet up
+--root-lane`: a round book beside the ledger and an aggregator the honest nodes send their
+batches and votes to).
+
+Each lane starts its own devnet (configs/devnet.toml, the seed-test policy, local rounds capped
+at 2 a chain round as the tests run it), lets it warm up until every kind of transaction its
+rounds send has come (the root lane's first bonds released: the book's challenge window of
+round 0 closed), then reads every block of the measured rounds and every transaction's receipt:
+gas by sender (the nodes, the aggregator) and by function, per chain round. "Per node" divides
+everything the swarm sent (the aggregator's posts too) by the training nodes. The chain's
+Mgas/s is at 60-s rounds, as docs/scaling.md counts it.
+
+A script, not a test: each lane runs some minutes of wall time.
+
+Usage: python -m scripts.bench_devnet_gas [--nodes 3 --rounds 8 --round-length 20
+       --lanes ledger,root]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from web3 import Web3
+
+from client.chain import Ledger, connect
+from client.chain.artifacts import load_artifact
+from scripts import arguments
+from scripts.table import Table
+from tests.harness.devnets import (
+    CAPPED_LOCAL_ROUNDS,
+    DevnetDidNotStart,
+    foreground_devnet,
+    stop_devnet,
+)
+
+ROUND_S_AT_SCALE = 60  # the issue's figure of the chain's load: 60-s rounds
+
+
+def selectors() -> dict[bytes, str]:
+    """Every function of the ledger, the book and its judge, by selector."""
+    found = {}
+    for name in ("SwarmLedger", "RoundBook", "RoundJudge"):
+        for item in load_artifact(name)["abi"]:
+            if item["type"] == "function":
+                signature = f"{item['name']}({','.join(i['type'] for i in item['inputs'])})"
+                found[bytes(Web3.keccak(text=signature)[:4])] = item["name"]
+    return found
+
+
+def warm_round(params, lane: str) -> int:
+    """The first round whose rounds send every kind of transaction the lane's steady state does:
+    v4's first appeal window closed (settlements, claims); the root lane's round 0 challenge
+    window closed (bonds released)."""
+    w, c, a = params.submit_rounds, params.challenge_rounds, params.appeal_rounds
+    if lane == "root":
+        return w + 1 + c + 1 + c + 1  # RoundBook: challengeEnd(0) + 1
+    return w + 2 * c + a + 1
+
+
+def gas_of_rounds(w3, params, first: int, last: int, who: dict[str, str], names: dict) -> dict:
+    """Per round first..last: gas by sender kind, and calls and gas by function."""
+    per_round: dict[int, Counter] = {q: Counter() for q in range(first, last + 1)}
+    calls: Counter = Counter()
+    gas: Counter = Counter()
+    since, until = params.round_start(first), params.round_start(last + 1)
+    head = w3.eth.block_number
+    number = head
+    while number > 0 and w3.eth.get_block(number).timestamp >= since:
+        number -= 1
+    for n in range(number, head + 1):
+        block = w3.eth.get_block(n, full_transactions=True)
+        if not since <= block.timestamp < until:
+            continue
+        q = params.round_at(block.timestamp)
+        for tx in block.transactions:
+            receipt = w3.eth.get_transaction_receipt(tx.hash)
+            kind = who.get(tx["from"].lower(), "other")
+            name = names.get(bytes(tx.input[:4]), "?")
+            per_round[q][kind] += receipt.gasUsed
+            calls[(kind, name)] += 1
+            gas[(kind, name)] += receipt.gasUsed
+    return {"rounds": per_round, "calls": calls, "gas": gas}
+
+
+def run_lane(lane: str, args) -> dict:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"sapo-bench-gas-{lane}-"))
+    log = data_dir.parent / f"{data_dir.name}.out"
+    env = {
+        "SAPO_POLICY__MODEL": "seed-test",
+        "SAPO_TRAIN__ROUNDS_PER_UPDATE": "1",
+        "SAPO_SAPO__MAX_LOCAL_ROUNDS": CAPPED_LOCAL_ROUNDS,
+    }
+    extra = ["--root-lane"] if lane == "root" else []
+    try:
+        up, state = foreground_devnet(
+            data_dir,
+            "--config",
+            "configs/devnet.toml",
+            "--nodes",
+            str(args.nodes),
+            "--round-length",
+            str(args.round_length),
+            *extra,
+            log=log,
+            env=env,
+        )
+    except DevnetDidNotStart:
+        sys.exit(f"devnet did not start; see {log}")
+    try:
+        w3 = connect(state.rpc_url)
+        params = Ledger(w3, state.ledger).params()
+        first = max(warm_round(params, lane), params.round_at(time.time()) + 1)
+        last = first + args.rounds - 1
+        while params.round_at(time.time()) <= last:
+            if up.poll() is not None:
+                sys.exit(f"the devnet stopped; see {log}")
+            time.sleep(2)
+        who = {node.address.lower(): "nodes" for node in state.nodes}
+        if state.aggregator is not None:
+            who[state.aggregator.address.lower()] = "aggregator"
+        measured = gas_of_rounds(w3, params, first, last, who, selectors())
+    finally:
+        stop_devnet(up)
+    measured |= {"lane": lane, "first": first, "last": last, "log": log}
+    return measured
+
+
+def main() -> None:
+    parser = arguments(__spec__.name, __doc__)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=8, help="chain rounds measured")
+    parser.add_argument("--round-length", type=int, default=20)
+    parser.add_argument("--lanes", default="ledger,root")
+    args = parser.parse_args()
+    lanes = [lane for lane in args.lanes.split(",") if lane]
+    if unknown := set(lanes) - {"ledger", "root"}:
+        parser.error(f"--lanes: ledger or root, not {sorted(unknown)}")
+    runs = [run_lane(lane, args) for lane in lanes]
+
+    print(f"\n{args.nodes} training nodes, {args.round_length}-s rounds, from receipts\n")
+    table = Table(
+        "lane",
+        "rounds",
+        "gas / round (mean)",
+        "min",
+        "max",
+        "nodes' own",
+        "aggregator's",
+        "gas / node / round",
+        f"Mgas/s at {ROUND_S_AT_SCALE}-s rounds",
+        formats={f"Mgas/s at {ROUND_S_AT_SCALE}-s rounds": ".4f"},
+    )
+    for run in runs:
+        totals = [sum(c.values()) for c in run["rounds"].values()]
+        count = len(totals)
+        mean = statistics.fmean(totals)
+        table.row(
+            run["lane"],
+            f"{run['first']}..{run['last']}",
+            round(mean),
+            min(totals),
+            max(totals),
+            round(sum(c["nodes"] for c in run["rounds"].values()) / count),
+            round(sum(c["aggregator"] for c in run["rounds"].values()) / count),
+            round(mean / args.nodes),
+            mean / ROUND_S_AT_SCALE / 1e6,
+        )
+    table.print()
+    print()
+    calls = Table("lane", "sender", "function", "calls / round", "gas / round", "gas / call")
+    for run in runs:
+        count = run["last"] - run["first"] + 1
+        for (kind, name), n in sorted(run["calls"].items(), key=lambda kv: -run["gas"][kv[0]]):
+            spent = run["gas"][(kind, name)]
+            calls.row(run["lane"], kind, name, n / count, round(spent / count), round(spent / n))
+    calls.print()
+
+
+if __name__ == "__main__":
+    main()
