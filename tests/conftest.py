@@ -36,6 +36,7 @@ WALL_CLOCK = frozenset(
         "test_devnet",
         "test_slow_node",
         "test_tui",
+        "test_devnet_rootlane",
     }
 )
 WALL_CLOCK_UNIT = "wall-clock"
@@ -54,6 +55,7 @@ LONGEST_FIRST = (
     "test_devnet",  # ~5
     "test_slow_node",  # ~2.7
     "test_tui",  # ~2
+    "test_devnet_rootlane",  # ~2.5
     "test_ledger_forge",  # ~12 (beside the end-to-end devnet; ~5 alone)
     "test_ledger_stateful",  # ~4
     "test_experiment",  # ~5

@@ -20,6 +20,7 @@ from client.cli.chain_ctx import (
 )
 from client.cli.console import Exit, JsonOption, fail, out, print_json
 from client.config.models import format_ether as ether
+from client.config.models import format_score
 from client.config.models import format_score as score
 from client.credit import describe_findings
 from client.store.cid import digest_to_cid
@@ -533,8 +534,8 @@ def book(
     else:
         out.print(
             f"round {round_} of round book {rb.address}: aggregator {posted.aggregator}, "
-            f"{posted.count} submissions, {posted.credits} credits, total {score(posted.total)}, "
-            f"{state}"
+            f"{posted.count} submissions, {posted.credits} credits, "
+            f"total {format_score(posted.total)}, {state}"
         )
         for kind, how in fetched.items():
             out.print(f"  {kind} list: {escape(how)}")

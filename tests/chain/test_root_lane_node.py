@@ -18,6 +18,7 @@ import pytest
 from client.chain.keystore import write_keystore
 from client.chain.messages import Signed, Submission
 from client.chain.roots import SubmissionRoot, VerdictRoot, submission_list, verdict_list
+from client.node.aggregation.claims import Claimant
 from client.node.aggregation.lists import publish_list
 from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
@@ -314,6 +315,12 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     assert world.producer.outbox()[f"audit:{r}"] == DONE
     assert not world.producer.journal.outbox(f"audit:{r}").tx_hash
     assert not world.events("rootlane.unsent") and not world.events("rootlane.proven")
+    # what `sapo devnet status` counts: the verdict lists' credits, standing yet or not
+    claimant = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "blocks"))
+    assert claimant.credited(0, world.swarm.ledger.current_round()) == {
+        world.me.lower(): credit.signal
+    }
+    assert credit.signal > 0
 
     # once the round stands, its producer claims with `sapo rewards claim --book`: the round's
     # whole reward (its only credit), from the book's pool

@@ -115,6 +115,10 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
             '[devnet]\nnodes = 4\nadversaries = ["all"]\n',
             "accounts (10) must be at least nodes + adversary nodes + 1 (24)",
         ),
+        (
+            "[devnet]\nnodes = 9\nroot_lane = true\n",
+            "accounts (10) must be at least nodes + 2 (the deployer, the aggregator) (11)",
+        ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
         ('[node]\nmetrics_addr = "9464"\n', "'9464' is not HOST:PORT"),
@@ -305,7 +309,7 @@ def test_devnet_node_overrides_are_checked_like_the_sections_they_change(tmp_pat
 
 
 def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
-    from client.devnet.control import apply_options
+    from client.devnet.control import apply_options, seats_for_every_node
 
     devnet = load_config(Path(__file__).resolve().parents[2] / "configs" / "devnet.toml")
     # two nodes: each batch has one possible checker, so a quorum of 2 could never be met
@@ -327,6 +331,12 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     assert any("[sapo].attest_budget 16 raised to 42" in n for n in more), more
     # the default devnet (3 nodes, K = 64) is left as it is: (2/3)^64 = 5e-12
     assert apply_options(devnet, None, None, None)[0].ledger.checkers == 64
+    # in the root lane the aggregator takes an account and is drawn like a node (it never
+    # votes): 9 nodes and it need 11 accounts, and K for 10 candidates, (9/10)^132 < 1e-6
+    lane, _ = apply_options(devnet, 9, None, None, root_lane=True)
+    assert lane.devnet.root_lane and lane.devnet.accounts == 11
+    assert lane.ledger.checkers == 132 == seats_for_every_node(10)
+    assert apply_options(devnet, 9, None, None)[0].ledger.checkers == seats_for_every_node(9)
 
 
 def test_an_adapter_setting_that_cannot_work_is_refused_with_what_to_set(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from client.chain import Ledger
 from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventReader
-from client.chain.roots import BadList, VerdictRoot, open_verdict_list
+from client.chain.roots import BadList, Credit, VerdictRoot, open_verdict_list
 from client.node.aggregation.earnings import Entry
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import dial
@@ -132,18 +132,24 @@ class Claimant:
         yet or not, as the ledger's leaderboard counts a credit its appeals may still change.
         Reads the VerdictsPosted events from `first`'s verdict round on and each crediting
         list; raises NoClaim naming a list that cannot be read."""
-        if last < first:
-            return {}
-        digests = self._digests(list(range(first, last + 1)))
         found: dict[str, int] = {}
-        for q, digest in sorted(digests.items()):
-            posted = self.book.round_of(q)
-            if posted.void or not posted.verdicts_posted or posted.credits == 0:
-                continue
-            verdicts = self._verdicts(posted, digest)
-            for credit in verdicts.credits:
+        for credits in self.credits(first, last).values():
+            for credit in credits:
                 key = credit.producer.lower()
                 found[key] = found.get(key, 0) + credit.signal
+        return found
+
+    def credits(self, first: int, last: int) -> dict[int, list[Credit]]:
+        """The credits of every posted verdict root of rounds first..last that is not void, by
+        round (a root that credits no batch: an empty list); see `credited`."""
+        if last < first:
+            return {}
+        found: dict[int, list[Credit]] = {}
+        for q, digest in sorted(self._digests(list(range(first, last + 1))).items()):
+            posted = self.book.round_of(q)
+            if posted.void or not posted.verdicts_posted:
+                continue
+            found[q] = list(self._verdicts(posted, digest).credits) if posted.credits else []
         return found
 
     def _credit(self, posted: BookRound, digest: bytes | None, producer: str) -> Entry | None:

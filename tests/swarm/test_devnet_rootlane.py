@@ -1,0 +1,113 @@
+"""A devnet in the root lane (`sapo devnet up --root-lane`): anvil, the ledger deployed with its
+round book, an aggregator (`sapo aggregate run`, a registered node of its own with its own
+js-ipfs daemon) and three real training nodes, each with its own daemon, that submit their
+batches to the aggregator and vote on each other's off chain.
+
+What an operator would notice: every node's batch is credited in the book's verdict roots, which
+`sapo devnet status` counts; no node sends a transaction to the ledger after registering (its
+submissions and votes travel to the aggregator, and the aggregator draws the beacons it needs
+before any producer's own delay runs out); `sapo audit book` finds no lie in a round that credits
+them all; and the devnet stops cleanly with its aggregator.
+
+Short windows (W = 1, C = 2: a round's verdict root is posted 5 rounds later) and 10-s rounds
+keep the wait near a minute."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from web3 import Web3
+
+from client.chain import Ledger, connect
+from client.chain.artifacts import load_artifact
+from client.chain.book import RoundBook
+from client.config import load_config
+from client.node.aggregation.claims import Claimant, NoClaim
+from client.store import open_store
+from tests.harness.devnets import MECHANICS_ENV, start_mechanics_devnet, stop_devnet
+from tests.harness.policies import cached_seed_test
+from tests.harness.processes import sapo_run, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ROUND_S = 10
+ENV = MECHANICS_ENV | {"SAPO_LEDGER__SUBMIT_ROUNDS": "1", "SAPO_LEDGER__CHALLENGE_ROUNDS": "2"}
+
+
+# the ledger's functions by selector
+FUNCTIONS = {
+    bytes(Web3.keccak(text=f"{f['name']}({','.join(i['type'] for i in f['inputs'])})")[:4]): f[
+        "name"
+    ]
+    for f in load_artifact("SwarmLedger")["abi"]
+    if f["type"] == "function"
+}
+
+
+@pytest.fixture(scope="module")
+def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
+    data_dir = tmp_path_factory.mktemp("rootlane")
+    env = ENV | {"SAPO_POLICY__CACHE_DIR": str(cached_seed_test(seed_test, data_dir / "cache"))}
+    proc, state = start_mechanics_devnet(data_dir / "devnet", 3, ROUND_S, "--root-lane", env=env)
+    yield proc, state, env
+    if proc.poll() is None:
+        stop_devnet(proc)
+
+
+def book_credits(state: dict) -> dict[int, list]:
+    """The credits of every verdict root posted so far, read as `devnet status` reads them."""
+    cfg = load_config(Path(state["config"]))
+    ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
+    book = RoundBook(ledger.w3, state["aggregator"]["book"])
+    claimant = Claimant(ledger, book, open_store(cfg.store), allow_private_peers=True)
+    try:
+        return claimant.credits(0, ledger.current_round())
+    except NoClaim:  # a list not fetched yet
+        return {}
+
+
+def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger(devnet) -> None:
+    proc, state, env = devnet
+    addresses = {n["address"].lower() for n in state["nodes"]}
+    aggregator = state["aggregator"]
+    assert aggregator["address"].lower() not in addresses
+    found: dict[str, int] = {}
+
+    def all_credited() -> bool:
+        for q, credits in book_credits(state).items():
+            producers = {c.producer.lower() for c in credits}
+            if producers == addresses:
+                found["round"] = q
+                return True
+        return False
+
+    wait_until(all_credited, timeout_s=ROUND_S * 14 + 120, what="a verdict root crediting all")
+    round_ = found["round"]
+
+    # no node sent the ledger anything but its registration: no submission, no vote
+    w3 = connect(state["rpc_url"])
+    ledger = state["ledger"].lower()
+    sent = []
+    for n in range(w3.eth.block_number + 1):
+        for tx in w3.eth.get_block(n, full_transactions=True).transactions:
+            if tx["from"].lower() in addresses and (tx["to"] or "").lower() == ledger:
+                sent.append(FUNCTIONS.get(bytes(tx.input[:4]), "?"))
+    assert sorted(sent) == ["register"] * len(addresses), sent
+
+    status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    view = json.loads(status.stdout)
+    assert view["book"] == aggregator["book"] and view["aggregator"]["running"]
+    rows = {r["address"].lower(): r for r in view["nodes"]}
+    assert set(rows) == addresses
+    for row in rows.values():  # all of it in the book
+        assert row["credited"] == row["credited_in_book"]
+
+    audit = sapo_run("audit", "book", str(round_), "--config", state["config"], env=env)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "3 submissions, 3 credits" in audit.stdout, audit.stdout
+    assert "every rule the book proves holds" in audit.stdout, audit.stdout
+
+    assert stop_devnet(proc) == 0
