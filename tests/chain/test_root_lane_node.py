@@ -18,6 +18,7 @@ import pytest
 from client.chain.keystore import write_keystore
 from client.chain.messages import Signed, Submission
 from client.chain.roots import SubmissionRoot, VerdictRoot, submission_list, verdict_list
+from client.config import load_config, with_sections
 from client.node.aggregation.claims import Claimant
 from client.node.aggregation.lists import publish_list
 from client.node.eventlog import read_events
@@ -25,6 +26,8 @@ from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
 from client.node.publishing.rootlane import DRAW_AFTER_BLOCKS, DRAW_SPREAD_BLOCKS, draw_delay
+from client.node.view.journal import NodeView
+from client.node.view.watcher import Watcher
 from client.store import LocalStore, cid_to_digest
 from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
@@ -321,11 +324,20 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
         world.me.lower(): credit.signal
     }
     assert credit.signal > 0
+    # the TUI's rounds and /metrics show it credited (the ledger has no record of it)
+    config = world.claimant_config()
+    producer_dir = world.tmp / "producer"
+    watcher = Watcher(with_sections(load_config(config), node={"data_dir": producer_dir}), world.me)
+    try:
+        [point] = [p for p in watcher.snapshot().rounds if p.round == r]
+    finally:
+        watcher.close()
+    assert (point.claimed, point.credited, point.lane) == (credit.signal, credit.signal, "root")
+    assert NodeView(producer_dir).totals().book == {"credited": 1, "uncredited": 0}
 
     # once the round stands, its producer claims with `sapo rewards claim --book`: the round's
     # whole reward (its only credit), from the book's pool
     world.book.send(world.swarm.deployer, "fund", value=10 * ETH)
-    config = world.claimant_config()
     code, early = claim_book(config)
     assert code == 1 and "no round can stand yet" in early, early
     world.swarm.goto(world.windows.challenge_end(r) + 2)
@@ -370,6 +382,7 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     assert world.producer.outbox()[f"audit:{r}"] == DONE
     [uncredited] = world.events("rootlane.unsent")
     assert "does not credit our batch" in uncredited["message"]
+    assert [credited for _, credited in world.producer.journal.book_credits().values()] == [False]
 
 
 def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(world, caplog) -> None:

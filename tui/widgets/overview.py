@@ -111,7 +111,10 @@ class Overview(Grid):
                 for n, what in ((dispute, "disputing"), (unavailable, "unavailable"))
                 if n
             )
-            if last.credited:
+            if last.lane == "root":  # its checkers voted off chain: the verdict root says
+                state = "credited" if last.credited else "NOT credited"
+                state += " by the root lane's verdict root"
+            elif last.credited:
                 state = f"credited ({votes})"
             elif snap.quorum and agree < snap.quorum:
                 state = f"not credited yet: {agree} of {snap.quorum} agreeing checkers" + (

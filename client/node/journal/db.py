@@ -150,6 +150,12 @@ CREATE TABLE IF NOT EXISTS receipts (  -- what a root lane's aggregator receipte
     receipt TEXT NOT NULL,  -- the aggregator's EIP-712 signature of the message's signing hash
     updated REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS book_credits (  -- the root lane's verdict root on each batch of ours
+    round INTEGER PRIMARY KEY,
+    signal INTEGER NOT NULL,  -- the learning signal our submission claimed
+    credited INTEGER NOT NULL,  -- 1: the verdict root credits it (as our audit of it found)
+    updated REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS peer_totals (  -- per peer, what the rows pruned counted (PeerBook.prune)
     node TEXT PRIMARY KEY,
     verified INTEGER NOT NULL DEFAULT 0,

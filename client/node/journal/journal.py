@@ -285,6 +285,33 @@ class Journal:
         with self.db.tx() as db:
             return db.execute("DELETE FROM receipts WHERE round < ?", (before_round,)).rowcount
 
+    def keep_book_credit(self, round_: int, signal: int, credited: bool) -> None:
+        """Keeps what the root lane's verdict root of `round_` gave our batch (our audit of it
+        found it credited, or not): what the TUI and /metrics show of our rounds in that lane.
+        One row a round of ours, never pruned (as `rounds`)."""
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO book_credits (round, signal, credited, updated) "
+                "VALUES (?, ?, ?, ?)",
+                (round_, signal, int(credited), time.time()),
+            )
+
+    def book_credits(self, first: int = 0, last: int | None = None) -> dict[int, tuple[int, bool]]:
+        """Round -> (the signal we claimed, credited?) of our batches the root lane's verdict
+        roots judged, rounds first..last."""
+        rows = self.db.all(
+            "SELECT round, signal, credited FROM book_credits WHERE round >= ? AND round <= ? "
+            "ORDER BY round",
+            first,
+            last if last is not None else 2**62,
+        )
+        return {r: (signal, bool(credited)) for r, signal, credited in rows}
+
+    def book_outcomes(self) -> dict[str, int]:
+        """How many of our batches the root lane's verdict roots credited, and did not."""
+        rows = dict(self.db.all("SELECT credited, COUNT(*) FROM book_credits GROUP BY credited"))
+        return {"credited": rows.get(1, 0), "uncredited": rows.get(0, 0)}
+
     # ------------------------------------------------------------------- metrics and spans
 
     def metrics(self, round_: int, k: int, data: dict[str, Any]) -> None:

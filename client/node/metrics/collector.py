@@ -233,6 +233,14 @@ class NodeCollector(Collector):
             "outcome",
             {o: tally.outcomes.get(o, 0) for o in OUTCOMES} | {"missed": totals.missed},
         )
+        yield _by_label(
+            CounterMetricFamily,
+            "sapo_book_submissions",
+            "Our submissions in the root lane whose verdict root we audited, by outcome "
+            "(credited or uncredited)",
+            "outcome",
+            {"credited": 0, "uncredited": 0} | totals.book,
+        )
         yield _gauge(
             "sapo_submissions_pending",
             "Our submissions whose round is not final yet (their credit can still change)",

@@ -290,6 +290,9 @@ class OwnBatch(Handler):
                 f"`sapo audit book {round_} --prove --challenge`",
             )
             return
+        record = self.journal.round(round_)
+        claimed = record.signal if record is not None and record.signal is not None else 0
+        self.journal.keep_book_credit(round_, claimed, credited)  # what the TUI shows of it
         self.journal.done(entry.key)
         if not credited:
             self.events.emit(

@@ -95,6 +95,8 @@ class NodeTotals:
     outbox: dict[str, int] = field(default_factory=dict)  # pending entries per kind
     outbox_oldest: float | None = None  # the oldest pending entry's creation (unix time)
     peer_batches: dict[str, int] = field(default_factory=dict)  # peer batches per verdict
+    # in the root lane: our batches its verdict roots judged, credited or not
+    book: dict[str, int] = field(default_factory=dict)
 
 
 class NodeView:
@@ -157,6 +159,11 @@ class NodeView:
             ext = row.pop("_ext", [])
             row["reward_external"] = sum(ext) / len(ext) if ext else None
         return out
+
+    def book_credits(self, first: int, last: int | None = None) -> dict[int, tuple[int, bool]]:
+        """Round -> (the signal we claimed, credited?) of our batches that the root lane's
+        verdict roots of rounds first..last (None: on) judged (Journal.book_credits)."""
+        return self.journal.book_credits(first, last) if self.journal else {}
 
     def reward_by_entry(self, first: int, last: int) -> dict[int, dict[str, list]]:
         """Per chain round: [mean reward, rollouts] of its published rollouts on each catalog
@@ -224,6 +231,7 @@ class NodeView:
             outbox={kind: count for kind, (count, _) in outbox.items()},
             outbox_oldest=min(oldest) if oldest else None,
             peer_batches=self.journal.peers.verdict_counts(),
+            book=self.journal.book_outcomes(),
         )
 
     def new_spans(self, after: int) -> list[tuple[int, float, float, str]]:

@@ -78,6 +78,7 @@ class RoundPoint:
     credited: int | None = None
     local_rounds: int | None = None
     votes: tuple[int, int, int] = (0, 0, 0)  # checkers: agreeing, disputing, unavailable
+    lane: str = "ledger"  # or "root": judged by the root lane's verdict root (votes off chain)
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,9 @@ class Watcher:
         current = snap.round if snap.round is not None else 0
         first = max(0, current - HISTORY_ROUNDS)
         ours = {r: s for r, s in self.view.our_submissions().items() if r >= first}
+        # in the root lane: what the book's verdict roots gave our batches (not on the ledger)
+        in_book = {r: j for r, j in self.node.book_credits(first).items() if r not in ours}
+        ours |= in_book
         recorded = self.node.round_rewards(first, current)
         points = [
             RoundPoint(
@@ -183,6 +186,7 @@ class Watcher:
                 claimed=ours[r][0] if r in ours else None,
                 credited=(ours[r][0] if ours[r][1] else 0) if r in ours else None,
                 votes=self.view.our_votes(r),
+                lane="root" if r in in_book else "ledger",
             )
             for r in sorted(set(recorded) | set(ours))
         ]
