@@ -151,7 +151,7 @@ def up(
     from client.devnet import AnvilNotFound, IpfsNotFound, ServerStartError
     from client.devnet.netns import NetnsError, NetnsUnavailable
     from client.devnet.provision import ProvisionError, quorum_problem, topology_conflicts
-    from client.devnet.supervisor import Supervisor
+    from client.devnet.supervisor import NO_NETNS_ROOT_LANE, Supervisor
     from client.node.assemble import NodeConfigError
 
     given = load_or_exit(config)
@@ -164,6 +164,8 @@ def up(
         cfg, notes = apply_options(given, nodes, round_length, store, adversary, metrics, root_lane)
     except DevnetOptionError as exc:
         fail(str(exc), Exit.USAGE)
+    if netns and cfg.devnet.root_lane:  # before --detach: refused alike either way
+        fail(NO_NETNS_ROOT_LANE, Exit.USAGE)
     for note in notes:
         err.print(f"note: {note}", markup=False)
     count = cfg.devnet.nodes if nodes is None else nodes
@@ -262,7 +264,8 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             line += f" {build['policy']}: {build['text']}"
         out.print(line)
         return
-    rows = node_rows(state)
+    unreadable: list[int] = []  # the book's rounds whose verdict list could not be read
+    rows = node_rows(state, unreadable)
     agg = state.aggregator
     if as_json:
         print_json(
@@ -279,6 +282,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
                             "pid": agg.pid,
                             "running": pid_alive(agg.pid),
                         },
+                        "book_unreadable_rounds": unreadable,
                     }
                     if agg is not None
                     else {}
@@ -296,6 +300,13 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             f"{agg.address} at {agg.url} ({running})",
             markup=False,
         )
+        if unreadable:
+            out.print(
+                f"the verdict lists of rounds {', '.join(map(str, unreadable))} could not be read "
+                "(no IPFS daemon serves them yet?): their credit is not counted",
+                style="yellow",
+                markup=False,
+            )
     chain, work = status_tables(rows)
     out.print(chain)
     out.print()

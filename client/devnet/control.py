@@ -274,7 +274,9 @@ def _stop_leftovers(data_dir: Path) -> list[int]:
     """Stops servers whose pid files a supervisor killed hard left behind (a process that
     started after its pid file was written reuses the pid: it is not ours and is spared)."""
     pids = []
-    for pid_file in [*data_dir.glob("*.pid"), *data_dir.glob("node-*/*.pid")]:
+    pid_files = [*data_dir.glob("*.pid"), *data_dir.glob("node-*/*.pid")]
+    pid_files += data_dir.glob("aggregator/*.pid")  # a root lane's aggregator and its daemon
+    for pid_file in pid_files:
         with contextlib.suppress(ValueError, OSError):
             pid = int(pid_file.read_text().strip())
             if pid_alive(pid) and not started_after(pid, pid_file.stat().st_mtime + 1):

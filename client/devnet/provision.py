@@ -186,8 +186,8 @@ def provision(
     nodes = len(roles)
     lane = cfg.devnet.root_lane
     apis = [ipfs_api] * (max(1, nodes) + lane) if isinstance(ipfs_api, str) else ipfs_api
-    if apis is not None and len(apis) < nodes:
-        raise ValueError(f"{nodes} nodes need {nodes} IPFS daemons, not {len(apis)}")
+    if apis is not None and len(apis) < nodes + lane:
+        raise ValueError(f"{nodes} nodes need {nodes + lane} IPFS daemons, not {len(apis)}")
     data_dir = Path(data_dir).absolute()
     data_dir.mkdir(parents=True, exist_ok=True)
     w3 = connect(rpc_url, cfg.chain.request_timeout_s)
@@ -269,7 +269,7 @@ def provision(
     node_configs, addresses = [], []
     aggregator = None
     if lane:
-        aggregator = _aggregator(cfg, data_dir, w3, swarm_cfg, apis, nodes, families[0])
+        aggregator = _aggregator(cfg, data_dir, w3, swarm_cfg, apis, nodes, params.families[0])
     for i, (node_cfg, family) in enumerate(zip(node_cfgs, families, strict=True)):
         deployment = {key: chain[key] for key in DEPLOYMENT if key in chain}
         node_cfg = with_sections(
@@ -341,13 +341,14 @@ def _aggregator(
     shared = swarm_cfg.store.store_dir  # `--store local`: the blockstore the nodes share
     store = {"store_dir": agg_dir / "blocks" if cfg.store.backend == "ipfs" else shared}
     if apis:
-        store["ipfs_api"] = apis[nodes]  # a daemon of its own, after the nodes'
+        store["ipfs_api"] = apis[-1]  # a daemon of its own, after the nodes'
     agg_cfg = with_sections(
         swarm_cfg,
         chain={"keystore": keystore, "password_file": password_file},
         store=store,
         node={"data_dir": agg_dir},
-        aggregator={"listen": f"{LOOPBACK}:{free_loopback_port()}"},
+        # its endpoint on a free loopback port, listed as such (not a url the config names)
+        aggregator={"listen": f"{LOOPBACK}:{free_loopback_port()}", "url": None},
     )
     ledger = Ledger(w3, str(swarm_cfg.chain.ledger_address), account=account)
     if not ledger.node_info(account.address).registered:

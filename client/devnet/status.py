@@ -45,9 +45,12 @@ def starting_view(state: DevnetState) -> dict:
     return view
 
 
-def book_credited(cfg, ledger: Ledger, rounds: tuple[int, int]) -> dict[str, int]:
+def book_credited(
+    cfg, ledger: Ledger, rounds: tuple[int, int], unreadable: list[int]
+) -> dict[str, int]:
     """What the round book's verdict roots of `rounds` credit each node (lower-case address):
-    the verdict lists fetched through the swarm's store (Claimant.credited)."""
+    the verdict lists fetched through the swarm's store (Claimant.credited); the rounds whose
+    list cannot be read are skipped and put in `unreadable`."""
     claimant = Claimant(
         ledger,
         RoundBook(ledger.w3, str(cfg.chain.round_book_address)),
@@ -55,17 +58,18 @@ def book_credited(cfg, ledger: Ledger, rounds: tuple[int, int]) -> dict[str, int
         start_block=cfg.chain.round_book_deploy_block,
         allow_private_peers=cfg.store.allow_private_peers,
     )
-    return claimant.credited(*rounds)
+    return claimant.credited(*rounds, unreadable)
 
 
-def node_rows(state: DevnetState) -> list[dict]:
+def node_rows(state: DevnetState, unreadable: list[int] | None = None) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
     through the read model), its credited total over the last day of rounds from the chain (the
     blocks of those rounds only: Auditor.leaderboard; in the root lane, with what the round
     book's verdict roots of those rounds credit, `credited_in_book`; 0 while the chain does not
     answer, or answers for another chain id, or has no SwarmLedger of this client at the
     address: Ledger.check, as a node starts), and a peer outage (`peer_outage`, with its `text`)
-    when it has one."""
+    when it has one. The book's rounds whose verdict list could not be read go in
+    `unreadable`."""
     credited: dict[str, int] = {}
     in_book: dict[str, int] | None = None  # in the root lane: what the book's verdicts credit
     genesis = round_length = None
@@ -89,7 +93,7 @@ def node_rows(state: DevnetState) -> list[dict]:
         if cfg.chain.round_book_address is not None:  # a devnet in the root lane
             in_book = {}
             with contextlib.suppress(NoClaim, StoreError):
-                in_book = book_credited(cfg, ledger, day)
+                in_book = book_credited(cfg, ledger, day, [] if unreadable is None else unreadable)
     rows = []
     for node in state.nodes:
         view = NodeView(node.data_dir)

@@ -62,6 +62,10 @@ from client.node.assemble import base_policy_path, seed_spec
 # of the keystores, the local blockstore, anvil's log.
 RUN_FILES = ("node-*", "aggregator", "devnet.toml", "keystore-password", "blocks", "anvil.log")
 PREVIOUS = "previous"  # where the last stopped run's files are kept
+NO_NETNS_ROOT_LANE = (
+    "--netns with the root lane is not built: its aggregator would listen on this host's "
+    "loopback, which the namespaces do not reach; run one without the other"
+)
 
 
 def set_aside_previous_run(data_dir: Path) -> Path | None:
@@ -116,10 +120,7 @@ class Supervisor:
         # namespaces' bridge (client.devnet.netns; check() refuses where it cannot be made)
         self.netns: NetnsLayout | None = None
         if netns and cfg.devnet.root_lane:
-            raise NetnsError(
-                "--netns with the root lane is not built: its aggregator would listen on this "
-                "host's loopback, which the namespaces do not reach; run one without the other"
-            )
+            raise NetnsError(NO_NETNS_ROOT_LANE)
         if netns:
             netns_check()
             self.netns = NetnsLayout.plan(str(self.data_dir), max(1, total))

@@ -187,6 +187,14 @@ def test_devnet_up_with_a_bad_config_starts_nothing(tmp_path: Path) -> None:
     assert proc.wait(timeout=60) == 2
     assert "[devnet].nodes" in proc.stderr.read()
     assert not (tmp_path / "d").exists()
+    # a root lane in network namespaces is not built: refused before anything starts, detached
+    # or not
+    for detach in ([], ["--detach"]):
+        args = ["devnet", "up", "--netns", "--root-lane", "--data-dir", str(tmp_path / "d")]
+        proc = sapo_process(*args, *detach)
+        assert proc.wait(timeout=60) == 2
+        assert "--netns with the root lane is not built" in " ".join(proc.stderr.read().split())
+        assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.e2e

@@ -126,22 +126,29 @@ class Claimant:
                 found[q] = bytes.fromhex(event.args["list"][2:])
         return found
 
-    def credited(self, first: int, last: int) -> dict[str, int]:
+    def credited(
+        self, first: int, last: int, unreadable: list[int] | None = None
+    ) -> dict[str, int]:
         """The learning signal the book's verdict roots of rounds first..last credit each
         producer (lower-case address) with: every posted verdict root that is not void, standing
         yet or not, as the ledger's leaderboard counts a credit its appeals may still change.
         Reads the VerdictsPosted events from `first`'s verdict round on and each crediting
-        list; raises NoClaim naming a list that cannot be read."""
+        list; raises NoClaim naming a list that cannot be read, or, given `unreadable`, skips
+        it and puts its round there."""
         found: dict[str, int] = {}
-        for credits in self.credits(first, last).values():
+        for credits in self.credits(first, last, unreadable).values():
             for credit in credits:
                 key = credit.producer.lower()
                 found[key] = found.get(key, 0) + credit.signal
         return found
 
-    def credits(self, first: int, last: int) -> dict[int, list[Credit]]:
+    def credits(
+        self, first: int, last: int, unreadable: list[int] | None = None
+    ) -> dict[int, list[Credit]]:
         """The credits of every posted verdict root of rounds first..last that is not void, by
-        round (a root that credits no batch: an empty list); see `credited`."""
+        round (a root that credits no batch: an empty list); see `credited`. A list that
+        cannot be read raises NoClaim, or, given `unreadable`, is skipped and its round put
+        there."""
         if last < first:
             return {}
         found: dict[int, list[Credit]] = {}
@@ -149,7 +156,15 @@ class Claimant:
             posted = self.book.round_of(q)
             if posted.void or not posted.verdicts_posted:
                 continue
-            found[q] = list(self._verdicts(posted, digest).credits) if posted.credits else []
+            if not posted.credits:
+                found[q] = []
+                continue
+            try:
+                found[q] = list(self._verdicts(posted, digest).credits)
+            except NoClaim:
+                if unreadable is None:
+                    raise
+                unreadable.append(q)
         return found
 
     def _credit(self, posted: BookRound, digest: bytes | None, producer: str) -> Entry | None:

@@ -299,6 +299,8 @@ class Journal:
     def book_credits(self, first: int = 0, last: int | None = None) -> dict[int, tuple[int, bool]]:
         """Round -> (the signal we claimed, credited?) of our batches the root lane's verdict
         roots judged, rounds first..last."""
+        if not self.db.has_table("book_credits"):  # read-only, before a node of this version
+            return {}
         rows = self.db.all(
             "SELECT round, signal, credited FROM book_credits WHERE round >= ? AND round <= ? "
             "ORDER BY round",
@@ -309,6 +311,8 @@ class Journal:
 
     def book_outcomes(self) -> dict[str, int]:
         """How many of our batches the root lane's verdict roots credited, and did not."""
+        if not self.db.has_table("book_credits"):  # read-only, before a node of this version
+            return {"credited": 0, "uncredited": 0}
         rows = dict(self.db.all("SELECT credited, COUNT(*) FROM book_credits GROUP BY credited"))
         return {"credited": rows.get(1, 0), "uncredited": rows.get(0, 0)}
 

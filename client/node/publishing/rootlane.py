@@ -68,7 +68,7 @@ from client.units import SCORE_SCALE
 log = logging.getLogger("sapo.node.rootlane")
 
 # Blocks past the root's before we draw its beacon ourselves (the poster's job, which the book has
-# it do on its next pass): DRAW_AFTER_BLOCKS, plus a spread of up to DRAW_SPREAD_BLOCKS that each
+# it do on its next pass): DRAW_AFTER_BLOCKS, plus 0 to DRAW_SPREAD_BLOCKS - 1 more that each
 # producer draws for itself and the round (`draw_delay`), so that when the poster does not draw,
 # one producer does, not every producer of the round in one block (each later draw is a no-op
 # that costs ~26,000 gas). Within BLOCKHASH_WINDOW (256) of the beacon's block, or it lapses.
@@ -185,8 +185,9 @@ class RootLane(Stage):
 
     def beacon(self, round_: int) -> int | str | None:
         """The beacon of `round_` in the book: an int once drawn (drawn here when the poster
-        has not, DRAW_AFTER_BLOCKS after its block), None while it is to come, or why it never
-        will (no root was posted in time, or it was voided)."""
+        has not, `draw_delay` blocks after its root, or once a whole round has passed since the
+        root's, whichever comes first), None while it is to come, or why it never will (no root
+        was posted in time, or it was voided)."""
         posted = self.book.round_of(round_)
         current = self.current_round()
         if posted.submissions_voided:
@@ -200,7 +201,9 @@ class RootLane(Stage):
         if current > self.windows.vote_close(round_):
             return f"round {round_}'s beacon was never drawn"
         ours = draw_delay(self.book.tx.account.address, round_)
-        if self.book.head() > posted.posted_block + ours:
+        # on a chain of short rounds the delay must not eat the committee's window
+        late = current > self.windows.post_round(round_)
+        if late or self.book.head() > posted.posted_block + ours:
             self.book.draw_beacon(round_)
             return self.book.round_of(round_).beacon or None
         return None
