@@ -217,9 +217,10 @@ class Supervisor:
             else None,
         )
         if swarm.aggregator is not None:
-            self._stage("starting the root lane's aggregator")
+            # started with the nodes: a node first sends to it once its first batch is sealed,
+            # and sends again on its next pass if the endpoint is not listed yet
             self.aggregator = aggregator_process(swarm.aggregator)
-            self.aggregator.start()
+            also += " and the root lane's aggregator"
         self._stage(f"starting {self.nodes} node(s){also}")
         pairs = partners(swarm.roles, swarm.addresses)
         self.node_procs = []
@@ -230,7 +231,7 @@ class Supervisor:
                 if role == HONEST
                 else adversary_process(f"node-{i}", path, role, pairs.get(i), wrap=wrap)
             )
-        start_together(self.node_procs)
+        start_together(self._processes())
         self.state = DevnetState(
             status=DevnetStatus.RUNNING,
             rpc_url=self.anvil.url,
