@@ -7,7 +7,8 @@ What an operator would notice: every node's batch is credited in the book's verd
 `sapo devnet status` counts; no node sends a transaction to the ledger after registering (its
 submissions and votes travel to the aggregator, and the aggregator draws the beacons it needs
 before any producer's own delay runs out); `sapo audit book` finds no lie in a round that credits
-them all; and the devnet stops cleanly with its aggregator.
+them all; and the devnet killed hard (SIGKILL) takes every part along, its aggregator and the
+aggregator's IPFS daemon too.
 
 Short windows (W = 1, C = 2: a round's verdict root is posted 5 rounds later) and 10-s rounds
 keep the wait near a minute."""
@@ -57,16 +58,12 @@ def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
         stop_devnet(proc)
 
 
-def book_credits(state: dict) -> dict[int, list]:
-    """The credits of every verdict root posted so far, read as `devnet status` reads them."""
+def book_reader(state: dict) -> Claimant:
+    """What reads the book's verdict lists as `devnet status` reads them."""
     cfg = load_config(Path(state["config"]))
     ledger = Ledger(connect(state["rpc_url"]), state["ledger"])
     book = RoundBook(ledger.w3, state["aggregator"]["book"])
-    claimant = Claimant(ledger, book, open_store(cfg.store), allow_private_peers=True)
-    try:
-        return claimant.credits(0, ledger.current_round())
-    except NoClaim:  # a list not fetched yet
-        return {}
+    return Claimant(ledger, book, open_store(cfg.store), allow_private_peers=True)
 
 
 def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger(devnet) -> None:
@@ -75,11 +72,15 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     aggregator = state["aggregator"]
     assert aggregator["address"].lower() not in addresses
     found: dict[str, int] = {}
+    reader = book_reader(state)
 
     def all_credited() -> bool:
         """A verdict root credits every node's batch, and some credit carries learning signal
         (a batch whose groups all scored alike is credited 0: a seed policy's first often is)."""
-        rounds = book_credits(state)
+        try:
+            rounds = reader.credits(0, reader.ledger.current_round())
+        except NoClaim:  # a list not fetched yet
+            return False
         if not any(c.signal for credits in rounds.values() for c in credits):
             return False
         for q, credits in rounds.items():
@@ -117,5 +118,20 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert "3 submissions, 3 credits" in audit.stdout, audit.stdout
     assert "every rule the book proves holds" in audit.stdout, audit.stdout
 
-    assert stop_devnet(proc) == 0
-    assert not pid_alive(aggregator["pid"])  # the aggregator stopped with the devnet
+    # a foreground devnet killed hard (SIGKILL: no Python code of its supervisor runs) takes
+    # every part along: anvil, the nodes, every IPFS daemon, the aggregator
+    parts = [state["anvil_pid"], aggregator["pid"], *(n["pid"] for n in state["nodes"])]
+    parts += [d["pid"] for d in state["ipfs"]]
+    assert len(state["ipfs"]) == len(addresses) + 1  # the aggregator's daemon of its own
+    assert all(pid_alive(p) for p in parts)
+    ps = sapo_run("devnet", "ps", "--json", env=env)
+    assert state["data_dir"] in {d["data_dir"] for d in json.loads(ps.stdout)["devnets"]}
+    proc.kill()
+    proc.wait(timeout=30)
+    wait_until(
+        lambda: not any(pid_alive(p) for p in parts),
+        timeout_s=20,
+        what="anvil, the IPFS daemons, the nodes and the aggregator to die with their supervisor",
+    )
+    status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], env=env)
+    assert status.returncode == 1 and "is not running" in status.stderr, status.stderr
