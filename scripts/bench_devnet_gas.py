@@ -26,10 +26,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from web3 import Web3
-
 from client.chain import Ledger, connect
-from client.chain.artifacts import load_artifact
+from client.chain.artifacts import selectors
 from scripts import arguments
 from scripts.table import Table
 from tests.harness.devnets import (
@@ -42,15 +40,9 @@ from tests.harness.devnets import (
 ROUND_S_AT_SCALE = 60  # the issue's figure of the chain's load: 60-s rounds
 
 
-def selectors() -> dict[bytes, str]:
+def functions() -> dict[bytes, str]:
     """Every function of the ledger, the book and its judge, by selector."""
-    found = {}
-    for name in ("SwarmLedger", "RoundBook", "RoundJudge"):
-        for item in load_artifact(name)["abi"]:
-            if item["type"] == "function":
-                signature = f"{item['name']}({','.join(i['type'] for i in item['inputs'])})"
-                found[bytes(Web3.keccak(text=signature)[:4])] = item["name"]
-    return found
+    return selectors("SwarmLedger") | selectors("RoundBook") | selectors("RoundJudge")
 
 
 def warm_round(params, lane: str) -> int:
@@ -124,7 +116,7 @@ def run_lane(lane: str, args) -> dict:
         who = {node.address.lower(): "nodes" for node in state.nodes}
         if state.aggregator is not None:
             who[state.aggregator.address.lower()] = "aggregator"
-        measured = gas_of_rounds(w3, params, first, last, who, selectors())
+        measured = gas_of_rounds(w3, params, first, last, who, functions())
     finally:
         stop_devnet(up)
     measured |= {"lane": lane, "first": first, "last": last, "log": log}

@@ -30,3 +30,18 @@ def load_artifact(name: str) -> dict[str, Any]:
         if key not in artifact:
             raise ArtifactMissing(f"{path} has no {key!r}; rebuild it with scripts/build-contracts")
     return artifact
+
+
+@cache
+def selectors(name: str, kind: str = "function") -> dict[bytes, str]:
+    """The 4-byte selector of each `kind` ("function" or "error") of a committed contract's ABI,
+    mapped to its name: what names a transaction's call, or a revert's error, by its first
+    four bytes."""
+    from eth_utils import keccak
+
+    found = {}
+    for item in load_artifact(name)["abi"]:
+        if item["type"] == kind:
+            signature = f"{item['name']}({','.join(i['type'] for i in item['inputs'])})"
+            found[keccak(text=signature)[:4]] = item["name"]
+    return found

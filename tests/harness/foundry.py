@@ -231,15 +231,10 @@ def run_suites(
 @functools.cache
 def _error_names() -> dict[str, str]:
     """4-byte selector -> name of each custom error of the ledger (and Solidity's Panic/Error)."""
-    from eth_utils import keccak
+    from client.chain.artifacts import selectors
 
-    abi = json.loads((ROOT / "contracts" / "artifacts" / "SwarmLedger.json").read_text())["abi"]
     names = {"0x4e487b71": "Panic(uint256)", "0x08c379a0": "Error(string)"}
-    for item in abi:
-        if item["type"] == "error":
-            signature = f"{item['name']}({','.join(i['type'] for i in item['inputs'])})"
-            names["0x" + keccak(text=signature)[:4].hex()] = item["name"]
-    return names
+    return names | {"0x" + k.hex(): v for k, v in selectors("SwarmLedger", "error").items()}
 
 
 def name_errors(reason: str) -> str:

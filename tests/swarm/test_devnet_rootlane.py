@@ -19,10 +19,9 @@ import json
 from pathlib import Path
 
 import pytest
-from web3 import Web3
 
 from client.chain import Ledger, connect
-from client.chain.artifacts import load_artifact
+from client.chain.artifacts import selectors
 from client.chain.book import RoundBook
 from client.config import load_config
 from client.node.aggregation.claims import Claimant, NoClaim
@@ -38,14 +37,7 @@ ROUND_S = 10
 ENV = MECHANICS_ENV | {"SAPO_LEDGER__SUBMIT_ROUNDS": "1", "SAPO_LEDGER__CHALLENGE_ROUNDS": "2"}
 
 
-# the ledger's functions by selector
-FUNCTIONS = {
-    bytes(Web3.keccak(text=f"{f['name']}({','.join(i['type'] for i in f['inputs'])})")[:4]): f[
-        "name"
-    ]
-    for f in load_artifact("SwarmLedger")["abi"]
-    if f["type"] == "function"
-}
+FUNCTIONS = selectors("SwarmLedger")  # the ledger's functions by selector
 
 
 @pytest.fixture(scope="module")
