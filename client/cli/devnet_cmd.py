@@ -24,7 +24,7 @@ from rich.table import Table
 
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
-from client.cli.devnet_view import report, show_stage, status_tables
+from client.cli.devnet_view import describe_lights, report, show_stage, status_tables
 from client.cli.progress import ProgressOutput, seed_progress
 from client.config.roles import CHOICES
 from client.devnet import registry
@@ -142,6 +142,17 @@ def up(
             "submit and vote off chain through it (\\[devnet].root_lane; docs/aggregator.md).",
         ),
     ] = False,
+    light: Annotated[
+        int | None,
+        typer.Option(
+            "--light",
+            min=0,
+            max=10_000,
+            help="Light nodes beside the real ones: staked identities that sign their "
+            "submissions and seat votes each round and send them to the aggregator, with no "
+            "batch behind them (\\[devnet].light; implies --root-lane).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Start the local swarm: anvil, IPFS, the ledger, N nodes. Ctrl-C (or `down`) stops it."""
@@ -161,7 +172,9 @@ def up(
             Exit.USAGE,
         )
     try:
-        cfg, notes = apply_options(given, nodes, round_length, store, adversary, metrics, root_lane)
+        cfg, notes = apply_options(
+            given, nodes, round_length, store, adversary, metrics, root_lane, light
+        )
     except DevnetOptionError as exc:
         fail(str(exc), Exit.USAGE)
     if netns and cfg.devnet.root_lane:  # before --detach: refused alike either way
@@ -249,7 +262,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
     state = _current_state(data_dir)
     # lazily, once a devnet runs: reading the nodes' journals and the chain imports web3
     # (`devnet ps`, `down` and a status that finds no devnet do without it)
-    from client.devnet.status import node_rows, starting_view
+    from client.devnet.status import light_view, node_rows, starting_view
 
     if not state.running:
         view = starting_view(state)
@@ -265,7 +278,9 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
         out.print(line)
         return
     unreadable: list[int] = []  # the book's rounds whose verdict list could not be read
-    rows = node_rows(state, unreadable)
+    in_book: dict[str, int] = {}
+    rows = node_rows(state, unreadable, in_book)
+    lights = light_view(state, in_book)
     agg = state.aggregator
     if as_json:
         print_json(
@@ -287,6 +302,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
                     if agg is not None
                     else {}
                 ),
+                **({"light": lights} if lights is not None else {}),
                 "nodes": rows,
             }
         )
@@ -307,6 +323,8 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
                 style="yellow",
                 markup=False,
             )
+    if lights is not None:
+        out.print(describe_lights(lights), markup=False)
     chain, work = status_tables(rows)
     out.print(chain)
     out.print()
@@ -394,6 +412,55 @@ def down(
             f"devnet {target} {'stopped' if stopped else 'nothing was running'}; "
             + ("data wiped" if wipe else f"data kept ({NEXT_START})")
         )
+
+
+@app.command("light", hidden=True)
+def light(config: ConfigOption = None) -> None:
+    """Run a devnet's light nodes (`devnet up --light N` starts them) until SIGTERM."""
+    # lazily, as in `up`: the light nodes' stack is for this hidden command alone
+    import logging
+
+    from client.chain import ChainError
+    from client.chain.keystore import KeystoreError
+    from client.devnet.light import ROSTER, STATUS, LightSwarm, Roster, run
+    from client.node.assemble import NodeConfigError, round_book, signing_ledger
+    from client.store import StoreError, open_store
+
+    cfg = load_or_exit(config)
+    logging.basicConfig(level=cfg.node.log_level.upper(), format="%(asctime)s %(message)s")
+    stop = stop_event_on_signals()
+    folder = cfg.node.data_dir
+    if cfg.root_lane.aggregator is None:
+        fail("set [root_lane].aggregator: the light nodes send to it", Exit.USAGE)
+    try:
+        ledger = signing_ledger(cfg)  # its key is the light nodes' seed
+        roster = Roster.load(folder / ROSTER)
+    except (NodeConfigError, KeystoreError, OSError, ValueError, KeyError) as exc:
+        fail(f"the light nodes cannot start: {exc}", Exit.USAGE)
+    try:
+        ledger.check(cfg.chain.chain_id)
+        book = round_book(cfg, ledger)
+        if book is None:
+            fail("set [chain].round_book_address: the light nodes play the root lane", Exit.USAGE)
+        account = ledger.tx.account
+        assert account is not None  # signing_ledger
+        swarm = LightSwarm(
+            ledger,
+            book,
+            open_store(cfg.store),
+            bytes(account.key),
+            roster,
+            str(cfg.root_lane.aggregator),
+            start_block=cfg.chain.round_book_deploy_block,
+        )
+    except NodeConfigError as exc:
+        fail(str(exc), Exit.USAGE)
+    except (ChainError, StoreError) as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    try:
+        run(swarm, folder / STATUS, stop)
+    finally:
+        swarm.close()
 
 
 @app.command("adversary", hidden=True)

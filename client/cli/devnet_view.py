@@ -46,8 +46,11 @@ def report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
     )
     out.print("          dev accounts from anvil's public test mnemonic: devnet use only")
     if state.ipfs:
+        # the nodes' first (node 0's at least), then the aggregator's, then the light nodes'
+        extra = max(1, len(state.nodes))
+        whose_daemon = {extra: " (the aggregator's)", extra + 1: " (the light nodes')"}
         for i, daemon in enumerate(state.ipfs):
-            whose = " (the aggregator's)" if state.aggregator and i == len(state.nodes) else ""
+            whose = whose_daemon.get(i, "") if state.aggregator else ""
             out.print(
                 f"  ipfs-{i}  js-ipfs API {daemon.api}  swarm {daemon.swarm}  pid {daemon.pid}"
                 + whose
@@ -60,6 +63,11 @@ def report(state: DevnetState, as_json: bool, foreground: bool = True) -> None:
         out.print(
             f"  aggregator  {agg.address}  endpoint {agg.url}  pid {agg.pid}  "
             f"log {agg.config.parent / 'aggregator.log'}"
+        )
+    if (light := state.light) is not None:
+        out.print(
+            f"  light   {light.count} light nodes in {light.families} families  pid {light.pid}  "
+            f"log {light.config.parent / 'light.log'}  roster {light.roster}"
         )
     for node in state.nodes:
         honest = node.role == Role.HONEST
@@ -118,3 +126,22 @@ def status_tables(rows: list[dict]) -> tuple[Table, Table]:
             number(r.get("peers_used")),
         )
     return chain, work
+
+
+def describe_lights(view: dict) -> str:
+    """`devnet status`'s line on the light nodes (client.devnet.status.light_view)."""
+    running = "running" if view["running"] else "stopped"
+    line = f"light {view['count']} light nodes in {view['families']} families ({running})"
+    if "round" in view:
+        line += (
+            f": round {view['round']}, {view['submitted']} submissions and {view['voted']} "
+            f"votes held by the aggregator, {view['refused']} refused"
+        )
+    if "credited_in_book" in view:
+        line += (
+            f"; {view['credited_nodes']} of them credited in the book, "
+            f"{view['credited_in_book']} in all"
+        )
+    if view.get("problem"):
+        line += f"\nlight: the last pass stopped: {view['problem']}"
+    return line

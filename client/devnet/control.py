@@ -52,11 +52,15 @@ def apply_options(
     adversaries: list[str] | None = None,
     metrics: bool = False,
     root_lane: bool = False,
+    light: int | None = None,
 ) -> tuple[NodeConfig, list[str]]:
     """Returns the config with the command's options applied (validated like the file) and the
     notes to show for what was adjusted to fit the devnet (its quorum, its checkers)."""
     changes: dict[str, dict] = {}
     notes: list[str] = []
+    if light and not (root_lane or cfg.devnet.root_lane):
+        root_lane = True  # light nodes send to the root lane's aggregator
+        notes.append(f"--light {light}: the devnet runs the root lane (as --root-lane)")
     lane = root_lane or cfg.devnet.root_lane  # its aggregator takes an account and holds seats
     if adversaries:
         try:
@@ -70,6 +74,8 @@ def apply_options(
         }
     if metrics:
         changes["devnet"] = {**changes.get("devnet", {}), "metrics": True}
+    if light is not None:
+        changes["devnet"] = {**changes.get("devnet", {}), "light": light}
     if root_lane:
         devnet = changes.get("devnet", {})
         need = cfg.devnet.nodes + len(cfg.devnet.adversary_roles()) + 2
@@ -276,6 +282,7 @@ def _stop_leftovers(data_dir: Path) -> list[int]:
     pids = []
     pid_files = [*data_dir.glob("*.pid"), *data_dir.glob("node-*/*.pid")]
     pid_files += data_dir.glob("aggregator/*.pid")  # a root lane's aggregator and its daemon
+    pid_files += data_dir.glob("light/*.pid")  # the light nodes and their daemon
     for pid_file in pid_files:
         with contextlib.suppress(ValueError, OSError):
             pid = int(pid_file.read_text().strip())

@@ -6,12 +6,15 @@ each node registered and staked, and the config files every command accepts:
   DIR/node-<i>/node.toml   node i's config (its keystore, data dir and store index)
   DIR/keystore-password    the devnet keystores' password (mode 0600; dev accounts are public)
   DIR/aggregator/node.toml with [devnet].root_lane: the aggregator's config (`sapo aggregate run`)
+  DIR/light/node.toml      with [devnet].light: the light nodes' config (`sapo devnet light`),
+                           their seed's keystore and lights.json (client.devnet.light)
 
 Dev accounts come from anvil's public test mnemonic: devnet use only.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import secrets
@@ -23,12 +26,23 @@ from pathlib import Path
 from client.chain import Ledger, connect, deploy_ledger
 from client.chain.deploy import DEFAULT_BOND, DEFAULT_CHALLENGE_BOND, deploy_with_book
 from client.chain.families import short_family
-from client.chain.keystore import write_keystore
+from client.chain.keystore import load_account, write_keystore
 from client.config import NodeConfig, with_sections
 from client.config.models.values import parse_listen_addr
 from client.config.roles import HONEST, SYBILS, Role
 from client.config.writer import dump_toml
 from client.devnet.accounts import dev_account
+from client.devnet.light import (
+    LIGHT_DIR,
+    ROSTER,
+    STATUS,
+    LightError,
+    Roster,
+    family_sizes,
+    light_families,
+    new_seed,
+    register_lights,
+)
 from client.devnet.process import LOOPBACK, ServerProcess, free_loopback_port, port_is_listening
 from client.node.datadir import DataDir
 from client.node.eventlog import Event, read_events
@@ -52,6 +66,16 @@ class AggregatorProvisioned:
 
 
 @dataclass(frozen=True)
+class LightProvisioned:
+    """A devnet's light nodes ([devnet].light): registered, their roster in lights.json."""
+
+    count: int
+    families: int
+    config_path: Path  # DIR/light/node.toml
+    roster: Path  # DIR/light/lights.json
+
+
+@dataclass(frozen=True)
 class Provisioned:
     config_path: Path  # DIR/devnet.toml
     node_configs: list[Path]
@@ -61,6 +85,7 @@ class Provisioned:
     roles: list[Role]  # per node: honest or its adversary strategy
     metrics: list[str | None]  # per node: its /metrics URL ([devnet].metrics), else None
     aggregator: AggregatorProvisioned | None = None  # with [devnet].root_lane
+    light: LightProvisioned | None = None  # with [devnet].light
 
 
 class ProvisionError(ValueError):
@@ -185,9 +210,15 @@ def provision(
     )
     nodes = len(roles)
     lane = cfg.devnet.root_lane
-    apis = [ipfs_api] * (max(1, nodes) + lane) if isinstance(ipfs_api, str) else ipfs_api
-    if apis is not None and len(apis) < nodes + lane:
-        raise ValueError(f"{nodes} nodes need {nodes + lane} IPFS daemons, not {len(apis)}")
+    light = cfg.devnet.light
+    if light and (problem := light_quorum_problem(light, cfg.ledger.quorum)):
+        raise ProvisionError(problem)
+    # the aggregator's daemon and the light nodes' come after the nodes' (node 0's at least)
+    extra = max(1, nodes)
+    daemons = extra + lane + bool(light)
+    apis = [ipfs_api] * daemons if isinstance(ipfs_api, str) else ipfs_api
+    if apis is not None and len(apis) < daemons:
+        raise ValueError(f"{nodes} nodes need {daemons} IPFS daemons, not {len(apis)}")
     data_dir = Path(data_dir).absolute()
     data_dir.mkdir(parents=True, exist_ok=True)
     w3 = connect(rpc_url, cfg.chain.request_timeout_s)
@@ -235,6 +266,9 @@ def provision(
     if not params.families:
         listed = list(dict.fromkeys(families)) or [_unstarted_family(cfg)]
         params = params.model_copy(update={"families": listed})
+    if light:  # families of light nodes only, after the real nodes'
+        lights = [f for f in light_families(light) if f not in params.families]
+        params = params.model_copy(update={"families": [*params.families, *lights]})
     elif missing := [f for f in families if f not in params.families]:
         raise ProvisionError(
             f"[ledger].families does not list model family {missing[0]}, which a devnet node "
@@ -269,7 +303,9 @@ def provision(
     node_configs, addresses = [], []
     aggregator = None
     if lane:
-        aggregator = _aggregator(cfg, data_dir, w3, swarm_cfg, apis, nodes, params.families[0])
+        aggregator = _aggregator(
+            cfg, data_dir, w3, swarm_cfg, apis[extra] if apis else None, nodes, params.families[0]
+        )
     for i, (node_cfg, family) in enumerate(zip(node_cfgs, families, strict=True)):
         deployment = {key: chain[key] for key in DEPLOYMENT if key in chain}
         node_cfg = with_sections(
@@ -297,6 +333,12 @@ def provision(
     metrics = [
         f"http://{c.node.metrics_addr}/metrics" if c.node.metrics_addr else None for c in node_cfgs
     ]
+    provisioned = None
+    if light:
+        assert aggregator is not None  # light = N asks for the root lane (DevnetSection)
+        provisioned = _lights(
+            cfg, data_dir, swarm_cfg, apis[extra + 1] if apis else None, aggregator
+        )
     return Provisioned(
         config_path,
         node_configs,
@@ -306,6 +348,7 @@ def provision(
         roles,
         metrics,
         aggregator,
+        provisioned,
     )
 
 
@@ -324,7 +367,7 @@ def _aggregator(
     data_dir: Path,
     w3,
     swarm_cfg: NodeConfig,
-    apis: list[str] | None,
+    api: str | None,
     nodes: int,
     family: str,
 ) -> AggregatorProvisioned:
@@ -340,8 +383,8 @@ def _aggregator(
         write_keystore(keystore, account.key, password_file.read_text())
     shared = swarm_cfg.store.store_dir  # `--store local`: the blockstore the nodes share
     store = {"store_dir": agg_dir / "blocks" if cfg.store.backend == "ipfs" else shared}
-    if apis:
-        store["ipfs_api"] = apis[-1]  # a daemon of its own, after the nodes'
+    if api:
+        store["ipfs_api"] = api  # a daemon of its own, after the nodes'
     agg_cfg = with_sections(
         swarm_cfg,
         chain={"keystore": keystore, "password_file": password_file},
@@ -358,6 +401,73 @@ def _aggregator(
     path.write_text(dump_toml(agg_cfg, f"{HEADER}\nThe root lane's aggregator: {account.address}."))
     return AggregatorProvisioned(
         account.address, path, agg_cfg.aggregator.listed(), str(swarm_cfg.chain.round_book_address)
+    )
+
+
+def light_quorum_problem(light: int, quorum: int) -> str | None:
+    """Why light nodes this many could not credit each other's batches, or None."""
+    smallest = min(family_sizes(light))
+    if smallest < quorum + 1:
+        return (
+            f"{light} light node(s) make a family of {smallest}: a light batch's checkers are "
+            f"the others of its family, so [ledger].quorum = {quorum} can never be met; run at "
+            f"least {quorum + 1} light nodes"
+        )
+    return None
+
+
+def _lights(
+    cfg: NodeConfig,
+    data_dir: Path,
+    swarm_cfg: NodeConfig,
+    api: str | None,
+    aggregator: AggregatorProvisioned,
+) -> LightProvisioned:
+    """Writes the light nodes' seed keystore, config and roster and registers them (minStake
+    each, in their families), their metadata naming their IPFS daemon. A restart in the same
+    DIR keeps the seed: the registered light nodes stay the same."""
+    light_dir = data_dir / LIGHT_DIR
+    light_dir.mkdir(parents=True, exist_ok=True)
+    (light_dir / STATUS).unlink(missing_ok=True)
+    keystore = DataDir(light_dir).keystore
+    password_file = data_dir / "keystore-password"
+    if not keystore.exists():
+        write_keystore(keystore, new_seed(), password_file.read_text())
+    shared = swarm_cfg.store.store_dir
+    store = {"store_dir": light_dir / "blocks" if cfg.store.backend == "ipfs" else shared}
+    if api:
+        store["ipfs_api"] = api
+    light_cfg = with_sections(
+        swarm_cfg,
+        chain={"keystore": keystore, "password_file": password_file},
+        store=store,
+        node={"data_dir": light_dir},
+        root_lane={"aggregator": aggregator.address},
+    )
+    path = DataDir(light_dir).config
+    path.write_text(dump_toml(light_cfg, f"{HEADER}\nThe devnet's {cfg.devnet.light} light nodes."))
+    seed = bytes(load_account(keystore, password_file=password_file).key)
+    roster = Roster.of(seed, cfg.devnet.light)
+    roster.save(light_dir / ROSTER)
+    ledger = Ledger(
+        connect(str(swarm_cfg.chain.rpc_url), cfg.chain.request_timeout_s),
+        str(swarm_cfg.chain.ledger_address),
+    )
+    metadata = json.loads(node_metadata(light_cfg, open_store(light_cfg.store)))
+    metadata["model"] = "light"  # no model: client.devnet.light
+    try:
+        register_lights(
+            ledger,
+            seed,
+            roster,
+            cfg.ledger.min_stake,
+            json.dumps(metadata, separators=(",", ":")),
+            timeout_s=cfg.chain.receipt_timeout_s,
+        )
+    except LightError as exc:
+        raise ProvisionError(str(exc)) from None
+    return LightProvisioned(
+        cfg.devnet.light, len(light_families(cfg.devnet.light)), path, light_dir / ROSTER
     )
 
 
@@ -497,6 +607,22 @@ def aggregator_process(aggregator: AggregatorProvisioned) -> ServerProcess:
         [*command, "--config", str(aggregator.config_path)],
         log_path=cfg_dir / "aggregator.log",
         ready=lambda: port_is_listening(port, host),
+        ready_timeout_s=120,
+        env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
+        | {"PYTHONUNBUFFERED": "1"},
+    )
+
+
+def light_process(light: LightProvisioned) -> ServerProcess:
+    """Returns (not started) `sapo devnet light` for a devnet's light nodes, its log beside its
+    config, ready once it has written its first status."""
+    cfg_dir = light.config_path.parent
+    command = [sys.executable, "-m", "client.cli", "devnet", "light"]
+    return ServerProcess(
+        "light",
+        [*command, "--config", str(light.config_path)],
+        log_path=cfg_dir / "light.log",
+        ready=lambda: (cfg_dir / STATUS).exists(),
         ready_timeout_s=120,
         env={k: v for k, v in os.environ.items() if not _is_config_override(k)}
         | {"PYTHONUNBUFFERED": "1"},

@@ -58,6 +58,16 @@ class AggregatorEntry(_Entry):
     config: Path
 
 
+class LightEntry(_Entry):
+    """The light nodes ([devnet].light): `sapo devnet light`, one process for all of them."""
+
+    count: int
+    families: int
+    pid: int
+    config: Path
+    roster: Path  # lights.json: their addresses and families
+
+
 class DevnetState(_Entry):
     """The state file (`devnet.json`): written whole by the supervisor at each stage of a start
     and once everything runs; `sapo devnet up --json` prints it."""
@@ -82,6 +92,7 @@ class DevnetState(_Entry):
     ledger: str | None = None
     nodes: list[NodeEntry] = []
     aggregator: AggregatorEntry | None = None  # with [devnet].root_lane
+    light: LightEntry | None = None  # with [devnet].light
 
     @property
     def running(self) -> bool:

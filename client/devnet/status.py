@@ -15,6 +15,7 @@ from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config import ConfigError, load_config
 from client.devnet.control import seed_build_progress
+from client.devnet.light import STATUS, LightStatus, Roster
 from client.devnet.state import DevnetState
 from client.node.aggregation.claims import Claimant, NoClaim
 from client.node.view.journal import NodeView
@@ -61,7 +62,9 @@ def book_credited(
     return claimant.credited(*rounds, unreadable)
 
 
-def node_rows(state: DevnetState, unreadable: list[int] | None = None) -> list[dict]:
+def node_rows(
+    state: DevnetState, unreadable: list[int] | None = None, in_book: dict[str, int] | None = None
+) -> list[dict]:
     """Returns each node of a running devnet: its progress and shares of time (its journal,
     through the read model), its credited total over the last day of rounds from the chain (the
     blocks of those rounds only: Auditor.leaderboard; in the root lane, with what the round
@@ -69,9 +72,9 @@ def node_rows(state: DevnetState, unreadable: list[int] | None = None) -> list[d
     answer, or answers for another chain id, or has no SwarmLedger of this client at the
     address: Ledger.check, as a node starts), and a peer outage (`peer_outage`, with its `text`)
     when it has one. The book's rounds whose verdict list could not be read go in
-    `unreadable`."""
+    `unreadable`. What the book credits every node (the light nodes too) goes in `in_book`."""
     credited: dict[str, int] = {}
-    in_book: dict[str, int] | None = None  # in the root lane: what the book's verdicts credit
+    book: dict[str, int] | None = None  # in the root lane: what the book's verdicts credit
     genesis = round_length = None
     with contextlib.suppress(ChainError, ConfigError, OSError):
         cfg = load_config(state.config)
@@ -91,9 +94,11 @@ def node_rows(state: DevnetState, unreadable: list[int] | None = None) -> list[d
         board = auditor.leaderboard(*day)
         credited = {row.node.lower(): row.credited for row in board}
         if cfg.chain.round_book_address is not None:  # a devnet in the root lane
-            in_book = {}
+            book = {}
             with contextlib.suppress(NoClaim, StoreError):
-                in_book = book_credited(cfg, ledger, day, [] if unreadable is None else unreadable)
+                book = book_credited(cfg, ledger, day, [] if unreadable is None else unreadable)
+            if in_book is not None:
+                in_book.update(book)
     rows = []
     for node in state.nodes:
         view = NodeView(node.data_dir)
@@ -105,8 +110,8 @@ def node_rows(state: DevnetState, unreadable: list[int] | None = None) -> list[d
             "role": str(node.role),  # honest, or its adversary strategy
             "pid": node.pid,
             "running": pid_alive(node.pid),
-            "credited": credited.get(key, 0) + (in_book or {}).get(key, 0),
-            **({"credited_in_book": in_book.get(key, 0)} if in_book is not None else {}),
+            "credited": credited.get(key, 0) + (book or {}).get(key, 0),
+            **({"credited_in_book": book.get(key, 0)} if book is not None else {}),
             **(asdict(summary) if summary else {}),
         }
         if summary is not None and summary.peer_outage is not None:
@@ -115,3 +120,33 @@ def node_rows(state: DevnetState, unreadable: list[int] | None = None) -> list[d
             row["metrics"] = node.metrics
         rows.append(row)
     return rows
+
+
+def light_view(state: DevnetState, in_book: dict[str, int]) -> dict | None:
+    """The light nodes of a running devnet ([devnet].light): their process, what it says it did
+    (client.devnet.light's status.json) and what the book's verdict roots credit them (from
+    `in_book`, node_rows's), or None without light nodes."""
+    light = state.light
+    if light is None:
+        return None
+    view: dict = {
+        "count": light.count,
+        "families": light.families,
+        "pid": light.pid,
+        "running": pid_alive(light.pid),
+    }
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        addresses = {a.lower() for a in Roster.load(light.roster).addresses}
+        credits = [in_book.get(a, 0) for a in addresses]
+        view["credited_in_book"] = sum(credits)
+        view["credited_nodes"] = sum(1 for c in credits if c)
+    said = LightStatus.load(light.config.parent / STATUS)
+    if said is not None:
+        view |= {
+            "round": said.round,
+            "submitted": said.submitted,
+            "voted": said.voted,
+            "refused": said.refused,
+            "problem": said.problem,
+        }
+    return view

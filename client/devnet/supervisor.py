@@ -29,6 +29,7 @@ from pathlib import Path
 from client.config import NodeConfig
 from client.config.roles import HONEST, partners
 from client.devnet import Anvil, IpfsDaemon, registry, start_daemons
+from client.devnet.light import LIGHT_DIR
 from client.devnet.netns import NetnsError, NetnsLayout
 from client.devnet.netns import check as netns_check
 from client.devnet.process import (
@@ -42,6 +43,7 @@ from client.devnet.provision import (
     AGGREGATOR_DIR,
     adversary_process,
     aggregator_process,
+    light_process,
     node_process,
     provision,
 )
@@ -52,6 +54,7 @@ from client.devnet.state import (
     DaemonEntry,
     DevnetState,
     DevnetStatus,
+    LightEntry,
     NodeEntry,
     write_state,
 )
@@ -59,8 +62,16 @@ from client.node.assemble import base_policy_path, seed_spec
 
 # What a devnet's start writes in its data dir, beside the supervisor's own files (its state,
 # pid and log): the nodes' data dirs (journal, snapshots, IPFS repo), the configs, the password
-# of the keystores, the local blockstore, anvil's log.
-RUN_FILES = ("node-*", "aggregator", "devnet.toml", "keystore-password", "blocks", "anvil.log")
+# of the keystores, the local blockstore, anvil's log; the aggregator's and the light nodes' dirs.
+RUN_FILES = (
+    "node-*",
+    "aggregator",
+    "light",
+    "devnet.toml",
+    "keystore-password",
+    "blocks",
+    "anvil.log",
+)
 PREVIOUS = "previous"  # where the last stopped run's files are kept
 NO_NETNS_ROOT_LANE = (
     "--netns with the root lane is not built: its aggregator would listen on this host's "
@@ -140,6 +151,8 @@ class Supervisor:
         homes = [f"node-{i}" for i in range(max(1, total))]
         if cfg.devnet.root_lane:
             homes.append(AGGREGATOR_DIR)
+        if cfg.devnet.light:
+            homes.append(LIGHT_DIR)  # the light nodes' daemon, one for all of them
         self.daemons = (
             [
                 IpfsDaemon(
@@ -156,6 +169,7 @@ class Supervisor:
         self.parts: list[ManagedServer] = [self.anvil, *self.daemons]
         self.node_procs: list[ServerProcess] = []
         self.aggregator: ServerProcess | None = None  # [devnet].root_lane
+        self.light: ServerProcess | None = None  # [devnet].light
         self.state: DevnetState | None = None
         self._registered: Path | None = None
         self.previous: Path | None = None  # where the last run's files were moved, if any
@@ -221,6 +235,9 @@ class Supervisor:
             # and sends again on its next pass if the endpoint is not listed yet
             self.aggregator = aggregator_process(swarm.aggregator)
             also += " and the root lane's aggregator"
+        if swarm.light is not None:
+            self.light = light_process(swarm.light)
+            also += f" and {swarm.light.count} light nodes"
         self._stage(f"starting {self.nodes} node(s){also}")
         pairs = partners(swarm.roles, swarm.addresses)
         self.node_procs = []
@@ -251,6 +268,15 @@ class Supervisor:
                 config=swarm.aggregator.config_path,
             )
             if swarm.aggregator is not None and self.aggregator is not None
+            else None,
+            light=LightEntry(
+                count=swarm.light.count,
+                families=swarm.light.families,
+                pid=self.light.pid,
+                config=swarm.light.config_path,
+                roster=swarm.light.roster,
+            )
+            if swarm.light is not None and self.light is not None
             else None,
             supervisor_pid=os.getpid(),
             detached=self.detached,
@@ -299,8 +325,9 @@ class Supervisor:
         return self.anvil
 
     def _processes(self) -> list[ServerProcess]:
-        """The nodes, and the aggregator if one runs."""
-        return [*self.node_procs, *([self.aggregator] if self.aggregator else [])]
+        """The nodes, and the aggregator and the light nodes if they run."""
+        extra = [p for p in (self.aggregator, self.light) if p is not None]
+        return [*self.node_procs, *extra]
 
     def stop(self) -> None:
         """Stops nodes first (they checkpoint and flush their outbox), then IPFS, then anvil."""

@@ -1,10 +1,13 @@
 """A devnet in the root lane (`sapo devnet up --root-lane`): anvil, the ledger deployed with its
 round book, an aggregator (`sapo aggregate run`, a registered node of its own with its own
 js-ipfs daemon) and three real training nodes, each with its own daemon, that submit their
-batches to the aggregator and vote on each other's off chain.
+batches to the aggregator and vote on each other's off chain; beside them, four light nodes
+(`--light 4`: staked identities in a family of their own that sign a submission and their seat
+votes every round, client.devnet.light), sent to the same aggregator.
 
-What an operator would notice: every node's batch is credited in the book's verdict roots, which
-`sapo devnet status` counts; no node sends a transaction to the ledger after registering (its
+What an operator would notice: every node's batch, and the light nodes', is credited in one
+verdict root of the book, which `sapo devnet status` counts; no node, light or real, sends a
+transaction to the ledger after registering (its
 submissions and votes travel to the aggregator, and the aggregator draws the beacons it needs
 before any producer's own delay runs out); `sapo audit book` finds no lie in a round that credits
 them all; and the devnet killed hard (SIGKILL) takes every part along, its aggregator and the
@@ -38,13 +41,16 @@ ENV = MECHANICS_ENV | {"SAPO_LEDGER__SUBMIT_ROUNDS": "1", "SAPO_LEDGER__CHALLENG
 
 
 FUNCTIONS = selectors("SwarmLedger")  # the ledger's functions by selector
+LIGHT = 4  # light nodes: one family of 4, each batch's checkers the other 3 (Q = 2)
 
 
 @pytest.fixture(scope="module")
 def devnet(tmp_path_factory: pytest.TempPathFactory, seed_test: Path):
     data_dir = tmp_path_factory.mktemp("rootlane")
     env = ENV | {"SAPO_POLICY__CACHE_DIR": str(cached_seed_test(seed_test, data_dir / "cache"))}
-    proc, state = start_mechanics_devnet(data_dir / "devnet", 3, ROUND_S, "--root-lane", env=env)
+    proc, state = start_mechanics_devnet(
+        data_dir / "devnet", 3, ROUND_S, "--root-lane", "--light", str(LIGHT), env=env
+    )
     yield proc, state, env
     if proc.poll() is None:
         stop_devnet(proc)
@@ -63,20 +69,27 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     addresses = {n["address"].lower() for n in state["nodes"]}
     aggregator = state["aggregator"]
     assert aggregator["address"].lower() not in addresses
+    roster = json.loads(Path(state["light"]["roster"]).read_text())
+    lights = {a.lower() for a in roster["addresses"]}
+    assert len(lights) == LIGHT and not lights & (addresses | {aggregator["address"].lower()})
     found: dict[str, int] = {}
     reader = book_reader(state)
 
     def all_credited() -> bool:
-        """A verdict root credits every node's batch, and some credit carries learning signal
-        (a batch whose groups all scored alike is credited 0: a seed policy's first often is)."""
+        """A verdict root credits every node's batch and every light node's, and some real
+        node's credit carries learning signal (a batch whose groups all scored alike is credited
+        0: a seed policy's first often is)."""
         try:
             rounds = reader.credits(0, reader.ledger.current_round())
         except NoClaim:  # a list not fetched yet
             return False
-        if not any(c.signal for credits in rounds.values() for c in credits):
+        real = [
+            c for credits in rounds.values() for c in credits if c.producer.lower() in addresses
+        ]
+        if not any(c.signal for c in real):
             return False
         for q, credits in rounds.items():
-            if {c.producer.lower() for c in credits} == addresses:
+            if {c.producer.lower() for c in credits} == addresses | lights:
                 found["round"] = q
                 return True
         return False
@@ -84,15 +97,16 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     wait_until(all_credited, timeout_s=ROUND_S * 16 + 120, what="a verdict root crediting all")
     round_ = found["round"]
 
-    # no node sent the ledger anything but its registration: no submission, no vote
+    # no node, real or light, sent the ledger anything but its registration: no submission, no
+    # vote
     w3 = connect(state["rpc_url"])
     ledger = state["ledger"].lower()
     sent = []
     for n in range(w3.eth.block_number + 1):
         for tx in w3.eth.get_block(n, full_transactions=True).transactions:
-            if tx["from"].lower() in addresses and (tx["to"] or "").lower() == ledger:
+            if tx["from"].lower() in addresses | lights and (tx["to"] or "").lower() == ledger:
                 sent.append(FUNCTIONS.get(bytes(tx.input[:4]), "?"))
-    assert sorted(sent) == ["register"] * len(addresses), sent
+    assert sorted(sent) == ["register"] * (len(addresses) + LIGHT), sent
 
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
     assert status.returncode == 0, status.stderr
@@ -104,17 +118,22 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
         assert row["credited"] == row["credited_in_book"]
     assert sum(r["credited_in_book"] for r in rows.values()) > 0
     assert view["book_unreadable_rounds"] == []
+    light = view["light"]
+    assert light["count"] == LIGHT and light["running"] and light["credited_nodes"] == LIGHT
+    assert light["refused"] == 0 and light["submitted"] >= LIGHT and light["voted"] > 0
+    assert light["credited_in_book"] > 0
 
     audit = sapo_run("audit", "book", str(round_), "--config", state["config"], env=env)
     assert audit.returncode == 0, audit.stdout + audit.stderr
-    assert "3 submissions, 3 credits" in audit.stdout, audit.stdout
+    every = len(addresses) + LIGHT
+    assert f"{every} submissions, {every} credits" in audit.stdout, audit.stdout
     assert "every rule the book proves holds" in audit.stdout, audit.stdout
 
     # a foreground devnet killed hard (SIGKILL: no Python code of its supervisor runs) takes
-    # every part along: anvil, the nodes, every IPFS daemon, the aggregator
+    # every part along: anvil, the nodes, every IPFS daemon, the aggregator, the light nodes
     parts = [state["anvil_pid"], aggregator["pid"], *(n["pid"] for n in state["nodes"])]
-    parts += [d["pid"] for d in state["ipfs"]]
-    assert len(state["ipfs"]) == len(addresses) + 1  # the aggregator's daemon of its own
+    parts += [state["light"]["pid"], *(d["pid"] for d in state["ipfs"])]
+    assert len(state["ipfs"]) == len(addresses) + 2  # one for the aggregator, one for the lights
     assert all(pid_alive(p) for p in parts)
     ps = sapo_run("devnet", "ps", "--json", env=env)
     assert state["data_dir"] in {d["data_dir"] for d in json.loads(ps.stdout)["devnets"]}
@@ -123,7 +142,7 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     wait_until(
         lambda: not any(pid_alive(p) for p in parts),
         timeout_s=20,
-        what="anvil, the IPFS daemons, the nodes and the aggregator to die with their supervisor",
+        what="every part of the devnet to die with its supervisor",
     )
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], env=env)
     assert status.returncode == 1 and "is not running" in status.stderr, status.stderr

@@ -38,6 +38,15 @@ class DevnetSection(Section):
         "nodes submit and vote through it (docs/aggregator.md); adversary nodes stay in the "
         "ledger's lane",
     )
+    light: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="light nodes beside the real ones (root lane only): staked identities in "
+        "families of their own, each signing its submission and its seat votes every round and "
+        "sending them to the aggregator, with no batch behind them (client.devnet.light; "
+        "docs/aggregator.md); at least [ledger].quorum + 1",
+    )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
         description="per node index (honest nodes first, then adversaries), sections of its "
@@ -106,6 +115,15 @@ class DevnetSection(Section):
                     f"node_overrides.{index}: {unknown} cannot differ between a devnet's nodes "
                     f"(they may override {', '.join(NODE_OVERRIDABLE)})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _light_in_the_root_lane(self) -> DevnetSection:
+        if self.light and not self.root_lane:
+            raise ValueError(
+                f"light = {self.light}: light nodes send their messages to the root lane's "
+                "aggregator: set root_lane = true (or pass --root-lane)"
+            )
         return self
 
     @model_validator(mode="after")

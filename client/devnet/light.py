@@ -1,0 +1,408 @@
+"""Light nodes of a devnet in the root lane ([devnet].light, `sapo devnet up --light N`): N staked
+identities beside the devnet's real training nodes, each of which signs its submission and its
+seat votes every round and sends them to the devnet's aggregator over its HTTP endpoint, as a real
+node does (docs/aggregator.md, "Light nodes"). What they cost the chain, the aggregator and the
+real nodes is then measured on a devnet of real nodes (scripts/bench_devnet_gas.py --light N).
+
+What a light node is and is not:
+- It is registered on the ledger with minStake, in a model family of light nodes only
+  (`light_families`: at most FAMILY_SIZE a family), so its batches are checked by light nodes and
+  the real nodes' by real nodes: the ledger draws committees within a family.
+- Its submission names a digest with no data behind it: it trains nothing. Its checkers (light
+  nodes of its family) sign an agreeing vote on each batch the book's draw seats them on
+  (`Auditor.seated`: the round's beacon, stakes as of the root's block) without fetching
+  anything. It is the cost of the swarm that is simulated, not its learning.
+- Everything else is the real path: EIP-712 messages under the book's domain
+  (client.chain.messages), the aggregator's endpoint read from its on-chain metadata
+  (`AggregatorClient`, receipts checked to be its key's), the submission list fetched through the
+  light nodes' own IPFS daemon from the aggregator's and checked against the posted root, and the
+  credit in the aggregator's verdict roots, which `sapo devnet status` counts.
+
+The keys: one secret, the light nodes' seed, in an encrypted keystore (DIR/light/keystore.json,
+the devnet's password); light node i's key is keccak(seed || i). Their addresses and families are
+public: DIR/light/lights.json. What the process did is in DIR/light/status.json (rewritten after
+each pass).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from eth_account import Account
+from eth_utils import keccak, to_checksum_address
+
+from client.chain import ChainError, Ledger
+from client.chain.book import BookRound, RoundBook, Windows
+from client.chain.events import EventReader
+from client.chain.ledger.connection import bytes32
+from client.chain.messages import Domain, Signed, Submission, Vote
+from client.chain.roots import BadList, decode_submission, open_submission_list
+from client.node.aggregation.auditor import Auditor
+from client.node.aggregation.endpoint import (
+    MAX_BATCH,
+    AggregatorClient,
+    EndpointError,
+    aggregator_origin,
+)
+from client.node.aggregation.lists import ListUnavailable
+from client.node.aggregation.reading import fetch_posted_submissions
+from client.store import BlockStore
+from client.units import SCORE_SCALE
+
+log = logging.getLogger("sapo.devnet.light")
+
+LIGHT_DIR = "light"
+ROSTER, STATUS = "lights.json", "status.json"
+FAMILY_SIZE = 100  # light nodes in one family: each checks its family's batches
+MAX_LIGHT = 10_000
+# what each light node claims for its batch (a batch of ROLLOUTS rollouts, as the simulator's)
+ROLLOUTS, SCORE, SIGNAL = 64, 32 * SCORE_SCALE, 16 * SCORE_SCALE
+POLL_S = 1.0
+REGISTER_GAS = 600_000  # a light node's register (its metadata is short): the ledger's is ~300k
+LIST_RETRY_S = 10.0
+
+
+def light_families(count: int) -> list[str]:
+    """The model families of `count` light nodes: ceil(count / FAMILY_SIZE), ids no base has."""
+    return [
+        "0x" + keccak(f"sapo devnet light family {f}".encode()).hex()
+        for f in range(-(-count // FAMILY_SIZE))
+    ]
+
+
+def family_sizes(count: int) -> list[int]:
+    """How many light nodes each family holds (node i is in family i mod F)."""
+    families = -(-count // FAMILY_SIZE)
+    return [len(range(f, count, families)) for f in range(families)]
+
+
+def light_key(seed: bytes, index: int) -> bytes:
+    return keccak(seed + index.to_bytes(4, "big"))
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The light nodes of a devnet, as lights.json lists them (public: no key)."""
+
+    addresses: list[str]
+    families: list[str]  # each node's family id
+
+    @classmethod
+    def of(cls, seed: bytes, count: int) -> Roster:
+        ids = light_families(count)
+        return cls(
+            [Account.from_key(light_key(seed, i)).address for i in range(count)],
+            [ids[i % len(ids)] for i in range(count)],
+        )
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Roster:
+        data = json.loads(path.read_text())
+        return cls(list(data["addresses"]), list(data["families"]))
+
+
+class LightError(RuntimeError):
+    """The light nodes could not be registered (the message says which and why)."""
+
+
+def register_lights(
+    ledger: Ledger, seed: bytes, roster: Roster, stake: int, metadata: str, timeout_s: float
+) -> int:
+    """Registers every light node not registered yet with `stake` and `metadata`: each funded as
+    anvil funds its dev accounts (anvil_setBalance: a devnet's chain only), each register signed
+    with its own key and sent at once, then every receipt waited for. Returns how many were
+    registered now; raises LightError naming one that failed."""
+    w3 = ledger.w3
+    infos = ledger.node_infos(roster.addresses)
+    todo = [i for i, info in enumerate(infos) if not info.registered]
+    if not todo:
+        return 0
+    fee = 2 * int(w3.eth.get_block("latest")["baseFeePerGas"]) + 10**9
+    balance = hex(stake + REGISTER_GAS * fee * 2)
+    chain_id = w3.eth.chain_id
+    hashes = []
+    for i in todo:
+        address = roster.addresses[i]
+        w3.provider.make_request("anvil_setBalance", [address, balance])  # type: ignore[arg-type]
+        data = ledger.contract.encode_abi("register", args=[metadata, bytes32(roster.families[i])])
+        tx = {
+            "to": ledger.address,
+            "data": data,
+            "value": stake,
+            "gas": REGISTER_GAS,
+            "nonce": w3.eth.get_transaction_count(address),
+            "chainId": chain_id,
+            "maxFeePerGas": fee,
+            "maxPriorityFeePerGas": 10**9,
+            "type": 2,
+        }
+        signed = Account.sign_transaction(tx, light_key(seed, i))
+        hashes.append((i, w3.eth.send_raw_transaction(signed.raw_transaction)))
+    deadline = time.monotonic() + timeout_s
+    for i, tx_hash in hashes:
+        while True:
+            try:
+                receipt = w3.eth.get_transaction_receipt(tx_hash)
+                break
+            except Exception:  # not mined yet (web3 raises TransactionNotFound)
+                if time.monotonic() > deadline:
+                    raise LightError(
+                        f"light node {i} ({roster.addresses[i]}): its register was not mined "
+                        f"within {timeout_s:.0f} s"
+                    ) from None
+                time.sleep(0.2)
+        if receipt["status"] != 1:
+            raise LightError(
+                f"light node {i} ({roster.addresses[i]}): its register reverted "
+                f"(tx {tx_hash.hex()})"
+            )
+    return len(todo)
+
+
+@dataclass
+class LightStatus:
+    """What the light nodes did, as status.json says it."""
+
+    count: int
+    round: int = -1
+    submitted: int = 0  # submissions the aggregator receipted
+    voted: int = 0  # votes it held
+    refused: int = 0  # messages it refused (each logged with its reason)
+    rounds_submitted: list[int] = field(default_factory=list)  # the last few
+    rounds_voted: list[int] = field(default_factory=list)
+    problem: str | None = None  # why the last pass stopped, if it did
+    updated: float = 0.0
+
+    def save(self, path: Path) -> None:
+        self.updated = time.time()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self)) + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> LightStatus | None:
+        try:
+            data = json.loads(path.read_text())
+            return cls(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+class LightSwarm:
+    """The light nodes' passes: each round's submissions, then each posted round's votes."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        book: RoundBook,
+        store: BlockStore,
+        seed: bytes,
+        roster: Roster,
+        aggregator: str,
+        *,
+        start_block: int = 0,
+    ):
+        self.ledger, self.book, self.store = ledger, book, store
+        self.roster, self.aggregator = roster, aggregator
+        self.keys = [light_key(seed, i) for i in range(len(roster.addresses))]
+        self.index = {a.lower(): i for i, a in enumerate(roster.addresses)}
+        self.params = ledger.params()
+        self.windows = Windows.of(self.params)
+        self.domain = Domain(chain_id=ledger.chain_id, contract=book.address)
+        self.auditor = Auditor.of(self.domain, ledger, self.params)
+        self.book_events = EventReader(book, start_block=start_block)  # type: ignore[arg-type]
+        self.status = LightStatus(count=len(self.keys))
+        self._client: AggregatorClient | None = None
+        self._sent: dict[int, set[int]] = {}  # round -> the light nodes whose submission is held
+        self._voted: set[int] = set()
+        self._retry_at: dict[int, float] = {}
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def endpoint(self) -> AggregatorClient:
+        """The aggregator's endpoint as its on-chain metadata lists it (read again after a
+        failure); raises EndpointError while it lists none."""
+        if self._client is None:
+            info = self.ledger.node_info(self.aggregator)
+            try:
+                listed = json.loads(info.metadata or "{}").get("aggregator")
+            except (ValueError, AttributeError):
+                listed = None
+            if not listed:
+                raise EndpointError(f"aggregator {self.aggregator} lists no endpoint yet")
+            self._client = AggregatorClient(
+                aggregator_origin(listed), self.domain, aggregator=self.aggregator
+            )
+        return self._client
+
+    def send(self, messages: list[Signed]) -> list[bool]:
+        """Sends messages, MAX_BATCH a POST; whether each was held (a refusal is logged)."""
+        held: list[bool] = []
+        try:
+            for first in range(0, len(messages), MAX_BATCH):
+                answers = self.endpoint().send(messages[first : first + MAX_BATCH])
+                for signed, answer in zip(messages[first:], answers, strict=False):
+                    if answer.refused is not None:
+                        self.status.refused += 1
+                        log.warning("%s refused by the aggregator: %s", signed.kind, answer.refused)
+                    held.append(answer.refused is None)
+        except EndpointError:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            raise
+        return held
+
+    def tick(self) -> None:
+        """One pass: this round's submissions (again for those not held yet, while the round's
+        submission window is open), then the votes of every posted round still voted on."""
+        current = self.ledger.current_round()
+        self.status.round = current
+        for round_ in list(self._sent):
+            if round_ < current - self.windows.submit_rounds:
+                del self._sent[round_]
+        self._submit(current)
+        first = current - (self.windows.vote_close(current) - current)
+        self._voted = {r for r in self._voted if r >= first}
+        for round_ in range(max(0, first), current):
+            if round_ not in self._voted and self._retry_at.get(round_, 0.0) <= time.monotonic():
+                self._vote(round_, current)
+
+    def _submit(self, round_: int) -> None:
+        held = self._sent.setdefault(round_, set())
+        todo = [i for i in range(len(self.keys)) if i not in held]
+        if not todo or round_ not in self.endpoint().status():
+            return  # all held, or not collected yet: the aggregator opens it on its next pass
+        messages = []
+        for i in todo:
+            digest = keccak(f"sapo devnet light batch {round_}/{self.roster.addresses[i]}".encode())
+            message = Submission(
+                round=round_,
+                digest="0x" + digest.hex(),
+                rollouts=ROLLOUTS,
+                score=SCORE,
+                signal=SIGNAL,
+            )
+            messages.append(Signed.sign(message, self.domain, self.keys[i]))
+        for i, ok in zip(todo, self.send(messages), strict=True):
+            if ok:
+                held.add(i)
+        self.status.submitted += sum(1 for i in todo if i in held)
+        if len(held) == len(self.keys):
+            self.status.rounds_submitted = [*self.status.rounds_submitted[-9:], round_]
+
+    def _vote(self, round_: int, current: int) -> None:
+        posted = self.book.round_of(round_)
+        if not posted.posted or posted.void or not posted.beacon:
+            return  # nothing posted, voided, or its committees not drawn yet
+        if current < self.windows.post_round(round_) or current > self.windows.vote_close(round_):
+            return
+        try:
+            data = fetch_posted_submissions(
+                self.store,
+                self.book_events,
+                posted,
+                self.ledger.node_info(posted.aggregator).metadata,
+                allow_private=True,
+                keep_round=self.windows.challenge_end(round_),
+            )
+            entries, _ = open_submission_list(data, posted.submissions, posted.count)
+        except ListUnavailable as exc:
+            log.info("round %s: the submission list not fetched (again later): %s", round_, exc)
+            self._retry_at[round_] = time.monotonic() + LIST_RETRY_S
+            return
+        except BadList as exc:
+            log.warning("round %s: the submission list is not its root's data: %s", round_, exc)
+            self._voted.add(round_)
+            return
+        votes = self.votes(posted, entries)
+        if votes:
+            self.status.voted += sum(self.send(votes))
+        self._voted.add(round_)
+        self.status.rounds_voted = [*self.status.rounds_voted[-9:], round_]
+        log.info("round %s: %d light votes on %d listed batches", round_, len(votes), len(entries))
+
+    def votes(self, posted: BookRound, entries: list[bytes]) -> list[Signed]:
+        """Each light node's agreeing vote on each light batch of its family it is seated on."""
+        batches: list[tuple[int, str, Submission]] = []  # (producer's index, address, claim)
+        for raw in entries:
+            try:
+                producer, submission, _ = decode_submission(raw)
+            except BadList:
+                continue
+            i = self.index.get(producer.lower())
+            if i is not None and submission.round == posted.round:
+                batches.append((i, producer, submission))
+        if not batches:
+            return []
+        self.auditor.prefetch(self.roster.addresses, posted.posted_block)
+        members: dict[str, list[int]] = {}
+        for i, family in enumerate(self.roster.families):
+            members.setdefault(family, []).append(i)
+        votes = []
+        for p, producer, claim in batches:
+            for v in members[self.roster.families[p]]:
+                if v == p:
+                    continue
+                if not self.auditor.seated(posted, producer, self.roster.addresses[v]):
+                    continue
+                vote = Vote(
+                    round=posted.round,
+                    producer=to_checksum_address(producer),
+                    digest=claim.digest,
+                    unavailable=False,
+                    score=claim.score,
+                    signal=claim.signal,
+                    findings=0,
+                )
+                votes.append(Signed.sign(vote, self.domain, self.keys[v]))
+        return votes
+
+
+def new_seed() -> bytes:
+    return secrets.token_bytes(32)
+
+
+def run(swarm: LightSwarm, status_path: Path, stop) -> None:
+    """Passes every POLL_S until `stop` is set; status.json after each. Nothing the chain, the
+    store or the aggregator does stops the process: a pass that fails says why and the next
+    goes on."""
+    swarm.status.save(status_path)
+    while not stop.is_set():
+        try:
+            swarm.tick()
+            swarm.status.problem = None
+        except (ChainError, EndpointError, ListUnavailable, OSError) as exc:
+            swarm.status.problem = str(exc)
+            log.warning("light nodes: this pass stopped (%s); the next goes on", exc)
+        swarm.status.save(status_path)
+        stop.wait(POLL_S)
+
+
+__all__ = [
+    "FAMILY_SIZE",
+    "LIGHT_DIR",
+    "MAX_LIGHT",
+    "ROSTER",
+    "STATUS",
+    "LightError",
+    "LightStatus",
+    "LightSwarm",
+    "Roster",
+    "family_sizes",
+    "light_families",
+    "new_seed",
+    "register_lights",
+    "run",
+]
