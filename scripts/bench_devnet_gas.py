@@ -11,14 +11,22 @@ gas by sender (the nodes, the aggregator) and by function, per chain round. "Per
 everything the swarm sent (the aggregator's posts too) by the training nodes. The chain's
 Mgas/s is at 60-s rounds, as docs/scaling.md counts it.
 
+--light N1,N2 runs the root lane once more per N with N light nodes beside the training nodes
+(`sapo devnet up --light N`, client.devnet.light): "per node" then divides by training and light
+nodes. Each run also reads, over the measured rounds, the CPU seconds of the aggregator's
+process, of the light nodes' process (per light node) and of each training node's process, the
+growth of node 0's journal, and how many of the training nodes' batches the book's verdict roots
+credited (all of them, when the lights cost the real nodes nothing they notice).
+
 A script, not a test: each lane runs some minutes of wall time.
 
 Usage: python -m scripts.bench_devnet_gas [--nodes 3 --rounds 8 --round-length 20
-       --lanes ledger,root]
+       --lanes ledger,root] [--light 100,1000]
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +36,11 @@ from pathlib import Path
 
 from client.chain import Ledger, connect
 from client.chain.artifacts import selectors
+from client.chain.book import RoundBook
+from client.config import load_config
+from client.node.aggregation.claims import Claimant, NoClaim
+from client.node.datadir import DataDir
+from client.store import open_store
 from scripts import arguments
 from scripts.table import Table
 from tests.harness.devnets import (
@@ -80,8 +93,43 @@ def gas_of_rounds(w3, params, first: int, last: int, who: dict[str, str], names:
     return {"rounds": per_round, "calls": calls, "gas": gas}
 
 
-def run_lane(lane: str, args) -> dict:
-    data_dir = Path(tempfile.mkdtemp(prefix=f"sapo-bench-gas-{lane}-"))
+def cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def processes(state) -> dict[str, int]:
+    """The pids whose CPU is read: the aggregator, the light nodes, each training node."""
+    pids = {f"node-{n.index}": n.pid for n in state.nodes}
+    if state.aggregator is not None:
+        pids["aggregator"] = state.aggregator.pid
+    if state.light is not None:
+        pids["light"] = state.light.pid
+    return pids
+
+
+def real_credited(state, first: int, last: int) -> tuple[int, int]:
+    """(the training nodes' batches the book's verdict roots of first..last credit, the
+    batches there were: nodes x rounds)."""
+    cfg = load_config(state.config)
+    ledger = Ledger(connect(state.rpc_url), state.ledger)
+    book = RoundBook(ledger.w3, state.aggregator.book)
+    reader = Claimant(ledger, book, open_store(cfg.store), allow_private_peers=True)
+    real = {n.address.lower() for n in state.nodes}
+    try:
+        rounds = reader.credits(first, last)
+    except NoClaim:
+        return -1, len(real) * (last - first + 1)
+    found = sum(1 for credits in rounds.values() for c in credits if c.producer.lower() in real)
+    return found, len(real) * (last - first + 1)
+
+
+def run_lane(lane: str, args, light: int = 0) -> dict:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"sapo-bench-gas-{lane}-{light}-"))
     log = data_dir.parent / f"{data_dir.name}.out"
     env = {
         "SAPO_POLICY__MODEL": "seed-test",
@@ -89,6 +137,8 @@ def run_lane(lane: str, args) -> dict:
         "SAPO_SAPO__MAX_LOCAL_ROUNDS": CAPPED_LOCAL_ROUNDS,
     }
     extra = ["--root-lane"] if lane == "root" else []
+    if light:
+        extra += ["--light", str(light)]
     try:
         up, state = foreground_devnet(
             data_dir,
@@ -109,18 +159,51 @@ def run_lane(lane: str, args) -> dict:
         params = Ledger(w3, state.ledger).params()
         first = max(warm_round(params, lane), params.round_at(time.time()) + 1)
         last = first + args.rounds - 1
+        journal = DataDir(state.nodes[0].data_dir).journal if state.nodes else None
+        cpu: dict[str, float] = {}
+        size = 0
         while params.round_at(time.time()) <= last:
             if up.poll() is not None:
                 sys.exit(f"the devnet stopped; see {log}")
-            time.sleep(2)
+            if not cpu and params.round_at(time.time()) >= first:  # the measured rounds begin
+                cpu = {name: cpu_s(pid) for name, pid in processes(state).items()}
+                size = journal.stat().st_size if journal else 0
+            time.sleep(1)
+        cpu = {name: cpu_s(pid) - cpu.get(name, 0.0) for name, pid in processes(state).items()}
+        grown = (journal.stat().st_size - size) if journal else 0
         who = {node.address.lower(): "nodes" for node in state.nodes}
         if state.aggregator is not None:
             who[state.aggregator.address.lower()] = "aggregator"
+        if state.light is not None:
+            who |= {a.lower(): "light" for a in _roster(state.light.roster)}
         measured = gas_of_rounds(w3, params, first, last, who, functions())
+        # the verdicts of the measured rounds are posted some rounds later
+        verdict = params.round_at(time.time())
+        while (
+            lane == "root" and verdict <= last + params.submit_rounds + params.challenge_rounds + 2
+        ):
+            time.sleep(2)
+            verdict = params.round_at(time.time())
+        credited = real_credited(state, first, last) if lane == "root" else None
     finally:
         stop_devnet(up)
-    measured |= {"lane": lane, "first": first, "last": last, "log": log}
+    measured |= {
+        "lane": lane,
+        "first": first,
+        "last": last,
+        "log": log,
+        "light": light,
+        "cpu": cpu,
+        "journal": grown,
+        "credited": credited,
+    }
     return measured
+
+
+def _roster(path: Path) -> list[str]:
+    from client.devnet.light import Roster
+
+    return Roster.load(path).addresses
 
 
 def main() -> None:
@@ -129,15 +212,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="chain rounds measured")
     parser.add_argument("--round-length", type=int, default=20)
     parser.add_argument("--lanes", default="ledger,root")
+    parser.add_argument(
+        "--light", default="", help="light node counts, each a root-lane run of its own (100,1000)"
+    )
     args = parser.parse_args()
     lanes = [lane for lane in args.lanes.split(",") if lane]
     if unknown := set(lanes) - {"ledger", "root"}:
         parser.error(f"--lanes: ledger or root, not {sorted(unknown)}")
+    try:
+        lights = [int(n) for n in args.light.split(",") if n]
+    except ValueError:
+        parser.error(f"--light: comma-separated counts, not {args.light!r}")
     runs = [run_lane(lane, args) for lane in lanes]
+    runs += [run_lane("root", args, light) for light in lights]
 
     print(f"\n{args.nodes} training nodes, {args.round_length}-s rounds, from receipts\n")
     table = Table(
         "lane",
+        "light nodes",
         "rounds",
         "gas / round (mean)",
         "min",
@@ -154,23 +246,64 @@ def main() -> None:
         mean = statistics.fmean(totals)
         table.row(
             run["lane"],
+            run["light"],
             f"{run['first']}..{run['last']}",
             round(mean),
             min(totals),
             max(totals),
             round(sum(c["nodes"] for c in run["rounds"].values()) / count),
             round(sum(c["aggregator"] for c in run["rounds"].values()) / count),
-            round(mean / args.nodes),
+            round(mean / (args.nodes + run["light"])),
             mean / ROUND_S_AT_SCALE / 1e6,
         )
     table.print()
     print()
-    calls = Table("lane", "sender", "function", "calls / round", "gas / round", "gas / call")
+    work = Table(
+        "lane",
+        "light nodes",
+        "aggregator CPU s / round",
+        "light nodes' CPU s / round / light node",
+        "training node CPU s / round (mean)",
+        "node 0's journal bytes / round",
+        "training batches credited",
+        formats={
+            "aggregator CPU s / round": ".2f",
+            "light nodes' CPU s / round / light node": ".4f",
+            "training node CPU s / round (mean)": ".1f",
+        },
+    )
+    for run in runs:
+        count = run["last"] - run["first"] + 1
+        cpu = run["cpu"]
+        nodes = [v for k, v in cpu.items() if k.startswith("node-")]
+        credited = run["credited"]
+        work.row(
+            run["lane"],
+            run["light"],
+            cpu.get("aggregator", 0.0) / count,
+            cpu.get("light", 0.0) / count / run["light"] if run["light"] else 0.0,
+            statistics.fmean(nodes) / count if nodes else 0.0,
+            round(run["journal"] / count),
+            "-" if credited is None else f"{credited[0]} of {credited[1]}",
+        )
+    work.print()
+    print()
+    calls = Table(
+        "lane", "light nodes", "sender", "function", "calls / round", "gas / round", "gas / call"
+    )
     for run in runs:
         count = run["last"] - run["first"] + 1
         for (kind, name), n in sorted(run["calls"].items(), key=lambda kv: -run["gas"][kv[0]]):
             spent = run["gas"][(kind, name)]
-            calls.row(run["lane"], kind, name, n / count, round(spent / count), round(spent / n))
+            calls.row(
+                run["lane"],
+                run["light"],
+                kind,
+                name,
+                n / count,
+                round(spent / count),
+                round(spent / n),
+            )
     calls.print()
 
 

@@ -140,7 +140,7 @@ def describe_lights(view: dict) -> str:
     if "credited_in_book" in view:
         line += (
             f"; {view['credited_nodes']} of them credited in the book, "
-            f"{view['credited_in_book']} in all"
+            f"{score(view['credited_in_book'])} in all"
         )
     if view.get("problem"):
         line += f"\nlight: the last pass stopped: {view['problem']}"

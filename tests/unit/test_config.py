@@ -119,6 +119,8 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
             "[devnet]\nnodes = 9\nroot_lane = true\n",
             "accounts (10) must be at least nodes + 2 (the deployer, the aggregator) (11)",
         ),
+        ("[devnet]\nlight = 4\n", "light nodes send their messages to the root lane's"),
+        ("[devnet]\nlight = 10001\nroot_lane = true\n", "[devnet].light"),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
         ('[node]\nmetrics_addr = "9464"\n', "'9464' is not HOST:PORT"),
@@ -337,6 +339,10 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     assert lane.devnet.root_lane and lane.devnet.accounts == 11
     assert lane.ledger.checkers == 132 == seats_for_every_node(10)
     assert apply_options(devnet, 9, None, None)[0].ledger.checkers == seats_for_every_node(9)
+    # light nodes send to the root lane's aggregator: --light alone turns the root lane on
+    light, said = apply_options(devnet, 3, None, None, light=4)
+    assert light.devnet.root_lane and light.devnet.light == 4 and light.devnet.accounts >= 5
+    assert any("--light 4: the devnet runs the root lane" in n for n in said), said
 
 
 def test_an_adapter_setting_that_cannot_work_is_refused_with_what_to_set(tmp_path: Path) -> None:

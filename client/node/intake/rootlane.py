@@ -5,10 +5,11 @@ root is posted in the round book, read from the root's published list instead of
 Each poll reads the list of every round whose votes are open (from its submission root's round to
 the book's vote close) once its beacon is drawn: one event in the root's block for the list's
 digest, the list from IPFS (dialling the posting aggregator's daemon first), checked against the
-root and count before an entry is read. Its entries of our family become peers' submissions like
-any (journaled, and added to the intake's window with the root's block: the stake snapshot and
-the beacon's block are the root's, so the local draw is the book's), and are fetched, verified and
-proven as any. What differs is the vote:
+root and count before an entry is read. Its entries of our family (each producer's family read
+once for its life, in batches) become peers' submissions like any (journaled, and added to the
+intake's window with the root's block: the stake snapshot and the beacon's block are the root's,
+so the local draw is the book's), and are fetched, verified and proven as any; the others are
+never journaled (their committees are never ours). What differs is the vote:
 
 - a drawn checker's seat is the book's rule (`Auditor.seated`: rule 4 with the round's beacon and
   stakes as of the root's block), not the ledger's `seatsOf` (no ledger record exists);
@@ -90,6 +91,8 @@ class RootIntake(Stage):
         self._retry_at: dict[int, float] = {}
         self._escalated: set[tuple[int, str]] = set()
         self._asked: set[tuple[int, str]] = set()  # asked the ledger once
+        self._family: str | None = None  # ours, read once
+        self._families: dict[str, str] | None = None  # producers' (the journal's, read once)
 
     # ---------------------------------------------------------------------------- reading
 
@@ -141,7 +144,11 @@ class RootIntake(Stage):
             self._rounds[round_] = _Read(posted, None)
             return
         found = []
-        for index, signed, claim in listed_claims(entries, round_, self.me):
+        claims = listed_claims(entries, round_, self.me)
+        families = self._families_of({claim.node for _, _, claim in claims})
+        for index, signed, claim in claims:
+            if families.get(claim.node) != self._our_family():
+                continue  # another family's batch: its committee is never ours
             key = (round_, claim.node)
             if self.window.blocks.get(key, posted.posted_block) != posted.posted_block:
                 continue  # submitted on the ledger: the book credits none of it
@@ -150,7 +157,35 @@ class RootIntake(Stage):
         self._rounds[round_] = _Read(posted, tree)
         self.journal.peers.found_in_root(found, posted.posted_block)
         self.window.add(found, posted.posted_block)
-        log.info("round %s: read %d submissions from the root lane", round_, len(found))
+        log.info(
+            "round %s: read %d submissions of our family from the root lane's %d",
+            round_,
+            len(found),
+            len(entries),
+        )
+
+    def _our_family(self) -> str | None:
+        if self._family is None:
+            self._family = self.ledger.node_info(self.me).family
+        return self._family
+
+    def _families_of(self, nodes: set[str]) -> dict[str, str]:
+        """The model family of each of `nodes` (lower case) that is registered: the journal's
+        (fixed for an address's life), the rest read in JSON-RPC batches and journaled. At
+        10,000 producers the first list costs 50 batched requests; the next lists, only the
+        newcomers'."""
+        if self._families is None:
+            self._families = self.journal.peers.families()
+        unknown = sorted(nodes - self._families.keys())
+        if unknown:
+            found = {
+                n: info.family
+                for n, info in zip(unknown, self.ledger.node_infos(unknown), strict=True)
+                if info.family is not None
+            }
+            self.journal.peers.add_families(found)
+            self._families.update(found)
+        return self._families
 
     # ------------------------------------------------------------------------------ seats
 

@@ -1,0 +1,76 @@
+"""A devnet's light nodes (client.devnet.light) without a chain: their families, their roster, the
+refusal of too few of them, and how `devnet status` says what they did. The light nodes on a
+running devnet are tests/swarm/test_devnet_rootlane.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eth_account import Account
+
+from client.cli.devnet_view import describe_lights
+from client.devnet.light import (
+    FAMILY_SIZE,
+    LightStatus,
+    Roster,
+    family_sizes,
+    light_families,
+    light_key,
+)
+from client.devnet.provision import light_quorum_problem
+
+
+def test_light_nodes_split_into_families_of_at_most_family_size_and_as_even_as_can_be() -> None:
+    assert family_sizes(4) == [4] and family_sizes(FAMILY_SIZE) == [FAMILY_SIZE]
+    assert family_sizes(250) == [84, 83, 83]
+    assert sum(family_sizes(10_000)) == 10_000 and max(family_sizes(10_000)) == FAMILY_SIZE
+    ids = light_families(250)
+    assert len(set(ids)) == 3 and all(len(f) == 66 and f.startswith("0x") for f in ids)
+    assert light_families(FAMILY_SIZE + 1)[:1] == light_families(4)  # the same ids, whatever N
+
+
+def test_a_roster_is_the_seeds_keys_addresses_and_reads_back_as_written(tmp_path: Path) -> None:
+    seed = bytes(range(32))
+    roster = Roster.of(seed, 250)
+    assert roster == Roster.of(seed, 250) and roster != Roster.of(bytes(32), 250)
+    assert len(set(roster.addresses)) == 250
+    assert roster.addresses[7] == Account.from_key(light_key(seed, 7)).address
+    ids = light_families(250)
+    assert [roster.families.count(f) for f in ids] == family_sizes(250)
+    roster.save(tmp_path / "lights.json")
+    assert Roster.load(tmp_path / "lights.json") == roster
+    assert "key" not in (tmp_path / "lights.json").read_text()  # public: addresses only
+
+
+def test_too_few_light_nodes_for_the_quorum_are_refused_with_what_to_run() -> None:
+    problem = light_quorum_problem(2, 2)
+    assert problem is not None and "run at least 3 light nodes" in problem
+    assert light_quorum_problem(3, 2) is None
+    assert light_quorum_problem(FAMILY_SIZE + 1, 3) is None  # families of 51 and 50
+
+
+def test_devnet_status_says_what_the_light_nodes_did_and_what_the_book_credits_them(
+    tmp_path: Path,
+) -> None:
+    said = LightStatus(count=4, round=9, submitted=36, voted=80, refused=0)
+    said.save(tmp_path / "status.json")
+    assert LightStatus.load(tmp_path / "status.json") == said
+    (tmp_path / "broken.json").write_text("{")
+    assert LightStatus.load(tmp_path / "broken.json") is None
+    view = {
+        "count": 4,
+        "families": 1,
+        "running": True,
+        "round": 9,
+        "submitted": 36,
+        "voted": 80,
+        "refused": 0,
+        "problem": "aggregator 0xab… lists no endpoint yet",
+        "credited_in_book": 1_920_000,
+        "credited_nodes": 4,
+    }
+    line = describe_lights(view)
+    assert line.startswith("light 4 light nodes in 1 families (running): round 9")
+    assert "36 submissions and 80 votes held by the aggregator, 0 refused" in line
+    assert "4 of them credited in the book, 192.0000 in all" in line  # as the nodes' credit
+    assert "the last pass stopped: aggregator 0xab… lists no endpoint yet" in line
