@@ -333,6 +333,9 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     finally:
         watcher.close()
     assert (point.claimed, point.credited, point.lane) == (credit.signal, credit.signal, "root")
+    # its checkers' votes, signed off chain, as the credit carries them
+    votes = len(world.agg.service.verdict_roots[r].votes[0])
+    assert point.votes == (votes, 0, 0) and votes >= world.swarm.ledger.params().quorum
     assert NodeView(producer_dir).totals().book == {"credited": 1, "uncredited": 0}
 
     # once the round stands, its producer claims with `sapo rewards claim --book`: the round's
@@ -351,6 +354,15 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     assert world.swarm.w3.eth.get_balance(world.me) - balance == claimed["paid"] - gas
     code, again = claim_book(config)
     assert code == 1 and "paid already" in again, again
+    # the TUI shows the claim among its payouts, and says so in its activity
+    watcher = Watcher(with_sections(load_config(config), node={"data_dir": producer_dir}), world.me)
+    try:
+        snap = watcher.snapshot()
+    finally:
+        watcher.close()
+    assert [p.amount for p in snap.payouts] == [claimed["paid"]]
+    said = [a.text for a in snap.activity if a.kind == "claim"]
+    assert len(said) == 1 and f"from the round book, for credits through round {r}" in said[0]
 
 
 def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> None:
@@ -382,7 +394,7 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     assert world.producer.outbox()[f"audit:{r}"] == DONE
     [uncredited] = world.events("rootlane.unsent")
     assert "does not credit our batch" in uncredited["message"]
-    assert [credited for _, credited in world.producer.journal.book_credits().values()] == [False]
+    assert [c for _, c, _ in world.producer.journal.book_credits().values()] == [False]
 
 
 def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(world, caplog) -> None:

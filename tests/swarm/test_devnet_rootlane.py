@@ -19,6 +19,7 @@ keep the wait near a minute."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,13 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
             if tx["from"].lower() in addresses | lights and (tx["to"] or "").lower() == ledger:
                 sent.append(FUNCTIONS.get(bytes(tx.input[:4]), "?"))
     assert sorted(sent) == ["register"] * (len(addresses) + LIGHT), sent
+
+    # a real node reads the whole list but journals only its own family's entries: the other
+    # real nodes' batches, none of the light nodes'
+    node = state["nodes"][0]
+    with sqlite3.connect(f"file:{node['data_dir']}/journal.sqlite?mode=ro", uri=True) as db:
+        peers = {n for (n,) in db.execute("SELECT DISTINCT node FROM peer_submissions")}
+    assert peers == addresses - {node["address"].lower()}, peers
 
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
     assert status.returncode == 0, status.stderr

@@ -386,9 +386,13 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
         db.execute("DROP TABLE peer_families")
         db.execute("ALTER TABLE peer_submissions DROP COLUMN block")
         db.execute("INSERT INTO peer_submissions VALUES (7, '0xa', '0xd', 1, 1, 1)")
+        # (and the root lane's credits of ours from before their votes were kept)
+        db.execute("ALTER TABLE book_credits DROP COLUMN votes")
+        db.execute("INSERT INTO book_credits VALUES (5, 40, 1, 0.0)")
     old = Journal.read_only(path)  # before its node opens it: counted from the rows
     assert old.phases() == {"confirmed": (93, 99), "skipped": (6, 80), "missed": (1, 7)}
     assert old.peers.per_peer()["0xa"]["used"] == 100 and old.peers.verdict_counts()["bad"] == 0
+    assert old.book_credits() == {5: (40, True, 0)}  # its votes not known: none counted
     Journal(path).close()
     with sqlite3.connect(path) as db:
         names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
@@ -397,6 +401,8 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
     reopened = Journal(path)  # its old submission has no block: read by a window's first pass
     [(sub, block)] = reopened.peers.submissions_since(None, 0)[0]
     assert (sub.round, sub.node, block) == (7, "0xa", None)
+    reopened.keep_book_credit(6, 50, 2)  # its node keeps the votes from now on
+    assert reopened.book_credits() == {5: (40, True, 0), 6: (50, True, 2)}
     reopened.close()
     old.close()
 

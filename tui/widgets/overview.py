@@ -114,6 +114,8 @@ class Overview(Grid):
             if last.lane == "root":  # its checkers voted off chain: the verdict root says
                 state = "credited" if last.credited else "NOT credited"
                 state += " by the root lane's verdict root"
+                if last.credited is not None and agree:
+                    state += f" ({agree} agreeing, signed off chain)"
             elif last.credited:
                 state = f"credited ({votes})"
             elif snap.quorum and agree < snap.quorum:

@@ -154,7 +154,8 @@ CREATE TABLE IF NOT EXISTS book_credits (  -- the root lane's verdict root on ea
     round INTEGER PRIMARY KEY,
     signal INTEGER NOT NULL,  -- the learning signal our submission claimed
     credited INTEGER NOT NULL,  -- 1: the verdict root credits it (as our audit of it found)
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    votes INTEGER NOT NULL DEFAULT 0  -- the signed agreeing votes its credit carries
 );
 CREATE TABLE IF NOT EXISTS peer_totals (  -- per peer, what the rows pruned counted (PeerBook.prune)
     node TEXT PRIMARY KEY,
@@ -215,15 +216,25 @@ class JournalDB:
         ).fetchall()
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(peer_submissions)")}
         add_block = "" if "block" in columns else "ALTER TABLE peer_submissions ADD block INTEGER;"
+        booked = {row[1] for row in self._db.execute("PRAGMA table_info(book_credits)")}
+        add_votes = (
+            "ALTER TABLE book_credits ADD votes INTEGER NOT NULL DEFAULT 0;"
+            if booked and "votes" not in booked
+            else ""
+        )
         self._db.executescript(
             "BEGIN IMMEDIATE;"
             + ("" if has_counts else PHASE_COUNTS)
             + add_block
+            + add_votes
             # who agreed with which peer batch is read from the ledger per batch fetched now
             + "DROP TABLE IF EXISTS peer_attesters;"
             + INDEXES
             + "COMMIT;"
         )
+
+    def columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.all(f"PRAGMA table_info({table})")}
 
     def has_table(self, name: str) -> bool:
         return bool(self.all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name))

@@ -285,29 +285,37 @@ class Journal:
         with self.db.tx() as db:
             return db.execute("DELETE FROM receipts WHERE round < ?", (before_round,)).rowcount
 
-    def keep_book_credit(self, round_: int, signal: int, credited: bool) -> None:
+    def keep_book_credit(self, round_: int, signal: int, votes: int | None) -> None:
         """Keeps what the root lane's verdict root of `round_` gave our batch (our audit of it
-        found it credited, or not): what the TUI and /metrics show of our rounds in that lane.
-        One row a round of ours, never pruned (as `rounds`)."""
+        found it credited with `votes` signed agreeing votes, or not: None): what the TUI and
+        /metrics show of our rounds in that lane. One row a round of ours, never pruned (as
+        `rounds`)."""
         with self.db.tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO book_credits (round, signal, credited, updated) "
-                "VALUES (?, ?, ?, ?)",
-                (round_, signal, int(credited), time.time()),
+                "INSERT OR REPLACE INTO book_credits (round, signal, credited, updated, votes) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (round_, signal, int(votes is not None), time.time(), votes or 0),
             )
 
-    def book_credits(self, first: int = 0, last: int | None = None) -> dict[int, tuple[int, bool]]:
-        """Round -> (the signal we claimed, credited?) of our batches the root lane's verdict
-        roots judged, rounds first..last."""
+    def book_credits(
+        self, first: int = 0, last: int | None = None
+    ) -> dict[int, tuple[int, bool, int]]:
+        """Round -> (the signal we claimed, credited?, the agreeing votes its credit carries) of
+        our batches the root lane's verdict roots judged, rounds first..last."""
         if not self.db.has_table("book_credits"):  # read-only, before a node of this version
             return {}
+        # a journal opened read-only before a node of this version added the column: 0 votes
+        query = (
+            "SELECT round, signal, credited, votes FROM book_credits "
+            if "votes" in self.db.columns("book_credits")
+            else "SELECT round, signal, credited, 0 FROM book_credits "
+        )
         rows = self.db.all(
-            "SELECT round, signal, credited FROM book_credits WHERE round >= ? AND round <= ? "
-            "ORDER BY round",
+            query + "WHERE round >= ? AND round <= ? ORDER BY round",
             first,
             last if last is not None else 2**62,
         )
-        return {r: (signal, bool(credited)) for r, signal, credited in rows}
+        return {r: (signal, bool(credited), n) for r, signal, credited, n in rows}
 
     def book_outcomes(self) -> dict[str, int]:
         """How many of our batches the root lane's verdict roots credited, and did not."""

@@ -273,7 +273,8 @@ class OwnBatch(Handler):
                     "aggregator's bond is asked back",
                 )
             return
-        finding, credited = self.root.audit(posted)
+        finding, votes = self.root.audit(posted)
+        credited = votes is not None
         if isinstance(finding, str):
             if current > windows.challenge_end(round_):
                 self._unbound(entry, f"its verdict list was never readable: {finding}")
@@ -292,7 +293,7 @@ class OwnBatch(Handler):
             return
         record = self.journal.round(round_)
         claimed = record.signal if record is not None and record.signal is not None else 0
-        self.journal.keep_book_credit(round_, claimed, credited)  # what the TUI shows of it
+        self.journal.keep_book_credit(round_, claimed, votes)  # what the TUI shows of it
         self.journal.done(entry.key)
         if not credited:
             self.events.emit(

@@ -245,23 +245,23 @@ class RootLane(Stage):
             keep_round=self.windows.challenge_end(posted.round),
         )
 
-    def audit(self, posted: BookRound) -> tuple[Finding | str | None, bool]:
+    def audit(self, posted: BookRound) -> tuple[Finding | str | None, int | None]:
         """Checks the posted verdict root of a round our batch is in: the order of its credits,
         and the votes, amount and seats of our own credit and of AUDIT_SAMPLE others drawn at
         random (unpredictable to the aggregator: every node of a round samples its own, so each
         credit of a large round is checked by several nodes, at a few signature recoveries each).
-        Returns (the finding to prove, or why the lists cannot be read yet, or None; whether it
-        credits our batch)."""
+        Returns (the finding to prove, or why the lists cannot be read yet, or None; the signed
+        votes its credit of our batch carries, None when it does not credit it)."""
         try:
             data = self._submission_list(posted)
             entries, _ = open_submission_list(data, posted.submissions, posted.count)
         except (ListUnavailable, BadList) as exc:
-            return str(exc), False
+            return str(exc), None
         if posted.credits == 0:  # the no-credit root: nothing in it to prove
-            return None, False
+            return None, None
         digest = self._verdict_digest(posted.round)
         if digest is None:
-            return f"no VerdictsPosted event of round {posted.round}", False
+            return f"no VerdictsPosted event of round {posted.round}", None
         try:
             listed = fetch_list(
                 self.store,
@@ -273,7 +273,7 @@ class RootLane(Stage):
             )
             opened = open_verdict_list(listed, posted.verdicts, posted.credits, posted.total)
         except ListUnavailable as exc:
-            return str(exc), False
+            return str(exc), None
         except BadList:
             opened = None  # not the root's data: the auditor says so (a challenge)
         me = self.services.address.lower()
@@ -284,7 +284,7 @@ class RootLane(Stage):
         sample = ours + secrets.SystemRandom().sample(others, min(AUDIT_SAMPLE, len(others)))
         v4 = v4_producers(self.ledger, self.ledger_events, posted.round)
         finding = self.auditor.verdicts(posted, entries, listed, v4=v4, only=sample)
-        return finding, bool(ours)
+        return finding, len(opened.votes[ours[0]]) if opened and ours else None
 
     def _verdict_digest(self, round_: int) -> bytes | None:
         """The verdict list's digest, from its VerdictsPosted event (posted in the round's

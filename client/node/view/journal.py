@@ -160,9 +160,10 @@ class NodeView:
             row["reward_external"] = sum(ext) / len(ext) if ext else None
         return out
 
-    def book_credits(self, first: int, last: int | None = None) -> dict[int, tuple[int, bool]]:
-        """Round -> (the signal we claimed, credited?) of our batches that the root lane's
-        verdict roots of rounds first..last (None: on) judged (Journal.book_credits)."""
+    def book_credits(self, first: int, last: int | None = None) -> dict[int, tuple[int, bool, int]]:
+        """Round -> (the signal we claimed, credited?, the agreeing votes its credit carries) of
+        our batches that the root lane's verdict roots of rounds first..last (None: on) judged
+        (Journal.book_credits)."""
         return self.journal.book_credits(first, last) if self.journal else {}
 
     def reward_by_entry(self, first: int, last: int) -> dict[int, dict[str, list]]:

@@ -13,6 +13,10 @@ before that, while credited and unclaimed. What it reads first is bounded too wh
 one (found by bisecting block timestamps), not at the deploy block, and counts every total since
 that round (`since_round`); a round of that window has all its events read, so our own rounds in
 it (their credit, votes and claims) are whole.
+
+In the root lane (given the round `book`), our claims from the book are payouts too: its
+`Claimed` events of our address, one topic-filtered walk of the book's blocks from the same first
+block.
 """
 
 from __future__ import annotations
@@ -138,6 +142,8 @@ class LedgerView:
         keep_rounds: int = 60,
         lookback_rounds: int | None = None,
         clock: Callable[[], float] = time.time,
+        book=None,
+        book_start_block: int = 0,
     ):
         self.ledger = ledger
         self.clock = clock
@@ -145,6 +151,14 @@ class LedgerView:
         self.keep_rounds = keep_rounds
         self.reader = EventReader(ledger, chunk_blocks=chunk_blocks, start_block=start_block)
         self.cursor = EventCursor(next_block=start_block)
+        # the root lane's book: our claims from it (None: a node of the ledger's lane only)
+        self.book_reader = (
+            EventReader(book, chunk_blocks=chunk_blocks, start_block=book_start_block)
+            if book is not None
+            else None
+        )
+        self.book_cursor = EventCursor(next_block=book_start_block)
+        self._book_queries = [Query(["Claimed"], {"producer": self.me})]
         self.lookback_rounds = lookback_rounds
         # the round since which every total is counted; None: since the deploy block
         self.since_round: int | None = None
@@ -172,18 +186,28 @@ class LedgerView:
         chain does not answer (nothing is half-applied: events are folded only once all were
         read)."""
         cursor = self.cursor.model_copy()
+        book_cursor = self.book_cursor.model_copy()
         since = self.since_round
         if not self._started:
             since = self._start(cursor)
+            book_cursor.next_block = max(book_cursor.next_block, cursor.next_block)
         events = [e.typed() for e in self.reader.poll_any(cursor, self._queries)]
+        from_book = (
+            self.book_reader.poll_any(book_cursor, self._book_queries)
+            if self.book_reader is not None
+            else []
+        )
         # claims are dated by their block: read those first, so a failure folds nothing
         self._mined = {
             e.block_number: self._block_time(e.block_number)
             for e in events
             if isinstance(e, Claimed) and e.node == self.me
         }
-        self.cursor, self.since_round, self._started = cursor, since, True
+        self._mined |= {e.block_number: self._block_time(e.block_number) for e in from_book}
+        self.cursor, self.book_cursor = cursor, book_cursor
+        self.since_round, self._started = since, True
         activity = [a for e in events if (a := self._fold(e)) is not None]
+        activity += [self._fold_book_claim(e) for e in from_book]
         self._stale.add(self.me)
         stale = sorted(self._stale)
         for info in self.ledger.node_infos(stale):
@@ -324,6 +348,20 @@ class LedgerView:
         return agree, dispute, unavailable
 
     # --------------------------------------------------------------------------------- folding
+
+    def _fold_book_claim(self, e) -> Activity:
+        """Our claim from the round book (RoundBook.claim: what our credits up to `round` earned,
+        less what was paid before)."""
+        mined_round = self.ledger.params().round_at(self._mined[e.block_number])
+        amount = int(e.args["amount"])
+        self.payouts.append(Payout(mined_round, amount))
+        return Activity(
+            self.clock(),
+            "claim",
+            f"claimed {amount / 10**18:g} ETH from the round book, for credits through round "
+            f"{e.args['round']} (tx {e.tx_hash[:12]}…)",
+            mined_round,
+        )
 
     def _block_time(self, number: int) -> int:
         return self.ledger.block_time(number)

@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import replace
 
 from client.chain import ChainError, Ledger, connect
+from client.chain.book import RoundBook
 from client.config import NodeConfig
 from client.node.datadir import DataDir
 from client.node.eventlog import Event
@@ -57,6 +58,7 @@ class Watcher:
             str(cfg.chain.ledger_address),
             attempts=1,
         )
+        book = cfg.chain.round_book_address
         self.view = LedgerView(
             self.ledger,
             address,
@@ -64,6 +66,9 @@ class Watcher:
             chunk_blocks=cfg.chain.log_chunk_blocks,
             keep_rounds=HISTORY_ROUNDS,
             lookback_rounds=HISTORY_ROUNDS,
+            # in the root lane our claims from the book are payouts too
+            book=RoundBook(self.ledger.w3, str(book)) if book is not None else None,
+            book_start_block=cfg.chain.round_book_deploy_block or 0,
         )
         store_cfg = cfg.store.model_copy(update={"timeout_s": min(cfg.store.timeout_s, TIMEOUT_S)})
         self.store = open_store(store_cfg)
@@ -185,7 +190,9 @@ class Watcher:
                 reward_external=(recorded.get(r) or {}).get("reward_external"),
                 claimed=ours[r][0] if r in ours else None,
                 credited=(ours[r][0] if ours[r][1] else 0) if r in ours else None,
-                votes=self.view.our_votes(r),
+                # in the root lane our checkers' votes were signed off chain: the verdict
+                # root's credit carries the agreeing ones
+                votes=(in_book[r][2], 0, 0) if r in in_book else self.view.our_votes(r),
                 lane="root" if r in in_book else "ledger",
             )
             for r in sorted(set(recorded) | set(ours))
