@@ -403,6 +403,19 @@ def test_chain_down_snapshot(snap_compare, utc) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_round_of_the_root_lane_says_its_verdict_root_and_the_votes_signed_off_chain():
+    """In the root lane the last submission's state is the verdict root's, with the agreeing
+    votes its credit carries (signed off chain: the ledger has none)."""
+    base = snapshot()
+    last = replace(base.rounds[-1], lane="root", votes=(2, 0, 0))
+    app = SapoApp(FixedWatcher(replace(base, rounds=(*base.rounds[:-1], last))), interval_s=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot)
+        shows = text(app.query_one("#latest-card", Static))
+    assert "credited by the root lane's verdict root (2 agreeing, signed off chain)" in shows
+
+
+@pytest.mark.asyncio
 async def test_peers_table_with_1000_nodes_sorts_pages_and_responds() -> None:
     """The whole swarm is sorted; the table holds a page of it (200 rows), `]` and `[` turn;
     the title says since which round the view counts the peers' records."""
