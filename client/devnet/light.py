@@ -377,15 +377,16 @@ def new_seed() -> bytes:
 def run(swarm: LightSwarm, status_path: Path, stop) -> None:
     """Passes every POLL_S until `stop` is set; status.json after each. Nothing the chain, the
     store or the aggregator does stops the process: a pass that fails says why and the next
-    goes on."""
+    goes on (a problem is logged once, until it changes)."""
     swarm.status.save(status_path)
     while not stop.is_set():
         try:
             swarm.tick()
             swarm.status.problem = None
         except (ChainError, EndpointError, ListUnavailable, OSError) as exc:
+            if str(exc) != swarm.status.problem:
+                log.warning("light nodes: this pass stopped (%s); the next goes on", exc)
             swarm.status.problem = str(exc)
-            log.warning("light nodes: this pass stopped (%s); the next goes on", exc)
         swarm.status.save(status_path)
         stop.wait(POLL_S)
 

@@ -307,6 +307,12 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
             assert key not in checker.outbox()  # no seat, no vote
     # nothing went on chain: not one transaction of a checker
     assert [world.nonce(c.address) for c in world.checkers] == nonces
+    # each checker counted the list's batch for its peers table, once (a list read again after
+    # a restart is not counted twice)
+    for checker in world.checkers:
+        assert checker.journal.peers.in_book()[world.me.lower()] == (1, r, 0)
+        assert not checker.journal.peers.count_in_book(r, "submissions", {world.me.lower(): 1})
+    world.producer.intake.poll()  # the producer's own intake reads the list too (its own entry)
     assert len(world.agg.service.collectors[r].votes) == len(seated)
 
     world.swarm.goto(world.windows.verdict_round(r))
@@ -333,6 +339,10 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     finally:
         watcher.close()
     assert (point.claimed, point.credited, point.lane) == (credit.signal, credit.signal, "root")
+    # ... and its peers table counts the root lane's batch (its intake read the list) and its
+    # credit (its audit read the verdict list): the ledger has neither
+    [row] = [p for p in watcher.last.peers if p.me]
+    assert (row.submissions, row.last_round, row.credited) == (1, r, credit.signal)
     # its checkers' votes, signed off chain, as the credit carries them
     votes = len(world.agg.service.verdict_roots[r].votes[0])
     assert point.votes == (votes, 0, 0) and votes >= world.swarm.ledger.params().quorum

@@ -156,6 +156,12 @@ class RootIntake(Stage):
             found.append(claim)
         self._rounds[round_] = _Read(posted, tree)
         self.journal.peers.found_in_root(found, posted.posted_block)
+        # what the TUI's peers table counts of every node in the root lane (once a list)
+        listed = dict.fromkeys((claim.node for _, _, claim in claims), 1)
+        mine = bytes.fromhex(self.me[2:])
+        if any(entry[44:64] == mine for entry in entries):  # our own entry's producer word
+            listed[self.me] = 1
+        self.journal.peers.count_in_book(round_, "submissions", listed)
         self.window.add(found, posted.posted_block)
         log.info(
             "round %s: read %d submissions of our family from the root lane's %d",

@@ -157,6 +157,17 @@ CREATE TABLE IF NOT EXISTS book_credits (  -- the root lane's verdict root on ea
     updated REAL NOT NULL,
     votes INTEGER NOT NULL DEFAULT 0  -- the signed agreeing votes its credit carries
 );
+CREATE TABLE IF NOT EXISTS book_peers (  -- per node, what the root lane's lists we read say of it
+    node TEXT PRIMARY KEY,
+    submissions INTEGER NOT NULL DEFAULT 0,  -- its entries in the submission lists read
+    last_round INTEGER,  -- the last round a submission list held its batch
+    credited INTEGER NOT NULL DEFAULT 0  -- the learning signal the verdict lists read credit it
+);
+CREATE TABLE IF NOT EXISTS book_counted (  -- the lists book_peers counted (each once, restarts too)
+    round INTEGER NOT NULL,
+    kind TEXT NOT NULL,  -- submissions or verdicts
+    PRIMARY KEY (round, kind)
+);
 CREATE TABLE IF NOT EXISTS peer_totals (  -- per peer, what the rows pruned counted (PeerBook.prune)
     node TEXT PRIMARY KEY,
     verified INTEGER NOT NULL DEFAULT 0,

@@ -20,6 +20,14 @@ from client.units import logprob_value, to_logprob_units
 PeerSubmission = Claim
 
 
+# how one root lane list adds to a node's totals (PeerBook.count_in_book)
+_BOOK_UPDATES = {
+    "submissions": "UPDATE book_peers SET submissions = submissions + ?, "
+    "last_round = MAX(COALESCE(last_round, ?), ?) WHERE node = ?",
+    "verdicts": "UPDATE book_peers SET credited = credited + ? WHERE node = ?",
+}
+
+
 @dataclass(frozen=True)
 class VoteBasis:
     """What a checker's vote on a peer batch rests on: its verdict, our recomputed score and
@@ -131,6 +139,39 @@ class PeerBook:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(s.round, s.node, s.digest, s.rollouts, s.score, s.signal, block) for s in subs],
             )
+
+    def count_in_book(self, round_: int, kind: str, counts: dict[str, int]) -> bool:
+        """Adds what one root lane list of `round_` says of each node to its totals (kind
+        "submissions": node -> 1 for each entry; "verdicts": node -> the signal credited), once
+        a list: False when this round's list of that kind was counted already (a restart reads
+        it again). One transaction: a list is counted whole or not at all."""
+        update = _BOOK_UPDATES[kind]
+        with self._db.tx() as db:
+            counted = db.execute(
+                "INSERT OR IGNORE INTO book_counted (round, kind) VALUES (?, ?)", (round_, kind)
+            )
+            if counted.rowcount == 0:
+                return False
+            db.executemany(
+                "INSERT INTO book_peers (node) VALUES (?) ON CONFLICT(node) DO NOTHING",
+                [(n,) for n in counts],
+            )
+            db.executemany(
+                update,
+                [
+                    (value, round_, round_, node) if kind == "submissions" else (value, node)
+                    for node, value in counts.items()
+                ],
+            )
+        return True
+
+    def in_book(self) -> dict[str, tuple[int, int | None, int]]:
+        """node -> (its submissions, its last round, the signal credited) in the root lane's
+        lists read (none before a node of this version opened the journal)."""
+        if not self._db.has_table("book_peers"):
+            return {}
+        rows = self._db.all("SELECT node, submissions, last_round, credited FROM book_peers")
+        return {node: (subs, last, credited) for node, subs, last, credited in rows}
 
     def event_cursor(self) -> int | None:
         """Returns the block the event scan goes on from (None: scan from deployment)."""

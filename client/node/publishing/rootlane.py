@@ -284,6 +284,12 @@ class RootLane(Stage):
         sample = ours + secrets.SystemRandom().sample(others, min(AUDIT_SAMPLE, len(others)))
         v4 = v4_producers(self.ledger, self.ledger_events, posted.round)
         finding = self.auditor.verdicts(posted, entries, listed, v4=v4, only=sample)
+        if finding is None and opened is not None:  # what the TUI's peers table counts
+            credited: dict[str, int] = {}
+            for credit in opened.credits:
+                key = credit.producer.lower()
+                credited[key] = credited.get(key, 0) + credit.signal
+            self.journal.peers.count_in_book(posted.round, "verdicts", credited)
         return finding, len(opened.votes[ours[0]]) if opened and ours else None
 
     def _verdict_digest(self, round_: int) -> bytes | None:

@@ -184,6 +184,11 @@ class NodeView:
 
     # --------------------------------------------------------------------------------- peers
 
+    def book_peers(self) -> dict[str, tuple[int, int | None, int]]:
+        """Per node: its submissions, last round and credited signal in the root lane's lists
+        our node read (PeerBook.in_book)."""
+        return self.journal.peers.in_book() if self.journal else {}
+
     def peer_counts(self) -> dict[str, dict[str, int]]:
         """Per peer: its items we used, its batches we found bad, and those we could not get."""
         return self.journal.peers.per_peer() if self.journal else {}

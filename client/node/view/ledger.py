@@ -311,22 +311,30 @@ class LedgerView:
             self._counted.add(round_)
         return {"pending": pending, **self._outcomes_final}
 
-    def peers(self, journal_counts: dict[str, dict[str, int]]) -> list[PeerRow]:
+    def peers(
+        self,
+        journal_counts: dict[str, dict[str, int]],
+        in_book: dict[str, tuple[int, int | None, int]] | None = None,
+    ) -> list[PeerRow]:
         """Returns a row per registered node; `journal_counts` adds what our journal knows
-        (node -> {used, bad, unavailable})."""
+        (node -> {used, bad, unavailable}), and `in_book` what the root lane's lists our node
+        read say of it (node -> (submissions, last round, credited signal): PeerBook.in_book)."""
         rows = []
+        in_book = in_book or {}
         for key, rec in self.nodes.items():
             if rec.info is not None and not rec.info.registered:
                 continue
             counts = journal_counts.get(key, {})
+            subs, book_last, credited = in_book.get(key, (0, None, 0))
+            last = [r for r in (rec.last_round, book_last) if r is not None]
             rows.append(
                 PeerRow(
                     address=rec.info.address if rec.info else rec.address,
                     model=model_of(rec.metadata),
                     stake=rec.info.active_stake if rec.info else 0,
-                    last_round=rec.last_round,
-                    submissions=rec.submitted,
-                    credited=rec.credited_now(),
+                    last_round=max(last) if last else None,
+                    submissions=rec.submitted + subs,
+                    credited=rec.credited_now() + credited,
                     used=counts.get("used", 0),
                     agreed=rec.agreed,
                     disputed=rec.disputed,

@@ -197,7 +197,11 @@ class Watcher:
             )
             for r in sorted(set(recorded) | set(ours))
         ]
-        peers = self.view.peers(self.node.peer_counts()) if self.view.nodes else list(snap.peers)
+        peers = (
+            self.view.peers(self.node.peer_counts(), self.node.book_peers())
+            if self.view.nodes
+            else list(snap.peers)
+        )
         return replace(
             snap,
             peers=tuple(peers),
