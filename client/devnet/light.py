@@ -30,7 +30,10 @@ import json
 import logging
 import os
 import secrets
+import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -221,19 +224,22 @@ class LightSwarm:
         self.auditor = Auditor.of(self.domain, ledger, self.params)
         self.book_events = EventReader(book, start_block=start_block)  # type: ignore[arg-type]
         self.status = LightStatus(count=len(self.keys))
-        self._client: AggregatorClient | None = None
+        # one connection to the aggregator per loop ("submit", "vote": their own threads)
+        self._clients: dict[str, AggregatorClient] = {}
         self._sent: dict[int, set[int]] = {}  # round -> the light nodes whose submission is held
         self._voted: set[int] = set()
         self._retry_at: dict[int, float] = {}
+        self.stopping = threading.Event()  # set: a pass of votes ends at its next batch
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        for client in self._clients.values():
+            client.close()
 
-    def endpoint(self) -> AggregatorClient:
-        """The aggregator's endpoint as its on-chain metadata lists it (read again after a
-        failure); raises EndpointError while it lists none."""
-        if self._client is None:
+    def endpoint(self, loop: str) -> AggregatorClient:
+        """`loop`'s connection to the aggregator's endpoint as its on-chain metadata lists it
+        (read again after a failure); raises EndpointError while it lists none."""
+        client = self._clients.get(loop)
+        if client is None:
             info = self.ledger.node_info(self.aggregator)
             try:
                 listed = json.loads(info.metadata or "{}").get("aggregator")
@@ -241,38 +247,48 @@ class LightSwarm:
                 listed = None
             if not listed:
                 raise EndpointError(f"aggregator {self.aggregator} lists no endpoint yet")
-            self._client = AggregatorClient(
+            client = AggregatorClient(
                 aggregator_origin(listed), self.domain, aggregator=self.aggregator
             )
-        return self._client
+            self._clients[loop] = client
+        return client
 
-    def send(self, messages: list[Signed]) -> list[bool]:
-        """Sends messages, MAX_BATCH a POST; whether each was held (a refusal is logged)."""
+    def send(self, messages: list[Signed], loop: str) -> list[bool]:
+        """Sends messages on `loop`'s connection, MAX_BATCH a POST; whether each was held (a
+        refusal is logged)."""
         held: list[bool] = []
         try:
             for first in range(0, len(messages), MAX_BATCH):
-                answers = self.endpoint().send(messages[first : first + MAX_BATCH])
+                answers = self.endpoint(loop).send(messages[first : first + MAX_BATCH])
                 for signed, answer in zip(messages[first:], answers, strict=False):
                     if answer.refused is not None:
                         self.status.refused += 1
                         log.warning("%s refused by the aggregator: %s", signed.kind, answer.refused)
                     held.append(answer.refused is None)
         except EndpointError:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            client = self._clients.pop(loop, None)
+            if client is not None:
+                client.close()
             raise
         return held
 
     def tick(self) -> None:
-        """One pass: this round's submissions (again for those not held yet, while the round's
-        submission window is open), then the votes of every posted round still voted on."""
+        """One pass of both loops (`submit_tick`, then `vote_tick`)."""
+        self.submit_tick()
+        self.vote_tick()
+
+    def submit_tick(self) -> None:
+        """This round's submissions (again for those not held yet)."""
         current = self.ledger.current_round()
         self.status.round = current
         for round_ in list(self._sent):
             if round_ < current - self.windows.submit_rounds:
                 del self._sent[round_]
         self._submit(current)
+
+    def vote_tick(self) -> None:
+        """The votes of every posted round still voted on and not voted on yet."""
+        current = self.ledger.current_round()
         first = current - (self.windows.vote_close(current) - current)
         self._voted = {r for r in self._voted if r >= first}
         for round_ in range(max(0, first), current):
@@ -282,7 +298,7 @@ class LightSwarm:
     def _submit(self, round_: int) -> None:
         held = self._sent.setdefault(round_, set())
         todo = [i for i in range(len(self.keys)) if i not in held]
-        if not todo or round_ not in self.endpoint().status():
+        if not todo or round_ not in self.endpoint("submit").status():
             return  # all held, or not collected yet: the aggregator opens it on its next pass
         messages = []
         for i in todo:
@@ -295,7 +311,7 @@ class LightSwarm:
                 signal=SIGNAL,
             )
             messages.append(Signed.sign(message, self.domain, self.keys[i]))
-        for i, ok in zip(todo, self.send(messages), strict=True):
+        for i, ok in zip(todo, self.send(messages, "submit"), strict=True):
             if ok:
                 held.add(i)
         self.status.submitted += sum(1 for i in todo if i in held)
@@ -326,15 +342,24 @@ class LightSwarm:
             log.warning("round %s: the submission list is not its root's data: %s", round_, exc)
             self._voted.add(round_)
             return
-        votes = self.votes(posted, entries)
-        if votes:
-            self.status.voted += sum(self.send(votes))
+        # each MAX_BATCH votes is sent as soon as it is signed, by a thread of its own, so that
+        # signing the next ones overlaps the aggregator's checking of the last
+        sent = 0
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="light-votes") as pool:
+            pending = [
+                pool.submit(self.send, chunk, "vote") for chunk in self.votes(posted, entries)
+            ]
+            for future in pending:
+                held = future.result()  # raises what the sending raised: the pass stops
+                sent += len(held)
+                self.status.voted += sum(held)
         self._voted.add(round_)
         self.status.rounds_voted = [*self.status.rounds_voted[-9:], round_]
-        log.info("round %s: %d light votes on %d listed batches", round_, len(votes), len(entries))
+        log.info("round %s: %d light votes on %d listed batches", round_, sent, len(entries))
 
-    def votes(self, posted: BookRound, entries: list[bytes]) -> list[Signed]:
-        """Each light node's agreeing vote on each light batch of its family it is seated on."""
+    def votes(self, posted: BookRound, entries: list[bytes]) -> Iterator[list[Signed]]:
+        """Each light node's agreeing vote on each light batch of its family it is seated on,
+        MAX_BATCH at a time."""
         batches: list[tuple[int, str, Submission]] = []  # (producer's index, address, claim)
         for raw in entries:
             try:
@@ -345,13 +370,15 @@ class LightSwarm:
             if i is not None and submission.round == posted.round:
                 batches.append((i, producer, submission))
         if not batches:
-            return []
+            return
         self.auditor.prefetch(self.roster.addresses, posted.posted_block)
         members: dict[str, list[int]] = {}
         for i, family in enumerate(self.roster.families):
             members.setdefault(family, []).append(i)
-        votes = []
+        votes: list[Signed] = []
         for p, producer, claim in batches:
+            if self.stopping.is_set():
+                return  # the process stops: the round's votes are not all sent
             for v in members[self.roster.families[p]]:
                 if v == p:
                     continue
@@ -367,7 +394,11 @@ class LightSwarm:
                     findings=0,
                 )
                 votes.append(Signed.sign(vote, self.domain, self.keys[v]))
-        return votes
+                if len(votes) == MAX_BATCH:
+                    yield votes
+                    votes = []
+        if votes:
+            yield votes
 
 
 def new_seed() -> bytes:
@@ -375,20 +406,40 @@ def new_seed() -> bytes:
 
 
 def run(swarm: LightSwarm, status_path: Path, stop) -> None:
-    """Passes every POLL_S until `stop` is set; status.json after each. Nothing the chain, the
-    store or the aggregator does stops the process: a pass that fails says why and the next
-    goes on (a problem is logged once, until it changes)."""
+    """Runs the two loops until `stop` is set: the submissions in a thread of their own, so that
+    a long pass of votes (tens of thousands a round) never delays a round's submissions, and the
+    votes here; status.json after each pass. Nothing the chain, the store or the aggregator does
+    stops either loop: a pass that fails says why and the next goes on (a problem is logged
+    once, until it changes)."""
+    swarm.stopping = stop
+    saving = threading.Lock()
+    problems: dict[str, str | None] = {}  # each loop's last
+
+    def loop(step, name: str) -> None:
+        said: str | None = None
+        while not stop.is_set():
+            try:
+                step()
+                said = None
+            except (ChainError, EndpointError, ListUnavailable, OSError) as exc:
+                if str(exc) != said:
+                    log.warning(
+                        "light nodes' %s: this pass stopped (%s); the next goes on", name, exc
+                    )
+                said = str(exc)
+            problems[name] = said
+            swarm.status.problem = "; ".join(f"{k}: {v}" for k, v in problems.items() if v) or None
+            with saving:
+                swarm.status.save(status_path)
+            stop.wait(POLL_S)
+
     swarm.status.save(status_path)
-    while not stop.is_set():
-        try:
-            swarm.tick()
-            swarm.status.problem = None
-        except (ChainError, EndpointError, ListUnavailable, OSError) as exc:
-            if str(exc) != swarm.status.problem:
-                log.warning("light nodes: this pass stopped (%s); the next goes on", exc)
-            swarm.status.problem = str(exc)
-        swarm.status.save(status_path)
-        stop.wait(POLL_S)
+    submitting = threading.Thread(
+        target=loop, args=(swarm.submit_tick, "submissions"), name="light-submit", daemon=True
+    )
+    submitting.start()
+    loop(swarm.vote_tick, "votes")
+    submitting.join(timeout=30)
 
 
 __all__ = [
