@@ -26,6 +26,7 @@ from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, JsonOption, err, fail, out, print_json
 from client.cli.devnet_view import describe_lights, report, show_stage, status_tables
 from client.cli.progress import ProgressOutput, seed_progress
+from client.config.models.devnet import MAX_LIGHT
 from client.config.roles import CHOICES
 from client.devnet import registry
 from client.devnet.control import (
@@ -147,7 +148,7 @@ def up(
         typer.Option(
             "--light",
             min=0,
-            max=10_000,
+            max=MAX_LIGHT,
             help="Light nodes beside the real ones: staked identities that sign their "
             "submissions and seat votes each round and send them to the aggregator, with no "
             "batch behind them (\\[devnet].light; implies --root-lane).",

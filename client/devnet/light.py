@@ -33,7 +33,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -63,10 +63,10 @@ log = logging.getLogger("sapo.devnet.light")
 LIGHT_DIR = "light"
 ROSTER, STATUS = "lights.json", "status.json"
 FAMILY_SIZE = 100  # light nodes in one family: each checks its family's batches
-MAX_LIGHT = 10_000
 # what each light node claims for its batch (a batch of ROLLOUTS rollouts, as the simulator's)
 ROLLOUTS, SCORE, SIGNAL = 64, 32 * SCORE_SCALE, 16 * SCORE_SCALE
 POLL_S = 1.0
+_COUNTING = threading.Lock()
 REGISTER_GAS = 600_000  # a light node's register (its metadata is short): the ledger's is ~300k
 LIST_RETRY_S = 10.0
 
@@ -129,32 +129,48 @@ def register_lights(
     todo = [i for i, info in enumerate(infos) if not info.registered]
     if not todo:
         return 0
-    fee = 2 * int(w3.eth.get_block("latest")["baseFeePerGas"]) + 10**9
-    balance = hex(stake + REGISTER_GAS * fee * 2)
+    # a fee cap far above the base fee, which thousands of registers in full blocks raise by
+    # 12.5% a block (the balance is anvil's to give)
+    fee = 100 * int(w3.eth.get_block("latest")["baseFeePerGas"]) + 10 * 10**9
+    balance = hex(stake + REGISTER_GAS * fee)
     chain_id = w3.eth.chain_id
     hashes = []
     for i in todo:
         address = roster.addresses[i]
-        w3.provider.make_request("anvil_setBalance", [address, balance])  # type: ignore[arg-type]
-        data = ledger.contract.encode_abi("register", args=[metadata, bytes32(roster.families[i])])
-        tx = {
-            "to": ledger.address,
-            "data": data,
-            "value": stake,
-            "gas": REGISTER_GAS,
-            "nonce": w3.eth.get_transaction_count(address),
-            "chainId": chain_id,
-            "maxFeePerGas": fee,
-            "maxPriorityFeePerGas": 10**9,
-            "type": 2,
-        }
-        signed = Account.sign_transaction(tx, light_key(seed, i))
-        hashes.append((i, w3.eth.send_raw_transaction(signed.raw_transaction)))
+        try:
+            funded = w3.provider.make_request("anvil_setBalance", [address, balance])  # type: ignore[arg-type]
+            if funded.get("error"):
+                raise LightError(f"anvil_setBalance: {funded['error']}")
+            data = ledger.contract.encode_abi(
+                "register", args=[metadata, bytes32(roster.families[i])]
+            )
+            tx = {
+                "to": ledger.address,
+                "data": data,
+                "value": stake,
+                "gas": REGISTER_GAS,
+                "nonce": w3.eth.get_transaction_count(address),
+                "chainId": chain_id,
+                "maxFeePerGas": fee,
+                "maxPriorityFeePerGas": 10**9,
+                "type": 2,
+            }
+            signed = Account.sign_transaction(tx, light_key(seed, i))
+            hashes.append((i, w3.eth.send_raw_transaction(signed.raw_transaction)))
+        except LightError as exc:
+            raise LightError(f"light node {i} ({address}) could not be funded: {exc}") from None
+        except Exception as exc:  # web3's errors: what the chain said, with no key in it
+            raise LightError(
+                f"light node {i} ({address}): its register was not sent "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+    # each receipt within timeout_s of the last one mined (thousands take many blocks)
     deadline = time.monotonic() + timeout_s
     for i, tx_hash in hashes:
         while True:
             try:
                 receipt = w3.eth.get_transaction_receipt(tx_hash)
+                deadline = time.monotonic() + timeout_s
                 break
             except Exception:  # not mined yet (web3 raises TransactionNotFound)
                 if time.monotonic() > deadline:
@@ -184,6 +200,13 @@ class LightStatus:
     rounds_voted: list[int] = field(default_factory=list)
     problem: str | None = None  # why the last pass stopped, if it did
     updated: float = 0.0
+
+    def count(self, *, submitted: int = 0, voted: int = 0, refused: int = 0) -> None:
+        """Adds to the counters (the two loops' threads both do)."""
+        with _COUNTING:
+            self.submitted += submitted
+            self.voted += voted
+            self.refused += refused
 
     def save(self, path: Path) -> None:
         self.updated = time.time()
@@ -255,14 +278,16 @@ class LightSwarm:
 
     def send(self, messages: list[Signed], loop: str) -> list[bool]:
         """Sends messages on `loop`'s connection, MAX_BATCH a POST; whether each was held (a
-        refusal is logged)."""
+        refusal is logged). Raises EndpointError once the process stops."""
         held: list[bool] = []
         try:
             for first in range(0, len(messages), MAX_BATCH):
+                if self.stopping.is_set():
+                    raise EndpointError("the light nodes stop: not sent")
                 answers = self.endpoint(loop).send(messages[first : first + MAX_BATCH])
                 for signed, answer in zip(messages[first:], answers, strict=False):
                     if answer.refused is not None:
-                        self.status.refused += 1
+                        self.status.count(refused=1)
                         log.warning("%s refused by the aggregator: %s", signed.kind, answer.refused)
                     held.append(answer.refused is None)
         except EndpointError:
@@ -314,7 +339,7 @@ class LightSwarm:
         for i, ok in zip(todo, self.send(messages, "submit"), strict=True):
             if ok:
                 held.add(i)
-        self.status.submitted += sum(1 for i in todo if i in held)
+        self.status.count(submitted=sum(1 for i in todo if i in held))
         if len(held) == len(self.keys):
             self.status.rounds_submitted = [*self.status.rounds_submitted[-9:], round_]
 
@@ -343,16 +368,24 @@ class LightSwarm:
             self._voted.add(round_)
             return
         # each MAX_BATCH votes is sent as soon as it is signed, by a thread of its own, so that
-        # signing the next ones overlaps the aggregator's checking of the last
+        # signing the next ones overlaps the aggregator's checking of the last; the first send
+        # that fails, or the process stopping, ends the pass and drops what is still queued
         sent = 0
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="light-votes") as pool:
-            pending = [
-                pool.submit(self.send, chunk, "vote") for chunk in self.votes(posted, entries)
-            ]
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="light-votes")
+        try:
+            pending: list[Future[list[bool]]] = []
+            for chunk in self.votes(posted, entries):
+                if any(f.done() and f.exception() is not None for f in pending[-2:]):
+                    break
+                pending.append(pool.submit(self.send, chunk, "vote"))
             for future in pending:
                 held = future.result()  # raises what the sending raised: the pass stops
                 sent += len(held)
-                self.status.voted += sum(held)
+                self.status.count(voted=sum(held))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if self.stopping.is_set():
+            return  # the round's votes may not all be sent: not marked voted
         self._voted.add(round_)
         self.status.rounds_voted = [*self.status.rounds_voted[-9:], round_]
         log.info("round %s: %d light votes on %d listed batches", round_, sent, len(entries))
@@ -413,7 +446,7 @@ def run(swarm: LightSwarm, status_path: Path, stop) -> None:
     once, until it changes)."""
     swarm.stopping = stop
     saving = threading.Lock()
-    problems: dict[str, str | None] = {}  # each loop's last
+    problems: dict[str, str | None] = {"submissions": None, "votes": None}  # each loop's last
 
     def loop(step, name: str) -> None:
         said: str | None = None
@@ -427,9 +460,16 @@ def run(swarm: LightSwarm, status_path: Path, stop) -> None:
                         "light nodes' %s: this pass stopped (%s); the next goes on", name, exc
                     )
                 said = str(exc)
-            problems[name] = said
-            swarm.status.problem = "; ".join(f"{k}: {v}" for k, v in problems.items() if v) or None
+            except Exception as exc:  # a bug, or an error nothing above names: said, not silent
+                text = f"{type(exc).__name__}: {exc}"
+                if text != said:
+                    log.exception("light nodes' %s: this pass failed; the next goes on", name)
+                said = text
             with saving:
+                problems[name] = said
+                swarm.status.problem = (
+                    "; ".join(f"{k}: {v}" for k, v in problems.items() if v) or None
+                )
                 swarm.status.save(status_path)
             stop.wait(POLL_S)
 
@@ -445,7 +485,6 @@ def run(swarm: LightSwarm, status_path: Path, stop) -> None:
 __all__ = [
     "FAMILY_SIZE",
     "LIGHT_DIR",
-    "MAX_LIGHT",
     "ROSTER",
     "STATUS",
     "LightError",

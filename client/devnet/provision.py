@@ -266,14 +266,14 @@ def provision(
     if not params.families:
         listed = list(dict.fromkeys(families)) or [_unstarted_family(cfg)]
         params = params.model_copy(update={"families": listed})
-    if light:  # families of light nodes only, after the real nodes'
-        lights = [f for f in light_families(light) if f not in params.families]
-        params = params.model_copy(update={"families": [*params.families, *lights]})
     elif missing := [f for f in families if f not in params.families]:
         raise ProvisionError(
             f"[ledger].families does not list model family {missing[0]}, which a devnet node "
             "runs: list it, or leave [ledger].families empty (the devnet lists its nodes')"
         )
+    if light:  # families of light nodes only, after the real nodes'
+        lights = [f for f in light_families(light) if f not in params.families]
+        params = params.model_copy(update={"families": [*params.families, *lights]})
     timeout = {"receipt_timeout_s": cfg.chain.receipt_timeout_s}
     if lane:
         ledger, deployed, book, book_tx = deploy_with_book(
@@ -424,8 +424,8 @@ def _lights(
     aggregator: AggregatorProvisioned,
 ) -> LightProvisioned:
     """Writes the light nodes' seed keystore, config and roster and registers them (minStake
-    each, in their families), their metadata naming their IPFS daemon. A restart in the same
-    DIR keeps the seed: the registered light nodes stay the same."""
+    each, in their families), their metadata naming their IPFS daemon. Each `devnet up` starts a
+    new chain and moves the last run's `light/` aside: its light nodes are new ones."""
     light_dir = data_dir / LIGHT_DIR
     light_dir.mkdir(parents=True, exist_ok=True)
     (light_dir / STATUS).unlink(missing_ok=True)

@@ -16,6 +16,7 @@ from client.config.roles import expand
 
 # what may differ between a devnet's nodes (chain, store and ledger are the swarm's)
 NODE_OVERRIDABLE = ("sapo", "policy", "train")
+MAX_LIGHT = 10_000  # light nodes a devnet runs at most ([devnet].light, --light)
 
 
 class DevnetSection(Section):
@@ -41,7 +42,7 @@ class DevnetSection(Section):
     light: int = Field(
         0,
         ge=0,
-        le=10_000,
+        le=MAX_LIGHT,
         description="light nodes beside the real ones (root lane only): staked identities in "
         "families of their own, each signing its submission and its seat votes every round and "
         "sending them to the aggregator, with no batch behind them (client.devnet.light; "
