@@ -201,7 +201,7 @@ class LightStatus:
     problem: str | None = None  # why the last pass stopped, if it did
     updated: float = 0.0
 
-    def count(self, *, submitted: int = 0, voted: int = 0, refused: int = 0) -> None:
+    def add(self, *, submitted: int = 0, voted: int = 0, refused: int = 0) -> None:
         """Adds to the counters (the two loops' threads both do)."""
         with _COUNTING:
             self.submitted += submitted
@@ -287,7 +287,7 @@ class LightSwarm:
                 answers = self.endpoint(loop).send(messages[first : first + MAX_BATCH])
                 for signed, answer in zip(messages[first:], answers, strict=False):
                     if answer.refused is not None:
-                        self.status.count(refused=1)
+                        self.status.add(refused=1)
                         log.warning("%s refused by the aggregator: %s", signed.kind, answer.refused)
                     held.append(answer.refused is None)
         except EndpointError:
@@ -339,7 +339,7 @@ class LightSwarm:
         for i, ok in zip(todo, self.send(messages, "submit"), strict=True):
             if ok:
                 held.add(i)
-        self.status.count(submitted=sum(1 for i in todo if i in held))
+        self.status.add(submitted=sum(1 for i in todo if i in held))
         if len(held) == len(self.keys):
             self.status.rounds_submitted = [*self.status.rounds_submitted[-9:], round_]
 
@@ -381,7 +381,7 @@ class LightSwarm:
             for future in pending:
                 held = future.result()  # raises what the sending raised: the pass stops
                 sent += len(held)
-                self.status.count(voted=sum(held))
+                self.status.add(voted=sum(held))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if self.stopping.is_set():

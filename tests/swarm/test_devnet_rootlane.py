@@ -129,6 +129,7 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     light = view["light"]
     assert light["count"] == LIGHT and light["running"] and light["credited_nodes"] == LIGHT
     assert light["refused"] == 0 and light["submitted"] >= LIGHT and light["voted"] > 0
+    assert light["problem"] is None, light
     assert light["credited_in_book"] > 0
 
     audit = sapo_run("audit", "book", str(round_), "--config", state["config"], env=env)

@@ -52,7 +52,10 @@ def test_too_few_light_nodes_for_the_quorum_are_refused_with_what_to_run() -> No
 def test_devnet_status_says_what_the_light_nodes_did_and_what_the_book_credits_them(
     tmp_path: Path,
 ) -> None:
-    said = LightStatus(count=4, round=9, submitted=36, voted=80, refused=0)
+    said = LightStatus(count=4, round=9, submitted=30, voted=79, refused=0)
+    said.add(submitted=6)  # the submissions' loop and the votes' count alike
+    said.add(voted=1)
+    assert (said.count, said.submitted, said.voted, said.refused) == (4, 36, 80, 0)
     said.save(tmp_path / "status.json")
     assert LightStatus.load(tmp_path / "status.json") == said
     (tmp_path / "broken.json").write_text("{")
