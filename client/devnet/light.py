@@ -45,7 +45,7 @@ from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.ledger.connection import bytes32
 from client.chain.messages import Domain, Signed, Submission, Vote
-from client.chain.roots import BadList, decode_submission, open_submission_list
+from client.chain.roots import BadList, decode_submission
 from client.node.aggregation.auditor import Auditor
 from client.node.aggregation.endpoint import (
     MAX_BATCH,
@@ -54,7 +54,7 @@ from client.node.aggregation.endpoint import (
     aggregator_origin,
 )
 from client.node.aggregation.lists import ListUnavailable
-from client.node.aggregation.reading import fetch_posted_submissions
+from client.node.aggregation.reading import open_posted_submissions
 from client.store import BlockStore
 from client.units import SCORE_SCALE
 
@@ -350,15 +350,14 @@ class LightSwarm:
         if current < self.windows.post_round(round_) or current > self.windows.vote_close(round_):
             return
         try:
-            data = fetch_posted_submissions(
+            entries, _ = open_posted_submissions(
                 self.store,
                 self.book_events,
+                self.ledger,
                 posted,
-                self.ledger.node_info(posted.aggregator).metadata,
                 allow_private=True,
                 keep_round=self.windows.challenge_end(round_),
             )
-            entries, _ = open_submission_list(data, posted.submissions, posted.count)
         except ListUnavailable as exc:
             log.info("round %s: the submission list not fetched (again later): %s", round_, exc)
             self._retry_at[round_] = time.monotonic() + LIST_RETRY_S

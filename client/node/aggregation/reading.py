@@ -9,6 +9,8 @@ import logging
 
 from client.chain.book import BookRound
 from client.chain.events import EventReader
+from client.chain.roots import open_submission_list
+from client.chain.sumtree import SumTree
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.store import BlockStore, IpfsStore
 from client.store.cid import digest_to_cid
@@ -63,3 +65,26 @@ def fetch_posted_submissions(
         posted.count,
         keep_round=keep_round,
     )
+
+
+def open_posted_submissions(
+    store: BlockStore,
+    book_events: EventReader,
+    ledger,
+    posted: BookRound,
+    *,
+    allow_private: bool,
+    keep_round: int,
+) -> tuple[list[bytes], SumTree]:
+    """A posted round's submission list, fetched (its poster's daemon, from the metadata the
+    ledger holds of it, dialled first) and checked against its root and count: its entries and
+    their tree. Raises ListUnavailable (try again later) or BadList (not the root's data)."""
+    data = fetch_posted_submissions(
+        store,
+        book_events,
+        posted,
+        ledger.node_info(posted.aggregator).metadata,
+        allow_private=allow_private,
+        keep_round=keep_round,
+    )
+    return open_submission_list(data, posted.submissions, posted.count)

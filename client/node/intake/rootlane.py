@@ -34,11 +34,12 @@ from client.chain import ChainError
 from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.messages import Domain, Signed, Submission
-from client.chain.roots import BadList, decode_submission, open_submission_list
+from client.chain.roots import BadList, decode_submission
 from client.chain.sumtree import SumTree
 from client.node.aggregation.auditor import Auditor
 from client.node.aggregation.lists import ListUnavailable
-from client.node.aggregation.reading import fetch_posted_submissions
+from client.node.aggregation.reading import open_posted_submissions
+from client.node.intake.families import Families
 from client.node.intake.window import Window
 from client.node.journal.outbox import Attest, Escalate, RootVote, Unavailable
 from client.node.journal.peers import PeerSubmission
@@ -92,7 +93,7 @@ class RootIntake(Stage):
         self._escalated: set[tuple[int, str]] = set()
         self._asked: set[tuple[int, str]] = set()  # asked the ledger once
         self._family: str | None = None  # ours, read once
-        self._families: dict[str, str] | None = None  # producers' (the journal's, read once)
+        self.families = Families(services.ledger, services.journal)  # producers'
 
     # ---------------------------------------------------------------------------- reading
 
@@ -119,15 +120,14 @@ class RootIntake(Stage):
         if not posted.posted or posted.void or not posted.beacon:
             return  # nothing posted, voided, or its committees not drawn yet
         try:
-            data = fetch_posted_submissions(
+            entries, tree = open_posted_submissions(
                 self.store,
                 self.book_events,
+                self.ledger,
                 posted,
-                self.ledger.node_info(posted.aggregator).metadata,
                 allow_private=self.allow_private_peers,
                 keep_round=self.windows.challenge_end(round_),
             )
-            entries, tree = open_submission_list(data, posted.submissions, posted.count)
         except ListUnavailable as exc:
             log.info("round %s: the submission list not fetched (again later): %s", round_, exc)
             self._retry_at[round_] = time.monotonic() + LIST_RETRY_S
@@ -145,7 +145,7 @@ class RootIntake(Stage):
             return
         found = []
         claims = listed_claims(entries, round_, self.me)
-        families = self._families_of({claim.node for _, _, claim in claims})
+        families = self.families.of({claim.node for _, _, claim in claims})
         for index, signed, claim in claims:
             if families.get(claim.node) != self._our_family():
                 continue  # another family's batch: its committee is never ours
@@ -174,24 +174,6 @@ class RootIntake(Stage):
         if self._family is None:
             self._family = self.ledger.node_info(self.me).family
         return self._family
-
-    def _families_of(self, nodes: set[str]) -> dict[str, str]:
-        """The model family of each of `nodes` (lower case) that is registered: the journal's
-        (fixed for an address's life), the rest read in JSON-RPC batches and journaled. At
-        10,000 producers the first list costs 50 batched requests; the next lists, only the
-        newcomers'."""
-        if self._families is None:
-            self._families = self.journal.peers.families()
-        unknown = sorted(nodes - self._families.keys())
-        if unknown:
-            found = {
-                n: info.family
-                for n, info in zip(unknown, self.ledger.node_infos(unknown), strict=True)
-                if info.family is not None
-            }
-            self.journal.peers.add_families(found)
-            self._families.update(found)
-        return self._families
 
     # ------------------------------------------------------------------------------ seats
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from client.chain import Ledger
 from client.chain.events import EventReader
 from client.chain.models import Beacon, beacon_from
+from client.node.intake.families import Families
 from client.node.intake.rootlane import RootIntake
 from client.node.journal import Journal
 from client.node.journal.outbox import Draw
@@ -30,7 +31,7 @@ class Seats:
         self.ledger, self.reader, self.journal, self.me = ledger, reader, journal, me
         self.checkers = checkers  # K: the seat trials of a first committee
         self._family: str | None = None  # ours, read once
-        self._families: dict[str, str] | None = None  # peers' (the journal's, read once)
+        self._families = Families(ledger, journal)  # peers' (the journal's, read once)
         # (round, node) -> seats the local draw gives us on its first committee
         self._local: dict[tuple[int, str], int] = {}
         self.appeals: set[tuple[int, str]] = set()  # peers' appealed batches, still voted on
@@ -75,18 +76,7 @@ class Seats:
         todo = [s for s in todo if blocks.get((s.round, s.node), head) < head]
         if not todo:
             return
-        if self._families is None:
-            self._families = self.journal.peers.families()
-        families = self._families
-        unknown = sorted({s.node for s in todo} - families.keys())
-        if unknown:
-            found = {
-                n: info.family
-                for n, info in zip(unknown, self.ledger.node_infos(unknown), strict=True)
-                if info.family is not None
-            }
-            self.journal.peers.add_families(found)
-            families.update(found)
+        families = self._families.of({s.node for s in todo})
         if self._family is None:
             self._family = self.ledger.node_info(self.me).family
         ours = [s for s in todo if families.get(s.node) is not None]
