@@ -336,9 +336,13 @@ def write_project(faults: list[str]) -> Path:
                 f"{JUDGE.name}, not once"
             )
     project = Path(tempfile.mkdtemp(prefix="sapo-roundbook-mutants-"))
-    shutil.copytree(
-        ROOT / "contracts", project / "contracts", ignore=shutil.ignore_patterns("artifacts")
-    )
+    # only what a mutant imports: the build then compiles the mutants and their imports, not the
+    # ledger and the test harnesses (their artifacts are the checkout's: the tests deploy those),
+    # which were 3/4 of the build's time
+    for needed in imported_by(SOURCE):
+        target = project / needed.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(needed, target)
     (project / "scripts").mkdir()
     (project / "scripts" / "build-contracts").write_text(_build_for_size())
     (project / "scripts" / "build-contracts").chmod(0o755)
@@ -362,6 +366,20 @@ def write_project(faults: list[str]) -> Path:
             )
         (mutants / f"{fault}.sol").write_text(mutant)
     return project
+
+
+def imported_by(source: Path) -> list[Path]:
+    """Every file `source` imports, directly or through another (itself left out)."""
+    found: dict[Path, None] = {}
+    todo = [source]
+    while todo:
+        here = todo.pop()
+        for name in re.findall(r'^import [^;]*?"([^"]+)";', here.read_text(), re.MULTILINE):
+            path = (here.parent / name).resolve()
+            if path not in found and path != source:
+                found[path] = None
+                todo.append(path)
+    return sorted(found)
 
 
 def _build_for_size() -> str:
