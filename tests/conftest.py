@@ -41,28 +41,28 @@ WALL_CLOCK = frozenset(
 )
 WALL_CLOCK_UNIT = "wall-clock"
 
-# The order work units are handed out in under xdist (scripts/test: -n 2 --dist loadgroup
+# The order work units are handed out in under xdist (scripts/test: -n 3 --dist loadgroup
 # --no-loadscope-reorder; a unit is a module, or the wall-clock modules together, in collection
 # order): the long ones first, so that the short ones fill in after instead of one long module
 # running alone at the end (xdist's own order, by number of tests, hands them out last). The
 # wall-clock unit comes first; beside it, the modules that compute (forge's campaigns, the
 # stateful ledger, the experiment), then the rest.
 LONGEST_FIRST = (
-    "test_swarm_e2e",  # ~14 min of one worker (measured under -n 2)
-    "test_swarm_p2p",  # ~7 (its devnet, then started again in the same dir)
-    "test_devnet_netns",  # ~3
-    "test_metrics_alerts",  # ~3 (its node under test uncapped: the busy-share alert stays silent)
-    "test_devnet",  # ~5
-    "test_slow_node",  # ~2.7
-    "test_tui",  # ~2
-    "test_devnet_rootlane",  # ~2.5
-    "test_ledger_forge",  # ~12 (beside the end-to-end devnet; ~5 alone)
-    "test_ledger_stateful",  # ~4
-    "test_experiment",  # ~5
-    "test_cli",  # ~3.5
+    "test_swarm_e2e",  # ~5.5 min of one worker (measured under -n 3, fresh clone)
+    "test_swarm_p2p",  # ~3.5 (its devnet, then started again in the same dir)
+    "test_devnet_netns",  # ~2.3
+    "test_metrics_alerts",  # ~2 (its node under test uncapped: the busy-share alert stays silent)
+    "test_devnet",  # ~3
+    "test_slow_node",  # ~2
+    "test_tui",  # ~2.2
+    "test_devnet_rootlane",  # ~1.8
+    "test_ledger_forge",  # ~10 (beside the devnets and another worker; ~5 alone)
+    "test_ledger_stateful",  # ~2.5
+    "test_experiment",  # ~6
+    "test_cli",  # ~1
     "test_adversaries",
-    "test_hostile",  # ~1.5 (100 hostile batches through the checker, verifier and learner)
-    "test_appeals",  # ~1.5
+    "test_hostile",  # ~0.1 (100 hostile batches through the checker, verifier and learner)
+    "test_appeals",  # ~1.2
     "test_vllm",
     "test_node_faults",
     "test_policy",
