@@ -16,7 +16,10 @@ Mgas/s is at 60-s rounds, as docs/scaling.md counts it.
 nodes. Each run also reads, over the measured rounds, the CPU seconds of the aggregator's
 process, of the light nodes' process (per light node) and of each training node's process, the
 growth of node 0's journal, and how many of the training nodes' batches the book's verdict roots
-credited (all of them, when the lights cost the real nodes nothing they notice).
+credited (all of them, when the lights cost the real nodes nothing they notice), and, last, how
+long `sapo devnet status`'s read of the book's verdict lists (the last day of rounds) takes: a
+first call that keeps what the rounds that stand credit, a read of every list as each call did
+before it kept that, and the next call.
 
 A script, not a test: each lane runs some minutes of wall time.
 
@@ -128,6 +131,28 @@ def real_credited(state, first: int, last: int) -> tuple[int, int]:
     return found, len(real) * (last - first + 1)
 
 
+def status_reads(state) -> dict[str, float]:
+    """Seconds of `devnet status`'s read of the book's day of verdict lists (book_credited):
+    the first call keeping what stands; every list, as each call read before; the next call."""
+    from client.chain.audit import Auditor
+    from client.chain.events import EventReader
+    from client.devnet.status import KEPT, book_credited
+
+    cfg = load_config(state.config)
+    ledger = Ledger(connect(state.rpc_url), state.ledger)
+    day = Auditor(ledger, EventReader(ledger)).day_of_rounds()
+    kept = Path(tempfile.mkdtemp(prefix="sapo-bench-status-")) / KEPT
+    seconds = {}
+    # the first call fetches the lists into this machine's daemon: the two after it read them
+    # as warm, so "every list" (before) and "next" differ by what was kept, nothing else
+    for name, path in (("first keeping", kept), ("every list", None), ("next", kept)):
+        started = time.perf_counter()
+        book_credited(cfg, ledger, day, [], kept=path)
+        seconds[name] = time.perf_counter() - started
+    seconds["rounds"] = day[1] - day[0] + 1
+    return seconds
+
+
 def run_lane(lane: str, args, light: int = 0) -> dict:
     data_dir = Path(tempfile.mkdtemp(prefix=f"sapo-bench-gas-{lane}-{light}-"))
     log = data_dir.parent / f"{data_dir.name}.out"
@@ -185,6 +210,7 @@ def run_lane(lane: str, args, light: int = 0) -> dict:
             time.sleep(2)
             verdict = params.round_at(time.time())
         credited = real_credited(state, first, last) if lane == "root" else None
+        status = status_reads(state) if lane == "root" else None
     finally:
         stop_devnet(up)
     measured |= {
@@ -196,6 +222,7 @@ def run_lane(lane: str, args, light: int = 0) -> dict:
         "cpu": cpu,
         "journal": grown,
         "credited": credited,
+        "status": status,
     }
     return measured
 
@@ -287,6 +314,31 @@ def main() -> None:
             "-" if credited is None else f"{credited[0]} of {credited[1]}",
         )
     work.print()
+    print()
+    reads = Table(
+        "lane",
+        "light nodes",
+        "rounds read",
+        "s, first call keeping",
+        "s reading every list (before)",
+        "s, next call",
+        formats=dict.fromkeys(
+            ("s, first call keeping", "s reading every list (before)", "s, next call"), ".2f"
+        ),
+    )
+    for run in runs:
+        if run["status"] is not None:
+            t = run["status"]
+            reads.row(
+                run["lane"],
+                run["light"],
+                int(t["rounds"]),
+                t["first keeping"],
+                t["every list"],
+                t["next"],
+            )
+    print("`sapo devnet status`: the book's verdict lists of the last day of rounds")
+    reads.print()
     print()
     calls = Table(
         "lane", "light nodes", "sender", "function", "calls / round", "gas / round", "gas / call"

@@ -17,6 +17,8 @@ from client.pids import pid_alive
 
 STATE = "devnet.json"  # where the devnet stands: its stage while starting, then what runs
 SUPERVISOR_PID = "devnet.pid"
+# what `devnet status` keeps of the round book's rounds that stand for good (client.devnet.status)
+BOOK_CREDITS = "book-credits.json"
 
 
 class DevnetStatus(StrEnum):

@@ -6,8 +6,11 @@ client.node's read model), its credited total from the chain, and a peer outage 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 from client.chain import ChainError, Ledger, connect
 from client.chain.audit import Auditor
@@ -16,7 +19,7 @@ from client.chain.events import EventReader
 from client.config import ConfigError, load_config
 from client.devnet.control import seed_build_progress
 from client.devnet.light import STATUS, LightStatus, Roster
-from client.devnet.state import DevnetState
+from client.devnet.state import BOOK_CREDITS, DevnetState
 from client.node.aggregation.claims import Claimant, NoClaim
 from client.node.view.journal import NodeView
 from client.pids import pid_alive
@@ -46,20 +49,65 @@ def starting_view(state: DevnetState) -> dict:
     return view
 
 
+KEPT = BOOK_CREDITS  # in the devnet's dir: what the rounds that stand for good credit
+
+
+def kept_credits(path: Path, key: str) -> dict[int, dict[str, int]]:
+    """What `devnet status` kept of the book's rounds that stand for good (round -> lower-case
+    address -> signal), if `path` holds it for `key` (the book and the ledger's genesis: a new
+    devnet in the same directory starts with nothing); a file that cannot be read: nothing, so
+    the lists are read again."""
+    try:
+        data = json.loads(path.read_text())
+        if data["key"] != key:
+            return {}
+        return {
+            int(q): {str(a).lower(): int(v) for a, v in credits.items()}
+            for q, credits in data["rounds"].items()
+        }
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def keep_credits(path: Path, key: str, final: dict[int, dict[str, int]], first: int) -> None:
+    """Writes `final`'s rounds from `first` on (older ones are out of every later day) whole, by
+    rename; a directory it cannot write to only costs the next call the reads."""
+    rounds = {str(q): credits for q, credits in sorted(final.items()) if q >= first}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps({"key": key, "rounds": rounds}, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
 def book_credited(
-    cfg, ledger: Ledger, rounds: tuple[int, int], unreadable: list[int]
+    cfg,
+    ledger: Ledger,
+    rounds: tuple[int, int],
+    unreadable: list[int],
+    kept: Path | None = None,
 ) -> dict[str, int]:
     """What the round book's verdict roots of `rounds` credit each node (lower-case address):
     the verdict lists fetched through the swarm's store (Claimant.credited); the rounds whose
-    list cannot be read are skipped and put in `unreadable`."""
+    list cannot be read are skipped and put in `unreadable`. With `kept` (a file), what the
+    rounds that stand for good credit is kept there and read from there next time: each list is
+    fetched once while it can still change, or once when it stands, not at every call."""
+    book = RoundBook(ledger.w3, str(cfg.chain.round_book_address))
     claimant = Claimant(
         ledger,
-        RoundBook(ledger.w3, str(cfg.chain.round_book_address)),
+        book,
         open_store(cfg.store),
         start_block=cfg.chain.round_book_deploy_block,
         allow_private_peers=cfg.store.allow_private_peers,
     )
-    return claimant.credited(*rounds, unreadable)
+    if kept is None:
+        return claimant.credited(*rounds, unreadable)
+    key = f"{book.address.lower()}@{claimant.params.genesis}"
+    final = kept_credits(kept, key)
+    credited = claimant.credited(*rounds, unreadable, final=final)
+    keep_credits(kept, key, final, rounds[0])
+    return credited
 
 
 def node_rows(
@@ -96,7 +144,13 @@ def node_rows(
         if cfg.chain.round_book_address is not None:  # a devnet in the root lane
             book = {}
             with contextlib.suppress(NoClaim, StoreError):
-                book = book_credited(cfg, ledger, day, [] if unreadable is None else unreadable)
+                book = book_credited(
+                    cfg,
+                    ledger,
+                    day,
+                    [] if unreadable is None else unreadable,
+                    kept=state.data_dir / KEPT,
+                )
             if in_book is not None:
                 in_book.update(book)
     rows = []

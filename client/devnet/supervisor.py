@@ -48,6 +48,7 @@ from client.devnet.provision import (
     provision,
 )
 from client.devnet.state import (
+    BOOK_CREDITS,
     STATE,
     SUPERVISOR_PID,
     AggregatorEntry,
@@ -71,6 +72,7 @@ RUN_FILES = (
     "keystore-password",
     "blocks",
     "anvil.log",
+    BOOK_CREDITS,
 )
 PREVIOUS = "previous"  # where the last stopped run's files are kept
 NO_NETNS_ROOT_LANE = (

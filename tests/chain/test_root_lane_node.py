@@ -374,6 +374,21 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     said = [a.text for a in snap.activity if a.kind == "claim"]
     assert len(said) == 1 and f"from the round book, for credits through round {r}" in said[0]
 
+    # `sapo devnet status` keeps what a round that stands for good credits: read once, it is
+    # answered from the keeping, even where the lists can no longer be fetched (a store that
+    # holds none of them), while without the keeping the round's list is needed again
+    current = world.swarm.ledger.current_round()
+    final: dict[int, dict[str, int]] = {}
+    assert claimant.credited(0, current, final=final) == {world.me.lower(): credit.signal}
+    assert final == {r: {world.me.lower(): credit.signal}}  # only the round that stands
+    blind = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "empty"))
+    unreadable: list[int] = []
+    assert blind.credited(0, current, unreadable) == {} and unreadable == [r]
+    unreadable = []
+    kept = dict(final)
+    assert blind.credited(0, current, unreadable, final=kept) == {world.me.lower(): credit.signal}
+    assert unreadable == [] and kept == final
+
 
 def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> None:
     r = world.sealed()

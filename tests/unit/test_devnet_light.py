@@ -18,6 +18,7 @@ from client.devnet.light import (
     light_key,
 )
 from client.devnet.provision import light_quorum_problem
+from client.devnet.status import KEPT, keep_credits, kept_credits
 
 
 def test_light_nodes_split_into_families_of_at_most_family_size_and_as_even_as_can_be() -> None:
@@ -77,3 +78,22 @@ def test_devnet_status_says_what_the_light_nodes_did_and_what_the_book_credits_t
     assert "36 submissions and 80 votes held by the aggregator, 0 refused" in line
     assert "4 of them credited in the book, 192.0000 in all" in line  # as the nodes' credit
     assert "the last pass stopped: aggregator 0xab… lists no endpoint yet" in line
+
+
+def test_devnet_status_keeps_the_standing_rounds_credits_for_its_own_book_only(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / KEPT
+    assert kept_credits(path, "0xbook@1") == {}  # nothing kept yet
+    final = {3: {"0xaa": 5}, 7: {"0xaa": 2, "0xbb": 9}, 9: {}}
+    keep_credits(path, "0xbook@1", final, first=5)
+    # rounds before the day's first are out of every later day: not kept
+    assert kept_credits(path, "0xbook@1") == {7: {"0xaa": 2, "0xbb": 9}, 9: {}}
+    # another devnet in the same directory (a new book, or the same address on a new chain)
+    assert kept_credits(path, "0xbook@2") == {} and kept_credits(path, "0xother@1") == {}
+    for broken in ("{", '{"key": "0xbook@1", "rounds": {"x": {}}}', "[]"):
+        path.write_text(broken)
+        assert kept_credits(path, "0xbook@1") == {}, broken  # read again, never half
+    # a directory it cannot write to (here: gone) only costs the next call the reads
+    keep_credits(tmp_path / "gone" / KEPT, "0xbook@1", final, first=0)
+    assert not (tmp_path / "gone").exists()

@@ -127,19 +127,39 @@ class Claimant:
         return found
 
     def credited(
-        self, first: int, last: int, unreadable: list[int] | None = None
+        self,
+        first: int,
+        last: int,
+        unreadable: list[int] | None = None,
+        final: dict[int, dict[str, int]] | None = None,
     ) -> dict[str, int]:
         """The learning signal the book's verdict roots of rounds first..last credit each
         producer (lower-case address) with: every posted verdict root that is not void, standing
         yet or not, as the ledger's leaderboard counts a credit its appeals may still change.
-        Reads the VerdictsPosted events from `first`'s verdict round on and each crediting
-        list; raises NoClaim naming a list that cannot be read, or, given `unreadable`, skips
-        it and puts its round there."""
+        Reads the VerdictsPosted events from the verdict round of the first round it reads on,
+        and each crediting list; raises NoClaim naming a list that cannot be read, or, given
+        `unreadable`, skips it and puts its round there.
+
+        `final` (round -> what its root credits each producer), when given, is what is known of
+        rounds that stand for good (RoundBook._standing: nothing about them can change): its
+        rounds are not read again, and each round read that stands is added to it. `sapo devnet
+        status` keeps it between calls, so that a day of rounds' lists is read once, not at
+        every call."""
         found: dict[str, int] = {}
-        for credits in self.credits(first, last, unreadable).values():
+        known = {} if final is None else final
+        for q in range(first, last + 1):
+            for key, signal in known.get(q, {}).items():
+                found[key] = found.get(key, 0) + signal
+        rest = [q for q in range(first, last + 1) if q not in known]
+        current = self.ledger.current_round() if final is not None else 0
+        for posted, credits in self._read(rest, unreadable):
+            credited: dict[str, int] = {}
             for credit in credits:
                 key = credit.producer.lower()
+                credited[key] = credited.get(key, 0) + credit.signal
                 found[key] = found.get(key, 0) + credit.signal
+            if final is not None and standing(posted, current, self.windows):
+                final[posted.round] = credited
         return found
 
     def credits(
@@ -149,18 +169,29 @@ class Claimant:
         round (a root that credits no batch: an empty list); see `credited`. A list that
         cannot be read raises NoClaim, or, given `unreadable`, is skipped and its round put
         there."""
-        if last < first:
-            return {}
-        found: dict[int, list[Credit]] = {}
-        for q, digest in sorted(self._digests(list(range(first, last + 1))).items()):
+        return {
+            posted.round: credits
+            for posted, credits in self._read(list(range(first, last + 1)), unreadable)
+        }
+
+    def _read(
+        self, rounds: list[int], unreadable: list[int] | None
+    ) -> list[tuple[BookRound, list[Credit]]]:
+        """Each of `rounds` with a posted verdict root that is not void, and its credits (see
+        `credits`), oldest first."""
+        if not rounds:
+            return []
+        found: list[tuple[BookRound, list[Credit]]] = []
+        wanted = set(rounds)
+        for q, digest in sorted(self._digests(sorted(wanted)).items()):
             posted = self.book.round_of(q)
             if posted.void or not posted.verdicts_posted:
                 continue
             if not posted.credits:
-                found[q] = []
+                found.append((posted, []))
                 continue
             try:
-                found[q] = list(self._verdicts(posted, digest).credits)
+                found.append((posted, list(self._verdicts(posted, digest).credits)))
             except NoClaim:
                 if unreadable is None:
                     raise
