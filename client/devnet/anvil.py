@@ -186,17 +186,9 @@ class Anvil(ManagedServer):
             )
         return True
 
-    def warp(self, seconds: int, *, at_least: int | None = None) -> None:
+    def warp(self, seconds: int) -> None:
         """Moves the chain's clock forward by `seconds` (evm_increaseTime) and mines a block at
         the new time: tests jump rounds instead of sleeping through them (pair it with a node's
-        client.node.clock.WarpClock moved by the same amount). anvil stamps a block with whole
-        seconds of its clock, so the block can be up to a second behind the warped wall time;
-        `at_least` (a timestamp) mines one more block at that time when it is: a warp to just
-        inside a round then never leaves the chain's latest block in the round before."""
+        client.node.clock.WarpClock moved by the same amount)."""
         rpc_call(self.url, "evm_increaseTime", [int(seconds)])
         rpc_call(self.url, "evm_mine")
-        if at_least is not None:
-            latest = rpc_call(self.url, "eth_getBlockByNumber", ["latest", False])
-            if int(latest["timestamp"], 16) < at_least:
-                rpc_call(self.url, "evm_setNextBlockTimestamp", [int(at_least)])
-                rpc_call(self.url, "evm_mine")

@@ -43,22 +43,6 @@ def test_dev_accounts_are_funded(anvil: Anvil) -> None:
     )
 
 
-def test_a_warp_never_leaves_the_latest_block_before_its_target(anvil: Anvil) -> None:
-    # anvil stamps whole seconds of its clock: after evm_increaseTime the block may be up to a
-    # second short of the warped time, the round before for a warp to 0.4 s into a round
-    def latest() -> int:
-        return int(rpc_call(anvil.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
-
-    start = latest()
-    anvil.warp(10)
-    assert latest() >= start + 9
-    anvil.warp(10, at_least=latest() + 30)  # more than the increase gives: one more block
-    assert latest() >= start + 9 + 30
-    mined = latest()
-    anvil.warp(5, at_least=mined)  # already there: no block at an earlier time
-    assert latest() >= mined + 4
-
-
 def test_stop_reaps_the_process_and_frees_the_port(tmp_path: Path) -> None:
     chain = Anvil(tmp_path).start()
     pid, port = chain.pid, chain.port

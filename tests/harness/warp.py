@@ -123,5 +123,5 @@ class Warp:
         target = params.round_start(round_) + fraction * params.round_length
         seconds = math.ceil(target - self.clock.now())
         if seconds > 0:
-            self.anvil.warp(seconds, at_least=math.ceil(target))
+            self.anvil.warp(seconds)
             self.clock.warp(seconds)
