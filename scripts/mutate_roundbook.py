@@ -321,7 +321,8 @@ def _mutant_name(fault: str) -> str:
 
 
 def write_project(faults: list[str]) -> Path:
-    """A throwaway project: contracts/ as here, plus each mutant as contracts/mutants/<fault>.sol
+    """A throwaway project: the contracts RoundBook.sol imports, as here (`imported_by`), plus
+    each mutant as contracts/mutants/<fault>.sol
     (its contract renamed, its imports pointed back at contracts/), built by the same
     scripts/build-contracts in one solcjs run. A fault in the judge (RoundJudge.sol, which the
     book creates) is written as contracts/mutants/<fault>_judge.sol, its contract renamed too,

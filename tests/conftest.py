@@ -26,7 +26,7 @@ GROUPS = ("unit", "chain", "swarm")
 # 1-s blocks). Two of them side by side starve each other's nodes on two cores, and a starved node
 # needs more rounds for what its test waits for: the p2p module took 1,027 worker-seconds beside
 # the end-to-end devnet in a whole run (fresh17) and 333 s alone. So they are one xdist work unit,
-# run one after another on one worker, while the other worker computes through the rest.
+# run one after another on one worker, while the other workers compute through the rest.
 WALL_CLOCK = frozenset(
     {
         "test_swarm_e2e",

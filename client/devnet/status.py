@@ -91,8 +91,9 @@ def book_credited(
     """What the round book's verdict roots of `rounds` credit each node (lower-case address):
     the verdict lists fetched through the swarm's store (Claimant.credited); the rounds whose
     list cannot be read are skipped and put in `unreadable`. With `kept` (a file), what the
-    rounds that stand for good credit is kept there and read from there next time: each list is
-    fetched once while it can still change, or once when it stands, not at every call."""
+    rounds that stand for good credit is kept there and read from there next time: a list is
+    fetched at each call only until its round stands (its challenge window closed two rounds
+    ago), then never again, instead of a day of lists at every call."""
     book = RoundBook(ledger.w3, str(cfg.chain.round_book_address))
     claimant = Claimant(
         ledger,

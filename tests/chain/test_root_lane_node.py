@@ -326,10 +326,12 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     assert not world.events("rootlane.unsent") and not world.events("rootlane.proven")
     # what `sapo devnet status` counts: the verdict lists' credits, standing yet or not
     claimant = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "blocks"))
-    assert claimant.credited(0, world.swarm.ledger.current_round()) == {
+    early: dict[int, dict[str, int]] = {}
+    assert claimant.credited(0, world.swarm.ledger.current_round(), final=early) == {
         world.me.lower(): credit.signal
     }
     assert credit.signal > 0
+    assert early == {}  # counted, but not kept: a lie may still be proven against the root
     # the TUI's rounds and /metrics show it credited (the ledger has no record of it)
     config = world.claimant_config()
     producer_dir = world.tmp / "producer"
