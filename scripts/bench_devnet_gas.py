@@ -136,12 +136,13 @@ def status_reads(state) -> dict[str, float]:
     the first call keeping what stands; every list, as each call read before; the next call."""
     from client.chain.audit import Auditor
     from client.chain.events import EventReader
-    from client.devnet.status import KEPT, book_credited
+    from client.devnet.state import BOOK_CREDITS
+    from client.devnet.status import book_credited
 
     cfg = load_config(state.config)
     ledger = Ledger(connect(state.rpc_url), state.ledger)
     day = Auditor(ledger, EventReader(ledger)).day_of_rounds()
-    kept = Path(tempfile.mkdtemp(prefix="sapo-bench-status-")) / KEPT
+    kept = Path(tempfile.mkdtemp(prefix="sapo-bench-status-")) / BOOK_CREDITS
     seconds = {}
     # the first call fetches the lists into this machine's daemon: the two after it read them
     # as warm, so "every list" (before) and "next" differ by what was kept, nothing else

@@ -49,9 +49,6 @@ def starting_view(state: DevnetState) -> dict:
     return view
 
 
-KEPT = BOOK_CREDITS  # in the devnet's dir: what the rounds that stand for good credit
-
-
 def kept_credits(path: Path, key: str) -> dict[int, dict[str, int]]:
     """What `devnet status` kept of the book's rounds that stand for good (round -> lower-case
     address -> signal), if `path` holds it for `key` (the book and the ledger's genesis: a new
@@ -150,7 +147,7 @@ def node_rows(
                     ledger,
                     day,
                     [] if unreadable is None else unreadable,
-                    kept=state.data_dir / KEPT,
+                    kept=state.data_dir / BOOK_CREDITS,
                 )
             if in_book is not None:
                 in_book.update(book)

@@ -18,7 +18,8 @@ from client.devnet.light import (
     light_key,
 )
 from client.devnet.provision import light_quorum_problem
-from client.devnet.status import KEPT, keep_credits, kept_credits
+from client.devnet.state import BOOK_CREDITS as KEPT
+from client.devnet.status import keep_credits, kept_credits
 
 
 def test_light_nodes_split_into_families_of_at_most_family_size_and_as_even_as_can_be() -> None:

@@ -182,8 +182,7 @@ class Claimant:
         if not rounds:
             return []
         found: list[tuple[BookRound, list[Credit]]] = []
-        wanted = set(rounds)
-        for q, digest in sorted(self._digests(sorted(wanted)).items()):
+        for q, digest in sorted(self._digests(sorted(rounds)).items()):
             posted = self.book.round_of(q)
             if posted.void or not posted.verdicts_posted:
                 continue
