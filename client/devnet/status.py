@@ -49,30 +49,44 @@ def starting_view(state: DevnetState) -> dict:
     return view
 
 
-def kept_credits(path: Path, key: str) -> dict[int, dict[str, int]]:
-    """What `devnet status` kept of the book's rounds that stand for good (round -> lower-case
-    address -> signal), if `path` holds it for `key` (the book and the ledger's genesis: a new
-    devnet in the same directory starts with nothing); a file that cannot be read: nothing, so
-    the lists are read again."""
+def kept_credits(path: Path, key: str) -> tuple[dict[int, dict[str, int]], dict[int, bytes]]:
+    """What `devnet status` kept of the book's rounds, if `path` holds it for `key` (the book and
+    the ledger's genesis: a new devnet in the same directory starts with nothing): what each
+    round that stands for good credits (round -> lower-case address -> signal; a void round, or
+    one no verdict root was posted for: nothing), and the verdict lists' digests of the rounds
+    still to read (Claimant.credited's `final` and `lists`). A file that cannot be read:
+    nothing, so the rounds are read again."""
     try:
         data = json.loads(path.read_text())
         if data["key"] != key:
-            return {}
-        return {
+            return {}, {}
+        final = {
             int(q): {str(a).lower(): int(v) for a, v in credits.items()}
             for q, credits in data["rounds"].items()
         }
+        lists = {int(q): bytes.fromhex(d) for q, d in data.get("lists", {}).items()}
+        if any(len(d) != 32 for d in lists.values()):
+            return {}, {}
+        return final, lists
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}
+        return {}, {}
 
 
-def keep_credits(path: Path, key: str, final: dict[int, dict[str, int]], first: int) -> None:
-    """Writes `final`'s rounds from `first` on (older ones are out of every later day) whole, by
-    rename; a directory it cannot write to only costs the next call the reads."""
+def keep_credits(
+    path: Path,
+    key: str,
+    final: dict[int, dict[str, int]],
+    first: int,
+    lists: dict[int, bytes] | None = None,
+) -> None:
+    """Writes `final`'s rounds and `lists`' digests from `first` on (older ones are out of every
+    later day) whole, by rename; a directory it cannot write to only costs the next call the
+    reads."""
     rounds = {str(q): credits for q, credits in sorted(final.items()) if q >= first}
+    digests = {str(q): d.hex() for q, d in sorted((lists or {}).items()) if q >= first}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps({"key": key, "rounds": rounds}, sort_keys=True))
+        tmp.write_text(json.dumps({"key": key, "rounds": rounds, "lists": digests}, sort_keys=True))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
@@ -90,7 +104,11 @@ def book_credited(
     list cannot be read are skipped and put in `unreadable`. With `kept` (a file), what the
     rounds that stand for good credit is kept there and read from there next time: a list is
     fetched at each call only until its round stands (its challenge window closed two rounds
-    ago), then never again, instead of a day of lists at every call."""
+    ago), then never again, instead of a day of lists at every call; a void round, or one that
+    no verdict root was posted for, is kept as crediting nothing once it can no longer change;
+    and the lists' digests are kept, so that the event walk starts at the rounds that do not
+    stand yet, not at the day's first (a list that cannot be read is fetched again at each
+    call, by its kept digest)."""
     book = RoundBook(ledger.w3, str(cfg.chain.round_book_address))
     claimant = Claimant(
         ledger,
@@ -102,9 +120,9 @@ def book_credited(
     if kept is None:
         return claimant.credited(*rounds, unreadable)
     key = f"{book.address.lower()}@{claimant.params.genesis}"
-    final = kept_credits(kept, key)
-    credited = claimant.credited(*rounds, unreadable, final=final)
-    keep_credits(kept, key, final, rounds[0])
+    final, lists = kept_credits(kept, key)
+    credited = claimant.credited(*rounds, unreadable, final=final, lists=lists)
+    keep_credits(kept, key, final, rounds[0], lists)
     return credited
 
 

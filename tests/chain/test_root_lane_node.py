@@ -381,8 +381,16 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     # holds none of them), while without the keeping the round's list is needed again
     current = world.swarm.ledger.current_round()
     final: dict[int, dict[str, int]] = {}
-    assert claimant.credited(0, current, final=final) == {world.me.lower(): credit.signal}
-    assert final == {r: {world.me.lower(): credit.signal}}  # only the round that stands
+    lists: dict[int, bytes] = {}
+    assert claimant.credited(0, current, final=final, lists=lists) == {
+        world.me.lower(): credit.signal
+    }
+    # kept: the round that stands, and as crediting nothing each round whose verdict round is
+    # two rounds past with no verdict root (none can be posted now); the rounds after are not
+    closed = [q for q in range(current + 1) if world.windows.verdict_round(q) + 2 <= current]
+    assert r in closed and len(closed) < current + 1
+    assert final == {q: {} for q in closed} | {r: {world.me.lower(): credit.signal}}
+    assert lists == {}  # no list left to read again
     blind = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "empty"))
     unreadable: list[int] = []
     assert blind.credited(0, current, unreadable) == {} and unreadable == [r]
@@ -390,6 +398,15 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     kept = dict(final)
     assert blind.credited(0, current, unreadable, final=kept) == {world.me.lower(): credit.signal}
     assert unreadable == [] and kept == final
+    # a list that cannot be read is not kept, but its digest is: the next call fetches it again
+    # without looking for its VerdictsPosted event again
+    unreadable, final, lists = [], {}, {}
+    assert blind.credited(0, current, unreadable, final=final, lists=lists) == {}
+    assert unreadable == [r] and r not in final and list(lists) == [r]
+    assert claimant.credited(0, current, final=final, lists=lists) == {
+        world.me.lower(): credit.signal
+    }
+    assert final[r] == {world.me.lower(): credit.signal} and lists == {}
 
 
 def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> None:
@@ -502,6 +519,13 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     assert world.agg.client_book.round_of(r).verdicts_voided
     [proven] = world.events("rootlane.proven")
     assert proven["aggregator"] == world.agg.address
+    # what `sapo devnet status` counts: nothing from the void root, which it keeps as crediting
+    # nothing at once (a void root stays void), so that no later call reads the round again
+    claimant = Claimant(world.swarm.ledger, world.agg.client_book, store)
+    final: dict[int, dict[str, int]] = {}
+    lists: dict[int, bytes] = {}
+    assert claimant.credited(r, world.swarm.ledger.current_round(), final=final, lists=lists) == {}
+    assert final[r] == {} and r not in lists
 
 
 def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_producer(

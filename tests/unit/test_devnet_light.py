@@ -85,16 +85,27 @@ def test_devnet_status_keeps_the_standing_rounds_credits_for_its_own_book_only(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / KEPT
-    assert kept_credits(path, "0xbook@1") == {}  # nothing kept yet
+    assert kept_credits(path, "0xbook@1") == ({}, {})  # nothing kept yet
     final = {3: {"0xaa": 5}, 7: {"0xaa": 2, "0xbb": 9}, 9: {}}
-    keep_credits(path, "0xbook@1", final, first=5)
+    lists = {4: b"\x01" * 32, 11: b"\x02" * 32}  # digests of lists still to read
+    keep_credits(path, "0xbook@1", final, first=5, lists=lists)
     # rounds before the day's first are out of every later day: not kept
-    assert kept_credits(path, "0xbook@1") == {7: {"0xaa": 2, "0xbb": 9}, 9: {}}
+    assert kept_credits(path, "0xbook@1") == (
+        {7: {"0xaa": 2, "0xbb": 9}, 9: {}},
+        {11: b"\x02" * 32},
+    )
     # another devnet in the same directory (a new book, or the same address on a new chain)
-    assert kept_credits(path, "0xbook@2") == {} and kept_credits(path, "0xother@1") == {}
-    for broken in ("{", '{"key": "0xbook@1", "rounds": {"x": {}}}', "[]"):
+    assert kept_credits(path, "0xbook@2") == ({}, {})
+    assert kept_credits(path, "0xother@1") == ({}, {})
+    for broken in (
+        "{",
+        '{"key": "0xbook@1", "rounds": {"x": {}}}',
+        "[]",
+        '{"key": "0xbook@1", "rounds": {}, "lists": {"4": "0xzz"}}',
+        '{"key": "0xbook@1", "rounds": {}, "lists": {"4": "01"}}',  # not a 32-byte digest
+    ):
         path.write_text(broken)
-        assert kept_credits(path, "0xbook@1") == {}, broken  # read again, never half
+        assert kept_credits(path, "0xbook@1") == ({}, {}), broken  # read again, never half
     # a directory it cannot write to (here: gone) only costs the next call the reads
     keep_credits(tmp_path / "gone" / KEPT, "0xbook@1", final, first=0)
     assert not (tmp_path / "gone").exists()

@@ -110,16 +110,19 @@ class Claimant:
         )
         return BookClaim(entry, tail, due)
 
-    def _digests(self, rounds: list[int]) -> dict[int, bytes]:
-        """The verdict lists' digests of `rounds`, from their VerdictsPosted events (one walk of
-        the blocks from the first one's verdict round)."""
-        if not rounds:
-            return {}
+    def _digests(
+        self, rounds: list[int], known: dict[int, bytes] | None = None
+    ) -> dict[int, bytes]:
+        """The verdict lists' digests of `rounds`: those in `known`, and the others' from their
+        VerdictsPosted events (one walk of the blocks from the oldest one's verdict round)."""
+        found = {q: known[q] for q in rounds if known and q in known}
+        wanted = set(rounds) - set(found)
+        if not wanted:
+            return found
         start = self.ledger.block_at(
-            self.params.round_start(self.windows.verdict_round(rounds[0])), self.events.start_block
+            self.params.round_start(self.windows.verdict_round(min(wanted))),
+            self.events.start_block,
         )
-        wanted = set(rounds)
-        found = {}
         for event in self.events.read(["VerdictsPosted"], from_block=start):
             q = int(event.args["round"])
             if q in wanted:
@@ -132,6 +135,7 @@ class Claimant:
         last: int,
         unreadable: list[int] | None = None,
         final: dict[int, dict[str, int]] | None = None,
+        lists: dict[int, bytes] | None = None,
     ) -> dict[str, int]:
         """The learning signal the book's verdict roots of rounds first..last credit each
         producer (lower-case address) with: every posted verdict root that is not void, standing
@@ -142,9 +146,14 @@ class Claimant:
 
         `final` (round -> what its root credits each producer), when given, is what is known of
         rounds that stand for good (RoundBook._standing: nothing about them can change): its
-        rounds are not read again, and each round read that stands is added to it. `sapo devnet
-        status` keeps it between calls, so that a day of rounds' lists is read once, not at
-        every call."""
+        rounds are not read again, and each round read that stands is added to it, and so is
+        each round that credits nothing for good: its root void (a void root stays void), or no
+        verdict root posted by two rounds after its verdict round (none can be posted after
+        it). `lists` (round -> its verdict list's digest), when given, holds the digests of
+        rounds read but not kept (their list could not be read): their lists are fetched again,
+        but their digests are not looked for in the events again. `sapo devnet status` keeps
+        both between calls, so that a day of rounds is read once, not at every call, and the
+        event walk starts at the rounds that do not stand yet."""
         found: dict[str, int] = {}
         known = {} if final is None else final
         for q in range(first, last + 1):
@@ -152,14 +161,24 @@ class Claimant:
                 found[key] = found.get(key, 0) + signal
         rest = [q for q in range(first, last + 1) if q not in known]
         current = self.ledger.current_round() if final is not None else 0
-        for posted, credits in self._read(rest, unreadable):
+        digests = self._digests(rest, lists)
+        for posted, credits in self._read(rest, unreadable, digests):
             credited: dict[str, int] = {}
             for credit in credits:
                 key = credit.producer.lower()
                 credited[key] = credited.get(key, 0) + credit.signal
                 found[key] = found.get(key, 0) + credit.signal
-            if final is not None and standing(posted, current, self.windows):
-                final[posted.round] = credited
+            if final is not None and (posted.void or standing(posted, current, self.windows)):
+                final[posted.round] = credited  # void: nothing
+        if final is not None:
+            for q in rest:
+                if q not in digests and current >= self.windows.verdict_round(q) + 2:
+                    final[q] = {}  # no verdict root, and none can come
+        if lists is not None:  # the digests of the rounds still to read again
+            for q in list(lists):
+                if q in known or q < first:
+                    del lists[q]
+            lists.update((q, d) for q, d in digests.items() if q not in known)
         return found
 
     def credits(
@@ -169,22 +188,26 @@ class Claimant:
         round (a root that credits no batch: an empty list); see `credited`. A list that
         cannot be read raises NoClaim, or, given `unreadable`, is skipped and its round put
         there."""
+        rounds = list(range(first, last + 1))
         return {
             posted.round: credits
-            for posted, credits in self._read(list(range(first, last + 1)), unreadable)
+            for posted, credits in self._read(rounds, unreadable, self._digests(rounds))
+            if not posted.void
         }
 
     def _read(
-        self, rounds: list[int], unreadable: list[int] | None
+        self, rounds: list[int], unreadable: list[int] | None, digests: dict[int, bytes]
     ) -> list[tuple[BookRound, list[Credit]]]:
-        """Each of `rounds` with a posted verdict root that is not void, and its credits (see
-        `credits`), oldest first."""
-        if not rounds:
-            return []
+        """Each of `rounds` with a verdict list's digest in `digests` and its root posted, and
+        its credits (see `credits`; a void root: none), oldest first."""
         found: list[tuple[BookRound, list[Credit]]] = []
-        for q, digest in sorted(self._digests(sorted(rounds)).items()):
+        for q in sorted(set(rounds) & set(digests)):
+            digest = digests[q]
             posted = self.book.round_of(q)
-            if posted.void or not posted.verdicts_posted:
+            if posted.void:
+                found.append((posted, []))
+                continue
+            if not posted.verdicts_posted:
                 continue
             if not posted.credits:
                 found.append((posted, []))
