@@ -105,6 +105,12 @@ class NodeConfig(BaseSettings):
                 "round book the aggregator posts to (what `sapo chain deploy --with-book` "
                 "printed), or unset [root_lane].aggregator to submit on the ledger"
             )
+        if self.root_lane.challenge_lists and self.root_lane.aggregator is None:
+            raise ValueError(
+                "[root_lane].challenge_lists is set but [root_lane].aggregator is not: the node "
+                "audits (and challenges) only the lists of rounds its batches are in, which "
+                "needs the aggregator it sends them to; set it, or unset challenge_lists"
+            )
         return self
 
     @model_validator(mode="after")

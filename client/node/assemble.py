@@ -337,6 +337,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
             cfg.root_lane.aggregator,
             store,
             allow_private_peers=cfg.store.allow_private_peers,
+            challenge_lists=cfg.root_lane.challenge_lists,
         )
     publisher = Publisher(
         services,

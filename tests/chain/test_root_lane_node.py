@@ -17,7 +17,13 @@ import pytest
 
 from client.chain.keystore import write_keystore
 from client.chain.messages import Signed, Submission
-from client.chain.roots import SubmissionRoot, VerdictRoot, submission_list, verdict_list
+from client.chain.roots import (
+    SubmissionRoot,
+    VerdictRoot,
+    submission_list,
+    submission_struct,
+    verdict_list,
+)
 from client.config import load_config, with_sections
 from client.node.aggregation.claims import Claimant
 from client.node.aggregation.lists import publish_list
@@ -32,7 +38,15 @@ from client.store import LocalStore, cid_to_digest
 from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
 from tests.harness.processes import sapo_run
-from tests.harness.roundbook import BOND, Running, open_book, seats, sign_submissions
+from tests.harness.roundbook import (
+    BOND,
+    CHALLENGE_BOND,
+    Running,
+    lies,
+    open_book,
+    seats,
+    sign_submissions,
+)
 from tests.harness.sides import Side
 
 pytestmark = pytest.mark.slow
@@ -526,6 +540,136 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     lists: dict[int, bytes] = {}
     assert claimant.credited(r, world.swarm.ledger.current_round(), final=final, lists=lists) == {}
     assert final[r] == {} and r not in lists
+
+
+def _gas(world, tx_hash: str) -> int:
+    receipt = world.swarm.w3.eth.get_transaction_receipt(tx_hash)
+    return receipt["gasUsed"] * receipt["effectiveGasPrice"]
+
+
+def test_a_withheld_verdict_list_is_challenged_by_its_producer_and_claimed_unanswered(
+    world,
+) -> None:
+    """With [root_lane].challenge_lists, a producer that cannot read its round's verdict list
+    (the root posted, its blocks published on no store the producer reaches) tries again until
+    the last rounds of the challenge window, then bonds a data challenge of its first leaf;
+    nobody answers, and once the answer window closed the producer claims it: the root is void,
+    and its challenge bond comes back with half the aggregator's bond."""
+    world.producer.root.challenge_lists = True
+    r = world.sealed()
+    world.producer.publisher.flush()
+    world.listed_and_opened(r)
+    for checker in world.checkers:
+        checker.intake.poll()
+        checker.publisher.flush()
+    world.swarm.goto(world.windows.verdict_round(r))
+    service = world.agg.service
+    posted = service.book.round_of(r)
+    honest = service.collectors[r].verdict_root(
+        service.submission_roots[r],
+        seated=lambda p, v: service.auditor.seated(posted, p, v),
+        quorum=world.swarm.ledger.params().quorum,
+        earnings=lambda p: service.earned.earnings(p, r),
+    )
+    elsewhere = LocalStore(world.tmp / "elsewhere")  # a daemon the producer never reaches
+    listed = cid_to_digest(publish_list(elsewhere, "verdicts", r, verdict_list(honest), r + 100))
+    world.book.send(
+        world.nodes[4].tx.account,
+        "postVerdicts",
+        r,
+        honest.root,
+        len(honest.credits),
+        honest.total,
+        listed,
+    )
+    world.producer.publisher.flush()
+    audit = world.producer.journal.outbox(f"audit:{r}")
+    assert audit.status == PENDING and audit.attempts >= 1  # not yet: it may be slow to come
+    assert not world.events("rootlane.challenged")
+
+    world.swarm.goto(max(world.windows.verdict_round(r) + 1, world.windows.challenge_end(r) - 1))
+    before = world.swarm.w3.eth.get_balance(world.me)
+    world.producer.publisher.flush()
+    audit = world.producer.journal.outbox(f"audit:{r}")
+    assert audit.status == DONE and audit.tx_hash
+    [challenged] = world.events("rootlane.challenged")
+    assert (challenged["verdict_tree"], challenged["index"]) == (True, 0)
+    assert challenged["aggregator"] == world.agg.address
+    assert world.agg.client_book.round_of(r).open_challenges == 1
+    paid = before - world.swarm.w3.eth.get_balance(world.me)
+    assert paid == CHALLENGE_BOND + _gas(world, audit.tx_hash)
+    key = f"challenge:{r}:verdicts:0"
+    world.producer.publisher.flush()  # its answer window is open: not claimed yet
+    assert world.producer.journal.outbox(key).status == PENDING
+
+    world.swarm.goto(challenged["answer_by"] + 1)
+    world.producer.publisher.flush()
+    claim = world.producer.journal.outbox(key)
+    assert claim.status == DONE and claim.tx_hash
+    assert world.agg.client_book.round_of(r).verdicts_voided
+    gained = world.swarm.w3.eth.get_balance(world.me) - before
+    assert gained == BOND // 2 - _gas(world, audit.tx_hash) - _gas(world, claim.tx_hash)
+    [proven] = world.events("rootlane.proven")
+    assert proven["lie"] == "data withheld" and proven["aggregator"] == world.agg.address
+    assert lies(world.book, claim) == ["data withheld"]
+
+
+def test_a_challenge_answered_on_chain_pays_its_bond_to_whoever_answered(world) -> None:
+    """With [root_lane].challenge_lists, a producer whose round's submission list never reaches
+    it challenges its first leaf in the last rounds of the window; whoever holds the list (here
+    another node) answers with the leaf on chain and takes the challenge bond; the producer's
+    claim finds the challenge answered and says so, and the root stands."""
+    world.producer.root.challenge_lists = True
+    r = world.sealed()
+    world.producer.publisher.flush()
+    root = SubmissionRoot(world.agg.service.collectors[r].submissions.values())
+    elsewhere = LocalStore(world.tmp / "elsewhere")
+    cid = publish_list(elsewhere, "submissions", r, submission_list(root.signed), r + 100)
+    world.swarm.goto(world.windows.post_round(r))
+    aggregator = world.nodes[4].tx.account
+    world.book.send(
+        aggregator,
+        "postSubmissions",
+        r,
+        root.root,
+        len(root.signed),
+        cid_to_digest(cid),
+        value=BOND,
+    )
+    world.swarm.mine()
+    world.book.send(aggregator, "drawBeacon", r)
+    world.producer.publisher.flush()
+    listed = world.producer.journal.outbox(f"listed:{r}")
+    assert listed.status == PENDING and not world.events("rootlane.challenged")
+
+    world.swarm.goto(max(world.windows.post_round(r) + 1, world.windows.challenge_end(r) - 1))
+    world.producer.publisher.flush()
+    listed = world.producer.journal.outbox(f"listed:{r}")
+    assert listed.status == DONE and listed.tx_hash
+    [challenged] = world.events("rootlane.challenged")  # once, though both checks read it
+    assert (challenged["verdict_tree"], challenged["index"]) == (False, 0)
+    answerer = world.nodes[5]
+    before = world.swarm.w3.eth.get_balance(answerer.account_address)
+    answered = world.book.send(
+        answerer.tx.account,
+        "answerSubmission",
+        r,
+        0,
+        submission_struct(root.signed[0]),
+        root.proof(0),
+    )
+    gas = answered.gas_used * answered.effective_gas_price
+    assert world.swarm.w3.eth.get_balance(answerer.account_address) - before == (
+        CHALLENGE_BOND - gas
+    )
+
+    world.swarm.goto(challenged["answer_by"] + 1)
+    world.producer.publisher.flush()
+    claim = world.producer.journal.outbox(f"challenge:{r}:submissions:0")
+    assert claim.status == DROPPED and "was answered on chain" in claim.error
+    said = [e["message"] for e in world.events("rootlane.unsent")]
+    assert any("our challenge bond paid whoever answered" in m for m in said), said
+    assert not world.agg.client_book.round_of(r).void
 
 
 def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_producer(

@@ -135,6 +135,8 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ('[chain]\nround_book_address = "0x12"\n', "[chain].round_book_address"),
         (f'[root_lane]\naggregator = "0x{"ab" * 20}"\n', "but [chain].round_book_address is not"),
         ('[root_lane]\naggregator = "aggregator.example"\n', "[root_lane].aggregator"),
+        ("[root_lane]\nchallenge_lists = true\n", "but [root_lane].aggregator is not"),
+        ('[root_lane]\nchallenge_lists = "maybe"\n', "[root_lane].challenge_lists"),
         ('[ledger]\nfamilies = ["qwen2.5-0.5b"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"0" * 64}"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"ab" * 32}", "0x{"AB" * 32}"]\n', "is listed twice"),

@@ -10,7 +10,8 @@ from client.config.models.values import Address
 
 
 class RootLaneSection(Section):
-    """The aggregator a producer sends its signed submissions to."""
+    """The aggregator a producer sends its signed submissions to, and whether the node bonds the
+    data challenges its audits of the book's lists call for."""
 
     aggregator: Address | None = Field(
         None,
@@ -19,4 +20,15 @@ class RootLaneSection(Section):
         "kept); needs [chain].round_book_address. Without a receipt by the last round of a "
         "batch's submission window, the batch is submitted on the ledger (the v4 lane). Unset: "
         "every batch is submitted on the ledger",
+    )
+    challenge_lists: bool = Field(
+        False,
+        description="bond a data challenge (the book's challengeBond, from this node's account) "
+        "of a round's submission or verdict list when our batch is in the round and the list "
+        "still cannot be read in the last two rounds of its challenge window, or is not its "
+        "root's data; and claim it once its answer window closed unanswered: the root is void, "
+        "and the bond comes back with half the aggregator's. An answered challenge pays its "
+        "bond to whoever answered it (the list may only have been slow to reach this node). "
+        "Off: the node names the challenge, and `sapo audit book ROUND --prove --challenge` "
+        "sends it",
     )

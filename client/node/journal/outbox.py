@@ -139,6 +139,22 @@ class Audit(Message):
         return f"audit:{self.round}"
 
 
+class Challenge(Message):
+    """Claim our data challenge of leaf `index` of the round's submission list (or verdict list)
+    in the book once its answer window (through round `answer_by`) closed unanswered: the root is
+    void, and our challenge bond comes back with half the aggregator's bond (the root lane)."""
+
+    KIND = OutboxKind.CHALLENGE
+    verdict_tree: bool
+    index: int
+    answer_by: int
+
+    @property
+    def key(self) -> str:
+        tree = "verdicts" if self.verdict_tree else "submissions"
+        return f"challenge:{self.round}:{tree}:{self.index}"
+
+
 class RootVote(Message):
     """Our signed agreement with a peer's batch of the root lane (its claim, as we recomputed
     it), sent to the aggregator that posted the round's submission root."""
@@ -232,6 +248,7 @@ MESSAGES: tuple[type[Message], ...] = (
     Open,
     Listed,
     Audit,
+    Challenge,
     RootVote,
     Escalate,
     Attest,

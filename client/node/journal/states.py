@@ -48,6 +48,8 @@ class OutboxKind(StrEnum):
     AUDIT = "audit"  # check the root lane's verdict root of a round our batch is in
     ROOT_VOTE = "root-vote"  # our signed agreement with a root lane batch, to its aggregator
     ESCALATE = "escalate"  # take a root lane batch we dispute (or found nowhere) to the ledger
+    # claim our data challenge of a root lane list once its answer window closed unanswered
+    CHALLENGE = "challenge"
 
 
 class Verdict(StrEnum):

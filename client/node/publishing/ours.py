@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 
+from client.chain.errors import LedgerRevert
 from client.chain.events import EventReader
 from client.node.eventlog import Event, Span, timed
 from client.node.journal import OutboxEntry
 from client.node.journal.outbox import (
     Appeal,
     Audit,
+    Challenge,
     Draw,
     Listed,
     Open,
@@ -26,7 +28,7 @@ from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
 from client.node.proving import Snapshots, opened
 from client.node.publishing.handler import Handler
-from client.node.publishing.rootlane import RootLane
+from client.node.publishing.rootlane import RootLane, Unread
 from client.node.services import Services
 from client.store import BlockStore
 from client.store.batch import BatchLimits, decode_batch
@@ -235,17 +237,12 @@ class OwnBatch(Handler):
         if finding is None:
             self.journal.done(entry.key)
             return
-        if isinstance(finding, str):  # the list cannot be read (yet)
-            if self.current_round() > self.root.windows.challenge_end(round_):
-                self._unbound(entry, f"its list was never readable: {finding}")
-            else:
-                self.journal.attempted(entry.key, finding)
+        if isinstance(finding, Unread):  # the list cannot be read (yet)
+            self._unread(entry, posted, finding)
             return
         if finding.challenge:
-            self._unbound(
-                entry,
-                f"its list is not its root's data ({finding.what}): challenge it with `sapo "
-                f"audit book {round_} --prove --challenge`",
+            self._challenge(
+                entry, posted, finding.args, f"its list is not its root's data ({finding.what})"
             )
             return
         self._proven(entry, posted, finding)
@@ -275,20 +272,18 @@ class OwnBatch(Handler):
             return
         finding, votes = self.root.audit(posted)
         credited = votes is not None
-        if isinstance(finding, str):
-            if current > windows.challenge_end(round_):
-                self._unbound(entry, f"its verdict list was never readable: {finding}")
-            else:
-                self.journal.attempted(entry.key, finding)
+        if isinstance(finding, Unread):
+            self._unread(entry, posted, finding)
             return
         if finding is not None and not finding.challenge:
             self._proven(entry, posted, finding)
             return
-        if finding is not None:  # a data challenge: the operator's call (it costs a bond)
-            self._unbound(
+        if finding is not None:  # a data challenge (it costs a bond)
+            self._challenge(
                 entry,
-                f"its verdict list is not its root's data ({finding.what}): challenge it with "
-                f"`sapo audit book {round_} --prove --challenge`",
+                posted,
+                finding.args,
+                f"its verdict list is not its root's data ({finding.what})",
             )
             return
         record = self.journal.round(round_)
@@ -305,6 +300,108 @@ class OwnBatch(Handler):
                 round=round_,
                 reason="not credited",
             )
+
+    def _unread(self, entry: OutboxEntry, posted, unread: Unread) -> None:
+        """A list of our round cannot be read: again next pass, until its window closed. In the
+        last rounds of the window it is challenged (with [root_lane].challenge_lists), or the
+        challenge is named to the operator in the entry's error."""
+        assert self.root is not None
+        round_ = entry.round
+        due = self.root.challenge_due(round_, unread.verdict_tree)
+        if due and self.root.challenge_lists:
+            # leaf 0: which entry is ours is in the list we cannot read; any leaf the aggregator
+            # cannot show voids the root
+            self._challenge(
+                entry,
+                posted,
+                (round_, unread.verdict_tree, 0),
+                f"its {unread.name} cannot be read: {unread}",
+            )
+        elif self.current_round() > self.root.windows.challenge_end(round_):
+            self._unbound(entry, f"its {unread.name} was never readable: {unread}")
+        elif due:
+            self.journal.attempted(
+                entry.key,
+                f"{unread}; challenge it before its window closes, with `sapo audit book "
+                f"{round_} --prove --challenge` (or set [root_lane].challenge_lists)",
+            )
+        else:
+            self.journal.attempted(entry.key, str(unread))
+
+    def _challenge(self, entry: OutboxEntry, posted, leaf: tuple, why: str) -> None:
+        """Bonds the data challenge of `leaf` ((round, verdict tree, index)) with
+        [root_lane].challenge_lists, and queues its claim; without, names it to the operator."""
+        assert self.root is not None
+        round_, verdict_tree, index = leaf
+        if not self.root.challenge_lists:
+            self._unbound(
+                entry,
+                f"{why}: challenge it with `sapo audit book {round_} --prove --challenge` (or "
+                "set [root_lane].challenge_lists)",
+            )
+            return
+        challenged = self.root.challenge(round_, verdict_tree, index)
+        tree = "verdict" if verdict_tree else "submission"
+        if challenged.challenger.lower() != self.services.address.lower():
+            self._unbound(
+                entry,
+                f"{why}; {challenged.challenger} challenged its {tree} list already: the root "
+                f"is void unless its aggregator answers by round {challenged.answer_by}",
+            )
+            return
+        self.journal.enqueue(
+            Challenge(
+                round=round_, verdict_tree=verdict_tree, index=index, answer_by=challenged.answer_by
+            )
+        )
+        self.journal.done(entry.key, challenged.tx_hash)
+        self.events.emit(
+            Event.ROOT_LANE_CHALLENGED,
+            f"round {round_}: {why}; challenged leaf {index} of the {tree} list of "
+            f"{posted.aggregator} (our challenge bond; it must answer by round "
+            f"{challenged.answer_by})",
+            logging.WARNING,
+            round=round_,
+            aggregator=posted.aggregator,
+            verdict_tree=verdict_tree,
+            index=index,
+            answer_by=challenged.answer_by,
+            tx_hash=challenged.tx_hash,
+        )
+
+    def claim_challenge(self, entry: OutboxEntry) -> None:
+        """Once our data challenge's answer window closed: claims it (the root void, our bond
+        back with half the aggregator's), or, answered, says our bond paid its answerer."""
+        assert self.root is not None
+        message = entry.message
+        assert isinstance(message, Challenge)
+        round_ = message.round
+        tree = "verdict" if message.verdict_tree else "submission"
+        aggregator = self.root.book.round_of(round_).aggregator
+        try:
+            result = self.root.claim_unanswered(round_, message.verdict_tree, message.index)
+        except LedgerRevert as exc:
+            if exc.name != "NoSuchChallenge":
+                raise
+            self._unbound(
+                entry,
+                f"our challenge of leaf {message.index} of its {tree} list was answered on "
+                "chain (the leaf is in the book's DataAnswered event): our challenge bond paid "
+                "whoever answered",
+            )
+            return
+        self.journal.done(entry.key, result.tx_hash)
+        self.events.emit(
+            Event.ROOT_LANE_PROVEN,
+            f"round {round_}: {aggregator} did not answer our challenge of leaf "
+            f"{message.index} of its {tree} list; claimed in {result.tx_hash}: the root is void, "
+            "our challenge bond back with half its bond (unless a lie proven first took it)",
+            logging.WARNING,
+            round=round_,
+            lie="data withheld",
+            aggregator=aggregator,
+            tx_hash=result.tx_hash,
+        )
 
     def _proven(self, entry: OutboxEntry, posted, finding) -> None:
         assert self.root is not None

@@ -19,6 +19,11 @@ transaction on the ledger (RootLane); as a drawn checker, our votes (RootVoting)
 - **Auditing the verdict root.** Once it is posted: the order of every credit, and the
   submission, votes and amount of ours and of AUDIT_SAMPLE others drawn at random; a lie is
   proven the same way.
+- **Challenging a list.** A list of our round that still cannot be read in the last two rounds
+  of its challenge window, or that is not its root's data, calls for a data challenge: with
+  `[root_lane].challenge_lists`, we bond it (unless the leaf is challenged already) and claim it
+  once unanswered (the root void, our bond back with half the aggregator's); without, the
+  operator is told to send it.
 - **Voting.** An agreement is signed and sent to the aggregator that posted the round's root
   (its receipt journaled); a dispute or an unavailable batch is escalated to the ledger with our
   vote, or, escalated already, voted on the ledger as any batch.
@@ -29,9 +34,10 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from client.chain.book import BookRound, EscalationVote, RoundBook, Windows
+from client.chain.errors import ChainError
 from client.chain.events import EventReader
 from client.chain.hashing import keccak256
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
@@ -89,6 +95,31 @@ class Unlisted(Exception):
     """The aggregator cannot be reached through what the chain says of it."""
 
 
+@dataclass(frozen=True)
+class Unread:
+    """A list of a round that cannot be read (yet): which one, and why."""
+
+    why: str
+    verdict_tree: bool  # the verdict list (else the submission list)
+
+    def __str__(self) -> str:
+        return self.why
+
+    @property
+    def name(self) -> str:
+        return "verdict list" if self.verdict_tree else "submission list"
+
+
+@dataclass(frozen=True)
+class Challenged:
+    """A data challenge of one leaf of a round's list: ours, just sent (`tx_hash`), or there
+    already (another's, or ours before a restart)."""
+
+    challenger: str
+    answer_by: int  # the last round it may be answered in
+    tx_hash: str | None = None
+
+
 class RootLane(Stage):
     """What the publisher's handlers ask of the root lane: our batch's submission (when
     `aggregator` names where it goes; None: our batches go on the ledger) and our votes as a
@@ -102,10 +133,12 @@ class RootLane(Stage):
         store: BlockStore,
         *,
         allow_private_peers: bool = False,
+        challenge_lists: bool = False,
     ):
         """`store`: where the lists are fetched (an IPFS store dials the posting aggregator's
         daemon first, at the addresses its metadata lists: `allow_private_peers` as
-        [store]'s)."""
+        [store]'s); `challenge_lists`: [root_lane]'s, whether we bond the data challenges our
+        audits call for."""
         super().__init__(services)
         if book.tx.account is None:
             raise ValueError("the root lane signs with the node's key: give the book its account")
@@ -116,6 +149,7 @@ class RootLane(Stage):
         self._key = book.tx.account.key
         self._clients: dict[str, AggregatorClient] = {}  # by aggregator address (lowercase)
         self.allow_private_peers = allow_private_peers
+        self.challenge_lists = challenge_lists
         self.book_events = EventReader(book)  # type: ignore[arg-type]
         self.ledger_events = EventReader(services.ledger)
         self.auditor = Auditor.of(self.domain, services.ledger, self.params)
@@ -219,14 +253,14 @@ class RootLane(Stage):
             return f"no submission root was posted for round {round_}: the receipt binds nobody"
         return None
 
-    def check_listed(self, posted: BookRound, kept: Kept) -> Finding | str | None:
+    def check_listed(self, posted: BookRound, kept: Kept) -> Finding | Unread | None:
         """Fetches the posted submission list and checks it as any auditor does; returns the
         finding to prove (our receipted submission left out, or any lie the list proves), why
-        it cannot be read yet (a string), or None: it lists our submission."""
+        it cannot be read yet, or None: it lists our submission."""
         try:
             data = self._submission_list(posted)
         except ListUnavailable as exc:
-            return str(exc)
+            return Unread(str(exc), verdict_tree=False)
         entries, finding = self.auditor.submissions(posted, data)
         if finding is None:
             signed = Signed.from_bytes(kept.message, self.domain)
@@ -245,7 +279,7 @@ class RootLane(Stage):
             keep_round=self.windows.challenge_end(posted.round),
         )
 
-    def audit(self, posted: BookRound) -> tuple[Finding | str | None, int | None]:
+    def audit(self, posted: BookRound) -> tuple[Finding | Unread | None, int | None]:
         """Checks the posted verdict root of a round our batch is in: the order of its credits,
         and the votes, amount and seats of our own credit and of AUDIT_SAMPLE others drawn at
         random (unpredictable to the aggregator: every node of a round samples its own, so each
@@ -256,12 +290,12 @@ class RootLane(Stage):
             data = self._submission_list(posted)
             entries, _ = open_submission_list(data, posted.submissions, posted.count)
         except (ListUnavailable, BadList) as exc:
-            return str(exc), None
+            return Unread(str(exc), verdict_tree=False), None
         if posted.credits == 0:  # the no-credit root: nothing in it to prove
             return None, None
         digest = self._verdict_digest(posted.round)
         if digest is None:
-            return f"no VerdictsPosted event of round {posted.round}", None
+            return Unread(f"no VerdictsPosted event of round {posted.round}", True), None
         try:
             listed = fetch_list(
                 self.store,
@@ -273,7 +307,7 @@ class RootLane(Stage):
             )
             opened = open_verdict_list(listed, posted.verdicts, posted.credits, posted.total)
         except ListUnavailable as exc:
-            return str(exc), None
+            return Unread(str(exc), verdict_tree=True), None
         except BadList:
             opened = None  # not the root's data: the auditor says so (a challenge)
         me = self.services.address.lower()
@@ -304,11 +338,53 @@ class RootLane(Stage):
         return None
 
     def prove(self, finding: Finding) -> TxResult:
-        """Sends the proof a finding names (never a data challenge: that costs a bond, and an
-        operator asks for it with `sapo audit book ROUND --prove --challenge`)."""
+        """Sends the proof a finding names (never a data challenge: `challenge` bonds one)."""
         if finding.challenge:
-            raise ValueError("a data challenge is not sent by the node itself")
+            raise ValueError("a data challenge is bonded by RootLane.challenge")
         return self.book.call(finding.function, finding.args)
+
+    # ---------------------------------------------------------------------- data challenges
+
+    def challenge_due(self, round_: int, verdict_tree: bool) -> bool:
+        """Whether a list of `round_` that we still cannot read is challenged now: in the last
+        two rounds of its challenge window (the aggregator had the rounds before to publish
+        it), and at the earliest the round after the list's root was posted."""
+        current = self.current_round()
+        w = self.windows
+        posted_in = w.verdict_round(round_) if verdict_tree else w.post_round(round_)
+        end = w.challenge_end(round_)
+        return max(posted_in + 1, end - 1) <= current <= end
+
+    def challenge(self, round_: int, verdict_tree: bool, index: int) -> Challenged:
+        """Bonds a data challenge (the book's challengeBond) of leaf `index` of `round_`'s
+        submission or verdict list, unless that leaf is challenged already (a leaf is challenged
+        once: another's, or ours sent before a restart); returns the challenge."""
+        start = self.ledger.block_at(
+            self.params.round_start(self.windows.post_round(round_)), self.book_events.start_block
+        )
+        there = self._challenged(round_, verdict_tree, index, start)
+        if there is not None:
+            return there
+        result = self.book.call(
+            "challengeData", (round_, verdict_tree, index), value=self.book.bonds()[1]
+        )
+        sent = self._challenged(round_, verdict_tree, index, result.block_number)
+        if sent is None:  # mined, yet no event: the chain's logs lag its receipts
+            raise ChainError(f"no DataChallenged event in the block of {result.tx_hash}")
+        return replace(sent, tx_hash=result.tx_hash)
+
+    def _challenged(
+        self, round_: int, verdict_tree: bool, index: int, from_block: int
+    ) -> Challenged | None:
+        for event in self.book_events.read(["DataChallenged"], from_block=from_block, round=round_):
+            args = event.args
+            if bool(args["verdictTree"]) == verdict_tree and int(args["index"]) == index:
+                return Challenged(str(args["challenger"]), int(args["answerBy"]))
+        return None
+
+    def claim_unanswered(self, round_: int, verdict_tree: bool, index: int) -> TxResult:
+        """Claims our challenge once its answer window closed (RoundBook.claimUnanswered)."""
+        return self.book.call("claimUnanswered", (round_, verdict_tree, index))
 
 
 class RootVoting(Handler):
@@ -420,8 +496,10 @@ class RootVoting(Handler):
 __all__ = [
     "DRAW_AFTER_BLOCKS",
     "DRAW_SPREAD_BLOCKS",
+    "Challenged",
     "RootLane",
     "RootVoting",
     "Unlisted",
+    "Unread",
     "draw_delay",
 ]

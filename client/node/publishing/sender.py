@@ -31,6 +31,7 @@ from client.node.journal.outbox import (
     Appeal,
     Attest,
     Audit,
+    Challenge,
     Draw,
     Escalate,
     Listed,
@@ -111,6 +112,7 @@ class Publisher(Stage):
             Open: ours.open,
             Listed: ours.listed,
             Audit: ours.audit,
+            Challenge: ours.claim_challenge,
             Attest: votes.vote,
             Unavailable: votes.vote,
             Draw: votes.draw,
@@ -212,9 +214,10 @@ class Publisher(Stage):
 
     def due(self, entries: list[OutboxEntry]) -> list[OutboxEntry]:
         """The entries whose time has come: a `Settle` once its round is final, an appeal once
-        the first committee's window has closed, a `Draw` once DRAW_AFTER_BLOCKS blocks have
-        passed its beacon block (the chain's head read once, and only when a draw waits; none is
-        due while the chain does not answer), any other at once."""
+        the first committee's window has closed, a `Challenge`'s claim once its answer window
+        has, a `Draw` once DRAW_AFTER_BLOCKS blocks have passed its beacon block (the chain's
+        head read once, and only when a draw waits; none is due while the chain does not
+        answer), any other at once."""
         current, head, due = self.current_round(), None, []
         for entry in entries:
             match entry.message:
@@ -227,6 +230,8 @@ class Publisher(Stage):
                 case Audit() if self.root and current < self.root.windows.verdict_round(
                     entry.round
                 ):
+                    continue
+                case Challenge(answer_by=answer_by) if current <= answer_by:
                     continue
                 case Draw(block=block):
                     if head is None:
