@@ -20,7 +20,7 @@ from client.config import ConfigError, load_config
 from client.devnet.control import seed_build_progress
 from client.devnet.light import STATUS, LightStatus, Roster
 from client.devnet.state import BOOK_CREDITS, DevnetState
-from client.node.aggregation.claims import Claimant, NoClaim
+from client.node.aggregation.claims import Claimant, Known, NoClaim
 from client.node.view.journal import NodeView
 from client.pids import pid_alive
 from client.store import StoreError, open_store
@@ -49,44 +49,43 @@ def starting_view(state: DevnetState) -> dict:
     return view
 
 
-def kept_credits(path: Path, key: str) -> tuple[dict[int, dict[str, int]], dict[int, bytes]]:
-    """What `devnet status` kept of the book's rounds, if `path` holds it for `key` (the book and
-    the ledger's genesis: a new devnet in the same directory starts with nothing): what each
-    round that stands for good credits (round -> lower-case address -> signal; a void round, or
-    one no verdict root was posted for: nothing), and the verdict lists' digests of the rounds
-    still to read (Claimant.credited's `final` and `lists`). A file that cannot be read:
-    nothing, so the rounds are read again."""
+def kept_credits(path: Path, key: str) -> Known:
+    """What `devnet status` kept of the book's rounds (Claimant.credited's `known`), if `path`
+    holds it for `key` (the book and the ledger's genesis: a new devnet in the same directory
+    starts with nothing). A file that cannot be read: nothing, so the rounds are read again."""
     try:
         data = json.loads(path.read_text())
         if data["key"] != key:
-            return {}, {}
-        final = {
-            int(q): {str(a).lower(): int(v) for a, v in credits.items()}
-            for q, credits in data["rounds"].items()
-        }
+            return Known()
+
+        def credits(rounds: dict) -> dict[int, dict[str, int]]:
+            return {
+                int(q): {str(a).lower(): int(v) for a, v in credited.items()}
+                for q, credited in rounds.items()
+            }
+
         lists = {int(q): bytes.fromhex(d) for q, d in data.get("lists", {}).items()}
         if any(len(d) != 32 for d in lists.values()):
-            return {}, {}
-        return final, lists
+            return Known()
+        return Known(credits(data["rounds"]), credits(data.get("read", {})), lists)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}, {}
+        return Known()
 
 
-def keep_credits(
-    path: Path,
-    key: str,
-    final: dict[int, dict[str, int]],
-    first: int,
-    lists: dict[int, bytes] | None = None,
-) -> None:
-    """Writes `final`'s rounds and `lists`' digests from `first` on (older ones are out of every
-    later day) whole, by rename; a directory it cannot write to only costs the next call the
-    reads."""
-    rounds = {str(q): credits for q, credits in sorted(final.items()) if q >= first}
-    digests = {str(q): d.hex() for q, d in sorted((lists or {}).items()) if q >= first}
+def keep_credits(path: Path, key: str, known: Known, first: int) -> None:
+    """Writes what `known` holds of the rounds from `first` on (older ones are out of every
+    later day; Known.since) whole, by rename; a directory it cannot write to only costs the next
+    call the reads."""
+    kept = known.since(first)
+    data = {
+        "key": key,
+        "rounds": {str(q): c for q, c in sorted(kept.final.items())},
+        "read": {str(q): c for q, c in sorted(kept.read.items())},
+        "lists": {str(q): d.hex() for q, d in sorted(kept.lists.items())},
+    }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps({"key": key, "rounds": rounds, "lists": digests}, sort_keys=True))
+        tmp.write_text(json.dumps(data, sort_keys=True))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
@@ -101,14 +100,11 @@ def book_credited(
 ) -> dict[str, int]:
     """What the round book's verdict roots of `rounds` credit each node (lower-case address):
     the verdict lists fetched through the swarm's store (Claimant.credited); the rounds whose
-    list cannot be read are skipped and put in `unreadable`. With `kept` (a file), what the
-    rounds that stand for good credit is kept there and read from there next time: a list is
-    fetched at each call only until its round stands (its challenge window closed two rounds
-    ago), then never again, instead of a day of lists at every call; a void round, or one that
-    no verdict root was posted for, is kept as crediting nothing once it can no longer change;
-    and the lists' digests are kept, so that the event walk starts at the rounds that do not
-    stand yet, not at the day's first (a list that cannot be read is fetched again at each
-    call, by its kept digest)."""
+    list cannot be read are skipped and put in `unreadable`. With `kept` (a file), what was
+    read is kept there and read from there next time (claims.Known): each list is fetched
+    once, not a day of them at every call; a round that does not stand yet costs a `roundOf`
+    (whether it stands now, or was voided), and the event walk starts at the newest rounds (a
+    list that could not be read is fetched again at each call, by its kept digest)."""
     book = RoundBook(ledger.w3, str(cfg.chain.round_book_address))
     claimant = Claimant(
         ledger,
@@ -120,9 +116,9 @@ def book_credited(
     if kept is None:
         return claimant.credited(*rounds, unreadable)
     key = f"{book.address.lower()}@{claimant.params.genesis}"
-    final, lists = kept_credits(kept, key)
-    credited = claimant.credited(*rounds, unreadable, final=final, lists=lists)
-    keep_credits(kept, key, final, rounds[0], lists)
+    known = kept_credits(kept, key)
+    credited = claimant.credited(*rounds, unreadable, known)
+    keep_credits(kept, key, known, rounds[0])
     return credited
 
 

@@ -25,7 +25,7 @@ from client.chain.roots import (
     verdict_list,
 )
 from client.config import load_config, with_sections
-from client.node.aggregation.claims import Claimant
+from client.node.aggregation.claims import Claimant, Known
 from client.node.aggregation.lists import publish_list
 from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
@@ -340,12 +340,17 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     assert not world.events("rootlane.unsent") and not world.events("rootlane.proven")
     # what `sapo devnet status` counts: the verdict lists' credits, standing yet or not
     claimant = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "blocks"))
-    early: dict[int, dict[str, int]] = {}
-    assert claimant.credited(0, world.swarm.ledger.current_round(), final=early) == {
-        world.me.lower(): credit.signal
-    }
+    seen = Known()
+    mine = {world.me.lower(): credit.signal}
+    assert claimant.credited(0, world.swarm.ledger.current_round(), known=seen) == mine
     assert credit.signal > 0
-    assert early == {}  # counted, but not kept: a lie may still be proven against the root
+    # counted and its list kept as read, but not as final: a lie may still be proven against it
+    assert r not in seen.final and seen.read == {r: mine}
+    # the next call counts it without fetching the list (a store that holds none of them)
+    blind = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "empty"))
+    unreadable: list[int] = []
+    assert blind.credited(0, world.swarm.ledger.current_round(), unreadable, seen) == mine
+    assert unreadable == [] and seen.read == {r: mine}
     # the TUI's rounds and /metrics show it credited (the ledger has no record of it)
     config = world.claimant_config()
     producer_dir = world.tmp / "producer"
@@ -394,33 +399,27 @@ def test_drawn_checkers_agree_off_chain_and_the_verdict_root_credits_the_batch(w
     # answered from the keeping, even where the lists can no longer be fetched (a store that
     # holds none of them), while without the keeping the round's list is needed again
     current = world.swarm.ledger.current_round()
-    final: dict[int, dict[str, int]] = {}
-    lists: dict[int, bytes] = {}
-    assert claimant.credited(0, current, final=final, lists=lists) == {
-        world.me.lower(): credit.signal
-    }
+    assert blind.credited(0, current, [], seen) == mine  # what was read, now standing
+    assert seen.final[r] == mine and seen.read == {}
+    known = Known()
+    assert claimant.credited(0, current, known=known) == mine
     # kept: the round that stands, and as crediting nothing each round whose verdict round is
     # two rounds past with no verdict root (none can be posted now); the rounds after are not
     closed = [q for q in range(current + 1) if world.windows.verdict_round(q) + 2 <= current]
     assert r in closed and len(closed) < current + 1
-    assert final == {q: {} for q in closed} | {r: {world.me.lower(): credit.signal}}
-    assert lists == {}  # no list left to read again
-    blind = Claimant(world.swarm.ledger, world.agg.client_book, LocalStore(world.tmp / "empty"))
-    unreadable: list[int] = []
+    assert known.final == {q: {} for q in closed} | {r: mine} and known.read == {}
+    unreadable = []
     assert blind.credited(0, current, unreadable) == {} and unreadable == [r]
     unreadable = []
-    kept = dict(final)
-    assert blind.credited(0, current, unreadable, final=kept) == {world.me.lower(): credit.signal}
-    assert unreadable == [] and kept == final
+    kept = Known(final=dict(known.final))
+    assert blind.credited(0, current, unreadable, kept) == mine
+    assert unreadable == [] and kept.final == known.final
     # a list that cannot be read is not kept, but its digest is: the next call fetches it again
     # without looking for its VerdictsPosted event again
-    unreadable, final, lists = [], {}, {}
-    assert blind.credited(0, current, unreadable, final=final, lists=lists) == {}
-    assert unreadable == [r] and r not in final and list(lists) == [r]
-    assert claimant.credited(0, current, final=final, lists=lists) == {
-        world.me.lower(): credit.signal
-    }
-    assert final[r] == {world.me.lower(): credit.signal} and lists == {}
+    unreadable, lost = [], Known()
+    assert blind.credited(0, current, unreadable, lost) == {}
+    assert unreadable == [r] and r not in lost.final and r not in lost.read and r in lost.lists
+    assert claimant.credited(0, current, known=lost) == mine and lost.final[r] == mine
 
 
 def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> None:
@@ -536,10 +535,9 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     # what `sapo devnet status` counts: nothing from the void root, which it keeps as crediting
     # nothing at once (a void root stays void), so that no later call reads the round again
     claimant = Claimant(world.swarm.ledger, world.agg.client_book, store)
-    final: dict[int, dict[str, int]] = {}
-    lists: dict[int, bytes] = {}
-    assert claimant.credited(r, world.swarm.ledger.current_round(), final=final, lists=lists) == {}
-    assert final[r] == {} and r not in lists
+    known = Known()
+    assert claimant.credited(r, world.swarm.ledger.current_round(), known=known) == {}
+    assert known.final[r] == {} and r not in known.read
 
 
 def _gas(world, tx_hash: str) -> int:

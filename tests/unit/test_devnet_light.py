@@ -20,6 +20,7 @@ from client.devnet.light import (
 from client.devnet.provision import light_quorum_problem
 from client.devnet.state import BOOK_CREDITS as KEPT
 from client.devnet.status import keep_credits, kept_credits
+from client.node.aggregation.claims import Known
 
 
 def test_light_nodes_split_into_families_of_at_most_family_size_and_as_even_as_can_be() -> None:
@@ -85,27 +86,33 @@ def test_devnet_status_keeps_the_standing_rounds_credits_for_its_own_book_only(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / KEPT
-    assert kept_credits(path, "0xbook@1") == ({}, {})  # nothing kept yet
-    final = {3: {"0xaa": 5}, 7: {"0xaa": 2, "0xbb": 9}, 9: {}}
-    lists = {4: b"\x01" * 32, 11: b"\x02" * 32}  # digests of lists still to read
-    keep_credits(path, "0xbook@1", final, first=5, lists=lists)
+    assert kept_credits(path, "0xbook@1") == Known()  # nothing kept yet
+    known = Known(
+        final={3: {"0xaa": 5}, 7: {"0xaa": 2, "0xbb": 9}, 9: {}},
+        read={10: {"0xbb": 4}},  # read, not standing yet
+        # digests: of a list read (not needed again), of one still to read, of a round before
+        lists={10: b"\x03" * 32, 11: b"\x02" * 32, 4: b"\x01" * 32},
+    )
+    keep_credits(path, "0xbook@1", known, first=5)
     # rounds before the day's first are out of every later day: not kept
-    assert kept_credits(path, "0xbook@1") == (
-        {7: {"0xaa": 2, "0xbb": 9}, 9: {}},
-        {11: b"\x02" * 32},
+    assert kept_credits(path, "0xbook@1") == Known(
+        final={7: {"0xaa": 2, "0xbb": 9}, 9: {}},
+        read={10: {"0xbb": 4}},
+        lists={11: b"\x02" * 32},
     )
     # another devnet in the same directory (a new book, or the same address on a new chain)
-    assert kept_credits(path, "0xbook@2") == ({}, {})
-    assert kept_credits(path, "0xother@1") == ({}, {})
+    assert kept_credits(path, "0xbook@2") == Known()
+    assert kept_credits(path, "0xother@1") == Known()
     for broken in (
         "{",
         '{"key": "0xbook@1", "rounds": {"x": {}}}',
+        '{"key": "0xbook@1", "rounds": {}, "read": {"5": {"0xaa": "x"}}}',
         "[]",
         '{"key": "0xbook@1", "rounds": {}, "lists": {"4": "0xzz"}}',
         '{"key": "0xbook@1", "rounds": {}, "lists": {"4": "01"}}',  # not a 32-byte digest
     ):
         path.write_text(broken)
-        assert kept_credits(path, "0xbook@1") == ({}, {}), broken  # read again, never half
+        assert kept_credits(path, "0xbook@1") == Known(), broken  # read again, never half
     # a directory it cannot write to (here: gone) only costs the next call the reads
-    keep_credits(tmp_path / "gone" / KEPT, "0xbook@1", final, first=0)
+    keep_credits(tmp_path / "gone" / KEPT, "0xbook@1", known, first=0)
     assert not (tmp_path / "gone").exists()

@@ -12,7 +12,7 @@ carries everything earned before it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from client.chain import Ledger
 from client.chain.book import BookRound, RoundBook, Windows
@@ -55,6 +55,39 @@ def standing(posted: BookRound, current: int, windows: Windows) -> bool:
         and posted.open_challenges == 0
         and current >= windows.challenge_end(posted.round) + 2
     )
+
+
+@dataclass
+class Known:
+    """What a reader of the book's credits keeps between calls (Claimant.credited), so that
+    each round's list is fetched once, not at every call:
+    - `final`: what each round that can no longer change credits (round -> lower-case address
+      -> signal): its root stands for good (RoundBook._standing), or it credits nothing for
+      good: its root is void (a void root stays void), or no verdict root was posted by two
+      rounds after its verdict round (none can be posted after it);
+    - `read`: what the verdict list of each round that does not stand yet credits: a posted
+      list never changes (its root is in the book), only whether its root comes to stand or is
+      voided, which is looked up again (roundOf) without fetching the list;
+    - `lists`: the rounds' verdict list digests (each from its one VerdictsPosted event): the
+      event walk starts at the oldest round whose digest is not known, and a list that could
+      not be read is fetched again by it."""
+
+    final: dict[int, dict[str, int]] = field(default_factory=dict)
+    read: dict[int, dict[str, int]] = field(default_factory=dict)
+    lists: dict[int, bytes] = field(default_factory=dict)
+
+    def since(self, first: int) -> Known:
+        """What is worth keeping once the rounds before `first` are out of every later read:
+        their rounds, and the digests of lists already read, dropped."""
+        return Known(
+            {q: c for q, c in self.final.items() if q >= first},
+            {q: c for q, c in self.read.items() if q >= first},
+            {
+                q: d
+                for q, d in self.lists.items()
+                if q >= first and q not in self.final and q not in self.read
+            },
+        )
 
 
 class Claimant:
@@ -134,8 +167,7 @@ class Claimant:
         first: int,
         last: int,
         unreadable: list[int] | None = None,
-        final: dict[int, dict[str, int]] | None = None,
-        lists: dict[int, bytes] | None = None,
+        known: Known | None = None,
     ) -> dict[str, int]:
         """The learning signal the book's verdict roots of rounds first..last credit each
         producer (lower-case address) with: every posted verdict root that is not void, standing
@@ -144,41 +176,48 @@ class Claimant:
         and each crediting list; raises NoClaim naming a list that cannot be read, or, given
         `unreadable`, skips it and puts its round there.
 
-        `final` (round -> what its root credits each producer), when given, is what is known of
-        rounds that stand for good (RoundBook._standing: nothing about them can change): its
-        rounds are not read again, and each round read that stands is added to it, and so is
-        each round that credits nothing for good: its root void (a void root stays void), or no
-        verdict root posted by two rounds after its verdict round (none can be posted after
-        it). `lists` (round -> its verdict list's digest), when given, holds the digests of
-        rounds read but not kept (their list could not be read): their lists are fetched again,
-        but their digests are not looked for in the events again. `sapo devnet status` keeps
-        both between calls, so that a day of rounds is read once, not at every call, and the
-        event walk starts at the rounds that do not stand yet."""
+        `known`, when given, is what earlier calls kept (see Known), and what this one learns is
+        added to it: `sapo devnet status` keeps it between calls, so that a list is fetched
+        once, not at every call, and the event walk starts at the newest rounds."""
+        keep = known is not None
+        kept = known if known is not None else Known()
         found: dict[str, int] = {}
-        known = {} if final is None else final
-        for q in range(first, last + 1):
-            for key, signal in known.get(q, {}).items():
+
+        def count(credited: dict[str, int]) -> None:
+            for key, signal in credited.items():
                 found[key] = found.get(key, 0) + signal
-        rest = [q for q in range(first, last + 1) if q not in known]
-        current = self.ledger.current_round() if final is not None else 0
-        digests = self._digests(rest, lists)
-        for posted, credits in self._read(rest, unreadable, digests):
+
+        rounds = range(first, last + 1)
+        for q in rounds:
+            count(kept.final.get(q, {}))
+        current = self.ledger.current_round() if keep else 0
+        # a list read before: only whether its root stands, or was voided, can have changed
+        for q in [q for q in rounds if q not in kept.final and q in kept.read]:
+            posted = self.book.round_of(q)
+            if posted.void:
+                kept.final[q] = {}
+                del kept.read[q]
+                continue
+            count(kept.read[q])
+            if standing(posted, current, self.windows):
+                kept.final[q] = kept.read.pop(q)
+        todo = [q for q in rounds if q not in kept.final and q not in kept.read]
+        digests = self._digests(todo, kept.lists)
+        kept.lists.update(digests)
+        for posted, credits in self._read(todo, unreadable, digests):
             credited: dict[str, int] = {}
             for credit in credits:
                 key = credit.producer.lower()
                 credited[key] = credited.get(key, 0) + credit.signal
-                found[key] = found.get(key, 0) + credit.signal
-            if final is not None and (posted.void or standing(posted, current, self.windows)):
-                final[posted.round] = credited  # void: nothing
-        if final is not None:
-            for q in rest:
+            count(credited)
+            if posted.void or standing(posted, current, self.windows):
+                kept.final[posted.round] = credited  # void: nothing
+            else:
+                kept.read[posted.round] = credited
+        if keep:
+            for q in todo:
                 if q not in digests and current >= self.windows.verdict_round(q) + 2:
-                    final[q] = {}  # no verdict root, and none can come
-        if lists is not None:  # the digests of the rounds still to read again
-            for q in list(lists):
-                if q in known or q < first:
-                    del lists[q]
-            lists.update((q, d) for q, d in digests.items() if q not in known)
+                    kept.final[q] = {}  # no verdict root, and none can come
         return found
 
     def credits(
@@ -260,4 +299,4 @@ class Claimant:
         return verdicts
 
 
-__all__ = ["BookClaim", "Claimant", "NoClaim", "standing"]
+__all__ = ["BookClaim", "Claimant", "Known", "NoClaim", "standing"]
