@@ -85,7 +85,7 @@ class Event(StrEnum):
     SUBMIT_DROPPED = "submit.dropped"
     ROOT_LANE_UNSENT = "rootlane.unsent"  # the root lane did not take or will not credit our batch
     ROOT_LANE_PROVEN = "rootlane.proven"  # we proved a lie of the root lane's aggregator on chain
-    # we bonded a data challenge of a root lane list we could not read ([root_lane].challenge)
+    # we bonded a data challenge of a root lane list ([root_lane].challenge_lists)
     ROOT_LANE_CHALLENGED = "rootlane.challenged"
     PEER_VERIFIED = "peer.verified"
     PEER_BAD = "peer.bad"

@@ -545,12 +545,36 @@ def _gas(world, tx_hash: str) -> int:
     return receipt["gasUsed"] * receipt["effectiveGasPrice"]
 
 
+def _withheld_submissions(world, r: int, others: int = 0) -> SubmissionRoot:
+    """The aggregator (node 4, by hand) posts round r's submission root over the producer's
+    receipted submission and `others` more, with a list published only on a store nobody
+    reaches, and draws its beacon."""
+    signed = list(world.agg.service.collectors[r].submissions.values())
+    signed += sign_submissions(world.book, world.nodes[5 : 5 + others], r)
+    root = SubmissionRoot(signed)
+    elsewhere = LocalStore(world.tmp / f"elsewhere-{r}")
+    cid = publish_list(elsewhere, "submissions", r, submission_list(root.signed), r + 100)
+    world.swarm.goto(world.windows.post_round(r))
+    aggregator = world.nodes[4].tx.account
+    count, digest = len(root.signed), cid_to_digest(cid)
+    world.book.send(aggregator, "postSubmissions", r, root.root, count, digest, value=BOND)
+    world.swarm.mine()
+    world.book.send(aggregator, "drawBeacon", r)
+    return root
+
+
+def _due(world, r: int, posted_in: int) -> int:
+    """The first round a list posted in round `posted_in` that cannot be read is challenged in:
+    the last two of the round's challenge window, and not the round it was posted in."""
+    return max(posted_in + 1, world.windows.challenge_end(r) - 1)
+
+
 def test_a_withheld_verdict_list_is_challenged_by_its_producer_and_claimed_unanswered(
     world,
 ) -> None:
     """With [root_lane].challenge_lists, a producer that cannot read its round's verdict list
     (the root posted, its blocks published on no store the producer reaches) tries again until
-    the last rounds of the challenge window, then bonds a data challenge of its first leaf;
+    the last rounds of the challenge window, then bonds a data challenge of one of its leaves;
     nobody answers, and once the answer window closed the producer claims it: the root is void,
     and its challenge bond comes back with half the aggregator's bond."""
     world.producer.root.challenge_lists = True
@@ -585,65 +609,79 @@ def test_a_withheld_verdict_list_is_challenged_by_its_producer_and_claimed_unans
     assert audit.status == PENDING and audit.attempts >= 1  # not yet: it may be slow to come
     assert not world.events("rootlane.challenged")
 
-    world.swarm.goto(max(world.windows.verdict_round(r) + 1, world.windows.challenge_end(r) - 1))
+    world.swarm.goto(_due(world, r, world.windows.verdict_round(r)))
     before = world.swarm.w3.eth.get_balance(world.me)
     world.producer.publisher.flush()
-    audit = world.producer.journal.outbox(f"audit:{r}")
-    assert audit.status == DONE and audit.tx_hash
     [challenged] = world.events("rootlane.challenged")
-    assert (challenged["verdict_tree"], challenged["index"]) == (True, 0)
+    assert (challenged["verdict_tree"], challenged["index"]) == (True, 0)  # its only leaf
     assert challenged["aggregator"] == world.agg.address
     assert world.agg.client_book.round_of(r).open_challenges == 1
     paid = before - world.swarm.w3.eth.get_balance(world.me)
-    assert paid == CHALLENGE_BOND + _gas(world, audit.tx_hash)
+    assert paid == CHALLENGE_BOND + _gas(world, challenged["tx_hash"])
+    # the audit goes on (the list may still come); the next pass sends nothing more
+    audit = world.producer.journal.outbox(f"audit:{r}")
+    assert audit.status == PENDING and "challenged leaf 0" in audit.error
     key = f"challenge:{r}:verdicts:0"
-    world.producer.publisher.flush()  # its answer window is open: not claimed yet
-    assert world.producer.journal.outbox(key).status == PENDING
+    world.producer.publisher.flush()
+    assert world.producer.journal.outbox(key).status == PENDING  # not claimed yet
+    assert len(world.events("rootlane.challenged")) == 1
 
-    world.swarm.goto(challenged["answer_by"] + 1)
+    world.swarm.goto(world.windows.challenge_end(r) + 2)  # its answer window closed
     world.producer.publisher.flush()
     claim = world.producer.journal.outbox(key)
     assert claim.status == DONE and claim.tx_hash
     assert world.agg.client_book.round_of(r).verdicts_voided
     gained = world.swarm.w3.eth.get_balance(world.me) - before
-    assert gained == BOND // 2 - _gas(world, audit.tx_hash) - _gas(world, claim.tx_hash)
+    assert gained == BOND // 2 - _gas(world, challenged["tx_hash"]) - _gas(world, claim.tx_hash)
     [proven] = world.events("rootlane.proven")
     assert proven["lie"] == "data withheld" and proven["aggregator"] == world.agg.address
     assert lies(world.book, claim) == ["data withheld"]
 
 
-def test_a_challenge_answered_on_chain_pays_its_bond_to_whoever_answered(world) -> None:
-    """With [root_lane].challenge_lists, a producer whose round's submission list never reaches
-    it challenges its first leaf in the last rounds of the window; whoever holds the list (here
-    another node) answers with the leaf on chain and takes the challenge bond; the producer's
-    claim finds the challenge answered and says so, and the root stands."""
+def test_an_aggregator_that_challenges_and_answers_its_own_leaf_does_not_shield_its_list(
+    world,
+) -> None:
+    """A withholding aggregator challenges one leaf of its own submission list and answers it
+    at once (its bond back, for the gas): a leaf is challenged once, but the producer draws
+    another leaf nobody challenged, and its challenge, unanswered, voids the root."""
     world.producer.root.challenge_lists = True
     r = world.sealed()
     world.producer.publisher.flush()
-    root = SubmissionRoot(world.agg.service.collectors[r].submissions.values())
-    elsewhere = LocalStore(world.tmp / "elsewhere")
-    cid = publish_list(elsewhere, "submissions", r, submission_list(root.signed), r + 100)
-    world.swarm.goto(world.windows.post_round(r))
+    root = _withheld_submissions(world, r, others=2)
     aggregator = world.nodes[4].tx.account
+    world.book.send(aggregator, "challengeData", r, False, 0, value=CHALLENGE_BOND)
     world.book.send(
-        aggregator,
-        "postSubmissions",
-        r,
-        root.root,
-        len(root.signed),
-        cid_to_digest(cid),
-        value=BOND,
+        aggregator, "answerSubmission", r, 0, submission_struct(root.signed[0]), root.proof(0)
     )
-    world.swarm.mine()
-    world.book.send(aggregator, "drawBeacon", r)
+    world.swarm.goto(_due(world, r, world.windows.post_round(r)))
+    world.producer.publisher.flush()
+    [challenged] = world.events("rootlane.challenged")
+    assert challenged["verdict_tree"] is False and challenged["index"] in (1, 2)
+    world.swarm.goto(world.windows.challenge_end(r) + 2)
+    world.producer.publisher.flush()
+    claim = world.producer.journal.outbox(f"challenge:{r}:submissions:{challenged['index']}")
+    assert claim.status == DONE and lies(world.book, claim) == ["data withheld"]
+    assert world.agg.client_book.round_of(r).submissions_voided
+
+
+def test_a_challenge_answered_on_chain_pays_its_bond_and_that_aggregator_is_not_challenged_again(
+    world,
+) -> None:
+    """With [root_lane].challenge_lists, a producer whose round's submission list never reaches
+    it challenges a leaf in the last rounds of the window; whoever holds the list (here another
+    node) answers it on chain and takes the challenge bond; the producer's claim finds it
+    answered and says so. An aggregator that answered once may be one that withholds to collect
+    bonds: the node does not challenge its lists again, and names the command instead."""
+    world.producer.root.challenge_lists = True
+    r = world.sealed()
+    world.producer.publisher.flush()
+    root = _withheld_submissions(world, r)
     world.producer.publisher.flush()
     listed = world.producer.journal.outbox(f"listed:{r}")
     assert listed.status == PENDING and not world.events("rootlane.challenged")
 
-    world.swarm.goto(max(world.windows.post_round(r) + 1, world.windows.challenge_end(r) - 1))
+    world.swarm.goto(_due(world, r, world.windows.post_round(r)))
     world.producer.publisher.flush()
-    listed = world.producer.journal.outbox(f"listed:{r}")
-    assert listed.status == DONE and listed.tx_hash
     [challenged] = world.events("rootlane.challenged")  # once, though both checks read it
     assert (challenged["verdict_tree"], challenged["index"]) == (False, 0)
     answerer = world.nodes[5]
@@ -661,13 +699,21 @@ def test_a_challenge_answered_on_chain_pays_its_bond_to_whoever_answered(world) 
         CHALLENGE_BOND - gas
     )
 
-    world.swarm.goto(challenged["answer_by"] + 1)
+    world.swarm.goto(world.windows.challenge_end(r) + 2)
     world.producer.publisher.flush()
     claim = world.producer.journal.outbox(f"challenge:{r}:submissions:0")
-    assert claim.status == DROPPED and "was answered on chain" in claim.error
-    said = [e["message"] for e in world.events("rootlane.unsent")]
-    assert any("our challenge bond paid whoever answered" in m for m in said), said
+    assert claim.status == DROPPED and "our challenge bond paid it" in claim.error
     assert not world.agg.client_book.round_of(r).void
+
+    r2 = world.sealed()  # the same aggregator withholds again
+    world.producer.publisher.flush()
+    _withheld_submissions(world, r2)
+    world.swarm.goto(_due(world, r2, world.windows.post_round(r2)))
+    world.producer.publisher.flush()
+    listed = world.producer.journal.outbox(f"listed:{r2}")
+    assert listed.status == PENDING and "answered a challenge of ours before" in listed.error
+    assert f"sapo audit book {r2} --prove --challenge" in listed.error
+    assert len(world.events("rootlane.challenged")) == 1  # r's only
 
 
 def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_producer(

@@ -709,9 +709,9 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         Open(round=3): ("open:3", {}),
         Listed(round=3): ("listed:3", {}),
         Audit(round=3): ("audit:3", {}),
-        Challenge(round=3, verdict_tree=True, index=0, answer_by=7): (
+        Challenge(round=3, verdict_tree=True, index=0, aggregator=node, answer_by=7): (
             "challenge:3:verdicts:0",
-            {"verdict_tree": True, "index": 0, "answer_by": 7},
+            {"verdict_tree": True, "index": 0, "aggregator": node, "answer_by": 7},
         ),
         RootVote(round=3, node=node, digest="0x01", score=5, signal=2): (
             f"root-vote:3:{node}",

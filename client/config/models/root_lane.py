@@ -28,7 +28,8 @@ class RootLaneSection(Section):
         "still cannot be read in the last two rounds of its challenge window, or is not its "
         "root's data; and claim it once its answer window closed unanswered: the root is void, "
         "and the bond comes back with half the aggregator's. An answered challenge pays its "
-        "bond to whoever answered it (the list may only have been slow to reach this node). "
-        "Off: the node names the challenge, and `sapo audit book ROUND --prove --challenge` "
-        "sends it",
+        "bond to whoever answered it (the list may only have been slow to reach this node, or "
+        "the aggregator withheld it to collect bonds: the node does not challenge an aggregator "
+        "that answered it again). Off: the node names the challenge, and `sapo audit book ROUND "
+        "--prove --challenge` sends it",
     )

@@ -217,7 +217,11 @@ class Claimant:
         if keep:
             for q in todo:
                 if q not in digests and current >= self.windows.verdict_round(q) + 2:
-                    kept.final[q] = {}  # no verdict root, and none can come
+                    # no verdict root, and none can come: confirmed by the book itself, not by
+                    # the missing event alone (a node behind on its logs must not make it so)
+                    posted = self.book.round_of(q)
+                    if posted.void or not posted.verdicts_posted:
+                        kept.final[q] = {}
         return found
 
     def credits(

@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from client.chain.roots import MAX_VERDICT_ENTRY_BYTES, SUBMISSION_BYTES
-from client.store import BlockStore, StoreError
+from client.store import BlockStore, StoreError, StoreUnavailable
 from client.store.batch import canonical_json
 from client.store.cid import InvalidCid, cid_to_digest, digest_to_cid
 from client.store.weights import CHUNK, problems
@@ -40,7 +40,13 @@ MAX_INDEX_BYTES = 1 << 20  # an index naming 4,096 chunks is ~290 KB
 
 class ListUnavailable(Exception):
     """A list's CID names nothing usable: not a CID, an index that is not one, blocks nobody
-    serves. The text says what; an auditor challenges the root's data on chain for it."""
+    serves. The text says what; an auditor challenges the root's data on chain for it. With
+    `store_down`, it was this node's own store that did not answer: nothing is known of the
+    list, and nobody is to be challenged for it."""
+
+    def __init__(self, message: str, *, store_down: bool = False):
+        super().__init__(message)
+        self.store_down = store_down
 
 
 class ListIndex(BaseModel):
@@ -99,7 +105,10 @@ def fetch_list(
     try:
         raw = store.fetch(cid, MAX_INDEX_BYTES)
     except StoreError as exc:
-        raise ListUnavailable(f"the {kind} list {cid} of round {round_}: {exc}") from None
+        down = isinstance(exc, StoreUnavailable)
+        raise ListUnavailable(
+            f"the {kind} list {cid} of round {round_}: {exc}", store_down=down
+        ) from None
     try:
         index = ListIndex.model_validate_json(raw)
     except ValidationError as exc:
@@ -124,7 +133,8 @@ def fetch_list(
             parts.append(store.fetch(block, CHUNK))
         except StoreError as exc:
             raise ListUnavailable(
-                f"chunk {i} of the {kind} list of round {round_} ({block}): {exc}"
+                f"chunk {i} of the {kind} list of round {round_} ({block}): {exc}",
+                store_down=isinstance(exc, StoreUnavailable),
             ) from None
     data = b"".join(parts)
     if len(data) != index.bytes:

@@ -147,6 +147,7 @@ class Challenge(Message):
     KIND = OutboxKind.CHALLENGE
     verdict_tree: bool
     index: int
+    aggregator: str  # the root's poster: one that answered is not challenged by the node again
     answer_by: int
 
     @property

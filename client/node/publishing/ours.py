@@ -8,6 +8,7 @@ fetched but whose openings cannot is disputed (withheld) and slashed.
 from __future__ import annotations
 
 import logging
+import secrets
 
 from client.chain.errors import LedgerRevert
 from client.chain.events import EventReader
@@ -25,7 +26,7 @@ from client.node.journal.outbox import (
     Submit,
 )
 from client.node.journal.records import Kept
-from client.node.journal.states import RoundPhase
+from client.node.journal.states import OutboxKind, RoundPhase
 from client.node.proving import Snapshots, opened
 from client.node.publishing.handler import Handler
 from client.node.publishing.rootlane import RootLane, Unread
@@ -33,6 +34,9 @@ from client.node.services import Services
 from client.store import BlockStore
 from client.store.batch import BatchLimits, decode_batch
 from client.store.weights import put_weights
+
+# how the claim of a challenge that was answered says so (what `_answered_before` looks for)
+ANSWERED = "answered:"
 
 
 class OwnBatch(Handler):
@@ -241,7 +245,7 @@ class OwnBatch(Handler):
             self._unread(entry, posted, finding)
             return
         if finding.challenge:
-            self._challenge(
+            self._bad_list(
                 entry, posted, finding.args, f"its list is not its root's data ({finding.what})"
             )
             return
@@ -279,7 +283,7 @@ class OwnBatch(Handler):
             self._proven(entry, posted, finding)
             return
         if finding is not None:  # a data challenge (it costs a bond)
-            self._challenge(
+            self._bad_list(
                 entry,
                 posted,
                 finding.args,
@@ -303,103 +307,168 @@ class OwnBatch(Handler):
 
     def _unread(self, entry: OutboxEntry, posted, unread: Unread) -> None:
         """A list of our round cannot be read: again next pass, until its window closed. In the
-        last rounds of the window it is challenged (with [root_lane].challenge_lists), or the
-        challenge is named to the operator in the entry's error."""
+        last rounds of the window it is challenged (with [root_lane].challenge_lists: `challenge`),
+        or the challenge is named to the operator in the entry's error; the entry stays pending
+        either way, so that a list that comes late is still checked. Nothing is challenged while
+        it is our own store that does not answer."""
         assert self.root is not None
         round_ = entry.round
-        due = self.root.challenge_due(round_, unread.verdict_tree)
-        if due and self.root.challenge_lists:
-            # leaf 0: which entry is ours is in the list we cannot read; any leaf the aggregator
-            # cannot show voids the root
-            self._challenge(
-                entry,
-                posted,
-                (round_, unread.verdict_tree, 0),
-                f"its {unread.name} cannot be read: {unread}",
-            )
-        elif self.current_round() > self.root.windows.challenge_end(round_):
+        if unread.store_down:
+            self.health.store(False, unread.why)
+            self.journal.attempted(entry.key, unread.why)
+            return
+        if self.current_round() > self.root.windows.challenge_end(round_):
             self._unbound(entry, f"its {unread.name} was never readable: {unread}")
-        elif due:
-            self.journal.attempted(
-                entry.key,
-                f"{unread}; challenge it before its window closes, with `sapo audit book "
-                f"{round_} --prove --challenge` (or set [root_lane].challenge_lists)",
-            )
-        else:
+            return
+        if not self.root.challenge_due(round_, unread.verdict_tree):
             self.journal.attempted(entry.key, str(unread))
-
-    def _challenge(self, entry: OutboxEntry, posted, leaf: tuple, why: str) -> None:
-        """Bonds the data challenge of `leaf` ((round, verdict tree, index)) with
-        [root_lane].challenge_lists, and queues its claim; without, names it to the operator."""
-        assert self.root is not None
-        round_, verdict_tree, index = leaf
-        if not self.root.challenge_lists:
-            self._unbound(
-                entry,
-                f"{why}: challenge it with `sapo audit book {round_} --prove --challenge` (or "
-                "set [root_lane].challenge_lists)",
-            )
             return
-        challenged = self.root.challenge(round_, verdict_tree, index)
-        tree = "verdict" if verdict_tree else "submission"
-        if challenged.challenger.lower() != self.services.address.lower():
-            self._unbound(
-                entry,
-                f"{why}; {challenged.challenger} challenged its {tree} list already: the root "
-                f"is void unless its aggregator answers by round {challenged.answer_by}",
-            )
-            return
-        self.journal.enqueue(
-            Challenge(
-                round=round_, verdict_tree=verdict_tree, index=index, answer_by=challenged.answer_by
-            )
+        said = self.challenge(
+            posted, unread.verdict_tree, None, f"its {unread.name} cannot be read"
         )
-        self.journal.done(entry.key, challenged.tx_hash)
+        self.journal.attempted(entry.key, f"{unread}; {said}")
+
+    def _bad_list(self, entry: OutboxEntry, posted, leaf: tuple, why: str) -> None:
+        """A list that is not its root's data (it never changes: its digest is the post's): its
+        leaf challenged (`challenge`), and our batch's check of the round ends."""
+        _, verdict_tree, index = leaf
+        self._unbound(entry, f"{why}; {self.challenge(posted, verdict_tree, index, why)}")
+
+    def challenge(self, posted, verdict_tree: bool, index: int | None, why: str) -> str:
+        """With [root_lane].challenge_lists, bonds a data challenge of leaf `index` of the
+        round's submission or verdict list (None: a leaf drawn at random among those nobody
+        challenged: an aggregator cannot shield its lists by challenging one leaf of them and
+        answering itself), its claim queued first (Challenge: a restart between the two still
+        claims it); returns what was done, or why not:
+        - our challenge of the list is there already (sent before a restart, or by the round's
+          other check): nothing more;
+        - another's challenge of it is open: the root is void unless it is answered, and we
+          look again next pass;
+        - its aggregator answered a challenge of ours before (a withholding aggregator that
+          answers when challenged collects the challengers' bonds): not challenged again by
+          the node, the operator is told;
+        - without challenge_lists, the command that sends one."""
+        assert self.root is not None
+        round_, aggregator = posted.round, posted.aggregator
+        tree = "verdict" if verdict_tree else "submission"
+        manual = f"`sapo audit book {round_} --prove --challenge` sends a challenge"
+        if not self.root.challenge_lists:
+            return f"{manual} (or set [root_lane].challenge_lists)"
+        current = self.current_round()
+        if posted.void or current > self.root.windows.challenge_end(round_):
+            return "its challenge window closed, or the root is void already"
+        if self._answered_before(aggregator):
+            return (
+                f"not challenged: {aggregator} answered a challenge of ours before, so that a "
+                f"challenge may only pay it our bond; {manual}"
+            )
+        me = self.services.address.lower()
+        with self.root.challenging:
+            leaves = self.root.challenges(round_, verdict_tree)
+            for i, c in leaves.items():
+                if c.challenger.lower() == me:
+                    self.journal.enqueue(self._claim(posted, verdict_tree, i))
+                    return f"we challenged leaf {i} of its {tree} list"
+            for i, c in leaves.items():
+                if c.open(current):
+                    return (
+                        f"{c.challenger} challenged leaf {i} of its {tree} list: the root is "
+                        f"void unless {aggregator} answers it by round {c.answer_by}"
+                    )
+            size = posted.credits if verdict_tree else posted.count
+            if index is None:
+                free = [i for i in range(size) if i not in leaves]
+                if not free:
+                    return f"every leaf of its {tree} list was challenged and answered"
+                index = secrets.choice(free)
+            elif index in leaves:
+                return f"leaf {index} of its {tree} list was challenged and answered already"
+            self.journal.enqueue(self._claim(posted, verdict_tree, index))
+            try:
+                result = self.root.send_challenge(round_, verdict_tree, index)
+            except LedgerRevert as exc:  # another challenged that leaf meanwhile; the window
+                # closed before it was mined: its claim finds no challenge of ours, and drops
+                return f"the book refused our challenge of leaf {index}: {exc}"
         self.events.emit(
             Event.ROOT_LANE_CHALLENGED,
-            f"round {round_}: {why}; challenged leaf {index} of the {tree} list of "
-            f"{posted.aggregator} (our challenge bond; it must answer by round "
-            f"{challenged.answer_by})",
+            f"round {round_}: {why}; challenged leaf {index} of the {tree} list of {aggregator} "
+            f"in {result.tx_hash} (our challenge bond; it must show the leaf on chain by the "
+            "round after, or its root is void and half its bond ours)",
             logging.WARNING,
             round=round_,
-            aggregator=posted.aggregator,
+            aggregator=aggregator,
             verdict_tree=verdict_tree,
             index=index,
-            answer_by=challenged.answer_by,
-            tx_hash=challenged.tx_hash,
+            tx_hash=result.tx_hash,
+        )
+        return f"challenged leaf {index} of its {tree} list in {result.tx_hash}"
+
+    def _claim(self, posted, verdict_tree: bool, index: int) -> Challenge:
+        """The claim of our challenge of a leaf: due once its answer window has closed (a
+        challenge is mined by the window's last round, so it is answered by the round after)."""
+        assert self.root is not None
+        answer_by = self.root.windows.challenge_end(posted.round) + 1
+        return Challenge(
+            round=posted.round,
+            verdict_tree=verdict_tree,
+            index=index,
+            aggregator=posted.aggregator,
+            answer_by=answer_by,
+        )
+
+    def _answered_before(self, aggregator: str) -> bool:
+        """Whether `aggregator` answered a challenge of ours (its claim found it answered)."""
+        return any(
+            isinstance(e.message, Challenge)
+            and e.message.aggregator.lower() == aggregator.lower()
+            and e.status == OutboxStatus.DROPPED
+            and (e.error or "").startswith(ANSWERED)
+            for e in self.journal.outbox_entries(OutboxKind.CHALLENGE)
         )
 
     def claim_challenge(self, entry: OutboxEntry) -> None:
         """Once our data challenge's answer window closed: claims it (the root void, our bond
-        back with half the aggregator's), or, answered, says our bond paid its answerer."""
-        assert self.root is not None
+        back with half the aggregator's); or says that it was answered (our bond paid the
+        answerer), claimed already (by us before a restart, or by anyone: the bond is paid to
+        its challenger whoever calls), or never ours (the send did not go through)."""
         message = entry.message
         assert isinstance(message, Challenge)
+        if self.root is None:
+            self.journal.dropped(entry.key, "the node no longer reads the root lane's book")
+            return
         round_ = message.round
         tree = "verdict" if message.verdict_tree else "submission"
-        aggregator = self.root.book.round_of(round_).aggregator
-        try:
-            result = self.root.claim_unanswered(round_, message.verdict_tree, message.index)
-        except LedgerRevert as exc:
-            if exc.name != "NoSuchChallenge":
-                raise
-            self._unbound(
-                entry,
-                f"our challenge of leaf {message.index} of its {tree} list was answered on "
-                "chain (the leaf is in the book's DataAnswered event): our challenge bond paid "
-                "whoever answered",
+        leaf = self.root.challenges(round_, message.verdict_tree).get(message.index)
+        me = self.services.address.lower()
+        if leaf is None or leaf.challenger.lower() != me:
+            self.journal.dropped(
+                entry.key, f"leaf {message.index} of its {tree} list holds no challenge of ours"
             )
             return
+        if leaf.answered:
+            self._unbound(
+                entry,
+                f"{ANSWERED} {message.aggregator} showed leaf {message.index} of its {tree} "
+                "list on chain (DataAnswered): our challenge bond paid it; the node does not "
+                "challenge its lists again",
+            )
+            return
+        posted = self.root.book.round_of(round_)
+        if posted.void and posted.open_challenges == 0:
+            self.journal.done(entry.key)  # claimed already: its bond went to its challenger
+            return
+        result = self.root.claim_unanswered(round_, message.verdict_tree, message.index)
         self.journal.done(entry.key, result.tx_hash)
         self.events.emit(
             Event.ROOT_LANE_PROVEN,
-            f"round {round_}: {aggregator} did not answer our challenge of leaf "
-            f"{message.index} of its {tree} list; claimed in {result.tx_hash}: the root is void, "
-            "our challenge bond back with half its bond (unless a lie proven first took it)",
+            f"round {round_}: {message.aggregator} did not answer our challenge of leaf "
+            f"{message.index} of its {tree} list; claimed in {result.tx_hash}: the root is "
+            "void, and our challenge bond came back with half its bond (unless a lie proven "
+            "first took it)",
             logging.WARNING,
             round=round_,
             lie="data withheld",
-            aggregator=aggregator,
+            aggregator=message.aggregator,
             tx_hash=result.tx_hash,
         )
 

@@ -21,9 +21,9 @@ transaction on the ledger (RootLane); as a drawn checker, our votes (RootVoting)
   proven the same way.
 - **Challenging a list.** A list of our round that still cannot be read in the last two rounds
   of its challenge window, or that is not its root's data, calls for a data challenge: with
-  `[root_lane].challenge_lists`, we bond it (unless the leaf is challenged already) and claim it
-  once unanswered (the root void, our bond back with half the aggregator's); without, the
-  operator is told to send it.
+  `[root_lane].challenge_lists`, we bond one of a leaf nobody challenged (unless a challenge of
+  the list is open) and claim it once unanswered (the root void, our bond back with half the
+  aggregator's); without, the operator is told to send it (publishing.ours, `challenge`).
 - **Voting.** An agreement is signed and sent to the aggregator that posted the round's root
   (its receipt journaled); a dispute or an unavailable batch is escalated to the ledger with our
   vote, or, escalated already, voted on the ledger as any batch.
@@ -34,10 +34,10 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import threading
 from dataclasses import dataclass, replace
 
 from client.chain.book import BookRound, EscalationVote, RoundBook, Windows
-from client.chain.errors import ChainError
 from client.chain.events import EventReader
 from client.chain.hashing import keccak256
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
@@ -97,10 +97,12 @@ class Unlisted(Exception):
 
 @dataclass(frozen=True)
 class Unread:
-    """A list of a round that cannot be read (yet): which one, and why."""
+    """A list of a round that cannot be read (yet): which one, and why (`store_down`: our own
+    store did not answer, so nothing is known of the list)."""
 
     why: str
     verdict_tree: bool  # the verdict list (else the submission list)
+    store_down: bool = False
 
     def __str__(self) -> str:
         return self.why
@@ -111,13 +113,15 @@ class Unread:
 
 
 @dataclass(frozen=True)
-class Challenged:
-    """A data challenge of one leaf of a round's list: ours, just sent (`tx_hash`), or there
-    already (another's, or ours before a restart)."""
+class LeafChallenge:
+    """A data challenge of one leaf of a round's list, as the book's events tell it."""
 
     challenger: str
     answer_by: int  # the last round it may be answered in
-    tx_hash: str | None = None
+    answered: bool  # the leaf was shown on chain (DataAnswered): the bond paid the answerer
+
+    def open(self, current: int) -> bool:
+        return not self.answered and current <= self.answer_by
 
 
 class RootLane(Stage):
@@ -150,6 +154,9 @@ class RootLane(Stage):
         self._clients: dict[str, AggregatorClient] = {}  # by aggregator address (lowercase)
         self.allow_private_peers = allow_private_peers
         self.challenge_lists = challenge_lists
+        # one challenge decision at a time: a round's two checks (its submission list's and its
+        # verdict root's) run in parallel passes and may both find a list unreadable
+        self.challenging = threading.Lock()
         self.book_events = EventReader(book)  # type: ignore[arg-type]
         self.ledger_events = EventReader(services.ledger)
         self.auditor = Auditor.of(self.domain, services.ledger, self.params)
@@ -260,7 +267,7 @@ class RootLane(Stage):
         try:
             data = self._submission_list(posted)
         except ListUnavailable as exc:
-            return Unread(str(exc), verdict_tree=False)
+            return Unread(str(exc), verdict_tree=False, store_down=exc.store_down)
         entries, finding = self.auditor.submissions(posted, data)
         if finding is None:
             signed = Signed.from_bytes(kept.message, self.domain)
@@ -289,7 +296,9 @@ class RootLane(Stage):
         try:
             data = self._submission_list(posted)
             entries, _ = open_submission_list(data, posted.submissions, posted.count)
-        except (ListUnavailable, BadList) as exc:
+        except ListUnavailable as exc:
+            return Unread(str(exc), verdict_tree=False, store_down=exc.store_down), None
+        except BadList as exc:
             return Unread(str(exc), verdict_tree=False), None
         if posted.credits == 0:  # the no-credit root: nothing in it to prove
             return None, None
@@ -307,7 +316,7 @@ class RootLane(Stage):
             )
             opened = open_verdict_list(listed, posted.verdicts, posted.credits, posted.total)
         except ListUnavailable as exc:
-            return Unread(str(exc), verdict_tree=True), None
+            return Unread(str(exc), verdict_tree=True, store_down=exc.store_down), None
         except BadList:
             opened = None  # not the root's data: the auditor says so (a challenge)
         me = self.services.address.lower()
@@ -355,32 +364,31 @@ class RootLane(Stage):
         end = w.challenge_end(round_)
         return max(posted_in + 1, end - 1) <= current <= end
 
-    def challenge(self, round_: int, verdict_tree: bool, index: int) -> Challenged:
-        """Bonds a data challenge (the book's challengeBond) of leaf `index` of `round_`'s
-        submission or verdict list, unless that leaf is challenged already (a leaf is challenged
-        once: another's, or ours sent before a restart); returns the challenge."""
+    def challenges(self, round_: int, verdict_tree: bool) -> dict[int, LeafChallenge]:
+        """The data challenges of `round_`'s submission or verdict list, by leaf: their
+        DataChallenged and DataAnswered events, read from the round's post round on."""
         start = self.ledger.block_at(
             self.params.round_start(self.windows.post_round(round_)), self.book_events.start_block
         )
-        there = self._challenged(round_, verdict_tree, index, start)
-        if there is not None:
-            return there
-        result = self.book.call(
+        found: dict[int, LeafChallenge] = {}
+        names = ["DataChallenged", "DataAnswered"]
+        for event in self.book_events.read(names, from_block=start, round=round_):
+            args = event.args
+            if bool(args["verdictTree"]) != verdict_tree:
+                continue
+            index = int(args["index"])
+            if event.name == "DataChallenged":
+                found[index] = LeafChallenge(str(args["challenger"]), int(args["answerBy"]), False)
+            elif index in found:
+                found[index] = replace(found[index], answered=True)
+        return found
+
+    def send_challenge(self, round_: int, verdict_tree: bool, index: int) -> TxResult:
+        """Bonds a data challenge (the book's challengeBond) of leaf `index` of `round_`'s
+        submission or verdict list."""
+        return self.book.call(
             "challengeData", (round_, verdict_tree, index), value=self.book.bonds()[1]
         )
-        sent = self._challenged(round_, verdict_tree, index, result.block_number)
-        if sent is None:  # mined, yet no event: the chain's logs lag its receipts
-            raise ChainError(f"no DataChallenged event in the block of {result.tx_hash}")
-        return replace(sent, tx_hash=result.tx_hash)
-
-    def _challenged(
-        self, round_: int, verdict_tree: bool, index: int, from_block: int
-    ) -> Challenged | None:
-        for event in self.book_events.read(["DataChallenged"], from_block=from_block, round=round_):
-            args = event.args
-            if bool(args["verdictTree"]) == verdict_tree and int(args["index"]) == index:
-                return Challenged(str(args["challenger"]), int(args["answerBy"]))
-        return None
 
     def claim_unanswered(self, round_: int, verdict_tree: bool, index: int) -> TxResult:
         """Claims our challenge once its answer window closed (RoundBook.claimUnanswered)."""
@@ -496,7 +504,7 @@ class RootVoting(Handler):
 __all__ = [
     "DRAW_AFTER_BLOCKS",
     "DRAW_SPREAD_BLOCKS",
-    "Challenged",
+    "LeafChallenge",
     "RootLane",
     "RootVoting",
     "Unlisted",
