@@ -540,6 +540,80 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     assert known.final[r] == {} and r not in known.read
 
 
+def _voted(world, r: int) -> None:
+    """Round r collected, listed and opened, and its seated checkers' votes sent."""
+    world.producer.publisher.flush()
+    world.listed_and_opened(r)
+    for checker in world.checkers:
+        checker.intake.poll()
+        checker.publisher.flush()
+
+
+def test_a_verdict_root_that_leaves_out_an_earlier_credit_of_ours_is_proven_by_our_audit(
+    world,
+) -> None:
+    """Round r1 credits the producer (its audit keeps the credit, with its proof); a later
+    round's verdict root, lag rounds on, carries earnings that leave r1's credit out (a claim
+    from it would pay the producer less): the producer's audit of that root, from its own
+    credits alone, proves it on chain (proveSkippedCredit), and gets half the bond."""
+    r1 = world.sealed()
+    _voted(world, r1)
+    world.swarm.goto(world.windows.verdict_round(r1))
+    assert world.agg.service.tick().posted_verdicts == [r1]
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"audit:{r1}"] == DONE
+    [(kept, _)] = world.producer.journal.book_entries()
+    assert kept == r1
+
+    r2 = world.sealed()
+    assert r2 - world.windows.lag >= r1  # r1's credit is settled for r2
+    _voted(world, r2)
+    world.swarm.goto(world.windows.verdict_round(r2))
+    service = world.agg.service
+    posted = service.book.round_of(r2)
+    skipping = service.collectors[r2].verdict_root(  # no earnings: r1's credit left out
+        service.submission_roots[r2],
+        seated=lambda p, v: service.auditor.seated(posted, p, v),
+        quorum=world.swarm.ledger.params().quorum,
+    )
+    store = LocalStore(world.tmp / "blocks")
+    listed = cid_to_digest(publish_list(store, "verdicts", r2, verdict_list(skipping), r2 + 100))
+    world.book.send(
+        world.nodes[4].tx.account,
+        "postVerdicts",
+        r2,
+        skipping.root,
+        len(skipping.credits),
+        skipping.total,
+        listed,
+    )
+    balance = world.swarm.w3.eth.get_balance(world.me)
+    world.producer.publisher.flush()
+    entry = world.producer.journal.outbox(f"audit:{r2}")
+    assert entry.status == DONE and entry.tx_hash, entry
+    assert lies(world.book, entry) == ["earnings that skip a credit"]
+    assert world.swarm.w3.eth.get_balance(world.me) - balance == BOND // 2 - _gas(
+        world, entry.tx_hash
+    )
+    assert world.agg.client_book.round_of(r2).verdicts_voided
+    [proven] = world.events("rootlane.proven")
+    assert proven["lie"] == "earnings that skip a credit"
+    assert [q for q, _ in world.producer.journal.book_entries()] == [r1]  # not the void one
+
+    # the honest root of a round after it carries r1's credit in its earnings: nothing to prove
+    r3 = world.sealed()
+    _voted(world, r3)
+    world.swarm.goto(world.windows.verdict_round(r3))
+    assert world.agg.service.tick().posted_verdicts == [r3]
+    [credit] = world.agg.service.verdict_roots[r3].credits
+    assert credit.earnings.anchor == r1 and credit.earnings.settled > 0
+    world.producer.publisher.flush()
+    entry = world.producer.journal.outbox(f"audit:{r3}")
+    assert entry.status == DONE and not entry.tx_hash
+    assert len(world.events("rootlane.proven")) == 1
+    assert [q for q, _ in world.producer.journal.book_entries()] == [r1, r3]
+
+
 def _gas(world, tx_hash: str) -> int:
     receipt = world.swarm.w3.eth.get_transaction_receipt(tx_hash)
     return receipt["gasUsed"] * receipt["effectiveGasPrice"]

@@ -17,6 +17,7 @@ from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
+from client.chain.book import BookRound
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import ReceiptSigner, Signed, Submission
 from client.chain.roots import (
@@ -44,6 +45,7 @@ from tests.harness.roundbook import (
     agreeing_votes,
     assert_paid_for,
     audit,
+    auditor_of,
     balances,
     claim,
     credit_of,
@@ -873,6 +875,40 @@ def test_false_earnings_are_found_by_an_auditor_and_proven(world, lie, what) -> 
     receipt = act_on(book, prover, finding)
     assert_paid_for(book, prover, before, what, receipt, lag)
     print(f"{what}: {receipt.gas_used:,} gas")
+
+
+@pytest.mark.parametrize(
+    ("lie", "what"),
+    [
+        (None, None),
+        (_skip, "earnings that skip a credit"),
+        (_inflate, "earnings that do not add up"),
+        (_borrow, None),  # the anchor's credit is another producer's: not in its own history
+    ],
+)
+def test_a_producer_judges_its_own_earnings_from_its_own_credits_alone(world, lie, what) -> None:
+    """What a node checks of its own credit (RootLane.audit): a book of its own credits only,
+    with each round's standing, total and count, finds the lies of its earnings that its own
+    credits prove (one of them left out, a sum that does not add up), and none in honest
+    earnings; an anchor at another producer's credit it leaves to auditors that fold every
+    credit of every round."""
+    _, nodes, book = world
+    lag = book.contract.functions.lag().call()
+    _, earned, _, second = two_rounds(book, nodes, lie)
+    me = nodes[0].tx.account.address
+    own = EarningsBook(book.swarm.params.reward_per_round, lag)
+    own.fold_entries(0, earned.totals[0], earned.counts[0], [earned.entry(me, 0)])
+    for r in range(1, lag):
+        own.fold(r, None)
+    assert not own.credits.keys() - {me.lower()}  # nobody else's credit
+    [i] = [i for i, c in enumerate(second.credits) if c.producer == me]
+    posted = BookRound.from_view(lag, book.view(lag))
+    finding = auditor_of(book).earnings(posted, second, i, own)
+    assert (finding.what if finding else None) == what
+    if finding is not None:  # and the book takes the proof: the lie is real
+        prover = stranger(book)
+        before = balances(book, prover.address)
+        assert_paid_for(book, prover, before, what, act_on(book, prover, finding), lag)
 
 
 def test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet(world) -> None:

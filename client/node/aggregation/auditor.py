@@ -388,12 +388,10 @@ class Auditor:
                         votes,
                     ),
                 )
-            if earned is not None and posted.round - earned.lag <= earned.folded:
-                found = self._earnings(posted.round, credit, earned)
-                if found is not None:
-                    what, function, shown = found
-                    head = (posted.round, i, credit.struct(), amount, opened.proof(i))
-                    return Finding(what, function, (*head, shown))
+            if earned is not None:
+                finding = self.earnings(posted, opened, i, earned)
+                if finding is not None:
+                    return finding
         for i in range(len(opened.credits) - 1):
             if opened.credits[i].index >= opened.credits[i + 1].index:
                 return Finding(
@@ -411,6 +409,23 @@ class Auditor:
                     ),
                 )
         return None
+
+    def earnings(
+        self, posted: BookRound, opened: VerdictRoot, i: int, earned: EarningsBook
+    ) -> Finding | None:
+        """The lie in the earnings of credit `i` of a round's opened verdict list, judged
+        against `earned` once it has folded every round settled for this one (None before, or
+        when they hold). `earned` need hold only this credit's producer's credits and the rounds
+        its earnings name: a producer checks its own earnings so (RootLane.audit)."""
+        if posted.round - earned.lag > earned.folded:
+            return None
+        credit = opened.credits[i]
+        found = self._earnings(posted.round, credit, earned)
+        if found is None:
+            return None
+        what, function, shown = found
+        head = (posted.round, i, credit.struct(), opened.amounts[i], opened.proof(i))
+        return Finding(what, function, (*head, shown))
 
     def _credit_lie(
         self,

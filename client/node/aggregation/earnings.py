@@ -15,6 +15,7 @@ anchor's own `settled` does not count yet.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from client.chain.roots import NO_EARNINGS, NO_INDEX, Credit, Earnings, VerdictRoot
@@ -34,6 +35,52 @@ class Entry:
     def shown(self) -> tuple:
         """IRoundBook.Shown."""
         return (self.round, self.index, self.credit.struct(), self.amount, list(self.proof))
+
+    def to_json(self) -> str:
+        """The entry as a producer's journal keeps its own credits (`from_json` reads it)."""
+        c, e = self.credit, self.credit.earnings
+        return json.dumps(
+            {
+                "round": self.round,
+                "index": self.index,
+                "credit": {
+                    "index": c.index,
+                    "producer": c.producer,
+                    "digest": c.digest,
+                    "score": c.score,
+                    "signal": c.signal,
+                    "votes": c.votes.hex(),
+                    "earnings": [e.settled, e.anchor, e.anchor_index, list(e.recent)],
+                },
+                "amount": self.amount,
+                "total": self.total,
+                "proof": [[h.hex(), amount] for h, amount in self.proof],
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Entry:
+        """Reads `to_json`'s text; raises ValueError naming what does not fit."""
+        try:
+            d = json.loads(text)
+            c = d["credit"]
+            settled, anchor, anchor_index, recent = c["earnings"]
+            credit = Credit(
+                int(c["index"]),
+                str(c["producer"]),
+                str(c["digest"]),
+                int(c["score"]),
+                int(c["signal"]),
+                bytes.fromhex(c["votes"]),
+                Earnings(int(settled), int(anchor), int(anchor_index), tuple(map(int, recent))),
+            )
+            proof = tuple((bytes.fromhex(h), int(amount)) for h, amount in d["proof"])
+            return cls(
+                int(d["round"]), int(d["index"]), credit, int(d["amount"]), int(d["total"]), proof
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a kept credit entry: {exc!r}") from None
 
 
 @dataclass
@@ -58,22 +105,35 @@ class EarningsBook:
         does not (never posted, void, or a challenge of it went unanswered)."""
         if round_ <= self.folded:
             raise ValueError(f"round {round_} folded after round {self.folded}: fold in order")
+        if verdicts is None:
+            self.folded = round_
+            for old in [q for q in self.totals if q < round_ - self.keep_rounds]:
+                del self.totals[old], self.counts[old]
+            return
+        entries = [
+            Entry(round_, index, credit, amount, verdicts.total, tuple(verdicts.proof(index)))
+            for index, (credit, amount) in enumerate(
+                zip(verdicts.credits, verdicts.amounts, strict=True)
+            )
+        ]
+        self.fold_entries(round_, verdicts.total, len(verdicts.credits), entries)
+
+    def fold_entries(self, round_: int, total: int, count: int, entries: list[Entry]) -> None:
+        """Folds round `round_`, which stands with `count` credits of `total` signal, knowing
+        only `entries` of them (all of them, from `fold`; or a producer's own, as it folds its
+        own history: it can then judge only its own earnings, Auditor.earnings)."""
+        if round_ <= self.folded:
+            raise ValueError(f"round {round_} folded after round {self.folded}: fold in order")
         self.folded = round_
         for old in [q for q in self.totals if q < round_ - self.keep_rounds]:
             del self.totals[old], self.counts[old]
-        if verdicts is None:
-            return
-        self.totals[round_] = verdicts.total
-        self.counts[round_] = len(verdicts.credits)
-        for index, (credit, amount) in enumerate(
-            zip(verdicts.credits, verdicts.amounts, strict=True)
-        ):
-            entry = Entry(
-                round_, index, credit, amount, verdicts.total, tuple(verdicts.proof(index))
-            )
+        self.totals[round_] = total
+        self.counts[round_] = count
+        for entry in entries:
+            credit = entry.credit
             history = self.credits.setdefault(credit.producer.lower(), [])
             history.append(entry)
-            self.places[(round_, index)] = entry
+            self.places[(round_, entry.index)] = entry
             for old in history[: -2 * self.lag]:  # never an anchor or a recent credit again
                 self.places.pop((old.round, old.index), None)
             del history[: -2 * self.lag]

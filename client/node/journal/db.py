@@ -157,6 +157,10 @@ CREATE TABLE IF NOT EXISTS book_credits (  -- the root lane's verdict root on ea
     updated REAL NOT NULL,
     votes INTEGER NOT NULL DEFAULT 0  -- the signed agreeing votes its credit carries
 );
+CREATE TABLE IF NOT EXISTS book_entries (  -- our credits in the root lane's verdict roots, proofs
+    round INTEGER PRIMARY KEY,  -- and all (earnings.Entry.to_json): what our earnings are checked
+    entry TEXT NOT NULL  -- against in each later root; the newest few only
+);
 CREATE TABLE IF NOT EXISTS book_peers (  -- per node, what the root lane's lists we read say of it
     node TEXT PRIMARY KEY,
     submissions INTEGER NOT NULL DEFAULT 0,  -- its entries in the submission lists read

@@ -297,6 +297,28 @@ class Journal:
                 (round_, signal, int(votes is not None), time.time(), votes or 0),
             )
 
+    def keep_book_entry(self, round_: int, entry: str, keep: int) -> None:
+        """Keeps our credit in round `round_`'s verdict root (earnings.Entry.to_json), as our
+        audit of it found it, and forgets all but our newest `keep` (a credit's earnings name
+        our credits of the few rounds before it)."""
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO book_entries (round, entry) VALUES (?, ?)", (round_, entry)
+            )
+            db.execute(
+                "DELETE FROM book_entries WHERE round NOT IN "
+                "(SELECT round FROM book_entries ORDER BY round DESC LIMIT ?)",
+                (keep,),
+            )
+
+    def book_entries(self) -> list[tuple[int, str]]:
+        """(round, entry) of our kept credits in the root lane's verdict roots, oldest first."""
+        if not self.db.has_table("book_entries"):  # read-only, before a node of this version
+            return []
+        return [
+            (r, e) for r, e in self.db.all("SELECT round, entry FROM book_entries ORDER BY round")
+        ]
+
     def book_credits(
         self, first: int = 0, last: int | None = None
     ) -> dict[int, tuple[int, bool, int]]:

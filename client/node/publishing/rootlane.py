@@ -43,6 +43,8 @@ from client.chain.hashing import keccak256
 from client.chain.messages import BadMessage, Domain, Signed, Submission, Vote
 from client.chain.models import TxResult
 from client.chain.roots import (
+    NO_INDEX,
+    NO_ROUND,
     BadList,
     open_submission_list,
     open_verdict_list,
@@ -50,6 +52,8 @@ from client.chain.roots import (
 )
 from client.credit import describe_findings
 from client.node.aggregation.auditor import Auditor, Finding, v4_producers
+from client.node.aggregation.claims import standing
+from client.node.aggregation.earnings import EarningsBook, Entry
 from client.node.aggregation.endpoint import AggregatorClient, EndpointError, aggregator_origin
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import fetch_posted_submissions
@@ -327,6 +331,19 @@ class RootLane(Stage):
         sample = ours + secrets.SystemRandom().sample(others, min(AUDIT_SAMPLE, len(others)))
         v4 = v4_producers(self.ledger, self.ledger_events, posted.round)
         finding = self.auditor.verdicts(posted, entries, listed, v4=v4, only=sample)
+        if finding is None and opened is not None and ours:
+            i = ours[0]
+            entry = Entry(
+                posted.round,
+                i,
+                opened.credits[i],
+                opened.amounts[i],
+                posted.total,
+                tuple(opened.proof(i)),
+            )
+            finding = self.auditor.earnings(posted, opened, i, self._own_earnings(posted, entry))
+            if finding is None:  # what our later credits' earnings are checked against
+                self.journal.keep_book_entry(posted.round, entry.to_json(), 3 * self.windows.lag)
         if finding is None and opened is not None:  # what the TUI's peers table counts
             credited: dict[str, int] = {}
             for credit in opened.credits:
@@ -334,6 +351,46 @@ class RootLane(Stage):
                 credited[key] = credited.get(key, 0) + credit.signal
             self.journal.peers.count_in_book(posted.round, "verdicts", credited)
         return finding, len(opened.votes[ours[0]]) if opened and ours else None
+
+    def _own_earnings(self, posted: BookRound, entry: Entry) -> EarningsBook:
+        """Our own credits, folded as the book settles them for round `posted.round`: those our
+        audits kept (their rounds' standing read again now: a root can be voided after our
+        audit), and the standing, totals and counts of the rounds our credit's earnings name.
+        Enough for Auditor.earnings to judge our credit's earnings: what the aggregator wrote
+        of what we earned before (it could leave out a credit of ours, and our claim would pay
+        less), without folding every credit of every round."""
+        lag = self.windows.lag
+        horizon = posted.round - lag
+        book = EarningsBook(self.params.reward_per_round, lag)
+        mine: dict[int, Entry] = {}
+        for q, text in self.journal.book_entries():
+            if q <= horizon:
+                try:
+                    mine[q] = Entry.from_json(text)
+                except ValueError as exc:
+                    log.warning("round %s: our kept credit is unreadable (%s): left out", q, exc)
+        e = entry.credit.earnings
+        named: set[int] = set()
+        if e.anchor != NO_ROUND and e.anchor <= horizon:
+            named.add(e.anchor)
+            named.update(
+                e.anchor - 1 - k
+                for k, index in enumerate(e.recent)
+                if index != NO_INDEX and e.anchor - 1 - k >= 0
+            )
+        looked = named | set(mine)
+        first = max(0, min(looked | {horizon}) - lag, horizon - book.keep_rounds)
+        book.folded = first - 1
+        current = self.current_round()
+        for q in range(first, horizon + 1):
+            if q in looked:
+                round_q = self.book.round_of(q)
+                if standing(round_q, current, self.windows):
+                    ours = [mine[q]] if q in mine else []
+                    book.fold_entries(q, round_q.total, round_q.credits, ours)
+                    continue
+            book.fold(q, None)
+        return book
 
     def _verdict_digest(self, round_: int) -> bytes | None:
         """The verdict list's digest, from its VerdictsPosted event (posted in the round's
