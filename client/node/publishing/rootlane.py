@@ -17,8 +17,8 @@ transaction on the ledger (RootLane); as a drawn checker, our votes (RootVoting)
   auditor does, and if it leaves our receipted submission out (or holds any lie the list alone
   proves), we prove it on chain: the aggregator loses its bond, half of it to us.
 - **Auditing the verdict root.** Once it is posted: the order of every credit, and the
-  submission, votes and amount of ours and of AUDIT_SAMPLE others drawn at random; a lie is
-  proven the same way.
+  submission, votes and amount of ours and of AUDIT_SAMPLE others drawn at random, and our own
+  earnings against our own credits kept by the audits before; a lie is proven the same way.
 - **Challenging a list.** A list of our round that still cannot be read in the last two rounds
   of its challenge window, or that is not its root's data, calls for a data challenge: with
   `[root_lane].challenge_lists`, we bond one of a leaf nobody challenged (unless a challenge of
