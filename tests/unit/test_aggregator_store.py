@@ -6,12 +6,13 @@ is refused with what to do, never taken as messages."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from client.chain.roots import Credit, Earnings, VerdictRoot
-from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.earnings import EarningsBook, Entry
 from client.node.aggregation.held import Held, HeldError
 from client.units import SCORE_SCALE
 from tests.harness.signed import DOMAIN, KEYS, OTHER, ROUND, signed_submission, signed_vote
@@ -55,6 +56,34 @@ def test_folded_earnings_come_back_as_saved(tmp_path: Path) -> None:
     assert again.earnings(KEYS[1].address, ROUND + 5) == book.earnings(KEYS[1].address, ROUND + 5)
     assert again.earnings(KEYS[1].address, ROUND + 5) != Earnings()
     held.close()
+
+
+def test_a_producer_keeps_its_credit_as_itself_and_it_proves_only_in_its_own_root() -> None:
+    """What a node's journal keeps of its own credit (Entry.to_json) reads back as the same
+    entry, and is taken as a credit of a round only where its leaf and proof reach that round's
+    root, total and count: a stale or damaged row is left out, never folded."""
+    earnings = Earnings(7 * SCORE_SCALE, ROUND - 6, 2, (1, 2**32 - 1, 0))
+    credits = [
+        Credit(i, k.address, "0x" + f"{i + 1:064x}", 4 * SCORE_SCALE, SCORE_SCALE + i, bytes(32))
+        for i, k in enumerate(KEYS[:3])
+    ]
+    credits[1] = replace(credits[1], votes=b"\x05" * 32, earnings=earnings)
+    verdicts = VerdictRoot(credits)
+    book = EarningsBook(10**18, 5, folded=ROUND - 1)
+    book.fold(ROUND, verdicts)
+    entry = book.entry(KEYS[1].address, ROUND)
+    assert entry is not None and entry.credit.earnings == earnings
+    assert Entry.from_json(entry.to_json()) == entry
+    root, total, count = verdicts.root, verdicts.total, len(credits)
+    assert entry.proven_in(root, total, count)
+    assert not entry.proven_in(b"\x01" * 32, total, count)  # another root
+    assert not entry.proven_in(root, total + 1, count)
+    assert not entry.proven_in(root, total, 1)  # its index past the root's credits
+    other = VerdictRoot([credits[0], credits[2]])
+    assert not entry.proven_in(other.root, other.total, 2)
+    for broken in ("{", "[]", entry.to_json().replace('"votes": "', '"votes": "zz')):
+        with pytest.raises(ValueError, match="not a kept credit entry"):
+            Entry.from_json(broken)
 
 
 def test_a_store_of_another_deployment_or_damaged_is_refused(tmp_path: Path) -> None:

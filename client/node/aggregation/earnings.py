@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 
 from client.chain.roots import NO_EARNINGS, NO_INDEX, Credit, Earnings, VerdictRoot
+from client.chain.sumtree import Node, root_of
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,19 @@ class Entry:
     def shown(self) -> tuple:
         """IRoundBook.Shown."""
         return (self.round, self.index, self.credit.struct(), self.amount, list(self.proof))
+
+    def proven_in(self, root: bytes, total: int, count: int) -> bool:
+        """Whether this entry is a credit of the verdict root `root` (of `total` signal and
+        `count` credits, as the book holds it): its leaf and proof reach the root."""
+        try:
+            node = root_of(
+                self.credit.leaf(self.amount), self.index, [Node(h, s) for h, s in self.proof]
+            )
+        except ValueError:
+            return False
+        return (
+            self.index < count and self.total == total and node.hash == root and node.sum == total
+        )
 
     def to_json(self) -> str:
         """The entry as a producer's journal keeps its own credits (`from_json` reads it)."""

@@ -37,6 +37,8 @@ from client.store.weights import put_weights
 
 # how the claim of a challenge that was answered says so (what `_answered_before` looks for)
 ANSWERED = "answered:"
+# the proofs of a lie in a credit's earnings (what a producer finds of its own: RootLane.audit)
+EARNINGS_PROOFS = ("proveBadEarnings", "proveSkippedCredit")
 
 
 class OwnBatch(Handler):
@@ -280,8 +282,23 @@ class OwnBatch(Handler):
             self._unread(entry, posted, finding)
             return
         if finding is not None and not finding.challenge:
-            self._proven(entry, posted, finding)
-            return
+            try:
+                self._proven(entry, posted, finding)
+                return
+            except LedgerRevert as exc:
+                if finding.function not in EARNINGS_PROOFS:
+                    raise
+                # what our own credits alone judged of our earnings, the book judges otherwise:
+                # said, and the audit goes on
+                self.events.emit(
+                    Event.ROOT_LANE_UNSENT,
+                    f"round {round_}: our check of our own earnings found {finding.what!r}, "
+                    f"but the book refused the proof ({exc}); the audit goes on",
+                    logging.WARNING,
+                    round=round_,
+                    reason="earnings proof refused",
+                )
+                finding = None
         if finding is not None:  # a data challenge (it costs a bond)
             self._bad_list(
                 entry,

@@ -341,9 +341,10 @@ class RootLane(Stage):
                 posted.total,
                 tuple(opened.proof(i)),
             )
+            # what our later credits' earnings are checked against (a round voided later is
+            # left out by its standing, read again then)
+            self.journal.keep_book_entry(posted.round, entry.to_json(), 3 * self.windows.lag)
             finding = self.auditor.earnings(posted, opened, i, self._own_earnings(posted, entry))
-            if finding is None:  # what our later credits' earnings are checked against
-                self.journal.keep_book_entry(posted.round, entry.to_json(), 3 * self.windows.lag)
         if finding is None and opened is not None:  # what the TUI's peers table counts
             credited: dict[str, int] = {}
             for credit in opened.credits:
@@ -381,13 +382,20 @@ class RootLane(Stage):
         looked = named | set(mine)
         first = max(0, min(looked | {horizon}) - lag, horizon - book.keep_rounds)
         book.folded = first - 1
-        current = self.current_round()
+        # the root is posted, so the chain is in its verdict round at least: the rounds settled
+        # for it stand by then, whatever this node's clock says
+        current = max(self.current_round(), self.windows.verdict_round(posted.round))
         for q in range(first, horizon + 1):
             if q in looked:
                 round_q = self.book.round_of(q)
                 if standing(round_q, current, self.windows):
-                    ours = [mine[q]] if q in mine else []
-                    book.fold_entries(q, round_q.total, round_q.credits, ours)
+                    kept = mine.get(q)
+                    if kept is not None and not kept.proven_in(
+                        round_q.verdicts, round_q.total, round_q.credits
+                    ):
+                        log.warning("round %s: our kept credit is not its root's: left out", q)
+                        kept = None
+                    book.fold_entries(q, round_q.total, round_q.credits, [kept] if kept else [])
                     continue
             book.fold(q, None)
         return book
