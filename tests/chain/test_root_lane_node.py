@@ -25,6 +25,7 @@ from client.chain.roots import (
     verdict_list,
 )
 from client.config import load_config, with_sections
+from client.devnet.process import free_loopback_port
 from client.node.aggregation.claims import Claimant, Known
 from client.node.aggregation.lists import publish_list
 from client.node.eventlog import read_events
@@ -34,7 +35,7 @@ from client.node.journal.states import RoundPhase
 from client.node.publishing.rootlane import DRAW_AFTER_BLOCKS, DRAW_SPREAD_BLOCKS, draw_delay
 from client.node.view.journal import NodeView
 from client.node.view.watcher import Watcher
-from client.store import LocalStore, cid_to_digest
+from client.store import IpfsStore, LocalStore, cid_to_digest
 from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
 from tests.harness.processes import sapo_run
@@ -789,6 +790,26 @@ def test_a_challenge_answered_on_chain_pays_its_bond_and_that_aggregator_is_not_
     assert listed.status == PENDING and "answered a challenge of ours before" in listed.error
     assert f"sapo audit book {r2} --prove --challenge" in listed.error
     assert len(world.events("rootlane.challenged")) == 1  # r's only
+
+
+def test_a_node_whose_own_store_is_down_challenges_nothing(world) -> None:
+    """With [root_lane].challenge_lists, a producer whose own IPFS daemon does not answer (its
+    API at a loopback port nobody listens on) cannot read its round's submission list either;
+    that is no fault of the aggregator's, which published it: in the window's last rounds the
+    node challenges nothing and says its store is down."""
+    world.producer.root.challenge_lists = True
+    r = world.sealed()
+    world.producer.publisher.flush()
+    world.post_and_draw(r)  # the list published on the store the aggregator and checkers share
+    dead = f"/ip4/127.0.0.1/tcp/{free_loopback_port()}/http"
+    world.producer.root.store = IpfsStore(dead, index_dir=world.tmp / "dead-store")
+    world.swarm.goto(_due(world, r, world.windows.post_round(r)))
+    world.producer.publisher.flush()
+    listed = world.producer.journal.outbox(f"listed:{r}")
+    assert listed.status == PENDING and "127.0.0.1" in listed.error, listed
+    assert not world.events("rootlane.challenged")
+    assert world.agg.client_book.round_of(r).open_challenges == 0
+    assert not world.producer.services.health.store_ok
 
 
 def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_producer(
