@@ -294,9 +294,11 @@ class RootLane(Stage):
         """Checks the posted verdict root of a round our batch is in: the order of its credits,
         and the votes, amount and seats of our own credit and of AUDIT_SAMPLE others drawn at
         random (unpredictable to the aggregator: every node of a round samples its own, so each
-        credit of a large round is checked by several nodes, at a few signature recoveries each).
-        Returns (the finding to prove, or why the lists cannot be read yet, or None; the signed
-        votes its credit of our batch carries, None when it does not credit it)."""
+        credit of a large round is checked by several nodes, at a few signature recoveries each),
+        and our own credit's earnings (`_own_earnings`; our credit is kept for the next audits).
+        Returns (the finding to prove, or which list cannot be read yet and why, or None; the
+        number of signed votes its credit of our batch carries, None when it does not credit
+        it)."""
         try:
             data = self._submission_list(posted)
             entries, _ = open_submission_list(data, posted.submissions, posted.count)
