@@ -117,6 +117,42 @@ class World:
         self.producer.publisher.flush()
         assert self.producer.outbox()[f"open:{r}"] == DONE
 
+    def voted(self, r: int) -> None:
+        """Round r's root posted and listed by the producer, its checkpoints opened, and its
+        seated checkers' votes sent; then its verdict round."""
+        self.producer.publisher.flush()
+        self.listed_and_opened(r)
+        for checker in self.checkers:
+            checker.intake.poll()
+            checker.publisher.flush()
+        self.swarm.goto(self.windows.verdict_round(r))
+
+    def verdicts(self, r: int, earned: bool = True) -> VerdictRoot:
+        """The verdict root the aggregator's service would post for round r (its earnings as
+        the service folded them; without `earned`, none: every earlier credit left out)."""
+        service = self.agg.service
+        posted = service.book.round_of(r)
+        return service.collectors[r].verdict_root(
+            service.submission_roots[r],
+            seated=lambda p, v: service.auditor.seated(posted, p, v),
+            quorum=self.swarm.ledger.params().quorum,
+            earnings=(lambda p: service.earned.earnings(p, r)) if earned else None,
+        )
+
+    def post_verdicts(self, r: int, verdicts: VerdictRoot, store: LocalStore) -> None:
+        """The aggregator (node 4, by hand) posts `verdicts` for round r, its list published
+        on `store` only."""
+        listed = cid_to_digest(publish_list(store, "verdicts", r, verdict_list(verdicts), r + 100))
+        self.book.send(
+            self.nodes[4].tx.account,
+            "postVerdicts",
+            r,
+            verdicts.root,
+            len(verdicts.credits),
+            verdicts.total,
+            listed,
+        )
+
     def seated(self, r: int) -> list[Side]:
         """The checkers the book's draw seats on the producer's committee of round r."""
         drawn = seats(self.book, self.nodes, self.me, r)
@@ -496,33 +532,12 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     other than its learning signal (more of the round's reward): the producer's audit proves it,
     the root is void and the producer gets half the bond."""
     r = world.sealed()
-    world.producer.publisher.flush()
-    world.listed_and_opened(r)
-    for checker in world.checkers:
-        checker.intake.poll()
-        checker.publisher.flush()
-    world.swarm.goto(world.windows.verdict_round(r))
-    service = world.agg.service
-    posted = service.book.round_of(r)
-    honest = service.collectors[r].verdict_root(
-        service.submission_roots[r],
-        seated=lambda p, v: service.auditor.seated(posted, p, v),
-        quorum=world.swarm.ledger.params().quorum,
-        earnings=lambda p: service.earned.earnings(p, r),
-    )
+    world.voted(r)
+    honest = world.verdicts(r)
     inflated = [2 * c.signal for c in honest.credits]
     lie = VerdictRoot(honest.credits, inflated, votes=honest.votes, presorted=True)
     store = LocalStore(world.tmp / "blocks")
-    listed = cid_to_digest(publish_list(store, "verdicts", r, verdict_list(lie), r + 100))
-    world.book.send(
-        world.nodes[4].tx.account,
-        "postVerdicts",
-        r,
-        lie.root,
-        len(lie.credits),
-        lie.total,
-        listed,
-    )
+    world.post_verdicts(r, lie, store)
     balance = world.swarm.w3.eth.get_balance(world.me)
     world.producer.publisher.flush()
     entry = world.producer.journal.outbox(f"audit:{r}")
@@ -541,15 +556,6 @@ def test_a_lie_in_the_verdict_root_is_proven_by_the_producer_that_audits_it(worl
     assert known.final[r] == {} and r not in known.read
 
 
-def _voted(world, r: int) -> None:
-    """Round r collected, listed and opened, and its seated checkers' votes sent."""
-    world.producer.publisher.flush()
-    world.listed_and_opened(r)
-    for checker in world.checkers:
-        checker.intake.poll()
-        checker.publisher.flush()
-
-
 def test_a_verdict_root_that_leaves_out_an_earlier_credit_of_ours_is_proven_by_our_audit(
     world,
 ) -> None:
@@ -558,8 +564,7 @@ def test_a_verdict_root_that_leaves_out_an_earlier_credit_of_ours_is_proven_by_o
     from it would pay the producer less): the producer's audit of that root, from its own
     credits alone, proves it on chain (proveSkippedCredit), and gets half the bond."""
     r1 = world.sealed()
-    _voted(world, r1)
-    world.swarm.goto(world.windows.verdict_round(r1))
+    world.voted(r1)
     assert world.agg.service.tick().posted_verdicts == [r1]
     world.producer.publisher.flush()
     assert world.producer.outbox()[f"audit:{r1}"] == DONE
@@ -568,26 +573,9 @@ def test_a_verdict_root_that_leaves_out_an_earlier_credit_of_ours_is_proven_by_o
 
     r2 = world.sealed()
     assert r2 - world.windows.lag >= r1  # r1's credit is settled for r2
-    _voted(world, r2)
-    world.swarm.goto(world.windows.verdict_round(r2))
-    service = world.agg.service
-    posted = service.book.round_of(r2)
-    skipping = service.collectors[r2].verdict_root(  # no earnings: r1's credit left out
-        service.submission_roots[r2],
-        seated=lambda p, v: service.auditor.seated(posted, p, v),
-        quorum=world.swarm.ledger.params().quorum,
-    )
-    store = LocalStore(world.tmp / "blocks")
-    listed = cid_to_digest(publish_list(store, "verdicts", r2, verdict_list(skipping), r2 + 100))
-    world.book.send(
-        world.nodes[4].tx.account,
-        "postVerdicts",
-        r2,
-        skipping.root,
-        len(skipping.credits),
-        skipping.total,
-        listed,
-    )
+    world.voted(r2)
+    skipping = world.verdicts(r2, earned=False)  # no earnings: r1's credit left out
+    world.post_verdicts(r2, skipping, LocalStore(world.tmp / "blocks"))
     balance = world.swarm.w3.eth.get_balance(world.me)
     world.producer.publisher.flush()
     entry = world.producer.journal.outbox(f"audit:{r2}")
@@ -604,8 +592,7 @@ def test_a_verdict_root_that_leaves_out_an_earlier_credit_of_ours_is_proven_by_o
 
     # the honest root of a round after it carries r1's credit in its earnings: nothing to prove
     r3 = world.sealed()
-    _voted(world, r3)
-    world.swarm.goto(world.windows.verdict_round(r3))
+    world.voted(r3)
     assert world.agg.service.tick().posted_verdicts == [r3]
     [credit] = world.agg.service.verdict_roots[r3].credits
     assert credit.earnings.anchor == r1 and credit.earnings.settled > 0
@@ -655,31 +642,9 @@ def test_a_withheld_verdict_list_is_challenged_by_its_producer_and_claimed_unans
     and its challenge bond comes back with half the aggregator's bond."""
     world.producer.root.challenge_lists = True
     r = world.sealed()
-    world.producer.publisher.flush()
-    world.listed_and_opened(r)
-    for checker in world.checkers:
-        checker.intake.poll()
-        checker.publisher.flush()
-    world.swarm.goto(world.windows.verdict_round(r))
-    service = world.agg.service
-    posted = service.book.round_of(r)
-    honest = service.collectors[r].verdict_root(
-        service.submission_roots[r],
-        seated=lambda p, v: service.auditor.seated(posted, p, v),
-        quorum=world.swarm.ledger.params().quorum,
-        earnings=lambda p: service.earned.earnings(p, r),
-    )
-    elsewhere = LocalStore(world.tmp / "elsewhere")  # a daemon the producer never reaches
-    listed = cid_to_digest(publish_list(elsewhere, "verdicts", r, verdict_list(honest), r + 100))
-    world.book.send(
-        world.nodes[4].tx.account,
-        "postVerdicts",
-        r,
-        honest.root,
-        len(honest.credits),
-        honest.total,
-        listed,
-    )
+    world.voted(r)
+    # its list published on a daemon the producer never reaches
+    world.post_verdicts(r, world.verdicts(r), LocalStore(world.tmp / "elsewhere"))
     world.producer.publisher.flush()
     audit = world.producer.journal.outbox(f"audit:{r}")
     assert audit.status == PENDING and audit.attempts >= 1  # not yet: it may be slow to come
