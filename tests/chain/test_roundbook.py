@@ -856,6 +856,11 @@ def _borrow(credit: Credit, first: VerdictRoot) -> Credit:  # another producer's
     return replace(credit, earnings=replace(e, anchor_index=(e.anchor_index + 1) % 4))
 
 
+def _reshape(credit: Credit, first: VerdictRoot) -> Credit:  # more recent credits than lag - 1
+    e = credit.earnings
+    return replace(credit, earnings=replace(e, recent=(*e.recent, *e.recent)))
+
+
 @pytest.mark.parametrize(
     ("lie", "what"),
     [
@@ -884,6 +889,7 @@ def test_false_earnings_are_found_by_an_auditor_and_proven(world, lie, what) -> 
         (_skip, "earnings that skip a credit"),
         (_inflate, "earnings that do not add up"),
         (_borrow, None),  # the anchor's credit is another producer's: not in its own history
+        (_reshape, "earnings of the wrong shape"),
     ],
 )
 def test_a_producer_judges_its_own_earnings_from_its_own_credits_alone(world, lie, what) -> None:

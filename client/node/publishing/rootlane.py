@@ -376,11 +376,14 @@ class RootLane(Stage):
         named: set[int] = set()
         if e.anchor != NO_ROUND and e.anchor <= horizon:
             named.add(e.anchor)
-            named.update(
-                e.anchor - 1 - k
-                for k, index in enumerate(e.recent)
-                if index != NO_INDEX and e.anchor - 1 - k >= 0
-            )
+            # the recent credits' rounds too, unless there are more than lag - 1 of them (as many
+            # reads): a shape the anchor alone proves a lie
+            if len(e.recent) == lag - 1:
+                named.update(
+                    e.anchor - 1 - k
+                    for k, index in enumerate(e.recent)
+                    if index != NO_INDEX and e.anchor - 1 - k >= 0
+                )
         looked = named | set(mine)
         first = max(0, min(looked | {horizon}) - lag, horizon - book.keep_rounds)
         book.folded = first - 1
