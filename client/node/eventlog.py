@@ -87,6 +87,8 @@ class Event(StrEnum):
     ROOT_LANE_PROVEN = "rootlane.proven"  # we proved a lie of the root lane's aggregator on chain
     # we bonded a data challenge of a root lane list ([root_lane].challenge_lists)
     ROOT_LANE_CHALLENGED = "rootlane.challenged"
+    # a data challenge of ours was answered on chain: our bond paid the answerer
+    ROOT_LANE_ANSWERED = "rootlane.answered"
     PEER_VERIFIED = "peer.verified"
     PEER_BAD = "peer.bad"
     PEER_UNAVAILABLE = "peer.unavailable"

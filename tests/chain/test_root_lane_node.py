@@ -744,6 +744,8 @@ def test_a_challenge_answered_on_chain_pays_its_bond_and_that_aggregator_is_not_
     world.producer.publisher.flush()
     claim = world.producer.journal.outbox(f"challenge:{r}:submissions:0")
     assert claim.status == DROPPED and "our challenge bond paid it" in claim.error
+    [answered] = world.events("rootlane.answered")
+    assert answered["aggregator"] == world.agg.address and answered["round"] == r
     assert not world.agg.client_book.round_of(r).void
 
     r2 = world.sealed()  # the same aggregator withholds again

@@ -396,10 +396,10 @@ class OwnBatch(Handler):
             if index is None:
                 free = [i for i in range(size) if i not in leaves]
                 if not free:
-                    return f"every leaf of its {tree} list was challenged and answered"
+                    return f"every leaf of its {tree} list was challenged already"
                 index = secrets.choice(free)
             elif index in leaves:
-                return f"leaf {index} of its {tree} list was challenged and answered already"
+                return f"leaf {index} of its {tree} list was challenged already"
             self.journal.enqueue(self._claim(posted, verdict_tree, index))
             try:
                 result = self.root.send_challenge(round_, verdict_tree, index)
@@ -463,11 +463,18 @@ class OwnBatch(Handler):
             )
             return
         if leaf.answered:
-            self._unbound(
-                entry,
+            reason = (
                 f"{ANSWERED} {message.aggregator} showed leaf {message.index} of its {tree} "
                 "list on chain (DataAnswered): our challenge bond paid it; the node does not "
-                "challenge its lists again",
+                "challenge its lists again"
+            )
+            self.journal.dropped(entry.key, reason)
+            self.events.emit(
+                Event.ROOT_LANE_ANSWERED,
+                f"round {round_}: {reason}",
+                logging.WARNING,
+                round=round_,
+                aggregator=message.aggregator,
             )
             return
         posted = self.root.book.round_of(round_)
