@@ -406,6 +406,24 @@ def book(
             "book's challenge bond; a list may be slow to come: try again first).",
         ),
     ] = False,
+    earnings: Annotated[
+        bool,
+        typer.Option(
+            "--earnings",
+            help="Also check every credit's earnings (what a claim from it pays for the rounds "
+            "before): folds every credit of the standing rounds --since..ROUND - lag, each list "
+            "fetched (a credit anchored before --since is not judged).",
+        ),
+    ] = False,
+    since: Annotated[
+        int | None,
+        typer.Option(
+            "--since",
+            min=0,
+            metavar="ROUND",
+            help="With --earnings: the first round folded (default: ROUND - 4 lag).",
+        ),
+    ] = None,
     escalate: Annotated[
         str | None,
         typer.Option(
@@ -447,6 +465,8 @@ def book(
 
     if escalate is not None and not is_address(escalate):
         fail(f"--escalate: {escalate!r} is not an address (0x and 40 hex digits)")
+    if since is not None and not earnings:
+        fail("--since goes with --earnings")
     vote = _escalation_vote(escalate, score, signal, findings, unavailable)
     cfg, ledger, reader = chain.open(signer=prove or escalate is not None)
     with chain_errors():
@@ -498,11 +518,33 @@ def book(
         assert vote is not None  # checked with --escalate above
         _escalate(rb, ledger, auditor, posted, entries, finding, escalate, vote, fetched, as_json)
         return
+    folded: tuple[int, int] | None = None  # the rounds whose credits --earnings folded
     with chain_errors():
+        earned = None
+        if finding is None and earnings and posted.verdicts_posted and posted.credits:
+            from client.chain.book import Windows
+            from client.node.aggregation.claims import Claimant, NoClaim
+
+            lag = Windows.of(params).lag
+            last = round_ - lag
+            first = max(0, last - 4 * lag + 1) if since is None else since
+            if last >= first:
+                claimant = Claimant(
+                    ledger,
+                    rb,
+                    store,
+                    start_block=cfg.chain.round_book_deploy_block,
+                    allow_private_peers=cfg.store.allow_private_peers,
+                )
+                try:
+                    earned = claimant.earnings_book(first, last)
+                except NoClaim as exc:
+                    fail(f"--earnings: {exc}", Exit.CHECK_FAILED)
+                folded = (first, last)
         if finding is None and posted.verdicts_posted and posted.credits:
             data = listed("verdicts", "VerdictsPosted", posted.credits)
             finding = auditor.verdicts(
-                posted, entries, data, v4=v4_producers(ledger, reader, round_)
+                posted, entries, data, earned, v4=v4_producers(ledger, reader, round_)
             )
     state = "void" if posted.void else ("released" if posted.released else "open")
     sent = None
@@ -521,6 +563,7 @@ def book(
                 "total": posted.total,
                 "state": state,
                 "lists": fetched,
+                "earnings_folded": folded,
                 "finding": None
                 if finding is None
                 else {
@@ -539,10 +582,15 @@ def book(
         )
         for kind, how in fetched.items():
             out.print(f"  {kind} list: {escape(how)}")
-        if finding is None:
+        if finding is None and folded is not None:
             out.print(
-                "  every rule the book proves holds (earnings not checked: that needs every "
-                "round since the book's first)"
+                "  every rule the book proves holds (earnings checked against every credit of "
+                f"rounds {folded[0]}..{folded[1]})"
+            )
+        elif finding is None:
+            out.print(
+                "  every rule the book proves holds (earnings not checked: --earnings folds "
+                "the rounds before)"
             )
         elif finding.challenge:
             out.print(f"  [yellow]data to ask for[/]: {escape(finding.what)} ({finding.function})")

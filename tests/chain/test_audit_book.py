@@ -13,6 +13,7 @@ import pytest
 
 from client.chain.keystore import write_keystore
 from client.chain.roots import VerdictRoot, verdict_list
+from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.lists import ListIndex, publish_list
 from client.store import IpfsStore, cid_to_digest
 from tests.harness.processes import sapo_run
@@ -92,6 +93,48 @@ def test_anyone_audits_a_round_and_proves_the_lie_it_finds(world) -> None:
     assert code == 0 and found["tx_hash"], found
     assert book.view(r2)[9]  # the verdict root is void
     assert balances(book, prover.address)[1] > before[1]  # half the bond into the pool
+
+
+def test_earnings_are_judged_against_every_credit_folded_from_the_rounds_before(world) -> None:
+    """--earnings folds every credit of the standing rounds --since..ROUND - lag (each list
+    fetched through IPFS by its posted digest) and judges every credit's earnings: a round whose
+    earnings carry the credits before holds; one whose earnings leave them out is named only
+    with --earnings (without, the lists alone show nothing wrong), and proven."""
+    swarm, nodes, book, _, prover, config, publish = world
+    lag = book.contract.functions.lag().call()
+    r0 = swarm.ledger.current_round()
+    aggregator, _, credits, votes = honest_round(book, nodes, r0, publish=publish)
+    first = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, first, r0, publish("verdicts", r0, verdict_list(first)))
+    earned = EarningsBook(swarm.params.reward_per_round, lag, folded=r0 - 1)
+    for q in range(r0, r0 + lag):  # round r0 is settled for round r0 + lag
+        earned.fold(q, first if q == r0 else None)
+    r1 = r0 + lag
+    earnings = lambda p: earned.earnings(p, r1)  # noqa: E731
+    _, _, credits, votes = honest_round(book, nodes, r1, publish=publish, earnings=earnings)
+    second = VerdictRoot(credits, votes=votes)
+    assert all(c.earnings.anchor == r0 for c in second.credits)
+    post_verdicts(book, aggregator, second, r1, publish("verdicts", r1, verdict_list(second)))
+    code, found = audit_book(config, r1, "--earnings", "--since", str(r0))
+    assert code == 0 and found["finding"] is None, found
+    assert found["earnings_folded"] == [r0, r1 - lag]
+
+    # a later round's aggregator leaves every earlier credit out of its credits' earnings
+    r2 = swarm.ledger.current_round()
+    _, _, credits, votes = honest_round(book, nodes, r2, publish=publish)
+    skipping = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, skipping, r2, publish("verdicts", r2, verdict_list(skipping)))
+    code, found = audit_book(config, r2)
+    assert code == 0 and found["earnings_folded"] is None, found  # the lists alone hold
+    code, found = audit_book(config, r2, "--earnings", "--since", str(r0))
+    assert code == 1 and found["finding"]["what"] == "earnings that skip a credit", found
+    before = balances(book, prover.address)
+    code, found = audit_book(config, r2, "--earnings", "--since", str(r0), "--prove")
+    assert code == 0 and found["tx_hash"], found
+    assert book.view(r2)[9]  # the verdict root is void
+    assert balances(book, prover.address)[1] > before[1]  # half the bond into the pool
+    code, said = audit_book(config, r2, "--since", str(r0))
+    assert code == 2 and "--since goes with --earnings" in said
 
 
 def test_a_list_nobody_can_fetch_is_asked_for_only_with_challenge(world) -> None:

@@ -18,7 +18,7 @@ from client.chain import Ledger
 from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.roots import BadList, Credit, VerdictRoot, open_verdict_list
-from client.node.aggregation.earnings import Entry
+from client.node.aggregation.earnings import EarningsBook, Entry
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import dial
 from client.store import BlockStore
@@ -223,6 +223,31 @@ class Claimant:
                     if posted.void or not posted.verdicts_posted:
                         kept.final[q] = {}
         return found
+
+    def earnings_book(self, first: int, last: int) -> EarningsBook:
+        """Every credit of the rounds first..last that stand, folded as the book settles them
+        (what an auditor needs to judge every credit's earnings in a round r with r - lag ==
+        last; a credit anchored before `first` it cannot judge). Raises NoClaim when a round of
+        them is not decided yet (its challenge window, or a challenge of it, still open) or a
+        standing round's list cannot be read."""
+        book = EarningsBook(self.params.reward_per_round, self.windows.lag)
+        book.folded = first - 1
+        current = self.ledger.current_round()
+        rounds = list(range(first, last + 1))
+        digests = self._digests(rounds)
+        for q in rounds:
+            posted = self.book.round_of(q)
+            if current < self.windows.challenge_end(q) + 2 or (
+                posted.posted and posted.open_challenges
+            ):
+                raise NoClaim(f"round {q} is not decided yet: its earnings cannot be folded")
+            if not standing(posted, current, self.windows):
+                book.fold(q, None)
+            elif posted.credits == 0:  # the no-credit root stands: a round of no credit
+                book.fold_entries(q, 0, 0, [])
+            else:
+                book.fold(q, self._verdicts(posted, digests.get(q)))
+        return book
 
     def credits(
         self, first: int, last: int, unreadable: list[int] | None = None
