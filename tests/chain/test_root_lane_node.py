@@ -464,6 +464,7 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     world.forge(r)
     world.producer.publisher.flush()
     world.listed_and_opened(r)
+    world.producer.intake.poll()  # its own intake reads the list too (its own entry)
     seated = world.seated(r)
     first, *others = seated
     first.intake.poll()
@@ -489,6 +490,17 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
     [uncredited] = world.events("rootlane.unsent")
     assert "does not credit our batch" in uncredited["message"]
     assert [c for _, c, _ in world.producer.journal.book_credits().values()] == [False]
+    # its peers table counts the batch once, though the book's list holds it and, escalated,
+    # the ledger too
+    config = with_sections(
+        load_config(world.claimant_config()), node={"data_dir": world.tmp / "producer"}
+    )
+    watcher = Watcher(config, world.me)
+    try:
+        [row] = [p for p in watcher.snapshot().peers if p.me]
+    finally:
+        watcher.close()
+    assert row.submissions == 1
 
 
 def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(world, caplog) -> None:

@@ -36,6 +36,7 @@ from client.chain.ledger_events import (
     ChainEvent,
     Claimed,
     CreditChanged,
+    Escalated,
     MetadataSet,
     Registered,
     Settled,
@@ -53,7 +54,8 @@ from client.units import SCORE_SCALE
 _STAKE_EVENTS = (Registered, StakeAdded, UnstakeRequested, Withdrawn, Slashed)
 _MODEL_CHARS = 40
 # every node's, for the peers table and the stakes
-_SWARM = (*_STAKE_EVENTS, MetadataSet, Submitted, CreditChanged)
+# (Escalated: a root lane batch a checker took to the ledger, which the book's list holds too)
+_SWARM = (*_STAKE_EVENTS, MetadataSet, Submitted, CreditChanged, Escalated)
 _ABOUT_US = (Attested, Unavailable, Settled, Appealed, Claimed)  # where we are the producer
 _BY_US = (Attested, Unavailable)  # where we are the voter
 # the rounds a refresh still treats as open past the ledger's finality, against a clock that
@@ -113,6 +115,7 @@ class _NodeRecord:
     info: NodeInfo | None = None
     open: dict[int, list] = field(default_factory=dict)  # round -> [signal, credited?], not final
     submitted: int = 0  # its submissions since the view's first block
+    escalated: int = 0  # of them, root lane batches a checker took to the ledger
     last_round: int | None = None
     credited: int = 0  # learning signal credited on its rounds that are final
     agreed: int = 0  # our attestations of it that agreed
@@ -333,7 +336,8 @@ class LedgerView:
                     model=model_of(rec.metadata),
                     stake=rec.info.active_stake if rec.info else 0,
                     last_round=max(last) if last else None,
-                    submissions=rec.submitted + subs,
+                    # an escalated batch is in the book's list our node read too: counted once
+                    submissions=rec.submitted + subs - (rec.escalated if key in in_book else 0),
                     credited=rec.credited_now() + credited,
                     used=counts.get("used", 0),
                     agreed=rec.agreed,
@@ -396,6 +400,8 @@ class LedgerView:
                 record.last_round = max(e.round, record.last_round or e.round)
                 if e.node == me:
                     self.ours[e.round] = [e.signal, False]
+            case Escalated():
+                self._record(e.node).escalated += 1
             case CreditChanged():
                 sub = self._record(e.node).open.get(e.round)
                 if sub is not None:
