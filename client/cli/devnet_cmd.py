@@ -453,6 +453,7 @@ def light(config: ConfigOption = None) -> None:
             roster,
             str(cfg.root_lane.aggregator),
             start_block=cfg.chain.round_book_deploy_block,
+            equivocators=cfg.devnet.light_equivocators,
         )
     except NodeConfigError as exc:
         fail(str(exc), Exit.USAGE)

@@ -137,6 +137,8 @@ def describe_lights(view: dict) -> str:
             f": round {view['round']}, {view['submitted']} submissions and {view['voted']} "
             f"votes held by the aggregator, {view['refused']} refused"
         )
+        if view.get("equivocated"):
+            line += f" ({view['equivocated']} second votes of equivocators kept as evidence)"
     if "credited_in_book" in view:
         line += (
             f"; {view['credited_nodes']} of them credited in the book, "

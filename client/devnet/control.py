@@ -76,6 +76,12 @@ def apply_options(
         changes["devnet"] = {**changes.get("devnet", {}), "metrics": True}
     if light is not None:
         changes["devnet"] = {**changes.get("devnet", {}), "light": light}
+    lights = cfg.devnet.light if light is None else light
+    if cfg.devnet.light_equivocators > lights:
+        raise DevnetOptionError(
+            f"[devnet].light_equivocators = {cfg.devnet.light_equivocators}: more than the "
+            f"{lights} light nodes the devnet runs (--light N, or [devnet].light)"
+        )
     if root_lane:
         devnet = changes.get("devnet", {})
         need = cfg.devnet.nodes + len(cfg.devnet.adversary_roles()) + 2

@@ -196,17 +196,21 @@ class LightStatus:
     submitted: int = 0  # submissions the aggregator receipted
     voted: int = 0  # votes it held
     refused: int = 0  # messages it refused (each logged with its reason)
+    equivocated: int = 0  # second votes of equivocators, kept by the aggregator as evidence
     rounds_submitted: list[int] = field(default_factory=list)  # the last few
     rounds_voted: list[int] = field(default_factory=list)
     problem: str | None = None  # why the last pass stopped, if it did
     updated: float = 0.0
 
-    def add(self, *, submitted: int = 0, voted: int = 0, refused: int = 0) -> None:
+    def add(
+        self, *, submitted: int = 0, voted: int = 0, refused: int = 0, equivocated: int = 0
+    ) -> None:
         """Adds to the counters (the two loops' threads both do)."""
         with _COUNTING:
             self.submitted += submitted
             self.voted += voted
             self.refused += refused
+            self.equivocated += equivocated
 
     def save(self, path: Path) -> None:
         self.updated = time.time()
@@ -236,7 +240,10 @@ class LightSwarm:
         aggregator: str,
         *,
         start_block: int = 0,
+        equivocators: int = 0,
     ):
+        """`equivocators`: how many of the light nodes (the roster's first) sign a second,
+        different vote on the first batch they are seated on ([devnet].light_equivocators)."""
         self.ledger, self.book, self.store = ledger, book, store
         self.roster, self.aggregator = roster, aggregator
         self.keys = [light_key(seed, i) for i in range(len(roster.addresses))]
@@ -252,6 +259,9 @@ class LightSwarm:
         self._sent: dict[int, set[int]] = {}  # round -> the light nodes whose submission is held
         self._voted: set[int] = set()
         self._retry_at: dict[int, float] = {}
+        self.equivocators = set(range(min(equivocators, len(roster.addresses))))
+        self._equivocated: set[int] = set()  # the equivocators that signed their second vote
+        self._seconds: list[Signed] = []  # second votes signed in this pass, sent after it
         self.stopping = threading.Event()  # set: a pass of votes ends at its next batch
 
     def close(self) -> None:
@@ -383,6 +393,14 @@ class LightSwarm:
                 self.status.add(voted=sum(held))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        seconds, self._seconds = self._seconds, []
+        if seconds and not self.stopping.is_set():
+            # after their first votes are held: the aggregator refuses each and keeps it, with
+            # the first, as the evidence it proves on chain
+            answers = self.endpoint("vote").send(seconds)
+            kept = sum(1 for a in answers if a.refused is not None)
+            self.status.add(equivocated=kept)
+            log.info("round %s: %d light equivocators signed a second vote", round_, kept)
         if self.stopping.is_set():
             return  # the round's votes may not all be sent: not marked voted
         self._voted.add(round_)
@@ -426,6 +444,10 @@ class LightSwarm:
                     findings=0,
                 )
                 votes.append(Signed.sign(vote, self.domain, self.keys[v]))
+                if v in self.equivocators and v not in self._equivocated:
+                    self._equivocated.add(v)  # another score, once: two votes on one batch
+                    other = vote.model_copy(update={"score": vote.score + 1})
+                    self._seconds.append(Signed.sign(other, self.domain, self.keys[v]))
                 if len(votes) == MAX_BATCH:
                     yield votes
                     votes = []

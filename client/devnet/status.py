@@ -213,6 +213,7 @@ def light_view(state: DevnetState, in_book: dict[str, int]) -> dict | None:
             "submitted": said.submitted,
             "voted": said.voted,
             "refused": said.refused,
+            "equivocated": said.equivocated,
             "problem": said.problem,
         }
     return view

@@ -10,8 +10,9 @@ verdict root of the book, which `sapo devnet status` counts; no node, light or r
 transaction to the ledger after registering (its
 submissions and votes travel to the aggregator, and the aggregator draws the beacons it needs
 before any producer's own delay runs out); `sapo audit book` finds no lie in a round that credits
-them all; and the devnet killed hard (SIGKILL) takes every part along, its aggregator and the
-aggregator's IPFS daemon too.
+them all; a light node that signs two votes on one batch ([devnet].light_equivocators) is proven
+by the aggregator and slashed by the ledger, once; and the devnet killed hard (SIGKILL) takes
+every part along, its aggregator and the aggregator's IPFS daemon too.
 
 Short windows (W = 1, C = 2: a round's verdict root is posted 5 rounds later) and 10-s rounds
 keep the wait near a minute."""
@@ -27,6 +28,7 @@ import pytest
 from client.chain import Ledger, connect
 from client.chain.artifacts import selectors
 from client.chain.book import RoundBook
+from client.chain.events import EventReader
 from client.config import load_config
 from client.node.aggregation.claims import Claimant, NoClaim
 from client.pids import pid_alive
@@ -38,7 +40,12 @@ from tests.harness.processes import sapo_run, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROUND_S = 10
-ENV = MECHANICS_ENV | {"SAPO_LEDGER__SUBMIT_ROUNDS": "1", "SAPO_LEDGER__CHALLENGE_ROUNDS": "2"}
+# one light node signs a second, different vote on the first batch it is seated on
+ENV = MECHANICS_ENV | {
+    "SAPO_LEDGER__SUBMIT_ROUNDS": "1",
+    "SAPO_LEDGER__CHALLENGE_ROUNDS": "2",
+    "SAPO_DEVNET__LIGHT_EQUIVOCATORS": "1",
+}
 
 
 FUNCTIONS = selectors("SwarmLedger")  # the ledger's functions by selector
@@ -131,6 +138,19 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert light["refused"] == 0 and light["submitted"] >= LIGHT and light["voted"] > 0
     assert light["problem"] is None, light
     assert light["credited_in_book"] > 0
+
+    # the equivocating light node's second vote was kept as evidence and proven on chain by the
+    # aggregator: the ledger slashed it its stake's slash share, once
+    assert light["equivocated"] == 1, light
+    equivocator = roster["addresses"][0]
+    events = EventReader(reader.ledger)
+
+    def slashes() -> list[int]:
+        return [int(e.args["amount"]) for e in events.read(["Slashed"], node=equivocator)]
+
+    wait_until(lambda: slashes(), timeout_s=ROUND_S * 4, what="the light equivocator slashed")
+    params = reader.ledger.params()
+    assert slashes() == [params.min_stake * params.slash_bps // 10_000]
 
     audit = sapo_run("audit", "book", str(round_), "--config", state["config"], env=env)
     assert audit.returncode == 0, audit.stdout + audit.stderr

@@ -121,6 +121,10 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ),
         ("[devnet]\nlight = 4\n", "light nodes send their messages to the root lane's"),
         ("[devnet]\nlight = 10001\nroot_lane = true\n", "[devnet].light"),
+        (
+            "[devnet]\nlight = 4\nroot_lane = true\nlight_equivocators = 5\n",
+            "light_equivocators = 5: more than the 4 light nodes",
+        ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
         ('[node]\nmetrics_addr = "9464"\n', "'9464' is not HOST:PORT"),
@@ -313,7 +317,7 @@ def test_devnet_node_overrides_are_checked_like_the_sections_they_change(tmp_pat
 
 
 def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
-    from client.devnet.control import apply_options, seats_for_every_node
+    from client.devnet.control import DevnetOptionError, apply_options, seats_for_every_node
 
     devnet = load_config(Path(__file__).resolve().parents[2] / "configs" / "devnet.toml")
     # two nodes: each batch has one possible checker, so a quorum of 2 could never be met
@@ -345,6 +349,15 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
     light, said = apply_options(devnet, 3, None, None, light=4)
     assert light.devnet.root_lane and light.devnet.light == 4 and light.devnet.accounts >= 5
     assert any("--light 4: the devnet runs the root lane" in n for n in said), said
+    # light equivocators are some of the light nodes the devnet runs: --light may bring them
+    equivocating = devnet.model_copy(
+        update={"devnet": devnet.devnet.model_copy(update={"light_equivocators": 2})}
+    )
+    assert apply_options(equivocating, 3, None, None, light=4)[0].devnet.light_equivocators == 2
+    with pytest.raises(DevnetOptionError, match="more than the 1 light nodes"):
+        apply_options(equivocating, 3, None, None, light=1)
+    with pytest.raises(DevnetOptionError, match="more than the 0 light nodes"):
+        apply_options(equivocating, 3, None, None)
 
 
 def test_an_adapter_setting_that_cannot_work_is_refused_with_what_to_set(tmp_path: Path) -> None:

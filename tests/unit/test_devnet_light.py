@@ -57,8 +57,9 @@ def test_devnet_status_says_what_the_light_nodes_did_and_what_the_book_credits_t
 ) -> None:
     said = LightStatus(count=4, round=9, submitted=30, voted=79, refused=0)
     said.add(submitted=6)  # the submissions' loop and the votes' count alike
-    said.add(voted=1)
+    said.add(voted=1, equivocated=1)
     assert (said.count, said.submitted, said.voted, said.refused) == (4, 36, 80, 0)
+    assert said.equivocated == 1
     said.save(tmp_path / "status.json")
     assert LightStatus.load(tmp_path / "status.json") == said
     (tmp_path / "broken.json").write_text("{")
@@ -71,6 +72,7 @@ def test_devnet_status_says_what_the_light_nodes_did_and_what_the_book_credits_t
         "submitted": 36,
         "voted": 80,
         "refused": 0,
+        "equivocated": 1,
         "problem": "aggregator 0xab… lists no endpoint yet",
         "credited_in_book": 1_920_000,
         "credited_nodes": 4,
@@ -78,6 +80,7 @@ def test_devnet_status_says_what_the_light_nodes_did_and_what_the_book_credits_t
     line = describe_lights(view)
     assert line.startswith("light 4 light nodes in 1 families (running): round 9")
     assert "36 submissions and 80 votes held by the aggregator, 0 refused" in line
+    assert "(1 second votes of equivocators kept as evidence)" in line
     assert "4 of them credited in the book, 192.0000 in all" in line  # as the nodes' credit
     assert "the last pass stopped: aggregator 0xab… lists no endpoint yet" in line
 

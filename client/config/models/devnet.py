@@ -48,6 +48,14 @@ class DevnetSection(Section):
         "sending them to the aggregator, with no batch behind them (client.devnet.light; "
         "docs/aggregator.md); at least [ledger].quorum + 1",
     )
+    light_equivocators: int = Field(
+        0,
+        ge=0,
+        le=MAX_LIGHT,
+        description="of the light nodes, how many sign a second, different vote on the first "
+        "batch they are seated on (an adversary: the aggregator keeps the second as evidence "
+        "and proves it on chain, and the ledger slashes the voter); at most [devnet].light",
+    )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
         description="per node index (honest nodes first, then adversaries), sections of its "
@@ -124,6 +132,13 @@ class DevnetSection(Section):
             raise ValueError(
                 f"light = {self.light}: light nodes send their messages to the root lane's "
                 "aggregator: set root_lane = true (or pass --root-lane)"
+            )
+        # (light = 0 here may still be set by `devnet up --light N`: control.apply_options
+        # checks the equivocators against what the devnet runs)
+        if self.light and self.light_equivocators > self.light:
+            raise ValueError(
+                f"light_equivocators = {self.light_equivocators}: more than the {self.light} "
+                "light nodes ([devnet].light)"
             )
         return self
 
