@@ -421,7 +421,8 @@ def book(
             "--since",
             min=0,
             metavar="ROUND",
-            help="With --earnings: the first round folded (default: ROUND - 4 lag).",
+            help="With --earnings: the first round folded (default: the 4 lag rounds up to "
+            "ROUND - lag, the last one settled for ROUND).",
         ),
     ] = None,
     escalate: Annotated[
@@ -519,6 +520,7 @@ def book(
         _escalate(rb, ledger, auditor, posted, entries, finding, escalate, vote, fetched, as_json)
         return
     folded: tuple[int, int] | None = None  # the rounds whose credits --earnings folded
+    unchecked: str | None = None  # why --earnings could not fold them
     with chain_errors():
         earned = None
         if finding is None and earnings and posted.verdicts_posted and posted.credits:
@@ -528,19 +530,25 @@ def book(
             lag = Windows.of(params).lag
             last = round_ - lag
             first = max(0, last - 4 * lag + 1) if since is None else since
-            if last >= first:
-                claimant = Claimant(
-                    ledger,
-                    rb,
-                    store,
-                    start_block=cfg.chain.round_book_deploy_block,
-                    allow_private_peers=cfg.store.allow_private_peers,
+            if last < max(first, 0):
+                fail(
+                    f"--earnings: no round is settled for round {round_} from round {first} on "
+                    f"(its earnings count rounds up to {last}, lag {lag}): give an earlier "
+                    "--since, or a later round"
                 )
-                try:
-                    earned = claimant.earnings_book(first, last)
-                except NoClaim as exc:
-                    fail(f"--earnings: {exc}", Exit.CHECK_FAILED)
+            claimant = Claimant(
+                ledger,
+                rb,
+                store,
+                start_block=cfg.chain.round_book_deploy_block,
+                allow_private_peers=cfg.store.allow_private_peers,
+                chunk_blocks=cfg.chain.log_chunk_blocks,
+            )
+            try:
+                earned = claimant.earnings_book(first, last)
                 folded = (first, last)
+            except NoClaim as exc:  # the round's own rules are still checked below
+                unchecked = str(exc)
         if finding is None and posted.verdicts_posted and posted.credits:
             data = listed("verdicts", "VerdictsPosted", posted.credits)
             finding = auditor.verdicts(
@@ -564,6 +572,7 @@ def book(
                 "state": state,
                 "lists": fetched,
                 "earnings_folded": folded,
+                "earnings_unchecked": unchecked,
                 "finding": None
                 if finding is None
                 else {
@@ -582,7 +591,12 @@ def book(
         )
         for kind, how in fetched.items():
             out.print(f"  {kind} list: {escape(how)}")
-        if finding is None and folded is not None:
+        if finding is None and unchecked is not None:
+            out.print(
+                "  every rule the book proves holds but the earnings, which --earnings could not "
+                f"check: {escape(unchecked)}"
+            )
+        elif finding is None and folded is not None:
             out.print(
                 "  every rule the book proves holds (earnings checked against every credit of "
                 f"rounds {folded[0]}..{folded[1]})"
@@ -600,7 +614,7 @@ def book(
             out.print(f"  sent {finding.function} in {sent.tx_hash}")
         elif finding is not None and prove and finding.challenge:
             out.print("  not asked for: pass --challenge to bond a data challenge")
-    if finding is not None and sent is None:
+    if (finding is not None and sent is None) or unchecked is not None:
         raise typer.Exit(Exit.CHECK_FAILED)
 
 

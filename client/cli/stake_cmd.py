@@ -234,6 +234,7 @@ def _claim_book(cfg, bound: Ledger, lookback: int, as_json: bool) -> None:
             store,
             start_block=cfg.chain.round_book_deploy_block,
             allow_private_peers=cfg.store.allow_private_peers,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
         )
         try:
             found = claimant.find(node, lookback)

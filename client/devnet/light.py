@@ -47,6 +47,7 @@ from client.chain.ledger.connection import bytes32
 from client.chain.messages import Domain, Signed, Submission, Vote
 from client.chain.roots import BadList, decode_submission
 from client.node.aggregation.auditor import Auditor
+from client.node.aggregation.collector import SECOND_VOTE
 from client.node.aggregation.endpoint import (
     MAX_BATCH,
     AggregatorClient,
@@ -260,8 +261,8 @@ class LightSwarm:
         self._voted: set[int] = set()
         self._retry_at: dict[int, float] = {}
         self.equivocators = set(range(min(equivocators, len(roster.addresses))))
-        self._equivocated: set[int] = set()  # the equivocators that signed their second vote
-        self._seconds: list[Signed] = []  # second votes signed in this pass, sent after it
+        # the equivocators whose second vote the aggregator kept as evidence: done
+        self._equivocated: set[int] = set()
         self.stopping = threading.Event()  # set: a pass of votes ends at its next batch
 
     def close(self) -> None:
@@ -290,22 +291,47 @@ class LightSwarm:
         """Sends messages on `loop`'s connection, MAX_BATCH a POST; whether each was held (a
         refusal is logged). Raises EndpointError once the process stops."""
         held: list[bool] = []
+        for signed, refused in zip(messages, self._post(messages, loop), strict=True):
+            if refused is not None:
+                self.status.add(refused=1)
+                log.warning("%s refused by the aggregator: %s", signed.kind, refused)
+            held.append(refused is None)
+        return held
+
+    def _post(self, messages: list[Signed], loop: str) -> list[str | None]:
+        """Sends messages on `loop`'s connection, MAX_BATCH a POST; why the aggregator refused
+        each (None: held). Raises EndpointError (the connection dropped), also once the process
+        stops."""
+        refused: list[str | None] = []
         try:
             for first in range(0, len(messages), MAX_BATCH):
                 if self.stopping.is_set():
                     raise EndpointError("the light nodes stop: not sent")
                 answers = self.endpoint(loop).send(messages[first : first + MAX_BATCH])
-                for signed, answer in zip(messages[first:], answers, strict=False):
-                    if answer.refused is not None:
-                        self.status.add(refused=1)
-                        log.warning("%s refused by the aggregator: %s", signed.kind, answer.refused)
-                    held.append(answer.refused is None)
+                refused += [a.refused for a in answers]
         except EndpointError:
             client = self._clients.pop(loop, None)
             if client is not None:
                 client.close()
             raise
-        return held
+        return refused
+
+    def _equivocate(self, round_: int, seconds: list[tuple[int, Signed]]) -> None:
+        """Sends the equivocators' second votes, after their first ones are held: the aggregator
+        refuses each and keeps it, with the first, as the evidence it proves on chain. An
+        equivocator is done once its second vote was so kept (another refusal: it tries again
+        on its next seat)."""
+        refused = self._post([signed for _, signed in seconds], "vote")
+        kept = 0
+        for (v, signed), why in zip(seconds, refused, strict=True):
+            if why is not None and why.startswith(SECOND_VOTE):
+                self._equivocated.add(v)
+                kept += 1
+            elif why is not None:
+                self.status.add(refused=1)
+                log.warning("%s refused by the aggregator: %s", signed.kind, why)
+        self.status.add(equivocated=kept)
+        log.info("round %s: %d light equivocators signed a second vote", round_, kept)
 
     def tick(self) -> None:
         """One pass of both loops (`submit_tick`, then `vote_tick`)."""
@@ -380,10 +406,11 @@ class LightSwarm:
         # signing the next ones overlaps the aggregator's checking of the last; the first send
         # that fails, or the process stopping, ends the pass and drops what is still queued
         sent = 0
+        seconds: list[tuple[int, Signed]] = []  # the equivocators' second votes of this pass
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="light-votes")
         try:
             pending: list[Future[list[bool]]] = []
-            for chunk in self.votes(posted, entries):
+            for chunk in self.votes(posted, entries, seconds):
                 if any(f.done() and f.exception() is not None for f in pending[-2:]):
                     break
                 pending.append(pool.submit(self.send, chunk, "vote"))
@@ -393,23 +420,25 @@ class LightSwarm:
                 self.status.add(voted=sum(held))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        seconds, self._seconds = self._seconds, []
         if seconds and not self.stopping.is_set():
-            # after their first votes are held: the aggregator refuses each and keeps it, with
-            # the first, as the evidence it proves on chain
-            answers = self.endpoint("vote").send(seconds)
-            kept = sum(1 for a in answers if a.refused is not None)
-            self.status.add(equivocated=kept)
-            log.info("round %s: %d light equivocators signed a second vote", round_, kept)
+            self._equivocate(round_, seconds)
         if self.stopping.is_set():
             return  # the round's votes may not all be sent: not marked voted
         self._voted.add(round_)
         self.status.rounds_voted = [*self.status.rounds_voted[-9:], round_]
         log.info("round %s: %d light votes on %d listed batches", round_, sent, len(entries))
 
-    def votes(self, posted: BookRound, entries: list[bytes]) -> Iterator[list[Signed]]:
+    def votes(
+        self,
+        posted: BookRound,
+        entries: list[bytes],
+        seconds: list[tuple[int, Signed]] | None = None,
+    ) -> Iterator[list[Signed]]:
         """Each light node's agreeing vote on each light batch of its family it is seated on,
-        MAX_BATCH at a time."""
+        MAX_BATCH at a time; each equivocator's second, different vote on the first batch of
+        the pass it is seated on goes in `seconds` (light node's index, vote), to be sent once
+        the first ones are held."""
+        second: set[int] = set()  # the equivocators given a second vote in this pass
         batches: list[tuple[int, str, Submission]] = []  # (producer's index, address, claim)
         for raw in entries:
             try:
@@ -444,10 +473,11 @@ class LightSwarm:
                     findings=0,
                 )
                 votes.append(Signed.sign(vote, self.domain, self.keys[v]))
-                if v in self.equivocators and v not in self._equivocated:
-                    self._equivocated.add(v)  # another score, once: two votes on one batch
+                equivocates = v in self.equivocators and v not in self._equivocated
+                if seconds is not None and equivocates and v not in second:
+                    second.add(v)  # another score: two votes on one batch
                     other = vote.model_copy(update={"score": vote.score + 1})
-                    self._seconds.append(Signed.sign(other, self.domain, self.keys[v]))
+                    seconds.append((v, Signed.sign(other, self.domain, self.keys[v])))
                 if len(votes) == MAX_BATCH:
                     yield votes
                     votes = []

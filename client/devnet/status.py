@@ -112,6 +112,7 @@ def book_credited(
         open_store(cfg.store),
         start_block=cfg.chain.round_book_deploy_block,
         allow_private_peers=cfg.store.allow_private_peers,
+        chunk_blocks=cfg.chain.log_chunk_blocks,
     )
     if kept is None:
         return claimant.credited(*rounds, unreadable)

@@ -135,6 +135,8 @@ def test_earnings_are_judged_against_every_credit_folded_from_the_rounds_before(
     assert balances(book, prover.address)[1] > before[1]  # half the bond into the pool
     code, said = audit_book(config, r2, "--since", str(r0))
     assert code == 2 and "--since goes with --earnings" in said
+    code, said = audit_book(config, r2, "--earnings", "--since", str(r2))
+    assert code == 2 and "no round is settled for round" in said
 
 
 def test_a_list_nobody_can_fetch_is_asked_for_only_with_challenge(world) -> None:

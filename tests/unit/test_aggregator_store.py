@@ -86,6 +86,15 @@ def test_a_producer_keeps_its_credit_as_itself_and_it_proves_only_in_its_own_roo
             Entry.from_json(broken)
 
 
+def test_a_book_folded_from_a_later_round_knows_nothing_before_it() -> None:
+    """`sapo audit book --earnings --since R` folds from R on: a credit anchored before R is not
+    judged (a round it never folded would read as one that does not stand)."""
+    book = EarningsBook(10**18, 5, folded=ROUND - 1, first=ROUND)
+    book.fold(ROUND, None)
+    assert book.known(ROUND) and not book.known(ROUND - 1)
+    assert EarningsBook(10**18, 5, folded=ROUND).known(ROUND - 1)  # folded from round 0
+
+
 def test_a_store_of_another_deployment_or_damaged_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "aggregator.db"
     held = Held(path, DOMAIN)

@@ -101,11 +101,17 @@ class Claimant:
         *,
         start_block: int = 0,
         allow_private_peers: bool = False,
+        chunk_blocks: int = 2_000,
     ):
+        """`chunk_blocks`: blocks a log query spans at most ([chain].log_chunk_blocks)."""
         self.ledger, self.book, self.store = ledger, book, store
         self.params = ledger.params()
         self.windows = Windows.of(self.params)
-        self.events = EventReader(book, start_block=start_block)  # type: ignore[arg-type]
+        self.events = EventReader(
+            book,  # type: ignore[arg-type]
+            start_block=start_block,
+            chunk_blocks=chunk_blocks,
+        )
         self.allow_private_peers = allow_private_peers
 
     def find(self, producer: str, lookback: int) -> BookClaim:
@@ -230,8 +236,9 @@ class Claimant:
         last; a credit anchored before `first` it cannot judge). Raises NoClaim when a round of
         them is not decided yet (its challenge window, or a challenge of it, still open) or a
         standing round's list cannot be read."""
-        book = EarningsBook(self.params.reward_per_round, self.windows.lag)
-        book.folded = first - 1
+        book = EarningsBook(
+            self.params.reward_per_round, self.windows.lag, folded=first - 1, first=first
+        )
         current = self.ledger.current_round()
         rounds = list(range(first, last + 1))
         digests = self._digests(rounds)

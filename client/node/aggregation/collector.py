@@ -33,6 +33,10 @@ class Refused(ValueError):
     """A message the collector does not take; the text says why (what the sender is told)."""
 
 
+# how a second, different vote of one voter on one batch is refused (and kept as evidence)
+SECOND_VOTE = "a second, different vote on this batch"
+
+
 @dataclass
 class Equivocation:
     """Two different messages one signer signed on the same thing: of two votes, the proof the
@@ -109,7 +113,7 @@ class Collector:
             # of one voter on one batch are what the book slashes (proveEquivocation)
             if held.message != signed.message:
                 self._evidence(("vote", producer, voter), held, signed)
-                raise Refused("a second, different vote on this batch: the first stands")
+                raise Refused(f"{SECOND_VOTE}: the first stands")
             return held
         if v.unavailable:
             raise Refused("an unavailable vote goes on chain (reportUnavailable), not here")

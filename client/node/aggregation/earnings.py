@@ -110,6 +110,8 @@ class EarningsBook:
     counts: dict[int, int] = field(default_factory=dict)
     folded: int = -1  # the last round folded (standing or not): rounds fold in order
     keep_rounds: int = 10_080  # a week of 60-s rounds
+    # the first round folded (a book folded from a later round than 0 knows nothing before it)
+    first: int = 0
     # the same entries by place (round, index), while some producer's history holds them: what
     # an auditor shows when a credit names a place that is not its producer's
     places: dict[tuple[int, int], Entry] = field(default_factory=dict)
@@ -158,7 +160,7 @@ class EarningsBook:
 
     def known(self, round_: int) -> bool:
         """Whether this book can tell if round `round_` stands: folded, and not pruned."""
-        return self.folded - self.keep_rounds <= round_ <= self.folded
+        return max(self.first, self.folded - self.keep_rounds) <= round_ <= self.folded
 
     def share(self, entry: Entry) -> int:
         """A credit's share of its round's reward, as RoundBook._share computes it."""

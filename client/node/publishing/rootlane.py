@@ -386,7 +386,7 @@ class RootLane(Stage):
                 )
         looked = named | set(mine)
         first = max(0, min(looked | {horizon}) - lag, horizon - book.keep_rounds)
-        book.folded = first - 1
+        book.folded, book.first = first - 1, first
         # the root is posted, so the chain is in its verdict round at least: the rounds settled
         # for it stand by then, whatever this node's clock says
         current = max(self.current_round(), self.windows.verdict_round(posted.round))
