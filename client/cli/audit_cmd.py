@@ -536,14 +536,7 @@ def book(
                     f"(its earnings count rounds up to {last}, lag {lag}): give an earlier "
                     "--since, or a later round"
                 )
-            claimant = Claimant(
-                ledger,
-                rb,
-                store,
-                start_block=cfg.chain.round_book_deploy_block,
-                allow_private_peers=cfg.store.allow_private_peers,
-                chunk_blocks=cfg.chain.log_chunk_blocks,
-            )
+            claimant = Claimant.of(cfg, ledger, rb, store)
             try:
                 earned = claimant.earnings_book(first, last)
                 folded = (first, last)

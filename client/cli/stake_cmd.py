@@ -228,14 +228,7 @@ def _claim_book(cfg, bound: Ledger, lookback: int, as_json: bool) -> None:
     with chain_errors():
         rb = open_book(cfg, bound, why="whose earnings to claim")
         node = bound.account_address
-        claimant = Claimant(
-            bound,
-            rb,
-            store,
-            start_block=cfg.chain.round_book_deploy_block,
-            allow_private_peers=cfg.store.allow_private_peers,
-            chunk_blocks=cfg.chain.log_chunk_blocks,
-        )
+        claimant = Claimant.of(cfg, bound, rb, store)
         try:
             found = claimant.find(node, lookback)
         except NoClaim as exc:

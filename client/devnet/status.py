@@ -106,14 +106,7 @@ def book_credited(
     (whether it stands now, or was voided), and the event walk starts at the newest rounds (a
     list that could not be read is fetched again at each call, by its kept digest)."""
     book = RoundBook(ledger.w3, str(cfg.chain.round_book_address))
-    claimant = Claimant(
-        ledger,
-        book,
-        open_store(cfg.store),
-        start_block=cfg.chain.round_book_deploy_block,
-        allow_private_peers=cfg.store.allow_private_peers,
-        chunk_blocks=cfg.chain.log_chunk_blocks,
-    )
+    claimant = Claimant.of(cfg, ledger, book, open_store(cfg.store))
     if kept is None:
         return claimant.credited(*rounds, unreadable)
     key = f"{book.address.lower()}@{claimant.params.genesis}"

@@ -114,6 +114,19 @@ class Claimant:
         )
         self.allow_private_peers = allow_private_peers
 
+    @classmethod
+    def of(cls, cfg, ledger: Ledger, book: RoundBook, store: BlockStore) -> Claimant:
+        """A claimant as a node's config reads the book: from its deploy block, the log chunks
+        and private peers [chain] and [store] allow (`cfg`: a NodeConfig)."""
+        return cls(
+            ledger,
+            book,
+            store,
+            start_block=cfg.chain.round_book_deploy_block,
+            allow_private_peers=cfg.store.allow_private_peers,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+        )
+
     def find(self, producer: str, lookback: int) -> BookClaim:
         """The claim of `producer`'s newest credit in the last `lookback` rounds that can stand;
         raises NoClaim saying why there is none."""
