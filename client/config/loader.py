@@ -111,6 +111,14 @@ class NodeConfig(BaseSettings):
                 "audits (and challenges) only the lists of rounds its batches are in, which "
                 "needs the aggregator it sends them to; set it, or unset challenge_lists"
             )
+        if self.root_lane.relay_votes and (
+            self.chain.round_book_address is None or self.store.backend != "ipfs"
+        ):
+            raise ValueError(
+                "[root_lane].relay_votes is set but the node has no round book "
+                '([chain].round_book_address) or no IPFS daemon ([store].backend = "ipfs"): '
+                "the votes travel over the daemon's pubsub; set both, or unset relay_votes"
+            )
         return self
 
     @model_validator(mode="after")

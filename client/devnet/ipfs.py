@@ -2,7 +2,8 @@
 
 kubo cannot be installed from the registries reachable here; js-ipfs 0.66 serves the same RPC API
 (/api/v0), so the store's code path is the one a kubo node gets. The daemon gets a fresh repo under
-the data dir, empty Bootstrap, no MDNS, no preload, no DHT, no pubsub, and free ports on its host
+the data dir, empty Bootstrap, no MDNS, no preload, no DHT, no pubsub unless asked (`pubsub=True`:
+kubo's `Pubsub.Enabled`, for the root lane's vote relay), and free ports on its host
 (127.0.0.1 unless given another 127.0.0.N, so that a devnet's daemons are distinct hosts to libp2p)
 for its API, gateway and gRPC. With `swarm=True` it listens for peers on a TCP port of that host and
 fetches what it lacks over bitswap from the peers it is connected to; without, it runs `--offline`
@@ -142,6 +143,7 @@ class IpfsDaemon(ManagedServer):
         swarm: bool = False,
         ready_timeout_s: float = 60.0,
         wrap: list[str] | None = None,
+        pubsub: bool = False,
     ):
         # `wrap` runs the daemon in a node's network namespace (client.devnet.netns), on that
         # namespace's own address and kubo's usual ports; otherwise it is a loopback host
@@ -152,6 +154,7 @@ class IpfsDaemon(ManagedServer):
         self.repo = self.data_dir / "ipfs"
         self.host = host
         self.swarm = swarm
+        self.pubsub = pubsub
         self._ready_timeout_s = ready_timeout_s
         self._api_said = ""  # why the last readiness check of its API failed, if it did
         self.api_port: int | None = None
@@ -205,9 +208,10 @@ class IpfsDaemon(ManagedServer):
         config["Discovery"]["webRTCStar"] = {"Enabled": False}
         # Nodes dial their peers at the addresses on chain and fetch over bitswap from them: no
         # DHT lookups (kad-DHT's upkeep was 5% of an idle daemon's CPU) and no pubsub (gossipsub's
-        # heartbeat), which kubo also leaves off by default; both keys are kubo's own.
+        # heartbeat) unless the node relays votes, which kubo also leaves off by default; both
+        # keys are kubo's own.
         config["Routing"] = {"Type": "none"}
-        config["Pubsub"] = {**config.get("Pubsub", {}), "Enabled": False}
+        config["Pubsub"] = {**config.get("Pubsub", {}), "Enabled": self.pubsub}
         config_path.write_text(json.dumps(config, indent=2))
         # a daemon killed hard leaves its repo lock behind
         lock = self.repo / "repo.lock"  # js-ipfs locks with a directory (proper-lockfile)

@@ -302,6 +302,7 @@ def provision(
 
     node_configs, addresses = [], []
     aggregator = None
+    relay = relays_votes(cfg)
     if lane:
         aggregator = _aggregator(
             cfg, data_dir, w3, swarm_cfg, apis[extra] if apis else None, nodes, params.families[0]
@@ -314,7 +315,7 @@ def provision(
             ledger={"families": params.families},
             # adversaries run their own loop, in the ledger's lane (client.devnet.adversary)
             **(
-                {"root_lane": {"aggregator": aggregator.address}}
+                {"root_lane": {"aggregator": aggregator.address, "relay_votes": relay}}
                 if aggregator is not None and roles[i] == HONEST
                 else {}
             ),
@@ -360,6 +361,15 @@ DEPLOYMENT = (
     "round_book_deploy_block",
 )
 AGGREGATOR_DIR = "aggregator"
+
+
+def relays_votes(cfg: NodeConfig) -> bool:
+    """Whether a devnet's honest nodes relay their receipted votes ([root_lane].relay_votes)
+    and so run their daemons with pubsub on: in the root lane with IPFS daemons, unless the
+    devnet's config says otherwise."""
+    if not cfg.devnet.root_lane or cfg.store.backend != "ipfs":
+        return False
+    return cfg.root_lane.relay_votes if cfg.given("root_lane", "relay_votes") else True
 
 
 def _aggregator(

@@ -46,6 +46,7 @@ from client.devnet.provision import (
     light_process,
     node_process,
     provision,
+    relays_votes,
 )
 from client.devnet.state import (
     BOOK_CREDITS,
@@ -151,6 +152,7 @@ class Supervisor:
         # 127.0.0.(i+2), listening for its peers, dialled at the addresses of its metadata; the
         # root lane's aggregator has the one after the nodes'.
         homes = [f"node-{i}" for i in range(max(1, total))]
+        relay = relays_votes(cfg)
         if cfg.devnet.root_lane:
             homes.append(AGGREGATOR_DIR)
         if cfg.devnet.light:
@@ -162,6 +164,7 @@ class Supervisor:
                     host=self.netns.host(i) if self.netns else node_host(i),
                     swarm=True,
                     wrap=self.netns.wrap(i) if self.netns else None,
+                    pubsub=relay and i < total,  # the nodes' daemons, not the aggregator's
                 )
                 for i, home in enumerate(homes)
             ]

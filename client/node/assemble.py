@@ -331,6 +331,11 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
     if book is not None:  # our votes on its batches, and our submissions if [root_lane] says
         from client.node.publishing.rootlane import RootLane
 
+        pubsub = None
+        if cfg.root_lane.relay_votes:  # the loader made sure the store is an IPFS daemon
+            from client.store.pubsub import PubSub
+
+            pubsub = PubSub(cfg.store.ipfs_api, timeout_s=cfg.store.timeout_s)
         root = RootLane(
             services,
             book,
@@ -338,6 +343,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
             store,
             allow_private_peers=cfg.store.allow_private_peers,
             challenge_lists=cfg.root_lane.challenge_lists,
+            pubsub=pubsub,
         )
     publisher = Publisher(
         services,
@@ -382,7 +388,18 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         snapshots=snapshots,
         publisher=publisher,
         intake=intake,
+        inbox=_inbox(root),
     )
+
+
+def _inbox(root):
+    """Our checkers' relayed votes on our batches: with [root_lane].relay_votes, where our
+    batches go to an aggregator."""
+    if root is None or root.pubsub is None or root.aggregator is None:
+        return None
+    from client.node.publishing.relay import VoteInbox
+
+    return VoteInbox(root, root.pubsub)
 
 
 def _building_phase(events: EventLog, progress, every_s: float = 5.0):

@@ -34,6 +34,7 @@ from client.node.journal import LocalRoundRecord
 from client.node.journal.states import RoundPhase
 from client.node.proving import Snapshots
 from client.node.publishing import Publisher
+from client.node.publishing.relay import VoteInbox
 from client.node.rollouts import LocalRollouts, generate_local_round, task_seed
 from client.node.services import Services
 from client.node.training import PeerPool, Trainer, mix, offpolicy_metrics
@@ -69,9 +70,11 @@ class Node:
         snapshots: Snapshots,
         publisher: Publisher,
         intake: Intake,
+        inbox: VoteInbox | None = None,
     ):
         """The builder (client.node.assemble.open_node) makes every part and gives each stage
-        its own sections of the config; the node runs them."""
+        its own sections of the config; the node runs them. `inbox`: our checkers' relayed
+        votes, taken on a thread of its own ([root_lane].relay_votes; None: no relay)."""
         self.services = services
         self.sapo, self.train = sapo, train
         self.data_dir = data_dir
@@ -88,6 +91,7 @@ class Node:
         self.snapshots = snapshots
         self.publisher = publisher
         self.intake = intake
+        self.inbox = inbox
         self.phase = Phase.STARTING
         self.paused = threading.Event()
         self.pool = PeerPool(self.journal)
@@ -129,6 +133,8 @@ class Node:
             return threading.Thread(target=run, name=f"sapo-{name}")
 
         threads = [stage("publisher", self.publisher.run), stage("intake", self.intake.run)]
+        if self.inbox is not None:
+            threads.append(stage("relay", self.inbox.run))
         self.events.emit(
             Event.NODE_STARTED,
             f"node {self.address} started at round {self.current_round()} "

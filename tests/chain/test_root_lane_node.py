@@ -11,13 +11,17 @@ by the node itself, and pays it half its bond."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from eth_account import Account
 
 from client.chain.keystore import write_keystore
-from client.chain.messages import Signed, Submission
+from client.chain.messages import ReceiptSigner, Signed, Submission
 from client.chain.roots import (
+    NO_CREDITS_ROOT,
     SubmissionRoot,
     VerdictRoot,
     submission_list,
@@ -25,6 +29,7 @@ from client.chain.roots import (
     verdict_list,
 )
 from client.config import load_config, with_sections
+from client.devnet import IpfsDaemon, start_daemons
 from client.devnet.process import free_loopback_port
 from client.node.aggregation.claims import Claimant, Known
 from client.node.aggregation.lists import publish_list
@@ -32,10 +37,13 @@ from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
+from client.node.publishing.relay import VoteInbox, relay_message, wait_subscribed
+from client.node.publishing.relay import topic as relay_topic
 from client.node.publishing.rootlane import DRAW_AFTER_BLOCKS, DRAW_SPREAD_BLOCKS, draw_delay
 from client.node.view.journal import NodeView
 from client.node.view.watcher import Watcher
 from client.store import IpfsStore, LocalStore, cid_to_digest
+from client.store.pubsub import PubSub
 from tests.harness.ledger_swarm import ETH
 from tests.harness.policies import loaded_seed_test
 from tests.harness.processes import sapo_run
@@ -65,7 +73,9 @@ class World:
     """open_book's ledger and book; its fifth node aggregates (its metadata lists its endpoint),
     its first produces through a publisher in the root lane; all share one local block store."""
 
-    def __init__(self, chain, policy, tmp_path: Path):
+    def __init__(self, chain, policy, tmp_path: Path, relay: tuple[str, str] | None = None):
+        """`relay`: the IPFS APIs (producer's, checkers') whose pubsub carries the checkers'
+        receipted votes to the producer ([root_lane].relay_votes; None: no relay)."""
         self.swarm, self.nodes, self.book = open_book(chain)
         self.tmp = tmp_path
         blocks = tmp_path / "blocks"
@@ -82,10 +92,19 @@ class World:
             blocks,
             book=address,
             aggregator=self.agg.address,
+            pubsub=PubSub(relay[0]) if relay else None,
         )
         # three checkers, each seated on the producer's committee but in 0.7% of draws
         self.checkers = [
-            Side(self.swarm, node, tmp_path / f"checker{i}", policy, blocks, book=address)
+            Side(
+                self.swarm,
+                node,
+                tmp_path / f"checker{i}",
+                policy,
+                blocks,
+                book=address,
+                pubsub=PubSub(relay[1]) if relay else None,
+            )
             for i, node in enumerate(self.nodes[1:4])
         ]
         self.me = ledger.account_address
@@ -822,3 +841,113 @@ def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_prod
 def claim_book(config: Path) -> tuple[int, dict | str]:
     done = sapo_run("rewards", "claim", "--book", "--config", str(config), "--json")
     return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr
+
+
+def _until(done, what: str, timeout_s: float = 30.0, step=None) -> None:
+    """Waits (calling `step` between looks) until `done()`; fails naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
+        if step is not None:
+            step()
+        time.sleep(0.2)
+
+
+def test_a_quorum_the_aggregator_drops_is_relayed_by_the_checkers_and_proven_by_the_producer(
+    chain, policy, tmp_path: Path
+) -> None:
+    """[root_lane].relay_votes, over real js-ipfs daemons with pubsub on (kubo's RPC): each
+    seated checker publishes its receipted agreeing vote on the producer's topic, and the
+    producer's inbox keeps them. The aggregator then posts the no-credit root although it
+    receipted a quorum of those votes (it dropped them): the producer's audit proves it
+    (proveUncredited), the root is void and half the bond is the producer's. What strangers (the
+    aggregator among them) publish on the topic keeps nothing: a message that is no vote, a
+    vote on another batch, and a vote signed by a fresh key, receipted by the aggregator
+    itself."""
+    producer_ipfs = IpfsDaemon(tmp_path / "ipfs-producer", swarm=True, pubsub=True)
+    checkers_ipfs = IpfsDaemon(tmp_path / "ipfs-checkers", swarm=True, pubsub=True)
+    start_daemons([producer_ipfs, checkers_ipfs])
+    stop = threading.Event()
+    world = None
+    try:
+        world = World(
+            chain, policy, tmp_path / "world", relay=(producer_ipfs.api, checkers_ipfs.api)
+        )
+        peer = IpfsStore(producer_ipfs.api, tmp_path / "pins-producer").peer()
+        checkers_store = IpfsStore(checkers_ipfs.api, tmp_path / "pins-checkers")
+        assert checkers_store.connect([f"{producer_ipfs.swarm_address}/p2p/{peer['id']}"])[0]
+        inbox = VoteInbox(world.producer.root, world.producer.root.pubsub)
+        listening = threading.Thread(target=inbox.run, args=(stop,), daemon=True)
+        listening.start()
+        wait_subscribed(inbox)
+
+        r = world.sealed()
+        world.producer.publisher.flush()
+        world.listed_and_opened(r)
+        seated = world.seated(r)
+        quorum = world.swarm.ledger.params().quorum
+        assert len(seated) >= quorum
+        for checker in world.checkers:
+            checker.intake.poll()  # votes, receipted by the aggregator, and queues its relay
+            checker.publisher.flush()
+        relay = f"relay:{r}:{world.me.lower()}"
+        for checker in world.checkers:
+            assert (relay in checker.outbox()) == (checker in seated)
+
+        def flush() -> None:
+            for checker in seated:
+                checker.publisher.flush()  # again while the topic has no peer known yet
+
+        _until(lambda: all(c.outbox()[relay] == DONE for c in seated), "relayed", step=flush)
+        _until(lambda: inbox.kept == len(seated), "kept by the producer")
+        kept = world.producer.journal.relayed_votes(r)
+        assert len(kept) == len(seated)
+
+        # strangers on the topic: nothing more is kept
+        pubsub = PubSub(checkers_ipfs.api)
+        topic = relay_topic(world.swarm.w3.eth.chain_id, world.book.contract.address, world.me)
+        vote = Signed.from_bytes(kept[0][0], world.producer.root.domain).message
+        aggregator_key = world.nodes[4].tx.account.key
+        fresh = Account.create().key  # a key the aggregator made: no stake, no seat
+        unseated = Signed.sign(vote, world.producer.root.domain, fresh)
+        receipts = ReceiptSigner(world.producer.root.domain, aggregator_key)
+        other_batch = Signed.sign(
+            vote.model_copy(update={"digest": "0x" + "11" * 32}),
+            world.producer.root.domain,
+            world.checkers[0].ledger.tx.account.key,
+        )
+        junk = [
+            b"not json",
+            relay_message(unseated.to_bytes(), receipts.sign(unseated)),
+            relay_message(other_batch.to_bytes(), receipts.sign(other_batch)),
+        ]
+        refused_before = sum(inbox.refused.values())
+        for data in junk:
+            pubsub.publish(topic, data)
+        _until(lambda: sum(inbox.refused.values()) >= refused_before + len(junk), "refused")
+        assert inbox.refused["a voter without a seat on our committee"] >= 1
+        assert inbox.refused["a vote on another batch (digest or signal)"] >= 1
+        assert world.producer.journal.relayed_votes(r) == kept
+
+        # the aggregator drops the quorum it receipted: the no-credit root
+        world.swarm.goto(world.windows.verdict_round(r))
+        world.book.send(
+            world.nodes[4].tx.account, "postVerdicts", r, NO_CREDITS_ROOT, 0, 0, bytes(32)
+        )
+        balance = world.swarm.w3.eth.get_balance(world.me)
+        world.producer.publisher.flush()
+        entry = world.producer.journal.outbox(f"audit:{r}")
+        assert entry.status == DONE and entry.tx_hash, entry
+        assert lies(world.book, entry) == ["a receipted quorum left uncredited"]
+        gained = world.swarm.w3.eth.get_balance(world.me) - balance
+        assert gained == BOND // 2 - _gas(world, entry.tx_hash)
+        assert world.agg.client_book.round_of(r).verdicts_voided
+        [proven] = world.events("rootlane.proven")
+        assert proven["lie"] == "a receipted quorum left uncredited"
+    finally:
+        stop.set()
+        if world is not None:
+            world.agg.stop()
+        producer_ipfs.stop()
+        checkers_ipfs.stop()

@@ -23,6 +23,7 @@ from client.node.publishing.rootlane import RootLane
 from client.node.rollouts import task_seed
 from client.node.services import Services
 from client.store import LocalStore, Sampling
+from client.store.pubsub import PubSub
 from client.tasks import load_catalog
 from tests.harness.batches import local_round
 from tests.harness.ledger_swarm import Swarm
@@ -41,9 +42,12 @@ class Side:
         *,
         book: str | None = None,
         aggregator: str | None = None,
+        pubsub: PubSub | None = None,
     ):
         """`book`: the root lane's round book (its batches checked and voted on too);
-        `aggregator`: where the publisher sends our submissions in it (None: the ledger)."""
+        `aggregator`: where the publisher sends our submissions in it (None: the ledger);
+        `pubsub`: an IPFS daemon's pubsub, where our receipted votes are relayed to their
+        producers ([root_lane].relay_votes; None: no relay)."""
         root.mkdir(parents=True)
         self.ledger, self.policy = ledger, policy
         self.address = ledger.account_address
@@ -64,7 +68,7 @@ class Side:
         sapo = SapoSection()
         self.book = RoundBook(swarm.w3, book, nonces_of=ledger.tx) if book is not None else None
         self.root = (
-            RootLane(self.services, self.book, aggregator, self.store)
+            RootLane(self.services, self.book, aggregator, self.store, pubsub=pubsub)
             if self.book is not None
             else None
         )

@@ -10,9 +10,11 @@ verdict root of the book, which `sapo devnet status` counts; no node, light or r
 transaction to the ledger after registering (its
 submissions and votes travel to the aggregator, and the aggregator draws the beacons it needs
 before any producer's own delay runs out); `sapo audit book` finds no lie in a round that credits
-them all; a light node that signs two votes on one batch ([devnet].light_equivocators) is proven
-by the aggregator and slashed by the ledger, once; and the devnet killed hard (SIGKILL) takes
-every part along, its aggregator and the aggregator's IPFS daemon too.
+them all; each real node relays its receipted votes to the producers it checks over libp2p
+pubsub, and keeps those its own checkers relay; a light node that signs two votes on one batch
+([devnet].light_equivocators) is proven by the aggregator and slashed by the ledger, once; and
+the devnet killed hard (SIGKILL) takes every part along, its aggregator and the aggregator's
+IPFS daemon too.
 
 Short windows (W = 1, C = 2: a round's verdict root is posted 5 rounds later) and 10-s rounds
 keep the wait near a minute."""
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -122,6 +125,26 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     with sqlite3.connect(f"file:{node['data_dir']}/journal.sqlite?mode=ro", uri=True) as db:
         peers = {n for (n,) in db.execute("SELECT DISTINCT node FROM peer_submissions")}
     assert peers == addresses - {node["address"].lower()}, peers
+
+    # the real nodes relay their receipted votes to each other's producers over their daemons'
+    # pubsub ([root_lane].relay_votes, on in a devnet's root lane): each producer keeps its
+    # seated checkers' votes, what proves a quorum an aggregator drops (none is dropped here)
+    def relayed() -> dict[str, tuple[int, int]]:
+        counts = {}
+        for n in state["nodes"]:
+            path = f"file:{n['data_dir']}/journal.sqlite?mode=ro"
+            with sqlite3.connect(path, uri=True) as db:
+                [(sent,)] = db.execute(
+                    "SELECT COUNT(*) FROM outbox WHERE kind = 'relay' AND status = 'done'"
+                )
+                [(kept,)] = db.execute("SELECT COUNT(*) FROM relayed_votes")
+            counts[n["address"]] = (sent, kept)
+        return counts
+
+    deadline = time.monotonic() + ROUND_S * 6
+    while not all(sent and kept for sent, kept in relayed().values()):
+        assert time.monotonic() < deadline, f"(relays sent, votes kept) per node: {relayed()}"
+        time.sleep(1)
 
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
     assert status.returncode == 0, status.stderr

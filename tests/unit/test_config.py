@@ -141,6 +141,12 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ('[root_lane]\naggregator = "aggregator.example"\n', "[root_lane].aggregator"),
         ("[root_lane]\nchallenge_lists = true\n", "but [root_lane].aggregator is not"),
         ('[root_lane]\nchallenge_lists = "maybe"\n', "[root_lane].challenge_lists"),
+        ("[root_lane]\nrelay_votes = true\n", "relay_votes is set but the node has no round book"),
+        (
+            f'[chain]\nround_book_address = "0x{"ab" * 20}"\n[store]\nbackend = "local"\n'
+            "[root_lane]\nrelay_votes = true\n",
+            "no IPFS daemon ([store].backend",
+        ),
         ('[ledger]\nfamilies = ["qwen2.5-0.5b"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"0" * 64}"]\n', "is not a base's content id"),
         (f'[ledger]\nfamilies = ["0x{"ab" * 32}", "0x{"AB" * 32}"]\n', "is listed twice"),

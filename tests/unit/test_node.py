@@ -692,6 +692,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
         Listed,
         Open,
         Pin,
+        Relay,
         RootVote,
         Settle,
         Unavailable,
@@ -717,6 +718,7 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
             f"root-vote:3:{node}",
             {"node": node, "digest": "0x01", "score": 5, "signal": 2},
         ),
+        Relay(round=3, node=node): (f"relay:3:{node}", {"node": node}),
         Escalate(  # our first-committee vote, as an attestation is: another batch here
             round=3,
             node=other,

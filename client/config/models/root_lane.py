@@ -10,8 +10,9 @@ from client.config.models.values import Address
 
 
 class RootLaneSection(Section):
-    """The aggregator a producer sends its signed submissions to, and whether the node bonds the
-    data challenges its audits of the book's lists call for."""
+    """The aggregator a producer sends its signed submissions to, whether the node bonds the
+    data challenges its audits of the book's lists call for, and whether it relays receipted
+    votes."""
 
     aggregator: Address | None = Field(
         None,
@@ -32,4 +33,16 @@ class RootLaneSection(Section):
         "the aggregator withheld it to collect bonds: the node does not challenge an aggregator "
         "that answered it again). Off: the node names the challenge, and `sapo audit book ROUND "
         "--prove --challenge` sends it",
+    )
+    relay_votes: bool = Field(
+        False,
+        description="carry receipted votes between checkers and producers over libp2p pubsub "
+        "(through [store].ipfs_api, kubo's RPC): as a checker, publish each agreeing vote the "
+        "round's aggregator receipted to its batch's producer; as a producer, keep the votes "
+        "our seated checkers publish to us, and should the verdict root leave our batch "
+        "uncredited although a quorum of them agreed, prove it (proveUncredited: the root is "
+        'void, half the aggregator\'s bond is ours). Needs [store].backend = "ipfs" and a '
+        "daemon with pubsub on (kubo: `ipfs config --json Pubsub.Enabled true`; `sapo devnet "
+        "up` turns it on where this is set). Off: no relay; a dropped quorum is not proven by "
+        "the node",
     )

@@ -140,13 +140,17 @@ class Auditor:
         """Whether `node` is a registered node of the ledger (for life: read once)."""
         return bool(self._info(node).registered)
 
-    def seated(self, posted: BookRound, producer: str, voter: str) -> bool:
+    def seated(
+        self, posted: BookRound, producer: str, voter: str, *, remember: bool = True
+    ) -> bool:
         """Whether `voter` holds a seat on `producer`'s committee of the round: the ledger's
         rule 4 with the round's beacon and stakes as of the submission root's block, as the book's
-        `_seated` judges it."""
+        `_seated` judges it. Without `remember`, the voter's registration and stake are read
+        and not kept (a voter a stranger names: keeping each would let a flood of fresh keys
+        grow the caches without bound)."""
         family = self._info(producer).family
         total = self._family_stake_at(family, posted.posted_block)
-        return self._seated(posted, producer, voter, family, total)
+        return self._seated(posted, producer, voter, family, total, remember)
 
     # ------------------------------------------------------------------------ submissions
 
@@ -555,10 +559,16 @@ class Auditor:
             return None
         return "earnings that skip a credit", "proveSkippedCredit", skipped.shown()
 
-    def _seated(self, posted: BookRound, producer: str, voter: str, family, total: int) -> bool:
-        if voter.lower() == producer.lower() or self._info(voter).family != family:
+    def _seated(
+        self, posted: BookRound, producer: str, voter: str, family, total: int, remember=True
+    ) -> bool:
+        if voter.lower() == producer.lower():
             return False
-        stake = self._stake_at(voter, posted.posted_block)
+        info = self._info(voter) if remember else self.ledger.node_info(voter)
+        if info.family != family:
+            return False
+        block = posted.posted_block
+        stake = self._stake_at(voter, block) if remember else self.ledger.stake_at(voter, block)
         if stake < self.min_stake:
             return False
         draw = Beacon(

@@ -150,6 +150,14 @@ CREATE TABLE IF NOT EXISTS receipts (  -- what a root lane's aggregator receipte
     receipt TEXT NOT NULL,  -- the aggregator's EIP-712 signature of the message's signing hash
     updated REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS relayed_votes (  -- our checkers' receipted votes on our batches
+    round INTEGER NOT NULL,
+    voter TEXT NOT NULL,  -- lowercase; one vote each (the first that held is kept)
+    message BLOB NOT NULL,  -- its signed vote (client.chain.messages.Signed)
+    receipt TEXT NOT NULL,  -- the round's aggregator's receipt of it
+    updated REAL NOT NULL,
+    PRIMARY KEY (round, voter)
+);
 CREATE TABLE IF NOT EXISTS book_credits (  -- the root lane's verdict root on each batch of ours
     round INTEGER PRIMARY KEY,
     signal INTEGER NOT NULL,  -- the learning signal our submission claimed

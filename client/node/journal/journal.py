@@ -281,9 +281,32 @@ class Journal:
         return Kept(*rows[0]) if rows else None
 
     def prune_receipts(self, before_round: int) -> int:
-        """Forgets the receipts of rounds before `before_round` (no proof takes them any more)."""
+        """Forgets the receipts of rounds before `before_round` (no proof takes them any more),
+        ours and those our checkers relayed."""
         with self.db.tx() as db:
+            db.execute("DELETE FROM relayed_votes WHERE round < ?", (before_round,))
             return db.execute("DELETE FROM receipts WHERE round < ?", (before_round,)).rowcount
+
+    def keep_relayed_vote(self, round_: int, voter: str, message: bytes, receipt: str) -> bool:
+        """Keeps a checker's receipted vote on our batch of `round_` (checked by the caller:
+        client.node.publishing.relay); False when that voter's was kept already."""
+        with self.db.tx() as db:
+            return (
+                db.execute(
+                    "INSERT OR IGNORE INTO relayed_votes (round, voter, message, receipt, updated) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (round_, voter.lower(), message, receipt, time.time()),
+                ).rowcount
+                == 1
+            )
+
+    def relayed_votes(self, round_: int) -> list[tuple[bytes, str]]:
+        """The receipted votes our checkers relayed on our batch of `round_` (message, receipt),
+        by voter."""
+        rows = self.db.all(
+            "SELECT message, receipt FROM relayed_votes WHERE round = ? ORDER BY voter", round_
+        )
+        return [(bytes(m), r) for m, r in rows]
 
     def keep_book_credit(self, round_: int, signal: int, votes: int | None) -> None:
         """Keeps what the root lane's verdict root of `round_` gave our batch (our audit of it

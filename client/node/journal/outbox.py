@@ -175,6 +175,20 @@ class RootVote(Message):
         return f"root-vote:{round_}:{node}"
 
 
+class Relay(Message):
+    """Our agreeing vote on `node`'s batch, as the round's aggregator receipted it (kept under
+    the RootVote's key), published to that producer's topic: should the verdict root leave the
+    batch uncredited, its producer proves it with a quorum of such votes (the root lane's relay,
+    client.node.publishing.relay)."""
+
+    KIND = OutboxKind.RELAY
+    node: str
+
+    @property
+    def key(self) -> str:
+        return f"relay:{self.round}:{self.node}"
+
+
 class Escalate(Message):
     """A root lane batch we dispute or found nowhere, taken to the ledger with our vote
     (RoundBook.escalate): the entry's place `index` in the submission root, the signed submission
@@ -251,6 +265,7 @@ MESSAGES: tuple[type[Message], ...] = (
     Audit,
     Challenge,
     RootVote,
+    Relay,
     Escalate,
     Attest,
     Unavailable,

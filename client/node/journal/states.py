@@ -50,6 +50,8 @@ class OutboxKind(StrEnum):
     ESCALATE = "escalate"  # take a root lane batch we dispute (or found nowhere) to the ledger
     # claim our data challenge of a root lane list once its answer window closed unanswered
     CHALLENGE = "challenge"
+    # carry our receipted agreeing vote on a root lane batch to its producer (pubsub)
+    RELAY = "relay"
 
 
 class Verdict(StrEnum):

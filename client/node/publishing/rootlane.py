@@ -18,15 +18,18 @@ transaction on the ledger (RootLane); as a drawn checker, our votes (RootVoting)
   proves), we prove it on chain: the aggregator loses its bond, half of it to us.
 - **Auditing the verdict root.** Once it is posted: the order of every credit, and the
   submission, votes and amount of ours and of AUDIT_SAMPLE others drawn at random, and our own
-  earnings against our own credits kept by the audits before; a lie is proven the same way.
+  earnings against our own credits kept by the audits before; a lie is proven the same way. A
+  verdict root that leaves our batch uncredited although a quorum of our seated checkers'
+  agreeing votes was receipted (their relays: client.node.publishing.relay) is proven too.
 - **Challenging a list.** A list of our round that still cannot be read in the last two rounds
   of its challenge window, or that is not its root's data, calls for a data challenge: with
   `[root_lane].challenge_lists`, we bond one of a leaf nobody challenged (unless a challenge of
   the list is open) and claim it once unanswered (the root void, our bond back with half the
   aggregator's); without, the operator is told to send it (publishing.ours, `challenge`).
 - **Voting.** An agreement is signed and sent to the aggregator that posted the round's root
-  (its receipt journaled); a dispute or an unavailable batch is escalated to the ledger with our
-  vote, or, escalated already, voted on the ledger as any batch.
+  (its receipt journaled), and with `[root_lane].relay_votes` relayed to the batch's producer;
+  a dispute or an unavailable batch is escalated to the ledger with our vote, or, escalated
+  already, voted on the ledger as any batch.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from client.chain.roots import (
     NO_INDEX,
     NO_ROUND,
     BadList,
+    VerdictRoot,
     open_submission_list,
     open_verdict_list,
     submission_struct,
@@ -62,6 +66,7 @@ from client.node.journal import OutboxEntry
 from client.node.journal.outbox import (
     Attest,
     Escalate,
+    Relay,
     RootVote,
     Submit,
     Unavailable,
@@ -73,6 +78,7 @@ from client.node.publishing.votes import Votes
 from client.node.services import Services, Stage
 from client.store import BlockStore
 from client.store.cid import digest_to_cid
+from client.store.pubsub import PubSub
 from client.units import SCORE_SCALE
 
 log = logging.getLogger("sapo.node.rootlane")
@@ -142,11 +148,14 @@ class RootLane(Stage):
         *,
         allow_private_peers: bool = False,
         challenge_lists: bool = False,
+        pubsub: PubSub | None = None,
     ):
         """`store`: where the lists are fetched (an IPFS store dials the posting aggregator's
         daemon first, at the addresses its metadata lists: `allow_private_peers` as
         [store]'s); `challenge_lists`: [root_lane]'s, whether we bond the data challenges our
-        audits call for."""
+        audits call for; `pubsub`: with [root_lane].relay_votes, our IPFS daemon's pubsub, where
+        our receipted agreeing votes are published to their batches' producers and our checkers'
+        come to us (client.node.publishing.relay; None: no relay)."""
         super().__init__(services)
         if book.tx.account is None:
             raise ValueError("the root lane signs with the node's key: give the book its account")
@@ -158,6 +167,7 @@ class RootLane(Stage):
         self._clients: dict[str, AggregatorClient] = {}  # by aggregator address (lowercase)
         self.allow_private_peers = allow_private_peers
         self.challenge_lists = challenge_lists
+        self.pubsub = pubsub
         # one challenge decision at a time: a round's two checks (its submission list's and its
         # verdict root's) run in parallel passes and may both find a list unreadable
         self.challenging = threading.Lock()
@@ -306,8 +316,8 @@ class RootLane(Stage):
             return Unread(str(exc), verdict_tree=False, store_down=exc.store_down), None
         except BadList as exc:
             return Unread(str(exc), verdict_tree=False), None
-        if posted.credits == 0:  # the no-credit root: nothing in it to prove
-            return None, None
+        if posted.credits == 0:  # the no-credit root: nothing in it to prove but a dropped quorum
+            return self._dropped_quorum(posted, entries, None), None
         digest = self._verdict_digest(posted.round)
         if digest is None:
             return Unread(f"no VerdictsPosted event of round {posted.round}", True), None
@@ -347,6 +357,8 @@ class RootLane(Stage):
             # left out by its standing, read again then)
             self.journal.keep_book_entry(posted.round, entry.to_json(), 3 * self.windows.lag)
             finding = self.auditor.earnings(posted, opened, i, self._own_earnings(posted, entry))
+        if finding is None and opened is not None and not ours:
+            finding = self._dropped_quorum(posted, entries, opened, v4)
         if finding is None and opened is not None:  # what the TUI's peers table counts
             credited: dict[str, int] = {}
             for credit in opened.credits:
@@ -354,6 +366,29 @@ class RootLane(Stage):
                 credited[key] = credited.get(key, 0) + credit.signal
             self.journal.peers.count_in_book(posted.round, "verdicts", credited)
         return finding, len(opened.votes[ours[0]]) if opened and ours else None
+
+    def _dropped_quorum(
+        self,
+        posted: BookRound,
+        entries: list[bytes],
+        verdicts: VerdictRoot | None,
+        v4: set[str] | None = None,
+    ) -> Finding | None:
+        """Our batch left uncredited (by `verdicts`, opened from the verdict list; None: the
+        no-credit root) although a quorum of our seated checkers' agreeing votes was receipted
+        by the round's aggregator, as they relayed them to us (client.node.publishing.relay):
+        the proof of it (proveUncredited). None without such a quorum."""
+        receipted = []
+        for message, receipt in self.journal.relayed_votes(posted.round):
+            try:
+                receipted.append((Signed.from_bytes(message, self.domain), receipt))
+            except BadMessage:
+                continue  # checked as it entered: not another deployment's, nor a stranger's
+        if len(receipted) < self.params.quorum:
+            return None
+        if v4 is None:
+            v4 = v4_producers(self.ledger, self.ledger_events, posted.round)
+        return self.auditor.uncredited(posted, entries, verdicts, receipted, v4)
 
     def _own_earnings(self, posted: BookRound, entry: Entry) -> EarningsBook:
         """Our own credits, folded as the book settles them for round `posted.round`: those our
@@ -502,6 +537,8 @@ class RootVoting(Handler):
             else:  # not reachable: again next pass, until the votes close
                 self.journal.attempted(entry.key, kept)
             return
+        if self.root.pubsub is not None:  # to the producer, should the verdict root drop our vote
+            self.journal.enqueue(Relay(round=round_, node=peer))
         self.journal.done(entry.key)
         self.events.emit(
             Event.PEER_ATTESTED,

@@ -39,6 +39,7 @@ from client.node.journal.outbox import (
     Open,
     OutboxStatus,
     Pin,
+    Relay,
     RootVote,
     Settle,
     Submit,
@@ -49,6 +50,7 @@ from client.node.proving import Snapshots
 from client.node.publishing.appeals import Appeals
 from client.node.publishing.handler import Handler
 from client.node.publishing.ours import OwnBatch
+from client.node.publishing.relay import VoteRelay
 from client.node.publishing.rootlane import RootLane, RootVoting
 from client.node.publishing.sealing import Sealer
 from client.node.publishing.settlement import Settlement
@@ -124,6 +126,8 @@ class Publisher(Stage):
             voting = RootVoting(services, reader, root, votes)
             self.handlers[RootVote] = voting.root_vote
             self.handlers[Escalate] = voting.escalate
+            if root.pubsub is not None:  # and relayed to their producers
+                self.handlers[Relay] = VoteRelay(root, root.pubsub).send
         self._dropper = Handler(services, reader)
 
     # compute's side
