@@ -47,7 +47,12 @@ def listed_metadata(current: str, origin: str) -> str | None:
 @app.command("run")
 def run(config: ConfigOption = None) -> None:
     """Serve the aggregator's endpoint and post each round's roots until Ctrl-C / SIGTERM."""
-    cfg = load_or_exit(config)
+    serve(load_or_exit(config))
+
+
+def serve(cfg, service_class=None) -> None:
+    """`aggregate run`'s body: the service (`service_class`, an Aggregator's; a devnet's liar
+    names its own, client.devnet.liar) on its endpoint until Ctrl-C / SIGTERM."""
     stop = serve_until_signalled(
         cfg.node.log_level, "sapo.aggregator", "stopping after the current pass…"
     )
@@ -84,7 +89,7 @@ def run(config: ConfigOption = None) -> None:
     except HeldError as exc:
         fail(str(exc))
     try:
-        service = Aggregator(
+        service = (service_class or Aggregator)(
             ledger,
             book,
             held,
@@ -125,4 +130,4 @@ def run(config: ConfigOption = None) -> None:
         held.close()
 
 
-__all__ = ["app", "listed_metadata"]
+__all__ = ["app", "listed_metadata", "serve"]

@@ -465,6 +465,21 @@ def light(config: ConfigOption = None) -> None:
         swarm.close()
 
 
+@app.command("liar", hidden=True)
+def liar(config: ConfigOption = None) -> None:
+    """Run a devnet's root lane aggregator as an adversary ([devnet].aggregator_lie; `devnet up`
+    starts it instead of `sapo aggregate run`) until SIGTERM."""
+    from client.cli.aggregate_cmd import serve
+    from client.devnet.liar import liar as lying
+
+    cfg = load_or_exit(config)
+    try:
+        service_class = lying(cfg.devnet.aggregator_lie)
+    except ValueError as exc:
+        fail(str(exc), Exit.USAGE)
+    serve(cfg, service_class)
+
+
 @app.command("adversary", hidden=True)
 def adversary(
     strategy: Annotated[str, typer.Argument(help="free-claim, answer-farmer, mixed-farmer, …")],

@@ -82,6 +82,11 @@ def apply_options(
             f"[devnet].light_equivocators = {cfg.devnet.light_equivocators}: more than the "
             f"{lights} light nodes the devnet runs (--light N, or [devnet].light)"
         )
+    if cfg.devnet.aggregator_lie != "none" and not lane:
+        raise DevnetOptionError(
+            f"[devnet].aggregator_lie = {cfg.devnet.aggregator_lie!r}: the root lane's "
+            "aggregator lies only where the devnet runs one (--root-lane, or [devnet].root_lane)"
+        )
     if root_lane:
         devnet = changes.get("devnet", {})
         need = cfg.devnet.nodes + len(cfg.devnet.adversary_roles()) + 2

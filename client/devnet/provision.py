@@ -606,12 +606,15 @@ def node_process(
     )
 
 
-def aggregator_process(aggregator: AggregatorProvisioned) -> ServerProcess:
-    """Returns (not started) `sapo aggregate run` for a devnet's aggregator, its log beside its
-    config, ready once its endpoint answers."""
+def aggregator_process(aggregator: AggregatorProvisioned, lie: str = "none") -> ServerProcess:
+    """Returns (not started) `sapo aggregate run` for a devnet's aggregator (`sapo devnet liar`
+    where it tells `lie`, [devnet].aggregator_lie), its log beside its config, ready once its
+    endpoint answers."""
     cfg_dir = aggregator.config_path.parent
     host, port = parse_listen_addr(aggregator.url.removeprefix("http://"))
     command = [sys.executable, "-m", "client.cli", "aggregate", "run"]
+    if lie != "none":
+        command = [sys.executable, "-m", "client.cli", "devnet", "liar"]
     return ServerProcess(
         "aggregator",
         [*command, "--config", str(aggregator.config_path)],

@@ -7,13 +7,14 @@ votes every round, client.devnet.light), sent to the same aggregator.
 
 What an operator would notice: every node's batch, and the light nodes', is credited in one
 verdict root of the book, which `sapo devnet status` counts; no node, light or real, sends a
-transaction to the ledger after registering (its
-submissions and votes travel to the aggregator, and the aggregator draws the beacons it needs
-before any producer's own delay runs out); `sapo audit book` finds no lie in a round that credits
-them all; each real node relays its receipted votes to the producers it checks over libp2p
-pubsub, and keeps those its own checkers relay; a light node that signs two votes on one batch
-([devnet].light_equivocators) is proven by the aggregator and slashed by the ledger, once; and
-the devnet killed hard (SIGKILL) takes every part along, its aggregator and the aggregator's
+transaction to the ledger after registering (its submissions and votes travel to the
+aggregator, and the aggregator draws the beacons it needs before any producer's own delay runs
+out); `sapo audit book` finds no lie in a round that credits them all; each real node relays its
+receipted votes to the producers it checks over libp2p pubsub, and keeps those its own checkers
+relay; an aggregator that drops a real node's receipted quorum once ([devnet].aggregator_lie) is
+proven by that node, with the votes relayed to it; a light node that signs two votes on one
+batch ([devnet].light_equivocators) is proven by the aggregator and slashed by the ledger, once;
+and the devnet killed hard (SIGKILL) takes every part along, its aggregator and the aggregator's
 IPFS daemon too.
 
 Short windows (W = 1, C = 2: a round's verdict root is posted 5 rounds later) and 10-s rounds
@@ -34,6 +35,7 @@ from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config import load_config
 from client.node.aggregation.claims import Claimant, NoClaim
+from client.node.eventlog import read_events
 from client.pids import pid_alive
 from client.store import open_store
 from tests.harness.devnets import MECHANICS_ENV, start_mechanics_devnet, stop_devnet
@@ -48,6 +50,8 @@ ENV = MECHANICS_ENV | {
     "SAPO_LEDGER__SUBMIT_ROUNDS": "1",
     "SAPO_LEDGER__CHALLENGE_ROUNDS": "2",
     "SAPO_DEVNET__LIGHT_EQUIVOCATORS": "1",
+    # the aggregator drops one real node's receipted quorum, once (client.devnet.liar)
+    "SAPO_DEVNET__AGGREGATOR_LIE": "drop-quorum",
 }
 
 
@@ -145,6 +149,23 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     while not all(sent and kept for sent, kept in relayed().values()):
         assert time.monotonic() < deadline, f"(relays sent, votes kept) per node: {relayed()}"
         time.sleep(1)
+
+    # the aggregator lied once ([devnet].aggregator_lie = drop-quorum): it left a real node's
+    # credit out of a verdict root although it receipted its checkers' quorum; that node proved
+    # it with the votes they relayed to it, and took half the round's bond
+    book_events = EventReader(reader.book)
+    wait_until(
+        lambda: book_events.read(["LieProven"]), timeout_s=ROUND_S * 6, what="the lie proven"
+    )
+    [lie] = book_events.read(["LieProven"])
+    assert lie.args["what"] == "a receipted quorum left uncredited", lie.args
+    assert lie.args["aggregator"].lower() == aggregator["address"].lower()
+    prover = lie.args["prover"].lower()
+    assert prover in addresses
+    assert reader.book.round_of(lie.args["round"]).verdicts_voided
+    [prover_node] = [n for n in state["nodes"] if n["address"].lower() == prover]
+    said = read_events(Path(prover_node["data_dir"]) / "events.jsonl")
+    assert [e["round"] for e in said if e["kind"] == "rootlane.proven"] == [lie.args["round"]]
 
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
     assert status.returncode == 0, status.stderr

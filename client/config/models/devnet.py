@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -55,6 +55,14 @@ class DevnetSection(Section):
         description="of the light nodes, how many sign a second, different vote on the first "
         "batch they are seated on (an adversary: the aggregator keeps the second as evidence "
         "and proves it on chain, and the ledger slashes the voter); at most [devnet].light",
+    )
+    aggregator_lie: Literal["none", "drop-quorum"] = Field(
+        "none",
+        description="the root lane's aggregator as an adversary (client.devnet.liar): "
+        "drop-quorum leaves out of one verdict root, once, the credit of a real node's batch "
+        "although it receipted a quorum of its checkers' agreeing votes; the node proves it "
+        "with the votes its checkers relayed to it ([root_lane].relay_votes) and takes half "
+        "the round's bond. none: an honest aggregator",
     )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,

@@ -288,6 +288,8 @@ class Aggregator:
             escalated=v4,
             earnings=lambda p: self.earned.earnings(p, round_),
         )
+        if verdicts is not None:
+            verdicts = self.posting(round_, verdicts)
         if verdicts is None:  # posted all the same: a round without a verdict root is void
             self.book.post_verdicts(round_, NO_CREDITS_ROOT, 0, 0, bytes(32))
             self.no_credits.add(round_)
@@ -303,6 +305,12 @@ class Aggregator:
         self.verdict_roots[round_] = verdicts
         done.posted_verdicts.append(round_)
         log.info("round %s: posted %d credits", round_, len(verdicts.credits))
+
+    def posting(self, round_: int, verdicts: VerdictRoot) -> VerdictRoot | None:
+        """The verdict root posted for `round_`, of the one the collector built from the votes
+        (None: the no-credit root). An honest aggregator posts what it built; a devnet's
+        adversary (client.devnet.liar) overrides this."""
+        return verdicts
 
     def _publish(self, kind: str, round_: int, data: bytes) -> bytes:
         if self.store is None:
