@@ -467,8 +467,8 @@ def light(config: ConfigOption = None) -> None:
 
 @app.command("liar", hidden=True)
 def liar(config: ConfigOption = None) -> None:
-    """Run a devnet's root lane aggregator as an adversary ([devnet].aggregator_lie; `devnet up`
-    starts it instead of `sapo aggregate run`) until SIGTERM."""
+    """Run a devnet's root lane aggregator as an adversary (\\[devnet].aggregator_lie; `devnet
+    up` starts it instead of `sapo aggregate run`) until SIGTERM."""
     from client.cli.aggregate_cmd import serve
     from client.devnet.liar import liar as lying
 
