@@ -17,6 +17,7 @@ signatures of a message would otherwise pass for a second message.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache, lru_cache
 from typing import Annotated, ClassVar
 
@@ -270,6 +271,12 @@ class Signed(BaseModel):
     def from_bytes(cls, data: bytes, domain: Domain) -> Signed:
         """Parses and verifies a message a peer sent: bounded size, every field in range, the
         kind named matching its fields, the signature canonical and its signer's."""
+        return cls.parse(data).verify(domain)
+
+    @classmethod
+    def parse(cls, data: bytes) -> Signed:
+        """`from_bytes` without the signature's check (a key recovery, the dearest step): for
+        a reader that refuses what it can on the message's fields first, and verifies after."""
         if len(data) > MAX_MESSAGE_BYTES:
             raise BadMessage(
                 f"a signed message is at most {MAX_MESSAGE_BYTES} bytes, got {len(data)}"
@@ -288,7 +295,7 @@ class Signed(BaseModel):
             raise
         except (ValueError, ValidationError, TypeError) as exc:
             raise BadMessage(f"malformed signed message: {_first_error(exc)}") from None
-        return signed.verify(domain)
+        return signed
 
 
 def _signature(private: keys.PrivateKey, domain: Domain, message: _Typed) -> str:
@@ -334,14 +341,16 @@ def recover(domain: Domain, message: _Typed, signature: str) -> str:
     return _checksummed("0x" + _recover_key(domain, message, signature).hex())
 
 
+_SIGNATURE = re.compile(r"0x[0-9a-fA-F]{130}")
+
+
 def _recover_key(domain: Domain, message: _Typed, signature: str) -> bytes:
     """The 20 bytes of the address that signed (raises BadMessage)."""
-    if not isinstance(signature, str) or len(signature) != 132 or not signature.startswith("0x"):
+    # fullmatch, not fromhex alone: fromhex skips whitespace, and "0x" and 130 spaces would
+    # decode to no bytes at all
+    if not isinstance(signature, str) or not _SIGNATURE.fullmatch(signature):
         raise BadMessage("a signature is 0x and 130 hex digits (r, s, v)")
-    try:
-        raw = bytes.fromhex(signature[2:])
-    except ValueError:
-        raise BadMessage("a signature is hex") from None
+    raw = bytes.fromhex(signature[2:])
     r, s, v = int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:64], "big"), raw[64]
     if v not in (27, 28):
         raise BadMessage(f"a signature's v is 27 or 28, got {v}")

@@ -335,7 +335,8 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         if cfg.root_lane.relay_votes:  # the loader made sure the store is an IPFS daemon
             from client.store.pubsub import PubSub
 
-            pubsub = PubSub(cfg.store.ipfs_api, timeout_s=cfg.store.timeout_s)
+            # a publish that hangs holds the publisher's pass: not past 5 s
+            pubsub = PubSub(cfg.store.ipfs_api, timeout_s=min(cfg.store.timeout_s, 5.0))
         root = RootLane(
             services,
             book,

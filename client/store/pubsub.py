@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import socket
 import ssl
 import threading
@@ -27,6 +28,7 @@ from client.store.errors import StoreError, StoreUnavailable
 
 # a subscription's line: kubo's JSON wrapper around the message, the data base64url (4/3 its size)
 MAX_LINE_BYTES = 64 * 1024
+_HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
 ENABLE = "ipfs config --json Pubsub.Enabled true, then restart the daemon"
 
 
@@ -79,8 +81,6 @@ class PubSub:
         self.origin = api_origin(api)
         self.timeout_s = timeout_s
         self.skipped = 0  # subscription lines that were not a message (counted, never raised)
-        self._session = requests.Session()
-        self._lock = threading.Lock()  # publish is called from several sender threads
 
     def _url(self, what: str) -> str:
         return f"{self.origin}/api/v0/pubsub/{what}"
@@ -95,14 +95,13 @@ class PubSub:
     def publish(self, topic: str, data: bytes) -> None:
         """Publishes `data` on `topic`; raises StoreUnavailable (daemon not reachable) or
         PubSubRefused (it answered no: pubsub off, or nobody on the topic among its peers)."""
-        try:
-            with self._lock:
-                answer = self._session.post(
-                    self._url("pub"),
-                    params={"arg": topic_arg(topic)},
-                    files={"data": ("data", data, "application/octet-stream")},
-                    timeout=self.timeout_s,
-                )
+        try:  # a request of its own (no shared session): called from several threads
+            answer = requests.post(
+                self._url("pub"),
+                params={"arg": topic_arg(topic)},
+                files={"data": ("data", data, "application/octet-stream")},
+                timeout=self.timeout_s,
+            )
         except requests.RequestException as exc:
             raise StoreUnavailable(
                 f"IPFS daemon not reachable at {self.api} for pubsub/pub: {exc}"
@@ -110,9 +109,9 @@ class PubSub:
         if answer.status_code != 200:
             raise self._refusal("pub", answer)
 
-    def _strings(self, what: str) -> list[str]:
+    def _strings(self, what: str, **params: str) -> list[str]:
         try:
-            answer = self._session.post(self._url(what), timeout=self.timeout_s)
+            answer = requests.post(self._url(what), params=params, timeout=self.timeout_s)
         except requests.RequestException as exc:
             raise StoreUnavailable(
                 f"IPFS daemon not reachable at {self.api} for pubsub/{what}: {exc}"
@@ -124,6 +123,11 @@ class PubSub:
         except (ValueError, AttributeError):
             raise StoreUnavailable(f"IPFS pubsub/{what} at {self.api}: not a JSON answer") from None
         return [str(s) for s in strings if isinstance(s, str)]
+
+    def topic_peers(self, topic: str) -> list[str]:
+        """The peer ids this daemon knows to be subscribed to `topic` (kubo's `pubsub peers`;
+        whether or not it is itself)."""
+        return self._strings("peers", arg=topic_arg(topic))
 
     def topics(self) -> list[str]:
         """The topics this daemon is subscribed to (kubo's `pubsub ls`, names decoded)."""
@@ -158,6 +162,8 @@ class PubSub:
                 f"IPFS daemon not reachable at {self.api} for pubsub/sub: {exc}"
             ) from None
         sock.settimeout(1.0)
+        # a half-open connection to a remote daemon is found out, not waited on forever
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         stream = _Stream(sock, stop, self.api)
         try:
             status, headers = stream.head()
@@ -209,9 +215,6 @@ class PubSub:
         except ValueError:
             self.skipped += 1
             return None
-
-    def close(self) -> None:
-        self._session.close()
 
 
 class _Stream:
@@ -278,17 +281,19 @@ class _Stream:
                 size_line = self._until(b"\r\n", 1024)
                 if size_line is None:
                     return
-                try:
-                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
-                except ValueError:
+                digits = size_line.split(b";")[0].strip()
+                if not _HEX.fullmatch(digits):
                     raise StoreUnavailable(
                         f"IPFS pubsub/sub from {self.api}: a bad chunk size {size_line[:20]!r}"
-                    ) from None
+                    )
+                size = int(digits, 16)
                 if size == 0:
-                    return
+                    return  # (trailers, if any, are not read: the stream is over)
                 while len(self.buffer) < size + 2:
                     if not self._more():
                         return
+                if self.buffer[size : size + 2] != b"\r\n":
+                    raise StoreUnavailable(f"IPFS pubsub/sub from {self.api}: a chunk not ended")
                 data, self.buffer = self.buffer[:size], self.buffer[size + 2 :]
             seen += len(data)
             yield data

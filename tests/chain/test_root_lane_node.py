@@ -37,7 +37,14 @@ from client.node.eventlog import read_events
 from client.node.journal.outbox import OutboxStatus
 from client.node.journal.records import Kept
 from client.node.journal.states import RoundPhase
-from client.node.publishing.relay import VoteInbox, relay_message, wait_subscribed
+from client.node.publishing.relay import (
+    BAD_SIGNATURE,
+    OTHER_BATCH,
+    UNSEATED,
+    VoteInbox,
+    relay_message,
+    wait_subscribed,
+)
 from client.node.publishing.relay import topic as relay_topic
 from client.node.publishing.rootlane import DRAW_AFTER_BLOCKS, DRAW_SPREAD_BLOCKS, draw_delay
 from client.node.view.journal import NodeView
@@ -857,14 +864,18 @@ def _until(done, what: str, timeout_s: float = 30.0, step=None) -> None:
 def test_a_quorum_the_aggregator_drops_is_relayed_by_the_checkers_and_proven_by_the_producer(
     chain, policy, tmp_path: Path
 ) -> None:
-    """[root_lane].relay_votes, over real js-ipfs daemons with pubsub on (kubo's RPC): each
-    seated checker publishes its receipted agreeing vote on the producer's topic, and the
-    producer's inbox keeps them. The aggregator then posts the no-credit root although it
-    receipted a quorum of those votes (it dropped them): the producer's audit proves it
-    (proveUncredited), the root is void and half the bond is the producer's. What strangers (the
-    aggregator among them) publish on the topic keeps nothing: a message that is no vote, a
-    vote on another batch, and a vote signed by a fresh key, receipted by the aggregator
-    itself."""
+    """[root_lane].relay_votes, over real js-ipfs daemons with pubsub on (kubo's RPC). The
+    aggregator posts the no-credit root although it receipted a quorum of the producer's
+    checkers' agreeing votes (it dropped them). Each seated checker relays its receipted vote
+    to the producer's topic, but only once the producer's daemon is on it (the peer id its
+    on-chain metadata names): while the producer does not listen, the relays wait, and the
+    producer's audit of the verdict root, finding its batch uncredited with no relayed vote
+    yet, stays open. Once the producer subscribes, the relays go, its inbox keeps them, and its
+    next audit proves the dropped quorum (proveUncredited): the root is void, half the bond the
+    producer's. In the verdict round each checker publishes its vote a second time. What
+    strangers (the aggregator among them) publish on the topic keeps nothing: a message that is
+    no vote, a vote on another batch, a vote signed by a fresh key and receipted by the
+    aggregator itself, and a signature of spaces (which once stopped the node)."""
     producer_ipfs = IpfsDaemon(tmp_path / "ipfs-producer", swarm=True, pubsub=True)
     checkers_ipfs = IpfsDaemon(tmp_path / "ipfs-checkers", swarm=True, pubsub=True)
     start_daemons([producer_ipfs, checkers_ipfs])
@@ -875,12 +886,9 @@ def test_a_quorum_the_aggregator_drops_is_relayed_by_the_checkers_and_proven_by_
             chain, policy, tmp_path / "world", relay=(producer_ipfs.api, checkers_ipfs.api)
         )
         peer = IpfsStore(producer_ipfs.api, tmp_path / "pins-producer").peer()
+        world.nodes[0].set_metadata(json.dumps({"ipfs": peer}))  # where its daemon is
         checkers_store = IpfsStore(checkers_ipfs.api, tmp_path / "pins-checkers")
         assert checkers_store.connect([f"{producer_ipfs.swarm_address}/p2p/{peer['id']}"])[0]
-        inbox = VoteInbox(world.producer.root, world.producer.root.pubsub)
-        listening = threading.Thread(target=inbox.run, args=(stop,), daemon=True)
-        listening.start()
-        wait_subscribed(inbox)
 
         r = world.sealed()
         world.producer.publisher.flush()
@@ -891,50 +899,67 @@ def test_a_quorum_the_aggregator_drops_is_relayed_by_the_checkers_and_proven_by_
         for checker in world.checkers:
             checker.intake.poll()  # votes, receipted by the aggregator, and queues its relay
             checker.publisher.flush()
+            checker.publisher.flush()  # a first try: nobody listens on the topic
         relay = f"relay:{r}:{world.me.lower()}"
         for checker in world.checkers:
             assert (relay in checker.outbox()) == (checker in seated)
+        for checker in seated:
+            waiting = checker.journal.outbox(relay)
+            assert waiting.status == PENDING and "not on its topic yet" in waiting.error
+
+        # the aggregator drops the quorum it receipted: the no-credit root
+        world.swarm.goto(world.windows.verdict_round(r))
+        agg = world.nodes[4].tx.account
+        world.book.send(agg, "postVerdicts", r, NO_CREDITS_ROOT, 0, 0, bytes(32))
+        world.producer.publisher.flush()  # uncredited, no relayed vote yet: the audit waits
+        audit = world.producer.journal.outbox(f"audit:{r}")
+        assert audit.status == PENDING and "waits for a quorum" in audit.error, audit
+
+        inbox = VoteInbox(world.producer.root, world.producer.root.pubsub)
+        listening = threading.Thread(target=inbox.run, args=(stop,), daemon=True)
+        listening.start()
+        wait_subscribed(inbox)
 
         def flush() -> None:
             for checker in seated:
-                checker.publisher.flush()  # again while the topic has no peer known yet
+                checker.publisher.flush()  # again, once its pause since the last try is over
 
         _until(lambda: all(c.outbox()[relay] == DONE for c in seated), "relayed", step=flush)
         _until(lambda: inbox.kept == len(seated), "kept by the producer")
         kept = world.producer.journal.relayed_votes(r)
         assert len(kept) == len(seated)
+        again = f"relay-again:{r}:{world.me.lower()}"  # due in the verdict round: now
+        _until(lambda: all(c.outbox()[again] == DONE for c in seated), "relayed again", step=flush)
 
-        # strangers on the topic: nothing more is kept
+        # strangers on the topic: nothing more is kept, and the inbox goes on
         pubsub = PubSub(checkers_ipfs.api)
-        topic = relay_topic(world.swarm.w3.eth.chain_id, world.book.contract.address, world.me)
-        vote = Signed.from_bytes(kept[0][0], world.producer.root.domain).message
-        aggregator_key = world.nodes[4].tx.account.key
-        fresh = Account.create().key  # a key the aggregator made: no stake, no seat
-        unseated = Signed.sign(vote, world.producer.root.domain, fresh)
-        receipts = ReceiptSigner(world.producer.root.domain, aggregator_key)
+        name = relay_topic(world.swarm.w3.eth.chain_id, world.book.contract.address, world.me)
+        domain = world.producer.root.domain
+        vote = Signed.from_bytes(kept[0][0], domain).message
+        receipts = ReceiptSigner(domain, agg.key)
+        unseated = Signed.sign(vote, domain, Account.create().key)  # the aggregator's own key
         other_batch = Signed.sign(
             vote.model_copy(update={"digest": "0x" + "11" * 32}),
-            world.producer.root.domain,
+            domain,
             world.checkers[0].ledger.tx.account.key,
         )
+        spaces = unseated.model_copy(update={"signature": "0x" + " " * 130})
         junk = [
             b"not json",
             relay_message(unseated.to_bytes(), receipts.sign(unseated)),
             relay_message(other_batch.to_bytes(), receipts.sign(other_batch)),
+            relay_message(spaces.to_bytes(), receipts.sign(unseated)),
         ]
         refused_before = sum(inbox.refused.values())
         for data in junk:
-            pubsub.publish(topic, data)
+            pubsub.publish(name, data)
         _until(lambda: sum(inbox.refused.values()) >= refused_before + len(junk), "refused")
-        assert inbox.refused["a voter without a seat on our committee"] >= 1
-        assert inbox.refused["a vote on another batch (digest or signal)"] >= 1
+        assert inbox.refused[UNSEATED] >= 1 and inbox.refused[OTHER_BATCH] >= 1
+        assert inbox.refused[BAD_SIGNATURE] >= 1, inbox.refused
+        assert listening.is_alive()
         assert world.producer.journal.relayed_votes(r) == kept
 
-        # the aggregator drops the quorum it receipted: the no-credit root
-        world.swarm.goto(world.windows.verdict_round(r))
-        world.book.send(
-            world.nodes[4].tx.account, "postVerdicts", r, NO_CREDITS_ROOT, 0, 0, bytes(32)
-        )
+        # the producer's next pass audits again (a relayed vote more) and proves the lie
         balance = world.swarm.w3.eth.get_balance(world.me)
         world.producer.publisher.flush()
         entry = world.producer.journal.outbox(f"audit:{r}")

@@ -121,6 +121,10 @@ def test_the_malleable_twin_of_a_signature_is_refused() -> None:
         (lambda m: m | {"signature": m["signature"][:-2]}, "130 hex digits"),
         (lambda m: m | {"signature": m["signature"][:-2] + "1d"}, "v is 27 or 28"),
         (lambda m: m | {"signature": "0x" + "00" * 65}, "v is 27 or 28"),
+        # 132 characters that hex-decode to nothing (fromhex skips spaces): once an IndexError
+        # that stopped the node reading it
+        (lambda m: m | {"signature": "0x" + " " * 130}, "130 hex digits"),
+        (lambda m: m | {"signature": "0x" + " 0" * 65}, "130 hex digits"),
         (lambda m: m | {"signer": "0x1234"}, "signer"),
         (lambda m: m | {"message": m["message"] | {"round": 2**64}}, "message.round"),
         (lambda m: m | {"message": m["message"] | {"round": "5"}}, "message.round"),

@@ -719,6 +719,10 @@ def test_every_outbox_message_reads_back_as_itself_under_the_keys_journals_alrea
             {"node": node, "digest": "0x01", "score": 5, "signal": 2},
         ),
         Relay(round=3, node=node): (f"relay:3:{node}", {"node": node}),
+        Relay(round=3, node=node, again=True): (
+            f"relay-again:3:{node}",
+            {"node": node, "again": True},
+        ),
         Escalate(  # our first-committee vote, as an attestation is: another batch here
             round=3,
             node=other,

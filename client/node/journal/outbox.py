@@ -179,14 +179,16 @@ class Relay(Message):
     """Our agreeing vote on `node`'s batch, as the round's aggregator receipted it (kept under
     the RootVote's key), published to that producer's topic: should the verdict root leave the
     batch uncredited, its producer proves it with a quorum of such votes (the root lane's relay,
-    client.node.publishing.relay)."""
+    client.node.publishing.relay). `again`: the second publish, due in the round's verdict
+    round."""
 
     KIND = OutboxKind.RELAY
     node: str
+    again: bool = False
 
     @property
     def key(self) -> str:
-        return f"relay:{self.round}:{self.node}"
+        return f"relay{'-again' if self.again else ''}:{self.round}:{self.node}"
 
 
 class Escalate(Message):

@@ -57,6 +57,8 @@ class OwnBatch(Handler):
         super().__init__(services, reader)
         self.store, self.snapshots, self.limits = store, snapshots, limits
         self.root = root
+        # rounds whose uncredited batch waits for relayed votes: how many were kept at its audit
+        self._relayed_seen: dict[int, int] = {}
 
     def pin(self, entry: OutboxEntry) -> None:
         """Pins the sealed batch (a StoreError leaves it pending: the store is down)."""
@@ -262,6 +264,13 @@ class OwnBatch(Handler):
         if self.root is None or self.root.kept(round_) is None:
             self.journal.dropped(entry.key, "no receipt of the root lane is kept for the round")
             return
+        seen = self._relayed_seen.get(round_)
+        if (
+            seen is not None
+            and len(self.journal.relayed_votes(round_)) == seen
+            and self.current_round() <= self.root.windows.challenge_end(round_)
+        ):
+            return  # uncredited, and no relayed vote more since its last audit
         posted = self.root.book.round_of(round_)
         self.health.chain(True)
         current, windows = self.current_round(), self.root.windows
@@ -307,6 +316,9 @@ class OwnBatch(Handler):
                 f"its verdict list is not its root's data ({finding.what})",
             )
             return
+        if not credited and self._waiting_for_relays(entry, round_):
+            return
+        self._relayed_seen.pop(round_, None)
         record = self.journal.round(round_)
         claimed = record.signal if record is not None and record.signal is not None else 0
         self.journal.keep_book_credit(round_, claimed, votes)  # what the TUI shows of it
@@ -321,6 +333,26 @@ class OwnBatch(Handler):
                 round=round_,
                 reason="not credited",
             )
+
+    def _waiting_for_relays(self, entry: OutboxEntry, round_: int) -> bool:
+        """Whether the audit of our uncredited batch stays open for our checkers' relayed votes
+        ([root_lane].relay_votes): fewer than a quorum of them kept yet, and the round's lies
+        still provable. It runs again once one more is kept (a quorum the root dropped is then
+        proven)."""
+        assert self.root is not None
+        if self.root.pubsub is None:
+            return False
+        end = self.root.windows.challenge_end(round_)
+        kept = len(self.journal.relayed_votes(round_))
+        if kept >= self.params.quorum or self.current_round() > end:
+            return False
+        self._relayed_seen[round_] = kept
+        self.journal.attempted(
+            entry.key,
+            f"not credited; {kept} of its checkers' votes relayed so far: the audit waits for a "
+            f"quorum of them until round {end}",
+        )
+        return True
 
     def _unread(self, entry: OutboxEntry, posted, unread: Unread) -> None:
         """A list of our round cannot be read: again next pass, until its window closed. In the

@@ -186,8 +186,14 @@ class Publisher(Stage):
     def send(self, entry: OutboxEntry) -> Sent:
         """Hands one message to its handler. The chain or store not answering leaves it pending
         (its attempt counted); the chain refusing it (a window closed, stake too low) drops it."""
+        handler = self.handlers.get(type(entry.message))
+        if handler is None:  # queued under a config that sent it (a root lane, a relay)
+            self._dropper.give_up(
+                entry, f"this node's config no longer sends {entry.message.KIND} messages"
+            )
+            return Sent.OK
         try:
-            self.handlers[type(entry.message)](entry)
+            handler(entry)
         except LedgerRevert as exc:  # the chain answered: this message cannot go
             self._dropper.give_up(entry, str(exc))
         except ChainError as exc:  # RpcUnavailable, TransactionTimeout, ...
@@ -219,7 +225,8 @@ class Publisher(Stage):
     def due(self, entries: list[OutboxEntry]) -> list[OutboxEntry]:
         """The entries whose time has come: a `Settle` once its round is final, an appeal once
         the first committee's window has closed, a `Challenge`'s claim once its answer window
-        has, a `Draw` once DRAW_AFTER_BLOCKS blocks have passed its beacon block (the chain's
+        has, a second `Relay` in the verdict round, a `Draw` once DRAW_AFTER_BLOCKS blocks have
+        passed its beacon block (the chain's
         head read once, and only when a draw waits; none is due while the chain does not
         answer), any other at once."""
         current, head, due = self.current_round(), None, []
@@ -236,6 +243,10 @@ class Publisher(Stage):
                 ):
                     continue
                 case Challenge(answer_by=answer_by) if current <= answer_by:
+                    continue
+                case Relay(again=True) if self.root and current < self.root.windows.verdict_round(
+                    entry.round
+                ):
                     continue
                 case Draw(block=block):
                     if head is None:
