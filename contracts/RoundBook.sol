@@ -227,7 +227,8 @@ contract RoundBook is IRoundBook {
     ) external {
         Round storage r = _challengeable(round);
         bytes32 held = Messages.signingHash(_separator, Messages.structHash(leaf.submission));
-        if (Messages.signer(Messages.signingHash(_separator, Messages.receiptHash(held)), receipt) != r.aggregator) {
+        bytes32 receiptHash = Messages.receiptHash(held, leaf.producer);
+        if (Messages.signer(Messages.signingHash(_separator, receiptHash), receipt) != r.aggregator) {
             revert NoLie("not the aggregator's receipt");
         }
         if (bytes(_forged(round, leaf)).length != 0 || _ledger.hasSubmitted(round, leaf.producer)) {

@@ -170,8 +170,8 @@ contract RoundJudge {
     }
 
     /// @notice Whether `aggregator` signed a receipt (`receipts[i]`, of `Messages.Receipt` over
-    /// the vote's signing hash) of each agreeing vote in `votes` on `producer`'s batch (`digest`,
-    /// `signal`) of `round`.
+    /// the vote's signing hash and its voter) of each agreeing vote in `votes` on `producer`'s
+    /// batch (`digest`, `signal`) of `round`.
     function receipted(
         uint64 round,
         address producer,
@@ -185,7 +185,7 @@ contract RoundJudge {
         for (uint256 i; i < votes.length; ++i) {
             IRoundBook.SignedVote calldata v = votes[i];
             bytes32 hash = _agreementHash(round, producer, digest, signal, v);
-            bytes32 receipt = Messages.signingHash(_separator, Messages.receiptHash(hash));
+            bytes32 receipt = Messages.signingHash(_separator, Messages.receiptHash(hash, v.voter));
             if (Messages.signer(receipt, receipts[i]) != aggregator) return false;
         }
         return true;

@@ -179,8 +179,8 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     ),
     "receipt-unchecked": (
         "any receipt binds the aggregator (a producer signs its own and takes the bond)",
-        "Messages.receiptHash(held)), receipt) != r.aggregator) {",
-        "Messages.receiptHash(held)), receipt) == address(1)) {",
+        "Messages.signingHash(_separator, receiptHash), receipt) != r.aggregator) {",
+        "Messages.signingHash(_separator, receiptHash), receipt) == address(1)) {",
         (LEFT_OUT,),
     ),
     "left-out-below-unchecked": (

@@ -188,17 +188,22 @@ MESSAGE_TYPES: dict[str, type[_Typed]] = {"Submission": Submission, "Vote": Vote
 
 
 class Receipt(_Typed):
-    """An aggregator's receipt of a message it holds: `message` is that message's signing hash.
-    A receipt of a submission binds the aggregator that posts the round's submission root to
-    post that submission in it: leaving it out is a lie the producer proves
-    (RoundBook.proveLeftOut). Never sent to an aggregator (not in MESSAGE_TYPES)."""
+    """An aggregator's receipt of a message it holds: `message` is that message's signing hash,
+    `signer` who signed it. A receipt of a submission binds the aggregator that posts the round's
+    submission root to post that submission in it: leaving it out is a lie the producer proves
+    (RoundBook.proveLeftOut); a receipt of a vote binds it to count the vote
+    (RoundJudge.proveUncredited). The signer is bound too: two checkers' agreeing votes on one
+    batch are often the same message (the same score re-computed), and without it a checker that
+    never sent its vote could pair its signature with another's receipt and fake a quorum the
+    aggregator never held. Never sent to an aggregator (not in MESSAGE_TYPES)."""
 
-    TYPE: ClassVar[str] = "Receipt(bytes32 message)"
+    TYPE: ClassVar[str] = "Receipt(bytes32 message,address signer)"
     message: Bytes32
+    signer: Address
 
     @classmethod
     def of(cls, domain: Domain, signed: Signed) -> Receipt:
-        return cls(message="0x" + signing_hash(domain, signed.message).hex())
+        return cls(message="0x" + signing_hash(domain, signed.message).hex(), signer=signed.signer)
 
 
 @cache
@@ -318,7 +323,7 @@ class ReceiptSigner:
         return f"ReceiptSigner({self.address})"
 
     def sign(self, signed: Signed) -> str:
-        """The receipt of `signed`: a signature of Receipt(its signing hash)."""
+        """The receipt of `signed`: a signature of Receipt(its signing hash, its signer)."""
         return _signature(self._private, self.domain, Receipt.of(self.domain, signed))
 
 

@@ -66,7 +66,7 @@ def peer_addresses(metadata: str, *, allow_private: bool) -> PeerAddresses:
     """Returns the dialable swarm addresses a node's metadata names (see the module doc)."""
     try:
         data = json.loads(metadata)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return PeerAddresses(None, refused=(("metadata", "metadata is not JSON"),))
     ipfs = data.get("ipfs") if isinstance(data, dict) else None
     if not isinstance(ipfs, dict):

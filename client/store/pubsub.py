@@ -29,6 +29,7 @@ from client.store.errors import StoreError, StoreUnavailable
 # a subscription's line: kubo's JSON wrapper around the message, the data base64url (4/3 its size)
 MAX_LINE_BYTES = 64 * 1024
 _HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
+MAX_CHUNK_BYTES = 4 << 20  # a daemon's chunk holds a few lines: more is not a daemon's answer
 ENABLE = "ipfs config --json Pubsub.Enabled true, then restart the daemon"
 
 
@@ -123,6 +124,23 @@ class PubSub:
         except (ValueError, AttributeError):
             raise StoreUnavailable(f"IPFS pubsub/{what} at {self.api}: not a JSON answer") from None
         return [str(s) for s in strings if isinstance(s, str)]
+
+    def dial(self, addresses: list[str], timeout_s: float = 2.0) -> bool:
+        """Connects the daemon to a peer (kubo's `swarm/connect`), at the first of `addresses`
+        (multiaddrs ending in /p2p/ID) that answers: a topic reaches the peers a daemon is
+        connected to. Thread-safe (a request of its own); never raises."""
+        for address in addresses:
+            try:
+                answer = requests.post(
+                    f"{self.origin}/api/v0/swarm/connect",
+                    params={"arg": address},
+                    timeout=timeout_s,
+                )
+            except requests.RequestException:
+                continue
+            if answer.status_code == 200:
+                return True
+        return False
 
     def topic_peers(self, topic: str) -> list[str]:
         """The peer ids this daemon knows to be subscribed to `topic` (kubo's `pubsub peers`;
@@ -287,6 +305,11 @@ class _Stream:
                         f"IPFS pubsub/sub from {self.api}: a bad chunk size {size_line[:20]!r}"
                     )
                 size = int(digits, 16)
+                if size > MAX_CHUNK_BYTES:
+                    raise StoreUnavailable(
+                        f"IPFS pubsub/sub from {self.api}: a chunk of {size} bytes, over the "
+                        f"{MAX_CHUNK_BYTES}-byte limit"
+                    )
                 if size == 0:
                     return  # (trailers, if any, are not read: the stream is over)
                 while len(self.buffer) < size + 2:

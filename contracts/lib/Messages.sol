@@ -18,8 +18,10 @@ library Messages {
     bytes32 internal constant VOTE_TYPEHASH = keccak256(
         "Vote(uint64 round,address producer,bytes32 digest,bool unavailable,uint64 score,uint64 signal,uint16 findings)"
     );
-    /// @dev An aggregator's receipt of a message it holds (`message`: that message's signing hash)
-    bytes32 internal constant RECEIPT_TYPEHASH = keccak256("Receipt(bytes32 message)");
+    /// @dev An aggregator's receipt of a message it holds (`message`: that message's signing
+    /// hash; `signer`: who signed it). The signer is bound too: two checkers' agreeing votes on a
+    /// batch are often the same message, and a receipt of one must not pass for the other's
+    bytes32 internal constant RECEIPT_TYPEHASH = keccak256("Receipt(bytes32 message,address signer)");
     /// @dev secp256k1's group order, and its half: the largest canonical s (EIP-2)
     uint256 internal constant CURVE_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141;
     uint256 internal constant HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
@@ -57,8 +59,8 @@ library Messages {
         );
     }
 
-    function receiptHash(bytes32 message) internal pure returns (bytes32) {
-        return keccak256(abi.encode(RECEIPT_TYPEHASH, message));
+    function receiptHash(bytes32 message, address signer) internal pure returns (bytes32) {
+        return keccak256(abi.encode(RECEIPT_TYPEHASH, message, signer));
     }
 
     /// @dev What is signed: keccak256(0x1901 ++ domainSeparator ++ hashStruct(message)).

@@ -943,12 +943,13 @@ def test_a_quorum_the_aggregator_drops_is_relayed_by_the_checkers_and_proven_by_
             domain,
             world.checkers[0].ledger.tx.account.key,
         )
-        spaces = unseated.model_copy(update={"signature": "0x" + " " * 130})
+        another = Signed.sign(vote, domain, Account.create().key)
+        spaces = another.model_copy(update={"signature": "0x" + " " * 130})
         junk = [
             b"not json",
             relay_message(unseated.to_bytes(), receipts.sign(unseated)),
             relay_message(other_batch.to_bytes(), receipts.sign(other_batch)),
-            relay_message(spaces.to_bytes(), receipts.sign(unseated)),
+            relay_message(spaces.to_bytes(), receipts.sign(another)),
         ]
         refused_before = sum(inbox.refused.values())
         for data in junk:

@@ -461,6 +461,13 @@ def test_a_receipted_quorum_left_uncredited_is_proven(world) -> None:
             bad = [bytes.fromhex(other[2:]), *args[5][1:]]
             with pytest.raises(LedgerRevert, match="no receipt"):
                 book.send(prover, "proveUncredited", *args[:5], bad, args[6])
+            # a receipt binds its voter: the checkers re-scored the batch alike, so their votes
+            # are one message, and one checker's receipt must not pass for another's (a checker
+            # that never sent its vote would fake a quorum with a receipt the relay made public)
+            assert ordered[0][0].message == ordered[1][0].message
+            borrowed = [args[5][0], args[5][0], *args[5][2:]]
+            with pytest.raises(LedgerRevert, match="no receipt"):
+                book.send(prover, "proveUncredited", *args[:5], borrowed, args[6])
             # fewer votes than quorum
             with pytest.raises(LedgerRevert, match="fewer votes than quorum"):
                 book.send(prover, "proveUncredited", *args[:4], args[4][1:], args[5][1:], args[6])

@@ -346,6 +346,8 @@ class OwnBatch(Handler):
         kept = len(self.journal.relayed_votes(round_))
         if kept >= self.params.quorum or self.current_round() > end:
             return False
+        for old in [q for q in self._relayed_seen if q < round_ - 4 * self.root.windows.lag]:
+            del self._relayed_seen[old]  # (rounds whose audit ended another way)
         self._relayed_seen[round_] = kept
         self.journal.attempted(
             entry.key,

@@ -10,26 +10,30 @@ arrives on its own topic.
 
 The checker's side (`VoteRelay.send`, the outbox handler of `Relay`):
 - publishes only once the producer's daemon is on the topic (`pubsub/peers` lists the peer id
-  the producer's on-chain metadata names; the daemon dials its addresses meanwhile): kubo's
-  publish succeeds with nobody listening, so a publish alone proves nothing;
-- publishes twice: once receipted, and again in the round's verdict round (`Relay.again`), when
-  the producer audits the verdict root: a producer that restarted, or whose daemon dropped the
-  first under load, gets it then;
+  the producer's on-chain metadata names, read again each round; a thread of its own dials the
+  daemon meanwhile, at most every DIAL_S): kubo's publish succeeds with nobody listening, so a
+  publish alone proves nothing. A producer whose metadata names no daemon is published to at
+  once;
+- publishes twice: once receipted, and again in the round's verdict round (`Relay.again`, queued
+  once the first went), when the producer audits the verdict root: a producer that restarted,
+  or whose daemon dropped the first under load, gets it then;
 - tries again with a growing pause (up to MAX_PAUSE_S), saying once why it cannot (pubsub off
   on the daemon), until the round's lies can no longer be proven.
 
 The producer's side (`VoteInbox`): one thread reads the subscription into a bounded queue,
 another checks and keeps, so that a slow check never stalls the read. A vote is kept only where
 everything a proof needs holds, the cheapest checks first: an agreeing vote on our own receipted
-batch of a round still open to proofs (digest, signal, score within the ledger's tolerance); the
-receipt of that round's aggregator (one key recovery); its voter's signature (another); a seat
-on our committee by the book's draw (the voter's registration and stake, two chain reads). Chain
-reads for voters we do not know as nodes of our family are capped per round (UNKNOWN_VOTERS), so
-a flood of votes from fresh keys receipted by the aggregator itself costs a bounded number of
-reads and keeps nothing; at most one vote per seated checker and round is kept. A vote on a
-round whose root or beacon is not posted yet, or whose check met a chain that did not answer,
-waits (PENDING, looked at again every RETRY_S). What is refused is counted under a fixed reason
-and logged at debug; nothing a peer publishes stops the stage.
+batch of a round still open to proofs (digest, signal, score within the ledger's tolerance); its
+voter's signature (one key recovery); the receipt of that round's aggregator, of this vote by
+this voter (another); a seat on our committee by the book's draw (the voter's registration and
+stake, two chain reads). Chain reads for voters we do not know as nodes of our family are capped
+per round (UNKNOWN_VOTERS distinct voters), and a node of another family is refused without
+one, so a flood of votes from fresh keys receipted by the aggregator itself costs a bounded
+number of reads and keeps nothing; at most one vote per seated checker and round is kept. A
+signed vote on a round whose root or beacon is not posted yet, or whose check met a chain that
+did not answer, waits (PENDING, one per round and voter, looked at again every RETRY_S). What is
+refused is counted under a fixed reason and logged at debug; nothing a peer publishes stops the
+stage.
 
 Pubsub keeps nothing: votes published while the producer's node or daemon is down are missed
 (the second publish covers a restart before the verdict round).
@@ -45,12 +49,11 @@ import time
 from collections import Counter, deque
 
 from client.chain.book import BookRound
-from client.chain.errors import ChainError
+from client.chain.errors import ChainError, LedgerRevert
 from client.chain.messages import BadMessage, Signed, Submission, Vote, receipt_signer
 from client.node.journal.outbox import Relay, RootVote
 from client.node.publishing.rootlane import RootLane
 from client.node.services import Stage
-from client.store import IpfsStore
 from client.store.errors import StoreError
 from client.store.peers import PeerAddresses, peer_addresses
 from client.store.pubsub import PubSub, PubSubRefused
@@ -65,6 +68,7 @@ KEEP_ROUNDS = 16  # rounds of posted roots and kept voters remembered behind the
 PENDING = 256  # votes waiting for their round's root or for the chain
 QUEUE = 1024  # messages read and not checked yet (a flood's excess is dropped)
 MAX_PAUSE_S = 30.0  # the longest pause between a relay's tries
+DIAL_S = 30.0  # how often a relay dials a producer's daemon that is not on its topic
 BPS = 10_000
 
 # why a message was not kept: a fixed set (the inbox's `refused` counts them)
@@ -83,6 +87,7 @@ UNSEATED = "a voter without a seat on our committee"
 TOO_MANY = "too many voters we do not know in its round"
 QUEUE_FULL = "dropped unread: the inbox's queue was full"
 PENDING_FULL = "dropped: too many votes waiting"
+CHAIN_REFUSED = "the chain refused a read of its check"
 
 
 def topic(chain_id: int, book: str, producer: str) -> str:
@@ -101,7 +106,9 @@ class VoteRelay(Stage):
         super().__init__(root.services)
         self.root, self.pubsub = root, pubsub
         self.book = root.book.address
-        self._peers: dict[str, PeerAddresses] = {}  # producers' daemons, from their metadata
+        # producers' daemons as their metadata names them, and the round it was read in
+        self._peers: dict[str, tuple[int, PeerAddresses]] = {}
+        self._dialled: dict[str, float] = {}  # when a producer's daemon was last dialled
         self._next: dict[str, float] = {}  # when an entry is tried again (monotonic)
         self._said: str | None = None  # the last refusal said (once, not every pass)
 
@@ -112,16 +119,20 @@ class VoteRelay(Stage):
         message = entry.message
         assert isinstance(message, Relay)
         if self.current_round() > self.root.windows.challenge_end(message.round):
+            self._next.pop(entry.key, None)
             self.journal.dropped(entry.key, "the round's lies can no longer be proven")
             return
         kept = self.journal.receipt(RootVote.key_of(message.round, message.node))
         if kept is None:
+            self._next.pop(entry.key, None)
             self.journal.dropped(entry.key, "no receipt of our vote is kept")
             return
         if time.monotonic() < self._next.get(entry.key, 0.0):
             return  # not yet: its pause since the last try
         why = self._publish(message.node, relay_message(kept.message, kept.receipt))
         if why is not None:
+            if len(self._next) > 4096:  # (entries dropped elsewhere leave theirs behind)
+                self._next.clear()
             pause = min(MAX_PAUSE_S, 2.0 ** min(entry.attempts, 5))
             self._next[entry.key] = time.monotonic() + pause
             self.journal.attempted(entry.key, why)
@@ -132,15 +143,14 @@ class VoteRelay(Stage):
         self.journal.done(entry.key)
 
     def _publish(self, producer: str, data: bytes) -> str | None:
-        """Publishes once the producer's daemon is on the topic; returns why not (None: sent).
-        StoreError (the daemon down) propagates: the publisher marks the store down."""
+        """Publishes once the producer's daemon is on the topic (where its metadata names a
+        daemon; else at once); returns why not (None: sent). StoreError (our daemon down)
+        propagates: the publisher marks the store down."""
         name = self.topic_of(producer)
         peer = self._peer(producer)
         try:
             if peer is not None and peer.peer_id not in self.pubsub.topic_peers(name):
-                store = self.root.store
-                if isinstance(store, IpfsStore) and peer.dialable:
-                    store.connect(list(peer.dialable))
+                self._dial(peer)
                 return f"the producer's daemon ({peer.peer_id}) is not on its topic yet"
             self.pubsub.publish(name, data)
         except PubSubRefused as exc:  # the daemon answered: not a store that is down
@@ -150,16 +160,35 @@ class VoteRelay(Stage):
             return str(exc)
         return None
 
+    def _dial(self, peer: PeerAddresses) -> None:
+        """Dials the producer's daemon on a thread of its own (never in the publisher's pass:
+        an address that does not answer holds a dial for seconds), at most every DIAL_S."""
+        assert peer.peer_id is not None
+        if not peer.dialable:
+            return
+        if time.monotonic() - self._dialled.get(peer.peer_id, -DIAL_S) < DIAL_S:
+            return
+        if len(self._dialled) > 4096:
+            self._dialled.clear()
+        self._dialled[peer.peer_id] = time.monotonic()
+        addresses = list(peer.dialable[:2])
+        threading.Thread(
+            target=self.pubsub.dial, args=(addresses,), name="sapo-relay-dial", daemon=True
+        ).start()
+
     def _peer(self, producer: str) -> PeerAddresses | None:
-        """The producer's daemon as its on-chain metadata names it (read once; None: none)."""
-        key = producer.lower()
-        if key not in self._peers:
+        """The producer's daemon as its on-chain metadata names it (read again each round: it
+        may have moved; None: it names none)."""
+        key, current = producer.lower(), self.current_round()
+        known = self._peers.get(key)
+        if known is None or known[0] != current:
             if len(self._peers) > 4096:
                 self._peers.clear()
             metadata = self.ledger.node_info(producer).metadata
             private = self.root.allow_private_peers
-            self._peers[key] = peer_addresses(metadata, allow_private=private)
-        found = self._peers[key]
+            known = (current, peer_addresses(metadata, allow_private=private))
+            self._peers[key] = known
+        found = known[1]
         return found if found.peer_id is not None else None
 
 
@@ -176,11 +205,15 @@ class VoteInbox(Stage):
         self._rounds: dict[int, BookRound] = {}  # posted rounds of ours, read once each
         self._unposted: dict[int, float] = {}  # when a round was last read not posted yet
         self._seated: dict[int, set[str]] = {}  # per round, the voters whose votes are kept
-        self._unknown: dict[int, int] = {}  # per round, voters read from the chain unknown
+        self._unknown: dict[int, set[str]] = {}  # per round, voters we did not know, read
+        self._unseated: dict[int, set[str]] = {}  # per round, voters found without a seat
+        self._waiting: set[tuple[int, str]] = set()  # (round, voter) of the votes in _pending
+        self._chain_down = False  # the chain did not answer a check of this retry pass
         self._family: str | None = None
         self._families: dict[str, str] = {}  # our intake's peers' families (lowercase)
         self._families_at = 0.0
-        self._pending: deque[bytes] = deque()
+        self._pending: deque[tuple[bytes, tuple[int, str]]] = deque()
+        self._last_key: tuple[int, str] | None = None  # the vote under check, once signed
         self._queue: queue.Queue[bytes] = queue.Queue(maxsize=QUEUE)
         self._said = ""  # the last subscription failure said (said once, not every retry)
 
@@ -195,6 +228,12 @@ class VoteInbox(Stage):
         try:
             last_retry = time.monotonic()
             while not stop.is_set():
+                if not reader.is_alive():  # a bug of ours killed it: said, and read again
+                    log.error("the vote relay's reader stopped; started again")
+                    reader = threading.Thread(
+                        target=self._read, args=(stop,), name="sapo-relay-read", daemon=True
+                    )
+                    reader.start()
                 try:
                     data = self._queue.get(timeout=RETRY_S)
                 except queue.Empty:
@@ -217,6 +256,9 @@ class VoteInbox(Stage):
                     if self._said:
                         log.info("pubsub: subscribed to %s again", self.topic)
                         self._said = ""
+                    if len(data) > MAX_RELAY_BYTES:
+                        self.refused[TOO_LARGE] += 1
+                        continue
                     try:
                         self._queue.put_nowait(data)
                     except queue.Full:
@@ -236,10 +278,15 @@ class VoteInbox(Stage):
             log.exception("a relayed vote could not be checked; dropped")
 
     def _retry_pending(self, stop: threading.Event) -> None:
+        """Checks the waiting votes again, until the chain does not answer one (the rest wait
+        for the next pass)."""
+        self._chain_down = False
         for _ in range(len(self._pending)):
-            if stop.is_set():
+            if stop.is_set() or self._chain_down:
                 return
-            self._take_safely(self._pending.popleft())
+            data, key = self._pending.popleft()
+            self._waiting.discard(key)
+            self._take_safely(data)
 
     # ------------------------------------------------------------------------------- checks
 
@@ -249,21 +296,31 @@ class VoteInbox(Stage):
         did not answer)."""
         try:
             why = self._check(data)
+        except LedgerRevert:  # the chain answered, and refused a read: nothing to wait for
+            why = CHAIN_REFUSED
         except ChainError as exc:
             log.debug("a relayed vote waits: the chain did not answer (%s)", exc)
-            why = self._wait(data)
+            self._chain_down = True
+            why = self._wait(data, self._last_key)
         if why is not None:
             self.refused[why] += 1
             log.debug("a relayed vote not kept: %s", why)
         return why
 
-    def _wait(self, data: bytes) -> str | None:
+    def _wait(self, data: bytes, key: tuple[int, str] | None) -> str | None:
+        """Keeps a vote whose voter signed it to check again later: one per (round, voter)."""
+        if key is None:
+            return PENDING_FULL
+        if key in self._waiting:
+            return None
         if len(self._pending) >= PENDING:
             return PENDING_FULL
-        self._pending.append(data)
+        self._waiting.add(key)
+        self._pending.append((data, key))
         return None
 
     def _check(self, data: bytes) -> str | None:
+        self._last_key = None
         if len(data) > MAX_RELAY_BYTES:
             return TOO_LARGE
         try:
@@ -274,20 +331,20 @@ class VoteInbox(Stage):
             if not isinstance(vote_hex, str) or not isinstance(receipt, str):
                 return NOT_A_VOTE
             signed = Signed.parse(bytes.fromhex(vote_hex.removeprefix("0x")))
-        except (ValueError, BadMessage):
+        except (ValueError, BadMessage, RecursionError):
             return NOT_A_VOTE
         v = signed.message
         if not isinstance(v, Vote) or v.unavailable:
             return NOT_AGREEING
         if v.producer.lower() != self.me:
             return NOT_OURS
-        # what our own submission claimed (no chain read, no key recovered)
+        # what our own submission claimed (our journal's: no chain read, no key recovered)
         ours = self.root.kept(v.round)
         if ours is None:
             return NO_BATCH
         if self.current_round() > self.root.windows.challenge_end(v.round):
             return CLOSED
-        claim = Signed.from_bytes(ours.message, self.root.domain).message
+        claim = Signed.parse(ours.message).message
         assert isinstance(claim, Submission)
         if v.digest != claim.digest or v.signal != claim.signal:
             return OTHER_BATCH
@@ -297,42 +354,54 @@ class VoteInbox(Stage):
         voter = signed.signer.lower()
         if voter in self._seated.get(v.round, ()):
             return None  # this checker's vote is kept already
+        if voter in self._unseated.get(v.round, ()):
+            return UNSEATED
+        try:  # the voter's signature (a key recovery): only a signed vote may wait
+            signed.verify(self.root.domain)
+        except BadMessage:
+            return BAD_SIGNATURE
+        self._last_key = (v.round, voter)
         posted = self._posted(v.round)
         if posted is None:  # its root or beacon not posted yet (or not read again so soon)
-            return self._wait(data)
-        try:  # the aggregator's receipt, then the voter's signature: a key recovery each
+            return self._wait(data, self._last_key)
+        try:  # the aggregator's receipt of this vote by this voter (another key recovery)
             signer = receipt_signer(self.root.domain, signed, receipt)
         except BadMessage:
             return BAD_RECEIPT
         if signer.lower() != posted.aggregator.lower():
             return NOT_RECEIPTED
-        try:
-            signed.verify(self.root.domain)
-        except BadMessage:
-            return BAD_SIGNATURE
-        # the voter's seat, by the book's draw: chain reads, capped per round for voters we do
-        # not know as nodes of our family (a flood of fresh keys the aggregator receipted)
-        known = self._known_in_family(voter)
-        if not known:
-            if self._unknown.get(v.round, 0) >= UNKNOWN_VOTERS:
-                return TOO_MANY
-            self._unknown[v.round] = self._unknown.get(v.round, 0) + 1
-        if not self.root.auditor.seated(posted, self.me, voter, remember=known):
+        # the voter's seat, by the book's draw: two chain reads, for at most UNKNOWN_VOTERS
+        # voters a round that our intake does not know (a flood of fresh keys the aggregator
+        # receipted); a node of another family holds no seat on our batches
+        family = self._family_of(voter)
+        if family is not None and family != self._own_family():
+            return UNSEATED
+        unknown = self._unknown.setdefault(v.round, set())
+        if family is None and voter not in unknown and len(unknown) >= UNKNOWN_VOTERS:
+            return TOO_MANY
+        seated = self.root.auditor.seated(posted, self.me, voter, remember=family is not None)
+        if family is None:
+            unknown.add(voter)
+        if not seated:
+            self._unseated.setdefault(v.round, set()).add(voter)
             return UNSEATED
         self._seated.setdefault(v.round, set()).add(voter)
         if self.journal.keep_relayed_vote(v.round, voter, signed.to_bytes(), receipt):
             self.kept += 1
         return None
 
-    def _known_in_family(self, voter: str) -> bool:
-        """Whether `voter` is a node our intake knows in our model family (its peers' families,
-        read again at most every 30 s)."""
+    def _family_of(self, voter: str) -> str | None:
+        """`voter`'s model family where our intake knows it (its peers' families, read again
+        at most every 30 s); None: unknown."""
         if time.monotonic() - self._families_at > 30.0:
             self._families_at = time.monotonic()
             self._families = {n.lower(): f for n, f in self.journal.peers.families().items()}
+        return self._families.get(voter)
+
+    def _own_family(self) -> str | None:
         if self._family is None:
             self._family = self.ledger.node_info(self.me).family
-        return self._families.get(voter) == self._family
+        return self._family
 
     def _posted(self, round_: int) -> BookRound | None:
         """Round `round_` as the book holds it once its root is posted and its beacon drawn
@@ -348,7 +417,7 @@ class VoteInbox(Stage):
             self._unposted[round_] = time.monotonic()
             return None
         self._unposted.pop(round_, None)
-        for kept in (self._rounds, self._seated, self._unknown, self._unposted):
+        for kept in (self._rounds, self._seated, self._unknown, self._unseated, self._unposted):
             for old in [q for q in kept if q < round_ - KEEP_ROUNDS]:
                 del kept[old]
         self._rounds[round_] = posted

@@ -16,6 +16,7 @@ a second.
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +62,7 @@ from client.store import BlockStore, Sampling, StoreError
 from client.store.batch import BatchLimits
 from client.tasks import Catalog
 
+log = logging.getLogger(__name__)
 MAX_CONCURRENT_TX = 8  # transactions in flight at once (each waits for its own receipt)
 
 
@@ -188,9 +190,9 @@ class Publisher(Stage):
         (its attempt counted); the chain refusing it (a window closed, stake too low) drops it."""
         handler = self.handlers.get(type(entry.message))
         if handler is None:  # queued under a config that sent it (a root lane, a relay)
-            self._dropper.give_up(
-                entry, f"this node's config no longer sends {entry.message.KIND} messages"
-            )
+            why = f"this node's config no longer sends {entry.message.KIND} messages"
+            self.journal.dropped(entry.key, why)
+            log.warning("outbox entry %s dropped: %s", entry.key, why)
             return Sent.OK
         try:
             handler(entry)
