@@ -928,6 +928,8 @@ def test_a_quorum_the_aggregator_drops_is_relayed_by_the_checkers_and_proven_by_
         _until(lambda: inbox.kept == len(seated), "kept by the producer")
         kept = world.producer.journal.relayed_votes(r)
         assert len(kept) == len(seated)
+        # what /metrics shows of them (sapo_relayed_votes)
+        assert NodeView(world.tmp / "producer").totals().relayed_votes == len(seated)
         again = f"relay-again:{r}:{world.me.lower()}"  # due in the verdict round: now
         _until(lambda: all(c.outbox()[again] == DONE for c in seated), "relayed again", step=flush)
 

@@ -300,6 +300,12 @@ class Journal:
                 == 1
             )
 
+    def relayed_vote_count(self) -> int:
+        """How many relayed votes are kept (all rounds not pruned yet)."""
+        if not self.db.has_table("relayed_votes"):  # read-only, before a node of this version
+            return 0
+        return self.db.all("SELECT COUNT(*) FROM relayed_votes")[0][0]
+
     def relayed_votes(self, round_: int) -> list[tuple[bytes, str]]:
         """The receipted votes our checkers relayed on our batch of `round_` (message, receipt),
         by voter."""

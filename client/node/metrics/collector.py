@@ -242,6 +242,12 @@ class NodeCollector(Collector):
             {"credited": 0, "uncredited": 0} | totals.book,
         )
         yield _gauge(
+            "sapo_relayed_votes",
+            "Receipted votes our checkers relayed on our batches in the root lane, kept (rounds "
+            "whose lies can still be proven; [root_lane].relay_votes)",
+            totals.relayed_votes,
+        )
+        yield _gauge(
             "sapo_submissions_pending",
             "Our submissions whose round is not final yet (their credit can still change)",
             tally.outcomes.get("pending", 0),

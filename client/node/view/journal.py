@@ -97,6 +97,9 @@ class NodeTotals:
     peer_batches: dict[str, int] = field(default_factory=dict)  # peer batches per verdict
     # in the root lane: our batches its verdict roots judged, credited or not
     book: dict[str, int] = field(default_factory=dict)
+    # in the root lane: receipted votes our checkers relayed on our batches, kept ([root_lane].
+    # relay_votes; rounds still open to proofs)
+    relayed_votes: int = 0
 
 
 class NodeView:
@@ -238,6 +241,7 @@ class NodeView:
             outbox_oldest=min(oldest) if oldest else None,
             peer_batches=self.journal.peers.verdict_counts(),
             book=self.journal.book_outcomes(),
+            relayed_votes=self.journal.relayed_vote_count(),
         )
 
     def new_spans(self, after: int) -> list[tuple[int, float, float, str]]:
