@@ -283,7 +283,9 @@ class Auditor:
                 counted.setdefault(vote.signer.lower(), (vote, receipt))
         if len(counted) < self.quorum:
             return None
-        ordered = sorted(counted.values(), key=lambda vr: int(vr[0].signer, 16))
+        # a quorum is all the proof needs: each vote more is a seat draw and two key recoveries
+        # on chain (all the receipted votes of a batch at K = 10 cost up to 490,000 gas more)
+        ordered = sorted(counted.values(), key=lambda vr: int(vr[0].signer, 16))[: self.quorum]
         tree = SumTree([leaf(keccak256(e), 0) for e in entries])
         return Finding(
             "a receipted quorum left uncredited",
