@@ -344,6 +344,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
             store,
             allow_private_peers=cfg.store.allow_private_peers,
             challenge_lists=cfg.root_lane.challenge_lists,
+            max_challenges_per_day=cfg.root_lane.max_challenges_per_day,
             pubsub=pubsub,
         )
     publisher = Publisher(

@@ -717,6 +717,31 @@ def test_a_withheld_verdict_list_is_challenged_by_its_producer_and_claimed_unans
     assert lies(world.book, claim) == ["data withheld"]
 
 
+def test_the_data_challenges_a_node_bonds_in_a_day_are_capped(world) -> None:
+    """[root_lane].max_challenges_per_day = 1: a round whose verdict list the producer cannot
+    read is challenged; the next such round, the same day, is not (its bond would be the
+    second), and the audit's error names the cap and the command that sends one."""
+    world.producer.root.challenge_lists = True
+    world.producer.root.max_challenges_per_day = 1
+    rounds = []
+    for _ in range(2):
+        r = world.sealed()
+        world.voted(r)
+        # (the service folds no earnings of rounds posted by hand: none written, none read)
+        withheld = world.verdicts(r, earned=False)
+        world.post_verdicts(r, withheld, LocalStore(world.tmp / f"elsewhere-{r}"))
+        world.swarm.goto(_due(world, r, world.windows.verdict_round(r)))
+        world.producer.publisher.flush()
+        rounds.append(r)
+    [challenged] = world.events("rootlane.challenged")
+    assert challenged["round"] == rounds[0]
+    audit = world.producer.journal.outbox(f"audit:{rounds[1]}")
+    assert audit.status == PENDING
+    assert "1 data challenges bonded in the last 24 hours" in audit.error, audit.error
+    assert f"sapo audit book {rounds[1]} --prove --challenge" in audit.error
+    assert world.agg.client_book.round_of(rounds[1]).open_challenges == 0
+
+
 def test_an_aggregator_that_challenges_and_answers_its_own_leaf_does_not_shield_its_list(
     world,
 ) -> None:

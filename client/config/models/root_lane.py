@@ -34,6 +34,14 @@ class RootLaneSection(Section):
         "that answered it again). Off: the node names the challenge, and `sapo audit book ROUND "
         "--prove --challenge` sends it",
     )
+    max_challenges_per_day: int = Field(
+        12,
+        ge=0,
+        le=1_000,
+        description="with challenge_lists, the most data challenges the node bonds in any 24 "
+        "hours (each holds the book's challengeBond until its claim); past it, the node names "
+        "the challenge to send instead",
+    )
     relay_votes: bool = Field(
         False,
         description="carry receipted votes between checkers and producers over libp2p pubsub "

@@ -239,6 +239,13 @@ class Journal:
         )
         return [entry_of(r) for r in rows]
 
+    def created_since(self, kind: str, since: float) -> int:
+        """How many outbox entries of `kind` were queued at or after `since` (unix time)."""
+        rows = self.db.all(
+            "SELECT COUNT(*) FROM outbox WHERE kind = ? AND created >= ?", kind, since
+        )
+        return rows[0][0]
+
     def attempted(self, key: str, error: str) -> None:
         """Counts a failed attempt of a pending entry and keeps why."""
         with self.db.tx() as db:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 
 from client.chain.errors import LedgerRevert
 from client.chain.events import EventReader
@@ -37,6 +38,7 @@ from client.store.weights import put_weights
 
 # how the claim of a challenge that was answered says so (what `_answered_before` looks for)
 ANSWERED = "answered:"
+DAY_S = 86_400  # what [root_lane].max_challenges_per_day counts over
 # the proofs of a lie in a credit's earnings (what a producer finds of its own: RootLane.audit)
 EARNINGS_PROOFS = ("proveBadEarnings", "proveSkippedCredit")
 
@@ -398,6 +400,7 @@ class OwnBatch(Handler):
         - its aggregator answered a challenge of ours before (a withholding aggregator that
           answers when challenged collects the challengers' bonds): not challenged again by
           the node, the operator is told;
+        - [root_lane].max_challenges_per_day bonded in the last 24 hours: the operator is told;
         - without challenge_lists, the command that sends one."""
         assert self.root is not None
         round_, aggregator = posted.round, posted.aggregator
@@ -434,6 +437,12 @@ class OwnBatch(Handler):
                 index = secrets.choice(free)
             elif index in leaves:
                 return f"leaf {index} of its {tree} list was challenged already"
+            cap = self.root.max_challenges_per_day
+            if self.journal.created_since(OutboxKind.CHALLENGE, time.time() - DAY_S) >= cap:
+                return (
+                    f"not challenged: {cap} data challenges bonded in the last 24 hours "
+                    f"([root_lane].max_challenges_per_day); {manual}"
+                )
             self.journal.enqueue(self._claim(posted, verdict_tree, index))
             try:
                 result = self.root.send_challenge(round_, verdict_tree, index)

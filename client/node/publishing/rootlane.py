@@ -148,14 +148,16 @@ class RootLane(Stage):
         *,
         allow_private_peers: bool = False,
         challenge_lists: bool = False,
+        max_challenges_per_day: int = 12,
         pubsub: PubSub | None = None,
     ):
         """`store`: where the lists are fetched (an IPFS store dials the posting aggregator's
         daemon first, at the addresses its metadata lists: `allow_private_peers` as
         [store]'s); `challenge_lists`: [root_lane]'s, whether we bond the data challenges our
-        audits call for; `pubsub`: with [root_lane].relay_votes, our IPFS daemon's pubsub, where
-        our receipted agreeing votes are published to their batches' producers and our checkers'
-        come to us (client.node.publishing.relay; None: no relay)."""
+        audits call for, at most `max_challenges_per_day` in any 24 hours; `pubsub`: with
+        [root_lane].relay_votes, our IPFS daemon's pubsub, where our receipted agreeing votes
+        are published to their batches' producers and our checkers' come to us
+        (client.node.publishing.relay; None: no relay)."""
         super().__init__(services)
         if book.tx.account is None:
             raise ValueError("the root lane signs with the node's key: give the book its account")
@@ -167,6 +169,7 @@ class RootLane(Stage):
         self._clients: dict[str, AggregatorClient] = {}  # by aggregator address (lowercase)
         self.allow_private_peers = allow_private_peers
         self.challenge_lists = challenge_lists
+        self.max_challenges_per_day = max_challenges_per_day
         self.pubsub = pubsub
         # one challenge decision at a time: a round's two checks (its submission list's and its
         # verdict root's) run in parallel passes and may both find a list unreadable
