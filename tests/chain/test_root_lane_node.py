@@ -43,7 +43,6 @@ from client.node.publishing.relay import (
     UNSEATED,
     VoteInbox,
     relay_message,
-    wait_subscribed,
 )
 from client.node.publishing.relay import topic as relay_topic
 from client.node.publishing.rootlane import DRAW_AFTER_BLOCKS, DRAW_SPREAD_BLOCKS, draw_delay
@@ -873,6 +872,12 @@ def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_prod
 def claim_book(config: Path) -> tuple[int, dict | str]:
     done = sapo_run("rewards", "claim", "--book", "--config", str(config), "--json")
     return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr
+
+
+def wait_subscribed(inbox: VoteInbox, timeout_s: float = 10.0) -> None:
+    """Blocks until the producer's daemon lists its topic among its subscriptions (a vote
+    published before cannot reach it)."""
+    _until(lambda: inbox.topic in inbox.pubsub.topics(), "subscribed", timeout_s)
 
 
 def _until(done, what: str, timeout_s: float = 30.0, step=None) -> None:

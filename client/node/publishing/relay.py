@@ -430,20 +430,6 @@ class VoteInbox(Stage):
 UNKNOWN_VOTERS = 32
 
 
-def wait_subscribed(inbox: VoteInbox, timeout_s: float = 10.0) -> None:
-    """Blocks until the daemon lists our topic among its subscriptions (tests: no vote published
-    before the subscription is made can reach it)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if inbox.topic in inbox.pubsub.topics():
-                return
-        except StoreError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"not subscribed to {inbox.topic} within {timeout_s:.0f} s")
-
-
 __all__ = [
     "MAX_RELAY_BYTES",
     "UNKNOWN_VOTERS",
@@ -451,5 +437,4 @@ __all__ = [
     "VoteRelay",
     "relay_message",
     "topic",
-    "wait_subscribed",
 ]
