@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
 
 from client.chain.errors import LedgerRevert
@@ -61,6 +62,7 @@ class OwnBatch(Handler):
         self.root = root
         # rounds whose uncredited batch waits for relayed votes: how many were kept at its audit
         self._relayed_seen: dict[int, int] = {}
+        self._relayed_lock = threading.Lock()
 
     def pin(self, entry: OutboxEntry) -> None:
         """Pins the sealed batch (a StoreError leaves it pending: the store is down)."""
@@ -266,7 +268,8 @@ class OwnBatch(Handler):
         if self.root is None or self.root.kept(round_) is None:
             self.journal.dropped(entry.key, "no receipt of the root lane is kept for the round")
             return
-        seen = self._relayed_seen.get(round_)
+        with self._relayed_lock:  # (audits of two rounds run in parallel passes)
+            seen = self._relayed_seen.get(round_)
         if (
             seen is not None
             and len(self.journal.relayed_votes(round_)) == seen
@@ -320,7 +323,8 @@ class OwnBatch(Handler):
             return
         if not credited and self._waiting_for_relays(entry, round_):
             return
-        self._relayed_seen.pop(round_, None)
+        with self._relayed_lock:
+            self._relayed_seen.pop(round_, None)
         record = self.journal.round(round_)
         claimed = record.signal if record is not None and record.signal is not None else 0
         self.journal.keep_book_credit(round_, claimed, votes)  # what the TUI shows of it
@@ -348,9 +352,11 @@ class OwnBatch(Handler):
         kept = len(self.journal.relayed_votes(round_))
         if kept >= self.params.quorum or self.current_round() > end:
             return False
-        for old in [q for q in self._relayed_seen if q < round_ - 4 * self.root.windows.lag]:
-            del self._relayed_seen[old]  # (rounds whose audit ended another way)
-        self._relayed_seen[round_] = kept
+        current, windows = self.current_round(), self.root.windows
+        with self._relayed_lock:
+            for q in [q for q in self._relayed_seen if windows.challenge_end(q) < current]:
+                del self._relayed_seen[q]  # (rounds whose audit ended another way)
+            self._relayed_seen[round_] = kept
         self.journal.attempted(
             entry.key,
             f"not credited; {kept} of its checkers' votes relayed so far: the audit waits for a "

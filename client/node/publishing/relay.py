@@ -31,9 +31,9 @@ per round (UNKNOWN_VOTERS distinct voters), and a node of another family is refu
 one, so a flood of votes from fresh keys receipted by the aggregator itself costs a bounded
 number of reads and keeps nothing; at most one vote per seated checker and round is kept. A
 signed vote on a round whose root or beacon is not posted yet, or whose check met a chain that
-did not answer, waits (PENDING, one per round and voter, looked at again every RETRY_S). What is
-refused is counted under a fixed reason and logged at debug; nothing a peer publishes stops the
-stage.
+did not answer, waits (PENDING, one per round, voter and receipt: a copy with a false receipt
+does not displace the true one; looked at again every RETRY_S). What is refused is counted
+under a fixed reason and logged at debug; nothing a peer publishes stops the stage.
 
 Pubsub keeps nothing: votes published while the producer's node or daemon is down are missed
 (the second publish covers a restart before the verdict round).
@@ -69,6 +69,7 @@ PENDING = 256  # votes waiting for their round's root or for the chain
 QUEUE = 1024  # messages read and not checked yet (a flood's excess is dropped)
 MAX_PAUSE_S = 30.0  # the longest pause between a relay's tries
 DIAL_S = 30.0  # how often a relay dials a producer's daemon that is not on its topic
+DIAL_TIMEOUT_S = 10.0  # one address's dial (a thread of its own: a slow handshake waits)
 BPS = 10_000
 
 # why a message was not kept: a fixed set (the inbox's `refused` counts them)
@@ -106,8 +107,9 @@ class VoteRelay(Stage):
         super().__init__(root.services)
         self.root, self.pubsub = root, pubsub
         self.book = root.book.address
-        # producers' daemons as their metadata names them, and the round it was read in
-        self._peers: dict[str, tuple[int, PeerAddresses]] = {}
+        # producers' daemons as their metadata names them: the round it was read in, the
+        # metadata, and its addresses (resolved again only when the metadata changes)
+        self._peers: dict[str, tuple[int, str, PeerAddresses]] = {}
         self._dialled: dict[str, float] = {}  # when a producer's daemon was last dialled
         self._next: dict[str, float] = {}  # when an entry is tried again (monotonic)
         self._said: str | None = None  # the last refusal said (once, not every pass)
@@ -171,9 +173,11 @@ class VoteRelay(Stage):
         if len(self._dialled) > 4096:
             self._dialled.clear()
         self._dialled[peer.peer_id] = time.monotonic()
-        addresses = list(peer.dialable[:2])
         threading.Thread(
-            target=self.pubsub.dial, args=(addresses,), name="sapo-relay-dial", daemon=True
+            target=self.pubsub.dial,
+            args=(list(peer.dialable), DIAL_TIMEOUT_S),
+            name="sapo-relay-dial",
+            daemon=True,
         ).start()
 
     def _peer(self, producer: str) -> PeerAddresses | None:
@@ -185,10 +189,13 @@ class VoteRelay(Stage):
             if len(self._peers) > 4096:
                 self._peers.clear()
             metadata = self.ledger.node_info(producer).metadata
-            private = self.root.allow_private_peers
-            known = (current, peer_addresses(metadata, allow_private=private))
+            if known is not None and known[1] == metadata:
+                known = (current, metadata, known[2])  # the same: no name resolved again
+            else:
+                private = self.root.allow_private_peers
+                known = (current, metadata, peer_addresses(metadata, allow_private=private))
             self._peers[key] = known
-        found = known[1]
+        found = known[2]
         return found if found.peer_id is not None else None
 
 
@@ -207,13 +214,15 @@ class VoteInbox(Stage):
         self._seated: dict[int, set[str]] = {}  # per round, the voters whose votes are kept
         self._unknown: dict[int, set[str]] = {}  # per round, voters we did not know, read
         self._unseated: dict[int, set[str]] = {}  # per round, voters found without a seat
-        self._waiting: set[tuple[int, str]] = set()  # (round, voter) of the votes in _pending
+        # (round, voter, receipt) of the votes in _pending: with the receipt, so that a copy
+        # with a false one (the aggregator sees each vote first) does not displace the true one
+        self._waiting: set[tuple[int, str, str]] = set()
         self._chain_down = False  # the chain did not answer a check of this retry pass
         self._family: str | None = None
         self._families: dict[str, str] = {}  # our intake's peers' families (lowercase)
         self._families_at = 0.0
-        self._pending: deque[tuple[bytes, tuple[int, str]]] = deque()
-        self._last_key: tuple[int, str] | None = None  # the vote under check, once signed
+        self._pending: deque[tuple[bytes, tuple[int, str, str]]] = deque()
+        self._last_key: tuple[int, str, str] | None = None  # the vote under check, once signed
         self._queue: queue.Queue[bytes] = queue.Queue(maxsize=QUEUE)
         self._said = ""  # the last subscription failure said (said once, not every retry)
 
@@ -307,8 +316,9 @@ class VoteInbox(Stage):
             log.debug("a relayed vote not kept: %s", why)
         return why
 
-    def _wait(self, data: bytes, key: tuple[int, str] | None) -> str | None:
-        """Keeps a vote whose voter signed it to check again later: one per (round, voter)."""
+    def _wait(self, data: bytes, key: tuple[int, str, str] | None) -> str | None:
+        """Keeps a vote whose voter signed it to check again later: one per (round, voter,
+        receipt)."""
         if key is None:
             return PENDING_FULL
         if key in self._waiting:
@@ -360,7 +370,7 @@ class VoteInbox(Stage):
             signed.verify(self.root.domain)
         except BadMessage:
             return BAD_SIGNATURE
-        self._last_key = (v.round, voter)
+        self._last_key = (v.round, voter, receipt)
         posted = self._posted(v.round)
         if posted is None:  # its root or beacon not posted yet (or not read again so soon)
             return self._wait(data, self._last_key)
