@@ -41,11 +41,6 @@ class PubSubRefused(StoreError):
         hint = f" (turn pubsub on: {ENABLE})" if "not enabled" in said.lower() else ""
         super().__init__(f"IPFS pubsub/{what} refused: {said}{hint}")
 
-    @property
-    def no_peers(self) -> bool:
-        """Nobody listens on the topic among the daemon's peers yet (gossipsub's refusal)."""
-        return "insufficientpeers" in self.said.replace(" ", "").lower()
-
 
 def topic_arg(topic: str) -> str:
     """A topic as kubo's RPC takes it: multibase base64url (`u`), unpadded."""
