@@ -467,14 +467,14 @@ def light(config: ConfigOption = None) -> None:
 
 @app.command("liar", hidden=True)
 def liar(config: ConfigOption = None) -> None:
-    """Run a devnet's root lane aggregator as an adversary (\\[devnet].aggregator_lie; `devnet
+    """Run a devnet's root lane aggregator as an adversary (\\[devnet].aggregator_lies; `devnet
     up` starts it instead of `sapo aggregate run`) until SIGTERM."""
     from client.cli.aggregate_cmd import serve
     from client.devnet.liar import liar as lying
 
     cfg = load_or_exit(config)
     try:
-        service_class = lying(cfg.devnet.aggregator_lie)
+        service_class = lying(cfg.devnet.aggregator_lies)
     except ValueError as exc:
         fail(str(exc), Exit.USAGE)
     serve(cfg, service_class)

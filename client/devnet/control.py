@@ -82,9 +82,9 @@ def apply_options(
             f"[devnet].light_equivocators = {cfg.devnet.light_equivocators}: more than the "
             f"{lights} light nodes the devnet runs (--light N, or [devnet].light)"
         )
-    if cfg.devnet.aggregator_lie != "none" and not lane:
+    if cfg.devnet.aggregator_lies and not lane:
         raise DevnetOptionError(
-            f"[devnet].aggregator_lie = {cfg.devnet.aggregator_lie!r}: the root lane's "
+            f"[devnet].aggregator_lies = {cfg.devnet.aggregator_lies!r}: the root lane's "
             "aggregator lies only where the devnet runs one (--root-lane, or [devnet].root_lane)"
         )
     if root_lane:

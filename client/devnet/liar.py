@@ -1,73 +1,200 @@
-"""A devnet's adversarial aggregator ([devnet].aggregator_lie): the real service
+"""A devnet's adversarial aggregator ([devnet].aggregator_lies): the real service
 (client.node.aggregation.service.Aggregator, run by `sapo devnet liar` as `sapo aggregate run`
-runs it) with one lie in what it posts, so that the real nodes' defences run against it end to
-end, on the devnet's chain and IPFS daemons.
+runs it) with lies in what it takes and posts, so that the real nodes' defences run against it
+end to end, on the devnet's chain and IPFS daemons. Each lie is told once a process (a restarted
+liar may tell it again), against a real node (a node of the aggregator's own model family: the
+light nodes have families of their own); the lies told in verdict roots each take a round of
+their own, in the order given (one proven lie takes a round's whole bond).
 
-- `drop-quorum`: once, in the first verdict root that credits a real node's batch (a producer of
-  the aggregator's own model family: the light nodes have families of their own), the credit of
-  the first such batch is left out although the aggregator receipted a quorum of its checkers'
-  agreeing votes. The lists hold (the credit is simply not there); only the receipts show the
-  lie, and only the checkers hold them: they relay them to the producer ([root_lane].relay_votes,
-  client.node.publishing.relay), which proves it (RoundJudge.proveUncredited) and takes half of
-  the round's bond.
-
-The lie is told once a process: a restarted liar may tell it again.
+- `drop-quorum`: the credit of a real node's batch is left out of a verdict root although the
+  aggregator receipted a quorum of its checkers' agreeing votes. The lists hold (the credit is
+  simply not there); only the receipts show the lie, and only the checkers hold them: they relay
+  them to the producer ([root_lane].relay_votes, client.node.publishing.relay), which proves it
+  (RoundJudge.proveUncredited) and takes half of the round's bond.
+- `invent-signer`: one vote of a real node's credit is replaced by the same vote signed by a key
+  that holds no seat (a signer the aggregator made up, to carry a batch its committee did not).
+  Every producer of the round audits the credits of its verdict list (RootLane.audit): the first
+  to find it proves it (proveBadCredit, "a vote from a node without a seat").
+- `withhold`: a verdict root is posted with a list digest whose blocks are never published, and
+  the data challenge of it is never answered. A producer of the round that cannot read the list
+  by the last rounds of its challenge window bonds a data challenge ([root_lane].challenge_lists)
+  and, once its answer window closed, claims it (claimUnanswered): the root is void, the bond the
+  challenger's half.
+- `censor`: a real node's submission of a round is refused (as if the round were closed), again
+  at each try. The node, with no receipt by the window's last round, submits the batch on the
+  ledger (force inclusion): its checkers vote on it there, and the book must not credit it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import replace
 
-from client.chain.roots import VerdictRoot
+from client.chain.messages import Signed, Submission, Vote
+from client.chain.roots import VerdictRoot, vote_struct, votes_hash
+from client.node.aggregation.collector import Collector, Refused
+from client.node.aggregation.lists import ListIndex
 from client.node.aggregation.service import Aggregator
 
 log = logging.getLogger("sapo.aggregator")
 
-LIES = ("drop-quorum",)
+LIES = ("drop-quorum", "invent-signer", "withhold", "censor")
+VERDICT_LIES = ("drop-quorum", "invent-signer", "withhold")
 
 
-class DroppingAggregator(Aggregator):
-    """`drop-quorum`: leaves one real node's credit out of one verdict root."""
+class CensoringCollector(Collector):
+    """A round's collector that refuses the submissions `censors` names."""
 
-    dropped: tuple[int, str] | None = None  # (round, producer) once it lied
+    def censors(self, signed: Signed) -> bool:  # set by the liar on each of its collectors
+        return False
+
+    def _submission(self, signed: Signed) -> Signed:
+        if self.censors(signed):
+            raise Refused("the round's submissions are closed (its root is posted)")
+        return super()._submission(signed)
+
+
+class LyingAggregator(Aggregator):
+    """The aggregator service telling `lies` (a subclass names them: `liar`)."""
+
+    lies: tuple[str, ...] = ()
+    collector_class = CensoringCollector
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.told: dict[str, tuple[int, str]] = {}  # lie -> (round, the real node lied about)
+        self.withheld: set[int] = set()  # rounds whose verdict list is never published
+        self._families: dict[str, int] = {}
+
+    # ------------------------------------------------------------------------------ target
+
+    def _real(self, address: str) -> bool:
+        """Whether `address` is a real node: of the aggregator's own model family."""
+        for who in (address, self.me):
+            if who.lower() not in self._families:
+                self._families[who.lower()] = self.ledger.node_info(who).family
+        return self._families[address.lower()] == self._families[self.me.lower()]
+
+    def _tell(self, lie: str, round_: int, producer: str, what: str) -> None:
+        self.told[lie] = (round_, producer)
+        log.warning("round %s: lying (%s): %s", round_, lie, what)
+
+    # ----------------------------------------------------------------------------- censor
+
+    def _collector(self, round_: int) -> Collector:
+        collector = super()._collector(round_)
+        collector.censors = self._censors  # type: ignore[method-assign]
+        return collector
+
+    def _censors(self, signed: Signed) -> bool:
+        if "censor" not in self.lies or not isinstance(signed.message, Submission):
+            return False
+        told = self.told.get("censor")
+        if told is not None:  # the same node's tries again in the round: refused again
+            return told == (signed.message.round, signed.signer.lower())
+        if not self._real(signed.signer):
+            return False
+        self._tell(
+            "censor",
+            signed.message.round,
+            signed.signer.lower(),
+            f"{signed.signer}'s submission refused, as at each try this round",
+        )
+        return True
+
+    # ---------------------------------------------------------------------- verdict lies
 
     def posting(self, round_: int, verdicts: VerdictRoot) -> VerdictRoot | None:
-        if self.dropped is not None:
+        lie = next((x for x in self.lies if x in VERDICT_LIES and x not in self.told), None)
+        if lie is None:
             return verdicts
-        ours = self.ledger.node_info(self.me).family
-        target = next(
-            (c for c in verdicts.credits if self.ledger.node_info(c.producer).family == ours),
-            None,
-        )
+        target = next((c for c in verdicts.credits if self._real(c.producer)), None)
         if target is None:
             return verdicts
-        self.dropped = (round_, target.producer)
-        log.warning(
-            "round %s: lying (drop-quorum): %s's credit left out of the verdict root although "
-            "its checkers' agreeing votes were receipted",
-            round_,
-            target.producer,
+        if lie == "drop-quorum":
+            self._tell(
+                lie,
+                round_,
+                target.producer,
+                f"{target.producer}'s credit left out of the verdict root although its "
+                "checkers' agreeing votes were receipted",
+            )
+            return _without(verdicts, target)
+        if lie == "invent-signer":
+            self._tell(
+                lie,
+                round_,
+                target.producer,
+                f"a vote of {target.producer}'s credit signed by a key that holds no seat",
+            )
+            return self._invented(round_, verdicts, target)
+        self._tell(
+            lie, round_, target.producer, "the verdict list is never published nor shown on chain"
         )
-        rows = [
-            (c, a, v)
-            for c, a, v in zip(verdicts.credits, verdicts.amounts, verdicts.votes, strict=True)
-            if c is not target
-        ]
-        if not rows:
-            return None  # the no-credit root
-        return VerdictRoot(
-            [c for c, _, _ in rows],
-            [a for _, a, _ in rows],
-            votes=[v for _, _, v in rows],
-            presorted=True,
+        self.withheld.add(round_)
+        return verdicts
+
+    def _invented(self, round_: int, verdicts: VerdictRoot, target) -> VerdictRoot:
+        """`verdicts` with the last vote of `target`'s credit signed by a fresh key instead."""
+        place = verdicts.credits.index(target)
+        votes = list(verdicts.votes[place])
+        _, score, findings, _ = votes[-1]
+        vote = Vote(
+            round=round_,
+            producer=target.producer,
+            digest=target.digest,
+            unavailable=False,
+            score=score,
+            signal=target.signal,
+            findings=findings,
         )
+        votes[-1] = vote_struct(Signed.sign(vote, self.domain, secrets.token_bytes(32)))
+        votes.sort(key=lambda v: int(v[0], 16))  # sorted by voter, as the book reads them
+        credits, lists = list(verdicts.credits), list(verdicts.votes)
+        credits[place] = replace(target, votes=votes_hash(votes))
+        lists[place] = votes
+        return VerdictRoot(credits, verdicts.amounts, votes=lists, presorted=True)
+
+    def _publish(self, kind: str, round_: int, data: bytes) -> bytes:
+        if kind == "verdicts" and round_ in self.withheld:
+            index, _ = ListIndex.of(kind, round_, data)  # its digest, and nothing stored
+            return hashlib.sha256(index.encode()).digest()
+        return super()._publish(kind, round_, data)
+
+    def _answer_args(self, round_: int, verdict_tree: bool, index: int) -> tuple[str, tuple] | None:
+        if verdict_tree and round_ in self.withheld:
+            return None  # withheld: never shown
+        return super()._answer_args(round_, verdict_tree, index)
 
 
-def liar(lie: str) -> type[Aggregator]:
-    """The service class that tells `lie` (one of LIES)."""
-    if lie == "drop-quorum":
-        return DroppingAggregator
-    raise ValueError(f"no such lie {lie!r} (the devnet's aggregator tells {', '.join(LIES)})")
+def _without(verdicts: VerdictRoot, target) -> VerdictRoot | None:
+    rows = [
+        (c, a, v)
+        for c, a, v in zip(verdicts.credits, verdicts.amounts, verdicts.votes, strict=True)
+        if c is not target
+    ]
+    if not rows:
+        return None  # the no-credit root
+    return VerdictRoot(
+        [c for c, _, _ in rows],
+        [a for _, a, _ in rows],
+        votes=[v for _, _, v in rows],
+        presorted=True,
+    )
 
 
-__all__ = ["LIES", "DroppingAggregator", "liar"]
+def liar(lies: Sequence[str]) -> type[Aggregator]:
+    """The service class that tells `lies` (each one of LIES)."""
+    unknown = [lie for lie in lies if lie not in LIES]
+    if unknown or not lies:
+        raise ValueError(
+            f"no such lie {(unknown or [''])[0]!r} (the devnet's aggregator tells "
+            f"{', '.join(LIES)})"
+        )
+    return type("LyingAggregator", (LyingAggregator,), {"lies": tuple(lies)})
+
+
+__all__ = ["LIES", "CensoringCollector", "LyingAggregator", "liar"]

@@ -19,7 +19,7 @@ import math
 import os
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -315,7 +315,13 @@ def provision(
             ledger={"families": params.families},
             # adversaries run their own loop, in the ledger's lane (client.devnet.adversary)
             **(
-                {"root_lane": {"aggregator": aggregator.address, "relay_votes": relay}}
+                {
+                    "root_lane": {
+                        "aggregator": aggregator.address,
+                        "relay_votes": relay,
+                        "challenge_lists": challenges_lists(cfg),
+                    }
+                }
                 if aggregator is not None and roles[i] == HONEST
                 else {}
             ),
@@ -370,6 +376,15 @@ def relays_votes(cfg: NodeConfig) -> bool:
     if not cfg.devnet.root_lane or cfg.store.backend != "ipfs":
         return False
     return cfg.root_lane.relay_votes if cfg.given("root_lane", "relay_votes") else True
+
+
+def challenges_lists(cfg: NodeConfig) -> bool:
+    """Whether a devnet's honest nodes bond the data challenges their audits call for
+    ([root_lane].challenge_lists): in the root lane, unless the devnet's config says otherwise
+    (its aggregator may withhold a list: [devnet].aggregator_lies)."""
+    if not cfg.devnet.root_lane:
+        return False
+    return cfg.root_lane.challenge_lists if cfg.given("root_lane", "challenge_lists") else True
 
 
 def _aggregator(
@@ -606,14 +621,16 @@ def node_process(
     )
 
 
-def aggregator_process(aggregator: AggregatorProvisioned, lie: str = "none") -> ServerProcess:
+def aggregator_process(
+    aggregator: AggregatorProvisioned, lies: Sequence[str] = ()
+) -> ServerProcess:
     """Returns (not started) `sapo aggregate run` for a devnet's aggregator (`sapo devnet liar`
-    where it tells `lie`, [devnet].aggregator_lie), its log beside its config, ready once its
+    where it tells `lies`, [devnet].aggregator_lies), its log beside its config, ready once its
     endpoint answers."""
     cfg_dir = aggregator.config_path.parent
     host, port = parse_listen_addr(aggregator.url.removeprefix("http://"))
     command = [sys.executable, "-m", "client.cli", "aggregate", "run"]
-    if lie != "none":
+    if lies:
         command = [sys.executable, "-m", "client.cli", "devnet", "liar"]
     return ServerProcess(
         "aggregator",

@@ -238,7 +238,7 @@ class Supervisor:
         if swarm.aggregator is not None:
             # started with the nodes: a node first sends to it once its first batch is sealed,
             # and sends again on its next pass if the endpoint is not listed yet
-            self.aggregator = aggregator_process(swarm.aggregator, self.cfg.devnet.aggregator_lie)
+            self.aggregator = aggregator_process(swarm.aggregator, self.cfg.devnet.aggregator_lies)
             also += " and the root lane's aggregator"
         if swarm.light is not None:
             self.light = light_process(swarm.light)

@@ -11,8 +11,12 @@ transaction to the ledger after registering (its submissions and votes travel to
 aggregator, and the aggregator draws the beacons it needs before any producer's own delay runs
 out); `sapo audit book` finds no lie in a round that credits them all; each real node relays its
 receipted votes to the producers it checks over libp2p pubsub, and keeps those its own checkers
-relay; an aggregator that drops a real node's receipted quorum once ([devnet].aggregator_lie) is
-proven by that node, with the votes relayed to it; a light node that signs two votes on one
+relay; an aggregator that lies ([devnet].aggregator_lies, each once, about a real node) is
+caught by the real nodes and pays for it: the receipted quorum it drops is proven by the
+producer with the votes relayed to it, the vote it signs with a seatless key by a producer of the
+round, the verdict list it withholds by a producer's data challenge, and the submission it
+censors goes on the ledger (force inclusion), where the other real nodes vote on it; a light
+node that signs two votes on one
 batch ([devnet].light_equivocators) is proven by the aggregator and slashed by the ledger, once;
 and the devnet killed hard (SIGKILL) takes every part along, its aggregator and the aggregator's
 IPFS daemon too.
@@ -34,7 +38,7 @@ from client.chain.artifacts import selectors
 from client.chain.book import RoundBook
 from client.chain.events import EventReader
 from client.config import load_config
-from client.node.aggregation.claims import Claimant, NoClaim
+from client.node.aggregation.claims import Claimant
 from client.node.eventlog import read_events
 from client.pids import pid_alive
 from client.store import open_store
@@ -50,8 +54,10 @@ ENV = MECHANICS_ENV | {
     "SAPO_LEDGER__SUBMIT_ROUNDS": "1",
     "SAPO_LEDGER__CHALLENGE_ROUNDS": "2",
     "SAPO_DEVNET__LIGHT_EQUIVOCATORS": "1",
-    # the aggregator drops one real node's receipted quorum, once (client.devnet.liar)
-    "SAPO_DEVNET__AGGREGATOR_LIE": "drop-quorum",
+    # the aggregator tells each lie once, about a real node (client.devnet.liar)
+    "SAPO_DEVNET__AGGREGATOR_LIES": json.dumps(
+        ["withhold", "drop-quorum", "invent-signer", "censor"]
+    ),
 }
 
 
@@ -94,10 +100,8 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
         """A verdict root credits every node's batch and every light node's, and some real
         node's credit carries learning signal (a batch whose groups all scored alike is credited
         0: a seed policy's first often is)."""
-        try:
-            rounds = reader.credits(0, reader.ledger.current_round())
-        except NoClaim:  # a list not fetched yet
-            return False
+        # a list not fetched yet, or withheld (`withhold`), is skipped; a void root credits none
+        rounds = reader.credits(0, reader.ledger.current_round(), unreadable=[])
         real = [
             c for credits in rounds.values() for c in credits if c.producer.lower() in addresses
         ]
@@ -110,18 +114,44 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
         return False
 
     wait_until(all_credited, timeout_s=ROUND_S * 16 + 120, what="a verdict root crediting all")
-    round_ = found["round"]
 
-    # no node, real or light, sent the ledger anything but its registration: no submission, no
-    # vote
+    # the aggregator censored one real node's submission of one round (`censor`): that node,
+    # with no receipt by the window's last round, submitted it on the ledger (force inclusion),
+    # the one submission the ledger holds; the book credits it nowhere in that round
+    ledger_events = EventReader(reader.ledger)
+    [forced] = ledger_events.read(["Submitted"])
+    censored, censored_round = forced.args["node"].lower(), int(forced.args["round"])
+    assert censored in addresses, forced.args
+    [censored_node] = [n for n in state["nodes"] if n["address"].lower() == censored]
+    said = read_events(Path(censored_node["data_dir"]) / "events.jsonl")
+    assert any(
+        e["kind"] == "rootlane.unsent" and e["round"] == censored_round and "ledger" in e["message"]
+        for e in said
+    ), [e["message"] for e in said if e["kind"] == "rootlane.unsent"]
+    credited = reader.credits(0, reader.ledger.current_round(), unreadable=[])
+    assert censored not in {c.producer.lower() for c in credited.get(censored_round, [])}
+
+    # no light node sent the ledger anything but its registration; no real node anything but its
+    # registration and the censored batch's submission and votes (the escape hatch): no other
+    # submission, no other vote
     w3 = connect(state["rpc_url"])
     ledger = state["ledger"].lower()
-    sent = []
+    sent, escaped = [], []
     for n in range(w3.eth.block_number + 1):
         for tx in w3.eth.get_block(n, full_transactions=True).transactions:
             if tx["from"].lower() in addresses | lights and (tx["to"] or "").lower() == ledger:
-                sent.append(FUNCTIONS.get(bytes(tx.input[:4]), "?"))
-    assert sorted(sent) == ["register"] * (len(addresses) + LIGHT), sent
+                name = FUNCTIONS.get(bytes(tx.input[:4]), "?")
+                if name == "register":
+                    sent.append(name)
+                    continue
+                _, args = reader.ledger.contract.decode_function_input(tx.input)
+                rounds = set(args.get("roundList", [])) | {args.get("round", censored_round)}
+                escaped.append((tx["from"].lower(), name, rounds))
+    assert sent == ["register"] * (len(addresses) + LIGHT), sent
+    assert all(who in addresses and rounds == {censored_round} for who, _, rounds in escaped), (
+        escaped
+    )
+    assert [who for who, name, _ in escaped if name == "submit"] == [censored], escaped
 
     # a real node reads the whole list but journals only its own family's entries: the other
     # real nodes' batches, none of the light nodes'
@@ -150,22 +180,34 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
         assert time.monotonic() < deadline, f"(relays sent, votes kept) per node: {relayed()}"
         time.sleep(1)
 
-    # the aggregator lied once ([devnet].aggregator_lie = drop-quorum): it left a real node's
-    # credit out of a verdict root although it receipted its checkers' quorum; that node proved
-    # it with the votes they relayed to it, and took half the round's bond
+    # the aggregator's verdict lies, each in a round of its own, each proven by a real node,
+    # which took half the round's bond: the credit it left out although it receipted its
+    # checkers' quorum (drop-quorum: the producer, with the votes they relayed to it), the vote
+    # signed by a key with no seat (invent-signer: a producer of the round, from its audit), the
+    # verdict list never published (withhold: a producer's data challenge, claimed unanswered)
     book_events = EventReader(reader.book)
-    wait_until(
-        lambda: book_events.read(["LieProven"]), timeout_s=ROUND_S * 6, what="the lie proven"
-    )
-    [lie] = book_events.read(["LieProven"])
-    assert lie.args["what"] == "a receipted quorum left uncredited", lie.args
-    assert lie.args["aggregator"].lower() == aggregator["address"].lower()
-    prover = lie.args["prover"].lower()
-    assert prover in addresses
-    assert reader.book.round_of(lie.args["round"]).verdicts_voided
-    [prover_node] = [n for n in state["nodes"] if n["address"].lower() == prover]
-    said = read_events(Path(prover_node["data_dir"]) / "events.jsonl")
-    assert [e["round"] for e in said if e["kind"] == "rootlane.proven"] == [lie.args["round"]]
+    lies = {
+        "a receipted quorum left uncredited",
+        "a vote from a node without a seat",
+        "data withheld",
+    }
+
+    def proven() -> dict[str, dict]:
+        return {str(e.args["what"]): dict(e.args) for e in book_events.read(["LieProven"])}
+
+    wait_until(lambda: set(proven()) == lies, timeout_s=ROUND_S * 12, what="the lies proven")
+    assert len(list(book_events.read(["LieProven"]))) == len(lies)
+    assert len({lie["round"] for lie in proven().values()}) == len(lies)
+    for what, lie in proven().items():
+        assert lie["aggregator"].lower() == aggregator["address"].lower(), lie
+        prover = lie["prover"].lower()
+        assert prover in addresses, lie
+        assert reader.book.round_of(lie["round"]).verdicts_voided, lie
+        [prover_node] = [n for n in state["nodes"] if n["address"].lower() == prover]
+        said = read_events(Path(prover_node["data_dir"]) / "events.jsonl")
+        assert lie["round"] in [e["round"] for e in said if e["kind"] == "rootlane.proven"], what
+    assert all_credited()  # read again: a root it credited them all in may have been a lie
+    round_ = found["round"]
 
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
     assert status.returncode == 0, status.stderr
@@ -173,8 +215,9 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert view["book"] == aggregator["book"] and view["aggregator"]["running"]
     rows = {r["address"].lower(): r for r in view["nodes"]}
     assert set(rows) == addresses
-    for row in rows.values():  # all of it in the book
-        assert row["credited"] == row["credited_in_book"]
+    for address, row in rows.items():  # all of it in the book, but the censored batch's
+        if address != censored:
+            assert row["credited"] == row["credited_in_book"], row
     assert sum(r["credited_in_book"] for r in rows.values()) > 0
     assert view["book_unreadable_rounds"] == []
     light = view["light"]

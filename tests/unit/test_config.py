@@ -126,6 +126,8 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
             "light_equivocators = 5: more than the 4 light nodes",
         ),
         ('[devnet]\nadversaries = ["sybil"]\n', "unknown adversary 'sybil'"),
+        ('[devnet]\naggregator_lies = ["censor", "censor"]\n', "censor is named twice"),
+        ('[devnet]\naggregator_lies = ["lie-about-everything"]\n', "[devnet].aggregator_lies"),
         ("[node]\nlog_level = 3\n", "[node].log_level"),
         ('[node]\nmetrics_addr = "9464"\n', "'9464' is not HOST:PORT"),
         ('[node]\nmetrics_addr = "prometheus.example:9464"\n', "is not an IP address"),
@@ -364,6 +366,13 @@ def test_devnet_up_fits_quorum_and_checkers_to_its_nodes() -> None:
         apply_options(equivocating, 3, None, None, light=1)
     with pytest.raises(DevnetOptionError, match="more than the 0 light nodes"):
         apply_options(equivocating, 3, None, None)
+    # the aggregator that lies is the root lane's
+    lying = devnet.model_copy(
+        update={"devnet": devnet.devnet.model_copy(update={"aggregator_lies": ["censor"]})}
+    )
+    assert apply_options(lying, 3, None, None, root_lane=True)[0].devnet.aggregator_lies
+    with pytest.raises(DevnetOptionError, match="lies only where the devnet runs one"):
+        apply_options(lying, 3, None, None)
 
 
 def test_an_adapter_setting_that_cannot_work_is_refused_with_what_to_set(tmp_path: Path) -> None:

@@ -56,13 +56,17 @@ class DevnetSection(Section):
         "batch they are seated on (an adversary: the aggregator keeps the second as evidence "
         "and proves it on chain, and the ledger slashes the voter); at most [devnet].light",
     )
-    aggregator_lie: Literal["none", "drop-quorum"] = Field(
-        "none",
-        description="the root lane's aggregator as an adversary (client.devnet.liar): "
-        "drop-quorum leaves out of one verdict root, once, the credit of a real node's batch "
-        "although it receipted a quorum of its checkers' agreeing votes; the node proves it "
-        "with the votes its checkers relayed to it ([root_lane].relay_votes) and takes half "
-        "the round's bond. none: an honest aggregator",
+    aggregator_lies: list[Literal["drop-quorum", "invent-signer", "withhold", "censor"]] = Field(
+        default_factory=list,
+        description="lies the root lane's aggregator tells, each once, about a real node "
+        "(client.devnet.liar): drop-quorum leaves out of a verdict root the credit of a batch "
+        "although it receipted a quorum of its checkers' agreeing votes (the node proves it "
+        "with the votes its checkers relayed to it); invent-signer puts in a credit a vote "
+        "signed by a key with no seat (a producer of the round proves it); withhold posts a "
+        "verdict root whose list it never publishes nor shows (a producer bonds a data "
+        "challenge and claims it); censor refuses a node's submission of a round (the node "
+        "submits it on the ledger). Each proof voids the root and pays its prover half the "
+        "round's bond. Empty: an honest aggregator",
     )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
@@ -115,6 +119,14 @@ class DevnetSection(Section):
     def _known_adversaries(cls, names: list[str]) -> list[str]:
         expand(names)  # raises ValueError naming what is unknown
         return names
+
+    @field_validator("aggregator_lies")
+    @classmethod
+    def _each_lie_once(cls, lies: list[str]) -> list[str]:
+        doubled = sorted({lie for lie in lies if lies.count(lie) > 1})
+        if doubled:
+            raise ValueError(f"each lie is told once: {', '.join(doubled)} is named twice")
+        return lies
 
     def adversary_roles(self) -> list[str]:
         """The adversary nodes, one strategy each (a colluder pair is two)."""

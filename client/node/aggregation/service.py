@@ -79,6 +79,8 @@ class Aggregator:
     memory). `start_block`: the block the book was deployed at (its events are read from there).
     """
 
+    collector_class: type[Collector] = Collector  # a devnet's adversary takes its own
+
     def __init__(
         self,
         ledger: Ledger,
@@ -152,7 +154,7 @@ class Aggregator:
     def _collector(self, round_: int) -> Collector:
         collector = self.collectors.get(round_)
         if collector is None:
-            collector = Collector(
+            collector = self.collector_class(
                 self.domain,
                 round_,
                 tolerance_bps=self.params.agree_tolerance_bps,
