@@ -20,6 +20,10 @@ their own, in the order given (one proven lie takes a round's whole bond).
   by the last rounds of its challenge window bonds a data challenge ([root_lane].challenge_lists)
   and, once its answer window closed, claims it (claimUnanswered): the root is void, the bond the
   challenger's half.
+- `leave-out`: a real node's submission, receipted, is left out of the round's submission root
+  (censoring it once the ledger's submission window closed: too late to submit there). The node
+  checks the posted list against its receipt and proves it (proveLeftOut): the submission root
+  is void, and with it the round.
 - `censor`: a real node's submission of a round is refused (as if the round were closed), again
   at each try. The node, with no receipt by the window's last round, submits the batch on the
   ledger (force inclusion): its checkers vote on it there, and the book must not credit it.
@@ -34,14 +38,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from client.chain.messages import Signed, Submission, Vote
-from client.chain.roots import VerdictRoot, vote_struct, votes_hash
+from client.chain.roots import SubmissionRoot, VerdictRoot, vote_struct, votes_hash
 from client.node.aggregation.collector import Collector, Refused
 from client.node.aggregation.lists import ListIndex
 from client.node.aggregation.service import Aggregator
 
 log = logging.getLogger("sapo.aggregator")
 
-LIES = ("drop-quorum", "invent-signer", "withhold", "censor")
+LIES = ("drop-quorum", "invent-signer", "withhold", "leave-out", "censor")
 VERDICT_LIES = ("drop-quorum", "invent-signer", "withhold")
 
 
@@ -104,6 +108,22 @@ class LyingAggregator(Aggregator):
             f"{signed.signer}'s submission refused, as at each try this round",
         )
         return True
+
+    # -------------------------------------------------------------------------- leave-out
+
+    def listing(self, round_: int, root: SubmissionRoot) -> SubmissionRoot:
+        if "leave-out" not in self.lies or "leave-out" in self.told or len(root.signed) < 2:
+            return root
+        target = next((s for s in root.signed if self._real(s.signer)), None)
+        if target is None:
+            return root
+        self._tell(
+            "leave-out",
+            round_,
+            target.signer.lower(),
+            f"{target.signer}'s receipted submission left out of the submission root",
+        )
+        return SubmissionRoot([s for s in root.signed if s is not target], presorted=True)
 
     # ---------------------------------------------------------------------- verdict lies
 

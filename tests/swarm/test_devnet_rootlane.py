@@ -14,7 +14,8 @@ receipted votes to the producers it checks over libp2p pubsub, and keeps those i
 relay; an aggregator that lies ([devnet].aggregator_lies, each once, about a real node) is
 caught by the real nodes and pays for it: the receipted quorum it drops is proven by the
 producer with the votes relayed to it, the vote it signs with a seatless key by a producer of the
-round, the verdict list it withholds by a producer's data challenge, and the submission it
+round, the verdict list it withholds by a producer's data challenge, the receipted submission
+it leaves out of a submission root by its producer, and the submission it
 censors goes on the ledger (force inclusion), where the other real nodes vote on it; a light
 node that signs two votes on one
 batch ([devnet].light_equivocators) is proven by the aggregator and slashed by the ledger, once;
@@ -56,7 +57,7 @@ ENV = MECHANICS_ENV | {
     "SAPO_DEVNET__LIGHT_EQUIVOCATORS": "1",
     # the aggregator tells each lie once, about a real node (client.devnet.liar)
     "SAPO_DEVNET__AGGREGATOR_LIES": json.dumps(
-        ["withhold", "drop-quorum", "invent-signer", "censor"]
+        ["withhold", "drop-quorum", "invent-signer", "leave-out", "censor"]
     ),
 }
 
@@ -180,16 +181,18 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
         assert time.monotonic() < deadline, f"(relays sent, votes kept) per node: {relayed()}"
         time.sleep(1)
 
-    # the aggregator's verdict lies, each in a round of its own, each proven by a real node,
+    # the aggregator's lies, each in a round of its own, each proven by a real node,
     # which took half the round's bond: the credit it left out although it receipted its
     # checkers' quorum (drop-quorum: the producer, with the votes they relayed to it), the vote
     # signed by a key with no seat (invent-signer: a producer of the round, from its audit), the
-    # verdict list never published (withhold: a producer's data challenge, claimed unanswered)
+    # verdict list never published (withhold: a producer's data challenge, claimed unanswered);
+    # and the receipted submission it left out of a submission root (leave-out: the producer)
     book_events = EventReader(reader.book)
     lies = {
         "a receipted quorum left uncredited",
         "a vote from a node without a seat",
         "data withheld",
+        "a receipted submission left out",
     }
 
     def proven() -> dict[str, dict]:
@@ -202,7 +205,7 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
         assert lie["aggregator"].lower() == aggregator["address"].lower(), lie
         prover = lie["prover"].lower()
         assert prover in addresses, lie
-        assert reader.book.round_of(lie["round"]).verdicts_voided, lie
+        assert reader.book.round_of(lie["round"]).void, lie
         [prover_node] = [n for n in state["nodes"] if n["address"].lower() == prover]
         said = read_events(Path(prover_node["data_dir"]) / "events.jsonl")
         assert lie["round"] in [e["round"] for e in said if e["kind"] == "rootlane.proven"], what

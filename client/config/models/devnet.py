@@ -56,7 +56,9 @@ class DevnetSection(Section):
         "batch they are seated on (an adversary: the aggregator keeps the second as evidence "
         "and proves it on chain, and the ledger slashes the voter); at most [devnet].light",
     )
-    aggregator_lies: list[Literal["drop-quorum", "invent-signer", "withhold", "censor"]] = Field(
+    aggregator_lies: list[
+        Literal["drop-quorum", "invent-signer", "withhold", "leave-out", "censor"]
+    ] = Field(
         default_factory=list,
         description="lies the root lane's aggregator tells, each once, about a real node "
         "(client.devnet.liar): drop-quorum leaves out of a verdict root the credit of a batch "
@@ -64,9 +66,10 @@ class DevnetSection(Section):
         "with the votes its checkers relayed to it); invent-signer puts in a credit a vote "
         "signed by a key with no seat (a producer of the round proves it); withhold posts a "
         "verdict root whose list it never publishes nor shows (a producer bonds a data "
-        "challenge and claims it); censor refuses a node's submission of a round (the node "
-        "submits it on the ledger). Each proof voids the root and pays its prover half the "
-        "round's bond. Empty: an honest aggregator",
+        "challenge and claims it); leave-out leaves a receipted submission out of a submission "
+        "root (the node proves it with the receipt); censor refuses a node's submission of a "
+        "round (the node submits it on the ledger). Each proof voids the root and pays its "
+        "prover half the round's bond. Empty: an honest aggregator",
     )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,

@@ -242,6 +242,7 @@ class Aggregator:
                 done.skipped[round_] = "no submission was sent"
                 return
             root = collector.submission_root()  # closed: nothing enters after it
+        root = self.listing(round_, root)
         listed = submission_list(root.signed)
         self.held.keep_list(round_, "submissions", listed)
         digest = self._publish("submissions", round_, listed)
@@ -307,6 +308,12 @@ class Aggregator:
         self.verdict_roots[round_] = verdicts
         done.posted_verdicts.append(round_)
         log.info("round %s: posted %d credits", round_, len(verdicts.credits))
+
+    def listing(self, round_: int, root: SubmissionRoot) -> SubmissionRoot:
+        """The submission root posted for `round_`, of the one the collector built. An honest
+        aggregator posts what it built; a devnet's adversary (client.devnet.liar) overrides
+        this."""
+        return root
 
     def posting(self, round_: int, verdicts: VerdictRoot) -> VerdictRoot | None:
         """The verdict root posted for `round_`, of the one the collector built from the votes
