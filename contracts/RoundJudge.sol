@@ -12,7 +12,8 @@ import {SumTree} from "./lib/SumTree.sol";
 /// holds are a committee's quorum by the ledger's rules (votesLie), and whether a submission leaf
 /// is its producer's and in range (forged), which the book asks as views once it has checked the
 /// leaf's place, voiding the root itself; and where two proofs go that the book had no room
-/// for: a checker's equivocation (proveEquivocation: the book has the ledger slash it) and a batch
+/// for: a checker's equivocation (proveEquivocation: the book has the ledger slash it), a
+/// producer's double submission (proveDoubleSubmission: the same) and a batch
 /// left uncredited although the aggregator receipted a quorum of its votes (proveUncredited:
 /// the book voids the verdict root). A contract of its own, created by its round book
 /// (RoundBook.judge), so that the book's code stays under EIP-170 as it learns more rules; it
@@ -209,6 +210,50 @@ contract RoundJudge {
         address voter = equivocator(round, producer, first, second);
         if (voter == address(0)) revert IRoundBook.NoLie("no two sides of one checker");
         _book.slashEquivocation(round, producer, voter, msg.sender);
+    }
+
+    /// @notice Proves that a producer signed two different submissions of `round`: `first` and
+    /// `second`, or, `second.signature` empty, `first` and the batch the ledger holds of it for
+    /// the round (submitted there: an honest producer whose submission the root lane did not
+    /// take submits the same one there). The book then has the ledger slash it slashBps of its
+    /// stake and pay the caller SETTLER_CUT_BPS of that, as a checker's equivocation (once per
+    /// producer and round, until the round's challenge window ends; EquivocationProven names
+    /// the producer as its voter). What it defeats: a producer that shows one batch to the root
+    /// lane and another to the ledger, or two to the aggregator, makes checkers fetch, prove and
+    /// judge a batch it never stands behind.
+    function proveDoubleSubmission(
+        uint64 round,
+        IRoundBook.SignedSubmission calldata first,
+        IRoundBook.SignedSubmission calldata second
+    ) external {
+        address producer = doubleSubmitter(round, first, second);
+        if (producer == address(0)) revert IRoundBook.NoLie("no two submissions of one producer");
+        _book.slashEquivocation(round, producer, producer, msg.sender);
+    }
+
+    /// @notice The registered producer that signed `first` and a different `second` of `round`
+    /// (proveDoubleSubmission says how), or the zero address when they show none.
+    function doubleSubmitter(
+        uint64 round,
+        IRoundBook.SignedSubmission calldata first,
+        IRoundBook.SignedSubmission calldata second
+    ) public view returns (address) {
+        Messages.Submission calldata a = first.submission;
+        bytes32 hash = Messages.signingHash(_separator, Messages.structHash(a));
+        address producer = Messages.signer(hash, first.signature);
+        if (a.round != round || producer == address(0) || _ledger.familyOf(producer) == bytes32(0)) {
+            return address(0);
+        }
+        if (second.signature.length != 0) {
+            Messages.Submission calldata b = second.submission;
+            bytes32 other = Messages.signingHash(_separator, Messages.structHash(b));
+            bool two = b.round == round && other != hash && Messages.signer(other, second.signature) == producer;
+            return two ? producer : address(0);
+        }
+        ISwarmLedger.SubmissionView memory s = _ledger.submissionOf(round, producer);
+        if (s.rollouts == 0) return address(0);
+        bool same = s.digest == a.digest && s.rollouts == a.rollouts && s.score == a.score && s.signal == a.signal;
+        return same ? address(0) : producer;
     }
 
     /// @notice The registered node that equivocated on `producer`'s batch of `round` by `first`

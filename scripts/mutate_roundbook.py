@@ -52,6 +52,10 @@ FRAMED = "test_a_forged_submission_is_not_escalated"
 TWO_VOTES = "test_two_different_votes_on_one_batch_slash_their_signer_once"
 UNCREDITED = "test_a_receipted_quorum_left_uncredited_is_proven"
 CONTRADICTED = "test_a_vote_signed_off_chain_and_the_other_side_on_the_ledger_is_an_equivocation"
+DOUBLE = "test_two_different_submissions_of_one_round_slash_their_producer_once"
+DOUBLE_LEDGER = (
+    "test_a_submission_signed_off_chain_and_another_on_the_ledger_is_a_double_submission"
+)
 
 # name -> (what the fault does, source text, replacement, the tests meant to catch it)
 FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -306,6 +310,25 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "        bytes32 key",
         "        bytes32 key",
         (TWO_VOTES,),
+    ),
+    "double-of-one-submission": (
+        "one submission shown twice is taken for two (any producer that signed one is slashed)",
+        "bool two = b.round == round && other != hash && Messages.signer",
+        "bool two = b.round == round && Messages.signer",
+        (DOUBLE,),
+    ),
+    "double-of-another-signer": (
+        "a second submission signed by anyone is taken for its producer's",
+        "other != hash && Messages.signer(other, second.signature) == producer;",
+        "other != hash;",
+        (DOUBLE,),
+    ),
+    "double-of-the-forced-batch": (
+        "a producer that submits on the ledger the batch it signed (force inclusion) is taken "
+        "for a double submitter",
+        "        return same ? address(0) : producer;",
+        "        return producer;",
+        (DOUBLE_LEDGER,),
     ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",

@@ -20,9 +20,9 @@ from web3.contract import Contract
 from client.chain.artifacts import load_artifact
 from client.chain.errors import WrongChain
 from client.chain.ledger.connection import Deployed
-from client.chain.messages import Signed, Vote
+from client.chain.messages import Signed, Submission, Vote
 from client.chain.models import LedgerParams, TxResult
-from client.chain.roots import cast_vote_struct
+from client.chain.roots import cast_vote_struct, submission_struct
 
 CONTRACT = "RoundBook"
 
@@ -77,7 +77,9 @@ class EscalationVote:
 
 
 # the proofs sent to the book's judge (RoundJudge), which has the book slash or void on its word
-JUDGED = ("proveEquivocation", "proveUncredited")
+# IRoundBook.SignedSubmission with no signature: "the ledger's record" to proveDoubleSubmission
+NO_SUBMISSION = ("0x" + "00" * 20, (0, bytes(32), 0, 0, 0), b"")
+JUDGED = ("proveEquivocation", "proveDoubleSubmission", "proveUncredited")
 
 # RoundBook.windows(round)'s values, in order, by the names the book's sources give them
 WINDOWS = ("postRound", "voteClose", "verdictRound", "challengeEnd")
@@ -191,6 +193,17 @@ class RoundBook(Deployed):
             raise ValueError("an equivocation is proven from a signed Vote")
         args = [v.round, v.producer, cast_vote_struct(first), cast_vote_struct(second)]
         return self.call("proveEquivocation", args)
+
+    def prove_double_submission(self, first: Signed, second: Signed | None = None) -> TxResult:
+        """Proves that `first`'s producer signed two different submissions of its round
+        (RoundJudge.proveDoubleSubmission): `second` is the other, or, None, the ledger holds
+        another batch of it for the round. The ledger slashes it and pays the caller its
+        settler's cut, as for a checker's equivocation."""
+        s = first.message
+        if not isinstance(s, Submission):
+            raise ValueError("a double submission is proven from a signed Submission")
+        other = submission_struct(second) if second is not None else NO_SUBMISSION
+        return self.call("proveDoubleSubmission", [s.round, submission_struct(first), other])
 
     def draw_beacon(self, round_: int) -> TxResult:
         return self._send("drawBeacon", round_)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from client.chain.book import EscalationVote
+from client.chain.messages import Signed, Submission
 from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot, submission_struct
 from client.store import IpfsStore
 from tests.harness.ledger_swarm import ETH
@@ -225,4 +226,47 @@ def test_a_batch_escalated_after_its_votes_came_is_left_out_of_the_verdict_root(
     credited = {c.producer for c in verdicts.credits}
     assert credited == {s.signer for s in sent} - {disputed.signer}
     assert audit(book, subs, verdicts, round_=r, v4={disputed.signer.lower()}) is None
+    agg.stop()
+
+
+def test_a_producer_that_signs_two_submissions_of_a_round_is_proven_and_slashed(
+    world, daemon, tmp_path
+):
+    """One producer sends the aggregator a second, different submission of the round (refused:
+    the first stands); another signs one to the aggregator and submits another batch on the
+    ledger. The service proves each (RoundJudge.proveDoubleSubmission), the first once the
+    submission root is posted, the second when it reads the ledger's lane before the verdict
+    root; the ledger slashes both, and no one else."""
+    swarm, nodes, book = world
+    agg, r = collecting(world, daemon, tmp_path)
+    sent = sign_submissions(book, nodes[:4], r)
+    assert all(a.receipt for a in agg.client(book.domain).send(sent))
+    twice, both_lanes = nodes[3], nodes[2]
+
+    def another(signed: Signed, node) -> Signed:
+        s = signed.message
+        other = Submission(
+            round=s.round, digest="0x" + "ee" * 32, rollouts=s.rollouts, score=0, signal=0
+        )
+        return Signed.sign(other, book.domain, node.tx.account.key)
+
+    [answer] = agg.client(book.domain).send([another(sent[3], twice)])
+    assert answer.refused and "second, different submission" in answer.refused
+    v4 = another(sent[2], both_lanes).message
+    both_lanes.submit(r, v4.digest, v4.rollouts, v4.score, v4.signal)
+    stakes = {n: swarm.ledger.node_info(n.tx.account.address).active_stake for n in nodes}
+
+    swarm.goto(agg.service.windows.post_round(r))
+    done = agg.service.tick()
+    assert done.posted_submissions == [r]
+    assert done.equivocations == [(r, sent[3].signer, sent[3].signer)]
+    swarm.goto(agg.service.windows.verdict_round(r))
+    done = agg.service.tick()
+    assert done.posted_verdicts == [r], done.skipped
+    assert done.equivocations == [(r, sent[2].signer, sent[2].signer)]
+    slash = swarm.params.slash_bps
+    for n in nodes:
+        after = swarm.ledger.node_info(n.tx.account.address).active_stake
+        cut = stakes[n] * slash // 10_000 if n in (twice, both_lanes) else 0
+        assert after == stakes[n] - cut
     agg.stop()

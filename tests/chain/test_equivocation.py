@@ -1,8 +1,10 @@
 """Equivocation, on a real anvil: a checker that signs two different votes on one batch, or signs a
 vote and then takes the other side on the ledger, is slashed for it (RoundJudge.proveEquivocation,
 judged by RoundJudge.equivocator; SwarmLedger.slashEquivocation), whoever proves it is paid the
-ledger's settler cut, and it is slashed once. The attack each test runs: a checker that tells
-the aggregator one thing and the chain another, then asks its stake back to escape."""
+ledger's settler cut, and it is slashed once; so is a producer that signs two different
+submissions of one round, or signs one and submits another on the ledger
+(RoundJudge.proveDoubleSubmission). The attack each test runs: a checker (or a producer) that
+tells the aggregator one thing and the chain another, then asks its stake back to escape."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ import pytest
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
-from client.chain.book import EscalationVote
+from client.chain.book import NO_SUBMISSION, EscalationVote
 from client.chain.errors import ErrorDecoder, LedgerRevert
-from client.chain.messages import Signed
+from client.chain.messages import Signed, Submission
 from client.chain.roots import SubmissionRoot, cast_vote_struct, submission_struct
 from client.chain.tx import TxSender
 from client.units import SCORE_SCALE
@@ -26,6 +28,7 @@ from tests.harness.roundbook import (
     sign_submissions,
     signed_vote,
     stranger,
+    submit_in_v4,
 )
 
 CUT_BPS = 1_000  # the ledger's SETTLER_CUT_BPS
@@ -144,3 +147,86 @@ def test_a_vote_signed_off_chain_and_the_other_side_on_the_ledger_is_an_equivoca
     assert voter == turncoat.tx.account.address and slashed == before // 10
     assert swarm.ledger.node_info(voter).active_stake == before - slashed
     assert slashed == 2 * ETH * swarm.params.slash_bps // 10_000
+
+
+def test_two_different_submissions_of_one_round_slash_their_producer_once(world) -> None:
+    """A producer signs one batch to the aggregator and another of the same round (to a second
+    aggregator, or to the same one later): it is slashed its stake's slash share, once, and the
+    prover paid the settler's cut; its batch on the ledger, if another, proves it the same way."""
+    swarm, nodes, book = world
+    subs = posted_round(book, nodes)
+    first = subs.signed[1]
+    producer = next(n for n in nodes if n.tx.account.address == first.signer)
+    s = first.message
+    other = Signed.sign(
+        Submission(
+            round=s.round, digest="0x" + "ee" * 32, rollouts=s.rollouts, score=s.score, signal=0
+        ),
+        book.domain,
+        producer.tx.account.key,
+    )
+    ledger = swarm.ledger
+    stake = ledger.node_info(first.signer).active_stake
+    producer.request_unstake(stake)  # the slash takes unbonding stake too
+    prover = stranger(book)
+
+    def prove_double(first_: Signed, second_: Signed | None) -> object:
+        second = submission_struct(second_) if second_ is not None else NO_SUBMISSION
+        return book.send(prover, "proveDoubleSubmission", ROUND, submission_struct(first_), second)
+
+    # not a double submission: one submission shown twice, two producers' submissions, another
+    # round's, or no batch of it on the ledger
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        prove_double(first, first)
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        prove_double(first, subs.signed[0])
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        prove_double(first, None)
+    later = Signed.sign(
+        Submission(round=ROUND + 1, digest=s.digest, rollouts=8, score=s.score, signal=s.signal),
+        book.domain,
+        producer.tx.account.key,
+    )
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        prove_double(first, later)
+
+    pool, paid = ledger.reward_pool(), swarm.w3.eth.get_balance(prover.address)
+    result = prove_double(first, other)
+    slashed = stake * swarm.params.slash_bps // 10_000
+    assert proven(book, result) == [(first.signer, prover.address, slashed)]
+    assert ledger.node_info(first.signer).unbonding == stake - slashed
+    receipt = swarm.w3.eth.get_transaction_receipt(result.tx_hash)
+    cut = slashed * CUT_BPS // 10_000
+    gas = receipt["gasUsed"] * receipt["effectiveGasPrice"]
+    assert swarm.w3.eth.get_balance(prover.address) - paid + gas == cut
+    assert ledger.reward_pool() - pool == slashed - cut
+    with pytest.raises(LedgerRevert, match="AlreadyProven"):  # once per producer and round
+        prove_double(other, first)
+
+
+def test_a_submission_signed_off_chain_and_another_on_the_ledger_is_a_double_submission(
+    chain,
+) -> None:
+    """A producer signs a batch to the aggregator and submits another of the round on the
+    ledger: slashed. One that submits the very batch it signed there (what an honest node does
+    when the aggregator gives no receipt: force inclusion) is not."""
+    swarm, nodes, book = open_book(chain)
+    round_ = ROUND + 1  # the ledger's submit window of a round ahead
+    signed = sign_submissions(book, nodes[:4], round_)
+    honest, double = nodes[0], nodes[1]
+    s = signed[0].message
+    submit_in_v4(book, double, round_)  # another batch
+    honest.submit(round_, s.digest, s.rollouts, s.score, s.signal)  # the same batch: no lie
+    post_submissions(book, nodes[4], SubmissionRoot(signed), round_)
+    prover = stranger(book)
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        book.send(
+            prover, "proveDoubleSubmission", round_, submission_struct(signed[0]), NO_SUBMISSION
+        )
+    stake = swarm.ledger.node_info(signed[1].signer).active_stake
+    result = book.send(
+        prover, "proveDoubleSubmission", round_, submission_struct(signed[1]), NO_SUBMISSION
+    )
+    slashed = stake * swarm.params.slash_bps // 10_000
+    assert proven(book, result) == [(signed[1].signer, prover.address, slashed)]
+    assert swarm.ledger.node_info(signed[1].signer).active_stake == stake - slashed

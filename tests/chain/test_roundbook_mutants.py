@@ -1,8 +1,9 @@
-"""The round book's tests can fail: nine of `python -m scripts.mutate_roundbook`'s seeded
+"""The round book's tests can fail: ten of `python -m scripts.mutate_roundbook`'s seeded
 faults, one per kind of rule that moves money (who is paid, how often, by whose seat, for what
 silence, from which round, on whose receipt, in whose name a batch escalates, which checker is
-slashed for equivocating, on whose receipts a dropped quorum is proven), are each caught by the
-test that names it. The script runs all 40."""
+slashed for equivocating, on whose receipts a dropped quorum is proven, which producer is
+slashed for a double submission), are each caught by the test that names it. The script runs all
+43."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ CI_FAULTS = (
     "escalate-forged",
     "equivocation-of-a-kept-word",
     "uncredited-receipts-unchecked",
+    "double-of-the-forced-batch",
 )
 
 
@@ -52,7 +54,7 @@ def test_each_seeded_fault_on_the_book_is_caught() -> None:
         text=True,
         check=True,
     ).stdout
-    assert len(listed.splitlines()) == 40 and all(f"{f}:" in listed for f in CI_FAULTS)
+    assert len(listed.splitlines()) == 43 and all(f"{f}:" in listed for f in CI_FAULTS)
 
 
 def test_a_fault_whose_text_is_not_in_the_book_is_an_error(monkeypatch) -> None:

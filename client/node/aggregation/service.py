@@ -471,33 +471,36 @@ class Aggregator:
         )
 
     def _prove_equivocations(self, current: int, done: Tick) -> None:
-        """Proves each voter that sent two different votes on one batch of a posted round, while
-        the book still judges it: the ledger slashes the voter and pays this node its settler's
-        cut. Proven in the pass after the second vote came (the refused message is not held, so
-        a restart in between loses that evidence)."""
+        """Proves each voter that sent two different votes on one batch of a posted round, and
+        each producer that sent two different submissions of it, while the book still judges
+        it: the ledger slashes the signer and pays this node its settler's cut. Proven in the
+        pass after the second message came (the refused message is not held, so a restart in
+        between loses that evidence)."""
         for round_, collector in self.collectors.items():
             if round_ not in self.submission_roots or current > self.windows.challenge_end(round_):
                 continue
             while collector.equivocations:
                 both = collector.equivocations[0]
-                if not isinstance(both.first.message, Vote):
-                    collector.equivocations.pop(0)  # a double submission: nothing slashes it yet
-                    continue
+                vote = isinstance(both.first.message, Vote)
                 try:
-                    self.book.prove_equivocation(both.first, both.second)
+                    if vote:
+                        self.book.prove_equivocation(both.first, both.second)
+                    else:
+                        self.book.prove_double_submission(both.first, both.second)
                 except ChainError as exc:
                     if getattr(exc, "name", "") not in ("AlreadyProven", "NoLie"):
                         log.error("round %s: proving an equivocation failed: %s", round_, exc)
                         break  # tried again next pass
                     log.info("round %s: equivocation not proven (%s)", round_, exc)
                 else:
-                    message = both.first.message
-                    done.equivocations.append((round_, message.producer, both.first.signer))
+                    signer = both.first.signer
+                    producer = both.first.message.producer if vote else signer
+                    done.equivocations.append((round_, producer, signer))
                     log.info(
-                        "round %s: proved that %s voted twice on %s's batch",
+                        "round %s: proved that %s %s",
                         round_,
-                        both.first.signer,
-                        message.producer,
+                        signer,
+                        f"voted twice on {producer}'s batch" if vote else "submitted twice",
                     )
                 collector.equivocations.pop(0)
 
@@ -506,8 +509,30 @@ class Aggregator:
     ) -> None:
         """Proves each voter that signed this node an agreement with a batch the ledger now holds
         (escalated, or submitted there too) and voted there the other side: the round's first
-        votes on the ledger are all in by its verdict round."""
+        votes on the ledger are all in by its verdict round; and each producer whose signed
+        submission this node holds and that submitted another batch on the ledger."""
         for producer in sorted(v4):
+            submission = collector.submissions.get(producer)
+            if submission is not None:
+                on_ledger = self.ledger.submission(round_, producer)
+                if (
+                    on_ledger.exists
+                    and on_ledger.digest.lower() != submission.message.digest.lower()
+                ):
+                    try:
+                        self.book.prove_double_submission(submission)
+                    except ChainError as exc:
+                        log.info(
+                            "round %s: %s's double submission not proven: %s", round_, producer, exc
+                        )
+                    else:
+                        signer = submission.signer
+                        done.equivocations.append((round_, signer, signer))
+                        log.info(
+                            "round %s: proved that %s submitted another batch on the ledger",
+                            round_,
+                            submission.signer,
+                        )
             held = {v: s for (p, v), s in collector.votes.items() if p == producer}
             if not held:
                 continue
