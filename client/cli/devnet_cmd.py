@@ -263,7 +263,13 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
     state = _current_state(data_dir)
     # lazily, once a devnet runs: reading the nodes' journals and the chain imports web3
     # (`devnet ps`, `down` and a status that finds no devnet do without it)
-    from client.devnet.status import light_view, node_rows, starting_view
+    from client.devnet.status import (
+        book_proofs,
+        describe_proofs,
+        light_view,
+        node_rows,
+        starting_view,
+    )
 
     if not state.running:
         view = starting_view(state)
@@ -283,6 +289,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
     rows = node_rows(state, unreadable, in_book)
     lights = light_view(state, in_book)
     agg = state.aggregator
+    proofs = book_proofs(state) if agg is not None else {}
     if as_json:
         print_json(
             {
@@ -297,6 +304,7 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
                             "url": agg.url,
                             "pid": agg.pid,
                             "running": pid_alive(agg.pid),
+                            **proofs,
                         },
                         "book_unreadable_rounds": unreadable,
                     }
@@ -317,6 +325,10 @@ def status(data_dir: DataDirOption = Path(".devnet"), as_json: JsonOption = Fals
             f"{agg.address} at {agg.url} ({running})",
             markup=False,
         )
+        names = {n.address.lower(): f"node-{i}" for i, n in enumerate(state.nodes)}
+        names[agg.address.lower()] = "the aggregator"
+        for line in describe_proofs(proofs, names):
+            out.print(line, style=None if line.startswith("no lie") else "red", markup=False)
         if unreadable:
             out.print(
                 f"the verdict lists of rounds {', '.join(map(str, unreadable))} could not be read "

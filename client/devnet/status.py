@@ -182,6 +182,81 @@ def node_rows(
     return rows
 
 
+def book_proofs(state: DevnetState) -> dict[str, list[dict]]:
+    """What was proven on the round book over the last day of rounds (the blocks of those rounds
+    only, as the credit is read): the aggregator's lies (LieProven: the round, what, who proved
+    it, what it was paid) and the double votes and submissions slashed (EquivocationProven: a
+    voter that is the batch's producer submitted twice). Empty while the chain does not
+    answer."""
+    found: dict[str, list[dict]] = {"lies_proven": [], "equivocations_proven": []}
+    with contextlib.suppress(ChainError, ConfigError, OSError):
+        cfg = load_config(state.config)
+        if cfg.chain.round_book_address is None:
+            return found
+        ledger = Ledger(
+            connect(str(cfg.chain.rpc_url), cfg.chain.request_timeout_s),
+            str(cfg.chain.ledger_address),
+        )
+        params = ledger.check(cfg.chain.chain_id)
+        first, _ = Auditor(ledger, EventReader(ledger)).day_of_rounds()
+        start = cfg.chain.round_book_deploy_block
+        book = RoundBook(ledger.w3, str(cfg.chain.round_book_address))
+        reader = EventReader(book, chunk_blocks=cfg.chain.log_chunk_blocks, start_block=start)  # type: ignore[arg-type]
+        since = ledger.block_at(params.round_start(first), start)
+        for event in reader.read(["LieProven", "EquivocationProven"], from_block=since):
+            a = event.args
+            if event.name == "LieProven":
+                found["lies_proven"].append(
+                    {
+                        "round": int(a["round"]),
+                        "what": str(a["what"]),
+                        "prover": str(a["prover"]),
+                        "paid": int(a["paid"]),
+                    }
+                )
+            else:
+                found["equivocations_proven"].append(
+                    {
+                        "round": int(a["round"]),
+                        "producer": str(a["producer"]),
+                        "signer": str(a["voter"]),
+                        "what": "submitted twice"
+                        if str(a["voter"]).lower() == str(a["producer"]).lower()
+                        else "voted twice",
+                        "prover": str(a["prover"]),
+                        "slashed": int(a["slashed"]),
+                    }
+                )
+    return found
+
+
+def describe_proofs(proofs: dict[str, list[dict]], names: dict[str, str]) -> list[str]:
+    """`devnet status`'s lines of what was proven on the book (`book_proofs`); `names`: a
+    node's name (node-0, …) by lower-case address."""
+
+    def name(address: str) -> str:
+        return names.get(address.lower(), address)
+
+    lies = proofs["lies_proven"]
+    lines = [
+        "its lies proven in the last day: "
+        + "; ".join(f"round {p['round']}: {p['what']} (by {name(p['prover'])})" for p in lies)
+        if lies
+        else "no lie of its proven in the last day"
+    ]
+    doubles = proofs["equivocations_proven"]
+    if doubles:
+        lines.append(
+            "slashed for signing twice in the last day: "
+            + "; ".join(
+                f"round {p['round']}: {name(p['signer'])} {p['what']}"
+                + ("" if p["what"] == "submitted twice" else f" on {name(p['producer'])}'s batch")
+                for p in doubles
+            )
+        )
+    return lines
+
+
 def light_view(state: DevnetState, in_book: dict[str, int]) -> dict | None:
     """The light nodes of a running devnet ([devnet].light): their process, what it says it did
     (client.devnet.light's status.json) and what the book's verdict roots credit them (from

@@ -212,10 +212,28 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert all_credited()  # read again: a root it credited them all in may have been a lie
     round_ = found["round"]
 
+    # the equivocating light node's second vote was kept as evidence and proven on chain by the
+    # aggregator: the ledger slashed it its stake's slash share, once
+    equivocator = roster["addresses"][0]
+    events = EventReader(reader.ledger)
+
+    def slashes() -> list[int]:
+        return [int(e.args["amount"]) for e in events.read(["Slashed"], node=equivocator)]
+
+    wait_until(lambda: slashes(), timeout_s=ROUND_S * 4, what="the light equivocator slashed")
+    params = reader.ledger.params()
+    assert slashes() == [params.min_stake * params.slash_bps // 10_000]
     status = sapo_run("devnet", "status", "--data-dir", state["data_dir"], "--json", env=env)
     assert status.returncode == 0, status.stderr
     view = json.loads(status.stdout)
     assert view["book"] == aggregator["book"] and view["aggregator"]["running"]
+    # it names what was proven on the book: each lie, by whom; the light equivocator's slash
+    told = {p["what"]: p["prover"].lower() for p in view["aggregator"]["lies_proven"]}
+    assert told == {what: lie["prover"].lower() for what, lie in proven().items()}
+    doubles = view["aggregator"]["equivocations_proven"]
+    assert [(p["signer"].lower(), p["what"]) for p in doubles] == [
+        (equivocator.lower(), "voted twice")
+    ]
     rows = {r["address"].lower(): r for r in view["nodes"]}
     assert set(rows) == addresses
     for address, row in rows.items():  # all of it in the book, but the censored batch's
@@ -228,19 +246,7 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert light["refused"] == 0 and light["submitted"] >= LIGHT and light["voted"] > 0
     assert light["problem"] is None, light
     assert light["credited_in_book"] > 0
-
-    # the equivocating light node's second vote was kept as evidence and proven on chain by the
-    # aggregator: the ledger slashed it its stake's slash share, once
-    assert light["equivocated"] == 1, light
-    equivocator = roster["addresses"][0]
-    events = EventReader(reader.ledger)
-
-    def slashes() -> list[int]:
-        return [int(e.args["amount"]) for e in events.read(["Slashed"], node=equivocator)]
-
-    wait_until(lambda: slashes(), timeout_s=ROUND_S * 4, what="the light equivocator slashed")
-    params = reader.ledger.params()
-    assert slashes() == [params.min_stake * params.slash_bps // 10_000]
+    assert light["equivocated"] == 1, light  # kept as evidence, in its status
 
     audit = sapo_run("audit", "book", str(round_), "--config", state["config"], env=env)
     assert audit.returncode == 0, audit.stdout + audit.stderr
