@@ -49,7 +49,8 @@ each step per forged batch, what was slashed and what each side was credited.
 different vote on a batch they voted on: the aggregator's collector refuses it and keeps both, and
 the aggregator proves each pair (RoundJudge.proveEquivocation), which slashes the checker on the
 ledger and pays the aggregator the settler's cut; the first votes stand, so the verdict root
-credits what it would have.
+credits what it would have. In the same round E producers each sign a second, different
+submission of it, proven the same way (RoundJudge.proveDoubleSubmission).
 
 Not in these figures (not built yet, docs/scaling.md): the aggregator's draw and pay.
 
@@ -1041,6 +1042,10 @@ class Equivocated:
     proof_gas: int  # the aggregator's proofs, all of them
     slashed: int  # wei slashed from the equivocators, all of them
     prover_paid: int  # wei the ledger paid the aggregator (its settler's cut of each)
+    # the same of the producers that signed two submissions of the round (as many)
+    double_gas: int
+    double_slashed: int
+    double_paid: int
     honest: int  # producers
     credited: int  # of them, the ones the verdict root credits
     finding: str  # what an auditor found in the round's lists ("" when nothing)
@@ -1101,13 +1106,31 @@ def _play_equivocators(light: LightSwarm, count: int) -> Equivocated:
     ]
     proved = light.send("proveEquivocation", judge.address, proofs, count=False)
     slashed = sum(stakes[v] - light.ledger.node_info(v).active_stake for v in firsts)
+    # producers that signed a second submission of the round: proven from the pair
+    paid_votes = ledger.totalSettlerPaid().call()
+    doubles = [s for s in root.signed if s.signer.lower() not in firsts][:count]
+    before = {s.signer: light.ledger.node_info(s.signer).active_stake for s in doubles}
+    proofs = []
+    for first in doubles:
+        s = first.message
+        other = s.model_copy(update={"digest": "0x" + keccak(hexstr=s.digest).hex()})
+        second = Signed.sign(other, light.domain, keys_of[first.signer.lower()])
+        args = [r, submission_struct(first), submission_struct(second)]
+        proofs.append(
+            (light.aggregator.address, judge.encode_abi("proveDoubleSubmission", args=args), 0)
+        )
+    doubled = light.send("proveDoubleSubmission", judge.address, proofs, count=False)
+    double_slashed = sum(v - light.ledger.node_info(a).active_stake for a, v in before.items())
     verdicts, finding = audited_verdicts(light, r, collector, root, listed, cost)
     credited = {c.producer.lower() for c in verdicts.credits}
     return Equivocated(
         count,
         sum(int(x["gasUsed"], 16) for x in proved),
         slashed,
-        ledger.totalSettlerPaid().call() - paid_before,
+        paid_votes - paid_before,
+        sum(int(x["gasUsed"], 16) for x in doubled),
+        double_slashed,
+        ledger.totalSettlerPaid().call() - paid_votes,
         len(root.signed),
         sum(1 for x in root.signed if x.signer.lower() in credited),
         "" if finding is None else finding.what,
@@ -1203,6 +1226,7 @@ def print_equivocators(n: int, e: Equivocated) -> None:
     """The --equivocators table."""
     twice = Table(
         "N",
+        "signed twice",
         "equivocators",
         "proof gas / equivocator",
         "slashed / equivocator (ETH)",
@@ -1217,19 +1241,25 @@ def print_equivocators(n: int, e: Equivocated) -> None:
         },
         left=["batches credited", "auditor's finding"],
     )
-    twice.row(
-        n,
-        e.equivocators,
-        e.proof_gas // e.equivocators,
-        e.slashed / e.equivocators / ETH,
-        e.prover_paid / e.equivocators / ETH,
-        f"{e.credited} of {e.honest}",
-        e.finding or "none: the root stands",
-        e.wall,
-    )
+    for what, gas, slashed, paid in (
+        ("a vote on a batch", e.proof_gas, e.slashed, e.prover_paid),
+        ("a submission", e.double_gas, e.double_slashed, e.double_paid),
+    ):
+        twice.row(
+            n,
+            what,
+            e.equivocators,
+            gas // e.equivocators,
+            slashed / e.equivocators / ETH,
+            paid / e.equivocators / ETH,
+            f"{e.credited} of {e.honest}",
+            e.finding or "none: the root stands",
+            e.wall,
+        )
     twice.print(
-        f"Root lane: checkers that sign two votes on one batch at N = {n}, one round (each "
-        "pair proven by the aggregator, the checker slashed on the ledger)"
+        f"Root lane: checkers that sign two votes on one batch and producers that sign two "
+        f"submissions of the round at N = {n}, one round (each pair proven by the aggregator, "
+        "its signer slashed on the ledger)"
     )
 
 

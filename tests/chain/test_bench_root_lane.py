@@ -73,10 +73,13 @@ def test_forging_producers_are_escalated_slashed_and_paid_nothing() -> None:
 def test_checkers_that_sign_twice_are_slashed_and_the_round_is_credited_as_before() -> None:
     """--equivocators: each checker's second vote is refused and kept; the aggregator proves
     each pair, the ledger slashes each checker its stake's slash share and pays the aggregator
-    the settler's cut; the first votes stand, and the root does too."""
+    the settler's cut; the first votes stand, and the root does too. As many producers that
+    signed a second submission of the round are slashed alike."""
     twice = play_equivocators(12, 2, family_size=12, checkers=10, quorum=3)
     assert twice.slashed == 2 * STAKE // 10  # 10% (slashBps 1,000) of each one's 2 ETH
     assert twice.prover_paid == twice.slashed // 10  # SETTLER_CUT_BPS
+    assert twice.double_slashed == twice.slashed and twice.double_paid == twice.prover_paid
+    assert twice.double_gas > 0
     assert twice.proof_gas > 0 and twice.finding == "" and twice.credited > 5
 
 
