@@ -135,8 +135,9 @@ interface IRoundBook {
     /// Credit with its amount and votes), the calldata anyone then proves a lie from.
     event DataAnswered(uint64 indexed round, bool verdictTree, uint32 index, bytes leaf);
     /// @notice `voter` signed two different votes on `producer`'s batch of `round` (or one its
-    /// vote on the ledger contradicts): the ledger slashed it `slashed` wei, and paid `prover` its
-    /// settler's cut of it.
+    /// vote on the ledger contradicts); or, `voter` == `producer`, the producer signed two
+    /// different submissions of the round (or one its batch on the ledger contradicts): the
+    /// ledger slashed it `slashed` wei, and paid `prover` its settler's cut of it.
     event EquivocationProven(
         uint64 indexed round, address indexed producer, address indexed voter, address prover, uint256 slashed
     );
@@ -350,9 +351,10 @@ interface IRoundBook {
     ) external;
 
     /// @notice Has the ledger slash `voter`, whom this book's judge found equivocating on
-    /// `producer`'s batch of `round` (RoundJudge.proveEquivocation, the only caller), and pay
-    /// `prover`: once per checker and batch, until the round's challenge window ends (stake that
-    /// gave a seat outlasts it: the ledger's unbonding period is longer).
+    /// `producer`'s batch of `round` (RoundJudge.proveEquivocation), or `producer` (== `voter`)
+    /// found submitting twice (proveDoubleSubmission), and pay `prover`: once per signer and
+    /// batch, until the round's challenge window ends (stake that gave a seat outlasts it: the
+    /// ledger's unbonding period is longer).
     function slashEquivocation(uint64 round, address producer, address voter, address prover) external;
 
     /// @notice Voids `round`'s verdict root for `lie`, which this book's judge proved

@@ -266,7 +266,11 @@ contract RoundJudge {
     ) public view returns (address) {
         bytes32 hash = _voteHash(round, producer, first);
         address voter = Messages.signer(hash, first.signature);
-        if (voter == address(0) || _ledger.familyOf(voter) == bytes32(0)) return address(0);
+        // a producer holds no seat on its own batch: its "votes" on it are no checker's (and
+        // (round, producer, producer) is the key of its double submission)
+        if (voter == address(0) || voter == producer || _ledger.familyOf(voter) == bytes32(0)) {
+            return address(0);
+        }
         if (second.signature.length != 0) {
             bytes32 other = _voteHash(round, producer, second);
             return other != hash && Messages.signer(other, second.signature) == voter ? voter : address(0);

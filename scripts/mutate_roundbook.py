@@ -1,9 +1,9 @@
 """Shows that the round book's tests can fail: seeds one fault at a time into a copy of
 contracts/RoundBook.sol or of the judge it creates, contracts/RoundJudge.sol (each a one-line
 change a tired author could make to a rule that moves credit or money), compiles every mutant in
-one build with the pinned solcjs, and runs tests/chain/test_roundbook.py and
-tests/chain/test_escalation.py on anvil against each (tests/harness/ledger_swarm.deploy_artifact
-deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
+one build with the pinned solcjs, and runs tests/chain/test_roundbook.py,
+tests/chain/test_escalation.py and tests/chain/test_equivocation.py on anvil against each
+(tests/harness/ledger_swarm.deploy_artifact deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
 exits 1 when one survives or the unmutated book fails.
 
 A fault's text must occur exactly once in RoundBook.sol and RoundJudge.sol together (the table
@@ -322,6 +322,27 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "other != hash && Messages.signer(other, second.signature) == producer;",
         "other != hash;",
         (DOUBLE,),
+    ),
+    "equivocation-of-a-producer": (
+        "a producer's two votes on its own batch (no seat there) are slashed as a checker's, "
+        "under the key of its double submission",
+        "if (voter == address(0) || voter == producer ||",
+        "if (voter == address(0) ||",
+        (TWO_VOTES,),
+    ),
+    "double-of-another-round": (
+        "a producer's submission of another round is shown against its record of this one (an "
+        "honest producer framed: its next round's batch differs)",
+        "if (a.round != round || producer == address(0) ||",
+        "if (producer == address(0) ||",
+        (DOUBLE_LEDGER,),
+    ),
+    "double-of-a-digest-only": (
+        "a producer that signs one claim and submits the same digest with another score on the "
+        "ledger is not taken for a double submitter",
+        "bool same = s.digest == a.digest && s.rollouts == a.rollouts && s.score == a.score",
+        "bool same = s.digest == a.digest && s.rollouts == a.rollouts",
+        (DOUBLE_LEDGER,),
     ),
     "double-of-the-forced-batch": (
         "a producer that submits on the ledger the batch it signed (force inclusion) is taken "

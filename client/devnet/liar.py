@@ -37,6 +37,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import replace
 
+from client.chain import ChainError
 from client.chain.messages import Signed, Submission, Vote
 from client.chain.roots import SubmissionRoot, VerdictRoot, vote_struct, votes_hash
 from client.node.aggregation.collector import Collector, Refused
@@ -72,14 +73,28 @@ class LyingAggregator(Aggregator):
         self.told: dict[str, tuple[int, str]] = {}  # lie -> (round, the real node lied about)
         self.withheld: set[int] = set()  # rounds whose verdict list is never published
         self._families: dict[str, int] = {}
+        self._replaying = False
+
+    def start(self) -> None:
+        # what the store held was taken once: a replay tells no lie (a censor now would leave
+        # out a receipted submission: another lie than the one asked)
+        self._replaying = True
+        try:
+            super().start()
+        finally:
+            self._replaying = False
 
     # ------------------------------------------------------------------------------ target
 
     def _real(self, address: str) -> bool:
-        """Whether `address` is a real node: of the aggregator's own model family."""
-        for who in (address, self.me):
-            if who.lower() not in self._families:
-                self._families[who.lower()] = self.ledger.node_info(who).family
+        """Whether `address` is a real node: of the aggregator's own model family (False while
+        the chain does not say: the lie waits for a later message)."""
+        try:
+            for who in (address, self.me):
+                if who.lower() not in self._families:
+                    self._families[who.lower()] = self.ledger.node_info(who).family
+        except ChainError:
+            return False
         return self._families[address.lower()] == self._families[self.me.lower()]
 
     def _tell(self, lie: str, round_: int, producer: str, what: str) -> None:
@@ -94,7 +109,9 @@ class LyingAggregator(Aggregator):
         return collector
 
     def _censors(self, signed: Signed) -> bool:
-        if "censor" not in self.lies or not isinstance(signed.message, Submission):
+        if self._replaying or "censor" not in self.lies:
+            return False
+        if not isinstance(signed.message, Submission):
             return False
         told = self.told.get("censor")
         if told is not None:  # the same node's tries again in the round: refused again
@@ -129,8 +146,8 @@ class LyingAggregator(Aggregator):
 
     def posting(self, round_: int, verdicts: VerdictRoot) -> VerdictRoot | None:
         lie = next((x for x in self.lies if x in VERDICT_LIES and x not in self.told), None)
-        if lie is None:
-            return verdicts
+        if lie is None or self.told.get("leave-out", (None,))[0] == round_:
+            return verdicts  # (a round whose submission root is a lie: proven void, maybe late)
         target = next((c for c in verdicts.credits if self._real(c.producer)), None)
         if target is None:
             return verdicts

@@ -233,10 +233,10 @@ def test_a_producer_that_signs_two_submissions_of_a_round_is_proven_and_slashed(
     world, daemon, tmp_path
 ):
     """One producer sends the aggregator a second, different submission of the round (refused:
-    the first stands); another signs one to the aggregator and submits another batch on the
-    ledger. The service proves each (RoundJudge.proveDoubleSubmission), the first once the
-    submission root is posted, the second when it reads the ledger's lane before the verdict
-    root; the ledger slashes both, and no one else."""
+    the first stands); another signs one to the aggregator and submits its digest on the
+    ledger with another claim. The service proves each (RoundJudge.proveDoubleSubmission), the
+    first once the submission root is posted, the second when it reads the ledger's lane before
+    the verdict root; the ledger slashes both, and no one else."""
     swarm, nodes, book = world
     agg, r = collecting(world, daemon, tmp_path)
     sent = sign_submissions(book, nodes[:4], r)
@@ -252,8 +252,9 @@ def test_a_producer_that_signs_two_submissions_of_a_round_is_proven_and_slashed(
 
     [answer] = agg.client(book.domain).send([another(sent[3], twice)])
     assert answer.refused and "second, different submission" in answer.refused
-    v4 = another(sent[2], both_lanes).message
-    both_lanes.submit(r, v4.digest, v4.rollouts, v4.score, v4.signal)
+    # the same batch's digest on the ledger with another claim: a double submission too
+    v4 = sent[2].message
+    both_lanes.submit(r, v4.digest, v4.rollouts, v4.score - 1, v4.signal)
     stakes = {n: swarm.ledger.node_info(n.tx.account.address).active_stake for n in nodes}
 
     swarm.goto(agg.service.windows.post_round(r))

@@ -80,6 +80,11 @@ def test_two_different_votes_on_one_batch_slash_their_signer_once(world) -> None
     someone = next(n for n in nodes if n.tx.account.address not in (voter, producer))
     with pytest.raises(LedgerRevert, match="NoLie"):
         prove(book, prover, one, signed_vote(book, someone, batch, score=0))
+    # nor a producer's two "votes" on its own batch: it holds no seat there (and its double
+    # submission is slashed under that key)
+    own = next(n for n in nodes if n.tx.account.address == producer)
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        prove(book, prover, signed_vote(book, own, batch), signed_vote(book, own, batch, score=0))
 
     pool, paid = ledger.reward_pool(), swarm.w3.eth.get_balance(prover.address)
     result = prove(book, prover, one, other)
@@ -208,21 +213,40 @@ def test_a_submission_signed_off_chain_and_another_on_the_ledger_is_a_double_sub
     chain,
 ) -> None:
     """A producer signs a batch to the aggregator and submits another of the round on the
-    ledger: slashed. One that submits the very batch it signed there (what an honest node does
-    when the aggregator gives no receipt: force inclusion) is not."""
+    ledger (another digest, or the same digest with another score): slashed. One that submits
+    the very batch it signed there (what an honest node does when the aggregator gives no
+    receipt: force inclusion) is not, nor is it framed by its submission of another round."""
     swarm, nodes, book = open_book(chain)
     round_ = ROUND + 1  # the ledger's submit window of a round ahead
     signed = sign_submissions(book, nodes[:4], round_)
-    honest, double = nodes[0], nodes[1]
+    honest, double, rescored = nodes[0], nodes[1], nodes[2]
     s = signed[0].message
     submit_in_v4(book, double, round_)  # another batch
     honest.submit(round_, s.digest, s.rollouts, s.score, s.signal)  # the same batch: no lie
+    r = signed[2].message
+    rescored.submit(round_, r.digest, r.rollouts, r.score - 1, r.signal)  # another claim
     post_submissions(book, nodes[4], SubmissionRoot(signed), round_)
     prover = stranger(book)
     with pytest.raises(LedgerRevert, match="NoLie"):
         book.send(
             prover, "proveDoubleSubmission", round_, submission_struct(signed[0]), NO_SUBMISSION
         )
+    # the honest node's submission of the next round, shown against this round's record
+    next_round = Signed.sign(
+        Submission(round=round_ + 1, digest="0x" + "ab" * 32, rollouts=8, score=0, signal=0),
+        book.domain,
+        honest.tx.account.key,
+    )
+    with pytest.raises(LedgerRevert, match="NoLie"):
+        book.send(
+            prover, "proveDoubleSubmission", round_, submission_struct(next_round), NO_SUBMISSION
+        )
+    before = swarm.ledger.node_info(signed[2].signer).active_stake
+    result = book.send(
+        prover, "proveDoubleSubmission", round_, submission_struct(signed[2]), NO_SUBMISSION
+    )
+    [(who, _, slashed)] = proven(book, result)
+    assert who == signed[2].signer and slashed == before * swarm.params.slash_bps // 10_000
     stake = swarm.ledger.node_info(signed[1].signer).active_stake
     result = book.send(
         prover, "proveDoubleSubmission", round_, submission_struct(signed[1]), NO_SUBMISSION

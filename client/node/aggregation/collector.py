@@ -41,10 +41,12 @@ SECOND_VOTE = "a second, different vote on this batch"
 class Equivocation:
     """Two different messages one signer signed on the same thing: of two votes, the proof the
     book slashes their voter for (RoundJudge.proveEquivocation, which the aggregator sends); of
-    two submissions, kept (the first stands; nothing slashes a producer for it yet)."""
+    two submissions, the proof it slashes their producer for (proveDoubleSubmission). `second`
+    None: `first` and the signer's own record on the ledger take two sides (the aggregator reads
+    it before its verdict root)."""
 
     first: Signed
-    second: Signed
+    second: Signed | None
 
 
 @dataclass

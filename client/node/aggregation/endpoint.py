@@ -160,6 +160,13 @@ class Desk:
                 except Refused as exc:
                     answers[i] = Answer(refused=str(exc))
                     continue
+                except Exception as exc:  # a check's chain read failed: nothing of it was taken
+                    log.warning("aggregator: a message could not be judged: %s", exc)
+                    answers[i] = Answer(
+                        refused=f"the aggregator could not judge it now ({type(exc).__name__}); "
+                        "send it again"
+                    )
+                    continue
                 if kept is signed:
                     new.append((collector, signed))
                 held.append((i, kept))

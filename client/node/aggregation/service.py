@@ -41,7 +41,7 @@ from client.chain.roots import (
     verdict_list,
 )
 from client.node.aggregation.auditor import Auditor, v4_producers
-from client.node.aggregation.collector import Collector
+from client.node.aggregation.collector import Collector, Equivocation
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.endpoint import Desk
 from client.node.aggregation.held import Held
@@ -473,9 +473,10 @@ class Aggregator:
     def _prove_equivocations(self, current: int, done: Tick) -> None:
         """Proves each voter that sent two different votes on one batch of a posted round, and
         each producer that sent two different submissions of it, while the book still judges
-        it: the ledger slashes the signer and pays this node its settler's cut. Proven in the
-        pass after the second message came (the refused message is not held, so a restart in
-        between loses that evidence)."""
+        it, and each contradiction with the ledger `_prove_contradictions` found: the ledger
+        slashes the signer and pays this node its settler's cut. Proven in the pass after the
+        second message came (the refused message is not held, so a restart in between loses
+        that evidence); a proof the chain did not take is sent again next pass."""
         for round_, collector in self.collectors.items():
             if round_ not in self.submission_roots or current > self.windows.challenge_end(round_):
                 continue
@@ -496,62 +497,44 @@ class Aggregator:
                     signer = both.first.signer
                     producer = both.first.message.producer if vote else signer
                     done.equivocations.append((round_, producer, signer))
-                    log.info(
-                        "round %s: proved that %s %s",
-                        round_,
-                        signer,
-                        f"voted twice on {producer}'s batch" if vote else "submitted twice",
-                    )
+                    what = f"voted twice on {producer}'s batch" if vote else "submitted twice"
+                    if both.second is None:
+                        what = (
+                            f"signed an agreement with {producer}'s batch and voted the other "
+                            "side on the ledger"
+                            if vote
+                            else "submitted another batch on the ledger"
+                        )
+                    log.info("round %s: proved that %s %s", round_, signer, what)
                 collector.equivocations.pop(0)
 
     def _prove_contradictions(
         self, round_: int, collector: Collector, v4: set[str], done: Tick
     ) -> None:
-        """Proves each voter that signed this node an agreement with a batch the ledger now holds
-        (escalated, or submitted there too) and voted there the other side: the round's first
-        votes on the ledger are all in by its verdict round; and each producer whose signed
-        submission this node holds and that submitted another batch on the ledger."""
+        """Finds each voter that signed this node an agreement with a batch the ledger now holds
+        (escalated, or submitted there too) and voted there the other side (the round's first
+        votes on the ledger are all in by its verdict round), and each producer whose signed
+        submission this node holds and that submitted another batch on the ledger; each goes to
+        the collector's evidence, proven after the verdict root is posted (_prove_equivocations:
+        a proof's wait must not delay the post, whose round is the only one it may come in)."""
         for producer in sorted(v4):
             submission = collector.submissions.get(producer)
             if submission is not None:
-                on_ledger = self.ledger.submission(round_, producer)
-                if (
-                    on_ledger.exists
-                    and on_ledger.digest.lower() != submission.message.digest.lower()
-                ):
-                    try:
-                        self.book.prove_double_submission(submission)
-                    except ChainError as exc:
-                        log.info(
-                            "round %s: %s's double submission not proven: %s", round_, producer, exc
-                        )
-                    else:
-                        signer = submission.signer
-                        done.equivocations.append((round_, signer, signer))
-                        log.info(
-                            "round %s: proved that %s submitted another batch on the ledger",
-                            round_,
-                            submission.signer,
-                        )
+                s, on_ledger = submission.message, self.ledger.submission(round_, producer)
+                if on_ledger.exists and (
+                    on_ledger.digest.lower(),
+                    on_ledger.rollouts,
+                    on_ledger.score,
+                    on_ledger.signal,
+                ) != (s.digest.lower(), s.rollouts, s.score, s.signal):
+                    collector.equivocations.append(Equivocation(submission, None))
             held = {v: s for (p, v), s in collector.votes.items() if p == producer}
             if not held:
                 continue
             on_chain = self.ledger.votes_of(list(held), round_, producer)
-            for (voter, signed), (first, _, _) in zip(held.items(), on_chain, strict=True):
-                if first in (0, 1):  # no vote there, or the agreement it signed
-                    continue
-                try:
-                    self.book.prove_equivocation(signed)
-                except ChainError as exc:
-                    log.info("round %s: %s's contradiction not proven: %s", round_, voter, exc)
-                    continue
-                done.equivocations.append((round_, signed.message.producer, signed.signer))
-                log.info(
-                    "round %s: proved that %s signed an agreement and voted %s on chain",
-                    round_,
-                    signed.signer,
-                    "a dispute" if first == 2 else "unavailable",
-                )
+            for signed, (first, _, _) in zip(held.values(), on_chain, strict=True):
+                if first not in (0, 1):  # a vote there, not the agreement it signed
+                    collector.equivocations.append(Equivocation(signed, None))
 
     def _release(self, current: int, done: Tick) -> None:
         for round_ in sorted(self.submission_roots):
