@@ -3,8 +3,9 @@ contracts/RoundBook.sol or of the judge it creates, contracts/RoundJudge.sol (ea
 change a tired author could make to a rule that moves credit or money), compiles every mutant in
 one build with the pinned solcjs, and runs tests/chain/test_roundbook.py,
 tests/chain/test_escalation.py and tests/chain/test_equivocation.py on anvil against each
-(tests/harness/ledger_swarm.deploy_artifact deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
-exits 1 when one survives or the unmutated book fails.
+(tests/harness/ledger_swarm.deploy_artifact deploys the artifact SAPO_ROUNDBOOK_ARTIFACT
+names). Prints which test caught each fault, and exits 1 when one survives or the unmutated book
+fails.
 
 A fault's text must occur exactly once in RoundBook.sol and RoundJudge.sol together (the table
 would lie otherwise). --quick runs, for each fault, only the tests named as its catchers (what
