@@ -279,7 +279,7 @@ class Aggregator:
             return
         v4 = v4_producers(self.ledger, self.ledger_events, round_)
         collector = self.collectors[round_]
-        self._prove_contradictions(round_, collector, v4, done)
+        self._find_contradictions(round_, collector, v4)
         # every voter's and producer's registration and stake as of the root, in batches
         self.auditor.prefetch(
             {p for p, _ in collector.votes} | {v for _, v in collector.votes}, posted.posted_block
@@ -473,7 +473,7 @@ class Aggregator:
     def _prove_equivocations(self, current: int, done: Tick) -> None:
         """Proves each voter that sent two different votes on one batch of a posted round, and
         each producer that sent two different submissions of it, while the book still judges
-        it, and each contradiction with the ledger `_prove_contradictions` found: the ledger
+        it, and each contradiction with the ledger `_find_contradictions` found: the ledger
         slashes the signer and pays this node its settler's cut. Proven in the pass after the
         second message came (the refused message is not held, so a restart in between loses
         that evidence); a proof the chain did not take is sent again next pass."""
@@ -508,9 +508,7 @@ class Aggregator:
                     log.info("round %s: proved that %s %s", round_, signer, what)
                 collector.equivocations.pop(0)
 
-    def _prove_contradictions(
-        self, round_: int, collector: Collector, v4: set[str], done: Tick
-    ) -> None:
+    def _find_contradictions(self, round_: int, collector: Collector, v4: set[str]) -> None:
         """Finds each voter that signed this node an agreement with a batch the ledger now holds
         (escalated, or submitted there too) and voted there the other side (the round's first
         votes on the ledger are all in by its verdict round), and each producer whose signed
