@@ -611,6 +611,87 @@ def book(
         raise typer.Exit(Exit.CHECK_FAILED)
 
 
+@app.command("watch")
+@chain_options(keystore=True)
+def watch(
+    since: Annotated[
+        int | None,
+        typer.Option(
+            "--since",
+            min=0,
+            metavar="ROUND",
+            help="The first round folded into earnings (default: the oldest round whose "
+            "challenge window is still open, less the lag rounds a credit's earnings name); a "
+            "credit's earnings are judged once the lag rounds up to its anchor are folded.",
+        ),
+    ] = None,
+    prove: Annotated[
+        bool,
+        typer.Option("--prove", help="Send the proof of each lie found (a keystore's)."),
+    ] = False,
+    challenge: Annotated[
+        bool,
+        typer.Option(
+            "--challenge",
+            help="With --prove: also ask on chain for a list that cannot be fetched by the last "
+            "two rounds of its window (bonds the book's challenge bond).",
+        ),
+    ] = False,
+    chain: ChainOpts = FROM_CONFIG,
+) -> None:
+    """Watch the root lane's round book until Ctrl-C / SIGTERM: audit every verdict root as it
+    is posted (every credit's votes, seats and amount, and its earnings against every round
+    folded since --since, which a training node does not check of others' credits) and name each
+    lie, or, with --prove, send its proof. Reads every list of every round."""
+    from client.cli.console import serve_until_signalled
+
+    if challenge and not prove:
+        fail("--challenge goes with --prove")
+    cfg, ledger, _ = chain.open(signer=prove)
+    stop = serve_until_signalled(cfg.node.log_level, "sapo.watch", "stopping after this pass…")
+    # lazily: the root lane's code and the store load only for this command
+    from client.chain import ChainError
+    from client.chain.book import Windows
+    from client.chain.messages import Domain
+    from client.node.aggregation.auditor import Auditor as BookAuditor
+    from client.node.aggregation.service import POLL_S
+    from client.node.aggregation.watch import Watcher
+    from client.store import StoreError, open_store
+
+    with chain_errors():
+        rb = open_book(cfg, ledger, why="to watch")
+        params = ledger.params()
+        windows = Windows.of(params)
+        if since is None:
+            since = max(0, ledger.current_round() - windows.challenge_end(0) - windows.lag)
+        domain = Domain(chain_id=ledger.w3.eth.chain_id, contract=rb.address)
+    try:
+        store = open_store(cfg.store)
+    except StoreError as exc:
+        fail(str(exc), Exit.CHECK_FAILED)
+    watcher = Watcher(
+        ledger,
+        rb,
+        store,
+        BookAuditor.of(domain, ledger, params),
+        since=since,
+        prove=prove,
+        challenge=challenge,
+        allow_private_peers=cfg.store.allow_private_peers,
+        start_block=cfg.chain.round_book_deploy_block,
+        chunk_blocks=cfg.chain.log_chunk_blocks,
+    )
+    out.print(f"watching round book {rb.address} from round {since} (Ctrl-C stops)")
+    while not stop.is_set():
+        try:
+            for audited in watcher.tick():
+                style = None if audited.finding is None else "red"
+                out.print(audited.describe(), style=style, markup=False)
+        except (ChainError, StoreError) as exc:  # the chain or the store did not answer
+            out.print(f"this pass stopped: {exc}; again in {POLL_S:.0f} s", markup=False)
+        stop.wait(POLL_S)
+
+
 def _escalation_vote(escalate, score, signal, findings: int, unavailable: bool):
     """The vote --escalate carries (None without --escalate); exits 2 on flags that do not make
     one: a dispute needs both values recomputed, unavailable none."""

@@ -11,11 +11,23 @@ every auditor's check."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from client.chain.book import EscalationVote
+from client.chain.book import EscalationVote, RoundBook
+from client.chain.events import EventReader
 from client.chain.messages import Signed, Submission
-from client.chain.roots import NO_CREDITS_ROOT, SubmissionRoot, VerdictRoot, submission_struct
+from client.chain.roots import (
+    NO_CREDITS_ROOT,
+    NO_ROUND,
+    SubmissionRoot,
+    VerdictRoot,
+    submission_struct,
+)
+from client.node.aggregation.auditor import Auditor
+from client.node.aggregation.service import Aggregator
+from client.node.aggregation.watch import Watcher
 from client.store import IpfsStore
 from tests.harness.ledger_swarm import ETH
 from tests.harness.roundbook import (
@@ -271,3 +283,73 @@ def test_a_producer_that_signs_two_submissions_of_a_round_is_proven_and_slashed(
         cut = stakes[n] * slash // 10_000 if n in (twice, both_lanes) else 0
         assert after == stakes[n] - cut
     agg.stop()
+
+
+class InflatingAggregator(Aggregator):
+    """An aggregator that writes into one credit of each verdict root with earnings 1 ETH more
+    than its producer earned (a friend's, to be claimed from the book's pool)."""
+
+    def posting(self, round_: int, verdicts: VerdictRoot) -> VerdictRoot | None:
+        credits = list(verdicts.credits)
+        for i, credit in enumerate(credits):
+            if credit.earnings.anchor != NO_ROUND:
+                inflated = replace(credit.earnings, settled=credit.earnings.settled + ETH)
+                credits[i] = replace(credit, earnings=inflated)
+                return VerdictRoot(credits, verdicts.amounts, votes=verdicts.votes, presorted=True)
+        return verdicts
+
+
+def test_a_watcher_folds_every_round_and_proves_a_friends_inflated_earnings(
+    world, daemon, tmp_path
+):
+    """`sapo audit watch`'s Watcher: the aggregator credits round r honestly, then writes 1 ETH
+    more into a producer's earnings in round r + lag, which no training node checks (each checks
+    its own). The watcher audited round r as it was posted (every rule holds), kept its list,
+    folded it once it stood, and proves the lie in round r + lag: the root is void, half the
+    bond the watcher's."""
+    swarm, nodes, book = world
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    agg = Running(world, tmp_path / "aggregator.db", store, InflatingAggregator)
+    w = agg.service.windows
+    # a credit's earnings are judged from the lag rounds up to its anchor: the watcher folds
+    # from there (rounds nobody posted, void)
+    r = swarm.ledger.current_round() + w.lag + 1
+    swarm.goto(r)
+    agg.service.tick()
+    watcher_account = stranger(book)
+    watcher = Watcher(
+        swarm.ledger,
+        RoundBook(swarm.w3, book.contract.address, account=watcher_account),
+        IpfsStore(daemon.api, index_dir=tmp_path / "watcher-index"),
+        Auditor.of(book.domain, swarm.ledger, swarm.params),
+        since=r - w.lag,
+        prove=True,
+    )
+    sent = sign_submissions(book, nodes[:4], r)
+    assert all(a.receipt for a in agg.client(book.domain).send(sent))
+    post_and_draw(agg, swarm, r)
+    vote_on(agg, book, nodes, sent, r)
+    r2 = r + w.lag  # its credits' earnings count round r
+    swarm.goto(r2)
+    agg.service.tick()
+    later = sign_submissions(book, nodes[:4], r2)
+    assert all(a.receipt for a in agg.client(book.domain).send(later))
+    swarm.goto(w.verdict_round(r))
+    assert r in agg.service.tick().posted_verdicts
+    [honest] = watcher.tick()
+    assert (honest.round, honest.finding, honest.earnings) == (r, None, True), honest.describe()
+    post_and_draw(agg, swarm, r2)
+    vote_on(agg, book, nodes, later, r2)
+    swarm.goto(w.challenge_end(r) + 1)
+    agg.service.tick()
+    swarm.goto(w.verdict_round(r2))
+    assert r2 in agg.service.tick().posted_verdicts
+    [lie] = watcher.tick()
+    agg.stop()
+    assert watcher.earned.folded == r  # round r stood, folded from the list its audit kept
+    assert lie.round == r2 and lie.finding is not None and lie.tx_hash, lie.describe()
+    assert lie.finding.what == "earnings that do not add up", lie.describe()
+    reader = RoundBook(swarm.w3, book.contract.address)
+    proven = [e.args for e in EventReader(reader).read(["LieProven"])]  # type: ignore[arg-type]
+    assert [(int(a["round"]), a["prover"]) for a in proven] == [(r2, watcher_account.address)]
+    assert reader.round_of(r2).void

@@ -16,7 +16,7 @@ from client.chain.roots import VerdictRoot, verdict_list
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.lists import ListIndex, publish_list
 from client.store import IpfsStore, cid_to_digest
-from tests.harness.processes import sapo_run
+from tests.harness.processes import sapo_process, sapo_run, wait_until
 from tests.harness.roundbook import (
     balances,
     honest_round,
@@ -204,3 +204,28 @@ def test_a_checker_escalates_a_batch_it_disputes_from_the_published_list(world, 
     code, said = audit_book(tmp_path / "late.toml", r, "--escalate", other, "--unavailable")
     assert code == 1 and "escalates in rounds" in said, said
     assert not swarm.ledger.submission(r, other).exists
+
+
+def test_a_watcher_proves_the_earnings_lie_no_training_node_checks(world) -> None:
+    """`sapo audit watch --since R0 --prove`, a real process left running: it folds the standing
+    rounds from R0 (their lists fetched through IPFS), audits each verdict root in its window,
+    and proves the round whose earnings leave every earlier credit out (each producer checks
+    only its own credit's earnings), until it is stopped (SIGTERM)."""
+    swarm, nodes, book, _, prover, config, publish = world
+    lag = book.contract.functions.lag().call()
+    r0 = swarm.ledger.current_round()
+    aggregator, _, credits, votes = honest_round(book, nodes, r0, publish=publish)
+    first = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, first, r0, publish("verdicts", r0, verdict_list(first)))
+    r2 = r0 + lag  # round r0 is settled for it
+    _, _, credits, votes = honest_round(book, nodes, r2, publish=publish)
+    skipping = VerdictRoot(credits, votes=votes)  # no earnings: round r0's credits left out
+    post_verdicts(book, aggregator, skipping, r2, publish("verdicts", r2, verdict_list(skipping)))
+    watcher = sapo_process("audit", "watch", "--since", str(r0), "--prove", "--config", str(config))
+    wait_until(lambda: book.view(r2)[9], timeout_s=120, what="the watcher's proof")
+    watcher.terminate()
+    said, logged = watcher.communicate(timeout=30)
+    assert watcher.returncode == 0, logged
+    assert f"watching round book {book.contract.address} from round {r0}" in said, said
+    assert f"round {r2}: LIE: earnings that skip a credit (proveSkippedCredit); sent" in said, said
+    assert balances(book, prover.address)[1] > 0

@@ -390,13 +390,14 @@ def paid_by(book: Book, result) -> int:
 class Running:
     """One aggregator process's worth: the service, its endpoint, its store."""
 
-    def __init__(self, world, path: Path, store: BlockStore):
-        """`world`: open_book's; its fifth node aggregates."""
+    def __init__(self, world, path: Path, store: BlockStore, service_class=Aggregator):
+        """`world`: open_book's; its fifth node aggregates (`service_class`: an Aggregator's,
+        a liar's in a test of what catches it)."""
         swarm, nodes, book = world
         account = nodes[4].tx.account
         self.client_book = RoundBook(swarm.w3, book.contract.address, account=account)
         self.held = Held(path, book.domain)
-        self.service = Aggregator(
+        self.service = service_class(
             swarm.ledger,
             self.client_book,
             self.held,
