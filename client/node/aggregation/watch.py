@@ -93,6 +93,7 @@ class Watcher:
         self._fold(current)
         found = []
         oldest = max(self.first, current - self.windows.challenge_end(0))
+        self.audited = {q for q in self.audited if q >= oldest}  # the others are past proving
         for round_ in range(oldest, current + 1):
             if round_ in self.audited:
                 continue
@@ -143,8 +144,9 @@ class Watcher:
                     self.lists[round_] = opened
                 except BadList:  # the auditor says so (a challenge), and found none: not kept
                     pass
+        sent = self._send(finding)  # raises: audited again next pass (void by then if proven)
         self.audited.add(round_)
-        return Audited(round_, finding, judged, self._send(finding))
+        return Audited(round_, finding, judged, sent)
 
     def _verdict_list(self, posted: BookRound, last_chance: bool) -> bytes | bool | None:
         """The round's verdict list; None once it cannot be had in the window's last rounds
