@@ -621,32 +621,25 @@ def watch(
             min=0,
             metavar="ROUND",
             help="The first round folded into earnings (default: the oldest round whose "
-            "challenge window is still open, less the lag rounds a credit's earnings name); a "
-            "credit's earnings are judged once the lag rounds up to its anchor are folded.",
+            "challenge window is still open, less twice the lag rounds a credit's earnings "
+            "name); a credit's earnings are judged once the lag rounds up to its anchor are "
+            "folded.",
         ),
     ] = None,
     prove: Annotated[
         bool,
         typer.Option("--prove", help="Send the proof of each lie found (a keystore's)."),
     ] = False,
-    challenge: Annotated[
-        bool,
-        typer.Option(
-            "--challenge",
-            help="With --prove: also ask on chain for a list that cannot be fetched by the last "
-            "two rounds of its window (bonds the book's challenge bond).",
-        ),
-    ] = False,
     chain: ChainOpts = FROM_CONFIG,
 ) -> None:
     """Watch the root lane's round book until Ctrl-C / SIGTERM: audit every verdict root as it
     is posted (every credit's votes, seats and amount, and its earnings against every round
     folded since --since, which a training node does not check of others' credits) and name each
-    lie, or, with --prove, send its proof. Reads every list of every round."""
+    lie, or, with --prove, send its proof; a list missing by the last rounds of its window is
+    named (`sapo audit book ROUND --prove --challenge` asks for it). Reads every list of every
+    round."""
     from client.cli.console import serve_until_signalled
 
-    if challenge and not prove:
-        fail("--challenge goes with --prove")
     cfg, ledger, _ = chain.open(signer=prove)
     stop = serve_until_signalled(cfg.node.log_level, "sapo.watch", "stopping after this pass…")
     # lazily: the root lane's code and the store load only for this command
@@ -663,24 +656,25 @@ def watch(
         params = ledger.params()
         windows = Windows.of(params)
         if since is None:
-            since = max(0, ledger.current_round() - windows.challenge_end(0) - windows.lag)
+            oldest = ledger.current_round() - windows.challenge_end(0)
+            since = max(0, oldest - 2 * windows.lag + 1)
         domain = Domain(chain_id=ledger.w3.eth.chain_id, contract=rb.address)
     try:
         store = open_store(cfg.store)
     except StoreError as exc:
         fail(str(exc), Exit.CHECK_FAILED)
-    watcher = Watcher(
-        ledger,
-        rb,
-        store,
-        BookAuditor.of(domain, ledger, params),
-        since=since,
-        prove=prove,
-        challenge=challenge,
-        allow_private_peers=cfg.store.allow_private_peers,
-        start_block=cfg.chain.round_book_deploy_block,
-        chunk_blocks=cfg.chain.log_chunk_blocks,
-    )
+    with chain_errors():
+        watcher = Watcher(
+            ledger,
+            rb,
+            store,
+            BookAuditor.of(domain, ledger, params),
+            since=since,
+            prove=prove,
+            allow_private_peers=cfg.store.allow_private_peers,
+            start_block=cfg.chain.round_book_deploy_block,
+            chunk_blocks=cfg.chain.log_chunk_blocks,
+        )
     out.print(f"watching round book {rb.address} from round {since} (Ctrl-C stops)")
     while not stop.is_set():
         try:
