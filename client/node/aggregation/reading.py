@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from client.chain.book import BookRound
+from client.chain.book import BookRound, Windows
 from client.chain.events import EventReader
 from client.chain.roots import open_submission_list
 from client.chain.sumtree import SumTree
@@ -26,6 +26,17 @@ def list_digest(book_events: EventReader, posted: BookRound) -> bytes | None:
     for event in book_events.read(
         ["SubmissionsPosted"], from_block=block, to_block=block, round=posted.round
     ):
+        return bytes.fromhex(event.args["list"][2:])
+    return None
+
+
+def verdict_digest(ledger, book_events: EventReader, windows: Windows, round_: int) -> bytes | None:
+    """The digest of `round_`'s verdict list, from its VerdictsPosted event (posted in the
+    round's verdict round: read from that round's first block on; None: no such event)."""
+    start = ledger.block_at(
+        ledger.params().round_start(windows.verdict_round(round_)), book_events.start_block
+    )
+    for event in book_events.read(["VerdictsPosted"], from_block=start, round=round_):
         return bytes.fromhex(event.args["list"][2:])
     return None
 

@@ -33,7 +33,7 @@ from client.node.aggregation.auditor import Auditor, Finding, v4_producers
 from client.node.aggregation.claims import standing
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.lists import ListUnavailable, fetch_list
-from client.node.aggregation.reading import dial, fetch_posted_submissions
+from client.node.aggregation.reading import dial, fetch_posted_submissions, verdict_digest
 from client.store import BlockStore, StoreError
 from client.store.cid import digest_to_cid
 
@@ -183,19 +183,7 @@ class Watcher:
     def _verdict_list(self, posted: BookRound) -> bytes:
         """The round's verdict list (its aggregator's daemon dialled first); raises
         ListUnavailable."""
-        start = self.ledger.block_at(
-            self.params.round_start(self.windows.verdict_round(posted.round)),
-            self.book_events.start_block,
-        )
-        digest = next(
-            (
-                bytes.fromhex(e.args["list"][2:])
-                for e in self.book_events.read(
-                    ["VerdictsPosted"], from_block=start, round=posted.round
-                )
-            ),
-            None,
-        )
+        digest = verdict_digest(self.ledger, self.book_events, self.windows, posted.round)
         if digest is None:
             raise ListUnavailable(f"no VerdictsPosted event of round {posted.round}")
         dial(

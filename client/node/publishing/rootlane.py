@@ -60,7 +60,7 @@ from client.node.aggregation.claims import standing
 from client.node.aggregation.earnings import EarningsBook, Entry
 from client.node.aggregation.endpoint import AggregatorClient, EndpointError, aggregator_origin
 from client.node.aggregation.lists import ListUnavailable, fetch_list
-from client.node.aggregation.reading import fetch_posted_submissions
+from client.node.aggregation.reading import fetch_posted_submissions, verdict_digest
 from client.node.eventlog import Event
 from client.node.journal import OutboxEntry
 from client.node.journal.outbox import (
@@ -321,7 +321,7 @@ class RootLane(Stage):
             return Unread(str(exc), verdict_tree=False), None
         if posted.credits == 0:  # the no-credit root: nothing in it to prove but a dropped quorum
             return self._dropped_quorum(posted, entries, None), None
-        digest = self._verdict_digest(posted.round)
+        digest = verdict_digest(self.ledger, self.book_events, self.windows, posted.round)
         if digest is None:
             return Unread(f"no VerdictsPosted event of round {posted.round}", True), None
         try:
@@ -442,17 +442,6 @@ class RootLane(Stage):
                     continue
             book.fold(q, None)
         return book
-
-    def _verdict_digest(self, round_: int) -> bytes | None:
-        """The verdict list's digest, from its VerdictsPosted event (posted in the round's
-        verdict round: read from that round's first block)."""
-        start = self.ledger.block_at(
-            self.params.round_start(self.windows.verdict_round(round_)),
-            self.book_events.start_block,
-        )
-        for event in self.book_events.read(["VerdictsPosted"], from_block=start, round=round_):
-            return bytes.fromhex(event.args["list"][2:])
-        return None
 
     def prove(self, finding: Finding) -> TxResult:
         """Sends the proof a finding names (never a data challenge: `challenge` bonds one)."""
