@@ -146,6 +146,11 @@ interface IRoundBook {
     event Claimed(address indexed producer, uint64 indexed round, uint256 amount, uint256 total);
 
     error NotARegisteredNode(address who);
+    error NotTheDrawnAggregator(address who, uint64 round);
+    // AggregatorDraw's (the book's roster of aggregators)
+    error AlreadyEnlisted(address node);
+    error NotEnlisted(address node);
+    error DrawNotOpen(uint64 round, uint64 current);
     error WrongBond(uint256 sent, uint256 bond);
     error NotInPostWindow(uint64 round, uint64 current);
     error AlreadyPosted(uint64 round);
@@ -199,8 +204,8 @@ interface IRoundBook {
     function challengeBond() external view returns (uint256);
 
     /// @notice Posts round `round`'s submission root (`count` signed submissions, sorted by
-    /// producer; `list` the digest of their list's index on IPFS), bonding `bond()` wei. Only a registered
-    /// node, only in round + W + 1, once per round.
+    /// producer; `list` the digest of their list's index on IPFS), bonding `bond()` wei. Only the round's
+    /// drawn aggregator (AggregatorDraw), only in round + W + 1, once per round.
     function postSubmissions(uint64 round, bytes32 root, uint32 count, bytes32 list) external payable;
     /// @notice Stores the round's beacon, the hash of the block after its submission root's;
     /// anyone may call it once that block is mined, within the EVM's 256-block window.

@@ -6,6 +6,7 @@ import {ISwarmLedger} from "./ISwarmLedger.sol";
 import {Messages} from "./lib/Messages.sol";
 import {SeatDraw} from "./lib/SeatDraw.sol";
 import {SumTree} from "./lib/SumTree.sol";
+import {AggregatorDraw} from "./AggregatorDraw.sol";
 import {RoundJudge} from "./RoundJudge.sol";
 
 /// @title RoundBook
@@ -48,6 +49,9 @@ contract RoundBook is IRoundBook {
     /// @notice The contract that judges a credit's votes, a submission's signature and ranges,
     /// an equivocation and an uncredited quorum for this book (created by it).
     RoundJudge public immutable judge;
+    /// @notice The roster of aggregators and each round's draw of the one that may post (created
+    /// by it).
+    AggregatorDraw public immutable aggregators;
     uint256 private immutable _rewardPerRound;
     bytes32 private immutable _separator;
     uint256 public rewardPool;
@@ -67,6 +71,7 @@ contract RoundBook is IRoundBook {
         _rewardPerRound = _ledger.rewardPerRound();
         _separator = Messages.domainSeparator(address(this));
         judge = new RoundJudge(ledger_, _separator);
+        aggregators = new AggregatorDraw(ledger_);
         // the ledger escalates only its own book's batches: without that the root lane could not
         // slash a forger (docs/scaling.md), so no book runs beside a ledger that does not name it
         address named = _ledger.book();
@@ -109,7 +114,8 @@ contract RoundBook is IRoundBook {
         uint64 current = _ledger.currentRound();
         if (current != postRound(round)) revert NotInPostWindow(round, current);
         if (msg.value != bond) revert WrongBond(msg.value, bond);
-        if (_ledger.familyOf(msg.sender) == bytes32(0)) revert NotARegisteredNode(msg.sender);
+        // only the round's drawn aggregator: its receipts bind the one root there can be
+        if (aggregators.draw(round) != msg.sender) revert NotTheDrawnAggregator(msg.sender, round);
         if (count == 0 || root == bytes32(0)) revert EmptyRoot();
         Round storage r = _rounds[round];
         if (r.aggregator != address(0)) revert AlreadyPosted(round);

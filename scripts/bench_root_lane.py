@@ -301,6 +301,10 @@ class LightSwarm:
         self.book = self.swarm.w3.eth.contract(
             address=address, abi=load_artifact("RoundBook")["abi"]
         )
+        self.draw = self.swarm.w3.eth.contract(
+            address=self.book.functions.aggregators().call(),
+            abi=load_artifact("AggregatorDraw")["abi"],
+        )
         self.domain = Domain(chain_id=self.swarm.w3.eth.chain_id, contract=address)
         self.aggregator = self.nodes[0]
         self.receipts = ReceiptSigner(self.domain, self.aggregator.key)
@@ -344,17 +348,23 @@ class LightSwarm:
         first..last (what the aggregator service sent through its own TxSender), from their
         receipts."""
         selectors = {
-            function_abi_to_4byte_selector(f): f["name"]
-            for f in self.book.abi
+            (contract.address.lower(), function_abi_to_4byte_selector(f)): name(f["name"])
+            for contract, name in (
+                (self.book, str),
+                (self.draw, lambda f: "drawAggregator" if f == "draw" else f),
+            )
+            for f in contract.abi
             if f.get("type") == "function"
         }
-        w3, book = self.swarm.w3, self.book.address.lower()
+        w3 = self.swarm.w3
+        ours = {self.book.address.lower(), self.draw.address.lower()}
         for number in range(first, last + 1):
             for tx in w3.eth.get_block(number, full_transactions=True)["transactions"]:
-                if tx["from"].lower() != sender.lower() or (tx["to"] or "").lower() != book:
+                to = (tx["to"] or "").lower()
+                if tx["from"].lower() != sender.lower() or to not in ours:
                     continue
                 receipt = w3.eth.get_transaction_receipt(tx["hash"])
-                kind = selectors.get(bytes(tx["input"][:4]), "other")
+                kind = selectors.get((to, bytes(tx["input"][:4])), "other")
                 used = {"gasUsed": hex(receipt["gasUsed"]), "status": hex(receipt["status"])}
                 self.gas.add(kind, [used])
 
@@ -456,6 +466,9 @@ class LightSwarm:
                 for n in self.nodes[first : first + BLOCK_TXS]
             ]
             self.send("register", self.ledger.address, txs, count=False)
+        if self.service is None:  # (a service enlists itself as it starts)
+            enlist = self.draw.encode_abi("enlist", args=[])
+            self.send("enlist", self.draw.address, [(self.aggregator.address, enlist, 0)], False)
         if self.http is not None:
             listed = json.loads(self.ledger.node_info(self.aggregator.address).metadata)
             self.http.origin = aggregator_origin(listed.get("aggregator"))
@@ -555,6 +568,9 @@ class LightSwarm:
         cost.aggregator_cpu += time.thread_time() - t0
         cost.list_bytes = len(listed)
         cid = cost.list_cid = self.publish("submissions", round_, listed)
+        drawing = self.draw.encode_abi("draw", args=[round_])
+        for _ in range(2):  # the request, then the draw in the next block: the aggregator's
+            self.send("drawAggregator", self.draw.address, [(self.aggregator.address, drawing, 0)])
         self.book_call(
             "postSubmissions",
             "postSubmissions",
@@ -1325,6 +1341,7 @@ def main() -> None:
         "claim (mean)",
         total_column,
         "Mgas/s at 60-s rounds",
+        "drawAggregator",
         "postSubmissions",
         "drawBeacon",
         "postVerdicts",
@@ -1374,6 +1391,7 @@ def main() -> None:
             claim_mean,
             round(per_node),
             per_node * n / 60 / 1e6,
+            per_round.get("drawAggregator", 0),
             per_round.get("postSubmissions", 0),
             per_round.get("drawBeacon", 0),
             per_round.get("postVerdicts", 0),

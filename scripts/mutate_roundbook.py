@@ -1,15 +1,15 @@
 """Shows that the round book's tests can fail: seeds one fault at a time into a copy of
-contracts/RoundBook.sol or of the judge it creates, contracts/RoundJudge.sol (each a one-line
-change a tired author could make to a rule that moves credit or money), compiles every mutant in
-one build with the pinned solcjs, and runs tests/chain/test_roundbook.py,
-tests/chain/test_escalation.py and tests/chain/test_equivocation.py on anvil against each
-(tests/harness/ledger_swarm.deploy_artifact deploys the artifact SAPO_ROUNDBOOK_ARTIFACT
-names). Prints which test caught each fault, and exits 1 when one survives or the unmutated book
-fails.
+contracts/RoundBook.sol or of a contract it creates (its judge, contracts/RoundJudge.sol; its
+draw of aggregators, contracts/AggregatorDraw.sol), each a one-line change a tired author could
+make to a rule that moves credit or money; compiles every mutant in one build with the pinned
+solcjs, and runs tests/chain/test_roundbook.py, tests/chain/test_escalation.py and
+tests/chain/test_equivocation.py on anvil against each (tests/harness/ledger_swarm.deploy_artifact
+deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
+exits 1 when one survives or the unmutated book fails.
 
-A fault's text must occur exactly once in RoundBook.sol and RoundJudge.sol together (the table
-would lie otherwise). --quick runs, for each fault, only the tests named as its catchers (what
-CI runs); the default runs both files, stopping at the first failure.
+A fault's text must occur exactly once in RoundBook.sol and the contracts it creates together
+(the table would lie otherwise). --quick runs, for each fault, only the tests named as its
+catchers (what CI runs); the default runs the three files, stopping at the first failure.
 
 --tests runs another file against each fault instead (the random sequences of
 tests/chain/test_roundbook_stateful.py: what its invariants catch alone).
@@ -35,6 +35,10 @@ from scripts.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "contracts" / "RoundBook.sol"
 JUDGE = ROOT / "contracts" / "RoundJudge.sol"  # the book's judge of a credit's votes, its own
+DRAW = ROOT / "contracts" / "AggregatorDraw.sol"  # the book's roster and draw of aggregators
+# the contracts the book creates: a fault in one is built as that contract's mutant, which the
+# otherwise unchanged book creates (path, contract name)
+CREATED = ((JUDGE, "RoundJudge"), (DRAW, "AggregatorDraw"))
 TESTS = (
     "tests/chain/test_roundbook.py,tests/chain/test_escalation.py,tests/chain/test_equivocation.py"
 )
@@ -352,6 +356,26 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "        return producer;",
         (DOUBLE_LEDGER,),
     ),
+    "post-by-any-registered-node": (
+        "any node may post a round's submission root, not only its drawn aggregator (a rival "
+        "first with a root that leaves out the producers the drawn one receipted)",
+        "if (aggregators.draw(round) != msg.sender) revert NotTheDrawnAggregator",
+        "if (_ledger.familyOf(msg.sender) == bytes32(0)) revert NotTheDrawnAggregator",
+        ("test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond",),
+    ),
+    "draw-counts-late-enlisted": (
+        "a node enlisted after a draw's request (when the draw's block hash may be known) is drawn",
+        "c.node != address(0) && c.since <= d.requested &&",
+        "c.node != address(0) &&",
+        ("test_the_draw_counts_only_who_was_enlisted_at_its_request",),
+    ),
+    "draw-far-ahead": (
+        "a draw may be requested any number of rounds ahead (the roster fixed while it is "
+        "only the requester)",
+        "if (current + 1 < round || current > round",
+        "if (current > round",
+        ("test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond",),
+    ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",
         "        _pay(prover, half);\n    }",
@@ -372,14 +396,15 @@ def write_project(faults: list[str]) -> Path:
     scripts/build-contracts in one solcjs run. A fault in the judge (RoundJudge.sol, which the
     book creates) is written as contracts/mutants/<fault>_judge.sol, its contract renamed too,
     and the mutant book, otherwise the book as it is, creates that judge."""
-    source, judge = SOURCE.read_text(), JUDGE.read_text()
+    source = SOURCE.read_text()
+    created = [(path.read_text(), contract) for path, contract in CREATED]
     for fault in faults:  # every fault's text is checked before anything is written
         text = FAULTS[fault][1]
-        found = source.count(text) + judge.count(text)
+        found = source.count(text) + sum(c.count(text) for c, _ in created)
         if found != 1:
+            names = ", ".join(p.name for p, _ in CREATED)
             raise SystemExit(
-                f"fault {fault}: its text occurs {found} times in {SOURCE.name} and "
-                f"{JUDGE.name}, not once"
+                f"fault {fault}: its text occurs {found} times in {SOURCE.name}, {names}, not once"
             )
     project = Path(tempfile.mkdtemp(prefix="sapo-roundbook-mutants-"))
     # only what a mutant imports: the build then compiles the mutants and their imports, not the
@@ -401,14 +426,16 @@ def write_project(faults: list[str]) -> Path:
         mutant = source.replace(text, replacement)
         mutant = mutant.replace("contract RoundBook is", f"contract {name} is")
         mutant = re.sub(r'from "\./', 'from "../', mutant)
-        if text in judge:
-            stem = f"{fault}_judge"
-            bad = judge.replace(text, replacement)
-            bad = bad.replace("contract RoundJudge {", f"contract {name}_judge {{")
+        for code, contract in created:
+            if text not in code:
+                continue
+            stem = f"{fault}_{contract}"
+            bad = code.replace(text, replacement)
+            bad = bad.replace(f"contract {contract} {{", f"contract {name}_{contract} {{")
             (mutants / f"{stem}.sol").write_text(re.sub(r'from "\./', 'from "../', bad))
             mutant = mutant.replace(
-                'import {RoundJudge} from "../RoundJudge.sol";',
-                f'import {{{name}_judge as RoundJudge}} from "./{stem}.sol";',
+                f'import {{{contract}}} from "../{contract}.sol";',
+                f'import {{{name}_{contract} as {contract}}} from "./{stem}.sol";',
             )
         (mutants / f"{fault}.sol").write_text(mutant)
     return project

@@ -63,6 +63,20 @@ class BookRound:
 
 
 @dataclass(frozen=True)
+class Drawn:
+    """A round's draw of its aggregator (AggregatorDraw.drawOf): who may post its submission
+    root, once drawn; `requested` is the block of the draw's request (0: not requested)."""
+
+    round: int
+    aggregator: str | None  # None until drawn, and when drawn with none
+    drawn: bool
+    requested: int
+
+    def names(self, address: str) -> bool:
+        return self.aggregator is not None and self.aggregator.lower() == address.lower()
+
+
+@dataclass(frozen=True)
 class EscalationVote:
     """The vote a checker's escalation carries (ISwarmLedger.EscalationVote): unavailable, or a
     dispute with the score and signal it recomputed and its findings bits (client/credit.py)."""
@@ -131,6 +145,7 @@ class RoundBook(Deployed):
         super().__init__(w3, address, **sending)
         self._bonds: tuple[int, int] | None = None
         self._judge: Contract | None = None
+        self._draw: Contract | None = None
 
     def check(self, ledger: str) -> None:
         """Raises WrongChain unless this client's RoundBook is deployed at the address, reading
@@ -155,6 +170,33 @@ class RoundBook(Deployed):
             abi = load_artifact("RoundJudge")["abi"]
             self._judge = self.w3.eth.contract(address=address, abi=abi)
         return self._judge
+
+    def aggregators(self) -> Contract:
+        """The book's AggregatorDraw (created by the book: fixed for its life), read once."""
+        if self._draw is None:
+            address = self._view("aggregators")
+            abi = load_artifact("AggregatorDraw")["abi"]
+            self._draw = self.w3.eth.contract(address=address, abi=abi)
+        return self._draw
+
+    def drawn(self, round_: int) -> Drawn:
+        """`round_`'s draw of the aggregator that may post its submission root."""
+        aggregator, drawn, requested = self.tx.rpc(
+            lambda: self.aggregators().functions.drawOf(round_).call(), "drawOf"
+        )
+        zero = int(aggregator, 16) == 0
+        return Drawn(round_, None if zero else aggregator, bool(drawn), int(requested))
+
+    def enlisted(self, node: str) -> bool:
+        """Whether `node` is on the book's roster of aggregators."""
+        return bool(
+            self.tx.rpc(lambda: self.aggregators().functions.enlisted(node).call(), "enlisted")
+        )
+
+    def roster(self) -> list[str | None]:
+        """The roster's slots: each enlisted node, None for a slot its node left."""
+        slots = self.tx.rpc(lambda: self.aggregators().functions.roster().call(), "roster")
+        return [None if int(a, 16) == 0 else a for a in slots]
 
     def paid_of(self, producer: str) -> tuple[int, int]:
         """(wei paid to `producer` in all, the round after its last claim's) (RoundBook.paidOf)."""
@@ -220,6 +262,25 @@ class RoundBook(Deployed):
         """Adds `amount` wei to the book's reward pool (what its credits are paid from)."""
         return self._send("fund", value=amount)
 
+    def enlist(self) -> TxResult:
+        """Puts this account (a registered node) on the roster of aggregators: from the next
+        draw requested, it may be drawn to post a round's roots."""
+        return self._draw_send("enlist")
+
+    def leave(self) -> TxResult:
+        """Takes this account off the roster of aggregators (the rounds drawn to it stay its)."""
+        return self._draw_send("leave")
+
+    def draw_aggregator(self, round_: int) -> TxResult:
+        """Requests `round_`'s draw of its aggregator, or draws it once the request's block is
+        mined (AggregatorDraw.draw: from the round before until its post round)."""
+        return self._draw_send("draw", round_)
+
+    def _draw_send(self, function: str, *args: Any) -> TxResult:
+        draw = self.aggregators()
+        data = draw.encode_abi(function, args=list(args))
+        return self.tx.send({"to": draw.address, "data": data}, function)
+
     def call(self, function: str, args: Sequence[Any], *, value: int = 0) -> TxResult:
         """Any of the book's functions by name (a finding's proof, an answer, a claim), or of its
         judge's (JUDGED: the proofs the judge takes and has the book act on); what either
@@ -231,4 +292,13 @@ class RoundBook(Deployed):
         return self.tx.send({"to": judge.address, "data": data, "value": value}, function)
 
 
-__all__ = ["CONTRACT", "JUDGED", "WINDOWS", "BookRound", "EscalationVote", "RoundBook", "Windows"]
+__all__ = [
+    "CONTRACT",
+    "JUDGED",
+    "WINDOWS",
+    "BookRound",
+    "Drawn",
+    "EscalationVote",
+    "RoundBook",
+    "Windows",
+]

@@ -1,13 +1,17 @@
 """`sapo aggregate`: the root lane's aggregator (docs/scaling.md), run by an operator.
 
-`run` serves the endpoint producers and checkers send their signed messages to ([aggregator]:
-loopback unless made public), lists its origin in this node's on-chain metadata (its
-`aggregator` key), and on the round book's clock posts each round's submission root and verdict
-root, answers data challenges, folds earnings and takes its bonds back
-(client.node.aggregation.service); everything it holds is written to
-`<data_dir>/aggregator.db` before it is answered, so a restart loses nothing. Run it with a key
+`run` enlists this node on the round book's roster of aggregators (each round's aggregator is
+drawn from it: only the drawn one may post the round's roots), serves the endpoint producers and
+checkers send their signed messages to ([aggregator]: loopback unless made public), lists its
+origin in this node's on-chain metadata (its `aggregator` key), makes the draws of the coming
+rounds where nobody has, and on the round book's clock posts each round's submission root and
+verdict root, answers data challenges, folds earnings and takes its bonds back
+(client.node.aggregation.service); everything it holds is written to `<data_dir>/aggregator.db`
+before it is answered, so a restart loses nothing. Run it with a key
 of its own (a registered node of its own, not a training node's key: two processes sending from
-one account race for its nonces). Ctrl-C or SIGTERM finishes the current pass and exits 0.
+one account race for its nonces). Ctrl-C or SIGTERM finishes the current pass and exits 0; the
+node stays on the roster (a restart goes on). `leave` takes it off: it is drawn no more, and the
+rounds drawn to it already stay its own to post.
 """
 
 from __future__ import annotations
@@ -130,4 +134,25 @@ def serve(cfg, service_class=None) -> None:
         held.close()
 
 
-__all__ = ["app", "listed_metadata", "serve"]
+@app.command("leave")
+def leave(config: ConfigOption = None) -> None:
+    """Take this node off the round book's roster of aggregators: it is drawn no more."""
+    cfg = load_or_exit(config)
+    book_address(cfg, "whose roster this node leaves")
+    try:
+        ledger = signing_ledger(cfg)
+    except (NodeConfigError, KeystoreError) as exc:
+        fail(str(exc))
+    with chain_errors():
+        book = open_book(cfg, ledger, why="whose roster this node leaves")
+        address = ledger.account_address
+        if not book.enlisted(address):
+            fail(f"{address} is not on the round book's roster of aggregators", Exit.USAGE)
+        result = book.leave()
+    typer.echo(
+        f"{address} left the roster of aggregators in {result.tx_hash}; the rounds drawn to it "
+        "already are still its own to post (keep `sapo aggregate run` up through them)"
+    )
+
+
+__all__ = ["app", "leave", "listed_metadata", "serve"]

@@ -443,8 +443,6 @@ def light(config: ConfigOption = None) -> None:
     logging.basicConfig(level=cfg.node.log_level.upper(), format="%(asctime)s %(message)s")
     stop = stop_event_on_signals()
     folder = cfg.node.data_dir
-    if cfg.root_lane.aggregator is None:
-        fail("set [root_lane].aggregator: the light nodes send to it", Exit.USAGE)
     try:
         ledger = signing_ledger(cfg)  # its key is the light nodes' seed
         roster = Roster.load(folder / ROSTER)
@@ -463,7 +461,6 @@ def light(config: ConfigOption = None) -> None:
             open_store(cfg.store),
             bytes(account.key),
             roster,
-            str(cfg.root_lane.aggregator),
             start_block=cfg.chain.round_book_deploy_block,
             equivocators=cfg.devnet.light_equivocators,
         )

@@ -99,17 +99,17 @@ class NodeConfig(BaseSettings):
 
     @model_validator(mode="after")
     def _root_lane_has_its_book(self) -> NodeConfig:
-        if self.root_lane.aggregator is not None and self.chain.round_book_address is None:
+        if self.root_lane.submit and self.chain.round_book_address is None:
             raise ValueError(
-                "[root_lane].aggregator is set but [chain].round_book_address is not: set the "
-                "round book the aggregator posts to (what `sapo chain deploy --with-book` "
-                "printed), or unset [root_lane].aggregator to submit on the ledger"
+                "[root_lane].submit is set but [chain].round_book_address is not: set the "
+                "round book whose aggregators take the submissions (what `sapo chain deploy "
+                "--with-book` printed), or unset [root_lane].submit to submit on the ledger"
             )
-        if self.root_lane.challenge_lists and self.root_lane.aggregator is None:
+        if self.root_lane.challenge_lists and not self.root_lane.submit:
             raise ValueError(
-                "[root_lane].challenge_lists is set but [root_lane].aggregator is not: the node "
+                "[root_lane].challenge_lists is set but [root_lane].submit is not: the node "
                 "audits (and challenges) only the lists of rounds its batches are in, which "
-                "needs the aggregator it sends them to; set it, or unset challenge_lists"
+                "needs its batches in the root lane; set submit, or unset challenge_lists"
             )
         if self.root_lane.relay_votes and (
             self.chain.round_book_address is None or self.store.backend != "ipfs"

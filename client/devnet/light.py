@@ -1,7 +1,8 @@
 """Light nodes of a devnet in the root lane ([devnet].light, `sapo devnet up --light N`): N staked
 identities beside the devnet's real training nodes, each of which signs its submission and its
-seat votes every round and sends them to the devnet's aggregator over its HTTP endpoint, as a real
-node does (docs/aggregator.md, "Light nodes"). What they cost the chain, the aggregator and the
+seat votes every round and sends them to the round's aggregator (drawn by the round book; the
+devnet's, the only one enlisted) over its HTTP endpoint, as a real node does (docs/aggregator.md,
+"Light nodes"). What they cost the chain, the aggregator and the
 real nodes is then measured on a devnet of real nodes (scripts/bench_devnet_gas.py --light N).
 
 What a light node is and is not:
@@ -238,7 +239,6 @@ class LightSwarm:
         store: BlockStore,
         seed: bytes,
         roster: Roster,
-        aggregator: str,
         *,
         start_block: int = 0,
         equivocators: int = 0,
@@ -246,7 +246,7 @@ class LightSwarm:
         """`equivocators`: how many of the light nodes (the roster's first) sign a second,
         different vote on the first batch they are seated on ([devnet].light_equivocators)."""
         self.ledger, self.book, self.store = ledger, book, store
-        self.roster, self.aggregator = roster, aggregator
+        self.roster = roster
         self.keys = [light_key(seed, i) for i in range(len(roster.addresses))]
         self.index = {a.lower(): i for i, a in enumerate(roster.addresses)}
         self.params = ledger.params()
@@ -255,8 +255,9 @@ class LightSwarm:
         self.auditor = Auditor.of(self.domain, ledger, self.params)
         self.book_events = EventReader(book, start_block=start_block)  # type: ignore[arg-type]
         self.status = LightStatus(count=len(self.keys))
-        # one connection to the aggregator per loop ("submit", "vote": their own threads)
-        self._clients: dict[str, AggregatorClient] = {}
+        # one connection to an aggregator per loop ("submit", "vote": their own threads): a
+        # round's submissions go to its drawn aggregator, its votes to the one that posted it
+        self._clients: dict[tuple[str, str], AggregatorClient] = {}
         self._sent: dict[int, set[int]] = {}  # round -> the light nodes whose submission is held
         self._voted: set[int] = set()
         self._retry_at: dict[int, float] = {}
@@ -269,36 +270,34 @@ class LightSwarm:
         for client in self._clients.values():
             client.close()
 
-    def endpoint(self, loop: str) -> AggregatorClient:
-        """`loop`'s connection to the aggregator's endpoint as its on-chain metadata lists it
+    def endpoint(self, loop: str, aggregator: str) -> AggregatorClient:
+        """`loop`'s connection to `aggregator`'s endpoint as its on-chain metadata lists it
         (read again after a failure); raises EndpointError while it lists none."""
-        client = self._clients.get(loop)
+        client = self._clients.get((loop, aggregator.lower()))
         if client is None:
-            info = self.ledger.node_info(self.aggregator)
+            info = self.ledger.node_info(aggregator)
             try:
                 listed = json.loads(info.metadata or "{}").get("aggregator")
             except (ValueError, AttributeError):
                 listed = None
             if not listed:
-                raise EndpointError(f"aggregator {self.aggregator} lists no endpoint yet")
-            client = AggregatorClient(
-                aggregator_origin(listed), self.domain, aggregator=self.aggregator
-            )
-            self._clients[loop] = client
+                raise EndpointError(f"aggregator {aggregator} lists no endpoint yet")
+            client = AggregatorClient(aggregator_origin(listed), self.domain, aggregator=aggregator)
+            self._clients[(loop, aggregator.lower())] = client
         return client
 
-    def send(self, messages: list[Signed], loop: str) -> list[bool]:
+    def send(self, messages: list[Signed], loop: str, aggregator: str) -> list[bool]:
         """Sends messages on `loop`'s connection, MAX_BATCH a POST; whether each was held (a
         refusal is logged). Raises EndpointError once the process stops."""
         held: list[bool] = []
-        for signed, refused in zip(messages, self._post(messages, loop), strict=True):
+        for signed, refused in zip(messages, self._post(messages, loop, aggregator), strict=True):
             if refused is not None:
                 self.status.add(refused=1)
                 log.warning("%s refused by the aggregator: %s", signed.kind, refused)
             held.append(refused is None)
         return held
 
-    def _post(self, messages: list[Signed], loop: str) -> list[str | None]:
+    def _post(self, messages: list[Signed], loop: str, aggregator: str) -> list[str | None]:
         """Sends messages on `loop`'s connection, MAX_BATCH a POST; why the aggregator refused
         each (None: held). Raises EndpointError (the connection dropped), also once the process
         stops."""
@@ -307,21 +306,22 @@ class LightSwarm:
             for first in range(0, len(messages), MAX_BATCH):
                 if self.stopping.is_set():
                     raise EndpointError("the light nodes stop: not sent")
-                answers = self.endpoint(loop).send(messages[first : first + MAX_BATCH])
+                answers = self.endpoint(loop, aggregator).send(messages[first : first + MAX_BATCH])
                 refused += [a.refused for a in answers]
         except EndpointError:
-            client = self._clients.pop(loop, None)
+            client = self._clients.pop((loop, aggregator.lower()), None)
             if client is not None:
                 client.close()
             raise
         return refused
 
-    def _equivocate(self, round_: int, seconds: list[tuple[int, Signed]]) -> None:
+    def _equivocate(self, posted: BookRound, seconds: list[tuple[int, Signed]]) -> None:
         """Sends the equivocators' second votes, after their first ones are held: the aggregator
         refuses each and keeps it, with the first, as the evidence it proves on chain. An
         equivocator is done once its second vote was so kept (another refusal: it tries again
         on its next seat)."""
-        refused = self._post([signed for _, signed in seconds], "vote")
+        round_ = posted.round
+        refused = self._post([signed for _, signed in seconds], "vote", posted.aggregator)
         kept = 0
         for (v, signed), why in zip(seconds, refused, strict=True):
             if why is not None and why.startswith(SECOND_VOTE):
@@ -359,8 +359,11 @@ class LightSwarm:
     def _submit(self, round_: int) -> None:
         held = self._sent.setdefault(round_, set())
         todo = [i for i in range(len(self.keys)) if i not in held]
-        if not todo or round_ not in self.endpoint("submit").status():
-            return  # all held, or not collected yet: the aggregator opens it on its next pass
+        if not todo:
+            return
+        aggregator = self.book.drawn(round_).aggregator
+        if aggregator is None or round_ not in self.endpoint("submit", aggregator).status():
+            return  # no aggregator drawn (yet), or not collected yet: it opens it next pass
         messages = []
         for i in todo:
             digest = keccak(f"sapo devnet light batch {round_}/{self.roster.addresses[i]}".encode())
@@ -372,7 +375,7 @@ class LightSwarm:
                 signal=SIGNAL,
             )
             messages.append(Signed.sign(message, self.domain, self.keys[i]))
-        for i, ok in zip(todo, self.send(messages, "submit"), strict=True):
+        for i, ok in zip(todo, self.send(messages, "submit", aggregator), strict=True):
             if ok:
                 held.add(i)
         self.status.add(submitted=sum(1 for i in todo if i in held))
@@ -413,7 +416,7 @@ class LightSwarm:
             for chunk in self.votes(posted, entries, seconds):
                 if any(f.done() and f.exception() is not None for f in pending[-2:]):
                     break
-                pending.append(pool.submit(self.send, chunk, "vote"))
+                pending.append(pool.submit(self.send, chunk, "vote", posted.aggregator))
             for future in pending:
                 held = future.result()  # raises what the sending raised: the pass stops
                 sent += len(held)
@@ -421,7 +424,7 @@ class LightSwarm:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if seconds and not self.stopping.is_set():
-            self._equivocate(round_, seconds)
+            self._equivocate(posted, seconds)
         if self.stopping.is_set():
             return  # the round's votes may not all be sent: not marked voted
         self._voted.add(round_)

@@ -317,7 +317,7 @@ def provision(
             **(
                 {
                     "root_lane": {
-                        "aggregator": aggregator.address,
+                        "submit": True,
                         "relay_votes": relay,
                         "challenge_lists": challenges_lists(cfg),
                     }
@@ -343,9 +343,7 @@ def provision(
     provisioned = None
     if light:
         assert aggregator is not None  # light = N asks for the root lane (DevnetSection)
-        provisioned = _lights(
-            cfg, data_dir, swarm_cfg, apis[extra + 1] if apis else None, aggregator
-        )
+        provisioned = _lights(cfg, data_dir, swarm_cfg, apis[extra + 1] if apis else None)
     return Provisioned(
         config_path,
         node_configs,
@@ -446,7 +444,6 @@ def _lights(
     data_dir: Path,
     swarm_cfg: NodeConfig,
     api: str | None,
-    aggregator: AggregatorProvisioned,
 ) -> LightProvisioned:
     """Writes the light nodes' seed keystore, config and roster and registers them (minStake
     each, in their families), their metadata naming their IPFS daemon. Each `devnet up` starts a
@@ -467,7 +464,7 @@ def _lights(
         chain={"keystore": keystore, "password_file": password_file},
         store=store,
         node={"data_dir": light_dir},
-        root_lane={"aggregator": aggregator.address},
+        root_lane={"submit": True},
     )
     path = DataDir(light_dir).config
     path.write_text(dump_toml(light_cfg, f"{HEADER}\nThe devnet's {cfg.devnet.light} light nodes."))

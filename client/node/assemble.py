@@ -340,7 +340,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
         root = RootLane(
             services,
             book,
-            cfg.root_lane.aggregator,
+            cfg.root_lane.submit,
             store,
             allow_private_peers=cfg.store.allow_private_peers,
             challenge_lists=cfg.root_lane.challenge_lists,
@@ -397,7 +397,7 @@ def open_node(cfg: NodeConfig, *, password: str | None = None, progress=None, cl
 def _inbox(root):
     """Our checkers' relayed votes on our batches: with [root_lane].relay_votes, where our
     batches go to an aggregator."""
-    if root is None or root.pubsub is None or root.aggregator is None:
+    if root is None or root.pubsub is None or not root.submit:
         return None
     from client.node.publishing.relay import VoteInbox
 

@@ -5,7 +5,8 @@ aggregator lists its endpoint in its node's on-chain metadata, producers and che
 signed messages there over HTTP, and it posts a round's submission root and verdict root on the
 book's clock (the roots every auditor check holds against) and takes its bond back; killed
 (SIGKILL) between the two roots and started again, it goes on with everything it had taken, and
-SIGTERM stops it between passes (exit 0)."""
+SIGTERM stops it between passes (exit 0); `sapo aggregate leave` takes it off the roster of
+aggregators it enlisted on."""
 
 from __future__ import annotations
 
@@ -152,3 +153,11 @@ def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_pa
     wait_until(lambda: book.view(r)[10], 60, "the bond's release")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
+
+    # the node leaves the roster: drawn no more (the only one enlisted: rounds of nobody)
+    assert book.aggregators.functions.enlisted(aggregator.address).call()
+    left = sapo_run("aggregate", "leave", "--config", str(config))
+    assert left.returncode == 0 and "left the roster" in left.stdout, left.stderr
+    assert not book.aggregators.functions.enlisted(aggregator.address).call()
+    again = sapo_run("aggregate", "leave", "--config", str(config))
+    assert again.returncode == 2 and "is not on the round book's roster" in again.stderr

@@ -1,5 +1,5 @@
 """`python -m scripts.bench_root_lane`, small: light nodes play the root lane through the real
-signing, collector and RoundBook; the chain carries the same four transactions a round whatever
+signing, collector and RoundBook; the chain carries the same six transactions a round whatever
 the swarm's size, and a claim per node that earned; and each lie of an aggregator is found by a
 light node auditing the published lists and proven on chain, half the bond to the auditor and
 half to the ledger's pool; a forging producer is escalated to the v4 lane and slashed there;
@@ -23,9 +23,10 @@ from scripts.bench_root_lane import (
 )
 
 POSTS = ("postSubmissions", "drawBeacon", "postVerdicts", "release")
+DRAW = "drawAggregator"  # the round's aggregator: its request, then its draw
 
 
-def test_the_chain_carries_four_transactions_a_round_whatever_the_swarm() -> None:
+def test_the_chain_carries_six_transactions_a_round_whatever_the_swarm() -> None:
     rounds = 2
     small, small_costs, _, _ = play(12, rounds, family_size=6, checkers=10, quorum=3, sample_size=3)
     large, large_costs, _, _ = play(36, rounds, family_size=6, checkers=10, quorum=3, sample_size=3)
@@ -34,6 +35,7 @@ def test_the_chain_carries_four_transactions_a_round_whatever_the_swarm() -> Non
         # each node that earned claimed (every claim went through, or the play would raise)
         assert light.gas.txs == {
             **dict.fromkeys(POSTS, rounds),
+            DRAW: 2 * rounds,
             "fund": 1,
             "claim": light.claimants,
         }
@@ -47,7 +49,9 @@ def test_the_chain_carries_four_transactions_a_round_whatever_the_swarm() -> Non
             assert cost.list_bytes == 384 * n
             assert len(cost.node_cpu) == 3  # the sampled nodes' work was timed
     # three times the nodes, the same gas a round (a longer list, a deeper tree: a few %)
-    ratio = sum(large.gas.gas[k] for k in POSTS) / sum(small.gas.gas[k] for k in POSTS)
+    ratio = sum(large.gas.gas[k] for k in (*POSTS, DRAW)) / sum(
+        small.gas.gas[k] for k in (*POSTS, DRAW)
+    )
     assert 0.95 < ratio < 1.1, ratio
 
 
@@ -103,7 +107,8 @@ def test_over_http_and_ipfs_the_nodes_play_the_same_rounds() -> None:
 def test_the_aggregator_service_a_node_runs_plays_the_same_rounds() -> None:
     """--aggregator service: the honest rounds aggregated by the service `sapo aggregate run`
     runs (its endpoint, its store, its own reads and transactions, pass by pass): the same four
-    posts a round, from its own receipts, and the claims its folded earnings name are paid."""
+    posts a round, and the draws of its rounds, from its own receipts, and the claims its folded
+    earnings name are paid."""
     light, costs, _, _ = play(
         12,
         2,
@@ -116,6 +121,8 @@ def test_the_aggregator_service_a_node_runs_plays_the_same_rounds() -> None:
     )
     assert light.gas.reverted == 0 and 6 < light.claimants <= 12
     assert all(light.gas.txs[k] == 2 for k in POSTS)
+    # it drew each round's aggregator (itself, the only one enlisted) as the clock reached it
+    assert light.gas.txs[DRAW] >= 2 * 2
     assert 0 < light.claimed <= light.swarm.params.reward_per_round * 2
     for cost in costs.values():
         assert cost.submissions == 12 and cost.votes > 0 and 0 < cost.credits <= 12

@@ -97,7 +97,7 @@ class World:
             policy,
             blocks,
             book=address,
-            aggregator=self.agg.address,
+            submit=True,
             pubsub=PubSub(relay[0]) if relay else None,
         )
         # three checkers, each seated on the producer's committee but in 0.7% of draws
@@ -332,6 +332,28 @@ def test_without_a_receipt_the_batch_goes_on_the_ledger_in_its_windows_last_roun
     assert world.events("round.submitted")[0]["lane"] == "ledger"
 
 
+def test_a_round_drawn_with_no_aggregator_goes_on_the_ledger_at_once(world) -> None:
+    """The only aggregator left the roster before the round's draw, which a stranger made: the
+    round has nobody who may post its root, the service collects nothing of it, and the
+    producer, who learns so while the ledger's window is open, submits there at once."""
+    r = world.swarm.ledger.current_round() + 1
+    world.book.draw_send(world.nodes[4].tx.account, "leave")
+    world.swarm.goto(r)
+    for _ in range(2):  # the request, then the draw: anyone may make both
+        world.book.draw_send(world.nodes[5].tx.account, "draw", r)
+    assert world.agg.service.tick().opened == []
+    world.producer.generate_learning(r)
+    assert world.producer.publisher.seal(r)
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"submit:{r}"] == DONE
+    on_chain = world.swarm.ledger.submission(r, world.me)
+    assert on_chain.digest.lower() == world.producer.journal.round(r).digest.lower()
+    [unsent] = world.events("rootlane.unsent")
+    assert "drawn with no aggregator" in unsent["message"]
+    assert "last round" not in unsent["message"]
+    assert world.events("round.submitted")[0]["lane"] == "ledger"
+
+
 def test_a_receipted_batch_left_out_of_the_root_is_proven_by_its_producer(world) -> None:
     r = world.sealed()
     world.producer.publisher.flush()
@@ -551,6 +573,7 @@ def test_an_entry_its_producer_did_not_sign_gets_no_vote_and_no_transaction(worl
     world.swarm.goto(world.windows.post_round(r))
     aggregator = world.nodes[4].tx.account  # posts before its honest service would
     digest = cid_to_digest(listed)
+    world.book.draw_to(world.nodes[4], r)  # (drawn to it: the only one enlisted)
     world.book.send(aggregator, "postSubmissions", r, root.root, 1, digest, value=BOND)
     world.swarm.mine()
     world.book.send(aggregator, "drawBeacon", r)
@@ -657,6 +680,7 @@ def _withheld_submissions(world, r: int, others: int = 0) -> SubmissionRoot:
     world.swarm.goto(world.windows.post_round(r))
     aggregator = world.nodes[4].tx.account
     count, digest = len(root.signed), cid_to_digest(cid)
+    world.book.draw_to(world.nodes[4], r)  # (drawn to it: the only one enlisted)
     world.book.send(aggregator, "postSubmissions", r, root.root, count, digest, value=BOND)
     world.swarm.mine()
     world.book.send(aggregator, "drawBeacon", r)
@@ -856,6 +880,7 @@ def test_a_list_that_is_not_its_roots_data_gets_no_vote_and_is_named_to_its_prod
     world.swarm.goto(world.windows.post_round(r))
     aggregator = world.nodes[4].tx.account
     digest = cid_to_digest(wrong)
+    world.book.draw_to(world.nodes[4], r)  # (drawn to it: the only one enlisted)
     world.book.send(aggregator, "postSubmissions", r, root.root, 1, digest, value=BOND)
     world.swarm.mine()
     world.book.send(aggregator, "drawBeacon", r)

@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from eth_abi import encode as abi_encode
 from eth_account import Account
 from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.book import BookRound
 from client.chain.errors import ErrorDecoder, LedgerRevert
+from client.chain.hashing import keccak256
 from client.chain.messages import ReceiptSigner, Signed, Submission
 from client.chain.roots import (
     NO_CREDITS_ROOT,
@@ -296,6 +298,7 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     )
     subs4 = SubmissionRoot([stray, *sign_submissions(book, producers[:2], round_=far)])
     swarm.goto(book.window("postRound", far))
+    book.draw_to(aggregator, far)
     count = len(subs4.signed)
     book.send(aggregator.tx.account, "postSubmissions", far, subs4.root, count, LIST, value=BOND)
     finding = audit(book, subs4, round_=far)
@@ -317,6 +320,7 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     )
     subs3 = SubmissionRoot([greedy, *sign_submissions(book, producers[1:], round_=far)])
     swarm.goto(book.window("postRound", far))
+    book.draw_to(aggregator, far)
     count = len(subs3.signed)
     book.send(aggregator.tx.account, "postSubmissions", far, subs3.root, count, LIST, value=BOND)
     k = subs3.signed.index(greedy)
@@ -333,6 +337,7 @@ def test_a_forged_or_doubled_submission_is_proven_against_the_submission_root(wo
     subs2 = SubmissionRoot([*again, doubled])
     j = next(k for k in range(3) if subs2.signed[k].signer == subs2.signed[k + 1].signer)
     swarm.goto(book.window("postRound", book2_round))
+    book.draw_to(aggregator, book2_round)
     book.send(
         aggregator.tx.account,
         "postSubmissions",
@@ -502,23 +507,96 @@ def test_a_receipted_quorum_left_uncredited_is_proven(world) -> None:
         act_on(book, prover, finding)
 
 
-def test_only_a_registered_node_posts_once_in_its_window_with_the_bond(world) -> None:
+def expected_draw(book, round_: int, slots: list[tuple[str, int]]) -> tuple[str | None, list]:
+    """The draw AggregatorDraw must make of `round_`, computed here from its request's block
+    hash, and the slots it tried: `slots` are the roster's (node, the block it enlisted in) at
+    the request, all still registered."""
+    _, drawn, requested = book.aggregators.functions.drawOf(round_).call()
+    assert drawn
+    seed = book.swarm.w3.eth.get_block(requested)["hash"]
+    tried = []
+    for t in range(4):  # AggregatorDraw.TRIES
+        at = keccak256(abi_encode(["bytes32", "uint64", "uint256"], [seed, round_, t]))
+        tried.append(int.from_bytes(at, "big") % len(slots))
+        node, since = slots[tried[-1]]
+        if since <= requested:
+            return node, tried
+    return None, tried
+
+
+def test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond(world) -> None:
+    """The attack: a rival posts the round's submission root first, leaving out every producer
+    that holds the real aggregator's receipts, whom no receipt then protects (their v4 window is
+    closed). Now only the round's drawn aggregator may post; a rival, enlisted or not, is
+    refused, and the producers knew whose receipt to wait for while they could still fall back."""
     swarm, nodes, book = world
     subs = SubmissionRoot(sign_submissions(book, nodes[:2]))
     args = (ROUND, subs.root, 2, LIST)
     with pytest.raises(LedgerRevert, match="NotInPostWindow"):
         book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND)
-    swarm.goto(book.window("postRound"))
-    with pytest.raises(LedgerRevert, match="WrongBond"):
-        book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND - 1)
     with pytest.raises(LedgerRevert, match="NotARegisteredNode"):
-        book.send(stranger(book), "postSubmissions", *args, value=BOND)
-    book.send(nodes[4].tx.account, "postSubmissions", *args, value=BOND)
+        book.draw_send(stranger(book), "enlist")
+    book.enlist(nodes[4].tx.account)
+    book.enlist(nodes[5].tx.account)
+    with pytest.raises(LedgerRevert, match="AlreadyEnlisted"):
+        book.enlist(nodes[4].tx.account)
+    with pytest.raises(LedgerRevert, match="NotEnlisted"):
+        book.draw_send(nodes[6].tx.account, "leave")
+    current = swarm.ledger.current_round()
+    with pytest.raises(LedgerRevert, match="DrawNotOpen"):  # at most one round ahead
+        book.draw_send(nodes[6].tx.account, "draw", current + 2)
+    book.draw_send(nodes[6].tx.account, "draw", ROUND)  # anyone may request it, and draw it
+    assert book.aggregators.functions.drawOf(ROUND).call()[1] is False
+    book.draw_send(nodes[6].tx.account, "draw", ROUND)
+    drawn, _, _ = book.aggregators.functions.drawOf(ROUND).call()
+    addresses = [n.tx.account.address for n in nodes[4:6]]
+    assert drawn in addresses
+    rival = nodes[4 + (1 - addresses.index(drawn))]
+    ours = nodes[4 + addresses.index(drawn)]
+
+    swarm.goto(book.window("postRound"))
+    for who in (rival.tx.account, stranger(book)):
+        with pytest.raises(LedgerRevert, match="NotTheDrawnAggregator"):
+            book.send(who, "postSubmissions", *args, value=BOND)
+    with pytest.raises(LedgerRevert, match="WrongBond"):
+        book.send(ours.tx.account, "postSubmissions", *args, value=BOND - 1)
+    book.send(ours.tx.account, "postSubmissions", *args, value=BOND)
     with pytest.raises(LedgerRevert, match="AlreadyPosted"):
-        book.send(nodes[5].tx.account, "postSubmissions", *args, value=BOND)
+        book.send(ours.tx.account, "postSubmissions", *args, value=BOND)
     swarm.goto(book.window("verdictRound"))
     with pytest.raises(LedgerRevert, match="NotTheAggregator"):
-        book.send(nodes[5].tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, 1, LIST)
+        book.send(rival.tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, 1, LIST)
+
+
+def test_the_draw_counts_only_who_was_enlisted_at_its_request(world) -> None:
+    """The attack: a node that sees the draw's block hash enlists (or moves into a slot a left
+    node freed) so that the draw falls on it. A draw counts only the slots of its request and
+    the nodes enlisted by its block; an empty slot, or one taken after, is passed over (four
+    tries, then no aggregator: the round's producers submit on the ledger). Each round here the
+    late node leaves before the request and enlists again after it, into the same slot."""
+    swarm, nodes, book = world
+    early, late = [n.tx.account for n in (nodes[4], nodes[6])], nodes[1].tx.account
+
+    def enlist(account) -> int:
+        book.enlist(account)
+        return swarm.w3.eth.block_number
+
+    slots = [(a.address, enlist(a)) for a in (*early, late)]
+    passed_over = 0
+    round_ = swarm.ledger.current_round()
+    while passed_over < 2:  # until the draw fell on the late slot twice: (2/3)^n of not yet
+        round_ += 1
+        assert round_ < 60, "the draw never fell on the late node's slot"
+        swarm.goto(round_)
+        book.draw_send(late, "leave")
+        book.draw_send(early[0], "draw", round_)  # the request: slot 2 is empty
+        slots[2] = (late.address, enlist(late))  # taken again, after the request
+        book.draw_send(early[0], "draw", round_)
+        drawn, _, _ = book.aggregators.functions.drawOf(round_).call()
+        expected, tried = expected_draw(book, round_, slots)
+        assert (None if int(drawn, 16) == 0 else drawn) == expected
+        assert drawn != late.address
+        passed_over += 2 in tried
 
 
 def test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond(world) -> None:
@@ -635,6 +713,7 @@ def test_a_tree_no_leaf_can_be_proven_in_is_void_once_challenged(world) -> None:
     signed = sign_submissions(book, producers)
     crooked = SumTree([leaf(submission_leaf(s).hash, 1) for s in signed])
     swarm.goto(book.window("postRound"))
+    book.draw_to(aggregator)
     book.send(
         aggregator.tx.account,
         "postSubmissions",
@@ -709,6 +788,7 @@ def test_past_the_count_a_tree_is_empty_or_its_root_is_void(world) -> None:
     signed = sign_submissions(book, nodes[:4], round_=round_)
     subs2 = SubmissionRoot(signed)
     swarm.goto(book.window("postRound", round_))
+    book.draw_to(aggregator, round_)
     count = len(subs2.signed)
     book.send(aggregator.tx.account, "postSubmissions", round_, subs2.root, count, LIST, value=BOND)
     hidden = VerdictRoot([*credits, credits[0]], presorted=True)  # 5 leaves: 8 positions

@@ -2,8 +2,8 @@
 faults, one per kind of rule that moves money (who is paid, how often, by whose seat, for what
 silence, from which round, on whose receipt, in whose name a batch escalates, which checker is
 slashed for equivocating, on whose receipts a dropped quorum is proven, which producer is
-slashed for a double submission), are each caught by the test that names it. The script runs all
-46."""
+slashed for a double submission, who may post a round's root), are each caught by the test that
+names it. The script runs all 49."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ CI_FAULTS = (
     "equivocation-of-a-kept-word",
     "uncredited-receipts-unchecked",
     "double-of-the-forced-batch",
+    "post-by-any-registered-node",
 )
 
 
@@ -54,7 +55,7 @@ def test_each_seeded_fault_on_the_book_is_caught() -> None:
         text=True,
         check=True,
     ).stdout
-    assert len(listed.splitlines()) == 46 and all(f"{f}:" in listed for f in CI_FAULTS)
+    assert len(listed.splitlines()) == 49 and all(f"{f}:" in listed for f in CI_FAULTS)
 
 
 def test_a_fault_whose_text_is_not_in_the_book_is_an_error(monkeypatch) -> None:

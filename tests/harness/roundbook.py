@@ -6,7 +6,7 @@ test_roundbook_stateful.py, test_aggregator_service.py, test_root_lane_node.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -51,6 +51,8 @@ class Book:
     swarm: Swarm
     contract: object
     domain: Domain
+    # the accounts that enlisted on the book's roster of aggregators, by address (lowercase)
+    enlisted: dict = field(default_factory=dict)
 
     def send(self, who, fn: str, *args, value: int = 0):
         """`who` calls the book's `fn` (or its judge's, for the proofs it takes: JUDGED)."""
@@ -59,6 +61,41 @@ class Book:
         tx = {"to": contract.address, "data": call._encode_transaction_data(), "value": value}
         sender = TxSender(self.swarm.w3, who, ErrorDecoder(self.contract.abi))
         return sender.send(tx, fn)
+
+    @property
+    def aggregators(self):
+        """The book's AggregatorDraw (the roster of aggregators, each round's draw)."""
+        address = self.contract.functions.aggregators().call()
+        abi = load_artifact("AggregatorDraw")["abi"]
+        return self.swarm.w3.eth.contract(address=address, abi=abi)
+
+    def draw_send(self, account, fn: str, *args):
+        """`account` calls the AggregatorDraw's `fn` (its errors are the book's)."""
+        draw = self.aggregators
+        call = getattr(draw.functions, fn)(*args)
+        tx = {"to": draw.address, "data": call._encode_transaction_data()}
+        return TxSender(self.swarm.w3, account, ErrorDecoder(self.contract.abi)).send(tx, fn)
+
+    def enlist(self, account) -> None:
+        self.draw_send(account, "enlist")
+        self.enlisted[account.address.lower()] = account
+
+    def draw_to(self, node, round_: int = ROUND) -> None:
+        """Makes `node` `round_`'s drawn aggregator: it alone on the roster, then the draw's
+        request and the draw (a round drawn already must be drawn to it)."""
+        aggregator, drawn, requested = self.aggregators.functions.drawOf(round_).call()
+        me = node.tx.account.address
+        if drawn:
+            assert aggregator.lower() == me.lower(), f"round {round_} is drawn to {aggregator}"
+            return
+        assert not requested, f"round {round_}'s draw is requested already"
+        for address in self.aggregators.functions.roster().call():
+            if int(address, 16) and address.lower() != me.lower():
+                self.draw_send(self.enlisted[address.lower()], "leave")
+        if not self.aggregators.functions.enlisted(me).call():
+            self.enlist(node.tx.account)
+        self.draw_send(node.tx.account, "draw", round_)  # the request
+        self.draw_send(node.tx.account, "draw", round_)  # the draw, in the next block
 
     @property
     def judge(self):
@@ -105,6 +142,7 @@ def post_submissions(
     book: Book, aggregator, subs: SubmissionRoot, round_: int = ROUND, listed: bytes = LIST
 ) -> None:
     book.swarm.goto(book.window("postRound", round_))
+    book.draw_to(aggregator, round_)
     count = len(subs.signed)
     book.send(
         aggregator.tx.account, "postSubmissions", round_, subs.root, count, listed, value=BOND
@@ -404,6 +442,7 @@ class Running:
             ReceiptSigner(book.domain, account.key),
             store=store,
         )
+        book.enlisted[account.address.lower()] = account  # the service enlists it
         self.service.start()
         self.server = AggregatorServer("127.0.0.1:0", self.service.desk)
         self.address = account.address

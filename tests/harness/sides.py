@@ -41,11 +41,12 @@ class Side:
         blocks: Path,
         *,
         book: str | None = None,
-        aggregator: str | None = None,
+        submit: bool = False,
         pubsub: PubSub | None = None,
     ):
         """`book`: the root lane's round book (its batches checked and voted on too);
-        `aggregator`: where the publisher sends our submissions in it (None: the ledger);
+        `submit`: whether the publisher sends our submissions to its rounds' drawn aggregators
+        (False: the ledger);
         `pubsub`: an IPFS daemon's pubsub, where our receipted votes are relayed to their
         producers ([root_lane].relay_votes; None: no relay)."""
         root.mkdir(parents=True)
@@ -68,7 +69,7 @@ class Side:
         sapo = SapoSection()
         self.book = RoundBook(swarm.w3, book, nonces_of=ledger.tx) if book is not None else None
         self.root = (
-            RootLane(self.services, self.book, aggregator, self.store, pubsub=pubsub)
+            RootLane(self.services, self.book, submit, self.store, pubsub=pubsub)
             if self.book is not None
             else None
         )

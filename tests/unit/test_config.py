@@ -139,9 +139,9 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
         ('[aggregator]\nurl = "http://10.0.0.1:7700/api/v0"\n', "is not an http(s) origin"),
         ('[aggregator]\nurl = "ftp://10.0.0.1:7700"\n', "is not an http(s) origin"),
         ('[chain]\nround_book_address = "0x12"\n', "[chain].round_book_address"),
-        (f'[root_lane]\naggregator = "0x{"ab" * 20}"\n', "but [chain].round_book_address is not"),
-        ('[root_lane]\naggregator = "aggregator.example"\n', "[root_lane].aggregator"),
-        ("[root_lane]\nchallenge_lists = true\n", "but [root_lane].aggregator is not"),
+        ("[root_lane]\nsubmit = true\n", "but [chain].round_book_address is not"),
+        (f'[root_lane]\naggregator = "0x{"ab" * 20}"\n', "write `submit = true` instead"),
+        ("[root_lane]\nchallenge_lists = true\n", "but [root_lane].submit is not"),
         ('[root_lane]\nchallenge_lists = "maybe"\n', "[root_lane].challenge_lists"),
         ("[root_lane]\nrelay_votes = true\n", "relay_votes is set but the node has no round book"),
         (

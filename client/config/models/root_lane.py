@@ -1,26 +1,28 @@
-"""[root_lane]: whether a training node sends its batches' submissions to the root lane's
-aggregator (docs/scaling.md) instead of submitting each on the ledger, and to which one."""
+"""[root_lane]: whether a training node sends its batches' submissions to the root lane
+(docs/scaling.md), to each round's drawn aggregator, instead of submitting each on the ledger."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, model_validator
 
 from client.config.models.section import Section
-from client.config.models.values import Address
 
 
 class RootLaneSection(Section):
-    """The aggregator a producer sends its signed submissions to, whether the node bonds the
-    data challenges its audits of the book's lists call for, and whether it relays receipted
+    """Whether a producer sends its signed submissions to the root lane, whether the node bonds
+    the data challenges its audits of the book's lists call for, and whether it relays receipted
     votes."""
 
-    aggregator: Address | None = Field(
-        None,
-        description="the registered node whose `sapo aggregate run` collects this node's signed "
-        "submissions (its endpoint is read from its on-chain metadata, and only its receipts are "
-        "kept); needs [chain].round_book_address. Without a receipt by the last round of a "
-        "batch's submission window, the batch is submitted on the ledger (the v4 lane). Unset: "
-        "every batch is submitted on the ledger",
+    submit: bool = Field(
+        False,
+        description="send each batch's signed submission to its round's aggregator, drawn by the "
+        "round book from the nodes enlisted there (`sapo aggregate run` enlists one; its "
+        "endpoint is read from its on-chain metadata, and only its receipts are kept); needs "
+        "[chain].round_book_address. Without a receipt by the last round of a batch's "
+        "submission window (no aggregator drawn, or none that answered), the batch is "
+        "submitted on the ledger (the v4 lane). Off: every batch is submitted on the ledger",
     )
     challenge_lists: bool = Field(
         False,
@@ -54,3 +56,13 @@ class RootLaneSection(Section):
         "up` turns it on where this is set). Off: no relay; a dropped quorum is not proven by "
         "the node",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aggregator_is_drawn(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "aggregator" in data:
+            raise ValueError(
+                "[root_lane].aggregator is no longer read: each round's aggregator is drawn by "
+                "the round book from the enlisted ones; write `submit = true` instead"
+            )
+        return data

@@ -1,5 +1,8 @@
 """The aggregator's role, run by a node round after round (docs/scaling.md, "A round"): it
-collects the signed messages of the rounds open on its endpoint's desk, and on the book's clock
+enlists on the book's roster of aggregators, makes the draws of the coming rounds' aggregators
+(any enlisted node's service may; the first pays the gas), collects the signed messages of the
+rounds drawn to it on its endpoint's desk (the others' are refused: only the drawn aggregator
+may post a round's root, so its receipt is the only one that binds), and on the book's clock
 posts each round's submission root (with its bond) and, once the votes are in, its verdict root
 with every credit's earnings; it answers the data challenges of its rounds, folds the rounds
 that stand into what each producer has earned, and takes its bonds back.
@@ -25,8 +28,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from client.chain import ChainError
-from client.chain.book import BookRound, RoundBook, Windows
+from client.chain import ChainError, LedgerRevert
+from client.chain.book import BookRound, Drawn, RoundBook, Windows
 from client.chain.events import EventCursor, EventReader
 from client.chain.ledger import Ledger
 from client.chain.messages import Domain, ReceiptSigner, Vote
@@ -58,6 +61,7 @@ KIND = {False: "submissions", True: "verdicts"}
 class Tick:
     """What one pass did (for the log and for tests), and what it could not do, with why."""
 
+    drew: list[int] = field(default_factory=list)  # the rounds whose aggregator we drew
     opened: list[int] = field(default_factory=list)
     posted_submissions: list[int] = field(default_factory=list)
     drawn: list[int] = field(default_factory=list)
@@ -113,6 +117,7 @@ class Aggregator:
         self._cursor = EventCursor(next_block=start_block)  # DataChallenged
         self._challenges: dict[tuple[int, bool, int], int] = {}  # open -> answer by
         self._lists: dict[tuple[int, bool], bytes] = {}  # the other aggregators' list digests
+        self._draws: dict[int, Drawn] = {}  # the rounds drawn, whoever to
 
     # ------------------------------------------------------------------------------- start
 
@@ -120,6 +125,9 @@ class Aggregator:
         """Rebuilds what a restart lost: the collectors of the rounds still open, and the roots
         of the rounds this node posted, from its store, checked against the book."""
         current = self.ledger.current_round()
+        if not self.book.enlisted(self.me):  # drawn from the next request on
+            self.book.enlist()
+            log.info("aggregator: enlisted %s on the book's roster", self.me)
         # the swarm's registrations, in batches: each submission is checked against them as it
         # enters (a node registered later is read when its first message comes)
         self.auditor.know(self.ledger.nodes())
@@ -198,6 +206,7 @@ class Aggregator:
         done = Tick()
         current = self.ledger.current_round()
         w = self.windows
+        self._draw_aggregators(current, done)
         self._collect(current, done)
         self._post_submissions(current - w.submit_rounds - 1, current, done)
         for round_ in list(self.submission_roots):
@@ -210,16 +219,45 @@ class Aggregator:
         self._forget(current)
         return done
 
+    def _draw_aggregators(self, current: int, done: Tick) -> None:
+        """Draws this round's aggregator and the next's, where nobody has: the request, then
+        the draw itself (its transaction lands in a later block than the request's)."""
+        for round_ in (current, current + 1):
+            for _ in range(2):
+                drawn = self.drawn(round_)
+                if drawn.drawn:
+                    break
+                try:
+                    self.book.draw_aggregator(round_)
+                except LedgerRevert as exc:  # another service's draw came first, or too late
+                    log.info("round %s: its aggregator's draw was refused: %s", round_, exc)
+                    break
+            else:
+                drawn = self.drawn(round_)
+            if drawn.drawn and round_ not in done.drew:
+                done.drew.append(round_)
+                log.info("round %s: its aggregator is %s", round_, drawn.aggregator or "nobody")
+
+    def drawn(self, round_: int) -> Drawn:
+        """`round_`'s draw (kept once drawn: it never changes)."""
+        drawn = self._draws.get(round_)
+        if drawn is None:
+            drawn = self.book.drawn(round_)
+            if drawn.drawn:
+                self._draws[round_] = drawn
+        return drawn
+
     def _collect(self, current: int, done: Tick) -> None:
-        """Opens on the desk the rounds whose submissions may still come, and each posted
-        round's votes until its close."""
+        """Opens on the desk the rounds drawn to us whose submissions may still come, and each
+        posted round's votes until its close."""
         w = self.windows
         for round_ in range(max(self.first_round, current - w.submit_rounds), current + 1):
-            if round_ not in self.collectors:
+            if round_ in self.collectors:
+                if round_ not in self.desk.rounds() and not self.collectors[round_].closed:
+                    self.desk.open(self.collectors[round_])
+            elif self.drawn(round_).names(self.me):
                 self.desk.open(self._collector(round_))
                 done.opened.append(round_)
-            elif round_ not in self.desk.rounds() and not self.collectors[round_].closed:
-                self.desk.open(self.collectors[round_])
         for round_ in self.submission_roots:  # posted: its votes until the close (a restart)
             votes_open = w.post_round(round_) <= current <= w.vote_close(round_)
             if votes_open and round_ not in self.desk.rounds():
@@ -232,8 +270,8 @@ class Aggregator:
         if current != self.windows.post_round(round_):
             return
         posted = self.book.round_of(round_)
-        if posted.posted:  # another aggregator was first: what we held binds nobody
-            log.warning("round %s: %s posted its root first", round_, posted.aggregator)
+        if posted.posted:  # ours, from before a restart whose store did not rebuild it
+            log.warning("round %s: its root is posted already, by %s", round_, posted.aggregator)
             self.desk.close(round_)
             del self.collectors[round_]
             return

@@ -31,7 +31,7 @@ from client.node.journal.records import Kept
 from client.node.journal.states import OutboxKind, RoundPhase
 from client.node.proving import Snapshots, opened
 from client.node.publishing.handler import Handler
-from client.node.publishing.rootlane import RootLane, Unread
+from client.node.publishing.rootlane import NoAggregator, RootLane, Unread
 from client.node.services import Services
 from client.store import BlockStore
 from client.store.batch import BatchLimits, decode_batch
@@ -106,7 +106,8 @@ class OwnBatch(Handler):
             if isinstance(kept, Kept):
                 self._submitted(entry, None, kept)
                 return
-            if current < round_ + self.params.submit_rounds:  # the ledger's last round is left
+            last = current >= round_ + self.params.submit_rounds
+            if not last and not isinstance(kept, NoAggregator):  # the ledger's last round is left
                 self.journal.attempted(entry.key, kept)
                 self.events.emit(
                     Event.ROOT_LANE_UNSENT,
@@ -120,7 +121,8 @@ class OwnBatch(Handler):
             self.events.emit(
                 Event.ROOT_LANE_UNSENT,
                 f"round {round_}: not receipted by the root lane ({kept}); submitted on the "
-                "ledger instead, in the window's last round",
+                "ledger instead"
+                + ("" if isinstance(kept, NoAggregator) else ", in the window's last round"),
                 logging.WARNING,
                 round=round_,
                 reason=kept,

@@ -1,15 +1,18 @@
 """What the publisher sends in the root lane (docs/scaling.md): as a producer, our batch's
-submission signed and sent to the aggregator `[root_lane].aggregator` names, instead of a
-transaction on the ledger (RootLane); as a drawn checker, our votes (RootVoting).
+submission signed and sent to the round's aggregator, drawn by the book (with
+`[root_lane].submit`), instead of a transaction on the ledger (RootLane); as a drawn checker, our
+votes (RootVoting).
 
 - **Sending.** The submission is an EIP-712 `Submission` under the round book's domain, signed
   with the node's key, sent to the endpoint the aggregator lists in its on-chain metadata (a
   stranger's input: read as an http(s) origin only, client.node.aggregation.endpoint). What the
   aggregator receipts (its signature, checked to be the named aggregator's) is kept in the
   journal before anything else is done with it: it is our proof should its root leave the batch
-  out. No receipt by the last round of the batch's submission window (the aggregator is down,
-  refused it, or signed with another key): the batch goes on the ledger (force inclusion), which
-  costs gas and never credit.
+  out. Only the round's drawn aggregator may post its root (RoundBook.aggregators), so only its
+  receipt is sought. No receipt by the last round of the batch's submission window (no
+  aggregator drawn yet, the aggregator is down, refused it, or signed with another key): the
+  batch goes on the ledger (force inclusion), which costs gas and never credit; a round drawn
+  with no aggregator goes there at once.
 - **Opening.** The checkpoints our batch must open are drawn by the round's beacon in the book
   (the hash of the block after the submission root's), which the aggregator draws; if nobody has
   a few blocks after the root, we draw it.
@@ -105,6 +108,11 @@ class Unlisted(Exception):
     """The aggregator cannot be reached through what the chain says of it."""
 
 
+class NoAggregator(str):
+    """Why a submission has no receipt to wait for: its round was drawn with no aggregator, so
+    it goes on the ledger at once."""
+
+
 @dataclass(frozen=True)
 class Unread:
     """A list of a round that cannot be read (yet): which one, and why (`store_down`: our own
@@ -143,7 +151,7 @@ class RootLane(Stage):
         self,
         services: Services,
         book: RoundBook,
-        aggregator: str | None,
+        submit: bool,
         store: BlockStore,
         *,
         allow_private_peers: bool = False,
@@ -151,7 +159,8 @@ class RootLane(Stage):
         max_challenges_per_day: int = 12,
         pubsub: PubSub | None = None,
     ):
-        """`store`: where the lists are fetched (an IPFS store dials the posting aggregator's
+        """`submit`: whether our batches go to the root lane ([root_lane].submit); `store`:
+        where the lists are fetched (an IPFS store dials the posting aggregator's
         daemon first, at the addresses its metadata lists: `allow_private_peers` as
         [store]'s); `challenge_lists`: [root_lane]'s, whether we bond the data challenges our
         audits call for, at most `max_challenges_per_day` in any 24 hours; `pubsub`: with
@@ -162,7 +171,7 @@ class RootLane(Stage):
         if book.tx.account is None:
             raise ValueError("the root lane signs with the node's key: give the book its account")
         self.book, self.store = book, store
-        self.aggregator = aggregator
+        self.submit = submit
         self.domain = Domain(chain_id=services.chain_id, contract=book.address)
         self.windows = Windows.of(self.params)
         self._key = book.tx.account.key
@@ -223,9 +232,17 @@ class RootLane(Stage):
         return Signed.sign(message, self.domain, self._key)
 
     def send(self, message: Submit) -> Kept | str:
-        """Sends our signed submission to `aggregator`; returns what was kept of its receipt, or
-        why there is none."""
-        assert self.aggregator is not None
+        """Sends our signed submission to its round's drawn aggregator; returns what was kept of
+        its receipt, or why there is none (a NoAggregator when the round was drawn with none)."""
+        assert self.submit
+        drawn = self.book.drawn(message.round)
+        if not drawn.drawn:
+            return f"round {message.round}'s aggregator is not drawn yet"
+        if drawn.aggregator is None:
+            return NoAggregator(
+                f"round {message.round} was drawn with no aggregator (the roster is empty, or "
+                "the draw fell on left slots)"
+            )
         submission = Submission(
             round=message.round,
             digest=message.digest,
@@ -234,7 +251,7 @@ class RootLane(Stage):
             signal=message.signal,
         )
         key = Kept.submission_key(message.round)
-        return self.deliver(self.sign(submission), self.aggregator, key)
+        return self.deliver(self.sign(submission), drawn.aggregator, key)
 
     def kept(self, round_: int) -> Kept | None:
         return self.journal.receipt(Kept.submission_key(round_))

@@ -94,7 +94,7 @@ class Publisher(Stage):
     ):
         """`metadata(peer)`: the metadata the node registers with, given what its IPFS daemon
         says of itself (client.node.metadata); `root`: the root lane, where our votes on its
-        batches go, and our submissions when it names an aggregator (`[root_lane]`; None: no
+        batches go, and our submissions with `[root_lane].submit` (None: no
         round book is configured: the ledger only)."""
         super().__init__(services)
         self.store = store
@@ -106,7 +106,7 @@ class Publisher(Stage):
         )
         self.upkeep = Upkeep(services, store, snapshots, store_cfg, metadata)
         self.root = root
-        producing = root if root is not None and root.aggregator is not None else None
+        producing = root if root is not None and root.submit else None
         ours = OwnBatch(services, reader, store, snapshots, limits, producing)
         votes = Votes(services, reader)
         appeals = Appeals(services, reader, catalog, limits)
