@@ -151,6 +151,8 @@ interface IRoundBook {
     error AlreadyEnlisted(address node);
     error NotEnlisted(address node);
     error DrawNotOpen(uint64 round, uint64 current);
+    error StillEnlisted(address node);
+    error BondHeld(address node, uint64 untilRound);
     error WrongBond(uint256 sent, uint256 bond);
     error NotInPostWindow(uint64 round, uint64 current);
     error AlreadyPosted(uint64 round);

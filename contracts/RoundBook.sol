@@ -71,7 +71,7 @@ contract RoundBook is IRoundBook {
         _rewardPerRound = _ledger.rewardPerRound();
         _separator = Messages.domainSeparator(address(this));
         judge = new RoundJudge(ledger_, _separator);
-        aggregators = new AggregatorDraw(ledger_);
+        aggregators = new AggregatorDraw(ledger_, address(judge), _separator, bond_);
         // the ledger escalates only its own book's batches: without that the root lane could not
         // slash a forger (docs/scaling.md), so no book runs beside a ledger that does not name it
         address named = _ledger.book();

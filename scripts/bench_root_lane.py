@@ -468,7 +468,8 @@ class LightSwarm:
             self.send("register", self.ledger.address, txs, count=False)
         if self.service is None:  # (a service enlists itself as it starts)
             enlist = self.draw.encode_abi("enlist", args=[])
-            self.send("enlist", self.draw.address, [(self.aggregator.address, enlist, 0)], False)
+            enlisting = [(self.aggregator.address, enlist, BOND)]  # the roster's bond
+            self.send("enlist", self.draw.address, enlisting, False)
         if self.http is not None:
             listed = json.loads(self.ledger.node_info(self.aggregator.address).metadata)
             self.http.origin = aggregator_origin(listed.get("aggregator"))

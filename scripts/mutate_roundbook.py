@@ -376,6 +376,19 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "if (current > round",
         ("test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond",),
     ),
+    "unposted-by-any-receipt": (
+        "a receipt signed by any key proves that the drawn aggregator left its round unposted "
+        "(an honest absent aggregator's roster bond taken by a stranger's own signature)",
+        'if (Messages.signer(receiptHash, receipt) != aggregator) revert IRoundBook.NoLie("not',
+        'if (false) revert IRoundBook.NoLie("not',
+        ("test_a_drawn_aggregator_that_receipts_and_posts_no_root_loses_its_roster_bond",),
+    ),
+    "unposted-though-posted": (
+        "an aggregator that posted its round's root is taken for one that left it unposted",
+        "aggregator == NOBODY || _book.roundOf(round).aggregator != address(0)) {",
+        "aggregator == NOBODY) {",
+        ("test_a_drawn_aggregator_that_receipts_and_posts_no_root_loses_its_roster_bond",),
+    ),
     "prover-paid-the-bond": (
         "a proven lie pays its prover the whole bond, and the pool too",
         "        _pay(prover, half);\n    }",

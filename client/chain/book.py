@@ -193,6 +193,14 @@ class RoundBook(Deployed):
             self.tx.rpc(lambda: self.aggregators().functions.enlisted(node).call(), "enlisted")
         )
 
+    def held_bond(self, node: str) -> tuple[int, int]:
+        """(wei `node` holds on the roster, the last round a proof of a round drawn to it may
+        come in: it is held until then)."""
+        draw = self.aggregators().functions
+        held = self.tx.rpc(lambda: draw.bondOf(node).call(), "bondOf")
+        until = self.tx.rpc(lambda: draw.heldUntil(node).call(), "heldUntil")
+        return int(held), int(until)
+
     def roster(self) -> list[str | None]:
         """The roster's slots: each enlisted node, None for a slot its node left."""
         slots = self.tx.rpc(lambda: self.aggregators().functions.roster().call(), "roster")
@@ -263,23 +271,34 @@ class RoundBook(Deployed):
         return self._send("fund", value=amount)
 
     def enlist(self) -> TxResult:
-        """Puts this account (a registered node) on the roster of aggregators: from the next
-        draw requested, it may be drawn to post a round's roots."""
-        return self._draw_send("enlist")
+        """Puts this account (a registered node) on the roster of aggregators, with the book's
+        bond (less what it still holds there): from the next draw requested, it may be drawn to
+        post a round's roots."""
+        held, _ = self.held_bond(self.tx.address)
+        return self._draw_send("enlist", value=self.bonds()[0] - held)
 
-    def leave(self) -> TxResult:
+    def withdraw_bond(self) -> TxResult:
+        """Takes back this account's roster bond (off the roster, past its last proof window)."""
+        return self._draw_send("withdrawBond")
+
+    def prove_unposted(self, round_: int, signed: Signed, receipt: bytes) -> TxResult:
+        """Proves that `round_`'s drawn aggregator receipted `signed` (our submission) and
+        posted no root (AggregatorDraw.proveUnposted): half its roster bond is ours."""
+        return self._draw_send("proveUnposted", round_, submission_struct(signed), receipt)
+
+    def resign(self) -> TxResult:
         """Takes this account off the roster of aggregators (the rounds drawn to it stay its)."""
-        return self._draw_send("leave")
+        return self._draw_send("resign")
 
     def draw_aggregator(self, round_: int) -> TxResult:
         """Requests `round_`'s draw of its aggregator, or draws it once the request's block is
         mined (AggregatorDraw.draw: from the round before until its post round)."""
         return self._draw_send("draw", round_)
 
-    def _draw_send(self, function: str, *args: Any) -> TxResult:
+    def _draw_send(self, function: str, *args: Any, value: int = 0) -> TxResult:
         draw = self.aggregators()
         data = draw.encode_abi(function, args=list(args))
-        return self.tx.send({"to": draw.address, "data": data}, function)
+        return self.tx.send({"to": draw.address, "data": data, "value": value}, function)
 
     def call(self, function: str, args: Sequence[Any], *, value: int = 0) -> TxResult:
         """Any of the book's functions by name (a finding's proof, an answer, a claim), or of its

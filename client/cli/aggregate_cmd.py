@@ -10,8 +10,9 @@ verdict root, answers data challenges, folds earnings and takes its bonds back
 before it is answered, so a restart loses nothing. Run it with a key
 of its own (a registered node of its own, not a training node's key: two processes sending from
 one account race for its nonces). Ctrl-C or SIGTERM finishes the current pass and exits 0; the
-node stays on the roster (a restart goes on). `leave` takes it off: it is drawn no more, and the
-rounds drawn to it already stay its own to post.
+node stays on the roster (a restart goes on). `resign` takes it off: it is drawn no more, the
+rounds drawn to it already stay its own to post, and its roster bond comes back once they are
+past their proofs.
 """
 
 from __future__ import annotations
@@ -134,25 +135,43 @@ def serve(cfg, service_class=None) -> None:
         held.close()
 
 
-@app.command("leave")
-def leave(config: ConfigOption = None) -> None:
-    """Take this node off the round book's roster of aggregators: it is drawn no more."""
+@app.command("resign")
+def resign(config: ConfigOption = None) -> None:
+    """Take this node off the round book's roster of aggregators (it is drawn no more), and
+    take its roster bond back once the last round drawn to it is past its proofs (run it again
+    then)."""
     cfg = load_or_exit(config)
-    book_address(cfg, "whose roster this node leaves")
+    book_address(cfg, "whose roster this node resigns from")
     try:
         ledger = signing_ledger(cfg)
     except (NodeConfigError, KeystoreError) as exc:
         fail(str(exc))
     with chain_errors():
-        book = open_book(cfg, ledger, why="whose roster this node leaves")
+        book = open_book(cfg, ledger, why="whose roster this node resigns from")
         address = ledger.account_address
-        if not book.enlisted(address):
-            fail(f"{address} is not on the round book's roster of aggregators", Exit.USAGE)
-        result = book.leave()
-    typer.echo(
-        f"{address} left the roster of aggregators in {result.tx_hash}; the rounds drawn to it "
-        "already are still its own to post (keep `sapo aggregate run` up through them)"
-    )
+        held, until = book.held_bond(address)
+        if book.enlisted(address):
+            result = book.resign()
+            typer.echo(
+                f"{address} left the roster of aggregators in {result.tx_hash}; the rounds "
+                "drawn to it already are still its own to post (keep `sapo aggregate run` up "
+                "through them)"
+            )
+        elif not held:
+            fail(
+                f"{address} is not on the round book's roster of aggregators and holds no bond "
+                "there",
+                Exit.USAGE,
+            )
+        current = ledger.current_round()
+        if held and current > until:
+            result = book.withdraw_bond()
+            typer.echo(f"its roster bond ({held} wei) came back in {result.tx_hash}")
+        elif held:
+            typer.echo(
+                f"its roster bond ({held} wei) is held through round {until} (the proofs of the "
+                f"last round drawn to it; now {current}): run `sapo aggregate resign` again then"
+            )
 
 
-__all__ = ["app", "leave", "listed_metadata", "serve"]
+__all__ = ["app", "listed_metadata", "resign", "serve"]

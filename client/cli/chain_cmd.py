@@ -28,7 +28,11 @@ from client.config.models import format_ether as ether
 
 app = typer.Typer(no_args_is_help=True)  # help: client.cli.main.COMMANDS
 BondOption = Annotated[
-    str, typer.Option("--bond", help="What an aggregator bonds per round it posts ('1 ether').")
+    str,
+    typer.Option(
+        "--bond",
+        help="What an aggregator bonds per round it posts, and while on the roster ('1 ether').",
+    ),
 ]
 ChallengeBondOption = Annotated[
     str, typer.Option("--challenge-bond", help="What a data challenge bonds ('0.1 ether').")

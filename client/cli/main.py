@@ -53,7 +53,7 @@ COMMANDS: dict[str, Entry] = {
     "aggregate": Entry(
         "client.cli.aggregate_cmd",
         "app",
-        "Run the root lane's aggregator: collect signed messages, post each round's roots.",
+        "Run the root lane's aggregator: enlist, collect messages, post the drawn rounds' roots.",
     ),
     "wallet": Entry("client.cli.wallet_cmd", "app", "Encrypted keystores: new, import, address."),
     "doctor": Entry(

@@ -5,7 +5,7 @@ aggregator lists its endpoint in its node's on-chain metadata, producers and che
 signed messages there over HTTP, and it posts a round's submission root and verdict root on the
 book's clock (the roots every auditor check holds against) and takes its bond back; killed
 (SIGKILL) between the two roots and started again, it goes on with everything it had taken, and
-SIGTERM stops it between passes (exit 0); `sapo aggregate leave` takes it off the roster of
+SIGTERM stops it between passes (exit 0); `sapo aggregate resign` takes it off the roster of
 aggregators it enlisted on."""
 
 from __future__ import annotations
@@ -156,8 +156,15 @@ def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_pa
 
     # the node leaves the roster: drawn no more (the only one enlisted: rounds of nobody)
     assert book.aggregators.functions.enlisted(aggregator.address).call()
-    left = sapo_run("aggregate", "leave", "--config", str(config))
+    left = sapo_run("aggregate", "resign", "--config", str(config))
     assert left.returncode == 0 and "left the roster" in left.stdout, left.stderr
     assert not book.aggregators.functions.enlisted(aggregator.address).call()
-    again = sapo_run("aggregate", "leave", "--config", str(config))
+    assert "is held through round" in left.stdout  # the proofs of its last drawn round
+    held = book.aggregators.functions.heldUntil(aggregator.address).call()
+    swarm.goto(held + 1)
+    balance = swarm.w3.eth.get_balance(aggregator.address)
+    back = sapo_run("aggregate", "resign", "--config", str(config))
+    assert back.returncode == 0 and "came back" in back.stdout, back.stderr
+    assert swarm.w3.eth.get_balance(aggregator.address) > balance + ETH * 9 // 10  # the bond
+    again = sapo_run("aggregate", "resign", "--config", str(config))
     assert again.returncode == 2 and "is not on the round book's roster" in again.stderr

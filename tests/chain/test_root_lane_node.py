@@ -337,7 +337,7 @@ def test_a_round_drawn_with_no_aggregator_goes_on_the_ledger_at_once(world) -> N
     round has nobody who may post its root, the service collects nothing of it, and the
     producer, who learns so while the ledger's window is open, submits there at once."""
     r = world.swarm.ledger.current_round() + 1
-    world.book.draw_send(world.nodes[4].tx.account, "leave")
+    world.book.draw_send(world.nodes[4].tx.account, "resign")
     world.swarm.goto(r)
     for _ in range(2):  # the request, then the draw: anyone may make both
         world.book.draw_send(world.nodes[5].tx.account, "draw", r)
@@ -352,6 +352,26 @@ def test_a_round_drawn_with_no_aggregator_goes_on_the_ledger_at_once(world) -> N
     assert "drawn with no aggregator" in unsent["message"]
     assert "last round" not in unsent["message"]
     assert world.events("round.submitted")[0]["lane"] == "ledger"
+
+
+def test_a_receipted_round_its_aggregator_never_posts_is_proven_by_its_producer(world) -> None:
+    """The drawn aggregator receipts our batch, then posts no root in the post round (its
+    service never passes there): our ledger window is closed, so the receipt is all we hold. The
+    producer proves it the round after: half the aggregator's roster bond is ours, and it is off
+    the roster."""
+    r = world.sealed()
+    world.producer.publisher.flush()
+    assert world.producer.journal.receipt(Kept.submission_key(r)) is not None
+    world.swarm.goto(world.windows.post_round(r) + 1)  # no pass of the service in between
+    before = world.swarm.w3.eth.get_balance(world.me)
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"listed:{r}"] == DONE
+    [proven] = world.events("rootlane.proven")
+    assert proven["lie"] == "a receipted round left unposted"
+    assert proven["aggregator"] == world.agg.address
+    gained = world.swarm.w3.eth.get_balance(world.me) - before
+    assert BOND // 2 - BOND // 100 < gained < BOND // 2  # half the bond, less the gas
+    assert not world.book.aggregators.functions.enlisted(world.agg.address).call()
 
 
 def test_a_receipted_batch_left_out_of_the_root_is_proven_by_its_producer(world) -> None:

@@ -541,7 +541,7 @@ def test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond(world)
     with pytest.raises(LedgerRevert, match="AlreadyEnlisted"):
         book.enlist(nodes[4].tx.account)
     with pytest.raises(LedgerRevert, match="NotEnlisted"):
-        book.draw_send(nodes[6].tx.account, "leave")
+        book.draw_send(nodes[6].tx.account, "resign")
     current = swarm.ledger.current_round()
     with pytest.raises(LedgerRevert, match="DrawNotOpen"):  # at most one round ahead
         book.draw_send(nodes[6].tx.account, "draw", current + 2)
@@ -568,6 +568,57 @@ def test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond(world)
         book.send(rival.tx.account, "postVerdicts", ROUND, b"\x01" * 32, 1, 1, LIST)
 
 
+def test_a_drawn_aggregator_that_receipts_and_posts_no_root_loses_its_roster_bond(world) -> None:
+    """The attack: the round's drawn aggregator receipts its producers' submissions (so they wait
+    for its root, and their ledger window closes) and posts nothing: with no root, no
+    `proveLeftOut` reaches it. Its receipt and the signed submission prove it from the round after
+    the post round: half its roster bond to the prover, half to the book's pool, and it is off
+    the roster. A receipt of another key, or a root posted, proves nothing."""
+    swarm, nodes, book = world
+    producers, aggregator, rival = nodes[:2], nodes[4], nodes[5]
+    book.draw_to(aggregator, ROUND)
+    signed = sign_submissions(book, producers)
+    receipt = ReceiptSigner(book.domain, aggregator.tx.account.key).sign(signed[0])
+    args = (ROUND, submission_struct(signed[0]), receipt)
+    prover = stranger(book)
+    swarm.goto(book.window("postRound"))
+    with pytest.raises(LedgerRevert, match="ChallengeWindowOpen"):  # its root may still come
+        book.draw_send(prover, "proveUnposted", *args)
+    swarm.goto(book.window("postRound") + 1)
+    forged = ReceiptSigner(book.domain, rival.tx.account.key).sign(signed[0])
+    with pytest.raises(LedgerRevert, match="not the aggregator's receipt"):
+        book.draw_send(prover, "proveUnposted", ROUND, submission_struct(signed[0]), forged)
+    pool = book.contract.functions.rewardPool().call()
+    before = book.swarm.w3.eth.get_balance(prover.address)
+    result = book.draw_send(prover, "proveUnposted", *args)
+    fee = result.gas_used * result.effective_gas_price
+    assert book.swarm.w3.eth.get_balance(prover.address) == before - fee + BOND // 2
+    assert book.contract.functions.rewardPool().call() == pool + BOND - BOND // 2
+    assert not book.aggregators.functions.enlisted(aggregator.tx.account.address).call()
+    with pytest.raises(LedgerRevert, match="its bond is spent"):
+        book.draw_send(prover, "proveUnposted", *args)
+    with pytest.raises(LedgerRevert, match="NothingOwed"):
+        book.draw_send(aggregator.tx.account, "withdrawBond")
+
+    # a round whose root its drawn aggregator posted: nothing to prove; its bond comes back only
+    # once it resigned and the last round drawn to it is past its proofs
+    later = book.window("postRound") + 1
+    subs = SubmissionRoot(sign_submissions(book, producers, later))
+    post_submissions(book, rival, subs, later)
+    receipt = ReceiptSigner(book.domain, rival.tx.account.key).sign(subs.signed[0])
+    swarm.goto(book.window("postRound", later) + 1)
+    with pytest.raises(LedgerRevert, match="a round posted"):
+        book.draw_send(prover, "proveUnposted", later, submission_struct(subs.signed[0]), receipt)
+    with pytest.raises(LedgerRevert, match="StillEnlisted"):
+        book.draw_send(rival.tx.account, "withdrawBond")
+    book.draw_send(rival.tx.account, "resign")
+    with pytest.raises(LedgerRevert, match="BondHeld"):
+        book.draw_send(rival.tx.account, "withdrawBond")
+    swarm.goto(book.aggregators.functions.heldUntil(rival.tx.account.address).call() + 1)
+    book.draw_send(rival.tx.account, "withdrawBond")
+    assert book.aggregators.functions.bondOf(rival.tx.account.address).call() == 0
+
+
 def test_the_draw_counts_only_who_was_enlisted_at_its_request(world) -> None:
     """The attack: a node that sees the draw's block hash enlists (or moves into a slot a left
     node freed) so that the draw falls on it. A draw counts only the slots of its request and
@@ -588,7 +639,7 @@ def test_the_draw_counts_only_who_was_enlisted_at_its_request(world) -> None:
         round_ += 1
         assert round_ < 60, "the draw never fell on the late node's slot"
         swarm.goto(round_)
-        book.draw_send(late, "leave")
+        book.draw_send(late, "resign")
         book.draw_send(early[0], "draw", round_)  # the request: slot 2 is empty
         slots[2] = (late.address, enlist(late))  # taken again, after the request
         book.draw_send(early[0], "draw", round_)

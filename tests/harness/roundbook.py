@@ -69,15 +69,17 @@ class Book:
         abi = load_artifact("AggregatorDraw")["abi"]
         return self.swarm.w3.eth.contract(address=address, abi=abi)
 
-    def draw_send(self, account, fn: str, *args):
+    def draw_send(self, account, fn: str, *args, value: int = 0):
         """`account` calls the AggregatorDraw's `fn` (its errors are the book's)."""
         draw = self.aggregators
         call = getattr(draw.functions, fn)(*args)
-        tx = {"to": draw.address, "data": call._encode_transaction_data()}
+        tx = {"to": draw.address, "data": call._encode_transaction_data(), "value": value}
         return TxSender(self.swarm.w3, account, ErrorDecoder(self.contract.abi)).send(tx, fn)
 
     def enlist(self, account) -> None:
-        self.draw_send(account, "enlist")
+        """`account` enlists with the bond (less what it still holds on the roster)."""
+        held = self.aggregators.functions.bondOf(account.address).call()
+        self.draw_send(account, "enlist", value=BOND - held)
         self.enlisted[account.address.lower()] = account
 
     def draw_to(self, node, round_: int = ROUND) -> None:
@@ -91,7 +93,7 @@ class Book:
         assert not requested, f"round {round_}'s draw is requested already"
         for address in self.aggregators.functions.roster().call():
             if int(address, 16) and address.lower() != me.lower():
-                self.draw_send(self.enlisted[address.lower()], "leave")
+                self.draw_send(self.enlisted[address.lower()], "resign")
         if not self.aggregators.functions.enlisted(me).call():
             self.enlist(node.tx.account)
         self.draw_send(node.tx.account, "draw", round_)  # the request

@@ -31,7 +31,7 @@ from client.node.journal.records import Kept
 from client.node.journal.states import OutboxKind, RoundPhase
 from client.node.proving import Snapshots, opened
 from client.node.publishing.handler import Handler
-from client.node.publishing.rootlane import NoAggregator, RootLane, Unread
+from client.node.publishing.rootlane import NoAggregator, RootLane, Unposted, Unread
 from client.node.services import Services
 from client.store import BlockStore
 from client.store.batch import BatchLimits, decode_batch
@@ -240,6 +240,9 @@ class OwnBatch(Handler):
         posted = self.root.posted(round_)
         self.health.chain(True)
         if posted is None:
+            return
+        if isinstance(posted, Unposted):
+            self._unposted(entry, kept, posted)
             return
         if isinstance(posted, str):
             self._unbound(entry, posted)
@@ -559,6 +562,28 @@ class OwnBatch(Handler):
             round=entry.round,
             lie=finding.what,
             aggregator=posted.aggregator,
+            tx_hash=result.tx_hash,
+        )
+
+    def _unposted(self, entry: OutboxEntry, kept: Kept, reason: str) -> None:
+        """The drawn aggregator receipted our batch and posted no root: proven, its roster bond
+        forfeit (half of it ours); or, refused (proven by another first), the batch unbound."""
+        assert self.root is not None
+        try:
+            result = self.root.prove_unposted(kept)
+        except LedgerRevert as exc:
+            self._unbound(entry, f"{reason} (not proven: {exc})")
+            return
+        self.journal.done(entry.key, result.tx_hash)
+        self.events.emit(
+            Event.ROOT_LANE_PROVEN,
+            f"round {entry.round}: its drawn aggregator {kept.aggregator} receipted our batch "
+            f"and posted no root; proven in {result.tx_hash}: its roster bond is forfeit (half "
+            "of it ours), and it is off the roster",
+            logging.WARNING,
+            round=entry.round,
+            lie="a receipted round left unposted",
+            aggregator=kept.aggregator,
             tx_hash=result.tx_hash,
         )
 

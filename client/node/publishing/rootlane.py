@@ -108,6 +108,11 @@ class Unlisted(Exception):
     """The aggregator cannot be reached through what the chain says of it."""
 
 
+class Unposted(str):
+    """Why a receipted round has no submission root: its drawn aggregator posted none in the
+    post round (provable, AggregatorDraw.proveUnposted, for C rounds after)."""
+
+
 class NoAggregator(str):
     """Why a submission has no receipt to wait for: its round was drawn with no aggregator, so
     it goes on the ledger at once."""
@@ -286,13 +291,23 @@ class RootLane(Stage):
     # ----------------------------------------------------------------------- the list check
 
     def posted(self, round_: int) -> BookRound | str | None:
-        """The round's posted submission root, None while it may come, or why it never will."""
+        """The round's posted submission root, None while it may come, or why it never will
+        (Unposted: the drawn aggregator's proof window is open)."""
         posted = self.book.round_of(round_)
         if posted.posted:
             return posted
-        if self.current_round() > self.windows.post_round(round_):
+        current, post = self.current_round(), self.windows.post_round(round_)
+        if current > post + self.params.challenge_rounds:
             return f"no submission root was posted for round {round_}: the receipt binds nobody"
+        if current > post:
+            return Unposted(f"no submission root was posted for round {round_}")
         return None
+
+    def prove_unposted(self, kept: Kept) -> TxResult:
+        """Proves that the round's drawn aggregator receipted our submission (`kept`) and posted
+        no root: half its roster bond is ours, and it is off the roster."""
+        signed = Signed.from_bytes(kept.message, self.domain)
+        return self.book.prove_unposted(kept.round, signed, kept.receipt)
 
     def check_listed(self, posted: BookRound, kept: Kept) -> Finding | Unread | None:
         """Fetches the posted submission list and checks it as any auditor does; returns the
