@@ -19,10 +19,11 @@ import {RoundJudge} from "./RoundJudge.sol";
 /// A draw is two calls of `draw(round)`, by anyone (an enlisted aggregator's service makes both,
 /// in the round before): the first, at most one round ahead, fixes the roster as it stands (its
 /// length, and only nodes enlisted by that block count) and the block whose hash draws; the
-/// second, in a later block while that hash is known, draws. A slot left empty, or whose node
-/// enlisted after the request or is no longer registered, is passed over for another slot
-/// (TRIES in all); a round whose tries all fall on such slots, or whose request lapsed and was
-/// not made again before its post, has no aggregator: its producers submit on the ledger.
+/// second, in a later block while that hash is known, draws. A slot gone since the request (the
+/// roster shrank), or whose node enlisted or moved there after the request or is no longer
+/// registered, is passed over for another slot (TRIES in all); a round whose tries all fall on
+/// such slots, or whose request lapsed and was not made again before its post, has no
+/// aggregator: its producers submit on the ledger.
 ///
 /// An enlisted node holds the book's bond here for as long as it is on the roster and until the
 /// proof window of the last round drawn to it closes (the C rounds after that round's post
@@ -38,8 +39,8 @@ contract AggregatorDraw {
     address private constant NOBODY = address(1);
 
     struct Candidate {
-        address node; // zero: a slot its node left (the next to enlist takes it)
-        uint64 since; // the block it enlisted in
+        address node;
+        uint64 since; // the block it enlisted in (or moved into this slot in)
     }
 
     struct Draw {
@@ -58,9 +59,9 @@ contract AggregatorDraw {
     uint256 public immutable bond;
 
     Candidate[] private _roster;
-    uint256[] private _free; // slots left, taken again by the next to enlist
     mapping(address node => uint256) private _slotOf; // its slot + 1 (0: not enlisted)
     mapping(uint64 round => Draw) private _draws;
+    mapping(uint64 round => bool) private _unpostedProven; // a round's failure is paid for once
     /// @notice The bond each node holds here (0 once withdrawn or taken by a proof).
     mapping(address node => uint256) public bondOf;
     /// @notice The last round in which a proof of a round drawn to `node` may come: its bond is
@@ -95,23 +96,15 @@ contract AggregatorDraw {
         uint256 held = bondOf[msg.sender] + msg.value;
         if (held != bond) revert IRoundBook.WrongBond(held, bond);
         bondOf[msg.sender] = held;
-        uint256 slot;
-        Candidate memory c = Candidate(msg.sender, uint64(block.number));
-        if (_free.length != 0) {
-            slot = _free[_free.length - 1];
-            _free.pop();
-            _roster[slot] = c;
-        } else {
-            slot = _roster.length;
-            _roster.push(c);
-        }
-        _slotOf[msg.sender] = slot + 1;
-        emit Enlisted(msg.sender, slot);
+        _roster.push(Candidate(msg.sender, uint64(block.number)));
+        _slotOf[msg.sender] = _roster.length;
+        emit Enlisted(msg.sender, _roster.length - 1);
     }
 
     /// @notice Takes the caller off the roster: it is drawn no more (a round drawn to it already
-    /// keeps it). Its slot stays where it is, empty until the next node enlists, so that no
-    /// other node moves into a slot a pending draw may fall on.
+    /// keeps it). The roster's last node moves into its slot, as enlisted now, so that a draw
+    /// requested before passes it over in either place (a draw's slot past the roster's end is
+    /// empty): the roster never keeps a hole, and a draw never falls on a node that moved under it.
     function resign() external {
         if (_slotOf[msg.sender] == 0) revert IRoundBook.NotEnlisted(msg.sender);
         _remove(msg.sender);
@@ -151,8 +144,10 @@ contract AggregatorDraw {
         bytes32 held = Messages.signingHash(_separator, Messages.structHash(leaf.submission));
         bytes32 receiptHash = Messages.signingHash(_separator, Messages.receiptHash(held, leaf.producer));
         if (Messages.signer(receiptHash, receipt) != aggregator) revert IRoundBook.NoLie("not the aggregator's receipt");
+        if (_unpostedProven[round]) revert IRoundBook.NoLie("proven already");
         uint256 amount = bondOf[aggregator];
         if (amount == 0) revert IRoundBook.NoLie("its bond is spent");
+        _unpostedProven[round] = true;
         bondOf[aggregator] = 0;
         if (_slotOf[aggregator] != 0) _remove(aggregator);
         uint256 half = amount / 2;
@@ -164,9 +159,14 @@ contract AggregatorDraw {
 
     function _remove(address node) private {
         uint256 slot = _slotOf[node] - 1;
-        delete _roster[slot];
+        uint256 last = _roster.length - 1;
+        if (slot != last) {
+            address moved = _roster[last].node;
+            _roster[slot] = Candidate(moved, uint64(block.number));
+            _slotOf[moved] = slot + 1;
+        }
+        _roster.pop();
         delete _slotOf[node];
-        _free.push(slot);
         emit Resigned(node, slot);
     }
 
@@ -189,8 +189,10 @@ contract AggregatorDraw {
         bytes32 seed = blockhash(d.requested);
         address drawn;
         for (uint256 t; t < TRIES && d.count != 0; ++t) {
-            Candidate storage c = _roster[uint256(keccak256(abi.encode(seed, round, t))) % d.count];
-            if (c.node != address(0) && c.since <= d.requested && _ledger.familyOf(c.node) != bytes32(0)) {
+            uint256 at = uint256(keccak256(abi.encode(seed, round, t))) % d.count;
+            if (at >= _roster.length) continue; // a slot gone since the request
+            Candidate storage c = _roster[at];
+            if (c.since <= d.requested && _ledger.familyOf(c.node) != bytes32(0)) {
                 drawn = c.node;
                 break;
             }
@@ -215,7 +217,7 @@ contract AggregatorDraw {
         return _slotOf[node] != 0;
     }
 
-    /// @notice The enlisted nodes, by slot (zero: an empty slot).
+    /// @notice The enlisted nodes, by slot.
     function roster() external view returns (address[] memory nodes) {
         nodes = new address[](_roster.length);
         for (uint256 i; i < nodes.length; ++i) {

@@ -364,10 +364,18 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         ("test_only_the_drawn_aggregator_posts_once_in_its_window_with_the_bond",),
     ),
     "draw-counts-late-enlisted": (
-        "a node enlisted after a draw's request (when the draw's block hash may be known) is drawn",
-        "c.node != address(0) && c.since <= d.requested &&",
-        "c.node != address(0) &&",
+        "a node enlisted, or moved into a slot, after a draw's request (when the draw's block hash "
+        "may be known) is drawn",
+        "if (c.since <= d.requested && _ledger.familyOf(c.node)",
+        "if (_ledger.familyOf(c.node)",
         ("test_the_draw_counts_only_who_was_enlisted_at_its_request",),
+    ),
+    "unposted-proven-twice": (
+        "an unposted round is proven again once its aggregator enlists anew (a restarted "
+        "service's new bond taken by a replay of the public proof)",
+        '        if (_unpostedProven[round]) revert IRoundBook.NoLie("proven already");\n',
+        "",
+        ("test_a_drawn_aggregator_that_receipts_and_posts_no_root_loses_its_roster_bond",),
     ),
     "draw-far-ahead": (
         "a draw may be requested any number of rounds ahead (the roster fixed while it is "

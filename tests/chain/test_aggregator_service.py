@@ -25,12 +25,14 @@ from client.chain.roots import (
     VerdictRoot,
     submission_struct,
 )
+from client.devnet import rpc_call
 from client.node.aggregation.auditor import Auditor
 from client.node.aggregation.service import Aggregator
 from client.node.aggregation.watch import Watcher
 from client.store import IpfsStore
 from tests.harness.ledger_swarm import ETH
 from tests.harness.roundbook import (
+    BOND,
     CHALLENGE_BOND,
     Running,
     audit,
@@ -144,6 +146,47 @@ def test_an_aggregator_runs_its_rounds_and_a_restart_loses_nothing(world, daemon
         entry = agg.service.earned.entry(producer.tx.account.address, r)
         assert entry is not None
         assert paid_by(book, claim(book, producer, entry)) == agg.service.earned.share(entry)
+    agg.stop()
+
+
+def test_a_restart_before_any_root_still_posts_what_it_receipted(world, daemon, tmp_path):
+    """Receipted in round r on a book nobody posted to yet, stopped, and started again a round
+    later (the book's first round is then later than r): r's root still goes up in its post
+    round, as its receipts bind it to (AggregatorDraw.proveUnposted would take its bond)."""
+    swarm, nodes, book = world
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    r = swarm.ledger.current_round() + 1
+    swarm.goto(r)
+    assert r in agg.service.tick().opened
+    sent = sign_submissions(book, nodes[:2], r)
+    assert all(a.receipt is not None for a in agg.client(book.domain).send(sent))
+    agg.stop()
+    swarm.goto(r + 1)
+    agg = Running(world, tmp_path / "aggregator.db", store)
+    swarm.goto(agg.service.windows.post_round(r))
+    assert agg.service.tick().posted_submissions == [r]
+    assert book.view(r)[3] == SubmissionRoot(sent).root
+    agg.stop()
+
+
+def test_a_round_drawn_to_an_aggregator_that_cannot_pay_its_post_is_not_collected(
+    world, daemon, tmp_path
+):
+    """A receipt binds its aggregator to post (its roster bond otherwise), so a round drawn to
+    one whose balance no longer holds the post's bond is not collected: its producers get no
+    receipt, and go to the ledger."""
+    swarm, nodes, book = world
+    agg = Running(
+        world, tmp_path / "aggregator.db", IpfsStore(daemon.api, index_dir=tmp_path / "index")
+    )
+    rpc_call(swarm.url, "anvil_setBalance", [agg.address, hex(BOND // 2)])
+    r = swarm.ledger.current_round() + 1
+    swarm.goto(r)
+    done = agg.service.tick()
+    assert r in done.drew and agg.service.drawn(r).names(agg.address) and r not in done.opened
+    [answer] = agg.client(book.domain).send(sign_submissions(book, nodes[:1], r))
+    assert answer.receipt is None and "not collected here" in (answer.refused or "")
     agg.stop()
 
 

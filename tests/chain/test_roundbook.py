@@ -509,8 +509,9 @@ def test_a_receipted_quorum_left_uncredited_is_proven(world) -> None:
 
 def expected_draw(book, round_: int, slots: list[tuple[str, int]]) -> tuple[str | None, list]:
     """The draw AggregatorDraw must make of `round_`, computed here from its request's block
-    hash, and the slots it tried: `slots` are the roster's (node, the block it enlisted in) at
-    the request, all still registered."""
+    hash, and the slots it tried: `slots` are as many as the request counted, each (node, the
+    block it enlisted or moved in) as at the draw (a gone slot's block past any request), all
+    still registered."""
     _, drawn, requested = book.aggregators.functions.drawOf(round_).call()
     assert drawn
     seed = book.swarm.w3.eth.get_block(requested)["hash"]
@@ -595,14 +596,24 @@ def test_a_drawn_aggregator_that_receipts_and_posts_no_root_loses_its_roster_bon
     assert book.swarm.w3.eth.get_balance(prover.address) == before - fee + BOND // 2
     assert book.contract.functions.rewardPool().call() == pool + BOND - BOND // 2
     assert not book.aggregators.functions.enlisted(aggregator.tx.account.address).call()
-    with pytest.raises(LedgerRevert, match="its bond is spent"):
-        book.draw_send(prover, "proveUnposted", *args)
     with pytest.raises(LedgerRevert, match="NothingOwed"):
         book.draw_send(aggregator.tx.account, "withdrawBond")
+    # enlisted again with a new bond (a restarted service): the round is paid for once
+    book.enlist(aggregator.tx.account)
+    with pytest.raises(LedgerRevert, match="proven already"):
+        book.draw_send(prover, "proveUnposted", *args)
+    # a receipt of its submission of another round proves nothing of this one
+    other = sign_submissions(book, producers, ROUND + 1)[0]
+    stray = ReceiptSigner(book.domain, aggregator.tx.account.key).sign(other)
+    with pytest.raises(LedgerRevert, match="not a submission of the round"):
+        book.draw_send(prover, "proveUnposted", ROUND, submission_struct(other), stray)
+    swarm.goto(book.window("voteClose") + 1)  # C rounds after the post round: closed
+    with pytest.raises(LedgerRevert, match="ChallengeWindowClosed"):
+        book.draw_send(prover, "proveUnposted", *args)
 
     # a round whose root its drawn aggregator posted: nothing to prove; its bond comes back only
     # once it resigned and the last round drawn to it is past its proofs
-    later = book.window("postRound") + 1
+    later = book.window("voteClose") + 1
     subs = SubmissionRoot(sign_submissions(book, producers, later))
     post_submissions(book, rival, subs, later)
     receipt = ReceiptSigner(book.domain, rival.tx.account.key).sign(subs.signed[0])
@@ -620,34 +631,40 @@ def test_a_drawn_aggregator_that_receipts_and_posts_no_root_loses_its_roster_bon
 
 
 def test_the_draw_counts_only_who_was_enlisted_at_its_request(world) -> None:
-    """The attack: a node that sees the draw's block hash enlists (or moves into a slot a left
-    node freed) so that the draw falls on it. A draw counts only the slots of its request and
-    the nodes enlisted by its block; an empty slot, or one taken after, is passed over (four
-    tries, then no aggregator: the round's producers submit on the ledger). Each round here the
-    late node leaves before the request and enlists again after it, into the same slot."""
+    """The attack: a node that sees the draw's block hash moves onto the slot it falls on. A draw
+    counts only the slots of its request and the nodes enlisted by its block: a node that
+    resigns moves the roster's last into its slot as enlisted anew, and a slot gone (past the
+    shrunk roster) or taken after the request is passed over (four tries, then no aggregator:
+    the round's producers submit on the ledger). Each round here the first node resigns after
+    the request, moving the last under the draw, and enlists again at the end."""
     swarm, nodes, book = world
-    early, late = [n.tx.account for n in (nodes[4], nodes[6])], nodes[1].tx.account
-
-    def enlist(account) -> int:
-        book.enlist(account)
-        return swarm.w3.eth.block_number
-
-    slots = [(a.address, enlist(a)) for a in (*early, late)]
+    accounts = [n.tx.account for n in (nodes[4], nodes[6], nodes[1])]
+    since: dict[str, int] = {}
+    for a in accounts:
+        book.enlist(a)
+        since[a.address] = swarm.w3.eth.block_number
+    by_address = {a.address: a for a in accounts}
     passed_over = 0
     round_ = swarm.ledger.current_round()
-    while passed_over < 2:  # until the draw fell on the late slot twice: (2/3)^n of not yet
+    while passed_over < 2:  # until a try fell on a moved or gone slot twice: (1/3)^n of not yet
         round_ += 1
-        assert round_ < 60, "the draw never fell on the late node's slot"
+        assert round_ < 60, "the draw never fell on a moved or gone slot"
         swarm.goto(round_)
-        book.draw_send(late, "resign")
-        book.draw_send(early[0], "draw", round_)  # the request: slot 2 is empty
-        slots[2] = (late.address, enlist(late))  # taken again, after the request
-        book.draw_send(early[0], "draw", round_)
+        roster = book.aggregators.functions.roster().call()
+        first, moved = roster[0], roster[-1]
+        book.draw_send(by_address[roster[1]], "draw", round_)  # the request: three slots
+        book.draw_send(by_address[first], "resign")  # the last moves into slot 0, anew
+        since[moved] = swarm.w3.eth.block_number
+        slots = [(a, since[a]) for a in book.aggregators.functions.roster().call()]
+        slots.append((None, 1 << 62))  # slot 2: gone since the request
+        book.draw_send(by_address[roster[1]], "draw", round_)
         drawn, _, _ = book.aggregators.functions.drawOf(round_).call()
         expected, tried = expected_draw(book, round_, slots)
         assert (None if int(drawn, 16) == 0 else drawn) == expected
-        assert drawn != late.address
-        passed_over += 2 in tried
+        assert drawn not in (moved, first)
+        passed_over += bool({0, 2} & set(tried[: tried.index(1) if 1 in tried else 4]))
+        book.enlist(by_address[first])  # back, at the end
+        since[first] = swarm.w3.eth.block_number
 
 
 def test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond(world) -> None:

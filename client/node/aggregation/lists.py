@@ -73,6 +73,13 @@ class ListIndex(BaseModel):
         return cls(kind=kind, round=round_, bytes=len(data), chunks=digests), chunks  # type: ignore[arg-type]
 
 
+def list_digest(kind: str, round_: int, data: bytes) -> bytes:
+    """The digest of list `data`'s index block (what a root's post names), computed without
+    storing anything: what publish_list's CID carries."""
+    index, _ = ListIndex.of(kind, round_, data)
+    return hashlib.sha256(index.encode()).digest()
+
+
 def publish_list(store: BlockStore, kind: str, round_: int, data: bytes, keep_round: int) -> str:
     """Pins a list's blocks and its index until the retention rule drops `keep_round` (the
     round's challenge window must be past by then); returns the index's CID, what the root's
@@ -153,6 +160,7 @@ __all__ = [
     "ListIndex",
     "ListUnavailable",
     "fetch_list",
+    "list_digest",
     "max_list_bytes",
     "publish_list",
 ]

@@ -48,12 +48,15 @@ from client.node.aggregation.collector import Collector, Equivocation
 from client.node.aggregation.earnings import EarningsBook
 from client.node.aggregation.endpoint import Desk
 from client.node.aggregation.held import Held
-from client.node.aggregation.lists import ListUnavailable, fetch_list, publish_list
-from client.store import BlockStore, cid_to_digest, digest_to_cid
+from client.node.aggregation.lists import ListUnavailable, fetch_list, list_digest, publish_list
+from client.store import BlockStore, StoreError, cid_to_digest, digest_to_cid
 
 log = logging.getLogger("sapo.aggregator")
 
 POLL_S = 2.0
+# what the aggregator keeps beyond the bond for a round's posts' gas: a round drawn to it is
+# collected only while its balance holds both (a receipt it could not post for costs its bond)
+POST_GAS_WEI = 10**16
 KIND = {False: "submissions", True: "verdicts"}
 
 
@@ -118,6 +121,7 @@ class Aggregator:
         self._challenges: dict[tuple[int, bool, int], int] = {}  # open -> answer by
         self._lists: dict[tuple[int, bool], bytes] = {}  # the other aggregators' list digests
         self._draws: dict[int, Drawn] = {}  # the rounds drawn, whoever to
+        self._unpublished: dict[int, bytes] = {}  # submission lists posted but not published yet
 
     # ------------------------------------------------------------------------------- start
 
@@ -125,13 +129,17 @@ class Aggregator:
         """Rebuilds what a restart lost: the collectors of the rounds still open, and the roots
         of the rounds this node posted, from its store, checked against the book."""
         current = self.ledger.current_round()
-        if not self.book.enlisted(self.me):  # drawn from the next request on
-            self.book.enlist()
-            log.info("aggregator: enlisted %s on the book's roster", self.me)
+        self._enlist()
         # the swarm's registrations, in batches: each submission is checked against them as it
         # enters (a node registered later is read when its first message comes)
         self.auditor.know(self.ledger.nodes())
-        self.first_round = self.book_first_round(current)
+        held = [
+            r
+            for r in self.held.rounds()
+            if current <= self.windows.challenge_end(r) + self.windows.lag + 2
+        ]
+        # rounds receipted before a restart on a book nobody posted to yet are still ours to post
+        self.first_round = min([self.book_first_round(current), *held])
         saved = self.held.load_earned(self.params.reward_per_round, self.windows.lag)
         self.earned = saved or EarningsBook(
             self.params.reward_per_round, self.windows.lag, folded=self.first_round - 1
@@ -151,6 +159,28 @@ class Aggregator:
             log.info(
                 "aggregator: restored rounds %s from %s", sorted(self.collectors), self.held.path
             )
+
+    def _enlist(self) -> None:
+        """Enlists this node on the book's roster (drawn from the next request on), unless it is
+        on it, or resigned and still holds its bond there (`sapo aggregate resign`: it posts the
+        rounds drawn to it, and is not drawn again). A refusal is logged, not fatal: the rounds
+        drawn to it before must still be posted."""
+        try:
+            if self.book.enlisted(self.me):
+                return
+            held, until = self.book.held_bond(self.me)
+            if held:
+                log.warning(
+                    "aggregator: %s resigned from the roster (its bond held through round %s): "
+                    "not enlisting again; it posts the rounds drawn to it",
+                    self.me,
+                    until,
+                )
+                return
+            self.book.enlist()
+            log.info("aggregator: enlisted %s on the book's roster", self.me)
+        except ChainError as exc:
+            log.error("aggregator: %s could not enlist on the roster: %s", self.me, exc)
 
     def book_first_round(self, current: int) -> int:
         """The first round this aggregator folds earnings from: the book's first posted round
@@ -206,11 +236,14 @@ class Aggregator:
         done = Tick()
         current = self.ledger.current_round()
         w = self.windows
-        self._draw_aggregators(current, done)
-        self._collect(current, done)
+        # the post first: it has one round; the beacons before the aggregators' draws, whose
+        # transactions would mine the block a fresh root's beacon waits for
         self._post_submissions(current - w.submit_rounds - 1, current, done)
         for round_ in list(self.submission_roots):
             self._draw(round_, current, done)
+        self._republish()
+        self._draw_aggregators(current, done)
+        self._collect(current, done)
         self._fold(current, done)
         self._post_verdicts(current - w.submit_rounds - w.challenge_rounds - 2, current, done)
         self._answer(current, done)
@@ -223,17 +256,20 @@ class Aggregator:
         """Draws this round's aggregator and the next's, where nobody has: the request, then
         the draw itself (its transaction lands in a later block than the request's)."""
         for round_ in (current, current + 1):
-            for _ in range(2):
-                drawn = self.drawn(round_)
-                if drawn.drawn:
-                    break
-                try:
+            try:
+                for _ in range(2):
+                    drawn = self.drawn(round_)
+                    if drawn.drawn:
+                        break
                     self.book.draw_aggregator(round_)
-                except LedgerRevert as exc:  # another service's draw came first, or too late
-                    log.info("round %s: its aggregator's draw was refused: %s", round_, exc)
-                    break
-            else:
-                drawn = self.drawn(round_)
+                else:
+                    drawn = self.drawn(round_)
+            except LedgerRevert as exc:  # too late: the round's post window is past
+                log.info("round %s: its aggregator's draw was refused: %s", round_, exc)
+                continue
+            except ChainError as exc:  # the next pass draws it
+                log.warning("round %s: its aggregator's draw failed: %s", round_, exc)
+                continue
             if drawn.drawn and round_ not in done.drew:
                 done.drew.append(round_)
                 log.info("round %s: its aggregator is %s", round_, drawn.aggregator or "nobody")
@@ -255,13 +291,28 @@ class Aggregator:
             if round_ in self.collectors:
                 if round_ not in self.desk.rounds() and not self.collectors[round_].closed:
                     self.desk.open(self.collectors[round_])
-            elif self.drawn(round_).names(self.me):
+            elif self.drawn(round_).names(self.me) and self._can_post(round_):
                 self.desk.open(self._collector(round_))
                 done.opened.append(round_)
         for round_ in self.submission_roots:  # posted: its votes until the close (a restart)
             votes_open = w.post_round(round_) <= current <= w.vote_close(round_)
             if votes_open and round_ not in self.desk.rounds():
                 self.desk.open(self.collectors[round_])
+
+    def _can_post(self, round_: int) -> bool:
+        """Whether our balance holds the bond and the gas of `round_`'s post: a round drawn to
+        us is collected only then (its receipts bind us to post)."""
+        balance = self.book.tx.rpc(lambda: self.book.w3.eth.get_balance(self.me), "balance")
+        if balance >= self.book.bonds()[0] + POST_GAS_WEI:
+            return True
+        log.error(
+            "round %s is drawn to us, but our balance (%s wei) does not hold the bond and the "
+            "post's gas: not collected (fund %s)",
+            round_,
+            balance,
+            self.me,
+        )
+        return False
 
     def _post_submissions(self, round_: int, current: int, done: Tick) -> None:
         collector = self.collectors.get(round_)
@@ -283,7 +334,12 @@ class Aggregator:
         root = self.listing(round_, root)
         listed = submission_list(root.signed)
         self.held.keep_list(round_, "submissions", listed)
-        digest = self._publish("submissions", round_, listed)
+        try:
+            digest = self._publish("submissions", round_, listed)
+        except StoreError as exc:  # posted all the same: its receipts bind us to post in time
+            log.error("round %s: its submission list is not published yet: %s", round_, exc)
+            digest = list_digest("submissions", round_, listed)
+            self._unpublished[round_] = listed
         self.book.post_submissions(round_, root.root, len(root.signed), digest)
         self.submission_roots[round_] = root
         done.posted_submissions.append(round_)
@@ -358,6 +414,17 @@ class Aggregator:
         (None: the no-credit root). An honest aggregator posts what it built; a devnet's
         adversary (client.devnet.liar) overrides this."""
         return verdicts
+
+    def _republish(self) -> None:
+        """Publishes the submission lists posted while the store was down."""
+        for round_, listed in list(self._unpublished.items()):
+            try:
+                self._publish("submissions", round_, listed)
+            except StoreError as exc:
+                log.warning("round %s: its submission list is still not published: %s", round_, exc)
+                return
+            del self._unpublished[round_]
+            log.info("round %s: its submission list is published", round_)
 
     def _publish(self, kind: str, round_: int, data: bytes) -> bytes:
         if self.store is None:
