@@ -370,6 +370,13 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "if (_ledger.familyOf(c.node)",
         ("test_the_draw_counts_only_who_was_enlisted_at_its_request",),
     ),
+    "draw-count-at-reveal": (
+        "a draw counts the roster's slots when it is made, not when it was requested (a node "
+        "that enlists or resigns once the hash is known moves the draw)",
+        "uint256 at = uint256(keccak256(abi.encode(seed, round, t))) % d.count;",
+        "uint256 at = uint256(keccak256(abi.encode(seed, round, t))) % _roster.length;",
+        ("test_the_draw_counts_only_who_was_enlisted_at_its_request",),
+    ),
     "unposted-proven-twice": (
         "an unposted round is proven again once its aggregator enlists anew (a restarted "
         "service's new bond taken by a replay of the public proof)",
