@@ -27,6 +27,12 @@ their own, in the order given (one proven lie takes a round's whole bond).
 - `censor`: a real node's submission of a round is refused (as if the round were closed), again
   at each try. The node, with no receipt by the window's last round, submits the batch on the
   ledger (force inclusion): its checkers vote on it there, and the book must not credit it.
+- `abandon`: a round drawn to it, with a real node's receipted submission in it (and no other
+  lie), gets no submission root at all: its producers' ledger window is closed, and with no root
+  no left-out proof reaches them. A producer of the round proves it with its receipt
+  (AggregatorDraw.proveUnposted): the liar's roster bond, half to the prover, and the liar off
+  the roster; it enlists again with a new bond on its next pass (the draws it requests next
+  count it), so that the devnet goes on.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from client.node.aggregation.service import Aggregator
 
 log = logging.getLogger("sapo.aggregator")
 
-LIES = ("drop-quorum", "invent-signer", "withhold", "leave-out", "censor")
+LIES = ("drop-quorum", "invent-signer", "withhold", "leave-out", "censor", "abandon")
 VERDICT_LIES = ("drop-quorum", "invent-signer", "withhold")
 
 
@@ -73,6 +79,7 @@ class LyingAggregator(Aggregator):
         self.withheld: set[int] = set()  # rounds whose verdict list is never published
         self._families: dict[str, int] = {}
         self._replaying = False
+        self.abandoned: set[int] = set()  # rounds whose submission root is never posted
 
     def start(self) -> None:
         # what the store held was taken once: a replay tells no lie (a censor now would leave
@@ -140,6 +147,43 @@ class LyingAggregator(Aggregator):
             f"{target.signer}'s receipted submission left out of the submission root",
         )
         return SubmissionRoot([s for s in root.signed if s is not target], presorted=True)
+
+    # ---------------------------------------------------------------------------- abandon
+
+    def tick(self):
+        if "abandon" in self.told:  # proven off the roster: back on it before the next draws
+            self._enlist()
+        return super().tick()
+
+    def _post_submissions(self, round_, current, done) -> None:
+        if round_ in self.abandoned:
+            return  # (the next pass of the post round must not post it after all)
+        collector = self.collectors.get(round_)
+        abandon = (
+            "abandon" in self.lies
+            and "abandon" not in self.told
+            and collector is not None
+            and round_ not in self.submission_roots
+            and current == self.windows.post_round(round_)
+            and round_ not in {r for r, _ in self.told.values()}
+        )
+        target = None
+        if abandon:
+            with self.desk.hold(round_):
+                signed = list(collector.submissions.values())
+            target = next((s for s in signed if self._real(s.signer)), None)
+        if target is None:
+            super()._post_submissions(round_, current, done)
+            return
+        self._tell(
+            "abandon",
+            round_,
+            target.signer.lower(),
+            f"no submission root posted, though {target.signer}'s submission was receipted",
+        )
+        self.abandoned.add(round_)
+        self.desk.close(round_)
+        done.skipped[round_] = "abandoned (a lie)"
 
     # ---------------------------------------------------------------------- verdict lies
 

@@ -185,8 +185,9 @@ def node_rows(
 def book_proofs(state: DevnetState) -> dict[str, list[dict]]:
     """What was proven on the round book over the last day of rounds (the blocks of those rounds
     only, as the credit is read): the aggregator's lies (LieProven: the round, what, who proved
-    it, what it was paid) and the double votes and submissions slashed (EquivocationProven: a
-    voter that is the batch's producer submitted twice). Empty while the chain does not
+    it, what it was paid; and its draw's UnpostedProven, a receipted round it posted nothing
+    for) and the double votes and submissions slashed (EquivocationProven: a voter that is the
+    batch's producer submitted twice). Empty while the chain does not
     answer."""
     found: dict[str, list[dict]] = {"lies_proven": [], "equivocations_proven": []}
     with contextlib.suppress(ChainError, ConfigError, OSError):
@@ -227,6 +228,18 @@ def book_proofs(state: DevnetState) -> dict[str, list[dict]]:
                         "slashed": int(a["slashed"]),
                     }
                 )
+        # a drawn aggregator that receipted and posted nothing (the roster's AggregatorDraw)
+        unposted = book.aggregators().events.UnpostedProven().get_logs(from_block=since)
+        for event in unposted:
+            a = event.args
+            found["lies_proven"].append(
+                {
+                    "round": int(a["round"]),
+                    "what": "a receipted round left unposted",
+                    "prover": str(a["prover"]),
+                    "paid": int(a["paid"]),
+                }
+            )
     return found
 
 

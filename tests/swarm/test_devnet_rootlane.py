@@ -15,7 +15,8 @@ relay; an aggregator that lies ([devnet].aggregator_lies, each once, about a rea
 caught by the real nodes and pays for it: the receipted quorum it drops is proven by the
 producer with the votes relayed to it, the vote it signs with a seatless key by a producer of the
 round, the verdict list it withholds by a producer's data challenge, the receipted submission
-it leaves out of a submission root by its producer, and the submission it
+it leaves out of a submission root by its producer, the round it receipted and never posted by
+a producer with its receipt (its roster bond), and the submission it
 censors goes on the ledger (force inclusion), where the other real nodes vote on it; a light
 node that signs two votes on one
 batch ([devnet].light_equivocators) is proven by the aggregator and slashed by the ledger, once;
@@ -57,7 +58,7 @@ ENV = MECHANICS_ENV | {
     "SAPO_DEVNET__LIGHT_EQUIVOCATORS": "1",
     # the aggregator tells each lie once, about a real node (client.devnet.liar)
     "SAPO_DEVNET__AGGREGATOR_LIES": json.dumps(
-        ["withhold", "drop-quorum", "invent-signer", "leave-out", "censor"]
+        ["withhold", "drop-quorum", "invent-signer", "leave-out", "censor", "abandon"]
     ),
 }
 
@@ -121,10 +122,16 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     # the one submission the ledger holds; the book credits it nowhere in that round
     ledger_events = EventReader(reader.ledger)
     escalated = {(e.args["round"], e.args["node"]) for e in ledger_events.read(["Escalated"])}
+    # (a round whose draw ran while the liar was off the roster, `abandon` proven and before it
+    # enlisted again, has no aggregator: its batches go on the ledger, as they should)
+    current = reader.ledger.current_round()
+    nobody = {r for r in range(current + 1) if reader.book.drawn(r).drawn} - {
+        r for r in range(current + 1) if reader.book.drawn(r).aggregator
+    }
     [forced] = [
         e
         for e in ledger_events.read(["Submitted"])
-        if (e.args["round"], e.args["node"]) not in escalated
+        if (e.args["round"], e.args["node"]) not in escalated and e.args["round"] not in nobody
     ]
     censored, censored_round = forced.args["node"].lower(), int(forced.args["round"])
     assert censored in addresses, forced.args
@@ -154,6 +161,7 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
                 rounds = set(args["roundList"]) if "roundList" in args else {args.get("round")}
                 escaped.append((tx["from"].lower(), name, rounds))
     assert sent == ["register"] * (len(addresses) + LIGHT), sent
+    escaped = [x for x in escaped if not x[2] <= nobody]
     assert all(who in addresses and rounds == {censored_round} for who, _, rounds in escaped), (
         escaped
     )
@@ -217,6 +225,32 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert all_credited()  # read again: a root it credited them all in may have been a lie
     round_ = found["round"]
 
+    # the round it abandoned (`abandon`: receipted a real node's submission, posted no root) is
+    # proven by a real producer of it with its receipt: the liar's roster bond, half to it, the
+    # liar off the roster; it enlisted again, with a new bond, and went on
+    draw = reader.book.aggregators()
+    wait_until(
+        lambda: draw.events.UnpostedProven().get_logs(from_block=0),
+        timeout_s=ROUND_S * 4,
+        what="the abandoned round proven",
+    )
+    [unposted] = draw.events.UnpostedProven().get_logs(from_block=0)
+    abandoned, prover = int(unposted.args["round"]), unposted.args["prover"].lower()
+    assert unposted.args["aggregator"].lower() == aggregator["address"].lower()
+    assert prover in addresses and not reader.book.round_of(abandoned).posted
+    [prover_node] = [n for n in state["nodes"] if n["address"].lower() == prover]
+    said = read_events(Path(prover_node["data_dir"]) / "events.jsonl")
+    assert any(
+        e["kind"] == "rootlane.proven" and e.get("lie") == "a receipted round left unposted"
+        for e in said
+    )
+    assert abandoned not in {lie["round"] for lie in proven().values()}
+    wait_until(
+        lambda: reader.book.enlisted(aggregator["address"]),
+        timeout_s=ROUND_S,
+        what="the liar enlisted again",
+    )
+
     # the equivocating light node's second vote was kept as evidence and proven on chain by the
     # aggregator: the ledger slashed it its stake's slash share, once
     equivocator = roster["addresses"][0]
@@ -234,15 +268,20 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     assert view["book"] == aggregator["book"] and view["aggregator"]["running"]
     # it names what was proven on the book: each lie, by whom; the light equivocator's slash
     told = {p["what"]: p["prover"].lower() for p in view["aggregator"]["lies_proven"]}
-    assert told == {what: lie["prover"].lower() for what, lie in proven().items()}
+    assert told == {
+        **{what: lie["prover"].lower() for what, lie in proven().items()},
+        "a receipted round left unposted": prover,
+    }
     doubles = view["aggregator"]["equivocations_proven"]
     assert [(p["signer"].lower(), p["what"]) for p in doubles] == [
         (equivocator.lower(), "voted twice")
     ]
     rows = {r["address"].lower(): r for r in view["nodes"]}
     assert set(rows) == addresses
-    for address, row in rows.items():  # all of it in the book, but the censored batch's
-        if address != censored:
+    # all of it in the book, but the censored batch's (and any of a round drawn to nobody)
+    on_ledger = {e.args["node"].lower() for e in ledger_events.read(["Submitted"])}
+    for address, row in rows.items():
+        if address != censored and address not in on_ledger:
             assert row["credited"] == row["credited_in_book"], row
     assert sum(r["credited_in_book"] for r in rows.values()) > 0
     assert view["book_unreadable_rounds"] == []

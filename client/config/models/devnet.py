@@ -57,7 +57,7 @@ class DevnetSection(Section):
         "and proves it on chain, and the ledger slashes the voter); at most [devnet].light",
     )
     aggregator_lies: list[
-        Literal["drop-quorum", "invent-signer", "withhold", "leave-out", "censor"]
+        Literal["drop-quorum", "invent-signer", "withhold", "leave-out", "censor", "abandon"]
     ] = Field(
         default_factory=list,
         description="lies the root lane's aggregator tells, each once, about a real node "
@@ -68,8 +68,10 @@ class DevnetSection(Section):
         "verdict root whose list it never publishes nor shows (a producer bonds a data "
         "challenge and claims it); leave-out leaves a receipted submission out of a submission "
         "root (the node proves it with the receipt); censor refuses a node's submission of a "
-        "round (the node submits it on the ledger). Each proof voids the root and pays its "
-        "prover half the round's bond. Empty: an honest aggregator",
+        "round (the node submits it on the ledger); abandon posts no submission root for a "
+        "round it receipted a node's submission in (the node proves it with the receipt: the "
+        "aggregator's roster bond, half to it). Each proof voids the root and pays its prover "
+        "half the round's bond. Empty: an honest aggregator",
     )
     node_overrides: dict[int, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
