@@ -154,15 +154,12 @@ def test_a_restart_before_any_root_still_posts_what_it_receipted(world, daemon, 
     later (the book's first round is then later than r): r's root still goes up in its post
     round, as its receipts bind it to (AggregatorDraw.proveUnposted would take its bond)."""
     swarm, nodes, book = world
-    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
-    agg = Running(world, tmp_path / "aggregator.db", store)
-    r = swarm.ledger.current_round() + 1
-    swarm.goto(r)
-    assert r in agg.service.tick().opened
+    agg, r = collecting(world, daemon, tmp_path)
     sent = sign_submissions(book, nodes[:2], r)
     assert all(a.receipt is not None for a in agg.client(book.domain).send(sent))
     agg.stop()
     swarm.goto(r + 1)
+    store = IpfsStore(daemon.api, index_dir=tmp_path / "index")
     agg = Running(world, tmp_path / "aggregator.db", store)
     swarm.goto(agg.service.windows.post_round(r))
     assert agg.service.tick().posted_submissions == [r]
