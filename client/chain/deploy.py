@@ -107,7 +107,7 @@ def check_bonds(bond: int, challenge_bond: int) -> None:
 
 
 # what `sapo chain deploy --with-book` bonds unless told (and a devnet's book): an aggregator's
-# bond per round it posts, and a data challenge's
+# bond per round it posts (and while it is on the roster of aggregators), and a data challenge's
 DEFAULT_BOND = 10**18
 DEFAULT_CHALLENGE_BOND = 10**17
 
