@@ -144,8 +144,7 @@ class RoundBook(Deployed):
     def __init__(self, w3: Web3, address: str, **sending: Any):
         super().__init__(w3, address, **sending)
         self._bonds: tuple[int, int] | None = None
-        self._judge: Contract | None = None
-        self._draw: Contract | None = None
+        self._contracts: dict[str, Contract] = {}  # those the book created, by its getter
 
     def check(self, ledger: str) -> None:
         """Raises WrongChain unless this client's RoundBook is deployed at the address, reading
@@ -165,46 +164,39 @@ class RoundBook(Deployed):
 
     def judge(self) -> Contract:
         """The book's RoundJudge (created by the book: fixed for its life), read once."""
-        if self._judge is None:
-            address = self._view("judge")
-            abi = load_artifact("RoundJudge")["abi"]
-            self._judge = self.w3.eth.contract(address=address, abi=abi)
-        return self._judge
+        return self._created("judge", "RoundJudge")
 
     def aggregators(self) -> Contract:
         """The book's AggregatorDraw (created by the book: fixed for its life), read once."""
-        if self._draw is None:
-            address = self._view("aggregators")
-            abi = load_artifact("AggregatorDraw")["abi"]
-            self._draw = self.w3.eth.contract(address=address, abi=abi)
-        return self._draw
+        return self._created("aggregators", "AggregatorDraw")
+
+    def _created(self, getter: str, artifact: str) -> Contract:
+        """A contract the book created, at the address its `getter` names (read once)."""
+        contract = self._contracts.get(getter)
+        if contract is None:
+            abi = load_artifact(artifact)["abi"]
+            contract = self.w3.eth.contract(address=self._view(getter), abi=abi)
+            self._contracts[getter] = contract
+        return contract
+
+    def _draw_view(self, name: str, *args: Any) -> Any:
+        fn = self.aggregators().functions[name](*args)
+        return self.tx.rpc(fn.call, f"{name}()")
 
     def drawn(self, round_: int) -> Drawn:
         """`round_`'s draw of the aggregator that may post its submission root."""
-        aggregator, drawn, requested = self.tx.rpc(
-            lambda: self.aggregators().functions.drawOf(round_).call(), "drawOf"
-        )
+        aggregator, drawn, requested = self._draw_view("drawOf", round_)
         zero = int(aggregator, 16) == 0
         return Drawn(round_, None if zero else aggregator, bool(drawn), int(requested))
 
     def enlisted(self, node: str) -> bool:
         """Whether `node` is on the book's roster of aggregators."""
-        return bool(
-            self.tx.rpc(lambda: self.aggregators().functions.enlisted(node).call(), "enlisted")
-        )
+        return bool(self._draw_view("enlisted", node))
 
     def held_bond(self, node: str) -> tuple[int, int]:
         """(wei `node` holds on the roster, the last round a proof of a round drawn to it may
         come in: it is held until then)."""
-        draw = self.aggregators().functions
-        held = self.tx.rpc(lambda: draw.bondOf(node).call(), "bondOf")
-        until = self.tx.rpc(lambda: draw.heldUntil(node).call(), "heldUntil")
-        return int(held), int(until)
-
-    def roster(self) -> list[str | None]:
-        """The roster's slots: each enlisted node, None for a slot its node left."""
-        slots = self.tx.rpc(lambda: self.aggregators().functions.roster().call(), "roster")
-        return [None if int(a, 16) == 0 else a for a in slots]
+        return int(self._draw_view("bondOf", node)), int(self._draw_view("heldUntil", node))
 
     def paid_of(self, producer: str) -> tuple[int, int]:
         """(wei paid to `producer` in all, the round after its last claim's) (RoundBook.paidOf)."""
@@ -296,9 +288,13 @@ class RoundBook(Deployed):
         return self._draw_send("draw", round_)
 
     def _draw_send(self, function: str, *args: Any, value: int = 0) -> TxResult:
-        draw = self.aggregators()
-        data = draw.encode_abi(function, args=list(args))
-        return self.tx.send({"to": draw.address, "data": data, "value": value}, function)
+        return self._send_to(self.aggregators(), function, list(args), value)
+
+    def _send_to(self, contract: Contract, function: str, args: list, value: int) -> TxResult:
+        """Calls a contract the book created; what it refuses with is one of the book's errors
+        (the book's error decoder is this account's sender's)."""
+        data = contract.encode_abi(function, args=args)
+        return self.tx.send({"to": contract.address, "data": data, "value": value}, function)
 
     def call(self, function: str, args: Sequence[Any], *, value: int = 0) -> TxResult:
         """Any of the book's functions by name (a finding's proof, an answer, a claim), or of its
@@ -306,9 +302,7 @@ class RoundBook(Deployed):
         refuses with is one of the book's errors."""
         if function not in JUDGED:
             return self._send(function, *args, value=value)
-        judge = self.judge()
-        data = judge.encode_abi(function, args=list(args))
-        return self.tx.send({"to": judge.address, "data": data, "value": value}, function)
+        return self._send_to(self.judge(), function, list(args), value)
 
 
 __all__ = [
