@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
-import {ISwarmLedger} from "./ISwarmLedger.sol";
+import {IRoundTotals, ISwarmLedger} from "./ISwarmLedger.sol";
 import {Messages} from "./lib/Messages.sol";
 import {SumTree} from "./lib/SumTree.sol";
 
@@ -25,7 +25,7 @@ import {SumTree} from "./lib/SumTree.sol";
 /// block is the stake snapshot, the hash of the block after it the round's beacon); checkers vote
 /// until r+W+1+C; the verdict root is posted in r+W+C+2; either root may be proven false until
 /// the end of r+W+2C+2, after which the aggregator may take its bond back.
-interface IRoundBook {
+interface IRoundBook is IRoundTotals {
     /// @notice One leaf of a submission root: a producer's signed submission. Leaves are sorted
     /// by producer, strictly (one submission per producer and round).
     struct SignedSubmission {
@@ -182,6 +182,7 @@ interface IRoundBook {
     error PoolInsufficient(uint256 amount, uint256 pool);
     error ZeroAmount();
     error NotTheLedgersBook(address named);
+    error AppealsOutlastTheBook(uint64 appealRounds, uint64 challengeRounds);
     error AlreadyProven(uint64 round, address producer, address voter);
     error NotTheJudge(address caller);
     error EscalationClosed(uint64 round, uint64 current);
@@ -371,6 +372,9 @@ interface IRoundBook {
 
     /// @notice The rounds between a round and the rounds settled for it: C + 2.
     function lag() external view returns (uint64);
+    // standingTotal (IRoundTotals): decided once the round's challenge window closed two rounds
+    // ago; the ledger pays its own batches of the round only then, at the rate both lanes share.
+
     /// @notice Adds to the pool the root lane's rewards are paid from.
     function fund() external payable;
     function rewardPool() external view returns (uint256);
@@ -379,7 +383,9 @@ interface IRoundBook {
     function paidOf(address producer) external view returns (uint128 total, uint64 through);
     /// @notice Pays the producer of a credit in a standing round (its challenge window closed two
     /// rounds ago and no challenge of it is open) what it has earned and not been paid: the
-    /// credit's settled earnings, its own share, and the shares of `tail`, its other credits in
+    /// credit's settled earnings, its own share (rewardPerRound * its amount / the round's
+    /// credited total over both lanes: this book's and the ledger's `roundInfo`, final by then),
+    /// and the shares of `tail`, its other credits in
     /// the rounds after those settled for this one (round - lag() < q < round, increasing,
     /// each standing). A producer claims from a round at least lag() after its last claim's, so
     /// that the settled earnings it claims from count everything paid before. Only the producer

@@ -1,6 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
+/// @notice What a ledger reads of its round book: a round's credited total in the root lane, so
+/// that both lanes split one reward a round (docs/scaling.md, "One reward over both lanes").
+interface IRoundTotals {
+    /// @return decided Whether the book's round can no longer change (its verdict root stands
+    /// for good, or never will).
+    /// @return total The signal its standing verdict root credits (0 until decided, and when it
+    /// does not stand).
+    function standingTotal(uint64 round) external view returns (bool decided, uint256 total);
+}
+
 /// @title ISwarmLedger
 /// @notice What a SAPO swarm's ledger answers to: its events, errors, audit views and external
 /// functions, documented here once (the modules implementing them say only how). The rules
@@ -208,6 +218,10 @@ interface ISwarmLedger {
     /// @notice The round book (the root lane, docs/scaling.md) that alone may escalate a batch
     /// into this ledger, fixed at deployment; the zero address: none.
     function book() external view returns (address);
+    /// @notice Called by the round book this ledger names, from its constructor: from then on a
+    /// round is paid only once that book decided it, over both lanes' credited signal. A named
+    /// address that holds anything else never binds, and the ledger pays as if it had no book.
+    function bindBook() external;
 
     // ---------------------------------------------------------------------------------- clock
 
@@ -553,10 +567,12 @@ interface ISwarmLedger {
     function fund() external payable;
 
     /// @notice Pays the caller, in one transfer, its share of each listed round: rewardPerRound *
-    /// its credited signal / the round's total credited signal. Every round must be final, carry
-    /// a submission of the caller and not be claimed yet; nothing is paid unless the pool covers
-    /// the whole sum. Each listed submission not settled yet is settled first (slashed if
-    /// disputed).
+    /// its credited signal / the round's total credited signal over both lanes (this ledger's
+    /// and, where a round book runs, the book's standing total of the round: one reward a round,
+    /// whichever lane a batch took). Every round must be final (and decided by the book, where
+    /// one runs), carry a submission of the caller and not be claimed yet; nothing is paid unless
+    /// the pool covers the whole sum. Each listed submission not settled yet is settled first
+    /// (slashed if disputed).
     /// @param roundList The rounds to claim.
     /// @return amount The wei paid.
     function claim(uint64[] calldata roundList) external returns (uint256 amount);

@@ -69,6 +69,12 @@ contract RoundBook is IRoundBook {
         _submitRounds = _ledger.submitRounds();
         _challengeRounds = _ledger.challengeRounds();
         _rewardPerRound = _ledger.rewardPerRound();
+        // a share of round q folds the ledger's total of q, which must be final by the time q is
+        // settled for a later round's earnings (lag() rounds on, at that round's verdict root):
+        // the ledger's round is final after q+W+C+A, the verdict root of q+C+2 is posted in
+        // q+W+2C+4, so A <= C+3 (docs/scaling.md, "One reward over both lanes")
+        uint64 appeals = _ledger.appealRounds();
+        if (appeals > _challengeRounds + 3) revert AppealsOutlastTheBook(appeals, _challengeRounds);
         _separator = Messages.domainSeparator(address(this));
         judge = new RoundJudge(ledger_, _separator);
         aggregators = new AggregatorDraw(ledger_, address(judge), _separator, bond_);
@@ -76,6 +82,7 @@ contract RoundBook is IRoundBook {
         // slash a forger (docs/scaling.md), so no book runs beside a ledger that does not name it
         address named = _ledger.book();
         if (named != address(this)) revert NotTheLedgersBook(named);
+        _ledger.bindBook(); // the ledger pays its rounds over both lanes from now on
     }
 
     function ledger() external view returns (address) {
@@ -361,6 +368,10 @@ contract RoundBook is IRoundBook {
         return _challengeRounds + 2;
     }
 
+    function standingTotal(uint64 round) external view returns (bool decided, uint256 total) {
+        return (_ledger.currentRound() >= challengeEnd(round) + 2, _standing(round) ? _rounds[round].total : 0);
+    }
+
     function fund() external payable {
         if (msg.value == 0) revert ZeroAmount();
         rewardPool += msg.value;
@@ -462,8 +473,11 @@ contract RoundBook is IRoundBook {
             && _ledger.currentRound() >= challengeEnd(q) + 2;
     }
 
+    /// @dev A credit's share of round q's one reward: over the signal both lanes credited in q
+    /// (the ledger's total is final whenever a share of q is asked: see the constructor).
     function _share(uint64 q, uint256 amount) private view returns (uint256) {
-        uint256 total = _rounds[q].total;
+        (uint256 other,) = _ledger.roundInfo(q);
+        uint256 total = _rounds[q].total + other;
         return total == 0 ? 0 : (_rewardPerRound * amount) / total;
     }
 

@@ -52,7 +52,9 @@ ledger and pays the aggregator the settler's cut; the first votes stand, so the 
 credits what it would have. In the same round E producers each sign a second, different
 submission of it, proven the same way (RoundJudge.proveDoubleSubmission).
 
-Not in these figures (not built yet, docs/scaling.md): the aggregator's draw and pay.
+Shares are paid over both lanes' credited signal of a round (the ledger's `roundInfo` folded into
+each: docs/scaling.md, "One reward over both lanes"). Not in these figures (not built yet): the
+aggregator's pay.
 
 --aggregator service (with --transport http) has the honest rounds aggregated by the service a
 node runs (client.node.aggregation.service, what `sapo aggregate run` runs): its endpoint, its
@@ -901,7 +903,8 @@ def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: in
     for t in range(first, first + rounds + stands):
         light.swarm.goto(t, 0.1)
         if t - stands >= first:  # the round that stands now: its credits earn
-            earned.fold(t - stands, verdicts.get(t - stands))
+            q = t - stands
+            earned.fold(q, verdicts.get(q), light.ledger.round_info(q).total_credited)
         if t in collectors:
             light.open(collectors[t])
             light.submissions(t, collectors[t], costs[t], sample)

@@ -265,8 +265,8 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     ),
     "paid-by-score": (
         "the round's reward is split by claimed score instead of learning signal",
-        "return (rewardPerRound * s.signal) / _rounds[round].totalCredited;",
-        "return (rewardPerRound * s.score) / _rounds[round].totalCredited;",
+        "return (rewardPerRound * s.signal) / (_rounds[round].totalCredited + other);",
+        "return (rewardPerRound * s.score) / (_rounds[round].totalCredited + other);",
     ),
     "signal-not-checked": (
         "a checker agrees when the score matches, whatever signal the producer claimed",

@@ -48,6 +48,7 @@ CREDIT_LIES = "test_each_lie_in_a_credit_is_proven_and_costs_the_aggregator_its_
 EARNINGS = "test_false_earnings_are_found_by_an_auditor_and_proven"
 WITHHELD = "test_a_withheld_leaf_is_asked_for_on_chain_and_silence_costs_the_bond"
 STANDS = "test_a_round_pays_nothing_until_it_stands"
+ONE_REWARD = "test_both_lanes_split_one_reward_a_round"
 FORGED = "test_a_forged_or_doubled_submission_is_proven_against_the_submission_root"
 LEFT_OUT = "test_a_receipted_submission_left_out_is_proven_by_its_producer"
 NO_VERDICTS = "test_an_aggregator_must_post_a_verdict_root_even_of_no_credit"
@@ -99,6 +100,28 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "return total == 0 ? 0 : (_rewardPerRound * amount) / total;",
         "return total == 0 ? 0 : _rewardPerRound / _rounds[q].credits;",
         (CLAIMS, TAIL),
+    ),
+    "share-ignores-the-ledger": (
+        "a book's credit is paid over the book's total alone, as if the ledger's lane credited "
+        "nothing in its round (both lanes together pay more than the round's reward)",
+        "uint256 total = _rounds[q].total + other;",
+        "uint256 total = _rounds[q].total;",
+        (ONE_REWARD,),
+    ),
+    "decided-early": (
+        "the book tells the ledger a round is decided once its challenge window closes, while an "
+        "unanswered challenge may still void it (the ledger then pays its batches over a total "
+        "that later falls)",
+        "return (_ledger.currentRound() >= challengeEnd(round) + 2,",
+        "return (_ledger.currentRound() > challengeEnd(round),",
+        (ONE_REWARD,),
+    ),
+    "book-never-binds": (
+        "the book does not bind itself to its ledger, which then pays its own batches over its "
+        "own total alone (a lone batch on the ledger takes the round's whole reward)",
+        "        _ledger.bindBook(); // the ledger pays its rounds over both lanes from now on\n",
+        "",
+        (ONE_REWARD,),
     ),
     "paid-by-both-lanes": (
         "a batch the v4 lane holds may be credited in the book too (one round paid twice)",

@@ -106,6 +106,20 @@ def check_bonds(bond: int, challenge_bond: int) -> None:
         )
 
 
+def check_lanes(appeal_rounds: int, challenge_rounds: int) -> None:
+    """Raises ValueError unless a round book may run beside a ledger with these windows: both
+    lanes split one reward a round, and the book folds the ledger's credited total of a round
+    when it settles that round for a later one's earnings, so the ledger's round must be final
+    by then (RoundBook's constructor refuses it too, but only after the ledger is deployed)."""
+    if appeal_rounds > challenge_rounds + 3:
+        raise ValueError(
+            f"appeal_rounds {appeal_rounds} is more than challenge_rounds + 3 "
+            f"({challenge_rounds + 3}): a round book settles a round's rewards before the "
+            "ledger's credit of it is final; lower [ledger].appeal_rounds or raise "
+            "[ledger].challenge_rounds"
+        )
+
+
 # what `sapo chain deploy --with-book` bonds unless told (and a devnet's book): an aggregator's
 # bond per round it posts (and while it is on the roster of aggregators), and a data challenge's
 DEFAULT_BOND = 10**18
@@ -126,6 +140,8 @@ def deploy_book(
     aggregator bonds per round it posts, `challenge_bond` a data challenge; both fixed for the
     book's life. Returns it bound to `account`."""
     check_bonds(bond, challenge_bond)
+    params = ledger.params()
+    check_lanes(params.appeal_rounds, params.challenge_rounds)
     named = ledger.book()
     if named is None:
         raise ValueError(
@@ -161,6 +177,7 @@ def deploy_with_book(
     transactions (the ledger names the address the second creates). Returns both, bound to
     `account`, with their creations' results."""
     check_bonds(bond, challenge_bond)
+    check_lanes(params.appeal_rounds, params.challenge_rounds)
     ledger, ledger_tx = deploy_ledger(
         w3, account, params, catalog_digest, book=next_created(w3, account, ahead=1), **fees
     )

@@ -112,6 +112,13 @@ class LedgerParams(ChainModel):
         """Whether the credit of `round_` is final (settle and claim accept it) in `current`."""
         return current > self.final_after(round_)
 
+    def is_paid(self, round_: int, current: int, book: bool) -> bool:
+        """Whether a claim of `round_` is paid in `current`: final, and where a round `book`
+        runs, decided by it too (two rounds after its challenge window, round_ + W + 2C + 4:
+        both lanes split one reward a round, over the book's standing total)."""
+        decided = round_ + self.submit_rounds + 2 * self.challenge_rounds + 4
+        return self.is_final(round_, current) and (not book or current >= decided)
+
     def events_span(self, first: int, last: int) -> tuple[float, float]:
         """The unix times [start, end) within which the ledger emits every event of the rounds
         first..last that the credit depends on (a batch's Submitted, its votes, its

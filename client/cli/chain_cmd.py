@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from client.chain import connect, deploy_ledger
-from client.chain.deploy import check_bonds, deploy_with_book
+from client.chain.deploy import check_bonds, check_lanes, deploy_with_book
 from client.chain.models import TxResult
 from client.cli.chain_ctx import (
     FROM_CONFIG,
@@ -115,6 +115,7 @@ def deploy(
     if with_book:
         try:
             check_bonds(bond_wei, challenge_wei)
+            check_lanes(params.appeal_rounds, params.challenge_rounds)
         except ValueError as exc:
             fail(str(exc))
     rpc_url = rpc or cfg.chain.rpc_url or fail("no RPC URL: pass --rpc or set [chain].rpc_url")

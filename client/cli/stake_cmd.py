@@ -203,7 +203,8 @@ def claim(
         if not rounds:
             fail(
                 "nothing to claim: no final, credited, unpaid round (a round is final once its "
-                "challenge window has closed; see sapo rewards show)",
+                "challenge window has closed, and where a round book runs, paid once the book "
+                "has decided it too; see sapo rewards show)",
                 Exit.CHECK_FAILED,
             )
         before = bound.node_info(node).total_paid

@@ -87,4 +87,5 @@ abstract contract LedgerState is LedgerParams {
     uint256 public totalSlashed;
     uint256 public totalPaidOut;
     uint256 public totalSettlerPaid;
+    bool internal _bookBound; // the named round book bound itself (bindBook): both lanes, one reward
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.37;
 
-import {ISwarmLedger} from "../ISwarmLedger.sol";
+import {IRoundTotals, ISwarmLedger} from "../ISwarmLedger.sol";
 import {AGREE, DISPUTE, Tally} from "../lib/Tally.sol";
 import {Committees} from "./Committees.sol";
 
@@ -70,6 +70,12 @@ abstract contract Rewards is Committees {
     }
 
     /// @inheritdoc ISwarmLedger
+    function bindBook() external {
+        if (book != msg.sender) revert NotTheBook(msg.sender, book);
+        _bookBound = true;
+    }
+
+    /// @inheritdoc ISwarmLedger
     function fund() external payable {
         if (msg.value == 0) revert ZeroAmount();
         rewardPool += msg.value;
@@ -84,11 +90,12 @@ abstract contract Rewards is Committees {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][msg.sender];
             if (s.rollouts == 0) revert NoSubmission(round, msg.sender);
-            if (!_isFinal(round, current)) revert RoundNotFinal(round, current);
+            (bool decided, uint256 other) = _bookTotal(round);
+            if (!_isFinal(round, current) || !decided) revert RoundNotFinal(round, current);
             if (s.flags & PAID != 0) revert AlreadyClaimed(round, msg.sender);
             s.flags |= PAID;
             if (s.flags & SETTLED == 0) _settle(s, round, msg.sender);
-            amount += _share(s, round);
+            amount += _share(s, round, other);
         }
         if (amount == 0) revert NothingToClaim();
         if (amount > rewardPool) revert PoolInsufficient(amount, rewardPool);
@@ -106,7 +113,8 @@ abstract contract Rewards is Committees {
             uint64 round = roundList[i];
             Submission storage s = _submissions[round][node];
             if (s.rollouts == 0 || s.flags & PAID != 0 || !_isFinal(round, current)) continue;
-            amount += _share(s, round);
+            (bool decided, uint256 other) = _bookTotal(round);
+            if (decided) amount += _share(s, round, other);
         }
     }
 
@@ -127,7 +135,7 @@ abstract contract Rewards is Committees {
             unavailable: uint16(t.count(2)),
             credited: _credited(s) ? s.signal : 0,
             settled: s.flags & SETTLED != 0,
-            paid: s.flags & PAID != 0 ? _share(s, round) : 0,
+            paid: s.flags & PAID != 0 ? _paidShare(s, round) : 0,
             snapshotBlock: s.snapshotBlock,
             appealBlock: s.appealBlock
         });
@@ -184,10 +192,27 @@ abstract contract Rewards is Committees {
         emit Slashed(node, round, slashed);
     }
 
-    /// @dev A credited submission's share of its round's reward, pro rata to its signal (0 when
-    /// it is not credited, or carries no signal).
-    function _share(Submission storage s, uint64 round) private view returns (uint256) {
+    /// @dev A credited submission's share of its round's reward, pro rata to its signal over the
+    /// round's credited signal in both lanes (`other`: the round book's standing total), 0 when
+    /// it is not credited or carries no signal. One reward a round: a batch that takes this lane
+    /// when few others do is paid at the same rate as one in the book's lane, not the round's
+    /// whole reward.
+    function _share(Submission storage s, uint64 round, uint256 other) private view returns (uint256) {
         if (s.signal == 0 || !_credited(s)) return 0;
-        return (rewardPerRound * s.signal) / _rounds[round].totalCredited;
+        return (rewardPerRound * s.signal) / (_rounds[round].totalCredited + other);
+    }
+
+    function _paidShare(Submission storage s, uint64 round) private view returns (uint256) {
+        (, uint256 other) = _bookTotal(round); // a paid round was decided: it cannot change
+        return _share(s, round, other);
+    }
+
+    /// @dev Whether the round book (if one runs) has decided `round`, and its standing total. A
+    /// named book that has not bound itself (not deployed yet, or ever: its deployer's next
+    /// transaction made something else) has no round: a book deployed later cannot post a root
+    /// for a round this ledger already paid (its post window is long past by then).
+    function _bookTotal(uint64 round) private view returns (bool decided, uint256 total) {
+        if (book == address(0) || !_bookBound) return (true, 0);
+        return IRoundTotals(book).standingTotal(round);
     }
 }

@@ -108,7 +108,7 @@ def test_earnings_are_judged_against_every_credit_folded_from_the_rounds_before(
     post_verdicts(book, aggregator, first, r0, publish("verdicts", r0, verdict_list(first)))
     earned = EarningsBook(swarm.params.reward_per_round, lag, folded=r0 - 1)
     for q in range(r0, r0 + lag):  # round r0 is settled for round r0 + lag
-        earned.fold(q, first if q == r0 else None)
+        earned.fold(q, first if q == r0 else None, 0)
     r1 = r0 + lag
     earnings = lambda p: earned.earnings(p, r1)  # noqa: E731
     _, _, credits, votes = honest_round(book, nodes, r1, publish=publish, earnings=earnings)

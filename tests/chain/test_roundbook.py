@@ -19,6 +19,7 @@ from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.book import BookRound
+from client.chain.deploy import deploy_book
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.hashing import keccak256
 from client.chain.messages import ReceiptSigner, Signed, Submission
@@ -35,7 +36,7 @@ from client.chain.sumtree import Node, SumTree, leaf
 from client.chain.tx import TxSender
 from client.node.aggregation.earnings import EarningsBook
 from client.units import SCORE_SCALE
-from tests.harness.ledger_swarm import ETH, deploy_artifact, digest
+from tests.harness.ledger_swarm import ETH, Swarm, deploy_artifact, digest
 from tests.harness.roundbook import (
     BOND,
     CHALLENGE_BOND,
@@ -922,7 +923,7 @@ def two_rounds(book: Book, nodes, lie=None):
     first = VerdictRoot(credits0, votes=votes0)
     post_verdicts(book, aggregator, first, 0)
     for r in range(lag):  # folded as they stand (round 0 stands when round lag's root is due)
-        earned.fold(r, first if r == 0 else None)
+        earned.fold(r, first if r == 0 else None, 0)
     _, subs, credits1, votes1 = honest_round(
         book, nodes, lag, earnings=lambda p: earned.earnings(p, lag)
     )
@@ -947,7 +948,7 @@ def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world)
     first_total = earned.totals[0]
     assert swarm.ledger.current_round() == book.window("challengeEnd", 0) + 2  # 0 stands now
     for r in range(lag, later + 1):
-        earned.fold(r, second if r == later else None)
+        earned.fold(r, second if r == later else None, 0)
     p, q = nodes[0], nodes[1]
     own = earned.entry(p.tx.account.address, 0)
     share0 = earned.share(own)
@@ -974,6 +975,103 @@ def test_a_producer_claims_all_it_earned_with_one_proof_whenever_it_likes(world)
     print(f"claim gas: {receipt.gas_used:,}")
 
 
+def test_both_lanes_split_one_reward_a_round(world) -> None:
+    """The attack: in a round whose batches go through the book, a producer submits on the
+    ledger instead (force inclusion, always open), where it is alone, to take the round's whole
+    reward, as many times what the book pays each of its producers. Both lanes now split one
+    reward over the signal both credited: the ledger pays its lone batch at the book's rate,
+    only once the book has decided the round, and the two lanes pay the round's reward once."""
+    swarm, nodes, book = world
+    ledger, reward = swarm.ledger, swarm.params.reward_per_round
+    lag = book.contract.functions.lag().call()
+    book.send(stranger(book), "fund", value=5 * ETH)
+    alone = nodes[5]
+    alone.fund(5 * ETH)
+    address = alone.tx.account.address
+    assert ledger.current_round() == ROUND  # early in it: the book's producers sign mid-round
+    alone.submit(ROUND, digest("alone in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    swarm.await_beacon(ROUND, address)
+    seated = [n for n in nodes if ledger.seats_of(ROUND, address, n.tx.account.address)]
+    for checker in [n for n in seated if n is not alone][:Q]:
+        checker.attest(ROUND, address, 4 * SCORE_SCALE, SCORE_SCALE)
+    aggregator, _, credits, votes = honest_round(book, nodes)
+    verdicts = VerdictRoot(credits, votes=votes)
+    post_verdicts(book, aggregator, verdicts)
+
+    # the ledger's round is final, the book's not decided yet: the lone batch waits for it
+    swarm.goto(ledger.params().final_after(ROUND) + 1)
+    assert swarm.ledger.round_info(ROUND).final
+    assert book.contract.functions.standingTotal(ROUND).call() == [False, 0]
+    assert ledger.claimable(address, [ROUND]) == 0
+    with pytest.raises(LedgerRevert, match="RoundNotFinal"):
+        alone.claim([ROUND])
+
+    # nor once the book's challenge window closed: a challenge of its last round may still go
+    # unanswered and void the root
+    swarm.goto(book.window("challengeEnd", ROUND) + 1)
+    assert book.contract.functions.standingTotal(ROUND).call() == [False, 0]
+    with pytest.raises(LedgerRevert, match="RoundNotFinal"):
+        alone.claim([ROUND])
+
+    swarm.goto(book.window("challengeEnd", ROUND) + 2)
+    assert book.contract.functions.standingTotal(ROUND).call() == [True, verdicts.total]
+    v4_total = ledger.round_info(ROUND).total_credited
+    assert v4_total == SCORE_SCALE  # the lone batch's signal
+    whole = v4_total + verdicts.total
+    before = ledger.node_info(address).total_paid
+    claimed = alone.claim([ROUND])
+    v4_paid = ledger.node_info(address).total_paid - before
+    assert v4_paid == reward * SCORE_SCALE // whole  # not the whole reward (before: `reward`)
+    assert ledger.submission(ROUND, address).paid == v4_paid
+    earned = EarningsBook(reward, lag, folded=ROUND - 1)
+    earned.fold(ROUND, verdicts, v4_total)
+    book_paid = 0
+    for producer in nodes[:4]:
+        entry = earned.entry(producer.tx.account.address, ROUND)
+        paid = paid_by(book, claim(book, producer, entry))
+        assert paid == earned.share(entry) == reward * entry.amount // whole > 0
+        book_paid += paid
+    # one reward: what both lanes paid is the round's reward, less each payout's rounding
+    assert reward - 5 <= v4_paid + book_paid <= reward
+    print(f"lone v4 batch: {v4_paid / reward:.3f} of the round's reward (before: 1.000)")
+    print(f"its ledger claim beside the book: {claimed.gas_used:,} gas")
+
+
+def test_no_book_runs_beside_appeals_that_outlast_its_payouts(chain) -> None:
+    """The book folds the ledger's total of a round when it settles the round for a later one's
+    earnings (lag rounds on); with appeals longer than C + 3 rounds that total could still move,
+    and the two lanes would no longer split one reward. The contract refuses such a ledger, and
+    the client refuses it before sending anything."""
+    swarm = Swarm(chain, appeal_rounds=6, unbonding_period_s=20_000)  # C = 2: at most 5
+    with pytest.raises(LedgerRevert, match="AppealsOutlastTheBook"):
+        deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
+    sent = swarm.w3.eth.get_transaction_count(swarm.deployer.address)
+    with pytest.raises(ValueError, match=r"more than challenge_rounds \+ 3"):
+        deploy_book(swarm.ledger, swarm.deployer, BOND, CHALLENGE_BOND)
+    assert swarm.w3.eth.get_transaction_count(swarm.deployer.address) == sent
+
+
+def test_a_ledger_whose_named_book_is_something_else_pays_as_without_one(chain) -> None:
+    """A ledger names its book before the book exists (its deployer's next contract). Where that
+    transaction made something else, the ledger must not ask it for a round's total (the call
+    would revert and lock every claim): only a book that bound itself from its constructor
+    counts, and nobody else can bind one."""
+    swarm = Swarm(chain)  # names the deployer's next contract as its book
+    other = deploy_artifact(swarm, "SumTreeHarness")  # that contract: not a book
+    assert swarm.ledger.book() == other
+    producer, checker = swarm.node(), swarm.node()
+    producer.fund(ETH)
+    with pytest.raises(LedgerRevert, match="NotTheBook"):
+        checker._send("bindBook")  # only a book sends it: no client method does
+    address = producer.tx.account.address
+    producer.submit(ROUND, digest("v4 beside no book"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    swarm.await_beacon(ROUND, address)
+    checker.attest(ROUND, address, 4 * SCORE_SCALE, SCORE_SCALE)
+    swarm.goto(swarm.ledger.params().final_after(ROUND) + 1)
+    producer.claim([ROUND])  # alone in its round: the whole reward, as before any book
+    assert swarm.ledger.node_info(address).total_paid == swarm.params.reward_per_round
+
+
 def test_a_round_pays_nothing_until_it_stands(world) -> None:
     """A credit is paid only once nothing about its round can change: not in the round after its
     challenge window (a challenge opened in the window's last round may still go unanswered),
@@ -985,7 +1083,7 @@ def test_a_round_pays_nothing_until_it_stands(world) -> None:
     aggregator, _, credits, votes = honest_round(book, nodes, 0)
     verdicts = VerdictRoot(credits, votes=votes)
     post_verdicts(book, aggregator, verdicts, 0)
-    earned.fold(0, verdicts)
+    earned.fold(0, verdicts, 0)
     p = nodes[0]
     entry = earned.entry(p.tx.account.address, 0)
     end = book.window("challengeEnd", 0)
@@ -1062,7 +1160,7 @@ def test_a_producer_judges_its_own_earnings_from_its_own_credits_alone(world, li
     _, earned, _, second = two_rounds(book, nodes, lie)
     me = nodes[0].tx.account.address
     own = EarningsBook(book.swarm.params.reward_per_round, lag)
-    own.fold_entries(0, earned.totals[0], earned.counts[0], [earned.entry(me, 0)])
+    own.fold_entries(0, earned.totals[0], earned.counts[0], [earned.entry(me, 0)], 0)
     for r in range(1, lag):
         own.fold(r, None)
     assert not own.credits.keys() - {me.lower()}  # nobody else's credit
@@ -1092,7 +1190,7 @@ def test_a_claim_shows_the_credits_its_settled_earnings_do_not_count_yet(world) 
         post_verdicts(book, aggregator, verdicts, r)
     swarm.goto(book.window("challengeEnd", 1) + 2)
     for r, verdicts in enumerate(rounds):
-        earned.fold(r, verdicts)
+        earned.fold(r, verdicts, 0)
     p = nodes[2]
     address = p.tx.account.address
     own, before = earned.entry(address, 1), earned.entry(address, 0)

@@ -165,7 +165,8 @@ class BookMachine(RuleBasedStateMachine):
         targets a round once a later one is played, and a lie is proven in its own round)."""
         for q in range(self.folded + 1, last + 1):
             r = self.rounds.get(q)
-            self.earned.fold(q, r.verdicts if r is not None and not r.void else None)
+            # no batch of the ledger's lane in these rounds: the book's total is the whole
+            self.earned.fold(q, r.verdicts if r is not None and not r.void else None, 0)
         self.folded = max(self.folded, last)
 
     def forfeit(self, r: MRound) -> None:

@@ -46,13 +46,18 @@ def test_folded_earnings_come_back_as_saved(tmp_path: Path) -> None:
         Credit(i, k.address, "0x" + f"{i + 1:064x}", 4 * SCORE_SCALE, SCORE_SCALE + i, bytes(32))
         for i, k in enumerate(KEYS[:3])
     ]
-    book.fold(ROUND, VerdictRoot(credits))
+    # the ledger's lane credited 2 units of the round too: each share is over both lanes
+    book.fold(ROUND, VerdictRoot(credits), 2 * SCORE_SCALE)
+    entry = book.entry(KEYS[1].address, ROUND)
+    assert entry.ledger_total == 2 * SCORE_SCALE
+    whole = sum(c.signal for c in credits) + 2 * SCORE_SCALE
+    assert book.share(entry) == 10**18 * entry.amount // whole
     held.save_fold(book, list(book.places.values()), [])
     book.fold(ROUND + 1, None)
     held.save_fold(book, [], [])
     again = held.load_earned(10**18, 5)
     assert again is not None and again.folded == ROUND + 1
-    assert again.places == book.places and again.totals == book.totals
+    assert again.places == book.places and again.totals == book.totals  # ledger totals too
     assert again.earnings(KEYS[1].address, ROUND + 5) == book.earnings(KEYS[1].address, ROUND + 5)
     assert again.earnings(KEYS[1].address, ROUND + 5) != Earnings()
     held.close()
@@ -70,7 +75,7 @@ def test_a_producer_keeps_its_credit_as_itself_and_it_proves_only_in_its_own_roo
     credits[1] = replace(credits[1], votes=b"\x05" * 32, earnings=earnings)
     verdicts = VerdictRoot(credits)
     book = EarningsBook(10**18, 5, folded=ROUND - 1)
-    book.fold(ROUND, verdicts)
+    book.fold(ROUND, verdicts, 3 * SCORE_SCALE)
     entry = book.entry(KEYS[1].address, ROUND)
     assert entry is not None and entry.credit.earnings == earnings
     assert Entry.from_json(entry.to_json()) == entry

@@ -18,7 +18,7 @@ from client.chain import Ledger
 from client.chain.book import BookRound, RoundBook, Windows
 from client.chain.events import EventReader
 from client.chain.roots import BadList, Credit, VerdictRoot, open_verdict_list
-from client.node.aggregation.earnings import EarningsBook, Entry
+from client.node.aggregation.earnings import EarningsBook, Entry, LedgerNotFinal, ledger_total
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import dial
 from client.store import BlockStore
@@ -157,9 +157,7 @@ class Claimant:
                 if credit is not None:
                     tail.append(credit)
         reward = self.params.reward_per_round
-        due = entry.credit.earnings.settled + sum(
-            reward * e.amount // e.total for e in [entry, *tail] if e.total
-        )
+        due = entry.credit.earnings.settled + sum(e.share(reward) for e in [entry, *tail])
         return BookClaim(entry, tail, due)
 
     def _digests(
@@ -264,9 +262,10 @@ class Claimant:
             if not standing(posted, current, self.windows):
                 book.fold(q, None)
             elif posted.credits == 0:  # the no-credit root stands: a round of no credit
-                book.fold_entries(q, 0, 0, [])
+                book.fold_entries(q, 0, 0, [], 0)
             else:
-                book.fold(q, self._verdicts(posted, digests.get(q)))
+                verdicts = self._verdicts(posted, digests.get(q))
+                book.fold(q, verdicts, self._ledger_total(q))
         return book
 
     def credits(
@@ -318,8 +317,16 @@ class Claimant:
         ):
             if credit.producer.lower() == producer.lower():
                 proof = tuple(verdicts.proof(index))
-                return Entry(posted.round, index, credit, amount, verdicts.total, proof)
+                # a standing round's: the ledger's total of it is final (one reward a round)
+                other = self._ledger_total(posted.round)
+                return Entry(posted.round, index, credit, amount, verdicts.total, proof, other)
         return None
+
+    def _ledger_total(self, round_: int) -> int:
+        try:
+            return ledger_total(self.ledger, round_)
+        except LedgerNotFinal as exc:
+            raise NoClaim(str(exc)) from None
 
     def _verdicts(self, posted: BookRound, digest: bytes | None) -> VerdictRoot:
         """A posted round's verdict list, fetched (its aggregator's daemon dialled first) and

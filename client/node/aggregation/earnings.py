@@ -7,19 +7,41 @@ and their proofs).
 A round q stands once its verdict root was posted, never voided, every data challenge of it was
 answered, and its challenge window closed two rounds ago; it is settled for round r when
 q <= r - lag (lag = C + 2), which is when r's verdict root is posted. A credit's share is
-rewardPerRound * amount / the round's total. A credit of round r carries `settled`, the sum of
-its producer's shares in the standing rounds settled for r, proven from its producer's last such
-credit (the anchor) and the credits in the lag - 1 rounds before the anchor (recent), which the
-anchor's own `settled` does not count yet.
+rewardPerRound * amount / the round's total over both lanes: the book's and the ledger's credited
+total of the round (its `roundInfo`, final by the time the round is decided: one reward a round,
+whichever lane a batch took; docs/scaling.md, "One reward over both lanes"). A credit of round r
+carries `settled`, the sum of its producer's shares in the standing rounds settled for r, proven
+from its producer's last such credit (the anchor) and the credits in the lag - 1 rounds before the
+anchor (recent), which the anchor's own `settled` does not count yet.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from client.chain import ChainError
 from client.chain.roots import NO_EARNINGS, NO_INDEX, Credit, Earnings, VerdictRoot
 from client.chain.sumtree import Node, root_of
+
+
+class LedgerNotFinal(ChainError):
+    """The ledger answered that a round's credit is not final where the book folds it: the
+    node asked is behind the chain's head. Folding waits; asking again later reads it final."""
+
+
+def ledger_total(ledger, round_: int) -> int:
+    """The ledger lane's credited total of `round_` (`roundInfo`), which every share of the
+    round is paid over beside the book's: final whenever the book folds a round (its windows
+    make it so); raises LedgerNotFinal when the answer says otherwise, rather than fold a total
+    that can still move (earnings built on it would be proven false)."""
+    info = ledger.round_info(round_)
+    if not info.final:
+        raise LedgerNotFinal(
+            f"the ledger says round {round_}'s credit is not final yet, while the book settles "
+            "it: the RPC node is behind the chain's head; its shares wait for it"
+        )
+    return info.total_credited
 
 
 @dataclass(frozen=True)
@@ -30,8 +52,16 @@ class Entry:
     index: int  # its place in the round's verdict tree
     credit: Credit
     amount: int
-    total: int  # its round's total: its share is rewardPerRound * amount / total
+    total: int  # its round's total in the book (what its proof reaches)
     proof: tuple[tuple[bytes, int], ...]
+    # the ledger lane's credited total of its round, as the round was folded (0 until then):
+    # its share is rewardPerRound * amount / (total + ledger_total)
+    ledger_total: int = 0
+
+    def share(self, reward_per_round: int) -> int:
+        """Its share of its round's reward, as RoundBook._share computes it."""
+        whole = self.total + self.ledger_total
+        return 0 if whole == 0 else reward_per_round * self.amount // whole
 
     def shown(self) -> tuple:
         """IRoundBook.Shown."""
@@ -68,6 +98,7 @@ class Entry:
                 },
                 "amount": self.amount,
                 "total": self.total,
+                "ledger_total": self.ledger_total,
                 "proof": [[h.hex(), amount] for h, amount in self.proof],
             },
             sort_keys=True,
@@ -91,7 +122,13 @@ class Entry:
             )
             proof = tuple((bytes.fromhex(h), int(amount)) for h, amount in d["proof"])
             return cls(
-                int(d["round"]), int(d["index"]), credit, int(d["amount"]), int(d["total"]), proof
+                int(d["round"]),
+                int(d["index"]),
+                credit,
+                int(d["amount"]),
+                int(d["total"]),
+                proof,
+                int(d.get("ledger_total", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a kept credit entry: {exc!r}") from None
@@ -105,7 +142,8 @@ class EarningsBook:
     # earnings need its last credit settled for a round and the lag - 1 rounds before it
     credits: dict[str, list[Entry]] = field(default_factory=dict)
     # the standing rounds of the last `keep_rounds` (an older one is still known through the
-    # entries a producer's history holds): its total and its credits
+    # entries a producer's history holds): its total and its credits (the ledger lane's total
+    # of a round is on each of its entries)
     totals: dict[int, int] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)
     folded: int = -1  # the last round folded (standing or not): rounds fold in order
@@ -116,9 +154,12 @@ class EarningsBook:
     # an auditor shows when a credit names a place that is not its producer's
     places: dict[tuple[int, int], Entry] = field(default_factory=dict)
 
-    def fold(self, round_: int, verdicts: VerdictRoot | None) -> None:
+    def fold(
+        self, round_: int, verdicts: VerdictRoot | None, ledger_total: int | None = None
+    ) -> None:
         """Folds round `round_` once it is decided: `verdicts` if its root stands, None if it
-        does not (never posted, void, or a challenge of it went unanswered)."""
+        does not (never posted, void, or a challenge of it went unanswered). A standing round
+        needs `ledger_total`, the ledger's credited total of the round (`roundInfo`)."""
         if round_ <= self.folded:
             raise ValueError(f"round {round_} folded after round {self.folded}: fold in order")
         if verdicts is None:
@@ -126,20 +167,26 @@ class EarningsBook:
             for old in [q for q in self.totals if q < round_ - self.keep_rounds]:
                 del self.totals[old], self.counts[old]
             return
+        if ledger_total is None:
+            raise ValueError(f"round {round_} stands: fold it with the ledger's total of it")
         entries = [
             Entry(round_, index, credit, amount, verdicts.total, tuple(verdicts.proof(index)))
             for index, (credit, amount) in enumerate(
                 zip(verdicts.credits, verdicts.amounts, strict=True)
             )
         ]
-        self.fold_entries(round_, verdicts.total, len(verdicts.credits), entries)
+        self.fold_entries(round_, verdicts.total, len(verdicts.credits), entries, ledger_total)
 
-    def fold_entries(self, round_: int, total: int, count: int, entries: list[Entry]) -> None:
-        """Folds round `round_`, which stands with `count` credits of `total` signal, knowing
-        only `entries` of them (all of them, from `fold`; or a producer's own, as it folds its
-        own history: it can then judge only its own earnings, Auditor.earnings)."""
+    def fold_entries(
+        self, round_: int, total: int, count: int, entries: list[Entry], ledger_total: int
+    ) -> None:
+        """Folds round `round_`, which stands with `count` credits of `total` signal in the book
+        and `ledger_total` in the ledger's lane, knowing only `entries` of them (all of them,
+        from `fold`; or a producer's own, as it folds its own history: it can then judge only
+        its own earnings, Auditor.earnings)."""
         if round_ <= self.folded:
             raise ValueError(f"round {round_} folded after round {self.folded}: fold in order")
+        entries = [replace(e, ledger_total=ledger_total) for e in entries]
         self.folded = round_
         for old in [q for q in self.totals if q < round_ - self.keep_rounds]:
             del self.totals[old], self.counts[old]
@@ -164,7 +211,7 @@ class EarningsBook:
 
     def share(self, entry: Entry) -> int:
         """A credit's share of its round's reward, as RoundBook._share computes it."""
-        return 0 if entry.total == 0 else self.reward_per_round * entry.amount // entry.total
+        return entry.share(self.reward_per_round)
 
     def at(self, round_: int, index: int) -> Entry | None:
         """The credit at `index` of round `round_`'s tree, if still held."""

@@ -211,6 +211,7 @@ def _entry_json(e: Entry) -> str:
             ],
             "amount": str(e.amount),
             "total": str(e.total),
+            "ledger_total": str(e.ledger_total),
             "proof": [[h.hex(), str(total)] for h, total in e.proof],
         },
         separators=(",", ":"),
@@ -231,7 +232,20 @@ def _entry_of(text: str) -> Entry:
         Earnings(int(settled), anchor, anchor_index, tuple(recent)),
     )
     proof = tuple((bytes.fromhex(h), int(total)) for h, total in raw["proof"])
-    return Entry(raw["round"], raw["index"], credit, int(raw["amount"]), int(raw["total"]), proof)
+    if "ledger_total" not in raw:
+        raise ValueError(
+            "it has no ledger_total: written by a client from before both lanes split one reward, "
+            "for a round book that pays otherwise"
+        )
+    return Entry(
+        raw["round"],
+        raw["index"],
+        credit,
+        int(raw["amount"]),
+        int(raw["total"]),
+        proof,
+        int(raw["ledger_total"]),
+    )
 
 
 __all__ = ["Held", "HeldError"]

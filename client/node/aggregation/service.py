@@ -45,7 +45,7 @@ from client.chain.roots import (
 )
 from client.node.aggregation.auditor import Auditor, v4_producers
 from client.node.aggregation.collector import Collector, Equivocation
-from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.earnings import EarningsBook, LedgerNotFinal, ledger_total
 from client.node.aggregation.endpoint import Desk
 from client.node.aggregation.held import Held
 from client.node.aggregation.lists import ListUnavailable, fetch_list, list_digest, publish_list
@@ -450,7 +450,14 @@ class Aggregator:
                 if verdicts is None:
                     return
             before = set(self.earned.places)
-            self.earned.fold(q, verdicts)
+            other = None
+            if verdicts is not None:  # both lanes split one reward: the ledger's total of q
+                try:
+                    other = ledger_total(self.ledger, q)
+                except LedgerNotFinal as exc:
+                    log.warning("%s", exc)
+                    return
+            self.earned.fold(q, verdicts, other)
             after = self.earned.places
             added = [after[k] for k in after.keys() - before]
             try:

@@ -31,7 +31,7 @@ from client.chain.ledger import Ledger
 from client.chain.roots import NO_ROUND, BadList, VerdictRoot, open_verdict_list
 from client.node.aggregation.auditor import Auditor, Finding, v4_producers
 from client.node.aggregation.claims import standing
-from client.node.aggregation.earnings import EarningsBook
+from client.node.aggregation.earnings import EarningsBook, LedgerNotFinal, ledger_total
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import dial, fetch_posted_submissions, verdict_digest
 from client.store import BlockStore, StoreError
@@ -219,18 +219,25 @@ class Watcher:
             posted = self.book.round_of(q)
             if posted.posted and posted.open_challenges:
                 return
-            if not standing(posted, current, self.windows):
+            stands = standing(posted, current, self.windows)
+            try:  # both lanes split one reward: a standing round's shares count the ledger's
+                other = ledger_total(self.ledger, q) if stands and posted.credits else 0
+            except LedgerNotFinal as exc:
+                log.warning("%s", exc)
+                return
+            if not stands:
                 self.earned.fold(q, None)
             elif posted.credits == 0:
-                self.earned.fold_entries(q, 0, 0, [])
+                self.earned.fold_entries(q, 0, 0, [], 0)
             elif q in self.lists:
-                self.earned.fold(q, self.lists[q])
+                self.earned.fold(q, self.lists[q], other)
             else:
                 try:
                     listed = self._verdict_list(posted)
                     self.earned.fold(
                         q,
                         open_verdict_list(listed, posted.verdicts, posted.credits, posted.total),
+                        other,
                     )
                 except ListUnavailable as exc:
                     if exc.store_down:

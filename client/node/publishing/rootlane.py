@@ -60,7 +60,7 @@ from client.chain.roots import (
 from client.credit import describe_findings
 from client.node.aggregation.auditor import Auditor, Finding, v4_producers
 from client.node.aggregation.claims import standing
-from client.node.aggregation.earnings import EarningsBook, Entry
+from client.node.aggregation.earnings import EarningsBook, Entry, ledger_total
 from client.node.aggregation.endpoint import AggregatorClient, EndpointError, aggregator_origin
 from client.node.aggregation.lists import ListUnavailable, fetch_list
 from client.node.aggregation.reading import fetch_posted_submissions, verdict_digest
@@ -470,7 +470,13 @@ class RootLane(Stage):
                     ):
                         log.warning("round %s: our kept credit is not its root's: left out", q)
                         kept = None
-                    book.fold_entries(q, round_q.total, round_q.credits, [kept] if kept else [])
+                    book.fold_entries(
+                        q,
+                        round_q.total,
+                        round_q.credits,
+                        [kept] if kept else [],
+                        ledger_total(self.ledger, q),  # not final: a ChainError, retried
+                    )
                     continue
             book.fold(q, None)
         return book

@@ -161,6 +161,10 @@ class LedgerView:
             else None
         )
         self.book_cursor = EventCursor(next_block=book_start_block)
+        # the round book the ledger names ("" none), and whether it is deployed: the ledger pays
+        # a round once that book decided it too (a named book not deployed has no round)
+        self._book: str | None = None
+        self._book_deployed = False
         self._book_queries = [Query(["Claimed"], {"producer": self.me})]
         self.lookback_rounds = lookback_rounds
         # the round since which every total is counted; None: since the deploy block
@@ -221,7 +225,9 @@ class LedgerView:
         current = params.round_at(self.clock())
         self._close(params, current)
         unpaid = sorted(
-            r for r in self.ours if r not in self.paid_rounds and params.is_final(r, current)
+            r
+            for r in self.ours
+            if r not in self.paid_rounds and params.is_paid(r, current, self._book_runs())
         )
         mine = self.nodes[self.me].info
         assert mine is not None
@@ -252,6 +258,16 @@ class LedgerView:
         self.tally.outcomes = self._outcomes(lambda r: params.is_final(r, current))
         self._forget(current)
         return activity
+
+    def _book_runs(self) -> bool:
+        if self._book is None:  # fixed at the ledger's deployment: read once
+            self._book = self.ledger.book() or ""
+        if self._book and not self._book_deployed:  # deployed after the ledger, once
+            code = self.ledger.tx.rpc(
+                lambda: self.ledger.w3.eth.get_code(self._book), "eth_getCode"
+            )
+            self._book_deployed = len(code) > 0
+        return self._book_deployed
 
     def _start(self, cursor: EventCursor) -> int | None:
         """Moves a first refresh's cursor to the first block of round current - lookback_rounds
