@@ -103,8 +103,6 @@ def serve(cfg, service_class=None) -> None:
             start_block=cfg.chain.round_book_deploy_block,
             chunk_blocks=cfg.chain.log_chunk_blocks,
         )
-        with chain_errors():
-            service.start()
         try:
             server = AggregatorServer(
                 cfg.aggregator.listen, service.desk, public=cfg.aggregator.public
@@ -112,12 +110,15 @@ def serve(cfg, service_class=None) -> None:
         except EndpointError as exc:
             fail(str(exc))
         try:
+            # listed before start() enlists: a producer whose round is drawn to a node that
+            # lists no endpoint goes to the ledger at once
             origin = cfg.aggregator.listed()
             with chain_errors():
                 wanted = listed_metadata(info.metadata, origin)
                 if wanted is not None:
                     ledger.set_metadata(wanted)
                     log.info("metadata: lists %s as this node's aggregator", origin)
+                service.start()
             log.info("aggregator %s: collecting at %s", account.address, server.url)
             said: dict[int, str] = {}  # why a round was not posted, logged once
             while not stop.is_set():

@@ -354,6 +354,26 @@ def test_a_round_drawn_with_no_aggregator_goes_on_the_ledger_at_once(world) -> N
     assert world.events("round.submitted")[0]["lane"] == "ledger"
 
 
+def test_a_round_drawn_to_a_node_that_lists_no_endpoint_goes_on_the_ledger_at_once(world) -> None:
+    """The round's drawn aggregator lists no endpoint in its metadata (it enlisted and never
+    served): no receipt can come, so the producer submits on the ledger at once instead of
+    waiting for the window's last round."""
+    r = world.swarm.ledger.current_round() + 1
+    silent = world.nodes[5]
+    world.book.enlist(silent.tx.account)
+    world.book.draw_to(silent, r)
+    world.swarm.goto(r)
+    world.producer.generate_learning(r)
+    assert world.producer.publisher.seal(r)
+    world.producer.publisher.flush()
+    assert world.producer.outbox()[f"submit:{r}"] == DONE
+    on_chain = world.swarm.ledger.submission(r, world.me)
+    assert on_chain.digest.lower() == world.producer.journal.round(r).digest.lower()
+    [unsent] = world.events("rootlane.unsent")
+    assert "lists no endpoint" in unsent["message"] and "last round" not in unsent["message"]
+    assert world.events("round.submitted")[0]["lane"] == "ledger"
+
+
 def test_a_receipted_round_its_aggregator_never_posts_is_proven_by_its_producer(world) -> None:
     """The drawn aggregator receipts our batch, then posts no root in the post round (its
     service never passes there): our ledger window is closed, so the receipt is all we hold. The

@@ -114,8 +114,8 @@ class Unposted(str):
 
 
 class NoAggregator(str):
-    """Why a submission has no receipt to wait for: its round was drawn with no aggregator, so
-    it goes on the ledger at once."""
+    """Why a submission has no receipt to wait for: its round was drawn with no aggregator, or
+    to a node the chain lists no reachable endpoint of, so it goes on the ledger at once."""
 
 
 @dataclass(frozen=True)
@@ -248,6 +248,10 @@ class RootLane(Stage):
                 f"round {message.round} was drawn with no aggregator (the roster is empty, or "
                 "the draw fell on left slots)"
             )
+        try:
+            self.endpoint(drawn.aggregator)
+        except Unlisted as exc:  # what the chain says of it: no endpoint to wait for
+            return NoAggregator(f"round {message.round}'s drawn aggregator: {exc}")
         submission = Submission(
             round=message.round,
             digest=message.digest,
