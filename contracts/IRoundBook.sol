@@ -127,7 +127,7 @@ interface IRoundBook is IRoundTotals {
     event RoundBeaconDrawn(uint64 indexed round, uint256 beacon);
     /// @param what which lie was proven (see the prove* functions)
     event LieProven(uint64 indexed round, address indexed aggregator, address indexed prover, string what, uint256 paid);
-    event BondReleased(uint64 indexed round, address indexed aggregator, uint256 amount);
+    event BondReleased(uint64 indexed round, address indexed aggregator, uint256 amount, uint256 pay);
     /// @notice A payment its payee refused (its receive reverted): kept for it (withdrawOwed).
     event PaymentOwed(address indexed payee, uint256 amount);
     event DataChallenged(uint64 indexed round, bool verdictTree, uint32 index, address challenger, uint64 answerBy);
@@ -400,7 +400,9 @@ interface IRoundBook is IRoundTotals {
     ) external returns (uint256 paid);
 
     /// @notice Pays the aggregator its bond back once the round's challenge window has passed,
-    /// no lie was proven and every data challenge was answered. Called for a round whose
+    /// no lie was proven and every data challenge was answered, with its pay from the reward
+    /// pool (as far as the pool holds it): POST_PAY_BPS of the round's reward times the round's
+    /// credited signal in its verdict root over the signal both lanes credited in the round. Called for a round whose
     /// aggregator posted no verdict root (it took the round from its producers), it voids the
     /// round instead: half the bond to the caller, half to the ledger's pool ("no verdict
     /// root").

@@ -20,6 +20,10 @@ contract RoundBook is IRoundBook {
     uint32 private constant NO_INDEX = type(uint32).max;
     /// @dev The verdict root of a round in which no batch reached its quorum (no leaf hashes to it)
     bytes32 private constant NO_CREDITS = keccak256("sapo.no-credits");
+    /// @notice The aggregator's pay for a round that stands: this share (in basis points) of the
+    /// round's reward, times the share of the round's credited signal its verdict root holds
+    /// (IRoundBook.release).
+    uint256 public constant POST_PAY_BPS = 100;
 
     struct Paid {
         uint128 total;
@@ -69,12 +73,12 @@ contract RoundBook is IRoundBook {
         _submitRounds = _ledger.submitRounds();
         _challengeRounds = _ledger.challengeRounds();
         _rewardPerRound = _ledger.rewardPerRound();
-        // a share of round q folds the ledger's total of q, which must be final by the time q is
-        // settled for a later round's earnings (lag() rounds on, at that round's verdict root):
-        // the ledger's round is final after q+W+C+A, the verdict root of q+C+2 is posted in
-        // q+W+2C+4, so A <= C+3 (docs/scaling.md, "One reward over both lanes")
+        // a share of round q folds the ledger's total of q, which must be final whenever it is
+        // read: the ledger's round is final after q+W+C+A; the earliest read is the aggregator's
+        // pay at q's release, from q+W+2C+3, so A <= C+2 (then also for the earnings of the round
+        // q is settled for, posted in q+W+2C+4; docs/scaling.md, "One reward over both lanes")
         uint64 appeals = _ledger.appealRounds();
-        if (appeals > _challengeRounds + 3) revert AppealsOutlastTheBook(appeals, _challengeRounds);
+        if (appeals > _challengeRounds + 2) revert AppealsOutlastTheBook(appeals, _challengeRounds);
         _separator = Messages.domainSeparator(address(this));
         judge = new RoundJudge(ledger_, _separator);
         aggregators = new AggregatorDraw(ledger_, address(judge), _separator, bond_);
@@ -618,8 +622,14 @@ contract RoundBook is IRoundBook {
         // an aggregator that never posted its verdict root took the round from its producers
         if (r.verdicts == bytes32(0)) return _void(r, round, false, "no verdict root", msg.sender);
         r.released = true;
-        emit BondReleased(round, r.aggregator, bond);
-        _pay(r.aggregator, bond);
+        // its pay: POST_PAY_BPS of the round's reward, scaled by the share of the round's signal
+        // its root credits (an aggregator that receipts nothing, and leaves every batch to the
+        // ledger, earns nothing), as far as the pool holds it
+        uint256 pay = _share(round, (uint256(r.total) * POST_PAY_BPS) / 10_000);
+        if (pay > rewardPool) pay = rewardPool;
+        rewardPool -= pay;
+        emit BondReleased(round, r.aggregator, bond, pay);
+        _pay(r.aggregator, bond + pay);
     }
 
     function roundOf(uint64 round) external view returns (RoundView memory) {

@@ -123,6 +123,21 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "",
         (ONE_REWARD,),
     ),
+    "post-pay-whole": (
+        "the aggregator is paid its whole share of the round's reward at release, whatever share "
+        "of the round's signal its root credits (one that leaves every batch to the ledger is "
+        "paid as much)",
+        "uint256 pay = _share(round, (uint256(r.total) * POST_PAY_BPS) / 10_000);",
+        "uint256 pay = (_rewardPerRound * POST_PAY_BPS) / 10_000;",
+        (ONE_REWARD, NO_VERDICTS),
+    ),
+    "post-pay-beyond-pool": (
+        "the aggregator's pay is taken from the pool whether it holds it or not (an empty pool "
+        "keeps every bond)",
+        "        if (pay > rewardPool) pay = rewardPool;\n",
+        "",
+        ("test_an_honest_round_stands_against_every_proof_and_its_bond_comes_back",),
+    ),
     "paid-by-both-lanes": (
         "a batch the v4 lane holds may be credited in the book too (one round paid twice)",
         'if (_ledger.hasSubmitted(round, credit.producer)) return "a credit the v4 lane holds";',

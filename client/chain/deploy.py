@@ -111,11 +111,11 @@ def check_lanes(appeal_rounds: int, challenge_rounds: int) -> None:
     lanes split one reward a round, and the book folds the ledger's credited total of a round
     when it settles that round for a later one's earnings, so the ledger's round must be final
     by then (RoundBook's constructor refuses it too, but only after the ledger is deployed)."""
-    if appeal_rounds > challenge_rounds + 3:
+    if appeal_rounds > challenge_rounds + 2:
         raise ValueError(
-            f"appeal_rounds {appeal_rounds} is more than challenge_rounds + 3 "
-            f"({challenge_rounds + 3}): a round book settles a round's rewards before the "
-            "ledger's credit of it is final; lower [ledger].appeal_rounds or raise "
+            f"appeal_rounds {appeal_rounds} is more than challenge_rounds + 2 "
+            f"({challenge_rounds + 2}): a round book pays a round's aggregator and producers "
+            "before the ledger's credit of it is final; lower [ledger].appeal_rounds or raise "
             "[ledger].challenge_rounds"
         )
 

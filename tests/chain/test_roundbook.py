@@ -771,6 +771,7 @@ def test_an_aggregator_must_post_a_verdict_root_even_of_no_credit(world) -> None
     with pytest.raises(LedgerRevert, match="NotInRoot"):  # no leaf of it to ask for
         book.send(caller, "challengeData", later, True, 0, value=CHALLENGE_BOND)
     swarm.goto(book.window("challengeEnd", later) + 1)
+    book.send(caller, "fund", value=ETH)  # the pool holds pay, but a root of no credit earns none
     before = swarm.w3.eth.get_balance(agg.address)
     result = book.send(agg, "release", later)
     gas = result.gas_used * result.effective_gas_price
@@ -1012,6 +1013,16 @@ def test_both_lanes_split_one_reward_a_round(world) -> None:
     assert book.contract.functions.standingTotal(ROUND).call() == [False, 0]
     with pytest.raises(LedgerRevert, match="RoundNotFinal"):
         alone.claim([ROUND])
+    # the aggregator's pay comes with its bond: POST_PAY_BPS of the round's reward for the share
+    # of the round's signal its root credits (one that left every batch to the ledger: none)
+    whole = ledger.round_info(ROUND).total_credited + verdicts.total
+    bps = book.contract.functions.POST_PAY_BPS().call()
+    pay = reward * (verdicts.total * bps // 10_000) // whole
+    before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
+    result = book.send(aggregator.tx.account, "release", ROUND)
+    gas = result.gas_used * result.effective_gas_price
+    assert swarm.w3.eth.get_balance(aggregator.tx.account.address) - before + gas == BOND + pay
+    assert 0 < pay < reward * bps // 10_000
 
     swarm.goto(book.window("challengeEnd", ROUND) + 2)
     assert book.contract.functions.standingTotal(ROUND).call() == [True, verdicts.total]
@@ -1038,15 +1049,16 @@ def test_both_lanes_split_one_reward_a_round(world) -> None:
 
 
 def test_no_book_runs_beside_appeals_that_outlast_its_payouts(chain) -> None:
-    """The book folds the ledger's total of a round when it settles the round for a later one's
-    earnings (lag rounds on); with appeals longer than C + 3 rounds that total could still move,
-    and the two lanes would no longer split one reward. The contract refuses such a ledger, and
-    the client refuses it before sending anything."""
-    swarm = Swarm(chain, appeal_rounds=6, unbonding_period_s=20_000)  # C = 2: at most 5
+    """The book folds the ledger's total of a round into the aggregator's pay at the round's
+    release, and into the earnings of the round it is settled for; with appeals longer than
+    C + 2 rounds that total could still move, and the two lanes would no longer split one
+    reward. The contract refuses such a ledger, and the client refuses it before sending
+    anything."""
+    swarm = Swarm(chain, appeal_rounds=5, unbonding_period_s=20_000)  # C = 2: at most 4
     with pytest.raises(LedgerRevert, match="AppealsOutlastTheBook"):
         deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
     sent = swarm.w3.eth.get_transaction_count(swarm.deployer.address)
-    with pytest.raises(ValueError, match=r"more than challenge_rounds \+ 3"):
+    with pytest.raises(ValueError, match=r"more than challenge_rounds \+ 2"):
         deploy_book(swarm.ledger, swarm.deployer, BOND, CHALLENGE_BOND)
     assert swarm.w3.eth.get_transaction_count(swarm.deployer.address) == sent
 

@@ -15,8 +15,8 @@ aggregators ask for their bonds back after time passes.
 
 The model predicts each call's outcome (the named error, or what moves) and, after every step,
 the invariants are read from the chain:
-- the book holds exactly its reward pool, the bonds of rounds neither released nor void, and the
-  bond of the open challenge;
+- the book holds exactly its reward pool (less each released round's pay to its aggregator), the
+  bonds of rounds neither released nor void, and the bond of the open challenge;
 - each producer was paid exactly its share of every round that stands and credits it
   (reward_per_round x its amount / the round's total), never a round twice, never a void one;
 - the ledger's pool grew by the forfeited halves of bonds and nothing else;
@@ -475,6 +475,12 @@ class BookMachine(RuleBasedStateMachine):
         )
         if error is None:
             r.released = True
+            # the aggregator's pay, from the pool: POST_PAY_BPS of the reward for its root's
+            # share of the round's signal (the whole: no batch of these rounds is in the ledger)
+            total = r.verdicts.total
+            bps = self.book.contract.functions.POST_PAY_BPS().call()
+            pay = self.reward * (total * bps // 10_000) // total if total else 0
+            self.pool -= min(pay, self.pool)
 
     # --------------------------------------------------------------------------- invariants
 
