@@ -342,6 +342,12 @@ def test_a_round_drawn_with_no_aggregator_goes_on_the_ledger_at_once(world) -> N
     for _ in range(2):  # the request, then the draw: anyone may make both
         world.book.draw_send(world.nodes[5].tx.account, "draw", r)
     assert world.agg.service.tick().opened == []
+    on_the_ledger_at_once(world, r, "drawn with no aggregator")
+
+
+def on_the_ledger_at_once(world, r: int, why: str) -> None:
+    """The producer's batch of round `r`, sealed now, goes on the ledger at once, not in its
+    window's last round, saying `why`."""
     world.producer.generate_learning(r)
     assert world.producer.publisher.seal(r)
     world.producer.publisher.flush()
@@ -349,8 +355,7 @@ def test_a_round_drawn_with_no_aggregator_goes_on_the_ledger_at_once(world) -> N
     on_chain = world.swarm.ledger.submission(r, world.me)
     assert on_chain.digest.lower() == world.producer.journal.round(r).digest.lower()
     [unsent] = world.events("rootlane.unsent")
-    assert "drawn with no aggregator" in unsent["message"]
-    assert "last round" not in unsent["message"]
+    assert why in unsent["message"] and "last round" not in unsent["message"]
     assert world.events("round.submitted")[0]["lane"] == "ledger"
 
 
@@ -363,15 +368,7 @@ def test_a_round_drawn_to_a_node_that_lists_no_endpoint_goes_on_the_ledger_at_on
     world.book.enlist(silent.tx.account)
     world.book.draw_to(silent, r)
     world.swarm.goto(r)
-    world.producer.generate_learning(r)
-    assert world.producer.publisher.seal(r)
-    world.producer.publisher.flush()
-    assert world.producer.outbox()[f"submit:{r}"] == DONE
-    on_chain = world.swarm.ledger.submission(r, world.me)
-    assert on_chain.digest.lower() == world.producer.journal.round(r).digest.lower()
-    [unsent] = world.events("rootlane.unsent")
-    assert "lists no endpoint" in unsent["message"] and "last round" not in unsent["message"]
-    assert world.events("round.submitted")[0]["lane"] == "ledger"
+    on_the_ledger_at_once(world, r, "lists no endpoint")
 
 
 def test_a_receipted_round_its_aggregator_never_posts_is_proven_by_its_producer(world) -> None:
