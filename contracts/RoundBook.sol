@@ -621,11 +621,14 @@ contract RoundBook is IRoundBook {
         if (r.openChallenges != 0) revert ChallengesOpen(round, r.openChallenges);
         // an aggregator that never posted its verdict root took the round from its producers
         if (r.verdicts == bytes32(0)) return _void(r, round, false, "no verdict root", msg.sender);
+        // the aggregator alone takes its bond and pay back, when it likes: nobody can release
+        // its round while the pool is short to cut its pay
+        if (msg.sender != r.aggregator) revert NotTheAggregator(msg.sender, r.aggregator);
         r.released = true;
         // its pay: POST_PAY_BPS of the round's reward, scaled by the share of the round's signal
         // its root credits (an aggregator that receipts nothing, and leaves every batch to the
         // ledger, earns nothing), as far as the pool holds it
-        uint256 pay = _share(round, (uint256(r.total) * POST_PAY_BPS) / 10_000);
+        uint256 pay = (_share(round, r.total) * POST_PAY_BPS) / 10_000;
         if (pay > rewardPool) pay = rewardPool;
         rewardPool -= pay;
         emit BondReleased(round, r.aggregator, bond, pay);

@@ -820,7 +820,8 @@ def _play_service(light: LightSwarm, n: int, rounds: int, checkers: int, sample_
     first = light.ledger.current_round() + 1
     played = list(range(first, first + rounds))
     w = Windows.of(light.ledger.params())
-    light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds)
+    # each round's reward, and up to 1% more: the aggregator's pay (RoundBook.POST_PAY_BPS)
+    light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds * 101 // 100)
     start_block = light.swarm.w3.eth.block_number
     service.start()
     costs = {r: RoundCost() for r in played}
@@ -889,7 +890,8 @@ def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: in
     stands = release + 1  # a round stands two rounds after its challenge window
     lag = light.book.functions.lag().call()
     earned = EarningsBook(light.swarm.params.reward_per_round, lag, folded=first - 1)
-    light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds)
+    # each round's reward, and up to 1% more: the aggregator's pay (RoundBook.POST_PAY_BPS)
+    light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds * 101 // 100)
     verdicts: dict[int, VerdictRoot] = {}
     # the aggregator knows the registered nodes from the ledger's Registered events (its
     # own book of them, as a node keeps its peers' families)

@@ -127,9 +127,16 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "the aggregator is paid its whole share of the round's reward at release, whatever share "
         "of the round's signal its root credits (one that leaves every batch to the ledger is "
         "paid as much)",
-        "uint256 pay = _share(round, (uint256(r.total) * POST_PAY_BPS) / 10_000);",
+        "uint256 pay = (_share(round, r.total) * POST_PAY_BPS) / 10_000;",
         "uint256 pay = (_rewardPerRound * POST_PAY_BPS) / 10_000;",
         (ONE_REWARD, NO_VERDICTS),
+    ),
+    "release-by-anyone": (
+        "anyone may release a posted round, so a producer can release it while the pool is "
+        "short and cut the aggregator's pay to nothing",
+        "short to cut its pay\n        if (msg.sender != r.aggregator) revert NotTheAggregator(",
+        "short to cut its pay\n        if (false) revert NotTheAggregator(",
+        ("test_an_honest_round_stands_against_every_proof_and_its_bond_comes_back",),
     ),
     "post-pay-beyond-pool": (
         "the aggregator's pay is taken from the pool whether it holds it or not (an empty pool "

@@ -99,11 +99,13 @@ def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_pa
     origin = f"http://127.0.0.1:{port}"
     client = AggregatorClient(origin, book.domain, aggregator=aggregator.address, timeout_s=2)
 
-    def serving() -> bool:
+    def serving(round_: int | None = None) -> bool:
+        """Whether the endpoint answers (and collects `round_`, if given)."""
         try:
-            return bool(client.status())
+            rounds = client.status()
         except Exception:
             return False
+        return bool(rounds) if round_ is None else round_ in rounds
 
     wait_until(lambda: serving() or proc.poll() is not None, 120, "the endpoint")
     assert proc.poll() is None, proc.communicate()[1][-2000:]
@@ -129,8 +131,11 @@ def test_an_operator_deploys_a_book_and_runs_an_aggregator(chain, daemon, tmp_pa
     proc.kill()
     proc.wait(timeout=60)
     proc = sapo_process("aggregate", "run", "--config", str(config))
-    wait_until(lambda: serving() or proc.poll() is not None, 120, "the endpoint again")
-    assert r in client.status()  # its votes are still collected
+    # it serves before its start has restored every round: wait for round r's
+    wait_until(
+        lambda: serving(r) or proc.poll() is not None, 120, "the endpoint again, with round r"
+    )
+    assert proc.poll() is None and r in client.status()  # its votes are still collected
 
     swarm.goto(book.window("verdictRound", r))
     wait_until(lambda: book.view(r)[4] != bytes(32), 60, "the verdict root")

@@ -126,6 +126,8 @@ def test_an_honest_round_stands_against_every_proof_and_its_bond_comes_back(worl
     swarm.goto(book.window("challengeEnd") + 1)
     with pytest.raises(LedgerRevert, match="ChallengeWindowClosed"):
         prove_credit(book, prover, verdicts, subs, 0, votes[0])
+    with pytest.raises(LedgerRevert, match="NotTheAggregator"):  # its bond and pay are its own
+        book.send(prover, "release", ROUND)
     before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
     receipt = book.send(aggregator.tx.account, "release", ROUND)
     gas = receipt.gas_used * receipt.effective_gas_price
@@ -1017,7 +1019,7 @@ def test_both_lanes_split_one_reward_a_round(world) -> None:
     # of the round's signal its root credits (one that left every batch to the ledger: none)
     whole = ledger.round_info(ROUND).total_credited + verdicts.total
     bps = book.contract.functions.POST_PAY_BPS().call()
-    pay = reward * (verdicts.total * bps // 10_000) // whole
+    pay = reward * verdicts.total // whole * bps // 10_000
     before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
     result = book.send(aggregator.tx.account, "release", ROUND)
     gas = result.gas_used * result.effective_gas_price

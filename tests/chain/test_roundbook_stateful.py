@@ -479,7 +479,7 @@ class BookMachine(RuleBasedStateMachine):
             # share of the round's signal (the whole: no batch of these rounds is in the ledger)
             total = r.verdicts.total
             bps = self.book.contract.functions.POST_PAY_BPS().call()
-            pay = self.reward * (total * bps // 10_000) // total if total else 0
+            pay = self.reward * total // total * bps // 10_000 if total else 0
             self.pool -= min(pay, self.pool)
 
     # --------------------------------------------------------------------------- invariants

@@ -12,7 +12,8 @@ votes (RootVoting).
   receipt is sought. No receipt by the last round of the batch's submission window (no
   aggregator drawn yet, the aggregator is down, refused it, or signed with another key): the
   batch goes on the ledger (force inclusion), which costs gas and never credit; a round drawn
-  with no aggregator goes there at once.
+  with no aggregator, or to a node whose metadata lists no well-formed endpoint, goes there at
+  once.
 - **Opening.** The checkpoints our batch must open are drawn by the round's beacon in the book
   (the hash of the block after the submission root's), which the aggregator draws; if nobody has
   a few blocks after the root, we draw it.
@@ -115,7 +116,7 @@ class Unposted(str):
 
 class NoAggregator(str):
     """Why a submission has no receipt to wait for: its round was drawn with no aggregator, or
-    to a node the chain lists no reachable endpoint of, so it goes on the ledger at once."""
+    to a node whose metadata lists no well-formed endpoint, so it goes on the ledger at once."""
 
 
 @dataclass(frozen=True)
