@@ -108,9 +108,10 @@ def check_bonds(bond: int, challenge_bond: int) -> None:
 
 def check_lanes(appeal_rounds: int, challenge_rounds: int) -> None:
     """Raises ValueError unless a round book may run beside a ledger with these windows: both
-    lanes split one reward a round, and the book folds the ledger's credited total of a round
-    when it settles that round for a later one's earnings, so the ledger's round must be final
-    by then (RoundBook's constructor refuses it too, but only after the ledger is deployed)."""
+    lanes split one reward a round, and the book reads the ledger's credited total of a round at
+    its release (the aggregator's pay) and when it settles it for a later round's earnings, so
+    the ledger's round must be final by then (RoundBook's constructor refuses it too, but only
+    after the ledger is deployed)."""
     if appeal_rounds > challenge_rounds + 2:
         raise ValueError(
             f"appeal_rounds {appeal_rounds} is more than challenge_rounds + 2 "
