@@ -1,9 +1,9 @@
-"""The round book's tests can fail: twelve of `python -m scripts.mutate_roundbook`'s seeded
+"""The round book's tests can fail: eleven of `python -m scripts.mutate_roundbook`'s seeded
 faults, one per kind of rule that moves money (who is paid, how often, by whose seat, for what
 silence, from which round, on whose receipt, in whose name a batch escalates, which checker is
 slashed for equivocating, on whose receipts a dropped quorum is proven, which producer is
-slashed for a double submission, who may post a round's root, over which lanes' signal a round
-is shared), are each caught by the test that names it. The script runs all 59."""
+slashed for a double submission, who may post a round's root), are each caught by the test that
+names it. The script runs all 59."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ CI_FAULTS = (
     "uncredited-receipts-unchecked",
     "double-of-the-forced-batch",
     "post-by-any-registered-node",
-    "share-ignores-the-ledger",
 )
 
 

@@ -128,19 +128,38 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
     nobody = {r for r in range(current + 1) if reader.book.drawn(r).drawn} - {
         r for r in range(current + 1) if reader.book.drawn(r).aggregator
     }
-    [forced] = [
+    forced = [
         e
         for e in ledger_events.read(["Submitted"])
         if (e.args["round"], e.args["node"]) not in escalated and e.args["round"] not in nobody
     ]
-    censored, censored_round = forced.args["node"].lower(), int(forced.args["round"])
-    assert censored in addresses, forced.args
-    [censored_node] = [n for n in state["nodes"] if n["address"].lower() == censored]
-    said = read_events(Path(censored_node["data_dir"]) / "events.jsonl")
-    assert any(
-        e["kind"] == "rootlane.unsent" and e["round"] == censored_round and "ledger" in e["message"]
-        for e in said
-    ), [e["message"] for e in said if e["kind"] == "rootlane.unsent"]
+    data_dir = {n["address"].lower(): Path(n["data_dir"]) for n in state["nodes"]}
+
+    def why_unsent(node: str, round_: int) -> list[str]:
+        said = read_events(data_dir[node] / "events.jsonl")
+        return [
+            e["message"]
+            for e in said
+            if e["kind"] == "rootlane.unsent" and e["round"] == round_ and "ledger" in e["message"]
+        ]
+
+    # the censored batch: its node was refused by the liar until the window's last round. On a
+    # loaded machine a real node may seal so late that its one try falls in that last round
+    # and finds the endpoint busy (a full-suite run saw "not reachable"): it takes the escape
+    # hatch too, as it should
+    late = {}
+    for e in forced:
+        node, round_ = e.args["node"].lower(), int(e.args["round"])
+        assert node in addresses, e.args
+        reasons = why_unsent(node, round_)
+        assert any("in the window's last round" in m for m in reasons), (node, round_, reasons)
+        if not any("refused it" in m for m in reasons):
+            late[node] = round_
+    [(censored, censored_round)] = [
+        (e.args["node"].lower(), int(e.args["round"]))
+        for e in forced
+        if e.args["node"].lower() not in late or late[e.args["node"].lower()] != e.args["round"]
+    ]
     credited = reader.credits(0, reader.ledger.current_round(), unreadable=[])
     assert censored not in {c.producer.lower() for c in credited.get(censored_round, [])}
 
@@ -162,10 +181,10 @@ def test_every_node_is_credited_through_the_book_and_sends_nothing_to_the_ledger
                 escaped.append((tx["from"].lower(), name, rounds))
     assert sent == ["register"] * (len(addresses) + LIGHT), sent
     escaped = [x for x in escaped if not x[2] <= nobody]
-    assert all(who in addresses and rounds == {censored_round} for who, _, rounds in escaped), (
-        escaped
-    )
-    assert [who for who, name, _ in escaped if name == "submit"] == [censored], escaped
+    allowed = {censored_round, *late.values()}
+    assert all(who in addresses and rounds <= allowed for who, _, rounds in escaped), escaped
+    submitted = sorted(who for who, name, _ in escaped if name == "submit")
+    assert submitted == sorted([censored, *late]), escaped
 
     # a real node reads the whole list but journals only its own family's entries: the other
     # real nodes' batches, none of the light nodes'
