@@ -24,6 +24,7 @@ from client.config.roles import HONEST
 from client.credit import GENERATION
 from client.devnet.adversary import Adversary
 from client.node.assemble import open_node, signing_ledger
+from client.node.journal.states import RoundPhase
 from client.store import IpfsStore
 from client.store.base import fetch_bundle
 from tests.harness.processes import wait_until
@@ -109,13 +110,23 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
         # on a loaded machine a node may fetch the other family's batches rounds late (a
         # fresh-clone run of the whole suite saw one node at 0 after 6 tries, another after 10),
         # so it gets up to 20: the loop ends as soon as every node has one
+        # Each try waits for every node's batch of the round before to be confirmed or given up
+        # before it warps again: warped as soon as each played a local round, loaded nodes fell
+        # rounds behind the clock, their batches came too late for the ledger (RoundNotOpen),
+        # and one node found none of the other family's to sample in 20 tries (fresh16).
+        def caught_up(later: int) -> bool:
+            done = [n.journal.round(later - 1) for n in honest]
+            return all(r is None or r.ended or r.reached(RoundPhase.CONFIRMED) for r in done)
+
         for _ in range(20):
             if all(used_across(i) for i in range(4)):
                 break
             later = honest[0].current_round() + 1
             warp.to(params, later, 0.05)
             wait_until(
-                lambda later=later: all(n.journal.local_round_counts(later) for n in honest),
+                lambda later=later: (
+                    all(n.journal.local_round_counts(later) for n in honest) and caught_up(later)
+                ),
                 timeout_s=120,
                 what="a local round after the peers' batches were fetched",
             )
