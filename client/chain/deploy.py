@@ -28,10 +28,13 @@ def deploy_ledger(
     priority_fee_gwei: float = 1.0,
     receipt_timeout_s: float = 120.0,
     book: str | None = None,
+    artifact: dict | None = None,
 ) -> tuple[Ledger, TxResult]:
     """Deploys a SwarmLedger with `params`; returns a Ledger bound to it (signing as `account`).
     `book`: the address of the round book that may escalate into it (a contract not deployed
-    yet: `created_address`), fixed for the ledger's life; None for none.
+    yet: `created_address`), fixed for the ledger's life; None for none. `artifact`: another
+    build of SwarmLedger with the same ABI (a seeded fault's, scripts/mutate_roundbook.py);
+    contracts/artifacts' by default.
 
     Raises ValueError when `params` names no model family: a ledger checks only the families
     fixed at its deployment."""
@@ -40,7 +43,7 @@ def deploy_ledger(
             "name the model families this ledger checks: [ledger].families = ['0x…'] (the base "
             "ids `sapo policy id MODEL` prints); they are fixed for the ledger's life"
         )
-    artifact = load_artifact(CONTRACT)
+    artifact = artifact or load_artifact(CONTRACT)
     constructor = next(item for item in artifact["abi"] if item["type"] == "constructor")
     args = encode(
         [inp["type"] for inp in constructor["inputs"]],
@@ -67,7 +70,7 @@ def deploy_ledger(
         "priority_fee_gwei": priority_fee_gwei,
         "receipt_timeout_s": receipt_timeout_s,
     }
-    return _deploy(w3, account, CONTRACT, args, Ledger, fees)  # type: ignore[return-value]
+    return _deploy(w3, account, CONTRACT, args, Ledger, fees, artifact)  # type: ignore[return-value]
 
 
 def created_address(sender: str, nonce: int) -> str:
@@ -85,10 +88,19 @@ def next_created(w3: Web3, account: LocalAccount, ahead: int = 0) -> str:
     return created_address(account.address, nonce + ahead)
 
 
-def _deploy(w3: Web3, account: LocalAccount, name: str, args: bytes, bound, fees: dict):
-    """Deploys artifact `name` with its ABI-encoded constructor `args`; returns the `bound`
-    client of the new address (signing as `account`, with `fees`) and the creation's result."""
-    artifact = load_artifact(name)
+def _deploy(
+    w3: Web3,
+    account: LocalAccount,
+    name: str,
+    args: bytes,
+    bound,
+    fees: dict,
+    artifact: dict | None = None,
+):
+    """Deploys artifact `name` (or `artifact`, a build of it) with its ABI-encoded constructor
+    `args`; returns the `bound` client of the new address (signing as `account`, with `fees`)
+    and the creation's result."""
+    artifact = artifact or load_artifact(name)
     sender = TxSender(w3, account, ErrorDecoder(artifact["abi"]), **fees)
     result = sender.send({"data": artifact["bytecode"] + args.hex(), "value": 0}, f"deploy {name}")
     assert result.contract_address, "a contract creation receipt carries the new address"

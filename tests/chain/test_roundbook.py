@@ -915,18 +915,32 @@ def test_a_challenger_that_refuses_payment_cannot_block_its_challenge(world) -> 
     assert book.contract.functions.owed(refusing).call() == 0
 
 
-def two_rounds(book: Book, nodes, lie=None):
+def lone_ledger_batch(book: Book, nodes, round_: int = ROUND):
+    """nodes[5] submits a batch of `round_` on the ledger (none of the book's producers), and Q
+    of its seated checkers vote it credited there. Returns the node."""
+    swarm, alone = book.swarm, nodes[5]
+    address = alone.tx.account.address
+    alone.submit(round_, digest(f"alone in v4 in {round_}"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
+    swarm.await_beacon(round_, address)
+    seated = [n for n in nodes if swarm.ledger.seats_of(round_, address, n.tx.account.address)]
+    for checker in [n for n in seated if n is not alone][:Q]:
+        checker.attest(round_, address, 4 * SCORE_SCALE, SCORE_SCALE)
+    return alone
+
+
+def two_rounds(book: Book, nodes, lie=None, ledger_total: int = 0):
     """Round 0, then round `lag` (the first for which round 0 is settled), each crediting the
     same four producers; the second's credits carry their earnings in round 0 (`lie` may
-    rewrite them before the root is posted). Returns the aggregator, the book of earnings
-    folded to round 0, the second round's submission root and its verdicts."""
+    rewrite them before the root is posted), whose share is over `ledger_total` (what the
+    ledger credited in round 0) and the book's total. Returns the aggregator, the book of
+    earnings folded to round 0, the second round's submission root and its verdicts."""
     lag = book.contract.functions.lag().call()
     earned = EarningsBook(book.swarm.params.reward_per_round, lag)
     aggregator, _, credits0, votes0 = honest_round(book, nodes, 0)
     first = VerdictRoot(credits0, votes=votes0)
     post_verdicts(book, aggregator, first, 0)
     for r in range(lag):  # folded as they stand (round 0 stands when round lag's root is due)
-        earned.fold(r, first if r == 0 else None, 0)
+        earned.fold(r, first if r == 0 else None, ledger_total if r == 0 else 0)
     _, subs, credits1, votes1 = honest_round(
         book, nodes, lag, earnings=lambda p: earned.earnings(p, lag)
     )
@@ -988,15 +1002,10 @@ def test_both_lanes_split_one_reward_a_round(world) -> None:
     ledger, reward = swarm.ledger, swarm.params.reward_per_round
     lag = book.contract.functions.lag().call()
     book.send(stranger(book), "fund", value=5 * ETH)
-    alone = nodes[5]
+    assert ledger.current_round() == ROUND  # early in it: the book's producers sign mid-round
+    alone = lone_ledger_batch(book, nodes)
     alone.fund(5 * ETH)
     address = alone.tx.account.address
-    assert ledger.current_round() == ROUND  # early in it: the book's producers sign mid-round
-    alone.submit(ROUND, digest("alone in v4"), 8, 4 * SCORE_SCALE, SCORE_SCALE)
-    swarm.await_beacon(ROUND, address)
-    seated = [n for n in nodes if ledger.seats_of(ROUND, address, n.tx.account.address)]
-    for checker in [n for n in seated if n is not alone][:Q]:
-        checker.attest(ROUND, address, 4 * SCORE_SCALE, SCORE_SCALE)
     aggregator, _, credits, votes = honest_round(book, nodes)
     verdicts = VerdictRoot(credits, votes=votes)
     post_verdicts(book, aggregator, verdicts)
@@ -1048,6 +1057,53 @@ def test_both_lanes_split_one_reward_a_round(world) -> None:
     assert reward - 5 <= v4_paid + book_paid <= reward
     print(f"lone v4 batch: {v4_paid / reward:.3f} of the round's reward (before: 1.000)")
     print(f"its ledger claim beside the book: {claimed.gas_used:,} gas")
+
+
+@pytest.mark.parametrize("lie", [False, True], ids=["honest", "a-book-alone"])
+def test_earnings_count_each_rounds_share_over_both_lanes(world, lie: bool) -> None:
+    """Round 0 credits a lone batch on the ledger beside the book's four. The earnings that
+    round `lag`'s credits carry count each producer's round-0 share over both lanes' signal:
+    they hold against an auditor, and a claim pays what they say. An aggregator that folds
+    round 0 as if the ledger had credited nothing there (each share over the book's signal
+    alone) posts earnings that do not add up: an auditor finds them, and the proof voids the
+    root and pays the prover."""
+    swarm, nodes, book = world
+    reward, lag = swarm.params.reward_per_round, book.contract.functions.lag().call()
+    book.send(stranger(book), "fund", value=5 * ETH)
+    lone_ledger_batch(book, nodes, 0)
+    v4_total = swarm.ledger.round_info(0).total_credited
+    assert v4_total == SCORE_SCALE
+
+    def book_alone(credit: Credit, first: VerdictRoot) -> Credit:  # round 0's share over Tb
+        amount = first.credits[credit.earnings.anchor_index].signal
+        settled = reward * amount // first.total
+        return replace(credit, earnings=replace(credit.earnings, settled=settled))
+
+    _, earned, subs, second = two_rounds(book, nodes, book_alone if lie else None, v4_total)
+    finding = audit(book, subs, second, lag, earned)
+    if lie:
+        assert finding is not None and finding.what == "earnings that do not add up"
+        prover = stranger(book)
+        before = balances(book, prover.address)
+        receipt = act_on(book, prover, finding)
+        assert_paid_for(book, prover, before, "earnings that do not add up", receipt, lag)
+        return
+    assert finding is None
+    p = nodes[0]
+    address = p.tx.account.address
+    first_entry, book_total = earned.entry(address, 0), earned.totals[0]
+    assert earned.share(first_entry) == reward * first_entry.amount // (book_total + v4_total)
+    settled = next(c for c in second.credits if c.producer == address).earnings.settled
+    assert settled == earned.share(first_entry)  # over both lanes: less than over the book's
+    assert settled < reward * first_entry.amount // book_total
+    swarm.goto(book.window("challengeEnd", lag) + 2)
+    earned.fold(lag, second, swarm.ledger.round_info(lag).total_credited)
+    receipt = claim(book, p, earned.entry(address, lag))
+    assert (
+        paid_by(book, receipt)
+        == earned.due(address, lag)
+        == settled + earned.share(earned.entry(address, lag))
+    )
 
 
 def test_no_book_runs_beside_appeals_that_outlast_its_payouts(chain) -> None:

@@ -8,6 +8,8 @@ so that wall-clock drift during a test cannot cross a round boundary.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +64,15 @@ class Swarm:
             book = created_address(self.deployer.address, 1)
         else:
             book = created_address(book_from, self.w3.eth.get_transaction_count(book_from))
+        # a seeded fault's build of the ledger (scripts/mutate_roundbook.py), when one is named
+        mutant = os.environ.get("SAPO_SWARMLEDGER_ARTIFACT")
         self.ledger, self.deploy_tx = deploy_ledger(
-            self.w3, self.deployer, self.params, CATALOG, book=book
+            self.w3,
+            self.deployer,
+            self.params,
+            CATALOG,
+            book=book,
+            artifact=json.loads(Path(mutant).read_text()) if mutant else None,
         )
         self.genesis = self.ledger.params().genesis
         self.goto(0)
