@@ -5,7 +5,9 @@ make to a rule that moves credit or money; compiles every mutant in one build wi
 solcjs, and runs tests/chain/test_roundbook.py, tests/chain/test_escalation.py and
 tests/chain/test_equivocation.py on anvil against each (tests/harness/ledger_swarm.deploy_artifact
 deploys the artifact SAPO_ROUNDBOOK_ARTIFACT names). Prints which test caught each fault, and
-exits 1 when one survives or the unmutated book fails.
+exits 1 when one survives or the unmutated book fails. The ledger's side of a rule the two
+share (one reward a round over both lanes) has faults of its own (LEDGER_FAULTS): each is built
+as a SwarmLedger, which the tests deploy instead of the committed one (SAPO_SWARMLEDGER_ARTIFACT).
 
 A fault's text must occur exactly once in RoundBook.sol and the contracts it creates together
 (the table would lie otherwise). --quick runs, for each fault, only the tests named as its
@@ -457,6 +459,36 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     ),
 }
 
+# Faults on the ledger's side of a rule it shares with the book (one reward a round over both
+# lanes), each built as a SwarmLedger of its own, which the tests deploy instead of the
+# committed one (tests/harness/ledger_swarm.Swarm reads SAPO_SWARMLEDGER_ARTIFACT) beside the
+# book as it is. A text must occur exactly once in SwarmLedger.sol and the files it imports.
+LEDGER_FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "ledger-pays-before-the-book-decides": (
+        "the ledger pays a round's batch before the book has decided the round (over a total "
+        "of the book's that may still grow, or a root that may still be voided)",
+        "if (!_isFinal(round, current) || !decided) revert RoundNotFinal(round, current);",
+        "if (!_isFinal(round, current)) revert RoundNotFinal(round, current);",
+        (ONE_REWARD,),
+    ),
+    "ledger-share-ignores-the-book": (
+        "the ledger splits the round's reward over its own credited signal (a lone batch there "
+        "takes the whole reward of a round the book paid too)",
+        "        return IRoundTotals(book).standingTotal(round);\n",
+        "        (decided,) = IRoundTotals(book).standingTotal(round);\n",
+        (ONE_REWARD,),
+    ),
+    "book-bound-by-anyone": (
+        "anyone may bind the ledger to the book it names (a stranger binds an address that never "
+        "became a book, and every claim of the ledger reverts for good)",
+        "        if (book != msg.sender) revert NotTheBook(msg.sender, book);\n",
+        "",
+        ("test_a_ledger_whose_named_book_is_something_else_pays_as_without_one",),
+    ),
+}
+LEDGER = ROOT / "contracts" / "SwarmLedger.sol"
+ALL_FAULTS = FAULTS | LEDGER_FAULTS
+
 
 def _mutant_name(fault: str) -> str:
     return "RoundBook_" + re.sub(r"[^A-Za-z0-9]", "_", fault)
@@ -468,7 +500,20 @@ def write_project(faults: list[str]) -> Path:
     (its contract renamed, its imports pointed back at contracts/), built by the same
     scripts/build-contracts in one solcjs run. A fault in the judge (RoundJudge.sol, which the
     book creates) is written as contracts/mutants/<fault>_judge.sol, its contract renamed too,
-    and the mutant book, otherwise the book as it is, creates that judge."""
+    and the mutant book, otherwise the book as it is, creates that judge. A fault of the
+    ledger's (LEDGER_FAULTS) is a project of its own, ledger/<fault>/: SwarmLedger.sol and
+    what it imports, the fault seeded in place (`artifact_of` says where each build lands)."""
+    ledger = [f for f in faults if f in LEDGER_FAULTS]
+    faults = [f for f in faults if f not in LEDGER_FAULTS]
+    ledger_files = {path: path.read_text() for path in [LEDGER, *imported_by(LEDGER)]}
+    for fault in ledger:
+        text = LEDGER_FAULTS[fault][1]
+        found = sum(code.count(text) for code in ledger_files.values())
+        if found != 1:
+            raise SystemExit(
+                f"fault {fault}: its text occurs {found} times in {LEDGER.name} and its "
+                "imports, not once"
+            )
     source = SOURCE.read_text()
     created = [(path.read_text(), contract) for path, contract in CREATED]
     for fault in faults:  # every fault's text is checked before anything is written
@@ -480,6 +525,18 @@ def write_project(faults: list[str]) -> Path:
                 f"fault {fault}: its text occurs {found} times in {SOURCE.name}, {names}, not once"
             )
     project = Path(tempfile.mkdtemp(prefix="sapo-roundbook-mutants-"))
+    for fault in ledger:
+        _, text, replacement, _ = LEDGER_FAULTS[fault]
+        here = project / "ledger" / fault
+        for path, code in ledger_files.items():
+            target = here / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(code.replace(text, replacement))
+        (here / "scripts").mkdir()
+        shutil.copy2(ROOT / "scripts" / "build-contracts", here / "scripts" / "build-contracts")
+        (here / "node_modules").symlink_to(ROOT / "node_modules")
+    if not faults:
+        return project
     # only what a mutant imports: the build then compiles the mutants and their imports, not the
     # ledger and the test harnesses (their artifacts are the checkout's: the tests deploy those),
     # which were 3/4 of the build's time
@@ -541,23 +598,40 @@ def _build_for_size() -> str:
 
 
 def build(project: Path) -> None:
-    done = subprocess.run(
-        ["node", str(project / "scripts" / "build-contracts")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"the mutants do not compile:\n{done.stderr[-3000:]}")
+    """Builds the book's mutants (one solcjs run) and each of the ledger's (one run each)."""
+    ledgers = sorted((project / "ledger").iterdir()) if (project / "ledger").is_dir() else []
+    for here in [project, *ledgers]:
+        if not (here / "scripts" / "build-contracts").exists():
+            continue  # no fault of the book's
+        done = subprocess.run(
+            ["node", str(here / "scripts" / "build-contracts")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"the mutants do not compile:\n{done.stderr[-3000:]}")
+
+
+def artifact_of(project: Path, fault: str) -> tuple[str, Path]:
+    """The environment variable the tests read a mutant's build from, and where it is."""
+    if fault in LEDGER_FAULTS:
+        built = project / "ledger" / fault / "contracts" / "artifacts" / "SwarmLedger.json"
+        return "SAPO_SWARMLEDGER_ARTIFACT", built
+    built = project / "contracts" / "artifacts" / f"{_mutant_name(fault)}.json"
+    return "SAPO_ROUNDBOOK_ARTIFACT", built
 
 
 def run_tests(
-    artifact: Path | None, only: tuple[str, ...] = (), tests: str = TESTS
+    artifact: tuple[str, Path] | None, only: tuple[str, ...] = (), tests: str = TESTS
 ) -> tuple[int, str, float]:
-    """(pytest's exit code, the first failing test, seconds) for the book at `artifact`."""
+    """(pytest's exit code, the first failing test, seconds) for a mutant's build, `artifact`
+    (from `artifact_of`), or the committed contracts (None)."""
     env = dict(os.environ)
+    env.pop("SAPO_ROUNDBOOK_ARTIFACT", None)
+    env.pop("SAPO_SWARMLEDGER_ARTIFACT", None)
     if artifact is not None:
-        env["SAPO_ROUNDBOOK_ARTIFACT"] = str(artifact)
+        env[artifact[0]] = str(artifact[1])
     select = ["-k", " or ".join(only)] if only else []
     files = tests.split(",")
     started = time.monotonic()
@@ -612,11 +686,11 @@ def main() -> int:
     if args.quick and args.tests != TESTS:
         parser.error(f"--quick names tests of {TESTS}; it does not go with --tests")
     if args.list:
-        for name, (what, *_rest) in FAULTS.items():
+        for name, (what, *_rest) in ALL_FAULTS.items():
             print(f"{name}: {what}")
         return 0
-    faults = [f for f in args.only.split(",") if f] or list(FAULTS)
-    unknown = [f for f in faults if f not in FAULTS]
+    faults = [f for f in args.only.split(",") if f] or list(ALL_FAULTS)
+    unknown = [f for f in faults if f not in ALL_FAULTS]
     if unknown:
         parser.error(f"unknown fault {unknown[0]!r}; --list names them")
     project = write_project(faults)
@@ -640,9 +714,9 @@ def main() -> int:
         )
         caught = 0
         for fault in faults:
-            what, _, _, catchers = FAULTS[fault]
-            artifact = project / "contracts" / "artifacts" / f"{_mutant_name(fault)}.json"
-            code, test, seconds = run_tests(artifact, catchers if args.quick else (), args.tests)
+            what, _, _, catchers = ALL_FAULTS[fault]
+            built = artifact_of(project, fault)
+            code, test, seconds = run_tests(built, catchers if args.quick else (), args.tests)
             if code == 1 and test:
                 caught += 1
                 verdict = test
