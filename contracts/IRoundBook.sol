@@ -183,6 +183,7 @@ interface IRoundBook is IRoundTotals {
     error ZeroAmount();
     error NotTheLedgersBook(address named);
     error AppealsOutlastTheBook(uint64 appealRounds, uint64 challengeRounds);
+    error PostPayAboveTheReward(uint256 postPayBps);
     error AlreadyProven(uint64 round, address producer, address voter);
     error NotTheJudge(address caller);
     error EscalationClosed(uint64 round, uint64 current);
@@ -402,9 +403,10 @@ interface IRoundBook is IRoundTotals {
     /// @notice Pays the aggregator (its only caller then) its bond back once the round's
     /// challenge window has passed, no lie was proven and every data challenge was answered,
     /// with its pay from the reward pool (as far as the pool holds it: the aggregator may wait
-    /// for a funding): POST_PAY_BPS of the round's reward times the round's credited signal in
+    /// for a funding): postPayBps of the round's reward times the round's credited signal in
     /// its verdict root over the signal both lanes credited in the round. The pay comes on top
-    /// of the producers' shares: the pool pays a round up to 1% more than its reward. Called for a round whose
+    /// of the producers' shares: the pool pays a round up to postPayBps more than its reward.
+    /// Called for a round whose
     /// aggregator posted no verdict root (it took the round from its producers), it voids the
     /// round instead: half the bond to the caller, half to the ledger's pool ("no verdict
     /// root").

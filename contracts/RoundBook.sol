@@ -20,10 +20,10 @@ contract RoundBook is IRoundBook {
     uint32 private constant NO_INDEX = type(uint32).max;
     /// @dev The verdict root of a round in which no batch reached its quorum (no leaf hashes to it)
     bytes32 private constant NO_CREDITS = keccak256("sapo.no-credits");
-    /// @notice The aggregator's pay for a round that stands: this share (in basis points) of the
-    /// round's reward, times the share of the round's credited signal its verdict root holds
-    /// (IRoundBook.release).
-    uint256 public constant POST_PAY_BPS = 100;
+    /// @notice The aggregator's pay for a round that stands: this share (in basis points, at most
+    /// 10,000) of the round's reward, times the share of the round's credited signal its verdict
+    /// root holds (IRoundBook.release); fixed at deployment.
+    uint256 public immutable postPayBps;
 
     struct Paid {
         uint128 total;
@@ -66,10 +66,13 @@ contract RoundBook is IRoundBook {
     mapping(address payee => uint256 wei_) public owed;
     mapping(bytes32 key => bool) private _equivocations; // key: (round, producer, voter)
 
-    constructor(address ledger_, uint256 bond_, uint256 challengeBond_) {
+    constructor(address ledger_, uint256 bond_, uint256 challengeBond_, uint256 postPayBps_) {
         _ledger = ISwarmLedger(ledger_);
         bond = bond_;
         challengeBond = challengeBond_;
+        // no more than the round's reward: an aggregator checks the book before it enlists
+        if (postPayBps_ > 10_000) revert PostPayAboveTheReward(postPayBps_);
+        postPayBps = postPayBps_;
         _submitRounds = _ledger.submitRounds();
         _challengeRounds = _ledger.challengeRounds();
         _rewardPerRound = _ledger.rewardPerRound();
@@ -625,10 +628,10 @@ contract RoundBook is IRoundBook {
         // its round while the pool is short to cut its pay
         if (msg.sender != r.aggregator) revert NotTheAggregator(msg.sender, r.aggregator);
         r.released = true;
-        // its pay: POST_PAY_BPS of the round's reward, scaled by the share of the round's signal
+        // its pay: postPayBps of the round's reward, scaled by the share of the round's signal
         // its root credits (an aggregator that receipts nothing, and leaves every batch to the
         // ledger, earns nothing), as far as the pool holds it
-        uint256 pay = (_share(round, r.total) * POST_PAY_BPS) / 10_000;
+        uint256 pay = (_share(round, r.total) * postPayBps) / 10_000;
         if (pay > rewardPool) pay = rewardPool;
         rewardPool -= pay;
         emit BondReleased(round, r.aggregator, bond, pay);

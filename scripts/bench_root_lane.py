@@ -90,6 +90,7 @@ from eth_utils import function_abi_to_4byte_selector, keccak, to_checksum_addres
 
 from client.chain.artifacts import load_artifact
 from client.chain.book import JUDGED, WINDOWS, BookRound, EscalationVote, RoundBook, Windows
+from client.chain.deploy import POST_PAY_BPS
 from client.chain.events import EventReader
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -298,7 +299,7 @@ class LightSwarm:
         self.nonces = {n.address: 0 for n in self.nodes}
         self.gas = GasBook()
         address = deploy_artifact(
-            self.swarm, "RoundBook", self.ledger.address, BOND, CHALLENGE_BOND
+            self.swarm, "RoundBook", self.ledger.address, BOND, CHALLENGE_BOND, POST_PAY_BPS
         )
         self.book = self.swarm.w3.eth.contract(
             address=address, abi=load_artifact("RoundBook")["abi"]
@@ -820,7 +821,7 @@ def _play_service(light: LightSwarm, n: int, rounds: int, checkers: int, sample_
     first = light.ledger.current_round() + 1
     played = list(range(first, first + rounds))
     w = Windows.of(light.ledger.params())
-    # each round's reward, and up to 1% more: the aggregator's pay (RoundBook.POST_PAY_BPS)
+    # each round's reward, and up to 1% more: the aggregator's pay (RoundBook.postPayBps)
     light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds * 101 // 100)
     start_block = light.swarm.w3.eth.block_number
     service.start()
@@ -890,7 +891,7 @@ def _play(light: LightSwarm, n: int, rounds: int, checkers: int, sample_size: in
     stands = release + 1  # a round stands two rounds after its challenge window
     lag = light.book.functions.lag().call()
     earned = EarningsBook(light.swarm.params.reward_per_round, lag, folded=first - 1)
-    # each round's reward, and up to 1% more: the aggregator's pay (RoundBook.POST_PAY_BPS)
+    # each round's reward, and up to 1% more: the aggregator's pay (RoundBook.postPayBps)
     light.book_call("fund", "fund", value=light.swarm.params.reward_per_round * rounds * 101 // 100)
     verdicts: dict[int, VerdictRoot] = {}
     # the aggregator knows the registered nodes from the ledger's Registered events (its

@@ -129,8 +129,8 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "the aggregator is paid its whole share of the round's reward at release, whatever share "
         "of the round's signal its root credits (one that leaves every batch to the ledger is "
         "paid as much)",
-        "uint256 pay = (_share(round, r.total) * POST_PAY_BPS) / 10_000;",
-        "uint256 pay = (_rewardPerRound * POST_PAY_BPS) / 10_000;",
+        "uint256 pay = (_share(round, r.total) * postPayBps) / 10_000;",
+        "uint256 pay = (_rewardPerRound * postPayBps) / 10_000;",
         (ONE_REWARD, NO_VERDICTS),
     ),
     "release-by-anyone": (

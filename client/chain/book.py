@@ -162,6 +162,12 @@ class RoundBook(Deployed):
             self._bonds = (self._view("bond"), self._view("challengeBond"))
         return self._bonds
 
+    def post_pay_bps(self) -> int:
+        """What the book pays an aggregator at a round's release, in basis points of the
+        round's reward (times its root's share of the round's credited signal): fixed for the
+        book's life."""
+        return self._view("postPayBps")
+
     def judge(self) -> Contract:
         """The book's RoundJudge (created by the book: fixed for its life), read once."""
         return self._created("judge", "RoundJudge")

@@ -107,6 +107,21 @@ def _deploy(
     return bound(w3, result.contract_address, account=account, **fees), result
 
 
+# what a book pays an aggregator at a round's release by default, in basis points of the round's
+# reward (times its root's share of the round's credited signal): RoundBook.postPayBps
+POST_PAY_BPS = 100
+
+
+def check_post_pay(post_pay_bps: int) -> None:
+    """Raises ValueError unless a round book may be deployed with this pay (RoundBook refuses
+    more than the round's reward too, PostPayAboveTheReward)."""
+    if not 0 <= post_pay_bps <= 10_000:
+        raise ValueError(
+            f"the aggregator's pay is 0 to 10,000 basis points of a round's reward, not "
+            f"{post_pay_bps}"
+        )
+
+
 def check_bonds(bond: int, challenge_bond: int) -> None:
     """Raises ValueError unless a round book may be deployed with these bonds (wei)."""
     if bond <= 0 or challenge_bond <= 0:
@@ -148,11 +163,15 @@ def deploy_book(
     max_fee_gwei: float = 50.0,
     priority_fee_gwei: float = 1.0,
     receipt_timeout_s: float = 120.0,
+    post_pay_bps: int = POST_PAY_BPS,
 ) -> tuple[RoundBook, TxResult]:
     """Deploys a RoundBook beside `ledger` (the root lane, docs/scaling.md): `bond` wei an
-    aggregator bonds per round it posts, `challenge_bond` a data challenge; both fixed for the
-    book's life. Returns it bound to `account`."""
+    aggregator bonds per round it posts, `challenge_bond` a data challenge, `post_pay_bps` what
+    it pays an aggregator at a round's release (basis points of the round's reward, times its
+    root's share of the round's signal); all fixed for the book's life. Returns it bound to
+    `account`."""
     check_bonds(bond, challenge_bond)
+    check_post_pay(post_pay_bps)
     params = ledger.params()
     check_lanes(params.appeal_rounds, params.challenge_rounds)
     named = ledger.book()
@@ -168,7 +187,10 @@ def deploy_book(
             f"this account's next transaction ({account.address}) creates: deploy the book from "
             "the account that deployed the ledger, as its next transaction after it"
         )
-    args = encode(["address", "uint256", "uint256"], [ledger.address, bond, challenge_bond])
+    args = encode(
+        ["address", "uint256", "uint256", "uint256"],
+        [ledger.address, bond, challenge_bond, post_pay_bps],
+    )
     fees = {
         "max_fee_gwei": max_fee_gwei,
         "priority_fee_gwei": priority_fee_gwei,
@@ -184,15 +206,19 @@ def deploy_with_book(
     catalog_digest: bytes | str,
     bond: int,
     challenge_bond: int,
+    post_pay_bps: int = POST_PAY_BPS,
     **fees: float,
 ) -> tuple[Ledger, TxResult, RoundBook, TxResult]:
     """Deploys a SwarmLedger that names its round book, then the book, as `account`'s next two
     transactions (the ledger names the address the second creates). Returns both, bound to
     `account`, with their creations' results."""
     check_bonds(bond, challenge_bond)
+    check_post_pay(post_pay_bps)
     check_lanes(params.appeal_rounds, params.challenge_rounds)
     ledger, ledger_tx = deploy_ledger(
         w3, account, params, catalog_digest, book=next_created(w3, account, ahead=1), **fees
     )
-    book, book_tx = deploy_book(ledger, account, bond, challenge_bond, **fees)
+    book, book_tx = deploy_book(
+        ledger, account, bond, challenge_bond, post_pay_bps=post_pay_bps, **fees
+    )
     return ledger, ledger_tx, book, book_tx

@@ -28,6 +28,7 @@ from client.chain.keystore import KeystoreError
 from client.cli.chain_ctx import book_address, chain_errors, open_book
 from client.cli.config_cmd import load_or_exit
 from client.cli.console import ConfigOption, Exit, fail, serve_until_signalled
+from client.config.models import format_ether
 from client.node.assemble import NodeConfigError, signing_ledger
 from client.store import StoreError, open_store
 
@@ -119,7 +120,16 @@ def serve(cfg, service_class=None) -> None:
                     ledger.set_metadata(wanted)
                     log.info("metadata: lists %s as this node's aggregator", origin)
                 service.start()
-            log.info("aggregator %s: collecting at %s", account.address, server.url)
+                (bond, _), pay = book.bonds(), book.post_pay_bps()  # the book's terms, for good
+            log.info(
+                "aggregator %s: collecting at %s (book %s: a round's bond %s, its pay %s bps of "
+                "the round's reward)",
+                account.address,
+                server.url,
+                book.address,
+                format_ether(bond),
+                pay,
+            )
             said: dict[int, str] = {}  # why a round was not posted, logged once
             while not stop.is_set():
                 try:

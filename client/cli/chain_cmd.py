@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from client.chain import connect, deploy_ledger
-from client.chain.deploy import check_bonds, check_lanes, deploy_with_book
+from client.chain.deploy import POST_PAY_BPS, check_bonds, check_lanes, deploy_with_book
 from client.chain.models import TxResult
 from client.cli.chain_ctx import (
     FROM_CONFIG,
@@ -36,6 +36,17 @@ BondOption = Annotated[
 ]
 ChallengeBondOption = Annotated[
     str, typer.Option("--challenge-bond", help="What a data challenge bonds ('0.1 ether').")
+]
+PostPayOption = Annotated[
+    int,
+    typer.Option(
+        "--post-pay-bps",
+        min=0,
+        max=10_000,
+        help="What the book pays an aggregator at a round's release, in basis points of the "
+        "round's reward (times its root's share of the round's credited signal), on top of the "
+        "producers' shares; fixed for the book's life.",
+    ),
 ]
 
 
@@ -81,6 +92,7 @@ def deploy(
     ] = False,
     bond: BondOption = "1 ether",
     challenge_bond: ChallengeBondOption = "0.1 ether",
+    post_pay_bps: PostPayOption = POST_PAY_BPS,
     as_json: JsonOption = False,
 ) -> None:
     """Deploy a SwarmLedger (and its RoundBook with --with-book); parameters default to the
@@ -130,7 +142,14 @@ def deploy(
         w3 = connect(rpc_url, cfg.chain.request_timeout_s)
         if with_book:
             ledger, tx, book, book_tx = deploy_with_book(
-                w3, account, params, bytes.fromhex(digest), bond_wei, challenge_wei, **fees
+                w3,
+                account,
+                params,
+                bytes.fromhex(digest),
+                bond_wei,
+                challenge_wei,
+                post_pay_bps,
+                **fees,
             )
         else:
             ledger, tx = deploy_ledger(w3, account, params, bytes.fromhex(digest), **fees)
@@ -146,7 +165,7 @@ def deploy(
         }
         if book is not None and book_tx is not None:
             found["book"] = _book_json(
-                book.address, ledger.address, book_tx, bond_wei, challenge_wei
+                book.address, ledger.address, book_tx, bond_wei, challenge_wei, post_pay_bps
             )
         print_json(found)
         return
@@ -163,7 +182,9 @@ def deploy(
         out.print(f"  round_book_deploy_block = {book_tx.block_number}")
 
 
-def _book_json(address: str, ledger: str, tx: TxResult, bond: int, challenge_bond: int) -> dict:
+def _book_json(
+    address: str, ledger: str, tx: TxResult, bond: int, challenge_bond: int, post_pay_bps: int
+) -> dict:
     return {
         "address": address,
         "ledger": ledger,
@@ -172,6 +193,7 @@ def _book_json(address: str, ledger: str, tx: TxResult, bond: int, challenge_bon
         "gas_used": tx.gas_used,
         "bond": bond,
         "challenge_bond": challenge_bond,
+        "post_pay_bps": post_pay_bps,
     }
 
 
@@ -180,6 +202,7 @@ def _book_json(address: str, ledger: str, tx: TxResult, bond: int, challenge_bon
 def deploy_book_cmd(
     bond: BondOption = "1 ether",
     challenge_bond: ChallengeBondOption = "0.1 ether",
+    post_pay_bps: PostPayOption = POST_PAY_BPS,
     as_json: JsonOption = False,
     chain: ChainOpts = FROM_CONFIG,
 ) -> None:
@@ -198,6 +221,7 @@ def deploy_book_cmd(
                 account,
                 bond_wei,
                 challenge_wei,
+                post_pay_bps=post_pay_bps,
                 max_fee_gwei=cfg.chain.max_fee_gwei,
                 priority_fee_gwei=cfg.chain.priority_fee_gwei,
                 receipt_timeout_s=cfg.chain.receipt_timeout_s,
@@ -205,7 +229,9 @@ def deploy_book_cmd(
         except ValueError as exc:
             fail(str(exc))
     if as_json:
-        print_json(_book_json(book.address, ledger.address, tx, bond_wei, challenge_wei))
+        print_json(
+            _book_json(book.address, ledger.address, tx, bond_wei, challenge_wei, post_pay_bps)
+        )
         return
     out.print(f"RoundBook deployed at {book.address} beside ledger {ledger.address}")
     out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")

@@ -95,15 +95,22 @@ def test_deploy_prints_the_address_and_the_config_lines(
     # with its round book: the ledger names the address the next transaction creates, for good
     digest = ["--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY]
     code, output = run(
-        cli, "chain", "deploy", *config, *digest, "--with-book", "--bond", "2 ether", "--json"
+        cli,
+        "chain",
+        "deploy",
+        *config,
+        *digest,
+        *("--with-book", "--bond", "2 ether", "--post-pay-bps", "50", "--json"),
     )
     assert code == 0, output
     both = json.loads(output)
+    assert both["book"]["post_pay_bps"] == 50
     ledger = Ledger(swarm.w3, both["address"])
     assert ledger.book() == both["book"]["address"] and both["book"]["bond"] == 2 * 10**18
     book = RoundBook(swarm.w3, both["book"]["address"])
     book.check(both["address"])  # the book reads its ledger
     assert book.bonds() == (2 * 10**18, 10**17)
+    assert book.contract.functions.postPayBps().call() == 50
     assert Ledger(swarm.w3, deployed["address"]).book() is None  # deployed without one
     code, output = run(cli, "chain", "deploy", *config, *digest, "--with-book")
     assert code == 0 and "round_book_address = " in output, output
@@ -130,6 +137,13 @@ def test_deploy_prints_the_address_and_the_config_lines(
                 *("--challenge-bond", "2 ether"),
             ],
             "challenge bond above",
+        ),
+        (
+            [
+                *("--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY, "--with-book"),
+                *("--post-pay-bps", "10001"),
+            ],
+            "--post-pay-bps",
         ),
     ],
 )

@@ -19,7 +19,7 @@ from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.book import BookRound
-from client.chain.deploy import deploy_book
+from client.chain.deploy import POST_PAY_BPS, deploy_book
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.hashing import keccak256
 from client.chain.messages import ReceiptSigner, Signed, Submission
@@ -1024,10 +1024,10 @@ def test_both_lanes_split_one_reward_a_round(world) -> None:
     assert book.contract.functions.standingTotal(ROUND).call() == [False, 0]
     with pytest.raises(LedgerRevert, match="RoundNotFinal"):
         alone.claim([ROUND])
-    # the aggregator's pay comes with its bond: POST_PAY_BPS of the round's reward for the share
+    # the aggregator's pay comes with its bond: postPayBps of the round's reward for the share
     # of the round's signal its root credits (one that left every batch to the ledger: none)
     whole = ledger.round_info(ROUND).total_credited + verdicts.total
-    bps = book.contract.functions.POST_PAY_BPS().call()
+    bps = book.contract.functions.postPayBps().call()
     pay = reward * verdicts.total // whole * bps // 10_000
     before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
     result = book.send(aggregator.tx.account, "release", ROUND)
@@ -1106,6 +1106,31 @@ def test_earnings_count_each_rounds_share_over_both_lanes(world, lie: bool) -> N
     )
 
 
+def test_the_pay_for_posting_is_the_books_own_and_never_above_the_reward(chain) -> None:
+    """A deployment sets what its book pays an aggregator at a round's release (basis points of
+    the round's reward); more than the reward is refused, by the client before it sends
+    anything and by the contract itself (an aggregator reads it before it enlists)."""
+    swarm = Swarm(chain)
+    with pytest.raises(ValueError, match="0 to 10,000 basis points"):
+        deploy_book(swarm.ledger, swarm.deployer, BOND, CHALLENGE_BOND, post_pay_bps=10_001)
+    with pytest.raises(LedgerRevert, match="PostPayAboveTheReward"):
+        deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND, 10_001)
+    book, _ = deploy_book(swarm.ledger, swarm.deployer, BOND, CHALLENGE_BOND, post_pay_bps=250)
+    assert book.contract.functions.postPayBps().call() == 250
+    # and it pays that much: an honest round of four credits, released
+    swarm, nodes, book = open_book(chain, post_pay_bps=250)
+    reward = swarm.params.reward_per_round
+    book.send(stranger(book), "fund", value=5 * ETH)
+    aggregator, _, credits, votes = honest_round(book, nodes)
+    post_verdicts(book, aggregator, VerdictRoot(credits, votes=votes))
+    swarm.goto(book.window("challengeEnd") + 1)
+    before = swarm.w3.eth.get_balance(aggregator.tx.account.address)
+    receipt = book.send(aggregator.tx.account, "release", ROUND)
+    gas = receipt.gas_used * receipt.effective_gas_price
+    paid = swarm.w3.eth.get_balance(aggregator.tx.account.address) - before + gas - BOND
+    assert paid == reward * 250 // 10_000  # the whole round's signal is in its root
+
+
 def test_no_book_runs_beside_appeals_that_outlast_its_payouts(chain) -> None:
     """The book folds the ledger's total of a round into the aggregator's pay at the round's
     release, and into the earnings of the round it is settled for; with appeals longer than
@@ -1114,7 +1139,9 @@ def test_no_book_runs_beside_appeals_that_outlast_its_payouts(chain) -> None:
     anything."""
     swarm = Swarm(chain, appeal_rounds=5, unbonding_period_s=20_000)  # C = 2: at most 4
     with pytest.raises(LedgerRevert, match="AppealsOutlastTheBook"):
-        deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
+        deploy_artifact(
+            swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND, POST_PAY_BPS
+        )
     sent = swarm.w3.eth.get_transaction_count(swarm.deployer.address)
     with pytest.raises(ValueError, match=r"more than challenge_rounds \+ 2"):
         deploy_book(swarm.ledger, swarm.deployer, BOND, CHALLENGE_BOND)

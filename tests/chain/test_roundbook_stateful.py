@@ -475,10 +475,10 @@ class BookMachine(RuleBasedStateMachine):
         )
         if error is None:
             r.released = True
-            # the aggregator's pay, from the pool: POST_PAY_BPS of the reward for its root's
+            # the aggregator's pay, from the pool: postPayBps of the reward for its root's
             # share of the round's signal (the whole: no batch of these rounds is in the ledger)
             total = r.verdicts.total
-            bps = self.book.contract.functions.POST_PAY_BPS().call()
+            bps = self.book.contract.functions.postPayBps().call()
             pay = self.reward * total // total * bps // 10_000 if total else 0
             self.pool -= min(pay, self.pool)
 

@@ -15,6 +15,7 @@ from web3.logs import DISCARD
 
 from client.chain.artifacts import load_artifact
 from client.chain.book import JUDGED, WINDOWS, BookRound, RoundBook
+from client.chain.deploy import POST_PAY_BPS
 from client.chain.errors import ErrorDecoder, LedgerRevert
 from client.chain.messages import Domain, ReceiptSigner, Signed, Submission, Vote
 from client.chain.models import Beacon
@@ -111,13 +112,15 @@ class Book:
         return self.contract.functions.windows(round_).call()[WINDOWS.index(name)]
 
 
-def open_book(chain, **params) -> tuple[Swarm, list, Book]:
+def open_book(chain, post_pay_bps: int = POST_PAY_BPS, **params) -> tuple[Swarm, list, Book]:
     """A ledger with `params` (tests.harness.ledger_swarm.PARAMS by default; K = 32 seat
     trials and a quorum of 2 here unless given), seven nodes staked 2 ETH each, and a RoundBook
-    on it with BOND and CHALLENGE_BOND."""
+    on it with BOND, CHALLENGE_BOND and `post_pay_bps`."""
     swarm = Swarm(chain, **{"quorum": Q, "checkers": K, **params})
     nodes = [swarm.node(2 * ETH) for _ in range(7)]
-    address = deploy_artifact(swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND)
+    address = deploy_artifact(
+        swarm, "RoundBook", swarm.ledger.address, BOND, CHALLENGE_BOND, post_pay_bps
+    )
     contract = swarm.w3.eth.contract(address=address, abi=load_artifact("RoundBook")["abi"])
     book = Book(swarm, contract, Domain(chain_id=swarm.w3.eth.chain_id, contract=address))
     return swarm, nodes, book
