@@ -189,9 +189,9 @@ contract AggregatorDraw {
         bytes32 seed = blockhash(d.requested);
         address drawn;
         for (uint256 t; t < TRIES && d.count != 0; ++t) {
-            uint256 at = uint256(keccak256(abi.encode(seed, round, t))) % d.count;
-            if (at >= _roster.length) continue; // a slot gone since the request
-            Candidate storage c = _roster[at];
+            uint256 slot = uint256(keccak256(abi.encode(seed, round, t))) % d.count;
+            if (slot >= _roster.length) continue; // a slot gone since the request
+            Candidate storage c = _roster[slot];
             if (c.since <= d.requested && _ledger.familyOf(c.node) != bytes32(0)) {
                 drawn = c.node;
                 break;

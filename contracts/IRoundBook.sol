@@ -206,6 +206,9 @@ interface IRoundBook is IRoundTotals {
     /// @notice The wei a data challenge bonds: the aggregator's if it answers (its gas), the
     /// challenger's back if it does not.
     function challengeBond() external view returns (uint256);
+    /// @notice The aggregator's pay at a round's release, in basis points (at most 10,000) of
+    /// the round's reward, times its verdict root's share of the round's credited signal.
+    function postPayBps() external view returns (uint256);
 
     /// @notice Posts round `round`'s submission root (`count` signed submissions, sorted by
     /// producer; `list` the digest of their list's index on IPFS), bonding `bond()` wei. Only the round's
@@ -406,10 +409,9 @@ interface IRoundBook is IRoundTotals {
     /// for a funding): postPayBps of the round's reward times the round's credited signal in
     /// its verdict root over the signal both lanes credited in the round. The pay comes on top
     /// of the producers' shares: the pool pays a round up to postPayBps more than its reward.
-    /// Called for a round whose
-    /// aggregator posted no verdict root (it took the round from its producers), it voids the
-    /// round instead: half the bond to the caller, half to the ledger's pool ("no verdict
-    /// root").
+    /// Called for a round whose aggregator posted no verdict root (it took the round from its
+    /// producers), it voids the round instead: half the bond to the caller, half to the
+    /// ledger's pool ("no verdict root").
     function release(uint64 round) external;
 
     function roundOf(uint64 round) external view returns (RoundView memory);

@@ -20,9 +20,7 @@ contract RoundBook is IRoundBook {
     uint32 private constant NO_INDEX = type(uint32).max;
     /// @dev The verdict root of a round in which no batch reached its quorum (no leaf hashes to it)
     bytes32 private constant NO_CREDITS = keccak256("sapo.no-credits");
-    /// @notice The aggregator's pay for a round that stands: this share (in basis points, at most
-    /// 10,000) of the round's reward, times the share of the round's credited signal its verdict
-    /// root holds (IRoundBook.release); fixed at deployment.
+    /// @inheritdoc IRoundBook
     uint256 public immutable postPayBps;
 
     struct Paid {
@@ -70,7 +68,7 @@ contract RoundBook is IRoundBook {
         _ledger = ISwarmLedger(ledger_);
         bond = bond_;
         challengeBond = challengeBond_;
-        // no more than the round's reward: an aggregator checks the book before it enlists
+        // no more than the round's reward (`sapo aggregate run` logs it before it enlists)
         if (postPayBps_ > 10_000) revert PostPayAboveTheReward(postPayBps_);
         postPayBps = postPayBps_;
         _submitRounds = _ledger.submitRounds();

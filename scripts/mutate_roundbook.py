@@ -420,8 +420,8 @@ FAULTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "draw-count-at-reveal": (
         "a draw counts the roster's slots when it is made, not when it was requested (a node "
         "that enlists or resigns once the hash is known moves the draw)",
-        "uint256 at = uint256(keccak256(abi.encode(seed, round, t))) % d.count;",
-        "uint256 at = uint256(keccak256(abi.encode(seed, round, t))) % _roster.length;",
+        "uint256 slot = uint256(keccak256(abi.encode(seed, round, t))) % d.count;",
+        "uint256 slot = uint256(keccak256(abi.encode(seed, round, t))) % _roster.length;",
         ("test_the_draw_counts_only_who_was_enlisted_at_its_request",),
     ),
     "unposted-proven-twice": (

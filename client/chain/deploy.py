@@ -209,9 +209,10 @@ def deploy_with_book(
     post_pay_bps: int = POST_PAY_BPS,
     **fees: float,
 ) -> tuple[Ledger, TxResult, RoundBook, TxResult]:
-    """Deploys a SwarmLedger that names its round book, then the book, as `account`'s next two
-    transactions (the ledger names the address the second creates). Returns both, bound to
-    `account`, with their creations' results."""
+    """Deploys a SwarmLedger that names its round book, then the book (with `bond`,
+    `challenge_bond` and `post_pay_bps`, as deploy_book), as `account`'s next two transactions
+    (the ledger names the address the second creates). Returns both, bound to `account`, with
+    their creations' results."""
     check_bonds(bond, challenge_bond)
     check_post_pay(post_pay_bps)
     check_lanes(params.appeal_rounds, params.challenge_rounds)

@@ -115,21 +115,19 @@ def serve(cfg, service_class=None) -> None:
             # lists no endpoint goes to the ledger at once
             origin = cfg.aggregator.listed()
             with chain_errors():
+                (bond, _), pay = book.bonds(), book.post_pay_bps()  # fixed for the book's life
+                log.info(
+                    "book %s: a round's bond %s, its pay %s bps of the round's reward",
+                    book.address,
+                    format_ether(bond),
+                    pay,
+                )
                 wanted = listed_metadata(info.metadata, origin)
                 if wanted is not None:
                     ledger.set_metadata(wanted)
                     log.info("metadata: lists %s as this node's aggregator", origin)
                 service.start()
-                (bond, _), pay = book.bonds(), book.post_pay_bps()  # the book's terms, for good
-            log.info(
-                "aggregator %s: collecting at %s (book %s: a round's bond %s, its pay %s bps of "
-                "the round's reward)",
-                account.address,
-                server.url,
-                book.address,
-                format_ether(bond),
-                pay,
-            )
+            log.info("aggregator %s: collecting at %s", account.address, server.url)
             said: dict[int, str] = {}  # why a round was not posted, logged once
             while not stop.is_set():
                 try:

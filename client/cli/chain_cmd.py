@@ -173,6 +173,7 @@ def deploy(
     out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")
     if book is not None and book_tx is not None:
         out.print(f"RoundBook deployed at {book.address}, named by the ledger")
+        out.print(f"  {_terms(bond_wei, challenge_wei, post_pay_bps)}")
         out.print(f"  tx {book_tx.tx_hash}  block {book_tx.block_number}  gas {book_tx.gas_used:,}")
     out.print("Add to the node config:")
     out.print(f'  [chain]\n  ledger_address = "{ledger.address}"')
@@ -180,6 +181,14 @@ def deploy(
     if book is not None and book_tx is not None:
         out.print(f'  round_book_address = "{book.address}"')
         out.print(f"  round_book_deploy_block = {book_tx.block_number}")
+
+
+def _terms(bond: int, challenge_bond: int, post_pay_bps: int) -> str:
+    """A book's terms, fixed for its life, as the deploy commands print them."""
+    return (
+        f"bond {ether(bond)} a round, challenge bond {ether(challenge_bond)}, the aggregator's "
+        f"pay {post_pay_bps} bps of a round's reward"
+    )
 
 
 def _book_json(
@@ -234,6 +243,7 @@ def deploy_book_cmd(
         )
         return
     out.print(f"RoundBook deployed at {book.address} beside ledger {ledger.address}")
+    out.print(f"  {_terms(bond_wei, challenge_wei, post_pay_bps)}")
     out.print(f"  tx {tx.tx_hash}  block {tx.block_number}  gas {tx.gas_used:,}")
     out.print("Add to the config:")
     out.print(f'  [chain]\n  round_book_address = "{book.address}"')

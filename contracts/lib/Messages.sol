@@ -59,8 +59,8 @@ library Messages {
         );
     }
 
-    function receiptHash(bytes32 message, address signer) internal pure returns (bytes32) {
-        return keccak256(abi.encode(RECEIPT_TYPEHASH, message, signer));
+    function receiptHash(bytes32 message, address aggregator) internal pure returns (bytes32) {
+        return keccak256(abi.encode(RECEIPT_TYPEHASH, message, aggregator));
     }
 
     /// @dev What is signed: keccak256(0x1901 ++ domainSeparator ++ hashStruct(message)).

@@ -114,6 +114,7 @@ def test_deploy_prints_the_address_and_the_config_lines(
     assert Ledger(swarm.w3, deployed["address"]).book() is None  # deployed without one
     code, output = run(cli, "chain", "deploy", *config, *digest, "--with-book")
     assert code == 0 and "round_book_address = " in output, output
+    assert "the aggregator's pay 100 bps of a round's reward" in output
 
 
 @pytest.mark.parametrize(

@@ -1109,7 +1109,7 @@ def test_earnings_count_each_rounds_share_over_both_lanes(world, lie: bool) -> N
 def test_the_pay_for_posting_is_the_books_own_and_never_above_the_reward(chain) -> None:
     """A deployment sets what its book pays an aggregator at a round's release (basis points of
     the round's reward); more than the reward is refused, by the client before it sends
-    anything and by the contract itself (an aggregator reads it before it enlists)."""
+    anything and by the contract itself (`sapo aggregate run` logs it before it enlists)."""
     swarm = Swarm(chain)
     with pytest.raises(ValueError, match="0 to 10,000 basis points"):
         deploy_book(swarm.ledger, swarm.deployer, BOND, CHALLENGE_BOND, post_pay_bps=10_001)
