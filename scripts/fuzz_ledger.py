@@ -1,7 +1,9 @@
-"""Runs the ledger's forge suites (stateful invariant campaigns and gas tests, contracts/test/forge)
-and prints what they found: each test's result and campaign size (runs x depth), how many calls of
-each handler action the ledger accepted, and how often the runs reached the paths where the rules
-bite (disputes, credit moves, slashes, claims of disputed rounds, withdrawals after submitting).
+"""Runs the forge suites (contracts/test/forge: the ledger's stateful invariant campaigns, rule and
+gas tests, and the round book's campaign, RoundBookInvariantsTest) and prints what they found:
+each test's result and campaign size (runs x depth), how many calls of each handler action the
+contracts accepted, and how often the runs reached the paths where the rules bite (the ledger's
+disputes, credit moves, slashes, claims of disputed rounds, withdrawals after submitting; the
+book's proven lies, answered challenges, claims with a tail or a short pool).
 
 Exits 1 when a test fails (printing the rule it broke and forge's shrunk call sequence), when an
 action was never accepted in any campaign of a suite, or when no suite reached a hard path: a

@@ -14,10 +14,14 @@ A fault's text must occur exactly once in RoundBook.sol and the contracts it cre
 catchers (what CI runs); the default runs the three files, stopping at the first failure.
 
 --tests runs another file against each fault instead (the random sequences of
-tests/chain/test_roundbook_stateful.py: what its invariants catch alone).
+tests/chain/test_roundbook_stateful.py: what its invariants catch alone). --forge runs the round
+book's forge campaign (contracts/test/forge/RoundBookInvariants.t.sol) instead: each mutant's
+build is copied under .forge/mutants/ and deployed by the campaign (SAPO_ROUNDBOOK_ARTIFACT, or
+SAPO_LEDGER_ARTIFACT for a fault of the ledger's side), and the fault is caught when an invariant
+fails; --runs sets its runs per campaign (foundry.toml's 64 by default).
 
 Usage: python -m scripts.mutate_roundbook [--only NAME[,NAME...]] [--list] [--quick]
-                                          [--no-baseline] [--tests FILE]
+                                          [--no-baseline] [--tests FILE] [--forge [--runs N]]
 """
 
 from __future__ import annotations
@@ -670,6 +674,44 @@ def run_tests(
     return done.returncode, failed, time.monotonic() - started
 
 
+def run_campaign(artifact: tuple[str, Path] | None, runs: int | None) -> tuple[int, str, float]:
+    """(1 when an invariant failed, else 0; the first failure; seconds) of the round book's forge
+    campaign against a mutant's build (`artifact`, from `artifact_of`) or the committed contracts
+    (None)."""
+    from tests.harness.foundry import BOOK_SUITE, ForgeError, run_suites
+
+    book = ledger = None
+    if artifact is not None:
+        # the campaign reads artifacts only under the project (foundry.toml's fs_permissions)
+        name = f"{artifact[1].parent.parent.parent.name}-{artifact[1].name}"
+        kept = ROOT / ".forge" / "mutants" / name
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(artifact[1], kept)
+        relative = str(kept.relative_to(ROOT))
+        if artifact[0] == "SAPO_SWARMLEDGER_ARTIFACT":
+            ledger = relative
+        else:
+            book = relative
+    started = time.monotonic()
+    try:
+        run = run_suites(
+            match_contract=f"^{BOOK_SUITE}$",
+            runs=runs,
+            shrink_runs=50,
+            fail_fast=True,
+            ledger_artifact=ledger,
+            book_artifact=book,
+        )
+    except ForgeError as exc:
+        return 2, str(exc).splitlines()[0], time.monotonic() - started
+    finally:
+        if artifact is not None:
+            kept.unlink(missing_ok=True)
+    failed = run.failed
+    said = f"{failed[0].name}: {failed[0].reason[:90]}" if failed else ""
+    return (1 if failed else 0), said, time.monotonic() - started
+
+
 def main() -> int:
     parser = arguments(__spec__.name, __doc__)
     parser.add_argument("--only", default="", help="faults to seed, comma-separated")
@@ -682,7 +724,15 @@ def main() -> int:
         help="the test files (comma-separated) run against each mutant (another suite's teeth, "
         "e.g. tests/chain/test_roundbook_stateful.py)",
     )
+    parser.add_argument(
+        "--forge", action="store_true", help="run the book's forge campaign against each mutant"
+    )
+    parser.add_argument("--runs", type=int, help="with --forge: runs per campaign (64)")
     args = parser.parse_args()
+    if args.forge and (args.quick or args.tests != TESTS):
+        parser.error("--forge runs the forge campaign; it goes with neither --quick nor --tests")
+    if args.runs is not None and (not args.forge or args.runs < 1):
+        parser.error("--runs goes with --forge and is at least 1")
     if args.quick and args.tests != TESTS:
         parser.error(f"--quick names tests of {TESTS}; it does not go with --tests")
     if args.list:
@@ -699,8 +749,15 @@ def main() -> int:
         build(project)
         print(f"built {len(faults)} mutants in {time.monotonic() - started:.0f} s", flush=True)
         failed = 0
+        against = "the forge campaign RoundBookInvariantsTest" if args.forge else args.tests
+
+        def run(artifact, catchers=()):
+            if args.forge:
+                return run_campaign(artifact, args.runs)
+            return run_tests(artifact, catchers if args.quick else (), args.tests)
+
         if not args.no_baseline:
-            code, test, seconds = run_tests(None, tests=args.tests)
+            code, test, seconds = run(None)
             said = "passes" if code == 0 else f"FAILS {test}"
             print(f"the unmutated book: {said} ({seconds:.0f} s)")
             failed += code != 0
@@ -716,16 +773,16 @@ def main() -> int:
         for fault in faults:
             what, _, _, catchers = ALL_FAULTS[fault]
             built = artifact_of(project, fault)
-            code, test, seconds = run_tests(built, catchers if args.quick else (), args.tests)
+            code, test, seconds = run(built, catchers)
             if code == 1 and test:
                 caught += 1
                 verdict = test
             else:
-                verdict = f"SURVIVED (pytest exit {code})"
+                verdict = f"SURVIVED ({'forge' if args.forge else 'pytest'} exit {code})"
             table.row(fault, what, verdict, seconds)
             print(f"{fault}: {verdict} ({seconds:.0f} s)", flush=True)
         table.print(
-            f"RoundBook: seeded faults against {args.tests}"
+            f"RoundBook: seeded faults against {against}"
             + (" (each fault's catchers only)" if args.quick else "")
         )
         print(f"\n{caught} of {len(faults)} seeded faults caught")

@@ -1,5 +1,6 @@
-"""The ledger under forge, offline, from this checkout: the stateful invariant campaigns pass and
-reach every action and every hard path; each seeded fault of scripts/mutate_ledger.py is caught; the
+"""The ledger and the round book under forge, offline, from this checkout: the stateful invariant
+campaigns (the ledger's suites, and the round book's over its committed artifact) pass and reach
+every action and every hard path; each seeded fault of scripts/mutate_ledger.py is caught; the
 committed gas snapshot is current, and gas inflated on purpose fails the check until the snapshot
 is updated in the same change. The suites themselves are in contracts/test/forge/.
 """
@@ -12,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.foundry import HARD_PATHS, make_copy, problems, report, run_suites
+from tests.harness.foundry import (
+    BOOK_PATHS,
+    BOOK_SUITE,
+    HARD_PATHS,
+    make_copy,
+    problems,
+    report,
+    run_suites,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +59,9 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
     run = run_suites()
     print(report(run))  # the tables, for the CI log
     assert not problems(run), problems(run)
-    invariants = [r for r in run.results if r.name.startswith("invariant_")]
+    invariants = [
+        r for r in run.results if r.name.startswith("invariant_") and r.suite != BOOK_SUITE
+    ]
     assert len(invariants) >= 12 and all(r.runs == 64 and r.depth == 200 for r in invariants)
     actions = {a for r in invariants for a in r.actions}
     assert actions == {
@@ -83,6 +94,32 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "test_stakeMovedAfterTheSubmissionChangesNoSeat",
         "test_aBeaconNobodyDrewLapsesAndIsNeverDrawnAgain",
     }
+    # the round book's campaign: whole rounds, their lies and proofs, challenges, claims, releases
+    book = [r for r in run.results if r.suite == BOOK_SUITE]
+    assert len(book) == 6 and all(r.runs == 64 and r.depth == 200 for r in book)
+    assert {a for r in book for a in r.actions} == {
+        "warp",
+        "enlist",
+        "resign",
+        "withdrawRosterBond",
+        "drawAggregator",
+        "post",
+        "postVerdicts",
+        "audit",
+        "challenge",
+        "answer",
+        "claimUnanswered",
+        "release",
+        "fund",
+        "claim",
+        "claimFalsely",
+        "releaseFalsely",
+        "postFalsely",
+        "proveUnpostedFalsely",
+        "proveLeftOutFalsely",
+    }
+    for path in BOOK_PATHS:
+        assert run.paths[BOOK_SUITE][path] > 0, path
     assert {r.name for r in run.results if r.suite == "LedgerGasTest"} >= {
         "test_gas_submitFirstInRound",
         "test_gas_attestCompletingTheQuorum",

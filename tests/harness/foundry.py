@@ -1,6 +1,7 @@
-"""Runs the ledger's forge suites and reads what they found: test results, the campaign's calls per
-handler action (calls forge made, reverts = calls the ledger refused as the model expected), the
-hard paths each run reached, and the shrunk sequence of a failing invariant.
+"""Runs the contracts' forge suites (the ledger's, and the round book's campaign) and reads what
+they found: test results, the campaign's calls per handler action (calls forge made, reverts =
+calls the contracts refused as the model expected, or an action with nothing to do), the hard
+paths each run reached, and the shrunk sequence of a failing invariant.
 
 Shared by scripts/fuzz_ledger.py (the report), scripts/mutate_ledger.py (runs it on seeded faults),
 scripts/check_gas.py and the pytest wrappers in tests/chain/test_ledger_forge.py.
@@ -56,6 +57,52 @@ HARD_PATHS = (
     "voterAppeals",
     "lostVoterAppealsSlashedTwice",
 )
+
+# The round book's campaign (BookHandler's _pathNames): each lie proven (or, withheld data and a
+# missing verdict root, voided), a lie left unproven past its window (it stands), the answers,
+# the claims with a tail and with settled earnings, a claim the pool cannot pay, a credit whose
+# earnings have an anchor, a draw with nobody, roster bonds taken back, a challenge of a void root.
+BOOK_SUITE = "RoundBookInvariantsTest"
+BOOK_PATHS = (
+    "honestRounds",
+    "forgedProven",
+    "withheldVoided",
+    "unpostedProven",
+    "underQuorumProven",
+    "inflatedProven",
+    "earningsProven",
+    "noVerdictsVoided",
+    "liesStood",
+    "challengesAnswered",
+    "answeredEmpty",
+    "releasedWithPay",
+    "claims",
+    "claimsWithTail",
+    "claimsWithEarnings",
+    "poolShort",
+    "creditsWithAnchor",
+    "drawnNobody",
+    "rosterBondsWithdrawn",
+    "challengesOfVoidRounds",
+    "falseClaimsRefused",
+    "releasedShortOfPay",
+    "badSignatureProven",
+    "unseatedProven",
+    "creditedTwiceProven",
+    "falseReleasesRefused",
+    "falsePostsRefused",
+    "falseUnpostedProofsRefused",
+    "lateAnswersRefused",
+    "drawsPredicted",
+    "leftOutProven",
+    "falseLeftOutProofsRefused",
+    "claimsRacingChallenges",
+)
+
+
+def paths_of(suite: str) -> tuple[str, ...]:
+    """The hard paths a suite's campaigns report."""
+    return BOOK_PATHS if suite == BOOK_SUITE else HARD_PATHS
 
 
 class ForgeError(RuntimeError):
@@ -147,10 +194,13 @@ def run_suites(
     ledger_artifact: str | None = None,
     shrink_runs: int | None = None,
     fail_fast: bool = False,
+    book_artifact: str | None = None,
 ) -> ForgeRun:
     """Runs `forge test --json` and parses it; raises ForgeError when forge itself failed.
     `ledger_artifact` ("path.sol:SwarmLedger") is the ledger the suites deploy instead of
     contracts/SwarmLedger.sol's (Cheats.sol's deployLedger; scripts/mutate_ledger.py's mutants);
+    `book_artifact` (a JSON artifact's path) is the round book the book's campaign deploys
+    instead of contracts/artifacts/RoundBook.json (scripts/mutate_roundbook.py's mutants);
     `shrink_runs` bounds forge's shrinking of a failing sequence (foundry.toml's by default);
     `fail_fast` stops at the first failing test (the others are then not reported)."""
     paths_file = root / PATHS_FILE
@@ -175,6 +225,9 @@ def run_suites(
         env["FOUNDRY_INVARIANT_SHRINK_RUN_LIMIT"] = str(shrink_runs)
     if ledger_artifact is not None:
         env["SAPO_LEDGER_ARTIFACT"] = ledger_artifact
+    if book_artifact is not None:
+        env["SAPO_ROUNDBOOK_ARTIFACT"] = book_artifact
+    if ledger_artifact is not None or book_artifact is not None:
         # forge replays a persisted failing sequence first on the next run: one mutant's failures
         # must not be replayed against another's
         env["FOUNDRY_INVARIANT_FAILURE_PERSIST_DIR"] = str(scratch / "invariant-failures")
@@ -230,11 +283,14 @@ def run_suites(
 
 @functools.cache
 def _error_names() -> dict[str, str]:
-    """4-byte selector -> name of each custom error of the ledger (and Solidity's Panic/Error)."""
+    """4-byte selector -> name of each custom error of the ledger and the round book (and
+    Solidity's Panic/Error)."""
     from client.chain.artifacts import selectors
 
     names = {"0x4e487b71": "Panic(uint256)", "0x08c379a0": "Error(string)"}
-    return names | {"0x" + k.hex(): v for k, v in selectors("SwarmLedger", "error").items()}
+    for contract in ("SwarmLedger", "RoundBook"):
+        names |= {"0x" + k.hex(): v for k, v in selectors(contract, "error").items()}
+    return names
 
 
 def name_errors(reason: str) -> str:
@@ -267,10 +323,12 @@ def problems(run: ForgeRun) -> list[str]:
         for action, (calls, accepted) in sorted(actions.items()):
             if accepted == 0:
                 found.append(f"{suite}: action {action} never succeeded in {calls} calls")
-    suites = sorted({r.suite for r in run.results if r.actions})
-    for path in HARD_PATHS:
-        if suites and not any(run.paths.get(s, Counter())[path] for s in suites):
-            found.append(f"no run of {', '.join(suites)} reached {path}")
+    campaigns = sorted({r.suite for r in run.results if r.actions})
+    for group in (HARD_PATHS, BOOK_PATHS):
+        suites = [s for s in campaigns if paths_of(s) is group]
+        for path in group:
+            if suites and not any(run.paths.get(s, Counter())[path] for s in suites):
+                found.append(f"no run of {', '.join(suites)} reached {path}")
     return found
 
 
@@ -317,7 +375,8 @@ def report(run: ForgeRun) -> str:
             )
         parts.append(
             f"{suite}: calls per handler action over its {len(campaigns)} campaigns "
-            "(accepted: the ledger took the call; refused: it refused as the model expected)\n"
+            "(accepted: the contracts took the call; refused: they refused it as the model "
+            "expected, or the action had nothing to do)\n"
             + _table(
                 [
                     "action",
@@ -330,10 +389,12 @@ def report(run: ForgeRun) -> str:
                 rows,
             )
         )
-    if run.paths:
-        suites = sorted(run.paths)
-        rows = [[path, *(str(run.paths[s][path]) for s in suites)] for path in HARD_PATHS]
-        parts.append("hard paths reached (summed over runs)\n" + _table(["path", *suites], rows))
+    for group in (HARD_PATHS, BOOK_PATHS):
+        suites = sorted(s for s in run.paths if paths_of(s) is group)
+        if suites:
+            rows = [[path, *(str(run.paths[s][path]) for s in suites)] for path in group]
+            table = _table(["path", *suites], rows)
+            parts.append("hard paths reached (summed over runs)\n" + table)
     for r in run.failed:
         lines = [f"FAILED {r.suite}.{r.name}: {r.reason}"]
         if r.sequence:

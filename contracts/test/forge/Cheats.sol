@@ -18,6 +18,9 @@ interface Vm {
     function snapshotGasLastCall(string calldata name) external returns (uint256 gasUsed);
     function envOr(string calldata name, string calldata defaultValue) external view returns (string memory);
     function deployCode(string calldata artifactPath, bytes calldata constructorArgs) external returns (address);
+    function addr(uint256 privateKey) external pure returns (address);
+    function sign(uint256 privateKey, bytes32 digest) external pure returns (uint8 v, bytes32 r, bytes32 s);
+    function getNonce(address account) external view returns (uint64);
 }
 
 /// @notice What forge reads from an invariant test contract to choose its fuzz targets.

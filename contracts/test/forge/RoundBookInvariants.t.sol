@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.37;
+
+import {IRoundBook} from "../../IRoundBook.sol";
+import {ISwarmLedger} from "../../ISwarmLedger.sol";
+import {BookHandler, IBook} from "./BookHandler.sol";
+import {CheatsBase, FuzzSelector} from "./Cheats.sol";
+
+/// @notice Stateful fuzzing of the root lane: forge calls BookHandler's actions in random
+/// sequences (foundry.toml's runs x depth, its check interval) on a RoundBook deployed from its
+/// committed artifact (or, with SAPO_ROUNDBOOK_ARTIFACT, a seeded fault's build:
+/// scripts/mutate_roundbook.py) over a real SwarmLedger that names it, and checks after the
+/// calls that the money of both contracts is where the book's rules put it. Each invariant is a
+/// rule in plain words; a failure names it with the values, and forge prints the shrunk
+/// sequence. The ledger's own rules have their campaigns (LedgerInvariants.t.sol).
+contract RoundBookInvariantsTest is CheatsBase {
+    /// @dev The committed build of the book (optimized for its size, as deployed).
+    string internal constant BOOK_ARTIFACT = "contracts/artifacts/RoundBook.json";
+
+    IBook internal book;
+    ISwarmLedger internal ledger;
+    BookHandler internal handler;
+    address internal rosterAt;
+
+    function setUp() public {
+        vm.warp(1_700_000_000);
+        vm.roll(1_000);
+        // the ledger names its book for good: the address this contract's next creation takes
+        address bookAt = _createdBy(address(this), vm.getNonce(address(this)) + 1);
+        ledger = ISwarmLedger(
+            deployLedger(
+                abi.encode(
+                    uint64(1_000), // roundLength
+                    uint256(1 ether), // minStake
+                    uint64(8_000), // unbondingPeriod: longer than a round's windows
+                    uint64(2), // challengeRounds
+                    uint64(1), // submitRounds
+                    uint256(1 ether), // rewardPerRound
+                    uint16(1_000), // slashBps
+                    uint16(50), // agreeToleranceBps
+                    keccak256("catalog"),
+                    uint16(2), // quorum
+                    uint16(8), // checkers: six nodes, most batches find two seated checkers
+                    uint64(2), // appealRounds
+                    uint16(8), // appealCheckers
+                    families(),
+                    bookAt
+                )
+            )
+        );
+        address deployed = vm.deployCode(
+            vm.envOr("SAPO_ROUNDBOOK_ARTIFACT", BOOK_ARTIFACT), abi.encode(address(ledger), 1 ether, 0.1 ether, 100)
+        );
+        require(deployed == bookAt, "the book was not created where the ledger names it");
+        book = IBook(deployed);
+        rosterAt = book.aggregators();
+        uint256[6] memory keys = [uint256(0xA11CE), 0xB0B, 0xCA201, 0xD0D0, 0xE1E1, 0xF00D];
+        handler = new BookHandler(book, keys);
+        handler.seed();
+        vm.createDir(".forge/metrics", true);
+    }
+
+    /// @dev The address `deployer` creates at `nonce` (CREATE; a contract's nonce is below 128 here).
+    function _createdBy(address deployer, uint256 nonce) internal pure returns (address) {
+        require(nonce > 0 && nonce < 0x80, "nonce outside the one-byte RLP case");
+        return address(uint160(uint256(keccak256(abi.encodePacked(bytes1(0xd6), bytes1(0x94), deployer, uint8(nonce))))));
+    }
+
+    function afterInvariant() public {
+        vm.writeLine(".forge/metrics/paths.jsonl", handler.pathsLine("RoundBookInvariantsTest"));
+    }
+
+    function targetContracts() public view returns (address[] memory targets) {
+        targets = new address[](1);
+        targets[0] = address(handler);
+    }
+
+    function targetSelectors() public view returns (FuzzSelector[] memory targets) {
+        bytes4[] memory actions = new bytes4[](19);
+        actions[0] = BookHandler.warp.selector;
+        actions[1] = BookHandler.enlist.selector;
+        actions[2] = BookHandler.resign.selector;
+        actions[3] = BookHandler.withdrawRosterBond.selector;
+        actions[4] = BookHandler.drawAggregator.selector;
+        actions[5] = BookHandler.post.selector;
+        actions[6] = BookHandler.postVerdicts.selector;
+        actions[7] = BookHandler.audit.selector;
+        actions[8] = BookHandler.challenge.selector;
+        actions[9] = BookHandler.answer.selector;
+        actions[10] = BookHandler.claimUnanswered.selector;
+        actions[11] = BookHandler.release.selector;
+        actions[12] = BookHandler.fund.selector;
+        actions[13] = BookHandler.claim.selector;
+        actions[14] = BookHandler.claimFalsely.selector;
+        actions[15] = BookHandler.releaseFalsely.selector;
+        actions[16] = BookHandler.postFalsely.selector;
+        actions[17] = BookHandler.proveUnpostedFalsely.selector;
+        actions[18] = BookHandler.proveLeftOutFalsely.selector;
+        targets = new FuzzSelector[](1);
+        targets[0] = FuzzSelector(address(handler), actions);
+    }
+
+    function _eq(uint256 got, uint256 want, string memory rule) internal pure {
+        if (got != want) {
+            revert(string.concat(rule, " (contracts ", vm.toString(got), ", expected ", vm.toString(want), ")"));
+        }
+    }
+
+    // ------------------------------------------------------------------------------ invariants
+
+    /// The handler saw every call go as the rules say (each action judges its own calls).
+    function invariant_handlerSawNoViolation() public view {
+        if (handler.violationCount() != 0) revert(handler.firstViolation());
+    }
+
+    /// The book holds exactly its reward pool, the bonds of rounds neither released nor void, the
+    /// bonds of open data challenges, and what refused payees are owed: no wei stranded, none
+    /// owed that is not there; and its pool is what was funded and forfeited into it less what
+    /// claims and aggregators' pay took.
+    function invariant_bookHoldsItsPoolTheLiveBondsAndTheOpenChallenges() public view {
+        uint256 owed = book.owed(handler.STRANGER());
+        for (uint256 i; i < 6; ++i) {
+            owed += book.owed(handler.nodes(i));
+        }
+        _eq(
+            address(book).balance,
+            book.rewardPool() + handler.heldBonds() + handler.openChallengeBonds() + owed,
+            "book balance = pool + live round bonds + open challenge bonds + owed"
+        );
+        _eq(book.rewardPool(), handler.pool(), "pool = funded + forfeited roster bonds - claims - aggregators' pay");
+    }
+
+    /// The roster holds exactly its nodes' bonds, and they are what was enlisted less what was
+    /// withdrawn or taken by a proof; its slots are the model's (a leaver's slot takes the last).
+    function invariant_rosterHoldsItsBonds() public view {
+        address[] memory slots = IRosterBonds(rosterAt).roster();
+        address[] memory model = handler.slots();
+        _eq(slots.length, model.length, "the roster's length = the model's");
+        for (uint256 i; i < slots.length; ++i) {
+            if (slots[i] != model[i]) revert(string.concat("the roster's slot ", vm.toString(i), " is not the model's"));
+        }
+        uint256 sum;
+        for (uint256 i; i < 6; ++i) {
+            sum += IRosterBonds(rosterAt).bondOf(handler.nodes(i));
+        }
+        _eq(rosterAt.balance, sum, "roster balance = the sum of its nodes' bonds");
+        _eq(sum, handler.rosterBonds(), "roster bonds = enlisted - withdrawn - taken by proofs");
+    }
+
+    /// Half of each forfeited bond went to the ledger's pool, and nothing else did.
+    function invariant_forfeitedHalvesGoToTheLedgersPool() public view {
+        _eq(ledger.totalFunded(), handler.forfeited(), "ledger funded = the forfeited halves of void rounds' bonds");
+    }
+
+    /// Each producer was paid exactly what its claims took, and never more than its credits in
+    /// the rounds that stand earned (plus what a lie of its earnings that stood unproven said).
+    function invariant_eachProducerIsPaidOnlyWhatItsStandingCreditsEarned() public view {
+        for (uint256 i; i < 6; ++i) {
+            address p = handler.nodes(i);
+            (uint128 total,) = book.paidOf(p);
+            _eq(total, handler.paid(p), "a producer's paid total = what its claims took");
+            if (total > handler.earned(p) + handler.liedFor(p)) {
+                revert(
+                    string.concat(
+                        "a producer was paid more than its standing credits earned (paid ",
+                        vm.toString(uint256(total)),
+                        ", earned ",
+                        vm.toString(handler.earned(p)),
+                        ")"
+                    )
+                );
+            }
+        }
+    }
+
+    /// Each round stands or falls as its lies and their proofs say: an honest round is never
+    /// void, a proven lie always voids its round, a round is released at most once and never
+    /// once void, and what stands for good is what the book says stands.
+    function invariant_roundsStandOrFallAsTheirLiesAndProofsSay() public view {
+        uint64[] memory played = handler.played();
+        for (uint256 i; i < played.length; ++i) {
+            uint64 r = played[i];
+            (, uint8 subLie, uint8 verdictLie,,, bool voided, bool released, bool proven,,, uint128 total, uint32 open,,) =
+                handler.rounds(r);
+            IRoundBook.RoundView memory v = book.roundOf(r);
+            bool void_ = v.submissionsVoided || v.verdictsVoided;
+            string memory at = string.concat(" (round ", vm.toString(uint256(r)), ")");
+            if (void_ != voided) revert(string.concat("a round void or standing against the model", at));
+            if (subLie == 0 && verdictLie == 0 && void_) revert(string.concat("an honest round was voided", at));
+            if (proven && !void_) revert(string.concat("a proven lie left its round standing", at));
+            if (v.released && void_) revert(string.concat("a round both released and void", at));
+            if (v.released != released) revert(string.concat("a round released against the model", at));
+            _eq(v.openChallenges, open, string.concat("open challenges = those neither answered nor claimed", at));
+            (, uint256 standing) = book.standingTotal(r);
+            _eq(standing, handler.stands(r) ? total : 0, string.concat("a standing round's total", at));
+        }
+    }
+}
+
+interface IRosterBonds {
+    function bondOf(address node) external view returns (uint256);
+    function roster() external view returns (address[] memory);
+}
