@@ -52,6 +52,7 @@ PostPayOption = Annotated[
 
 @app.command("deploy")
 def deploy(
+    ctx: typer.Context,
     catalog_digest: Annotated[
         str,
         typer.Option(
@@ -123,6 +124,18 @@ def deploy(
     digest = catalog_digest.removeprefix("0x")
     if len(digest) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digest):
         fail(f"--catalog-digest: expected 0x and 64 hex digits, got {catalog_digest!r}")
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("bond", "challenge_bond", "post_pay_bps")
+        # by name: typer's context is its own click's, whose ParameterSource is not click's
+        if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
+    ]
+    if given and not with_book:
+        fail(
+            f"{', '.join(given)} set the round book's terms and go with --with-book (without "
+            "it no book is deployed); `sapo chain deploy-book` deploys one beside a ledger that "
+            "names it"
+        )
     bond_wei, challenge_wei = amount(bond, "--bond"), amount(challenge_bond, "--challenge-bond")
     if with_book:
         try:

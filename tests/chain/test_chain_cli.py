@@ -146,6 +146,14 @@ def test_deploy_prints_the_address_and_the_config_lines(
             ],
             "--post-pay-bps",
         ),
+        (
+            ["--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY, "--post-pay-bps", "50"],
+            "--post-pay-bps set the round book's terms and go with --with-book",
+        ),
+        (
+            [*("--catalog-digest", "0x" + "ab" * 32, "--family", FAMILY, "--bond", "2 ether")],
+            "--bond set the round book's terms",
+        ),
     ],
 )
 def test_deploy_refuses_bad_parameters(
