@@ -74,7 +74,8 @@ interface IRoundBook is IRoundTotals {
     /// are settled when its verdict root is posted (a round q is settled for round r when
     /// q <= r - lag(), lag() = C + 2: q's challenges are then all closed, and whether q stands is
     /// fixed). With share(q) = rewardPerRound * amount / total of the producer's credit in a
-    /// standing round q, `settled` is the sum of share(q) over every standing q <= r - lag().
+    /// standing round q, `settled` is the sum of share(q) over every standing q <= r - lag()
+    /// (as the anchor's own leaf says it: a lie of earnings that stood unproven is carried on).
     /// It is proven from one earlier leaf: `anchor` is the last standing round <= r - lag() that
     /// credits the producer (NO_ROUND: none, and `settled` is 0), `anchorIndex` its credit's
     /// place in that round's tree, and `recent[k]` the place of the producer's credit in round

@@ -117,6 +117,7 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "postFalsely",
         "proveUnpostedFalsely",
         "proveLeftOutFalsely",
+        "proveHonestFalsely",
     }
     for path in BOOK_PATHS:
         assert run.paths[BOOK_SUITE][path] > 0, path

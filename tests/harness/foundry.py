@@ -97,6 +97,10 @@ BOOK_PATHS = (
     "leftOutProven",
     "falseLeftOutProofsRefused",
     "claimsRacingChallenges",
+    "badSumProven",
+    "skippedCreditProven",
+    "rosterRefusals",
+    "falseProofsOfHonestRootsRefused",
 )
 
 

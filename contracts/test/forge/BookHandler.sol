@@ -33,28 +33,35 @@ interface IBook is IRoundBook {
 /// the model the invariants (RoundBookInvariants.t.sol) compare the contracts against.
 ///
 /// - Six nodes, staked alike in one family, sign their submissions each round; the round's
-///   drawn aggregator posts their root with its bond, then, C + 1 rounds later, the verdict
-///   root of the batches a quorum of their seated checkers agreed on (each vote signed by its
-///   checker's key, the seats recomputed with the ledger's SeatDraw and the round's beacon),
-///   each credit carrying its producer's earnings in the settled rounds before.
-/// - Half the rounds carry one of the book's lies: a forged submission, a submission root whose
-///   data the aggregator withholds, a receipted submission never posted (no root at all), a
-///   credit under quorum, an amount that is not its signal, earnings that do not add up, or no
-///   verdict root. An auditor (`audit`) proves it when the fuzzer calls it in time; a lie left
-///   unproven past its window stands, as the book says it does.
-/// - A stranger challenges leaves of any root; an honest aggregator's service answers every
-///   challenge before time moves on (`warp`), a withholding one answers none of its submission
-///   tree's, and the challenger claims the bond once the answer window passed.
+///   aggregator, drawn from the roster (each draw predicted from the model's roster), posts
+///   their root with its bond, then, C + 1 rounds later, the verdict root of the batches a
+///   quorum of their seated checkers agreed on (each vote signed by its checker's key, the seats
+///   recomputed with the ledger's SeatDraw and the beacon the model predicts), each credit
+///   carrying its producer's earnings in the settled rounds before.
+/// - A submission root lies one time in three: a forged submission (a wrong key, or an
+///   outsider's), withheld data, a receipted submission left out, or one never posted (no root
+///   at all). A verdict root lies about two times in five: a credit under quorum, with a vote its
+///   voter did not sign or from an unseated voter, an amount that is not its signal, a
+///   submission credited twice, a parent's sum that is not its children's, earnings that do
+///   not add up or skip a credit, or no verdict root. An auditor (`audit`) proves the lie when
+///   the fuzzer calls it in time; a lie left unproven past its window stands, as the book says.
+/// - A stranger challenges leaves of any root; the aggregators' services answer every challenge
+///   they can before time moves on (`warp`), a withholding one none of its submission tree's
+///   (and too late, once its window passed), and the challenger claims the bond.
 /// - Producers claim what their standing credits earned, with the tail of credits the claimed
 ///   leaf does not count; aggregators release their bonds; anyone funds the pool; nodes enlist,
 ///   resign and take their roster bond back.
+/// - Attackers send what the rules refuse (the *Falsely actions): claims, releases, posts, calls
+///   of the judge's hooks, proofs of a left-out or unposted submission, proofs of lies against
+///   honest roots; each must be refused with its error (its selector) and move nothing.
 ///
 /// Every call's outcome is predicted: an action that breaks a rule of the book (a call refused
-/// that the rules allow, or a payment other than the rules say) records a violation, which the
-/// invariant `the handler saw no violation` reports with forge's shrunk sequence. An action with
-/// nothing to do reverts (forge counts it refused). The escalation to the ledger and the proofs
-/// of equivocation are not played here: tests/chain/test_escalation.py and
-/// test_equivocation.py run them on anvil.
+/// that the rules allow, one accepted that they refuse, or a payment other than the rules say)
+/// records a violation, which the invariant `the handler saw no violation` reports with forge's
+/// shrunk sequence. An action with nothing to do reverts (forge counts it refused). Not played
+/// here: escalation to the ledger, equivocation and double submission (tests/chain/
+/// test_escalation.py and test_equivocation.py run them on anvil), the proof of an uncredited
+/// quorum, the v4 lane's batches beside the book's, and payees that refuse payment.
 contract BookHandler is CheatsBase {
     uint64 internal constant NO_ROUND = type(uint64).max;
     uint32 internal constant NO_INDEX = type(uint32).max;
@@ -78,6 +85,8 @@ contract BookHandler is CheatsBase {
     uint8 internal constant BAD_SIGNATURE = 5;
     uint8 internal constant UNSEATED = 6;
     uint8 internal constant CREDITED_TWICE = 7;
+    uint8 internal constant BAD_SUM = 8;
+    uint8 internal constant SKIPPED = 9;
 
     IBook public immutable book;
     ISwarmLedger public immutable ledger;
@@ -135,6 +144,8 @@ contract BookHandler is CheatsBase {
     mapping(uint64 round => mapping(address producer => uint32)) internal _creditOf; // index + 1
     mapping(uint64 round => bytes) internal _receipt; // the receipt of the unposted or left-out submission
     mapping(uint64 round => bytes) internal _leftOut; // abi.encode(SignedSubmission) receipted, not posted
+    mapping(uint64 round => uint64) internal _skipped; // the standing round a SKIPPED credit's earnings leave out
+    mapping(uint64 round => uint64) internal _postedBlock; // the block the submission root was posted in
     Challenge[] internal _challenges;
     mapping(bytes32 key => bool) internal _challenged;
 
@@ -151,15 +162,16 @@ contract BookHandler is CheatsBase {
     uint256 public rosterBonds;
     mapping(address producer => uint256) public paid;
     mapping(address producer => uint64) public through; // the round of its last claim + 1
-    /// @notice What the producer's last claim took beyond its standing credits' shares: a lie of
-    /// its earnings that stood unproven (the book pays a standing root as it is).
-    mapping(address producer => uint256) public liedFor;
 
     /// @dev The roster as its rules keep it: each slot's node and the block it enlisted or moved
     /// into the slot in; and, per round, the block of its draw's request and the roster's length then.
     address[] internal _slots;
     uint64[] internal _since;
     mapping(uint64 round => uint64) internal _requestedAt;
+    /// @notice The roster bond each node holds, and the last round a proof of a round drawn to
+    /// it may come in (its bond is held until then), as the model says.
+    mapping(address node => uint256) public bondHeld;
+    mapping(address node => uint64) public heldUntil;
     mapping(uint64 round => uint32) internal _countAt;
 
     uint256 public blockNow;
@@ -202,6 +214,10 @@ contract BookHandler is CheatsBase {
     uint256 internal constant LEFT_OUT_PROVEN = 30;
     uint256 internal constant FALSE_LEFT_OUT_REFUSED = 31;
     uint256 internal constant CLAIMS_RACING_CHALLENGES = 32;
+    uint256 internal constant BAD_SUM_PROVEN = 33;
+    uint256 internal constant SKIPPED_PROVEN = 34;
+    uint256 internal constant ROSTER_REFUSALS = 35;
+    uint256 internal constant HONEST_PROOFS_REFUSED = 36;
 
     constructor(IBook book_, uint256[NODES] memory keys) {
         book = book_;
@@ -234,7 +250,7 @@ contract BookHandler is CheatsBase {
             nodes[j] = a;
             _keys[j] = key;
         }
-        string[33] memory names = [
+        string[37] memory names = [
             "honestRounds",
             "forgedProven",
             "withheldVoided",
@@ -267,7 +283,11 @@ contract BookHandler is CheatsBase {
             "drawsPredicted",
             "leftOutProven",
             "falseLeftOutProofsRefused",
-            "claimsRacingChallenges"
+            "claimsRacingChallenges",
+            "badSumProven",
+            "skippedCreditProven",
+            "rosterRefusals",
+            "falseProofsOfHonestRootsRefused"
         ];
         for (uint256 i; i < names.length; ++i) {
             _pathNames.push(names[i]);
@@ -285,6 +305,7 @@ contract BookHandler is CheatsBase {
             vm.prank(nodes[i]);
             roster.enlist{value: BOND}();
             rosterBonds += BOND;
+            bondHeld[nodes[i]] = BOND;
             _rosterAdd(nodes[i]);
         }
         _roll(1);
@@ -292,58 +313,84 @@ contract BookHandler is CheatsBase {
 
     // ======================================================================== actions: time
 
-    /// @notice Time moves on one round (one call in four, two). The aggregators' services first
-    /// answer every open data challenge of their rounds, and post the round's roots that are due,
-    /// as they do within the round.
+    /// @notice Time moves on one to three rounds. Before each round ends, the aggregators'
+    /// services answer every open data challenge of their rounds and post the roots due in it,
+    /// as they do within the round (whether they lie is the seed's, as in post and postVerdicts).
     function warp(uint256 seed_) external {
-        _answerAll();
-        // the aggregators' services post what is due in this round, if the fuzzer did not
-        // (whether they lie is the seed's, as in post and postVerdicts)
-        uint256 duty = uint256(keccak256(abi.encode(seed_, "duties")));
-        _post(duty);
-        _postVerdicts(duty >> 1);
-        uint256 step = seed_ % 4 == 0 ? 2 : 1;
-        timeNow += step * L;
-        vm.warp(timeNow);
-        _roll(3 * step);
+        uint256 rounds_ = 1 + seed_ % 3;
+        for (uint256 k; k < rounds_; ++k) {
+            _answerAll();
+            uint256 duty = uint256(keccak256(abi.encode(seed_, k, "duties")));
+            _post(duty);
+            _postVerdicts(duty >> 1);
+            timeNow += L;
+            vm.warp(timeNow);
+            _roll(3);
+        }
     }
 
     // ======================================================================== actions: roster
 
+    /// @notice A node enlists with what its bond lacks (one already enlisted is refused).
     function enlist(uint256 seed_) external {
         address node = nodes[seed_ % NODES];
-        if (roster.enlisted(node)) _nothing();
-        uint256 due = BOND - roster.bondOf(node);
+        bool already = _onRoster(node);
+        uint256 due = already ? BOND : BOND - bondHeld[node];
         vm.deal(node, node.balance + due);
         vm.prank(node);
         (bool ok, bytes memory reason) = address(roster).call{value: due}(abi.encodeCall(IAggregatorDraw.enlist, ()));
+        if (already) return _refusedAs("enlist (enlisted already)", ok, reason, IRoundBook.AlreadyEnlisted.selector);
         _expect("enlist", ok, reason);
         rosterBonds += due;
+        bondHeld[node] = BOND;
         _rosterAdd(node);
         _roll(1);
     }
 
+    /// @notice A node leaves the roster (one not on it is refused).
     function resign(uint256 seed_) external {
         address node = nodes[seed_ % NODES];
-        if (!roster.enlisted(node)) _nothing();
         vm.prank(node);
         (bool ok, bytes memory reason) = address(roster).call(abi.encodeCall(IAggregatorDraw.resign, ()));
+        if (!_onRoster(node)) return _refusedAs("resign (not enlisted)", ok, reason, IRoundBook.NotEnlisted.selector);
         _expect("resign", ok, reason);
         _rosterRemove(node);
         _roll(1);
     }
 
+    /// @notice A node takes its roster bond back: refused while it is enlisted, when it holds
+    /// none, and until the proof window of the last round drawn to it has closed.
     function withdrawRosterBond(uint256 seed_) external {
         address node = nodes[seed_ % NODES];
-        uint256 amount = roster.bondOf(node);
-        if (roster.enlisted(node) || amount == 0 || ledger.currentRound() <= roster.heldUntil(node)) _nothing();
+        uint256 amount = bondHeld[node];
         uint256 before = node.balance;
         vm.prank(node);
         (bool ok, bytes memory reason) = address(roster).call(abi.encodeCall(IAggregatorDraw.withdrawBond, ()));
+        if (_onRoster(node)) return _refusedAs("withdrawBond (enlisted)", ok, reason, IRoundBook.StillEnlisted.selector);
+        if (amount == 0) return _refusedAs("withdrawBond (no bond)", ok, reason, IRoundBook.NothingOwed.selector);
+        if (ledger.currentRound() <= heldUntil[node]) {
+            return _refusedAs("withdrawBond (held for a proof)", ok, reason, IRoundBook.BondHeld.selector);
+        }
         _expect("withdrawBond", ok, reason);
         _paidExactly("withdrawBond", node, before, amount);
         rosterBonds -= amount;
+        bondHeld[node] = 0;
         _hit(BONDS_WITHDRAWN);
+    }
+
+    function _onRoster(address node) internal view returns (bool) {
+        for (uint256 i; i < _slots.length; ++i) {
+            if (_slots[i] == node) return true;
+        }
+        return false;
+    }
+
+    /// @dev A call the rules refuse: it must be refused with `refusal`.
+    function _refusedAs(string memory what, bool ok, bytes memory reason, bytes4 refusal) internal {
+        if (ok || bytes4(reason) != refusal) {
+            return _violate(string.concat(what, ": not refused as the rules say: ", ok ? "taken" : _hex4(reason)));
+        }
+        _hit(ROSTER_REFUSALS);
     }
 
     /// @notice Requests the draw of the aggregator of this round or the next, or, once requested,
@@ -439,6 +486,7 @@ contract BookHandler is CheatsBase {
         _expect("postSubmissions", ok, reason);
         g.posted = true;
         g.count = uint32(subs.length);
+        _postedBlock[r] = uint64(blockNow);
         heldBonds += BOND;
         _played.push(r);
         if (g.subLie == 0) _hit(HONEST_ROUNDS);
@@ -459,19 +507,25 @@ contract BookHandler is CheatsBase {
         uint64 r = current - W - C - 2;
         Round storage g = rounds[r];
         if (!g.posted || g.verdicts || g.voided || g.verdictLie == NO_VERDICTS) return false;
-        uint8 lie = uint8(seed_ % 20); // 6..12 a lie, else honest
-        if (lie == 12) {
+        uint8 lie = uint8(seed_ % 24); // 6..14 a lie, else honest
+        if (lie == 14) {
             g.verdictLie = NO_VERDICTS;
             return true;
         }
-        book.drawBeacon(r);
-        IRoundBook.RoundView memory v = book.roundOf(r);
+        // the seats of the round's committees: stakes as of the root's block, the beacon the hash
+        // of the block after it (postVerdicts draws it: the model predicts it)
+        IRoundBook.RoundView memory v = _snapshot(r);
         (IRoundBook.Credit[] memory credits, uint128[] memory amounts, bytes[] memory votes) = _verdicts(r, v);
-        uint8[7] memory lies = [UNDER_QUORUM, INFLATED, EARNINGS, BAD_SIGNATURE, UNSEATED, CREDITED_TWICE, 0];
-        uint8 verdictLie = lie >= 6 && lie < 12 ? lies[lie - 6] : 0;
+        uint8[8] memory lies = [UNDER_QUORUM, INFLATED, EARNINGS, BAD_SIGNATURE, UNSEATED, CREDITED_TWICE, BAD_SUM, SKIPPED];
+        uint8 verdictLie = lie >= 6 && lie < 14 ? lies[lie - 6] : 0;
         if (credits.length == 0) verdictLie = 0;
         if (verdictLie == UNSEATED && !_unseatedVote(r, v, credits[0], votes)) verdictLie = 0;
         if (verdictLie == CREDITED_TWICE) (credits, amounts, votes) = _creditedTwice(credits, amounts, votes);
+        if (verdictLie == BAD_SUM && credits.length < 2) verdictLie = 0; // a parent's sum: two leaves at least
+        if (verdictLie == SKIPPED && !_skipOne(r, g, credits)) verdictLie = 0;
+        // (half the lies of earnings skip a credit, where one can be skipped: it takes a producer
+        // with two standing credits among the settled rounds, which only longer runs have)
+        if (verdictLie == EARNINGS && (seed_ >> 8) % 2 == 0 && _skipOne(r, g, credits)) verdictLie = SKIPPED;
         if (verdictLie == UNDER_QUORUM) {
             IRoundBook.SignedVote[] memory all = abi.decode(votes[0], (IRoundBook.SignedVote[]));
             IRoundBook.SignedVote[] memory few = new IRoundBook.SignedVote[](QUORUM - 1);
@@ -506,17 +560,20 @@ contract BookHandler is CheatsBase {
                 _credits[r].push(abi.encode(credits[i]));
                 _amounts[r].push(amounts[i]);
                 _votes[r].push(votes[i]);
-                _creditOf[r][credits[i].producer] = uint32(i + 1);
+                // (under a BAD_SUM root the first two leaves reach no root: never claimable)
+                if (verdictLie != BAD_SUM || i >= 2) _creditOf[r][credits[i].producer] = uint32(i + 1);
                 if (credits[i].earnings.anchor != NO_ROUND) _hit(CREDITS_WITH_ANCHOR);
             }
-            (, SumTree.Node memory top) = _proof(leaves, 0);
+            (, SumTree.Node memory top) = _proofOf(leaves, 0, verdictLie == BAD_SUM);
             root = top.hash;
+            total = top.sum; // (a BAD_SUM root's is one more than its leaves')
         }
         vm.prank(g.aggregator);
         (bool ok, bytes memory reason) = address(book).call(
             abi.encodeCall(IRoundBook.postVerdicts, (r, root, uint32(credits.length), total, keccak256(abi.encode(r, "v"))))
         );
         _expect("postVerdicts", ok, reason);
+        _checkSnapshot(r);
         g.verdicts = true;
         g.credits = uint32(credits.length);
         g.total = total;
@@ -541,15 +598,14 @@ contract BookHandler is CheatsBase {
             if (g.subLie == FORGED) return _proveForged(r, g);
             if (g.subLie == LEFT_OUT) return _proveLeftOut(r, g);
             if (g.subLie == WITHHELD && !_challenged[_key(r, false, 0)]) return _challenge(r, false, 0);
-            if (!g.verdicts && g.verdictLie == NO_VERDICTS && current > _challengeEnd(r) && g.open == 0) {
-                return _release(r, STRANGER);
-            }
             if (
                 g.verdicts
                     && (g.verdictLie == UNDER_QUORUM || g.verdictLie == INFLATED || g.verdictLie == BAD_SIGNATURE
                         || g.verdictLie == UNSEATED)
             ) return _proveBadCredit(r, g);
             if (g.verdicts && g.verdictLie == CREDITED_TWICE) return _proveCreditedTwice(r, g);
+            if (g.verdicts && g.verdictLie == BAD_SUM) return _proveBadSum(r, g);
+            if (g.verdicts && g.verdictLie == SKIPPED) return _proveSkipped(r, g);
             if (g.verdicts && g.verdictLie == EARNINGS) return _proveBadEarnings(r, g);
         }
         // a round left without a verdict root, past its window: anyone voids it
@@ -588,13 +644,15 @@ contract BookHandler is CheatsBase {
             Challenge storage c = _challenges[(i + seed_) % _challenges.length];
             if (c.closed || current <= c.answerBy) continue;
             Round storage g = rounds[c.round];
-            // the aggregator that let the window pass answers now: too late, whatever it shows
-            vm.prank(g.aggregator);
-            (bool late, bytes memory why) = address(book).call(_answerCall(c));
-            if (late || bytes4(why) != IRoundBook.AnswerWindowClosed.selector) {
-                return _violate(string.concat("answer: a late answer was not refused: ", late ? "taken" : _hex4(why)));
+            if (g.subLie == WITHHELD && !c.verdictTree) {
+                // the withholding aggregator answers now, with the leaf it kept: too late
+                vm.prank(g.aggregator);
+                (bool late, bytes memory why) = address(book).call(_answerCall(c));
+                if (late || bytes4(why) != IRoundBook.AnswerWindowClosed.selector) {
+                    return _violate(string.concat("answer: a late answer was not refused: ", late ? "taken" : _hex4(why)));
+                }
+                _hit(LATE_ANSWERS_REFUSED);
             }
-            _hit(LATE_ANSWERS_REFUSED);
             if (g.verdicts && g.credits != 0 && !g.voided && current >= _challengeEnd(c.round) + 2) {
                 // a producer races the challenger: a round with a challenge open does not stand
                 IRoundBook.Credit memory credit = abi.decode(_credits[c.round][0], (IRoundBook.Credit));
@@ -623,7 +681,7 @@ contract BookHandler is CheatsBase {
             _paidExactly("claimUnanswered", STRANGER, before, CHALLENGE_BOND + (voids ? BOND / 2 : 0));
             if (voids) {
                 _forfeit(g);
-                if (g.subLie == WITHHELD && !c.verdictTree) {
+                if (!_answerable(g, c)) {
                     g.lieProven = true;
                     _hit(WITHHELD_VOIDED);
                 } else {
@@ -671,17 +729,11 @@ contract BookHandler is CheatsBase {
         IRoundBook.Credit memory credit = abi.decode(_credits[r][index], (IRoundBook.Credit));
         uint128 amount = _amounts[r][index];
         IRoundBook.Shown[] memory tail = _tail(p, r);
-        // what the rules pay: the credit's settled earnings, its share and its tail's; the sum
-        // of its standing shares, unless the credit's earnings are a lie nobody proved in time
+        // what the rules pay: the credit's settled earnings (as its standing leaf says them: a
+        // lie of earnings nobody proved in time is paid, and carried on), its share and its tail's
         uint256 due = credit.earnings.settled + _share(r, amount);
         for (uint256 i; i < tail.length; ++i) {
             due += _share(tail[i].round, tail[i].amount);
-        }
-        uint256 honest = _earnedThrough(p, r);
-        if (rounds[r].verdictLie == EARNINGS && index == rounds[r].creditLie) {
-            if (due < honest) return _violate("claim: a lie of earnings that pays less than the truth");
-        } else if (due != honest) {
-            return _violate("claim: earnings, share and tail do not add up to the standing credits' shares");
         }
         uint256 expected = due > paid[p] ? due - paid[p] : 0;
         uint256 before = p.balance;
@@ -706,7 +758,6 @@ contract BookHandler is CheatsBase {
         _expect("claim", ok, reason);
         _paidExactly("claim", p, before, expected);
         paid[p] = due;
-        liedFor[p] = due - honest;
         pool -= expected;
         through[p] = r + 1;
         _hit(CLAIMS);
@@ -903,13 +954,14 @@ contract BookHandler is CheatsBase {
         }
         if (!found) _nothing();
         Round storage g = rounds[r];
-        if (how == 0 && !roster.enlisted(g.aggregator)) {
+        if (how == 0 && !_onRoster(g.aggregator)) {
             // its service restarts and enlists anew, with a new bond: a replay must not take it
-            uint256 due = BOND - roster.bondOf(g.aggregator);
+            uint256 due = BOND - bondHeld[g.aggregator];
             vm.deal(g.aggregator, g.aggregator.balance + due);
             vm.prank(g.aggregator);
             roster.enlist{value: due}();
             rosterBonds += due;
+            bondHeld[g.aggregator] = BOND;
             _rosterAdd(g.aggregator);
         }
         IRoundBook.SignedSubmission memory leaf = abi.decode(_subs[r][0], (IRoundBook.SignedSubmission));
@@ -933,6 +985,119 @@ contract BookHandler is CheatsBase {
         _hit(FALSE_UNPOSTED_REFUSED);
     }
 
+    /// @notice A proof of a lie against an honest round, which the rules refuse (an over-strict
+    /// rule would void an honest aggregator's root and take its bond): its leaf forged, two
+    /// leaves unsorted, a credit false, two credits unsorted, a parent's sum, a credit's
+    /// earnings.
+    function proveHonestFalsely(uint256 seed_) external {
+        uint256 how = seed_ % 6;
+        uint64 current = ledger.currentRound();
+        for (uint256 i; i < _played.length; ++i) {
+            uint64 r = _played[(i + (seed_ >> 8)) % _played.length];
+            Round storage g = rounds[r];
+            if (g.subLie != 0 || g.verdictLie != 0 || g.voided || current > _challengeEnd(r)) continue;
+            // (built by an external call of this handler: inlined, its locals overflow the stack)
+            bytes memory call_ = this.honestProof(r, how, seed_ >> 16);
+            if (call_.length == 0) continue;
+            uint256 held = address(book).balance;
+            vm.prank(STRANGER);
+            (bool ok, bytes memory reason) = address(book).call(call_);
+            IRoundBook.RoundView memory v = book.roundOf(r);
+            bool voided = v.submissionsVoided || v.verdictsVoided;
+            if (ok || bytes4(reason) != IRoundBook.NoLie.selector || address(book).balance != held || voided) {
+                return _honestNotRefused(how, ok, reason);
+            }
+            return _hit(HONEST_PROOFS_REFUSED);
+        }
+        _nothing();
+    }
+
+    function _badCreditCall(uint64 r, uint32 j, IRoundBook.Credit memory c) internal view returns (bytes memory) {
+        return abi.encodeCall(
+            IRoundBook.proveBadCredit,
+            (
+                r,
+                j,
+                c,
+                _amounts[r][j],
+                _creditProof(r, j),
+                _subAt(r, c.index),
+                _submissionProof(r, c.index),
+                abi.decode(_votes[r][j], (IRoundBook.SignedVote[]))
+            )
+        );
+    }
+
+    function _honestNotRefused(uint256 how, bool ok, bytes memory reason) internal {
+        string[6] memory what = [
+            "a forged submission",
+            "submissions out of order",
+            "a false credit",
+            "credits out of order",
+            "a sum that is not its children's",
+            "earnings that do not add up"
+        ];
+        _violate(
+            string.concat(
+                "proveHonestFalsely: ", what[how], " shown in an honest round was not refused: ", ok ? "voided" : _hex4(reason)
+            )
+        );
+    }
+
+    /// @notice The call of proveHonestFalsely's proof `how` against round r's honest roots
+    /// ("" when the round has no such leaves).
+    function honestProof(uint64 r, uint256 how, uint256 pick) external view returns (bytes memory) {
+        Round storage g = rounds[r];
+        if (how == 0) {
+            uint32 i = uint32(pick % g.count);
+            return abi.encodeCall(IRoundBook.proveForgedSubmission, (r, i, _subAt(r, i), _submissionProof(r, i)));
+        }
+        if (how == 1) {
+            if (g.count < 2) return "";
+            uint32 i = uint32(pick % (g.count - 1));
+            return abi.encodeCall(
+                IRoundBook.proveUnsorted, (r, i, _subAt(r, i), _submissionProof(r, i), _subAt(r, i + 1), _submissionProof(r, i + 1))
+            );
+        }
+        return _honestCreditProof(r, g, how, pick);
+    }
+
+    function _honestCreditProof(uint64 r, Round storage g, uint256 how, uint256 pick) internal view returns (bytes memory) {
+        uint32 n = g.credits;
+        if (!g.verdicts || n == 0 || (how >= 3 && how <= 4 && n < 2)) return "";
+        uint32 j = uint32(pick % (how == 3 ? n - 1 : n));
+        IRoundBook.Credit memory c = abi.decode(_credits[r][j], (IRoundBook.Credit));
+        if (how == 2) return _badCreditCall(r, j, c);
+        if (how == 3) {
+            return abi.encodeCall(
+                IRoundBook.proveCreditsUnsorted,
+                (
+                    r,
+                    j,
+                    c,
+                    _amounts[r][j],
+                    _creditProof(r, j),
+                    abi.decode(_credits[r][j + 1], (IRoundBook.Credit)),
+                    _amounts[r][j + 1],
+                    _creditProof(r, j + 1)
+                )
+            );
+        }
+        if (how == 4) {
+            SumTree.Node[] memory path = _creditProof(r, 0);
+            SumTree.Node memory left = SumTree.leaf(keccak256(_credits[r][0]), _amounts[r][0]);
+            SumTree.Node[] memory above = new SumTree.Node[](path.length - 1);
+            for (uint256 k; k < above.length; ++k) {
+                above[k] = path[k + 1];
+            }
+            return abi.encodeCall(IRoundBook.proveBadSum, (r, 1, 0, SumTree.parent(left, path[0]), above, left, path[0]));
+        }
+        if (c.earnings.anchor == NO_ROUND) return "";
+        return abi.encodeCall(
+            IRoundBook.proveBadEarnings, (r, j, c, _amounts[r][j], _creditProof(r, j), _earningsShown(c.earnings))
+        );
+    }
+
     // ======================================================================== reads for invariants
 
     function violationCount() external view returns (uint256) {
@@ -951,14 +1116,9 @@ contract BookHandler is CheatsBase {
         return _unposted;
     }
 
-    /// @notice What `producer` earned in the rounds that stand (its share of each), as the model
-    /// says: the most it may have been paid.
-    function earned(address producer) external view returns (uint256 total) {
-        for (uint256 i; i < _played.length; ++i) {
-            uint64 q = _played[i];
-            uint32 index = _creditOf[q][producer];
-            if (index != 0 && _stands(q)) total += _share(q, _amounts[q][index - 1]);
-        }
+    /// @notice The last round a lie in round `r`'s roots may be proven in.
+    function challengeEnd(uint64 r) external view returns (uint64) {
+        return _challengeEnd(r);
     }
 
     /// @notice Whether round `r` stands for good, as the model says.
@@ -1013,8 +1173,12 @@ contract BookHandler is CheatsBase {
         if (!done) _violate("draw: a request whose block hash is known did not draw");
         if (a != want) {
             _violate(string.concat("draw: drew ", vm.toString(a), ", the rules draw ", vm.toString(want)));
+            return a;
         }
         if (a == address(0)) _hit(DRAWN_NOBODY);
+        // its bond is held until the proof window of this round closes
+        uint64 proofsEnd = round + W + 1 + C;
+        if (a != address(0) && heldUntil[a] < proofsEnd) heldUntil[a] = proofsEnd;
         _hit(DRAWS_PREDICTED);
         return a;
     }
@@ -1146,6 +1310,21 @@ contract BookHandler is CheatsBase {
         }
     }
 
+    /// @dev Round r's stake snapshot (the root's block) and beacon (the hash of the block after
+    /// it), as the rules make them.
+    function _snapshot(uint64 r) internal view returns (IRoundBook.RoundView memory v) {
+        v.postedBlock = _postedBlock[r];
+        v.beacon = SeatDraw.beaconFrom(blockhash(v.postedBlock + 1));
+    }
+
+    function _checkSnapshot(uint64 r) internal {
+        IRoundBook.RoundView memory want = _snapshot(r);
+        IRoundBook.RoundView memory drawn = book.roundOf(r);
+        if (drawn.beacon != want.beacon || drawn.postedBlock != want.postedBlock) {
+            _violate("postVerdicts: the round's beacon or stake snapshot is not the rules' (the hash of the block after the root's)");
+        }
+    }
+
     function _signVotes(
         uint64 r,
         IRoundBook.SignedSubmission memory s,
@@ -1174,7 +1353,11 @@ contract BookHandler is CheatsBase {
     }
 
     /// @dev The producer's earnings as of the rounds settled for round r (those <= r - LAG,
-    /// whose standing is fixed by r's verdict round), proven from its last credit among them.
+    /// whose standing is fixed by r's verdict round), by the book's rule (the client's
+    /// EarningsBook): its last standing credit among them is the anchor, and settled is the
+    /// anchor leaf's own settled, the anchor's share and the shares of its recent credits (the
+    /// sum of its standing shares, unless a lie of earnings stood in an anchor before: standing
+    /// leaves are final, and carried on).
     function _earnings(address p, uint64 r) internal view returns (IRoundBook.Earnings memory e) {
         e.anchor = NO_ROUND;
         e.recent = new uint32[](0);
@@ -1183,35 +1366,40 @@ contract BookHandler is CheatsBase {
             uint64 q = _played[i];
             uint32 index = _creditOf[q][p];
             if (index == 0 || !_stands(q)) continue;
-            e.settled += uint128(_share(q, _amounts[q][index - 1]));
             e.anchor = q;
             e.anchorIndex = index - 1;
         }
         if (e.anchor == NO_ROUND) return e;
+        IRoundBook.Credit memory anchor = abi.decode(_credits[e.anchor][e.anchorIndex], (IRoundBook.Credit));
+        uint256 settled = anchor.earnings.settled + _share(e.anchor, _amounts[e.anchor][e.anchorIndex]);
         e.recent = new uint32[](LAG - 1);
         for (uint256 k; k < LAG - 1; ++k) {
             e.recent[k] = NO_INDEX;
             if (e.anchor < k + 1) continue;
             uint64 q = e.anchor - 1 - uint64(k);
             uint32 index = _creditOf[q][p];
-            if (index != 0 && _stands(q)) e.recent[k] = index - 1;
+            if (index == 0 || !_stands(q)) continue;
+            e.recent[k] = index - 1;
+            settled += _share(q, _amounts[q][index - 1]);
         }
+        e.settled = uint128(settled);
     }
 
     function _proveUnposted(uint64 r, Round storage g) internal {
         IRoundBook.SignedSubmission memory leaf = abi.decode(_subs[r][0], (IRoundBook.SignedSubmission));
-        uint256 bond = roster.bondOf(g.aggregator);
+        uint256 bond = bondHeld[g.aggregator];
         uint256 before = STRANGER.balance;
         uint256 poolBefore = book.rewardPool();
         vm.prank(STRANGER);
         (bool ok, bytes memory reason) =
             address(roster).call(abi.encodeCall(IAggregatorDraw.proveUnposted, (r, leaf, _receipt[r])));
-        g.lieProven = true;
         if (bond == 0) {
-            // its roster bond went to an earlier round's proof: nothing is left to take
-            if (ok) _violate("proveUnposted: a spent bond was taken twice");
-            return;
+            // its roster bond went to an earlier round's proof (and it has not enlisted anew):
+            // nothing is left to take, and the round stays unproven
+            return _refusedAs("proveUnposted (its bond spent)", ok, reason, IRoundBook.NoLie.selector);
         }
+        g.lieProven = true;
+        bondHeld[g.aggregator] = 0;
         _expect("proveUnposted", ok, reason);
         _paidExactly("proveUnposted", STRANGER, before, bond / 2);
         if (book.rewardPool() != poolBefore + bond - bond / 2) {
@@ -1371,6 +1559,50 @@ contract BookHandler is CheatsBase {
         );
     }
 
+    /// @dev Shows the first parent of leaves, whose sum is one more than its children's.
+    function _proveBadSum(uint64 r, Round storage g) internal {
+        SumTree.Node[] memory path = _creditProof(r, 0);
+        SumTree.Node memory left = SumTree.leaf(keccak256(_credits[r][0]), _amounts[r][0]);
+        SumTree.Node memory right = path[0];
+        SumTree.Node memory node = SumTree.Node(SumTree.parentHash(left, right), left.sum + right.sum + 1);
+        SumTree.Node[] memory above = new SumTree.Node[](path.length - 1);
+        for (uint256 i; i < above.length; ++i) {
+            above[i] = path[i + 1];
+        }
+        _proven(r, g, abi.encodeCall(IRoundBook.proveBadSum, (r, 1, 0, node, above, left, right)), BAD_SUM_PROVEN);
+    }
+
+    /// @dev Shows the standing credit the lying earnings leave out.
+    function _proveSkipped(uint64 r, Round storage g) internal {
+        uint32 at = g.creditLie;
+        IRoundBook.Credit memory credit = abi.decode(_credits[r][at], (IRoundBook.Credit));
+        uint64 q = _skipped[r];
+        IRoundBook.Shown memory skipped = _shownAt(q, _creditOf[q][credit.producer] - 1);
+        _proven(
+            r,
+            g,
+            abi.encodeCall(IRoundBook.proveSkippedCredit, (r, at, credit, _amounts[r][at], _creditProof(r, at), skipped)),
+            SKIPPED_PROVEN
+        );
+    }
+
+    /// @dev Makes the earnings of a credit whose producer has two standing credits or more among
+    /// the rounds settled for r skip the last: anchored on the one before (its earnings as of a
+    /// round LAG after it), they add up and leave the last out. False when no credit has two.
+    function _skipOne(uint64 r, Round storage g, IRoundBook.Credit[] memory credits) internal returns (bool) {
+        for (uint256 i; i < credits.length; ++i) {
+            uint64 anchor = credits[i].earnings.anchor;
+            if (anchor == NO_ROUND || anchor == 0) continue;
+            IRoundBook.Earnings memory skipping = _earnings(credits[i].producer, anchor - 1 + LAG);
+            if (skipping.anchor == NO_ROUND) continue;
+            _skipped[r] = anchor;
+            credits[i].earnings = skipping;
+            g.creditLie = uint32(i);
+            return true;
+        }
+        return false;
+    }
+
     function _proveCreditedTwice(uint64 r, Round storage g) internal {
         bytes memory call_ = abi.encodeCall(
             IRoundBook.proveCreditsUnsorted,
@@ -1391,8 +1623,17 @@ contract BookHandler is CheatsBase {
     function _proveBadEarnings(uint64 r, Round storage g) internal {
         uint32 at = g.creditLie;
         IRoundBook.Credit memory credit = abi.decode(_credits[r][at], (IRoundBook.Credit));
-        IRoundBook.Earnings memory e = credit.earnings;
-        IRoundBook.Shown[] memory shown;
+        IRoundBook.Shown[] memory shown = _earningsShown(credit.earnings);
+        _proven(
+            r,
+            g,
+            abi.encodeCall(IRoundBook.proveBadEarnings, (r, at, credit, _amounts[r][at], _creditProof(r, at), shown)),
+            EARNINGS_PROVEN
+        );
+    }
+
+    /// @dev The leaves earnings are shown with: the anchor's, then each recent credit's.
+    function _earningsShown(IRoundBook.Earnings memory e) internal view returns (IRoundBook.Shown[] memory shown) {
         if (e.anchor != NO_ROUND) {
             uint256 n = 1;
             for (uint256 k; k < e.recent.length; ++k) {
@@ -1405,12 +1646,6 @@ contract BookHandler is CheatsBase {
                 if (e.recent[k] != NO_INDEX) shown[n++] = _shownAt(e.anchor - 1 - uint64(k), e.recent[k]);
             }
         }
-        _proven(
-            r,
-            g,
-            abi.encodeCall(IRoundBook.proveBadEarnings, (r, at, credit, _amounts[r][at], _creditProof(r, at), shown)),
-            EARNINGS_PROVEN
-        );
     }
 
     /// @dev Sends a proof of round r's lie as the auditor: it must void the round and pay the
@@ -1460,8 +1695,8 @@ contract BookHandler is CheatsBase {
             Challenge storage c = _challenges[i];
             if (c.closed || current > c.answerBy) continue;
             Round storage g = rounds[c.round];
-            if (g.subLie == WITHHELD && !c.verdictTree) continue;
-            if (c.index >= (c.verdictTree ? g.credits : g.count)) _hit(ANSWERED_EMPTY);
+            if (!_answerable(g, c)) continue;
+            bool empty = c.index >= (c.verdictTree ? g.credits : g.count);
             bytes memory call_ = _answerCall(c);
             uint256 before = g.aggregator.balance;
             vm.prank(g.aggregator);
@@ -1473,7 +1708,15 @@ contract BookHandler is CheatsBase {
             openChallengeBonds -= CHALLENGE_BOND;
             ++answered;
             _hit(ANSWERED);
+            if (empty) _hit(ANSWERED_EMPTY);
         }
+    }
+
+    /// @dev Whether the aggregator can show the challenged leaf: not a withholding one's
+    /// submission, nor a leaf below a BAD_SUM root's false parent (no proof of it reaches the root).
+    function _answerable(Round storage g, Challenge storage c) internal view returns (bool) {
+        if (g.subLie == WITHHELD && !c.verdictTree) return false;
+        return !(g.verdictLie == BAD_SUM && c.verdictTree && c.index < 2);
     }
 
     /// @dev The aggregator's answer to challenge `c`: the leaf with its proof, or the empty node.
@@ -1578,15 +1821,6 @@ contract BookHandler is CheatsBase {
         }
     }
 
-    /// @dev What the producer earned in the standing rounds up to r.
-    function _earnedThrough(address p, uint64 r) internal view returns (uint256 total) {
-        for (uint256 i; i < _played.length && _played[i] <= r; ++i) {
-            uint64 q = _played[i];
-            uint32 at = _creditOf[q][p];
-            if (at != 0 && _stands(q)) total += _share(q, _amounts[q][at - 1]);
-        }
-    }
-
     function _stands(uint64 q) internal view returns (bool) {
         Round storage g = rounds[q];
         return g.verdicts && !g.voided && g.open == 0 && ledger.currentRound() >= _challengeEnd(q) + 2;
@@ -1629,12 +1863,22 @@ contract BookHandler is CheatsBase {
         for (uint256 i; i < credits.length; ++i) {
             leaves[i] = SumTree.leaf(keccak256(credits[i]), _amounts[r][i]);
         }
-        (proof,) = _proof(leaves, index);
+        (proof,) = _proofOf(leaves, index, rounds[r].verdictLie == BAD_SUM);
     }
 
     /// @dev The proof of the node at `index` of the complete tree over `leaves` (padded with
     /// empty nodes to 2^depth), and the tree's root.
     function _proof(SumTree.Node[] memory leaves, uint256 index)
+        internal
+        pure
+        returns (SumTree.Node[] memory proof, SumTree.Node memory root)
+    {
+        return _proofOf(leaves, index, false);
+    }
+
+    /// @dev As _proof; with `bump`, the first parent of leaves commits to one more than its
+    /// children's sums (a BAD_SUM root), and every node above it carries the extra unit.
+    function _proofOf(SumTree.Node[] memory leaves, uint256 index, bool bump)
         internal
         pure
         returns (SumTree.Node[] memory proof, SumTree.Node memory root)
@@ -1651,6 +1895,7 @@ contract BookHandler is CheatsBase {
             for (uint256 i; i < up.length; ++i) {
                 up[i] = SumTree.parent(level[2 * i], level[2 * i + 1]);
             }
+            if (bump && h == 0) up[0].sum += 1;
             level = up;
             index >>= 1;
         }
