@@ -1969,18 +1969,5 @@ contract BookHandler is CheatsBase {
         revert NothingToDo();
     }
 
-    function _hex4(bytes memory reason) internal pure returns (string memory) {
-        if (reason.length < 4) return "no reason";
-        bytes memory out = new bytes(10);
-        bytes16 digits = "0123456789abcdef";
-        out[0] = "0";
-        out[1] = "x";
-        for (uint256 i; i < 4; ++i) {
-            out[2 + 2 * i] = digits[uint8(reason[i]) >> 4];
-            out[3 + 2 * i] = digits[uint8(reason[i]) & 0xf];
-        }
-        return string(out);
-    }
-
     receive() external payable {}
 }

@@ -63,6 +63,21 @@ abstract contract CheatsBase {
         return vm.deployCode(vm.envOr("SAPO_LEDGER_ARTIFACT", LEDGER_ARTIFACT), constructorArgs);
     }
 
+    /// @dev A revert's 4-byte selector as 0x-hex ("no reason" when it has none): the handlers
+    /// quote it in a violation, and tests/harness/foundry.py names the error beside it.
+    function _hex4(bytes memory reason) internal pure returns (string memory) {
+        if (reason.length < 4) return "no reason";
+        bytes memory out = new bytes(10);
+        bytes16 digits = "0123456789abcdef";
+        out[0] = "0";
+        out[1] = "x";
+        for (uint256 i; i < 4; ++i) {
+            out[2 + 2 * i] = digits[uint8(reason[i]) >> 4];
+            out[3 + 2 * i] = digits[uint8(reason[i]) & 0xf];
+        }
+        return string(out);
+    }
+
     /// @dev Maps `x` into [lo, hi] (inclusive) uniformly enough for fuzzing; keeps small values
     /// as they are so that forge's dictionary of interesting numbers still reaches the bounds.
     function bound(uint256 x, uint256 lo, uint256 hi) internal pure returns (uint256) {

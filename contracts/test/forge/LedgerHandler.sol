@@ -600,19 +600,6 @@ contract LedgerHandler is CheatsBase {
         revert ExpectedRefusal();
     }
 
-    function _hex4(bytes memory reason) internal pure returns (string memory) {
-        if (reason.length < 4) return "no reason";
-        bytes memory out = new bytes(10);
-        bytes16 digits = "0123456789abcdef";
-        out[0] = "0";
-        out[1] = "x";
-        for (uint256 i; i < 4; ++i) {
-            out[2 + 2 * i] = digits[uint8(reason[i]) >> 4];
-            out[3 + 2 * i] = digits[uint8(reason[i]) & 0xf];
-        }
-        return string(out);
-    }
-
     /// @dev True one time in `n`, from a hash of the fuzzed `seed`: forge favours small and
     /// boundary values, so a plain `seed % n == 0` would be true far more often than 1/n.
     function _oneIn(uint256 seed, uint256 n, string memory tag) internal pure returns (bool) {
@@ -791,7 +778,6 @@ contract LedgerHandler is CheatsBase {
             _roundsWithSubs.push(round);
         }
     }
-
 
     /// @dev Picks a submission from `seed` on, preferring a final unsettled one (`wantFinal`) or
     /// one open to votes.
