@@ -1112,10 +1112,6 @@ contract BookHandler is CheatsBase {
         return _played;
     }
 
-    function unposted() external view returns (uint64[] memory) {
-        return _unposted;
-    }
-
     /// @notice The last round a lie in round `r`'s roots may be proven in.
     function challengeEnd(uint64 r) external view returns (uint64) {
         return _challengeEnd(r);
