@@ -118,6 +118,7 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "proveUnpostedFalsely",
         "proveLeftOutFalsely",
         "proveHonestFalsely",
+        "equivocate",
     }
     for path in BOOK_PATHS:
         assert run.paths[BOOK_SUITE][path] > 0, path

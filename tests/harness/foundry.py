@@ -101,6 +101,11 @@ BOOK_PATHS = (
     "skippedCreditProven",
     "rosterRefusals",
     "falseProofsOfHonestRootsRefused",
+    "equivocationsSlashed",
+    "doubleSubmissionsSlashed",
+    "equivocationsProvenAgainRefused",
+    "lateEquivocationsRefused",
+    "falseEquivocationsRefused",
 )
 
 

@@ -26,6 +26,23 @@ interface IAggregatorDraw {
 
 interface IBook is IRoundBook {
     function aggregators() external view returns (address);
+    function judge() external view returns (address);
+}
+
+/// @dev The book's judge (RoundJudge): its proofs of two sides of one signer, declared here for
+/// the reason IAggregatorDraw is.
+interface IRoundJudge {
+    function proveEquivocation(
+        uint64 round,
+        address producer,
+        IRoundBook.CastVote calldata first,
+        IRoundBook.CastVote calldata second
+    ) external;
+    function proveDoubleSubmission(
+        uint64 round,
+        IRoundBook.SignedSubmission calldata first,
+        IRoundBook.SignedSubmission calldata second
+    ) external;
 }
 
 /// @notice Drives a RoundBook (and the SwarmLedger it reads) through random sequences of whole
@@ -54,20 +71,24 @@ interface IBook is IRoundBook {
 /// - Attackers send what the rules refuse (the *Falsely actions): claims, releases, posts, calls
 ///   of the judge's hooks, proofs of a left-out or unposted submission, proofs of lies against
 ///   honest roots; each must be refused with its error (its selector) and move nothing.
+/// - Checkers sign two different votes on one batch, producers two submissions of one round;
+///   a stranger proves it through the judge and the signer is slashed once, in the window
+///   (`equivocate`); proofs that show no two sides are refused.
 ///
 /// Every call's outcome is predicted: an action that breaks a rule of the book (a call refused
 /// that the rules allow, one accepted that they refuse, or a payment other than the rules say)
 /// records a violation, which the invariant `the handler saw no violation` reports with forge's
 /// shrunk sequence. An action with nothing to do reverts (forge counts it refused). Not played
-/// here: escalation to the ledger, equivocation and double submission (tests/chain/
-/// test_escalation.py and test_equivocation.py run them on anvil), the proof of an uncredited
-/// quorum, the v4 lane's batches beside the book's, and payees that refuse payment.
+/// here: escalation to the ledger, a signed vote or submission against the ledger's record of
+/// it (tests/chain/test_escalation.py and test_equivocation.py run them on anvil), the proof of
+/// an uncredited quorum, the v4 lane's batches beside the book's, and payees that refuse payment.
 contract BookHandler is CheatsBase {
     uint64 internal constant NO_ROUND = type(uint64).max;
     uint32 internal constant NO_INDEX = type(uint32).max;
     bytes32 internal constant NO_CREDITS = keccak256("sapo.no-credits");
     uint256 internal constant NODES = 6;
     uint256 internal constant SCALE = 10_000; // the ledger's SCORE_SCALE
+    uint256 internal constant BPS = 10_000;
     uint256 internal constant MAX_VOTES = 4; // the votes a credit carries, at most
     /// @dev Who challenges, audits, funds and releases rounds left without a verdict root: an
     /// account with no code (its payments go through).
@@ -91,6 +112,7 @@ contract BookHandler is CheatsBase {
     IBook public immutable book;
     ISwarmLedger public immutable ledger;
     IAggregatorDraw public immutable roster;
+    IRoundJudge public immutable judge;
     bytes32 internal immutable SEPARATOR;
     uint64 internal immutable W;
     uint64 internal immutable C;
@@ -103,6 +125,8 @@ contract BookHandler is CheatsBase {
     uint256 internal immutable QUORUM;
     uint256 internal immutable CHECKERS;
     uint256 internal immutable MIN_STAKE;
+    uint256 internal immutable SLASH_BPS;
+    uint256 internal immutable SETTLER_CUT_BPS;
 
     /// @notice The nodes, sorted by address (a submission root's order), and their keys.
     address[NODES] public nodes;
@@ -161,6 +185,12 @@ contract BookHandler is CheatsBase {
     /// @notice The roster's bonds (AggregatorDraw holds them).
     uint256 public rosterBonds;
     mapping(address producer => uint256) public paid;
+    /// @notice What equivocations took from the ledger's stakes: in all, each node's, and the
+    /// provers' cut of it (the rest went into the ledger's pool).
+    uint256 public slashed;
+    uint256 public proversCut;
+    mapping(address node => uint256) public slashedOf;
+    mapping(bytes32 key => bool) internal _equivocationProven; // (round, producer, signer)
     mapping(address producer => uint64) public through; // the round of its last claim + 1
 
     /// @dev The roster as its rules keep it: each slot's node and the block it enlisted or moved
@@ -218,11 +248,17 @@ contract BookHandler is CheatsBase {
     uint256 internal constant SKIPPED_PROVEN = 34;
     uint256 internal constant ROSTER_REFUSALS = 35;
     uint256 internal constant HONEST_PROOFS_REFUSED = 36;
+    uint256 internal constant EQUIVOCATIONS_SLASHED = 37;
+    uint256 internal constant DOUBLE_SUBMISSIONS_SLASHED = 38;
+    uint256 internal constant EQUIVOCATIONS_REPEATED_REFUSED = 39;
+    uint256 internal constant LATE_EQUIVOCATIONS_REFUSED = 40;
+    uint256 internal constant FALSE_EQUIVOCATIONS_REFUSED = 41;
 
     constructor(IBook book_, uint256[NODES] memory keys) {
         book = book_;
         ledger = ISwarmLedger(book_.ledger());
         roster = IAggregatorDraw(book_.aggregators());
+        judge = IRoundJudge(book_.judge());
         SEPARATOR = Messages.domainSeparator(address(book_));
         W = ledger.submitRounds();
         C = ledger.challengeRounds();
@@ -235,6 +271,8 @@ contract BookHandler is CheatsBase {
         QUORUM = ledger.quorum();
         CHECKERS = ledger.checkers();
         MIN_STAKE = ledger.minStake();
+        SLASH_BPS = ledger.slashBps();
+        SETTLER_CUT_BPS = ledger.SETTLER_CUT_BPS();
         blockNow = block.number;
         timeNow = block.timestamp;
         // sorted by address: insertion sort of six
@@ -250,7 +288,7 @@ contract BookHandler is CheatsBase {
             nodes[j] = a;
             _keys[j] = key;
         }
-        string[37] memory names = [
+        string[42] memory names = [
             "honestRounds",
             "forgedProven",
             "withheldVoided",
@@ -287,7 +325,12 @@ contract BookHandler is CheatsBase {
             "badSumProven",
             "skippedCreditProven",
             "rosterRefusals",
-            "falseProofsOfHonestRootsRefused"
+            "falseProofsOfHonestRootsRefused",
+            "equivocationsSlashed",
+            "doubleSubmissionsSlashed",
+            "equivocationsProvenAgainRefused",
+            "lateEquivocationsRefused",
+            "falseEquivocationsRefused"
         ];
         for (uint256 i; i < names.length; ++i) {
             _pathNames.push(names[i]);
@@ -1096,6 +1139,137 @@ contract BookHandler is CheatsBase {
         return abi.encodeCall(
             IRoundBook.proveBadEarnings, (r, j, c, _amounts[r][j], _creditProof(r, j), _earningsShown(c.earnings))
         );
+    }
+
+    // ======================================================================== actions: two sides
+
+    /// @notice A signer shows two sides, or a prover shows what is none. Two different votes one
+    /// checker signed on a batch of a posted round, or two different submissions one producer
+    /// signed of a round, proven by a stranger: in the round's challenge window the signer is
+    /// slashed slashBps of its stake, once per (round, batch, signer), and the prover paid
+    /// SETTLER_CUT_BPS of that, the rest going into the ledger's pool; shown again, refused
+    /// AlreadyProven; past the window, ChallengeWindowClosed (the stake that gave the seat may be
+    /// gone). What shows no equivocation is refused NoLie, in or out of the window: one vote
+    /// shown twice, a producer's two votes on its own batch (it holds no seat there), a second
+    /// vote another node signed, one submission shown twice, a second submission another node
+    /// signed, and a producer's submission of the next round shown against this round's.
+    function equivocate(uint256 seed_) external {
+        if (_played.length == 0) _nothing();
+        uint64 r = _played[seed_ % _played.length];
+        uint256 how = (seed_ >> 8) % 8;
+        uint256 p = (seed_ >> 16) % NODES;
+        uint256 v = (p + 1 + (seed_ >> 24) % (NODES - 1)) % NODES; // another node than p
+        uint64 score = uint64((1 + (seed_ >> 32) % 8) * SCALE);
+        bytes memory call_;
+        address signer; // the one a true proof slashes (zero: none is shown)
+        if (how < 4) {
+            // votes on p's batch of r; how 2: the producer's own, on its own batch
+            uint256 k = how == 2 ? p : v;
+            IRoundBook.CastVote memory first = _castVote(r, p, _keys[k], false, score);
+            IRoundBook.CastVote memory second = how == 1 ? first : _castVote(r, p, _keys[k], (seed_ >> 40) % 2 == 0, score + 1);
+            if (how == 3) second = _castVote(r, p, _keys[(v + 1) % NODES == p ? (v + 2) % NODES : (v + 1) % NODES], false, score + 1);
+            if (how == 0) signer = nodes[v];
+            call_ = abi.encodeCall(IRoundJudge.proveEquivocation, (r, nodes[p], first, second));
+        } else {
+            // submissions of r by p; how 7: its submission of r + 1 first
+            IRoundBook.SignedSubmission memory first = _signedSubmission(how == 7 ? r + 1 : r, p, _keys[p], score);
+            IRoundBook.SignedSubmission memory second = how == 5 ? first : _signedSubmission(r, p, _keys[p], score + 1);
+            if (how == 6) second = _signedSubmission(r, p, _keys[v], score + 1);
+            if (how == 4) signer = nodes[p];
+            call_ = abi.encodeCall(IRoundJudge.proveDoubleSubmission, (r, first, second));
+        }
+        if (signer == address(0)) return _refusedNoLie(how, call_);
+        bytes32 key = keccak256(abi.encode(r, nodes[p], signer));
+        bytes4 refusal;
+        if (ledger.currentRound() > _challengeEnd(r)) refusal = IRoundBook.ChallengeWindowClosed.selector;
+        else if (_equivocationProven[key]) refusal = IRoundBook.AlreadyProven.selector;
+        ISwarmLedger.NodeView memory before = ledger.nodeInfo(signer);
+        uint256 balance = STRANGER.balance;
+        uint256 ledgerPool = ledger.rewardPool();
+        vm.prank(STRANGER);
+        (bool ok, bytes memory reason) = address(judge).call(call_);
+        if (refusal != bytes4(0)) {
+            if (ok || bytes4(reason) != refusal || STRANGER.balance != balance) {
+                return _violate(
+                    string.concat(
+                        "equivocate: a proof ",
+                        refusal == IRoundBook.AlreadyProven.selector ? "shown again" : "after the window",
+                        " was not refused as the rules say: ",
+                        ok ? "slashed" : _hex4(reason)
+                    )
+                );
+            }
+            return _hit(refusal == IRoundBook.AlreadyProven.selector ? EQUIVOCATIONS_REPEATED_REFUSED : LATE_EQUIVOCATIONS_REFUSED);
+        }
+        _expect("equivocate", ok, reason);
+        if (!ok) return;
+        _equivocationProven[key] = true;
+        uint256 taken = ((before.activeStake + before.unbonding) * SLASH_BPS) / BPS;
+        uint256 cut = (taken * SETTLER_CUT_BPS) / BPS;
+        _paidExactly("equivocate", STRANGER, balance, cut);
+        if (ledger.nodeInfo(signer).activeStake != before.activeStake - taken) {
+            _violate("equivocate: the signer's stake did not lose slashBps of it");
+        }
+        if (ledger.rewardPool() != ledgerPool + taken - cut) {
+            _violate("equivocate: the ledger's pool did not get the slashed stake less the prover's cut");
+        }
+        slashed += taken;
+        proversCut += cut;
+        slashedOf[signer] += taken;
+        _hit(how == 0 ? EQUIVOCATIONS_SLASHED : DOUBLE_SUBMISSIONS_SLASHED);
+    }
+
+    function _refusedNoLie(uint256 how, bytes memory call_) internal {
+        uint256 staked = ledger.totalStaked();
+        vm.prank(STRANGER);
+        (bool ok, bytes memory reason) = address(judge).call(call_);
+        if (ok || bytes4(reason) != IRoundBook.NoLie.selector || ledger.totalStaked() != staked) {
+            string[8] memory what = [
+                "",
+                "one vote shown twice",
+                "a producer's two votes on its own batch",
+                "a second vote another node signed",
+                "",
+                "one submission shown twice",
+                "a second submission another node signed",
+                "a submission of the next round"
+            ];
+            return _violate(
+                string.concat("equivocate: ", what[how], " was not refused as no equivocation: ", ok ? "slashed" : _hex4(reason))
+            );
+        }
+        _hit(FALSE_EQUIVOCATIONS_REFUSED);
+    }
+
+    /// @dev A vote on producer p's batch of round r (its digest, as _signSubmissions makes it),
+    /// signed with `key`.
+    function _castVote(uint64 r, uint256 p, uint256 key, bool unavailable, uint64 score)
+        internal
+        view
+        returns (IRoundBook.CastVote memory vote)
+    {
+        bytes32 digest = keccak256(abi.encode("batch", r, nodes[p]));
+        uint64 signal = uint64(SCALE / 10);
+        bytes32 hash = Messages.signingHash(
+            SEPARATOR, Messages.structHash(Messages.Vote(r, nodes[p], digest, unavailable, score, signal, 0))
+        );
+        vote = IRoundBook.CastVote(digest, unavailable, score, signal, 0, _sig(key, hash));
+    }
+
+    /// @dev A submission of round r in producer p's name, signed with `key`.
+    function _signedSubmission(uint64 r, uint256 p, uint256 key, uint64 score)
+        internal
+        view
+        returns (IRoundBook.SignedSubmission memory)
+    {
+        Messages.Submission memory m = Messages.Submission({
+            round: r,
+            digest: keccak256(abi.encode("batch", r, nodes[p])),
+            rollouts: 8,
+            score: score,
+            signal: uint64(SCALE / 10)
+        });
+        return IRoundBook.SignedSubmission(nodes[p], m, _sig(key, _submissionHash(m)));
     }
 
     // ======================================================================== reads for invariants

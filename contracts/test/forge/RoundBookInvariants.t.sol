@@ -77,7 +77,7 @@ contract RoundBookInvariantsTest is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](20);
+        bytes4[] memory actions = new bytes4[](21);
         actions[0] = BookHandler.warp.selector;
         actions[1] = BookHandler.enlist.selector;
         actions[2] = BookHandler.resign.selector;
@@ -98,6 +98,7 @@ contract RoundBookInvariantsTest is CheatsBase {
         actions[17] = BookHandler.proveUnpostedFalsely.selector;
         actions[18] = BookHandler.proveLeftOutFalsely.selector;
         actions[19] = BookHandler.proveHonestFalsely.selector;
+        actions[20] = BookHandler.equivocate.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }
@@ -152,9 +153,26 @@ contract RoundBookInvariantsTest is CheatsBase {
         _eq(sum, handler.rosterBonds(), "roster bonds = enlisted - withdrawn - taken by proofs");
     }
 
-    /// Half of each forfeited bond went to the ledger's pool, and nothing else did.
-    function invariant_forfeitedHalvesGoToTheLedgersPool() public view {
+    /// Half of each forfeited bond went to the ledger's pool, and each proven equivocation's
+    /// slashed stake less its prover's cut; nothing else did. Each node's stake is what it
+    /// staked less what its equivocations took, and the ledger holds exactly stakes and pool.
+    function invariant_theLedgersPoolHoldsForfeitedHalvesAndSlashedStake() public view {
         _eq(ledger.totalFunded(), handler.forfeited(), "ledger funded = the forfeited halves of void rounds' bonds");
+        _eq(ledger.totalSlashed(), handler.slashed(), "ledger slashed = what proven equivocations took");
+        _eq(ledger.totalSettlerPaid(), handler.proversCut(), "ledger's provers' pay = SETTLER_CUT_BPS of each slash");
+        _eq(
+            ledger.rewardPool(),
+            handler.forfeited() + handler.slashed() - handler.proversCut(),
+            "ledger pool = forfeited halves + slashed stake - provers' cut"
+        );
+        uint256 staked;
+        for (uint256 i; i < 6; ++i) {
+            address node = handler.nodes(i);
+            ISwarmLedger.NodeView memory info = ledger.nodeInfo(node);
+            _eq(info.activeStake + info.unbonding, 2 ether - handler.slashedOf(node), "a node's stake = staked - slashed");
+            staked += info.activeStake + info.unbonding;
+        }
+        _eq(address(ledger).balance, staked + ledger.rewardPool(), "ledger balance = stakes + pool");
     }
 
     /// Each producer's paid total and last claimed round are what its claims took as the rules
