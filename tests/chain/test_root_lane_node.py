@@ -565,6 +565,16 @@ def test_a_forged_batch_is_escalated_to_the_ledger_and_disputed_there(world) -> 
         checker.publisher.flush()
         assert checker.outbox()[f"attest:{r}:{world.me.lower()}"] == DONE
     assert world.swarm.ledger.submission(r, world.me).disputes == len(seated)
+    # each drew its seats on it as the ledger does, from the root's block (its stake snapshot,
+    # the next block's hash its beacon), not from the later block of the escalation's Submitted
+    # event: drawn from that, a seated checker found no seat in about one run of 140 (fresh20)
+    # and never voted
+    snapshot = on_chain.snapshot_block
+    for checker in others:
+        [(key, block)] = [(k, b) for k, b in checker.intake.window.blocks.items() if k[0] == r]
+        assert block == snapshot, (checker.address, block, snapshot)
+        local = checker.intake.seats._local[key]
+        assert local == world.swarm.ledger.seats_of(r, world.me, checker.address), checker.address
     # and the verdict root credits none of it: the round's only batch, so the no-credit root
     world.swarm.goto(world.windows.verdict_round(r))
     assert world.agg.service.tick().posted_verdicts == [r]

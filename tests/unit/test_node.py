@@ -381,9 +381,11 @@ def test_what_monitoring_reads_of_a_journal_costs_the_same_after_weeks(tmp_path:
             db.execute(f"DROP {kind} {name}")
         db.execute("DROP TABLE phase_counts")
         db.execute("UPDATE rounds SET phase = 'skipped' WHERE round = 3")  # no trigger now
-        # (and from before the peer totals, the families and the submissions' blocks)
+        # (and from before the peer totals, the families and the submissions' blocks and
+        # snapshots)
         db.execute("DROP TABLE peer_totals")
         db.execute("DROP TABLE peer_families")
+        db.execute("ALTER TABLE peer_submissions DROP COLUMN snapshot")
         db.execute("ALTER TABLE peer_submissions DROP COLUMN block")
         db.execute("INSERT INTO peer_submissions VALUES (7, '0xa', '0xd', 1, 1, 1)")
         # (and the root lane's credits of ours from before their votes were kept)

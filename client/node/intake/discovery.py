@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from client.chain import Ledger, LedgerParams
 from client.chain.events import EventReader
-from client.chain.ledger_events import Appealed, Submitted
+from client.chain.ledger_events import Appealed, Escalated, Submitted
 from client.node.journal import Journal
 
 
@@ -35,7 +35,8 @@ def discover(
     first_block: Callable[[], int] | None = None,
 ) -> list[tuple[int, str]]:
     """Journals what happened on the ledger since the saved cursor, up to the head: the peers'
-    submissions (not `me`'s) and their blocks (a local draw's stake snapshot), and which peers'
+    submissions (not `me`'s) and their blocks (a local draw's stake snapshot: an escalated
+    batch's is its root's, read from the ledger's record), and which peers'
     batches were appealed (drawing a new committee). A journal without a cursor starts at
     `first_block()` (asked only then), else at the reader's start block. Returns the (round,
     node) of the submissions found (a root lane's batch escalated to the ledger among them)."""
@@ -49,13 +50,22 @@ def discover(
     head = reader.head()
     if head < start:
         return []
-    subs, appeals, blocks = [], [], {}
-    for e in reader.events(Submitted, Appealed, from_block=start, to_block=head):
+    subs, appeals, blocks, escalated = [], [], {}, []
+    for e in reader.events(Submitted, Appealed, Escalated, from_block=start, to_block=head):
         match e:
             case Appealed() if e.node != me:
                 appeals.append((e.round, e.node, e.beacon_block - 1))
             case Submitted() if e.node != me:
                 subs.append(e.claim())
                 blocks[(e.round, e.node)] = e.block_number
-    journal.peers.discovered(subs, head + 1, appeals, blocks)
+            case Escalated() if e.node != me:
+                escalated.append((e.round, e.node))
+    # an escalated root lane batch keeps the root's committee: its stake snapshot is the root's
+    # block, which the ledger's record holds (its Submitted event comes later); drawn from the
+    # event's block, a seated checker could find no seat and never vote. One read an
+    # escalation (each costs its checker a transaction)
+    snapshots = {
+        key: reader.ledger.submission(*key).snapshot_block for key in escalated if key in blocks
+    }
+    journal.peers.discovered(subs, head + 1, appeals, blocks, snapshots)
     return list(blocks)

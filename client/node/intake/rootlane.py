@@ -151,7 +151,9 @@ class RootIntake(Stage):
                 continue  # another family's batch: its committee is never ours
             key = (round_, claim.node)
             if self.window.blocks.get(key, posted.posted_block) != posted.posted_block:
-                continue  # submitted on the ledger: the book credits none of it
+                # submitted on the ledger (an escalated batch keeps the root's block, and
+                # stays an entry: voted on the ledger once escalated): the book credits none of it
+                continue
             self._entries[key] = Entry(index, signed, posted)
             found.append(claim)
         self._rounds[round_] = _Read(posted, tree)

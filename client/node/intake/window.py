@@ -22,7 +22,9 @@ class Window:
         self._cursor: int | None = None  # the block of the last peer submissions read
         self._subs: dict[Key, PeerSubmission] = {}
         self._bases: dict[Key, VoteBasis] = {}
-        self.blocks: dict[Key, int] = {}  # the block of each submission (where it is known)
+        # the block of each submission's stake snapshot (where it is known): its own, or an
+        # escalated root lane batch's root's
+        self.blocks: dict[Key, int] = {}
         self._ordered: list[PeerSubmission] | None = None  # by (round, node), until one is added
         self._first = -1
 

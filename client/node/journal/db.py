@@ -61,6 +61,9 @@ CREATE TABLE IF NOT EXISTS peer_submissions (
     score INTEGER NOT NULL,
     signal INTEGER NOT NULL,
     block INTEGER,  -- its Submitted event's: the draw's stake snapshot, the next block its beacon
+    -- the draw's stake snapshot where it is not `block`: an escalated root lane batch's, its
+    -- root's block (the ledger keeps the root's committee; its Submitted event is later)
+    snapshot INTEGER,
     PRIMARY KEY (round, node)
 );
 CREATE TABLE IF NOT EXISTS peer_batches (
@@ -232,13 +235,15 @@ class JournalDB:
 
     def _add_indexes(self) -> None:
         """Gives a journal of this version written before them the phase counts, the indexes,
-        the tables added since and peer_submissions' block, and drops the tables no longer
-        written (one transaction: a reader sees all of it or none)."""
+        the tables added since and peer_submissions' block and snapshot, and drops the tables
+        no longer written (one transaction: a reader sees all of it or none)."""
         [(has_counts,)] = self._db.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'phase_counts'"
         ).fetchall()
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(peer_submissions)")}
         add_block = "" if "block" in columns else "ALTER TABLE peer_submissions ADD block INTEGER;"
+        if "snapshot" not in columns:
+            add_block += "ALTER TABLE peer_submissions ADD snapshot INTEGER;"
         booked = {row[1] for row in self._db.execute("PRAGMA table_info(book_credits)")}
         add_votes = (
             "ALTER TABLE book_credits ADD votes INTEGER NOT NULL DEFAULT 0;"

@@ -109,20 +109,24 @@ class PeerBook:
         next_block: int,
         appeals: list[tuple[int, str, int]] = (),
         blocks: dict[tuple[int, str], int] | None = None,
+        snapshots: dict[tuple[int, str], int] | None = None,
     ) -> None:
-        """Records peers' submissions (with the block of each, from `blocks`), who agreed with
-        which batch (round, node, attester), which batches their producers appealed (round,
-        node, appeal block), and where the event scan goes on, in one transaction."""
+        """Records peers' submissions (with the block of each, from `blocks`, and the stake
+        snapshot of its committee where that is another block, from `snapshots`: an escalated
+        root lane batch's), which batches their producers appealed (round, node, appeal
+        block), and where the event scan goes on, in one transaction."""
         blocks = blocks or {}
+        snapshots = snapshots or {}
         with self._db.tx() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO peer_submissions "
-                "(round, node, digest, rollouts, score, signal, block) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "(round, node, digest, rollouts, score, signal, block, snapshot) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (s.round, s.node, s.digest, s.rollouts, s.score, s.signal, block)
+                    (s.round, s.node, s.digest, s.rollouts, s.score, s.signal, *where)
                     for s in subs
-                    for block in [blocks.get((s.round, s.node))]
+                    for key in [(s.round, s.node)]
+                    for where in [(blocks.get(key), snapshots.get(key))]
                 ],
             )
             db.executemany("INSERT OR IGNORE INTO peer_appeals VALUES (?, ?, ?)", appeals)
@@ -187,24 +191,26 @@ class PeerBook:
         self, block: int | None, first_round: int
     ) -> tuple[list[tuple[PeerSubmission, int | None]], int | None]:
         """The submissions of `first_round` on emitted after `block` (all of them for None),
-        each with its block (None for one journaled before blocks were kept), and the block to
-        go on from: discovery journals a block's events together, so none of a block already
-        read comes later."""
+        each with the block its committee's stake snapshot is (its own, or an escalated
+        batch's root's; None for one journaled before blocks were kept), and the block to go on
+        from: discovery journals a block's events together, so none of a block already read
+        comes later."""
         fields = list(Claim.model_fields)
         columns = ", ".join(fields)
         if block is None:
             rows = self._db.all(
-                f"SELECT block, {columns} FROM peer_submissions WHERE round >= ?",  # noqa: S608
+                f"SELECT block, COALESCE(snapshot, block), {columns} "  # noqa: S608 - fixed
+                "FROM peer_submissions WHERE round >= ?",
                 first_round,
             )
         else:
             rows = self._db.all(
-                f"SELECT block, {columns} FROM peer_submissions "  # noqa: S608 - fixed
-                "WHERE block > ? AND round >= ?",
+                f"SELECT block, COALESCE(snapshot, block), {columns} "  # noqa: S608 - fixed
+                "FROM peer_submissions WHERE block > ? AND round >= ?",
                 block,
                 first_round,
             )
-        subs = [(Claim(**dict(zip(fields, r[1:], strict=True))), r[0]) for r in rows]
+        subs = [(Claim(**dict(zip(fields, r[2:], strict=True))), r[1]) for r in rows]
         return subs, max((r[0] for r in rows if r[0] is not None), default=block)
 
     def vote_bases(self, first_round: int) -> dict[tuple[int, str], VoteBasis]:
