@@ -118,6 +118,27 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
             done = [n.journal.round(later - 1) for n in honest]
             return all(r is None or r.ended or r.reached(RoundPhase.CONFIRMED) for r in done)
 
+        def fetched(later: int) -> bool:
+            """Every honest node has its verdict on each other honest node's confirmed batch of
+            round later-1: sealed at the start of round later, a batch is trained on only in
+            the local rounds of round later+1 (lookback_rounds = 2: a node's local rounds run
+            as a round starts), so a warp before its peers fetched it loses it for learning
+            (a qwen node used none of the llama batches' items in 20 rounds, fresh20)."""
+            made = set()
+            for j, n in enumerate(honest):
+                r = n.journal.round(later - 1)
+                if r is not None and r.reached(RoundPhase.CONFIRMED):
+                    made.add(addr[j])
+            for i, n in enumerate(honest):
+                seen = {
+                    row["node"].lower()
+                    for row in n.journal.peers.peer_verdicts(later - 1)
+                    if row["round"] == later - 1
+                }
+                if not (made - {addr[i]}) <= seen:
+                    return False
+            return True
+
         def crossed() -> dict[str, int]:
             """Items each family's nodes trained on from the other family's honest nodes."""
             used = [used_across(i) for i in range(4)]
@@ -126,8 +147,8 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
                 for f in (qwen, llama)
             }
 
-        # up to 40 local rounds: a qwen node crossed in none of 20 in fresh20 (its family's
-        # two nodes used [0, 0] llama items there), the question of why is open
+        # each try waits for the peers' batches to be fetched before it warps (fetched); up to
+        # 40 tries (it breaks as soon as learning crossed both ways)
         for _ in range(40):
             if all(crossed().values()):
                 break
@@ -135,7 +156,9 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
             warp.to(params, later, 0.05)
             wait_until(
                 lambda later=later: (
-                    all(n.journal.local_round_counts(later) for n in honest) and caught_up(later)
+                    all(n.journal.local_round_counts(later) for n in honest)
+                    and caught_up(later)
+                    and fetched(later)
                 ),
                 timeout_s=120,
                 what="a local round after the peers' batches were fetched",
