@@ -105,10 +105,8 @@ def test_each_family_checks_its_own_batches_and_learning_crosses_families(world)
             )
 
         # learning crosses families, both ways: a later local round of a node of each family
-        # samples the other family's rollouts. Which node samples them is the draw's: a qwen
-        # node of the test models finds few of the llama batches' items worth a step (it used
-        # 0 and 4 of them in 20 rounds where its twin used 4 and the llama nodes 6 each,
-        # fresh18), so the test asks it of each family, not of each node.
+        # samples the other family's rollouts. Which node samples them is the draw's (a batch
+        # holds few groups with spread), so the test asks it of each family, not of each node.
         # anvil mines in real time, so a loaded machine may be rounds further than a warp: wait
         # for a local round in the round warped to or any later one, never in one exact round.
         # Each try waits for every node's batch of the round before to be confirmed or given up
