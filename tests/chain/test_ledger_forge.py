@@ -119,6 +119,9 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "proveLeftOutFalsely",
         "proveHonestFalsely",
         "equivocate",
+        "submitOnLedger",
+        "attestOnLedger",
+        "claimOnLedger",
     }
     for path in BOOK_PATHS:
         assert run.paths[BOOK_SUITE][path] > 0, path

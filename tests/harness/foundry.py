@@ -106,6 +106,14 @@ BOOK_PATHS = (
     "equivocationsProvenAgainRefused",
     "lateEquivocationsRefused",
     "falseEquivocationsRefused",
+    "ledgerBatches",
+    "ledgerCredits",
+    "ledgerClaims",
+    "ledgerClaimsBeforeTheBookDecides",
+    "roundsPaidByBothLanes",
+    "v4CreditProven",
+    "v4LeftOutProofsRefused",
+    "ledgerRecordsContradicted",
 )
 
 

@@ -74,14 +74,20 @@ interface IRoundJudge {
 /// - Checkers sign two different votes on one batch, producers two submissions of one round;
 ///   a stranger proves it through the judge and the signer is slashed once, in the window
 ///   (`equivocate`); proofs that show no two sides are refused.
+/// - The v4 lane beside the book: nodes submit batches on the ledger itself (force inclusion),
+///   seated checkers agree with them there, and producers claim them there once both lanes
+///   decided the round; the book's verdict root must not credit such a batch (a lie, proven,
+///   when it does), an aggregator may leave it out of its root, and a signed vote or
+///   submission that contradicts the ledger's record of it is slashed (one that keeps its word
+///   is refused).
 ///
 /// Every call's outcome is predicted: an action that breaks a rule of the book (a call refused
 /// that the rules allow, one accepted that they refuse, or a payment other than the rules say)
 /// records a violation, which the invariant `the handler saw no violation` reports with forge's
 /// shrunk sequence. An action with nothing to do reverts (forge counts it refused). Not played
-/// here: escalation to the ledger, a signed vote or submission against the ledger's record of
-/// it (tests/chain/test_escalation.py and test_equivocation.py run them on anvil), the proof of
-/// an uncredited quorum, the v4 lane's batches beside the book's, and payees that refuse payment.
+/// here: escalation to the ledger (tests/chain/test_escalation.py runs it on anvil), the proof
+/// of an uncredited quorum, payees that refuse payment, and the ledger's disputes, appeals and
+/// settlement (the ledger's own campaigns play those).
 contract BookHandler is CheatsBase {
     uint64 internal constant NO_ROUND = type(uint64).max;
     uint32 internal constant NO_INDEX = type(uint32).max;
@@ -108,6 +114,7 @@ contract BookHandler is CheatsBase {
     uint8 internal constant CREDITED_TWICE = 7;
     uint8 internal constant BAD_SUM = 8;
     uint8 internal constant SKIPPED = 9;
+    uint8 internal constant V4_CREDITED = 10;
 
     IBook public immutable book;
     ISwarmLedger public immutable ledger;
@@ -127,6 +134,7 @@ contract BookHandler is CheatsBase {
     uint256 internal immutable MIN_STAKE;
     uint256 internal immutable SLASH_BPS;
     uint256 internal immutable SETTLER_CUT_BPS;
+    uint64 internal immutable APPEAL_ROUNDS;
 
     /// @notice The nodes, sorted by address (a submission root's order), and their keys.
     address[NODES] public nodes;
@@ -191,6 +199,33 @@ contract BookHandler is CheatsBase {
     uint256 public proversCut;
     mapping(address node => uint256) public slashedOf;
     mapping(bytes32 key => bool) internal _equivocationProven; // (round, producer, signer)
+
+    // ------------------------------------------------------------------ the v4 lane beside the book
+    /// @dev A batch its producer submitted on the ledger itself (force inclusion), as the model
+    /// keeps it: its claim, its block (the stake snapshot; the next block's hash its beacon), its
+    /// agreeing voters, whether the ledger stored its beacon, and whether its share was paid.
+    struct LedgerBatch {
+        uint64 score;
+        uint64 signal;
+        uint64 at;
+        uint8 agrees;
+        bool drawn;
+        bool paid;
+    }
+
+    struct BatchKey {
+        uint64 round;
+        address node;
+    }
+
+    mapping(uint64 round => mapping(address node => LedgerBatch)) internal _ledgerBatches;
+    mapping(uint64 round => mapping(address node => mapping(address voter => bool))) internal _ledgerVoted;
+    BatchKey[] internal _ledgerKeys;
+    /// @notice The signal the ledger credits in each round, and what its claims paid.
+    mapping(uint64 round => uint256) public ledgerCredited;
+    uint256 public ledgerPaid;
+    mapping(uint64 round => bytes) internal _v4Out; // a v4 batch receipted and left out of the root
+    mapping(uint64 round => bytes) internal _v4Receipt;
     mapping(address producer => uint64) public through; // the round of its last claim + 1
 
     /// @dev The roster as its rules keep it: each slot's node and the block it enlisted or moved
@@ -253,6 +288,14 @@ contract BookHandler is CheatsBase {
     uint256 internal constant EQUIVOCATIONS_REPEATED_REFUSED = 39;
     uint256 internal constant LATE_EQUIVOCATIONS_REFUSED = 40;
     uint256 internal constant FALSE_EQUIVOCATIONS_REFUSED = 41;
+    uint256 internal constant LEDGER_BATCHES = 42;
+    uint256 internal constant LEDGER_CREDITS = 43;
+    uint256 internal constant LEDGER_CLAIMS = 44;
+    uint256 internal constant LEDGER_CLAIMS_UNDECIDED = 45;
+    uint256 internal constant ROUNDS_PAID_BY_BOTH_LANES = 46;
+    uint256 internal constant V4_CREDIT_PROVEN = 47;
+    uint256 internal constant V4_LEFT_OUT_REFUSED = 48;
+    uint256 internal constant RECORDS_CONTRADICTED = 49;
 
     constructor(IBook book_, uint256[NODES] memory keys) {
         book = book_;
@@ -273,6 +316,7 @@ contract BookHandler is CheatsBase {
         MIN_STAKE = ledger.minStake();
         SLASH_BPS = ledger.slashBps();
         SETTLER_CUT_BPS = ledger.SETTLER_CUT_BPS();
+        APPEAL_ROUNDS = ledger.appealRounds();
         blockNow = block.number;
         timeNow = block.timestamp;
         // sorted by address: insertion sort of six
@@ -288,7 +332,7 @@ contract BookHandler is CheatsBase {
             nodes[j] = a;
             _keys[j] = key;
         }
-        string[42] memory names = [
+        string[50] memory names = [
             "honestRounds",
             "forgedProven",
             "withheldVoided",
@@ -330,7 +374,15 @@ contract BookHandler is CheatsBase {
             "doubleSubmissionsSlashed",
             "equivocationsProvenAgainRefused",
             "lateEquivocationsRefused",
-            "falseEquivocationsRefused"
+            "falseEquivocationsRefused",
+            "ledgerBatches",
+            "ledgerCredits",
+            "ledgerClaims",
+            "ledgerClaimsBeforeTheBookDecides",
+            "roundsPaidByBothLanes",
+            "v4CreditProven",
+            "v4LeftOutProofsRefused",
+            "ledgerRecordsContradicted"
         ];
         for (uint256 i; i < names.length; ++i) {
             _pathNames.push(names[i]);
@@ -478,15 +530,26 @@ contract BookHandler is CheatsBase {
         }
         if (aggregator == address(0)) return false;
         IRoundBook.SignedSubmission[] memory subs = _signSubmissions(r, seed_);
+        if ((seed_ >> 96) % 2 == 0) {
+            // it receipted a producer's batch the v4 lane holds, and leaves it out (the book
+            // credits none of it): not a lie, and its producer's proof of it is refused
+            for (uint256 i; i < subs.length; ++i) {
+                if (_ledgerBatches[r][subs[i].producer].at == 0) continue;
+                _v4Out[r] = abi.encode(subs[i]);
+                _v4Receipt[r] = _sig(_keyOf(aggregator), _receiptHash(subs[i]));
+                subs = _without(subs, i);
+                break;
+            }
+        }
         uint8 lie = uint8((seed_ >> 64) % 12); // 4..7 a lie, else honest
         g.aggregator = aggregator;
         if (lie == 4) {
             g.subLie = FORGED;
-            g.lieIndex = uint32((seed_ >> 72) % NODES);
+            g.lieIndex = uint32((seed_ >> 72) % subs.length);
             IRoundBook.SignedSubmission memory f = subs[g.lieIndex];
             if ((seed_ >> 80) % 2 == 0) {
                 // signed with the next node's key: a submission its producer never signed
-                f.signature = _sig(_keys[(g.lieIndex + 1) % NODES], _submissionHash(f.submission));
+                f.signature = _sig(_keys[(_indexOf(f.producer) + 1) % NODES], _submissionHash(f.submission));
             } else {
                 // an outsider's, signed with its own key: a submission of no registered node
                 uint256 key = uint256(keccak256(abi.encode("outsider", r)));
@@ -495,16 +558,18 @@ contract BookHandler is CheatsBase {
                 g.lieIndex = _sortByProducer(subs, g.lieIndex);
             }
         } else if (lie == 7) {
-            // it receipts one producer's submission and leaves it out of the root
-            g.subLie = LEFT_OUT;
-            uint256 out = (seed_ >> 72) % NODES;
-            _leftOut[r] = abi.encode(subs[out]);
-            _receipt[r] = _sig(_keyOf(aggregator), _receiptHash(subs[out]));
-            IRoundBook.SignedSubmission[] memory kept = new IRoundBook.SignedSubmission[](NODES - 1);
-            for (uint256 i; i < kept.length; ++i) {
-                kept[i] = subs[i < out ? i : i + 1];
+            // it receipts one producer's submission and leaves it out of the root (one the v4
+            // lane does not hold: leaving that out is no lie)
+            uint256 out = (seed_ >> 72) % subs.length;
+            for (uint256 k; k < subs.length && _ledgerBatches[r][subs[out].producer].at != 0; ++k) {
+                out = (out + 1) % subs.length;
             }
-            subs = kept;
+            if (_ledgerBatches[r][subs[out].producer].at == 0) {
+                g.subLie = LEFT_OUT;
+                _leftOut[r] = abi.encode(subs[out]);
+                _receipt[r] = _sig(_keyOf(aggregator), _receiptHash(subs[out]));
+                subs = _without(subs, out);
+            }
         } else if (lie == 5) {
             g.subLie = WITHHELD;
         } else if (lie == 6) {
@@ -550,17 +615,27 @@ contract BookHandler is CheatsBase {
         uint64 r = current - W - C - 2;
         Round storage g = rounds[r];
         if (!g.posted || g.verdicts || g.voided || g.verdictLie == NO_VERDICTS) return false;
-        uint8 lie = uint8(seed_ % 24); // 6..14 a lie, else honest
-        if (lie == 14) {
+        uint8 lie = uint8(seed_ % 26); // 6..15 a lie, else honest
+        if (lie == 15) {
             g.verdictLie = NO_VERDICTS;
             return true;
         }
         // the seats of the round's committees: stakes as of the root's block, the beacon the hash
         // of the block after it (postVerdicts draws it: the model predicts it)
         IRoundBook.RoundView memory v = _snapshot(r);
-        (IRoundBook.Credit[] memory credits, uint128[] memory amounts, bytes[] memory votes) = _verdicts(r, v);
-        uint8[8] memory lies = [UNDER_QUORUM, INFLATED, EARNINGS, BAD_SIGNATURE, UNSEATED, CREDITED_TWICE, BAD_SUM, SKIPPED];
-        uint8 verdictLie = lie >= 6 && lie < 14 ? lies[lie - 6] : 0;
+        uint8[9] memory lies =
+            [UNDER_QUORUM, INFLATED, EARNINGS, BAD_SIGNATURE, UNSEATED, CREDITED_TWICE, BAD_SUM, SKIPPED, V4_CREDITED];
+        uint8 verdictLie = lie >= 6 && lie < 15 ? lies[lie - 6] : 0;
+        if (verdictLie == 0 && (seed_ >> 16) % 8 == 0) verdictLie = V4_CREDITED; // (rare otherwise)
+        (IRoundBook.Credit[] memory credits, uint128[] memory amounts, bytes[] memory votes) =
+            _verdicts(r, v, verdictLie == V4_CREDITED);
+        if (verdictLie == V4_CREDITED) {
+            // a credit of a batch the v4 lane holds (one round paid by both lanes)
+            uint256 j;
+            while (j < credits.length && _ledgerBatches[r][credits[j].producer].at == 0) ++j;
+            if (j == credits.length) verdictLie = 0; // none to credit: the honest root
+            else g.creditLie = uint32(j);
+        }
         if (credits.length == 0) verdictLie = 0;
         if (verdictLie == UNSEATED && !_unseatedVote(r, v, credits[0], votes)) verdictLie = 0;
         if (verdictLie == CREDITED_TWICE) (credits, amounts, votes) = _creditedTwice(credits, amounts, votes);
@@ -644,7 +719,7 @@ contract BookHandler is CheatsBase {
             if (
                 g.verdicts
                     && (g.verdictLie == UNDER_QUORUM || g.verdictLie == INFLATED || g.verdictLie == BAD_SIGNATURE
-                        || g.verdictLie == UNSEATED)
+                        || g.verdictLie == UNSEATED || g.verdictLie == V4_CREDITED)
             ) return _proveBadCredit(r, g);
             if (g.verdicts && g.verdictLie == CREDITED_TWICE) return _proveCreditedTwice(r, g);
             if (g.verdicts && g.verdictLie == BAD_SUM) return _proveBadSum(r, g);
@@ -929,7 +1004,16 @@ contract BookHandler is CheatsBase {
     /// none), and a stranger calling the hooks only the book's judge may call (voiding a verdict
     /// root, slashing a checker).
     function postFalsely(uint256 seed_) external {
-        uint256 how = seed_ % 4;
+        uint256 how = seed_ % 5;
+        if (how == 4) {
+            // a stranger binds the ledger to the book it names (only the book may)
+            vm.prank(STRANGER);
+            (bool bound, bytes memory why) = address(ledger).call(abi.encodeCall(ISwarmLedger.bindBook, ()));
+            if (bound || bytes4(why) != ISwarmLedger.NotTheBook.selector) {
+                return _violate(string.concat("postFalsely: a stranger binding the ledger's book was not refused: ", bound ? "taken" : _hex4(why)));
+            }
+            return _hit(FALSE_POSTS_REFUSED);
+        }
         uint64 current = ledger.currentRound();
         address caller = STRANGER;
         bytes memory call_;
@@ -1153,10 +1237,15 @@ contract BookHandler is CheatsBase {
     /// shown twice, a producer's two votes on its own batch (it holds no seat there), a second
     /// vote another node signed, one submission shown twice, a second submission another node
     /// signed, and a producer's submission of the next round shown against this round's.
+    /// Against the ledger's record (the v4 lane's batch of a round the book posted): a signed
+    /// vote of the other side than its signer's vote there, or a signed submission other than
+    /// the batch its producer submitted there (its score), is slashed the same way; one that
+    /// keeps its word (the same side; the batch it forced in) is refused NoLie.
     function equivocate(uint256 seed_) external {
         if (_played.length == 0) _nothing();
         uint64 r = _played[seed_ % _played.length];
-        uint256 how = (seed_ >> 8) % 8;
+        uint256 how = (seed_ >> 8) % 12;
+        if (how >= 8) return _againstTheRecord(seed_, how);
         uint256 p = (seed_ >> 16) % NODES;
         uint256 v = (p + 1 + (seed_ >> 24) % (NODES - 1)) % NODES; // another node than p
         uint64 score = uint64((1 + (seed_ >> 32) % 8) * SCALE);
@@ -1178,8 +1267,46 @@ contract BookHandler is CheatsBase {
             if (how == 4) signer = nodes[p];
             call_ = abi.encodeCall(IRoundJudge.proveDoubleSubmission, (r, first, second));
         }
+        _prove(r, nodes[p], signer, how, call_);
+    }
+
+    /// @dev equivocate's proofs against the ledger's record: how 8 a kept vote, 9 a vote of the
+    /// other side, 10 the batch forced in, 11 another score than the ledger's.
+    function _againstTheRecord(uint256 seed_, uint256 how) internal {
+        for (uint256 i; i < _ledgerKeys.length; ++i) {
+            BatchKey memory k = _ledgerKeys[(i + (seed_ >> 16)) % _ledgerKeys.length];
+            if (!rounds[k.round].posted) continue; // (a proof needs the book's round)
+            LedgerBatch storage b = _ledgerBatches[k.round][k.node];
+            bytes32 digest = keccak256(abi.encode("batch", k.round, k.node));
+            if (how >= 10) {
+                Messages.Submission memory m = Messages.Submission(k.round, digest, 8, b.score + (how == 11 ? 1 : 0), b.signal);
+                IRoundBook.SignedSubmission memory first = IRoundBook.SignedSubmission(k.node, m, _sig(_keyOf(k.node), _submissionHash(m)));
+                IRoundBook.SignedSubmission memory none;
+                bytes memory call_ = abi.encodeCall(IRoundJudge.proveDoubleSubmission, (k.round, first, none));
+                return _prove(k.round, k.node, how == 11 ? k.node : address(0), how, call_);
+            }
+            for (uint256 j; j < NODES; ++j) {
+                address voter = nodes[(j + (seed_ >> 24)) % NODES];
+                if (!_ledgerVoted[k.round][k.node][voter]) continue;
+                // its vote there agreed: the same side, or a dispute (another signal)
+                uint64 signal = b.signal + (how == 9 ? 1 : 0);
+                bytes32 hash = Messages.signingHash(
+                    SEPARATOR, Messages.structHash(Messages.Vote(k.round, k.node, digest, false, b.score, signal, 0))
+                );
+                IRoundBook.CastVote memory first = IRoundBook.CastVote(digest, false, b.score, signal, 0, _sig(_keyOf(voter), hash));
+                IRoundBook.CastVote memory none;
+                bytes memory call_ = abi.encodeCall(IRoundJudge.proveEquivocation, (k.round, k.node, first, none));
+                return _prove(k.round, k.node, how == 9 ? voter : address(0), how, call_);
+            }
+        }
+        _nothing();
+    }
+
+    /// @dev Sends a proof of two sides of `signer` on `producer`'s batch of round r (none shown:
+    /// signer zero) and judges the outcome as the rules say.
+    function _prove(uint64 r, address producer, address signer, uint256 how, bytes memory call_) internal {
         if (signer == address(0)) return _refusedNoLie(how, call_);
-        bytes32 key = keccak256(abi.encode(r, nodes[p], signer));
+        bytes32 key = keccak256(abi.encode(r, producer, signer));
         bytes4 refusal;
         if (ledger.currentRound() > _challengeEnd(r)) refusal = IRoundBook.ChallengeWindowClosed.selector;
         else if (_equivocationProven[key]) refusal = IRoundBook.AlreadyProven.selector;
@@ -1216,7 +1343,7 @@ contract BookHandler is CheatsBase {
         slashed += taken;
         proversCut += cut;
         slashedOf[signer] += taken;
-        _hit(how == 0 ? EQUIVOCATIONS_SLASHED : DOUBLE_SUBMISSIONS_SLASHED);
+        _hit(how >= 8 ? RECORDS_CONTRADICTED : how == 0 ? EQUIVOCATIONS_SLASHED : DOUBLE_SUBMISSIONS_SLASHED);
     }
 
     function _refusedNoLie(uint256 how, bytes memory call_) internal {
@@ -1224,7 +1351,7 @@ contract BookHandler is CheatsBase {
         vm.prank(STRANGER);
         (bool ok, bytes memory reason) = address(judge).call(call_);
         if (ok || bytes4(reason) != IRoundBook.NoLie.selector || ledger.totalStaked() != staked) {
-            string[8] memory what = [
+            string[12] memory what = [
                 "",
                 "one vote shown twice",
                 "a producer's two votes on its own batch",
@@ -1232,7 +1359,11 @@ contract BookHandler is CheatsBase {
                 "",
                 "one submission shown twice",
                 "a second submission another node signed",
-                "a submission of the next round"
+                "a submission of the next round",
+                "a signed vote of the side its signer took on the ledger",
+                "",
+                "the batch its producer forced in on the ledger",
+                ""
             ];
             return _violate(
                 string.concat("equivocate: ", what[how], " was not refused as no equivocation: ", ok ? "slashed" : _hex4(reason))
@@ -1270,6 +1401,153 @@ contract BookHandler is CheatsBase {
             signal: uint64(SCALE / 10)
         });
         return IRoundBook.SignedSubmission(nodes[p], m, _sig(key, _submissionHash(m)));
+    }
+
+    // ======================================================================== actions: the v4 lane
+
+    /// @notice A node submits its batch of an open round on the ledger itself (the v4 lane: a
+    /// force inclusion): the book may not credit it (its verdict root's lie when it does), its
+    /// producer may not prove it left out of the submission root, and it is voted on, credited
+    /// and claimed on the ledger, each lane's credits paid over both lanes' credited signal.
+    function submitOnLedger(uint256 seed_) external {
+        if ((seed_ >> 128) % 3 != 0) _nothing(); // one call in three: most batches go to the book
+        uint64 current = ledger.currentRound();
+        uint64 back = uint64((seed_ >> 8) % (W + 1));
+        if (current < back) _nothing();
+        uint64 r = current - back;
+        address p = nodes[seed_ % NODES];
+        // (a node slashed below minStake is refused StakeTooLow: the ledger's campaigns)
+        if (_ledgerBatches[r][p].at != 0 || ledger.nodeInfo(p).activeStake < MIN_STAKE) _nothing();
+        uint256 s = uint256(keccak256(abi.encode(seed_, "ledger")));
+        uint64 score = uint64((1 + s % 8) * SCALE);
+        uint64 signal = uint64(SCALE / 10 + (s >> 8) % (3 * SCALE));
+        vm.prank(p);
+        (bool ok, bytes memory reason) = address(ledger).call(
+            abi.encodeCall(ISwarmLedger.submit, (r, keccak256(abi.encode("batch", r, p)), 8, score, signal))
+        );
+        _expect("submit on the ledger", ok, reason);
+        if (!ok) return;
+        _ledgerBatches[r][p] = LedgerBatch(score, signal, uint64(blockNow), 0, false, false);
+        _ledgerKeys.push(BatchKey(r, p));
+        _hit(LEDGER_BATCHES);
+        _roll(1);
+    }
+
+    /// @notice A node agrees with a ledger batch in its committee's window: seated by the
+    /// ledger's draw (the model's: SeatDraw over stakes as of the batch's block, the next
+    /// block's hash), it is taken, and the second voter credits the batch (the quorum, by
+    /// distinct addresses); not seated, it is refused NotDrawn.
+    function attestOnLedger(uint256 seed_) external {
+        // one of the batches whose committee votes now (the newest, at the list's end)
+        uint64 current = ledger.currentRound();
+        uint256 open;
+        while (open < _ledgerKeys.length && _ledgerKeys[_ledgerKeys.length - 1 - open].round + W + C >= current) ++open;
+        if (open == 0) _nothing();
+        BatchKey memory k = _ledgerKeys[_ledgerKeys.length - 1 - seed_ % open];
+        LedgerBatch storage b = _ledgerBatches[k.round][k.node];
+        if (blockNow <= b.at + 1) _nothing();
+        // (a beacon nobody stored lapses with its block's hash: the ledger's campaigns play it)
+        if (!b.drawn && blockNow > b.at + 200) _nothing();
+        address v = nodes[(seed_ >> 8) % NODES];
+        if (v == k.node || _ledgerVoted[k.round][k.node][v] || ledger.nodeInfo(v).activeStake < MIN_STAKE) _nothing();
+        uint256 seats = SeatDraw.seats(
+            SeatDraw.beaconFrom(blockhash(b.at + 1)),
+            k.round,
+            k.node,
+            v,
+            ledger.stakeAt(v, b.at),
+            ledger.familyStakeAt(FAMILY, b.at),
+            CHECKERS
+        );
+        vm.prank(v);
+        (bool ok, bytes memory reason) =
+            address(ledger).call(abi.encodeCall(ISwarmLedger.attest, (k.round, k.node, b.score, b.signal, 0)));
+        if (seats == 0 || ledger.stakeAt(v, b.at) < MIN_STAKE) {
+            if (ok || bytes4(reason) != ISwarmLedger.NotDrawn.selector) {
+                _violate(string.concat("attestOnLedger: a vote with no seat was not refused NotDrawn: ", ok ? "taken" : _hex4(reason)));
+            }
+            return;
+        }
+        _expect("attest on the ledger", ok, reason);
+        if (!ok) return;
+        _ledgerVoted[k.round][k.node][v] = true;
+        b.drawn = true;
+        if (++b.agrees == QUORUM) {
+            ledgerCredited[k.round] += b.signal;
+            _hit(LEDGER_CREDITS);
+        }
+    }
+
+    /// @notice A producer claims its ledger batch's share: refused RoundNotFinal until the
+    /// ledger's round is final and the book has decided it (its standing total fixed); then its
+    /// signal's share of the round's reward over both lanes' credited signal, NothingToClaim for
+    /// a batch not credited, PoolInsufficient beyond the ledger's pool, AlreadyClaimed once paid.
+    function claimOnLedger(uint256 seed_) external {
+        if (_ledgerKeys.length == 0) _nothing();
+        uint256 at = seed_ % _ledgerKeys.length;
+        if ((seed_ >> 128) % 4 != 0) {
+            // mostly a credited batch not paid yet whose round both lanes decided, where there is one
+            uint64 current_ = ledger.currentRound();
+            for (uint256 i; i < _ledgerKeys.length; ++i) {
+                BatchKey memory c = _ledgerKeys[(at + i) % _ledgerKeys.length];
+                LedgerBatch storage cb = _ledgerBatches[c.round][c.node];
+                if (cb.agrees >= QUORUM && !cb.paid && current_ >= _challengeEnd(c.round) + 2) {
+                    at = (at + i) % _ledgerKeys.length;
+                    break;
+                }
+            }
+        }
+        BatchKey memory k = _ledgerKeys[at];
+        LedgerBatch storage b = _ledgerBatches[k.round][k.node];
+        uint64 current = ledger.currentRound();
+        uint256 other = _stands(k.round) ? rounds[k.round].total : 0;
+        uint256 amount;
+        bytes4 refusal;
+        if (current <= k.round + W + C + APPEAL_ROUNDS || current < _challengeEnd(k.round) + 2) {
+            refusal = ISwarmLedger.RoundNotFinal.selector;
+        } else if (b.paid) {
+            refusal = ISwarmLedger.AlreadyClaimed.selector;
+        } else {
+            if (b.agrees >= QUORUM) amount = (REWARD * b.signal) / (ledgerCredited[k.round] + other);
+            if (amount == 0) refusal = ISwarmLedger.NothingToClaim.selector;
+            else if (amount > ledgerPool()) refusal = ISwarmLedger.PoolInsufficient.selector;
+        }
+        uint64[] memory list = new uint64[](1);
+        list[0] = k.round;
+        uint256 before = k.node.balance;
+        vm.prank(k.node);
+        (bool ok, bytes memory reason) = address(ledger).call(abi.encodeCall(ISwarmLedger.claim, (list)));
+        if (refusal != bytes4(0)) {
+            if (ok || bytes4(reason) != refusal) {
+                return _violate(
+                    string.concat("claimOnLedger: not refused as the rules say (", _hex4(abi.encodePacked(refusal)), "): ", ok ? "paid" : _hex4(reason))
+                );
+            }
+            if (refusal == ISwarmLedger.RoundNotFinal.selector && current > k.round + W + C + APPEAL_ROUNDS) {
+                _hit(LEDGER_CLAIMS_UNDECIDED); // final on the ledger, not decided by the book yet
+            }
+            return;
+        }
+        _expect("claim on the ledger", ok, reason);
+        _paidExactly("claim on the ledger", k.node, before, amount);
+        b.paid = true;
+        ledgerPaid += amount;
+        _hit(LEDGER_CLAIMS);
+        if (other != 0) _hit(ROUNDS_PAID_BY_BOTH_LANES);
+    }
+
+    /// @notice The ledger's pool as the rules move it: the forfeited halves and the slashed
+    /// stake, less the provers' cut and what the ledger's claims paid.
+    function ledgerPool() public view returns (uint256) {
+        return forfeited + slashed - proversCut - ledgerPaid;
+    }
+
+    /// @notice The rounds with a batch on the ledger (one entry per batch).
+    function ledgerRounds() external view returns (uint64[] memory list) {
+        list = new uint64[](_ledgerKeys.length);
+        for (uint256 i; i < list.length; ++i) {
+            list[i] = _ledgerKeys[i].round;
+        }
     }
 
     // ======================================================================== reads for invariants
@@ -1390,13 +1668,15 @@ contract BookHandler is CheatsBase {
                 score: uint64((1 + s % 8) * SCALE),
                 signal: uint64(SCALE / 10 + (s >> 8) % (3 * SCALE))
             });
+            LedgerBatch storage b = _ledgerBatches[r][nodes[i]];
+            if (b.at != 0) (m.score, m.signal) = (b.score, b.signal); // the batch it forced in
             subs[i] = IRoundBook.SignedSubmission(nodes[i], m, _sig(_keys[i], _submissionHash(m)));
         }
     }
 
     /// @dev The credits of round r's honest verdict root: each valid submission with a quorum of
     /// seated checkers, their agreeing votes (at most MAX_VOTES, sorted by voter), its earnings.
-    function _verdicts(uint64 r, IRoundBook.RoundView memory v)
+    function _verdicts(uint64 r, IRoundBook.RoundView memory v, bool withV4)
         internal
         view
         returns (IRoundBook.Credit[] memory credits, uint128[] memory amounts, bytes[] memory votes)
@@ -1410,6 +1690,8 @@ contract BookHandler is CheatsBase {
         for (uint256 i; i < subs.length; ++i) {
             if (rounds[r].subLie == FORGED && i == rounds[r].lieIndex) continue; // nobody agrees with a forgery
             IRoundBook.SignedSubmission memory s = abi.decode(subs[i], (IRoundBook.SignedSubmission));
+            // a batch the v4 lane holds is paid there: the book credits none of it
+            if (!withV4 && _ledgerBatches[r][s.producer].at != 0) continue;
             IRoundBook.SignedVote[] memory signed = _signVotes(r, s, v, familyStake);
             if (signed.length < QUORUM) continue;
             votes[n] = abi.encode(signed);
@@ -1619,17 +1901,23 @@ contract BookHandler is CheatsBase {
     /// neighbour that is itself (below, or above: not its place), a receipt its producer signed
     /// itself, and a receipt of another round's submission.
     function proveLeftOutFalsely(uint256 seed_) external {
-        uint256 how = seed_ % 4;
+        uint256 how = seed_ % 5;
         uint64 current = ledger.currentRound();
         for (uint256 i; i < _played.length; ++i) {
             uint64 r = _played[(i + (seed_ >> 8)) % _played.length];
             Round storage g = rounds[r];
             if (g.voided || current > _challengeEnd(r) || g.count == 0) continue;
-            if (how >= 2 && g.subLie != LEFT_OUT) continue;
+            if ((how == 2 || how == 3) && g.subLie != LEFT_OUT) continue;
+            if (how == 4 && _v4Out[r].length == 0) continue;
             IRoundBook.SignedSubmission memory leaf;
             bytes memory receipt;
             uint32 index;
-            if (how < 2) {
+            if (how == 4) {
+                // a batch the v4 lane holds, receipted and left out: the book credits none of it
+                leaf = abi.decode(_v4Out[r], (IRoundBook.SignedSubmission));
+                receipt = _v4Receipt[r];
+                while (index < g.count && _subAt(r, index).producer < leaf.producer) ++index;
+            } else if (how < 2) {
                 // a kept leaf, receipted, claimed at the place after it (below: itself) or at its own (above: itself)
                 uint32 at = uint32((seed_ >> 16) % g.count);
                 leaf = _subAt(r, at);
@@ -1661,19 +1949,32 @@ contract BookHandler is CheatsBase {
             vm.prank(STRANGER);
             (bool ok, bytes memory reason) = address(book).call(_leftOutCall(r, leaf, receipt, index));
             if (ok || bytes4(reason) != IRoundBook.NoLie.selector || address(book).balance != held) {
-                string[4] memory what = [
+                string[5] memory what = [
                     "a kept submission shown left out above itself",
                     "a kept submission shown left out below itself",
                     "a receipt its producer signed",
-                    "a receipt of another round's submission"
+                    "a receipt of another round's submission",
+                    "a batch the v4 lane holds"
                 ];
                 return _violate(
                     string.concat("proveLeftOutFalsely: ", what[how], " was not refused: ", ok ? "paid" : _hex4(reason))
                 );
             }
-            return _hit(FALSE_LEFT_OUT_REFUSED);
+            return _hit(how == 4 ? V4_LEFT_OUT_REFUSED : FALSE_LEFT_OUT_REFUSED);
         }
         _nothing();
+    }
+
+    /// @dev `subs` without its i-th.
+    function _without(IRoundBook.SignedSubmission[] memory subs, uint256 i)
+        internal
+        pure
+        returns (IRoundBook.SignedSubmission[] memory kept)
+    {
+        kept = new IRoundBook.SignedSubmission[](subs.length - 1);
+        for (uint256 k; k < kept.length; ++k) {
+            kept[k] = subs[k < i ? k : k + 1];
+        }
     }
 
     function _subAt(uint64 r, uint256 index) internal view returns (IRoundBook.SignedSubmission memory) {
@@ -1703,30 +2004,27 @@ contract BookHandler is CheatsBase {
     }
 
     function _proveBadCredit(uint64 r, Round storage g) internal {
-        IRoundBook.Credit memory credit = abi.decode(_credits[r][0], (IRoundBook.Credit));
+        uint32 j = g.creditLie; // (0 but for a v4 batch's credit)
+        IRoundBook.Credit memory credit = abi.decode(_credits[r][j], (IRoundBook.Credit));
         IRoundBook.SignedSubmission memory sub = abi.decode(_subs[r][credit.index], (IRoundBook.SignedSubmission));
         bytes memory call_ = abi.encodeCall(
             IRoundBook.proveBadCredit,
             (
                 r,
-                0,
+                j,
                 credit,
-                _amounts[r][0],
-                _creditProof(r, 0),
+                _amounts[r][j],
+                _creditProof(r, j),
                 sub,
                 _submissionProof(r, credit.index),
-                abi.decode(_votes[r][0], (IRoundBook.SignedVote[]))
+                abi.decode(_votes[r][j], (IRoundBook.SignedVote[]))
             )
         );
         uint8 lie = g.verdictLie;
-        _proven(
-            r,
-            g,
-            call_,
-            lie == UNDER_QUORUM
-                ? UNDER_QUORUM_PROVEN
-                : lie == INFLATED ? INFLATED_PROVEN : lie == BAD_SIGNATURE ? BAD_SIGNATURE_PROVEN : UNSEATED_PROVEN
-        );
+        uint256 path = lie == UNDER_QUORUM
+            ? UNDER_QUORUM_PROVEN
+            : lie == INFLATED ? INFLATED_PROVEN : lie == BAD_SIGNATURE ? BAD_SIGNATURE_PROVEN : UNSEATED_PROVEN;
+        _proven(r, g, call_, lie == V4_CREDITED ? V4_CREDIT_PROVEN : path);
     }
 
     /// @dev Shows the first parent of leaves, whose sum is one more than its children's.

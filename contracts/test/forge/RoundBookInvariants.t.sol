@@ -77,7 +77,7 @@ contract RoundBookInvariantsTest is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](21);
+        bytes4[] memory actions = new bytes4[](24);
         actions[0] = BookHandler.warp.selector;
         actions[1] = BookHandler.enlist.selector;
         actions[2] = BookHandler.resign.selector;
@@ -99,6 +99,9 @@ contract RoundBookInvariantsTest is CheatsBase {
         actions[18] = BookHandler.proveLeftOutFalsely.selector;
         actions[19] = BookHandler.proveHonestFalsely.selector;
         actions[20] = BookHandler.equivocate.selector;
+        actions[21] = BookHandler.submitOnLedger.selector;
+        actions[22] = BookHandler.attestOnLedger.selector;
+        actions[23] = BookHandler.claimOnLedger.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }
@@ -154,17 +157,24 @@ contract RoundBookInvariantsTest is CheatsBase {
     }
 
     /// Half of each forfeited bond went to the ledger's pool, and each proven equivocation's
-    /// slashed stake less its prover's cut; nothing else did. Each node's stake is what it
-    /// staked less what its equivocations took, and the ledger holds exactly stakes and pool.
-    function invariant_theLedgersPoolHoldsForfeitedHalvesAndSlashedStake() public view {
+    /// slashed stake less its prover's cut; the ledger's claims took what the model paid them,
+    /// and each round's credited signal on the ledger is the model's. Each node's stake is what
+    /// it staked less what its equivocations took, and the ledger holds exactly stakes and pool.
+    function invariant_theLedgersPoolStakesAndCreditsAreTheModels() public view {
         _eq(ledger.totalFunded(), handler.forfeited(), "ledger funded = the forfeited halves of void rounds' bonds");
         _eq(ledger.totalSlashed(), handler.slashed(), "ledger slashed = what proven equivocations took");
         _eq(ledger.totalSettlerPaid(), handler.proversCut(), "ledger's provers' pay = SETTLER_CUT_BPS of each slash");
+        _eq(ledger.totalPaidOut(), handler.ledgerPaid(), "ledger paid out = what its claims took");
         _eq(
             ledger.rewardPool(),
-            handler.forfeited() + handler.slashed() - handler.proversCut(),
-            "ledger pool = forfeited halves + slashed stake - provers' cut"
+            handler.ledgerPool(),
+            "ledger pool = forfeited halves + slashed stake - provers' cut - claims"
         );
+        uint64[] memory credited = handler.ledgerRounds();
+        for (uint256 i; i < credited.length; ++i) {
+            (uint256 total,) = ledger.roundInfo(credited[i]);
+            _eq(total, handler.ledgerCredited(credited[i]), "a round's credited signal on the ledger = the model's");
+        }
         uint256 staked;
         for (uint256 i; i < 6; ++i) {
             address node = handler.nodes(i);
