@@ -122,6 +122,8 @@ def test_invariant_campaigns_pass_and_reach_every_action_and_path() -> None:
         "submitOnLedger",
         "attestOnLedger",
         "claimOnLedger",
+        "escalateFalsely",
+        "proveUncreditedFalsely",
     }
     for path in BOOK_PATHS:
         assert run.paths[BOOK_SUITE][path] > 0, path

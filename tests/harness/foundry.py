@@ -114,6 +114,9 @@ BOOK_PATHS = (
     "v4CreditProven",
     "v4LeftOutProofsRefused",
     "ledgerRecordsContradicted",
+    "falseEscalationsRefused",
+    "droppedQuorumProven",
+    "falseUncreditedProofsRefused",
 )
 
 

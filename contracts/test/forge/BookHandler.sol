@@ -43,6 +43,15 @@ interface IRoundJudge {
         IRoundBook.SignedSubmission calldata first,
         IRoundBook.SignedSubmission calldata second
     ) external;
+    function proveUncredited(
+        uint64 round,
+        uint32 index,
+        IRoundBook.SignedSubmission calldata leaf,
+        SumTree.Node[] calldata proof,
+        IRoundBook.SignedVote[] calldata votes,
+        bytes[] calldata receipts,
+        IRoundBook.Shown[] calldata around
+    ) external;
 }
 
 /// @notice Drives a RoundBook (and the SwarmLedger it reads) through random sequences of whole
@@ -57,11 +66,13 @@ interface IRoundJudge {
 ///   carrying its producer's earnings in the settled rounds before.
 /// - A submission root lies one time in three: a forged submission (a wrong key, or an
 ///   outsider's), withheld data, a receipted submission left out, or one never posted (no root
-///   at all). A verdict root lies about two times in five: a credit under quorum, with a vote its
+///   at all). A verdict root lies about half the time: a credit under quorum, with a vote its
 ///   voter did not sign or from an unseated voter, an amount that is not its signal, a
 ///   submission credited twice, a parent's sum that is not its children's, earnings that do
-///   not add up or skip a credit, or no verdict root. An auditor (`audit`) proves the lie when
-///   the fuzzer calls it in time; a lie left unproven past its window stands, as the book says.
+///   not add up or skip a credit, a credit of a batch the v4 lane holds, a batch whose
+///   quorum's votes the aggregator receipted left uncredited (its producer proves it to the
+///   judge), or no verdict root. An auditor (`audit`) proves the lie when the fuzzer calls it
+///   in time; a lie left unproven past its window stands, as the book says.
 /// - A stranger challenges leaves of any root; the aggregators' services answer every challenge
 ///   they can before time moves on (`warp`), a withholding one none of its submission tree's
 ///   (and too late, once its window passed), and the challenger claims the bond.
@@ -70,7 +81,10 @@ interface IRoundJudge {
 ///   resign and take their roster bond back.
 /// - Attackers send what the rules refuse (the *Falsely actions): claims, releases, posts, calls
 ///   of the judge's hooks, proofs of a left-out or unposted submission, proofs of lies against
-///   honest roots; each must be refused with its error (its selector) and move nothing.
+///   honest roots, proofs of an uncredited quorum (receipts another key signed, a credited
+///   batch shown above two credits, a v4 batch), escalations (a batch not in the root, a forged
+///   leaf, in the book's last vote round); each must be refused with its error (its selector)
+///   and move nothing.
 /// - Checkers sign two different votes on one batch, producers two submissions of one round;
 ///   a stranger proves it through the judge and the signer is slashed once, in the window
 ///   (`equivocate`); proofs that show no two sides are refused.
@@ -85,8 +99,8 @@ interface IRoundJudge {
 /// that the rules allow, one accepted that they refuse, or a payment other than the rules say)
 /// records a violation, which the invariant `the handler saw no violation` reports with forge's
 /// shrunk sequence. An action with nothing to do reverts (forge counts it refused). Not played
-/// here: escalation to the ledger (tests/chain/test_escalation.py runs it on anvil), the proof
-/// of an uncredited quorum, payees that refuse payment, and the ledger's disputes, appeals and
+/// here: an escalation the rules allow (tests/chain/test_escalation.py runs it on anvil; the
+/// escalations they refuse are played, escalateFalsely), payees that refuse payment, and the ledger's disputes, appeals and
 /// settlement (the ledger's own campaigns play those).
 contract BookHandler is CheatsBase {
     uint64 internal constant NO_ROUND = type(uint64).max;
@@ -115,6 +129,7 @@ contract BookHandler is CheatsBase {
     uint8 internal constant BAD_SUM = 8;
     uint8 internal constant SKIPPED = 9;
     uint8 internal constant V4_CREDITED = 10;
+    uint8 internal constant DROPPED = 11;
 
     IBook public immutable book;
     ISwarmLedger public immutable ledger;
@@ -226,6 +241,9 @@ contract BookHandler is CheatsBase {
     uint256 public ledgerPaid;
     mapping(uint64 round => bytes) internal _v4Out; // a v4 batch receipted and left out of the root
     mapping(uint64 round => bytes) internal _v4Receipt;
+    /// @dev A verdict root's dropped batch: its submission's index and its quorum's votes (the
+    /// aggregator receipted each), abi-encoded.
+    mapping(uint64 round => bytes) internal _dropped;
     mapping(address producer => uint64) public through; // the round of its last claim + 1
 
     /// @dev The roster as its rules keep it: each slot's node and the block it enlisted or moved
@@ -296,6 +314,9 @@ contract BookHandler is CheatsBase {
     uint256 internal constant V4_CREDIT_PROVEN = 47;
     uint256 internal constant V4_LEFT_OUT_REFUSED = 48;
     uint256 internal constant RECORDS_CONTRADICTED = 49;
+    uint256 internal constant FALSE_ESCALATIONS_REFUSED = 50;
+    uint256 internal constant DROPPED_PROVEN = 51;
+    uint256 internal constant FALSE_UNCREDITED_REFUSED = 52;
 
     constructor(IBook book_, uint256[NODES] memory keys) {
         book = book_;
@@ -332,7 +353,7 @@ contract BookHandler is CheatsBase {
             nodes[j] = a;
             _keys[j] = key;
         }
-        string[50] memory names = [
+        string[53] memory names = [
             "honestRounds",
             "forgedProven",
             "withheldVoided",
@@ -382,7 +403,10 @@ contract BookHandler is CheatsBase {
             "roundsPaidByBothLanes",
             "v4CreditProven",
             "v4LeftOutProofsRefused",
-            "ledgerRecordsContradicted"
+            "ledgerRecordsContradicted",
+            "falseEscalationsRefused",
+            "droppedQuorumProven",
+            "falseUncreditedProofsRefused"
         ];
         for (uint256 i; i < names.length; ++i) {
             _pathNames.push(names[i]);
@@ -627,6 +651,7 @@ contract BookHandler is CheatsBase {
             [UNDER_QUORUM, INFLATED, EARNINGS, BAD_SIGNATURE, UNSEATED, CREDITED_TWICE, BAD_SUM, SKIPPED, V4_CREDITED];
         uint8 verdictLie = lie >= 6 && lie < 15 ? lies[lie - 6] : 0;
         if (verdictLie == 0 && (seed_ >> 16) % 8 == 0) verdictLie = V4_CREDITED; // (rare otherwise)
+        if (verdictLie == 0 && (seed_ >> 16) % 8 == 1) verdictLie = DROPPED;
         (IRoundBook.Credit[] memory credits, uint128[] memory amounts, bytes[] memory votes) =
             _verdicts(r, v, verdictLie == V4_CREDITED);
         if (verdictLie == V4_CREDITED) {
@@ -640,6 +665,12 @@ contract BookHandler is CheatsBase {
         if (verdictLie == UNSEATED && !_unseatedVote(r, v, credits[0], votes)) verdictLie = 0;
         if (verdictLie == CREDITED_TWICE) (credits, amounts, votes) = _creditedTwice(credits, amounts, votes);
         if (verdictLie == BAD_SUM && credits.length < 2) verdictLie = 0; // a parent's sum: two leaves at least
+        if (verdictLie == DROPPED) {
+            // it receipted a quorum's votes on a batch and leaves the batch uncredited
+            uint256 j = (seed_ >> 24) % credits.length;
+            _dropped[r] = abi.encode(credits[j].index, votes[j]);
+            (credits, amounts, votes) = _withoutCredit(credits, amounts, votes, j);
+        }
         if (verdictLie == SKIPPED && !_skipOne(r, g, credits)) verdictLie = 0;
         // (half the lies of earnings skip a credit, where one can be skipped: it takes a producer
         // with two standing credits among the settled rounds, which only longer runs have)
@@ -722,6 +753,7 @@ contract BookHandler is CheatsBase {
                         || g.verdictLie == UNSEATED || g.verdictLie == V4_CREDITED)
             ) return _proveBadCredit(r, g);
             if (g.verdicts && g.verdictLie == CREDITED_TWICE) return _proveCreditedTwice(r, g);
+            if (g.verdicts && g.verdictLie == DROPPED) return _proveDropped(r, g);
             if (g.verdicts && g.verdictLie == BAD_SUM) return _proveBadSum(r, g);
             if (g.verdicts && g.verdictLie == SKIPPED) return _proveSkipped(r, g);
             if (g.verdicts && g.verdictLie == EARNINGS) return _proveBadEarnings(r, g);
@@ -1401,6 +1433,198 @@ contract BookHandler is CheatsBase {
             signal: uint64(SCALE / 10)
         });
         return IRoundBook.SignedSubmission(nodes[p], m, _sig(key, _submissionHash(m)));
+    }
+
+    /// @notice An escalation the book refuses, each with its error, the ledger left as it was
+    /// (no record of the batch): a batch not in the submission root (its producer's other
+    /// signed batch, shown at its place: any batch would go to the v4 lane, not the one its
+    /// committee was drawn for), a forged leaf of the root (a registered producer framed in the
+    /// v4 lane), and a batch of the root in the book's last vote round (the ledger's committee
+    /// could no longer vote on it). Each is sent by a checker the book's draw seats on the batch
+    /// with a dispute, so that only the book's rule stands in the way.
+    function escalateFalsely(uint256 seed_) external {
+        uint256 how = seed_ % 3;
+        uint64 current = ledger.currentRound();
+        for (uint256 i; i < _played.length; ++i) {
+            uint64 r = _played[(i + (seed_ >> 8)) % _played.length];
+            Round storage g = rounds[r];
+            uint64 close = r + W + 1 + C; // the book's voteClose
+            if (how == 2 ? current != close : current >= close) continue;
+            if (how == 1 && g.subLie != FORGED) continue;
+            uint32 index = uint32(how == 1 ? g.lieIndex : (seed_ >> 16) % g.count);
+            if (how != 1 && g.subLie == FORGED && index == g.lieIndex) continue;
+            IRoundBook.SignedSubmission memory leaf = _subAt(r, index);
+            if (!_isNode(leaf.producer) || ledger.hasSubmitted(r, leaf.producer)) continue;
+            SumTree.Node[] memory proof = _submissionProof(r, index);
+            if (how == 0) {
+                // the producer's other batch of the round, signed by it: not the root's leaf
+                leaf.submission.score += 1;
+                leaf.signature = _sig(_keyOf(leaf.producer), _submissionHash(leaf.submission));
+            }
+            address checker = _seatedOn(r, leaf.producer);
+            if (checker == address(0)) continue;
+            Messages.Submission memory m = leaf.submission;
+            ISwarmLedger.EscalationVote memory vote = ISwarmLedger.EscalationVote(false, m.score, m.signal + 1, 0);
+            vm.prank(checker);
+            (bool ok, bytes memory reason) =
+                address(book).call(abi.encodeCall(IRoundBook.escalate, (r, index, leaf, proof, vote)));
+            bytes4[3] memory refusals =
+                [IRoundBook.NotInRoot.selector, IRoundBook.ForgedSubmission.selector, IRoundBook.EscalationClosed.selector];
+            if (ok || bytes4(reason) != refusals[how] || ledger.hasSubmitted(r, leaf.producer)) {
+                string[3] memory what = ["a batch not in the root", "a forged leaf", "a batch in the book's last vote round"];
+                return _violate(
+                    string.concat("escalateFalsely: the escalation of ", what[how], " was not refused: ", ok ? "taken" : _hex4(reason))
+                );
+            }
+            return _hit(FALSE_ESCALATIONS_REFUSED);
+        }
+        _nothing();
+    }
+
+    /// @dev A node the book's draw seats on `producer`'s committee of round r (stakes as of the
+    /// root's block, the next block's hash), or the zero address.
+    function _seatedOn(uint64 r, address producer) internal view returns (address) {
+        IRoundBook.RoundView memory v = _snapshot(r);
+        uint256 familyStake = ledger.familyStakeAt(FAMILY, v.postedBlock);
+        for (uint256 j; j < NODES; ++j) {
+            address voter = nodes[j];
+            uint256 stake = ledger.stakeAt(voter, v.postedBlock);
+            if (voter == producer || stake < MIN_STAKE || ledger.nodeInfo(voter).activeStake < MIN_STAKE) continue;
+            if (SeatDraw.seats(v.beacon, r, producer, voter, stake, familyStake, CHECKERS) != 0) return voter;
+        }
+        return address(0);
+    }
+
+    function _isNode(address a) internal view returns (bool) {
+        for (uint256 i; i < NODES; ++i) {
+            if (nodes[i] == a) return true;
+        }
+        return false;
+    }
+
+    /// @dev `credits` (and their amounts and votes) without the j-th.
+    function _withoutCredit(IRoundBook.Credit[] memory credits, uint128[] memory amounts, bytes[] memory votes, uint256 j)
+        internal
+        pure
+        returns (IRoundBook.Credit[] memory c, uint128[] memory a, bytes[] memory v)
+    {
+        c = new IRoundBook.Credit[](credits.length - 1);
+        a = new uint128[](c.length);
+        v = new bytes[](c.length);
+        for (uint256 k; k < c.length; ++k) {
+            uint256 from = k < j ? k : k + 1;
+            (c[k], a[k], v[k]) = (credits[from], amounts[from], votes[from]);
+        }
+    }
+
+    /// @dev The dropped batch's producer proves it to the judge: its leaf, its quorum's votes,
+    /// the aggregator's receipts of them, and the credit leaves it would sit between.
+    function _proveDropped(uint64 r, Round storage g) internal {
+        (uint32 index, bytes memory encoded) = abi.decode(_dropped[r], (uint32, bytes));
+        IRoundBook.SignedVote[] memory votes = abi.decode(encoded, (IRoundBook.SignedVote[]));
+        bytes memory call_ = _uncreditedCall(r, index, votes, _keyOf(g.aggregator), _around(r, g, index));
+        _provenBy(address(judge), r, g, call_, DROPPED_PROVEN);
+    }
+
+    function _uncreditedCall(
+        uint64 r,
+        uint32 index,
+        IRoundBook.SignedVote[] memory votes,
+        uint256 receiptKey,
+        IRoundBook.Shown[] memory around
+    ) internal view returns (bytes memory) {
+        IRoundBook.SignedSubmission memory leaf = _subAt(r, index);
+        bytes[] memory receipts = new bytes[](votes.length);
+        for (uint256 i; i < votes.length; ++i) {
+            bytes32 hash = Messages.signingHash(
+                SEPARATOR,
+                Messages.structHash(
+                    Messages.Vote(r, leaf.producer, leaf.submission.digest, false, votes[i].score, leaf.submission.signal, votes[i].findings)
+                )
+            );
+            receipts[i] = _sig(receiptKey, Messages.signingHash(SEPARATOR, Messages.receiptHash(hash, votes[i].voter)));
+        }
+        return abi.encodeCall(
+            IRoundJudge.proveUncredited, (r, index, leaf, _submissionProof(r, index), votes, receipts, around)
+        );
+    }
+
+    /// @dev The credit leaves of round r a batch at submission `index` would sit between (the
+    /// one below and the one above; one at either end; none when the round credits nothing).
+    function _around(uint64 r, Round storage g, uint32 index) internal view returns (IRoundBook.Shown[] memory around) {
+        uint32 k;
+        while (k < g.credits && abi.decode(_credits[r][k], (IRoundBook.Credit)).index < index) ++k;
+        if (g.credits == 0) return new IRoundBook.Shown[](0);
+        if (k == 0 || k == g.credits) {
+            around = new IRoundBook.Shown[](1);
+            around[0] = _shownAt(r, k == 0 ? 0 : k - 1);
+            return around;
+        }
+        around = new IRoundBook.Shown[](2);
+        (around[0], around[1]) = (_shownAt(r, k - 1), _shownAt(r, k));
+    }
+
+    /// @notice A proof of an uncredited quorum the rules refuse: receipts another key signed
+    /// (of a dropped batch's quorum: the aggregator never received those votes), a credited
+    /// batch shown between two credit leaves both below it, and a batch the v4 lane holds (its
+    /// quorum receipted: the book credits none of it).
+    function proveUncreditedFalsely(uint256 seed_) external {
+        uint256 how = seed_ % 3;
+        uint64 current = ledger.currentRound();
+        for (uint256 i; i < _played.length; ++i) {
+            uint64 r = _played[(i + (seed_ >> 8)) % _played.length];
+            Round storage g = rounds[r];
+            if (!g.verdicts || g.voided || current > _challengeEnd(r) || g.verdictLie == BAD_SUM) continue;
+            bytes memory call_ = this.uncreditedProof(r, how, seed_ >> 16);
+            if (call_.length == 0) continue;
+            uint256 held = address(book).balance;
+            vm.prank(STRANGER);
+            (bool ok, bytes memory reason) = address(judge).call(call_);
+            if (ok || bytes4(reason) != IRoundBook.NoLie.selector || address(book).balance != held) {
+                string[3] memory what = ["receipts another key signed", "two credit leaves below the batch", "a batch the v4 lane holds"];
+                return _violate(
+                    string.concat("proveUncreditedFalsely: ", what[how], " was not refused: ", ok ? "voided" : _hex4(reason))
+                );
+            }
+            return _hit(FALSE_UNCREDITED_REFUSED);
+        }
+        _nothing();
+    }
+
+    /// @notice The call of proveUncreditedFalsely's proof `how` in round r ("" when the round
+    /// has none).
+    function uncreditedProof(uint64 r, uint256 how, uint256 pick) external view returns (bytes memory) {
+        Round storage g = rounds[r];
+        uint256 aggregatorKey = _keyOf(g.aggregator);
+        if (how == 0) {
+            if (g.verdictLie != DROPPED) return "";
+            (uint32 index, bytes memory encoded) = abi.decode(_dropped[r], (uint32, bytes));
+            IRoundBook.SignedVote[] memory votes = abi.decode(encoded, (IRoundBook.SignedVote[]));
+            uint256 other = _keys[(_indexOf(g.aggregator) + 1) % NODES];
+            return _uncreditedCall(r, index, votes, other, _around(r, g, index));
+        }
+        if (how == 1) {
+            // a credited batch (leaf k >= 2) shown above two consecutive credit leaves below it
+            if (g.credits < 3 || g.verdictLie == CREDITED_TWICE) return "";
+            uint32 k = uint32(2 + pick % (g.credits - 2));
+            IRoundBook.Credit memory c = abi.decode(_credits[r][k], (IRoundBook.Credit));
+            IRoundBook.Shown[] memory below = new IRoundBook.Shown[](2);
+            (below[0], below[1]) = (_shownAt(r, k - 2), _shownAt(r, k - 1));
+            IRoundBook.SignedVote[] memory votes = abi.decode(_votes[r][k], (IRoundBook.SignedVote[]));
+            return _uncreditedCall(r, c.index, votes, aggregatorKey, below);
+        }
+        // a batch of the root the v4 lane holds, with a quorum's receipted votes
+        IRoundBook.RoundView memory v = _snapshot(r);
+        for (uint32 index; index < g.count; ++index) {
+            IRoundBook.SignedSubmission memory s = _subAt(r, index);
+            if (!_isNode(s.producer) || _ledgerBatches[r][s.producer].at == 0) continue;
+            if (g.subLie == FORGED && index == g.lieIndex) continue;
+            IRoundBook.SignedVote[] memory votes = _signVotes(r, s, v, ledger.familyStakeAt(FAMILY, v.postedBlock));
+            if (votes.length < QUORUM) continue;
+            if (_creditOf[r][s.producer] != 0) return ""; // (a V4_CREDITED lie credits it)
+            return _uncreditedCall(r, index, votes, aggregatorKey, _around(r, g, index));
+        }
+        return "";
     }
 
     // ======================================================================== actions: the v4 lane
@@ -2119,10 +2343,15 @@ contract BookHandler is CheatsBase {
     /// @dev Sends a proof of round r's lie as the auditor: it must void the round and pay the
     /// auditor half the bond, the ledger's pool the rest.
     function _proven(uint64 r, Round storage g, bytes memory call_, uint256 path) internal {
+        _provenBy(address(book), r, g, call_, path);
+    }
+
+    /// @dev _proven, the proof sent to `to` (the book, or its judge).
+    function _provenBy(address to, uint64 r, Round storage g, bytes memory call_, uint256 path) internal {
         uint256 before = STRANGER.balance;
         uint256 ledgerFunded = ledger.totalFunded();
         vm.prank(STRANGER);
-        (bool ok, bytes memory reason) = address(book).call(call_);
+        (bool ok, bytes memory reason) = to.call(call_);
         _expect("prove", ok, reason);
         _paidExactly("prove", STRANGER, before, BOND / 2);
         if (ledger.totalFunded() != ledgerFunded + BOND - BOND / 2) {

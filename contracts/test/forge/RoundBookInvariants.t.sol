@@ -77,7 +77,7 @@ contract RoundBookInvariantsTest is CheatsBase {
     }
 
     function targetSelectors() public view returns (FuzzSelector[] memory targets) {
-        bytes4[] memory actions = new bytes4[](24);
+        bytes4[] memory actions = new bytes4[](26);
         actions[0] = BookHandler.warp.selector;
         actions[1] = BookHandler.enlist.selector;
         actions[2] = BookHandler.resign.selector;
@@ -102,6 +102,8 @@ contract RoundBookInvariantsTest is CheatsBase {
         actions[21] = BookHandler.submitOnLedger.selector;
         actions[22] = BookHandler.attestOnLedger.selector;
         actions[23] = BookHandler.claimOnLedger.selector;
+        actions[24] = BookHandler.escalateFalsely.selector;
+        actions[25] = BookHandler.proveUncreditedFalsely.selector;
         targets = new FuzzSelector[](1);
         targets[0] = FuzzSelector(address(handler), actions);
     }
