@@ -81,6 +81,37 @@ def test_a_round_collects_local_rounds_seals_once_and_only_moves_forward(tmp_pat
         Journal.read_only(tmp_path / "nope.sqlite")
 
 
+def test_an_escalated_batch_keeps_its_roots_snapshot_in_the_window_through_a_restart(
+    tmp_path: Path,
+) -> None:
+    """An escalated root lane batch's committee is drawn from its root's block, not from the
+    later block of its Submitted event: the window (and so the local draw of seats) reads the
+    root's block, after a restart too, while the event scan goes on after the event's block."""
+    from client.node.intake.window import Window
+    from client.node.journal.peers import PeerSubmission
+
+    def sub(node: str) -> PeerSubmission:
+        return PeerSubmission(round=3, node=node, digest="0xd", rollouts=8, score=1, signal=1)
+
+    journal = Journal(tmp_path / "journal.sqlite")
+    journal.peers.discovered(
+        [sub("0xforced"), sub("0xescalated")],
+        next_block=41,
+        blocks={(3, "0xforced"): 38, (3, "0xescalated"): 40},
+        snapshots={(3, "0xescalated"): 19},  # its root's block, as the ledger's record keeps
+    )
+    window = Window(journal.peers)
+    window.refresh(0)
+    assert window.blocks == {(3, "0xforced"): 38, (3, "0xescalated"): 19}
+    journal.close()
+    again = Journal(tmp_path / "journal.sqlite")
+    rows, cursor = again.peers.submissions_since(None, 0)
+    assert sorted((s.node, block) for s, block in rows) == [("0xescalated", 19), ("0xforced", 38)]
+    assert cursor == 40  # the scan's, from the events' blocks
+    assert again.peers.submissions_since(cursor, 0) == ([], cursor)
+    again.close()
+
+
 def test_what_a_node_knows_of_its_peers_survives_a_restart(tmp_path: Path) -> None:
     """Where the event scan stopped and which peer items were trained on are kept: a restart
     neither rescans the chain from its deployment nor trains on an item twice."""
