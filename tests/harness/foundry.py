@@ -114,9 +114,11 @@ BOOK_PATHS = (
     "v4CreditProven",
     "v4LeftOutProofsRefused",
     "ledgerRecordsContradicted",
-    "falseEscalationsRefused",
+    "escalationsNotInRootRefused",
     "droppedQuorumProven",
     "falseUncreditedProofsRefused",
+    "forgedEscalationsRefused",
+    "lateEscalationsRefused",
 )
 
 

@@ -317,9 +317,11 @@ contract BookHandler is CheatsBase {
     uint256 internal constant V4_CREDIT_PROVEN = 47;
     uint256 internal constant V4_LEFT_OUT_REFUSED = 48;
     uint256 internal constant RECORDS_CONTRADICTED = 49;
-    uint256 internal constant FALSE_ESCALATIONS_REFUSED = 50;
+    uint256 internal constant NOT_IN_ROOT_ESCALATIONS_REFUSED = 50;
     uint256 internal constant DROPPED_PROVEN = 51;
     uint256 internal constant FALSE_UNCREDITED_REFUSED = 52;
+    uint256 internal constant FORGED_ESCALATIONS_REFUSED = 53;
+    uint256 internal constant LATE_ESCALATIONS_REFUSED = 54;
 
     constructor(IBook book_, uint256[NODES] memory keys) {
         book = book_;
@@ -357,7 +359,7 @@ contract BookHandler is CheatsBase {
             nodes[j] = a;
             _keys[j] = key;
         }
-        string[53] memory names = [
+        string[55] memory names = [
             "honestRounds",
             "forgedProven",
             "withheldVoided",
@@ -408,9 +410,11 @@ contract BookHandler is CheatsBase {
             "v4CreditProven",
             "v4LeftOutProofsRefused",
             "ledgerRecordsContradicted",
-            "falseEscalationsRefused",
+            "escalationsNotInRootRefused",
             "droppedQuorumProven",
-            "falseUncreditedProofsRefused"
+            "falseUncreditedProofsRefused",
+            "forgedEscalationsRefused",
+            "lateEscalationsRefused"
         ];
         for (uint256 i; i < names.length; ++i) {
             _pathNames.push(names[i]);
@@ -1452,6 +1456,14 @@ contract BookHandler is CheatsBase {
     function escalateFalsely(uint256 seed_) external {
         uint256 how = seed_ % 3;
         uint64 current = ledger.currentRound();
+        // a forged leaf in its escalation window is rare (a forged root's two rounds): taken
+        // whenever there is one, one call in two
+        if ((seed_ >> 100) % 2 == 0) {
+            for (uint256 i; i < _played.length; ++i) {
+                uint64 q = _played[i];
+                if (rounds[q].subLie == FORGED && current < q + W + 1 + C && current > q + W) how = 1;
+            }
+        }
         for (uint256 i; i < _played.length; ++i) {
             uint64 r = _played[(i + (seed_ >> 8)) % _played.length];
             Round storage g = rounds[r];
@@ -1484,7 +1496,7 @@ contract BookHandler is CheatsBase {
                     string.concat("escalateFalsely: the escalation of ", what[how], " was not refused: ", ok ? "taken" : _hex4(reason))
                 );
             }
-            return _hit(FALSE_ESCALATIONS_REFUSED);
+            return _hit(how == 0 ? NOT_IN_ROOT_ESCALATIONS_REFUSED : how == 1 ? FORGED_ESCALATIONS_REFUSED : LATE_ESCALATIONS_REFUSED);
         }
         _nothing();
     }
