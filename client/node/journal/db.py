@@ -241,9 +241,11 @@ class JournalDB:
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'phase_counts'"
         ).fetchall()
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(peer_submissions)")}
-        add_block = "" if "block" in columns else "ALTER TABLE peer_submissions ADD block INTEGER;"
-        if "snapshot" not in columns:
-            add_block += "ALTER TABLE peer_submissions ADD snapshot INTEGER;"
+        add_columns = "".join(
+            f"ALTER TABLE peer_submissions ADD {name} INTEGER;"
+            for name in ("block", "snapshot")
+            if name not in columns
+        )
         booked = {row[1] for row in self._db.execute("PRAGMA table_info(book_credits)")}
         add_votes = (
             "ALTER TABLE book_credits ADD votes INTEGER NOT NULL DEFAULT 0;"
@@ -253,7 +255,7 @@ class JournalDB:
         self._db.executescript(
             "BEGIN IMMEDIATE;"
             + ("" if has_counts else PHASE_COUNTS)
-            + add_block
+            + add_columns
             + add_votes
             # who agreed with which peer batch is read from the ledger per batch fetched now
             + "DROP TABLE IF EXISTS peer_attesters;"

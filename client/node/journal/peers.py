@@ -123,10 +123,17 @@ class PeerBook:
                 "(round, node, digest, rollouts, score, signal, block, snapshot) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (s.round, s.node, s.digest, s.rollouts, s.score, s.signal, *where)
+                    (
+                        s.round,
+                        s.node,
+                        s.digest,
+                        s.rollouts,
+                        s.score,
+                        s.signal,
+                        blocks.get((s.round, s.node)),
+                        snapshots.get((s.round, s.node)),
+                    )
                     for s in subs
-                    for key in [(s.round, s.node)]
-                    for where in [(blocks.get(key), snapshots.get(key))]
                 ],
             )
             db.executemany("INSERT OR IGNORE INTO peer_appeals VALUES (?, ?, ?)", appeals)
